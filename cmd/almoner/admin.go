@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
+	"github.com/almoner/almoner/pkg/config"
+	"github.com/almoner/almoner/pkg/wirejson"
+)
+
+// admin runs an operator command against the auth service's internal admin
+// RPCs and prints one JSON object on stdout.
+func admin(args []string, stdout io.Writer) error {
+	if len(args) < 2 {
+		return usageError{"usage: almoner admin tenant create|feature|activate|deactivate|get … | admin key create …"}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out proto.Message
+	var err error
+	switch args[0] + " " + args[1] {
+	case "tenant create":
+		out, err = tenantCreate(ctx, args[2:])
+	case "tenant feature":
+		out, err = tenantFeature(ctx, args[2:])
+	case "tenant activate":
+		out, err = tenantSetActive(ctx, args[2:], true)
+	case "tenant deactivate":
+		out, err = tenantSetActive(ctx, args[2:], false)
+	case "tenant get":
+		out, err = tenantGet(ctx, args[2:])
+	case "key create":
+		out, err = keyCreate(ctx, args[2:])
+	default:
+		return usageError{fmt.Sprintf("unknown admin command %q", strings.Join(args[:2], " "))}
+	}
+	if err != nil {
+		return describe(err)
+	}
+	b, err := wirejson.Marshal(out)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s\n", b)
+	return err
+}
+
+// describe turns an RPC error into a one-line message for the operator.
+func describe(err error) error {
+	var ue usageError
+	if errors.As(err, &ue) {
+		return err
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	msg := st.Message()
+	for _, d := range st.Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok {
+			for _, fv := range br.GetFieldViolations() {
+				msg += fmt.Sprintf(" %s: %s", fv.GetField(), fv.GetDescription())
+			}
+		}
+	}
+	return fmt.Errorf("%s: %s", strings.ToLower(strings.ReplaceAll(st.Code().String(), "_", " ")), msg)
+}
+
+func newFlags(name string) (*flag.FlagSet, *string) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	addr := fs.String("auth-addr", config.String(config.ServiceAddrVar("auth"), config.String("ALMONER_GRPC_ADDR", "127.0.0.1:9090")), "auth service gRPC address")
+	return fs, addr
+}
+
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return usageError{fs.Name() + ": " + err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))}
+	}
+	return nil
+}
+
+func adminClient(addr string) (authv1.TenantAdminServiceClient, func(), error) {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to auth service at %s: %w", addr, err)
+	}
+	return authv1.NewTenantAdminServiceClient(conn), func() { _ = conn.Close() }, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func tenantCreate(ctx context.Context, args []string) (proto.Message, error) {
+	fs, addr := newFlags("tenant create")
+	name := fs.String("name", "", "tenant name (required)")
+	slug := fs.String("slug", "", "unique slug (default: from the name)")
+	feats := fs.String("features", "api-access:enabled", "comma-separated feature flags to enable")
+	currency := fs.String("currency", "USD", "default ISO 4217 currency")
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	if *name == "" {
+		return nil, usageError{"tenant create: --name is required"}
+	}
+	c, done, err := adminClient(*addr)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	resp, err := c.CreateTenant(ctx, &authv1.CreateTenantRequest{Name: *name, Slug: *slug, Features: splitList(*feats), DefaultCurrency: *currency})
+	if err != nil {
+		return nil, err
+	}
+	return resp.GetTenant(), nil
+}
+
+func tenantGet(ctx context.Context, args []string) (proto.Message, error) {
+	fs, addr := newFlags("tenant get")
+	tenant := fs.String("tenant", "", "tenant id (required)")
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	if *tenant == "" {
+		return nil, usageError{"tenant get: --tenant is required"}
+	}
+	c, done, err := adminClient(*addr)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	resp, err := c.GetTenant(ctx, &authv1.GetTenantRequest{TenantId: *tenant})
+	if err != nil {
+		return nil, err
+	}
+	return resp.GetTenant(), nil
+}
+
+func tenantFeature(ctx context.Context, args []string) (proto.Message, error) {
+	fs, addr := newFlags("tenant feature")
+	tenant := fs.String("tenant", "", "tenant id (required)")
+	set := fs.String("set", "", "NAME=true|false (required)")
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	name, value, ok := strings.Cut(*set, "=")
+	if *tenant == "" || !ok || (value != "true" && value != "false") {
+		return nil, usageError{"tenant feature: --tenant ID and --set NAME=true|false are required"}
+	}
+	c, done, err := adminClient(*addr)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	resp, err := c.SetTenantFeature(ctx, &authv1.SetTenantFeatureRequest{TenantId: *tenant, Feature: name, Enabled: value == "true"})
+	if err != nil {
+		return nil, err
+	}
+	return resp.GetTenant(), nil
+}
+
+func tenantSetActive(ctx context.Context, args []string, active bool) (proto.Message, error) {
+	verb := "deactivate"
+	if active {
+		verb = "activate"
+	}
+	fs, addr := newFlags("tenant " + verb)
+	tenant := fs.String("tenant", "", "tenant id (required)")
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	if *tenant == "" {
+		return nil, usageError{"tenant " + verb + ": --tenant is required"}
+	}
+	c, done, err := adminClient(*addr)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	resp, err := c.SetTenantActive(ctx, &authv1.SetTenantActiveRequest{TenantId: *tenant, Active: active})
+	if err != nil {
+		return nil, err
+	}
+	return resp.GetTenant(), nil
+}
+
+func keyCreate(ctx context.Context, args []string) (proto.Message, error) {
+	fs, addr := newFlags("key create")
+	tenant := fs.String("tenant", "", "tenant id (required)")
+	name := fs.String("name", "", "key name (required)")
+	scopeList := fs.String("scopes", "", "comma-separated scopes, or all (required)")
+	expires := fs.String("expires-at", "", "RFC 3339 expiry (optional)")
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	if *tenant == "" || *name == "" || *scopeList == "" {
+		return nil, usageError{"key create: --tenant, --name and --scopes are required"}
+	}
+	req := &authv1.CreateKeyRequest{TenantId: *tenant, Name: *name, Scopes: splitList(*scopeList)}
+	if *expires != "" {
+		t, err := time.Parse(time.RFC3339, *expires)
+		if err != nil {
+			return nil, usageError{"key create: --expires-at must be an RFC 3339 time such as 2027-01-31T00:00:00Z"}
+		}
+		req.ExpiresAt = timestamppb.New(t)
+	}
+	c, done, err := adminClient(*addr)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	resp, err := c.CreateKey(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.GetApiKey(), nil
+}

@@ -1,0 +1,261 @@
+// Package app assembles Almoner processes: which services a process hosts
+// (--target), its gRPC server, and the REST gateway in front.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/almoner/almoner/gateway"
+	"github.com/almoner/almoner/pkg/config"
+	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/pkg/service"
+	"github.com/almoner/almoner/services/auth"
+)
+
+// Modules is every service the binary can host, by --target name.
+var Modules = map[string]service.Module{
+	auth.Name: auth.Module,
+}
+
+// GatewayTarget is the --target name of the REST edge.
+const GatewayTarget = "gateway"
+
+// Targets lists the valid --target values.
+func Targets() []string {
+	out := []string{"all", GatewayTarget}
+	names := make([]string, 0, len(Modules))
+	for n := range Modules {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return append(out, names...)
+}
+
+// Config configures a process.
+type Config struct {
+	// Targets: "all", "gateway", or service names.
+	Targets       []string
+	DatabaseURL   string
+	HTTPAddr      string
+	GRPCAddr      string
+	Environment   string
+	ErrorsBaseURL string
+	Migrate       bool
+	// Upstreams are service addresses for a process that does not host
+	// them (ALMONER_<SERVICE>_ADDR).
+	Upstreams map[string]string
+	Logger    *slog.Logger
+	// ServiceConfig is where services read their own settings; the
+	// environment when nil.
+	ServiceConfig config.Source
+}
+
+// FromEnv returns the configuration the environment describes.
+func FromEnv() (Config, error) {
+	migrate, err := config.Bool("ALMONER_MIGRATE", true)
+	if err != nil {
+		return Config{}, err
+	}
+	cfg := Config{
+		Targets:       []string{"all"},
+		DatabaseURL:   config.String("DATABASE_URL", ""),
+		HTTPAddr:      config.String("ALMONER_HTTP_ADDR", ":8080"),
+		GRPCAddr:      config.String("ALMONER_GRPC_ADDR", "127.0.0.1:9090"),
+		Environment:   config.String("ALMONER_ENVIRONMENT", "sandbox"),
+		ErrorsBaseURL: config.String("ALMONER_ERRORS_BASE_URL", "/errors"),
+		Migrate:       migrate,
+		Upstreams:     map[string]string{},
+	}
+	for name := range Modules {
+		if v := config.String(config.ServiceAddrVar(name), ""); v != "" {
+			cfg.Upstreams[name] = v
+		}
+	}
+	return cfg, nil
+}
+
+// App is a running process.
+type App struct {
+	cfg     Config
+	host    *service.Host
+	gw      *gateway.Gateway
+	httpSrv *http.Server
+	httpLis net.Listener
+	served  chan error
+}
+
+// Start starts what cfg.Targets names.
+func Start(ctx context.Context, cfg Config) (*App, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Environment != "sandbox" && cfg.Environment != "production" {
+		return nil, fmt.Errorf("ALMONER_ENVIRONMENT=%q: want sandbox or production", cfg.Environment)
+	}
+	mods, withGateway, err := resolve(cfg.Targets)
+	if err != nil {
+		return nil, err
+	}
+	a := &App{cfg: cfg, served: make(chan error, 1)}
+	upstreams := map[string]string{}
+	for k, v := range cfg.Upstreams {
+		upstreams[k] = v
+	}
+	if len(mods) > 0 {
+		a.host, err = service.StartHost(ctx, service.HostConfig{
+			DatabaseURL: cfg.DatabaseURL, GRPCAddr: cfg.GRPCAddr, Environment: cfg.Environment,
+			Migrate: cfg.Migrate, Logger: cfg.Logger, Upstreams: cfg.Upstreams, Config: cfg.ServiceConfig,
+		}, mods...)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range mods {
+			upstreams[m.Name] = a.host.Addr()
+		}
+	}
+	if withGateway {
+		gwUpstreams := map[string]string{}
+		for _, name := range gateway.Services() {
+			if addr := upstreams[name]; addr != "" {
+				gwUpstreams[name] = addr
+			}
+		}
+		a.gw, err = gateway.New(ctx, gateway.Config{Upstreams: gwUpstreams, ErrorsBaseURL: cfg.ErrorsBaseURL, Logger: cfg.Logger})
+		if err != nil {
+			a.stopHost(ctx)
+			return nil, err
+		}
+		a.httpLis, err = net.Listen("tcp", cfg.HTTPAddr)
+		if err != nil {
+			a.gw.Close()
+			a.stopHost(ctx)
+			return nil, fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
+		}
+		a.httpSrv = &http.Server{
+			Handler:           a.gw,
+			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       30 * time.Second,
+			WriteTimeout:      60 * time.Second,
+			IdleTimeout:       120 * time.Second,
+			ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+		}
+		go func() { a.served <- a.httpSrv.Serve(a.httpLis) }()
+	}
+	return a, nil
+}
+
+func resolve(targets []string) ([]service.Module, bool, error) {
+	var mods []service.Module
+	gw := false
+	for _, t := range targets {
+		for _, name := range strings.Split(t, ",") {
+			name = strings.TrimSpace(name)
+			switch {
+			case name == "all":
+				gw = true
+				names := make([]string, 0, len(Modules))
+				for n := range Modules {
+					names = append(names, n)
+				}
+				sort.Strings(names)
+				for _, n := range names {
+					mods = appendModule(mods, Modules[n])
+				}
+			case name == GatewayTarget:
+				gw = true
+			case name == "":
+			default:
+				m, ok := Modules[name]
+				if !ok {
+					return nil, false, fmt.Errorf("unknown target %q (want one of %s)", name, strings.Join(Targets(), ", "))
+				}
+				mods = appendModule(mods, m)
+			}
+		}
+	}
+	if len(mods) == 0 && !gw {
+		return nil, false, errors.New("no target to run")
+	}
+	return mods, gw, nil
+}
+
+func appendModule(mods []service.Module, m service.Module) []service.Module {
+	if slices.ContainsFunc(mods, func(x service.Module) bool { return x.Name == m.Name }) {
+		return mods
+	}
+	return append(mods, m)
+}
+
+// AllMigrations returns every service's migrations, each schema once.
+func AllMigrations() []db.Migrations {
+	seen := map[string]bool{}
+	var out []db.Migrations
+	names := make([]string, 0, len(Modules))
+	for n := range Modules {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		for _, s := range Modules[n].Migrations() {
+			if !seen[s.Schema] {
+				seen[s.Schema] = true
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// HTTPAddr is the REST listener's address, or "".
+func (a *App) HTTPAddr() string {
+	if a.httpLis == nil {
+		return ""
+	}
+	return a.httpLis.Addr().String()
+}
+
+// GRPCAddr is the gRPC listener's address, or "".
+func (a *App) GRPCAddr() string {
+	if a.host == nil {
+		return ""
+	}
+	return a.host.Addr()
+}
+
+// Host is the service host, or nil for a gateway-only process.
+func (a *App) Host() *service.Host { return a.host }
+
+// Served reports the HTTP server's exit.
+func (a *App) Served() <-chan error { return a.served }
+
+// Stop shuts down gracefully: the HTTP server stops accepting and finishes
+// in-flight requests, then the services finish theirs.
+func (a *App) Stop(ctx context.Context) error {
+	var errs []error
+	if a.httpSrv != nil {
+		if err := a.httpSrv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
+		}
+		a.gw.Close()
+	}
+	if err := a.stopHost(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (a *App) stopHost(ctx context.Context) error {
+	if a.host == nil {
+		return nil
+	}
+	return a.host.Stop(ctx)
+}

@@ -1,0 +1,141 @@
+// Command almoner is the one Almoner binary.
+//
+//	almoner serve [--target=all|gateway|auth,...]   run services and/or the REST gateway
+//	almoner migrate                                  apply every service's migrations
+//	almoner admin tenant create|feature|activate|deactivate ...
+//	almoner admin key create ...
+//
+// Configuration comes from environment variables (see README.md); flags
+// override them.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/almoner/almoner/cmd/almoner/internal/app"
+	"github.com/almoner/almoner/pkg/config"
+	"github.com/almoner/almoner/pkg/db"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "serve":
+		err = serve(args[1:], stderr)
+	case "migrate":
+		err = migrate(args[1:])
+	case "admin":
+		err = admin(args[1:], stdout)
+	case "help", "-h", "--help":
+		usage(stdout)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "almoner: unknown command %q\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	if err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(stderr, "almoner: %v\n", err)
+			return 2
+		}
+		fmt.Fprintf(stderr, "almoner: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage: almoner <command> [flags]
+
+commands:
+  serve     run services and the REST gateway (--target=`+strings.Join(app.Targets(), "|")+`)
+  migrate   apply every service's database migrations
+  admin     operator commands: tenant create|feature|activate|deactivate, key create
+
+Configuration is read from the environment; see README.md.
+`)
+}
+
+func newLogger(w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+	if config.String("ALMONER_LOG_FORMAT", "json") == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+func serve(args []string, stderr io.Writer) error {
+	cfg, err := app.FromEnv()
+	if err != nil {
+		return err
+	}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	target := fs.String("target", config.String("ALMONER_TARGET", "all"), "what this process runs: "+strings.Join(app.Targets(), ", ")+" (comma-separated)")
+	fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "REST listen address (ALMONER_HTTP_ADDR)")
+	fs.StringVar(&cfg.GRPCAddr, "grpc-addr", cfg.GRPCAddr, "gRPC listen address (ALMONER_GRPC_ADDR)")
+	fs.StringVar(&cfg.DatabaseURL, "database-url", cfg.DatabaseURL, "PostgreSQL URL (DATABASE_URL)")
+	fs.StringVar(&cfg.Environment, "environment", cfg.Environment, "sandbox or production (ALMONER_ENVIRONMENT)")
+	shutdownTimeout := fs.Duration("shutdown-timeout", 30*time.Second, "how long in-flight work may take after SIGTERM")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	cfg.Targets = []string{*target}
+	logger := newLogger(stderr)
+	cfg.Logger = logger
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	a, err := app.Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	logger.Info("almoner serving", "targets", *target, "http_addr", a.HTTPAddr(), "grpc_addr", a.GRPCAddr(), "environment", cfg.Environment)
+	select {
+	case <-ctx.Done():
+	case err := <-a.Served():
+		logger.Error("http server stopped", "error", fmt.Sprint(err))
+	}
+	logger.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), *shutdownTimeout)
+	defer cancel()
+	return a.Stop(sctx)
+}
+
+func migrate(args []string) error {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	url := fs.String("database-url", config.String("DATABASE_URL", ""), "PostgreSQL URL (DATABASE_URL)")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	if *url == "" {
+		return usageError{"DATABASE_URL (or --database-url) is required"}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	return db.Migrate(ctx, *url, app.AllMigrations()...)
+}

@@ -1,0 +1,62 @@
+package gateway
+
+import (
+	"bytes"
+	"io"
+	"net/url"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"github.com/grpc-ecosystem/grpc-gateway/v2/utilities"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/almoner/almoner/pkg/wirejson"
+)
+
+// codec is the runtime.Marshaler of every route: wirejson in both
+// directions.
+type codec struct{}
+
+var _ runtime.Marshaler = codec{}
+
+func (codec) ContentType(any) string { return "application/json" }
+
+func (codec) Marshal(v any) ([]byte, error) { return wirejson.Marshal(v) }
+
+func (codec) Unmarshal(data []byte, v any) error {
+	m, ok := v.(proto.Message)
+	if !ok {
+		return io.ErrUnexpectedEOF
+	}
+	return wirejson.Unmarshal(data, m)
+}
+
+func (c codec) NewDecoder(r io.Reader) runtime.Decoder {
+	return runtime.DecoderFunc(func(v any) error {
+		data, err := io.ReadAll(r)
+		if err != nil {
+			return err
+		}
+		return c.Unmarshal(data, v)
+	})
+}
+
+func (c codec) NewEncoder(w io.Writer) runtime.Encoder {
+	return runtime.EncoderFunc(func(v any) error {
+		b, err := c.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(w, bytes.NewReader(b))
+		return err
+	})
+}
+
+// queryParser fills request messages from query strings with wirejson's
+// rules, so a bad `page=abc` is a 400 keyed `Page`, not a Go parse error.
+type queryParser struct{}
+
+func (queryParser) Parse(msg proto.Message, values url.Values, filter *utilities.DoubleArray) error {
+	return wirejson.UnmarshalQuery(values, msg, func(name string) bool {
+		return filter != nil && filter.HasCommonPrefix([]string{name})
+	})
+}

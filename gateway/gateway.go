@@ -1,0 +1,350 @@
+// Package gateway is Almoner's REST edge: grpc-gateway routes in front of
+// the gRPC services, with API-key authentication, the tenant check, the
+// wire JSON codec and RFC 7807 errors.
+//
+// Every request under /api/tenants is authenticated before routing: the
+// X-Api-Key header goes to the auth service's ValidateKey over gRPC, a
+// tenant in the path that is not the key's answers 404, and the principal
+// travels to the service in gRPC metadata. Services check scopes themselves.
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
+	"github.com/almoner/almoner/pkg/authctx"
+	"github.com/almoner/almoner/pkg/problem"
+	"github.com/almoner/almoner/pkg/traceid"
+)
+
+// DefaultMaxBodyBytes is the request body limit: 1 MiB.
+const DefaultMaxBodyBytes = 1 << 20
+
+// Config configures the gateway.
+type Config struct {
+	// Upstreams maps a service name (auth, contacts, …) to its gRPC
+	// address. Services without an address are not routed.
+	Upstreams map[string]string
+	// ErrorsBaseURL prefixes problem type URIs; "/errors" by default.
+	ErrorsBaseURL string
+	// MaxBodyBytes limits request bodies; DefaultMaxBodyBytes by default.
+	MaxBodyBytes int64
+	// Logger receives one line per failed request.
+	Logger *slog.Logger
+}
+
+// Gateway is the REST edge as an http.Handler.
+type Gateway struct {
+	cfg       Config
+	mux       *runtime.ServeMux
+	conns     map[string]*grpc.ClientConn
+	validator authv1.KeyValidationServiceClient
+	problems  problem.Renderer
+	logger    *slog.Logger
+	handler   http.Handler
+}
+
+type principalKey struct{}
+
+// New dials every upstream and registers its routes.
+func New(ctx context.Context, cfg Config) (*Gateway, error) {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Upstreams[authName] == "" {
+		return nil, errors.New("gateway: the auth service address is required")
+	}
+	g := &Gateway{
+		cfg:      cfg,
+		conns:    map[string]*grpc.ClientConn{},
+		problems: problem.Renderer{BaseURL: cfg.ErrorsBaseURL},
+		logger:   cfg.Logger,
+	}
+	g.mux = runtime.NewServeMux(
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, codec{}),
+		runtime.SetQueryParameterParser(queryParser{}),
+		runtime.WithIncomingHeaderMatcher(incomingHeader),
+		runtime.WithOutgoingHeaderMatcher(outgoingHeader),
+		runtime.WithOutgoingTrailerMatcher(func(string) (string, bool) { return "", false }),
+		runtime.WithMetadata(annotate),
+		runtime.WithForwardResponseOption(successStatus),
+		runtime.WithErrorHandler(g.handleError),
+		runtime.WithRoutingErrorHandler(g.handleRoutingError),
+		runtime.WithWriteContentLength(),
+	)
+	for name, addr := range cfg.Upstreams {
+		regs, ok := registry[name]
+		if !ok {
+			g.Close()
+			return nil, fmt.Errorf("gateway: unknown service %q", name)
+		}
+		// One shared connection per upstream: the REST routes, key
+		// validation and health checks all use it.
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			g.Close()
+			return nil, fmt.Errorf("gateway: dial %s at %s: %w", name, addr, err)
+		}
+		g.conns[name] = conn
+		for _, register := range regs {
+			if err := register(ctx, g.mux, conn); err != nil {
+				g.Close()
+				return nil, fmt.Errorf("gateway: register %s routes: %w", name, err)
+			}
+		}
+	}
+	g.validator = authv1.NewKeyValidationServiceClient(g.conns[authName])
+	g.handler = g.recoverPanics(g.withTrace(g.limitBody(http.HandlerFunc(g.route))))
+	return g, nil
+}
+
+// Close closes the upstream connections.
+func (g *Gateway) Close() {
+	for _, c := range g.conns {
+		_ = c.Close()
+	}
+}
+
+// Conn returns the connection to an upstream service, or nil.
+func (g *Gateway) Conn(service string) *grpc.ClientConn { return g.conns[service] }
+
+// ServeHTTP serves the REST API.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.handler.ServeHTTP(w, r) }
+
+const tenantsPrefix = "/api/tenants"
+
+func (g *Gateway) route(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == tenantsPrefix || strings.HasPrefix(r.URL.Path, tenantsPrefix+"/") {
+		var ok bool
+		if r, ok = g.authenticate(w, r); !ok {
+			return
+		}
+	}
+	g.mux.ServeHTTP(w, r)
+}
+
+// authenticate validates X-Api-Key and checks the tenant in the path. It
+// writes the response and returns false when the request must stop.
+func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+	// ValidateKey runs even without a header, so that a missing key takes
+	// the same path (and about the same time) as a wrong one.
+	resp, err := g.validator.ValidateKey(r.Context(), &authv1.ValidateKeyRequest{ApiKey: r.Header.Get("X-Api-Key")})
+	if err != nil {
+		if status.Code(err) == codes.Unauthenticated {
+			g.writeUnauthorized(w)
+			return r, false
+		}
+		g.handleError(r.Context(), g.mux, codec{}, w, r, err)
+		return r, false
+	}
+	tid, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, tenantsPrefix+"/"), "/")
+	pathTenant, perr := uuid.Parse(tid)
+	keyTenant, kerr := uuid.Parse(resp.GetTenantId())
+	if perr != nil || kerr != nil || pathTenant != keyTenant {
+		g.writeProblem(w, r, g.problems.New(problem.CategoryNotFound, http.StatusNotFound, "Not Found"))
+		return r, false
+	}
+	p := authctx.Principal{
+		TenantID: resp.GetTenantId(), KeyID: resp.GetKeyId(), KeyPrefix: resp.GetKeyPrefix(),
+		Scopes: resp.GetScopes(), Features: resp.GetFeatures(),
+	}
+	return r.WithContext(context.WithValue(r.Context(), principalKey{}, p)), true
+}
+
+// writeUnauthorized sends the one 401: the same status, headers and bytes
+// for every cause, so a caller learns nothing about which check failed.
+func (g *Gateway) writeUnauthorized(w http.ResponseWriter) {
+	w.Header().Set("WWW-Authenticate", `ApiKey header="X-Api-Key"`)
+	problem.Write(w, problem.Unauthorized(g.problems))
+}
+
+// annotate puts the principal and the trace id into gRPC metadata.
+func annotate(ctx context.Context, r *http.Request) metadata.MD {
+	md := metadata.MD{}
+	if p, ok := r.Context().Value(principalKey{}).(authctx.Principal); ok {
+		md = p.MD()
+	}
+	if id := traceid.FromContext(r.Context()); id != "" {
+		md.Set(traceid.MetadataKey, id)
+	}
+	return md
+}
+
+// forwardedHeaders are the only request headers that reach services.
+var forwardedHeaders = map[string]string{
+	"Idempotency-Key": "idempotency-key",
+	"If-Match":        "if-match",
+}
+
+// incomingHeader drops every client header except a short allow-list, so
+// no client can smuggle principal metadata (x-almoner-*) to a service.
+func incomingHeader(key string) (string, bool) {
+	v, ok := forwardedHeaders[http.CanonicalHeaderKey(key)]
+	return v, ok
+}
+
+// returnedHeaders are the only service response headers sent to clients.
+var returnedHeaders = map[string]string{
+	"etag":                "ETag",
+	"idempotent-replayed": "Idempotent-Replayed",
+	"location":            "Location",
+}
+
+func outgoingHeader(key string) (string, bool) {
+	v, ok := returnedHeaders[strings.ToLower(key)]
+	return v, ok
+}
+
+// successStatus sets the status of a successful call from the RPC's verb:
+// Create… answers 201 Created, Delete… and Revoke… 204 No Content, others
+// 200.
+func successStatus(ctx context.Context, w http.ResponseWriter, _ proto.Message) error {
+	method, ok := runtime.RPCMethod(ctx)
+	if !ok {
+		return nil
+	}
+	name := method[strings.LastIndexByte(method, '/')+1:]
+	switch {
+	case strings.HasPrefix(name, "Create"):
+		w.WriteHeader(http.StatusCreated)
+	case strings.HasPrefix(name, "Delete"), strings.HasPrefix(name, "Revoke"):
+		w.Header().Del("Content-Type")
+		w.Header().Del("Content-Length")
+		w.WriteHeader(http.StatusNoContent)
+	}
+	return nil
+}
+
+// handleError renders a failed call as a problem document.
+func (g *Gateway) handleError(ctx context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
+	st := status.Convert(err)
+	if st.Code() == codes.Unauthenticated {
+		g.writeUnauthorized(w)
+		return
+	}
+	d := g.problems.FromStatus(st)
+	if d.Status >= 500 {
+		// The status text may hold upstream detail; it goes to the log
+		// only, under the trace id the client sees.
+		g.logger.ErrorContext(ctx, "request failed", "method", r.Method, "path", r.URL.Path,
+			"code", st.Code().String(), "error", st.Message(), "trace_id", traceid.FromContext(r.Context()))
+	}
+	g.writeProblem(w, r, d)
+}
+
+func (g *Gateway) handleRoutingError(ctx context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, httpStatus int) {
+	switch httpStatus {
+	case http.StatusMethodNotAllowed:
+		g.writeProblem(w, r, g.problems.New(problem.CategoryMethodNotAllowed, http.StatusMethodNotAllowed, "Method Not Allowed"))
+	case http.StatusBadRequest:
+		d := g.problems.New(problem.CategoryValidation, http.StatusBadRequest, "One or more validation errors occurred.")
+		d.Errors = map[string][]string{"": {"The request path is not valid."}}
+		g.writeProblem(w, r, d)
+	default:
+		g.writeProblem(w, r, g.problems.New(problem.CategoryNotFound, http.StatusNotFound, "Not Found"))
+	}
+}
+
+func (g *Gateway) writeProblem(w http.ResponseWriter, r *http.Request, d problem.Document) {
+	d.Instance = r.URL.Path
+	d.TraceID = traceid.FromContext(r.Context())
+	problem.Write(w, d)
+}
+
+// withTrace gives every request a trace id, taken from a valid W3C
+// traceparent header when the caller sent one.
+func (g *Gateway) withTrace(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := traceFromParent(r.Header.Get("traceparent"))
+		if id == "" {
+			id = traceid.New()
+		}
+		next.ServeHTTP(w, r.WithContext(traceid.NewContext(r.Context(), id)))
+	})
+}
+
+func traceFromParent(tp string) string {
+	parts := strings.Split(tp, "-")
+	if len(parts) != 4 || len(parts[1]) != 32 || parts[1] == strings.Repeat("0", 32) {
+		return ""
+	}
+	for _, c := range parts[1] {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return ""
+		}
+	}
+	return parts[1]
+}
+
+// limitBody reads the body up front, at most MaxBodyBytes, and answers 413
+// past that, so that no handler ever sees a partial or oversized body.
+func (g *Gateway) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if r.ContentLength > g.cfg.MaxBodyBytes {
+			g.writeTooLarge(w, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, g.cfg.MaxBodyBytes+1))
+		_ = r.Body.Close()
+		if err != nil {
+			d := g.problems.New(problem.CategoryValidation, http.StatusBadRequest, "One or more validation errors occurred.")
+			d.Errors = map[string][]string{"$": {"The request body could not be read."}}
+			g.writeProblem(w, r, d)
+			return
+		}
+		if int64(len(body)) > g.cfg.MaxBodyBytes {
+			g.writeTooLarge(w, r)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (g *Gateway) writeTooLarge(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Connection", "close")
+	g.writeProblem(w, r, g.problems.New(problem.CategoryTooLarge, http.StatusRequestEntityTooLarge,
+		fmt.Sprintf("The request body is larger than %d bytes.", g.cfg.MaxBodyBytes)))
+}
+
+// recoverPanics turns a panic in the edge into a sanitized 500.
+func (g *Gateway) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				g.logger.ErrorContext(r.Context(), "panic in gateway", "panic", fmt.Sprint(v),
+					"stack", string(debug.Stack()), "trace_id", traceid.FromContext(r.Context()))
+				g.writeProblem(w, r, g.problems.New(problem.CategoryInternal, http.StatusInternalServerError, "An unexpected error occurred."))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}

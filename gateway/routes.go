@@ -1,0 +1,32 @@
+package gateway
+
+import (
+	"context"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/grpc"
+
+	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
+)
+
+const authName = "auth"
+
+// registerFunc adds one generated service's REST routes to the mux, served
+// over conn. These are grpc-gateway's Register…Handler functions: every
+// route makes a real gRPC call, in one process and across processes alike.
+type registerFunc func(context.Context, *runtime.ServeMux, *grpc.ClientConn) error
+
+// registry lists, per upstream service, the generated route sets it serves.
+// A new service adds its line here.
+var registry = map[string][]registerFunc{
+	authName: {authv1.RegisterApiKeyServiceHandler},
+}
+
+// Services returns the names of the services the gateway can route to.
+func Services() []string {
+	out := make([]string, 0, len(registry))
+	for name := range registry {
+		out = append(out, name)
+	}
+	return out
+}

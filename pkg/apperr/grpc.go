@@ -1,0 +1,120 @@
+package apperr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/protoadapt"
+
+	"github.com/almoner/almoner/pkg/traceid"
+)
+
+// ErrorDomain is the domain of every errdetails.ErrorInfo we attach.
+const ErrorDomain = "almoner"
+
+var kindCodes = map[Kind]codes.Code{
+	KindInternal:         codes.Internal,
+	KindInvalid:          codes.InvalidArgument,
+	KindNotFound:         codes.NotFound,
+	KindUnauthenticated:  codes.Unauthenticated,
+	KindPermissionDenied: codes.PermissionDenied,
+	KindConflict:         codes.Aborted,
+	KindUnprocessable:    codes.FailedPrecondition,
+	KindRateLimited:      codes.ResourceExhausted,
+	KindUnavailable:      codes.Unavailable,
+}
+
+// ToStatus maps err to the status a caller may see. Domain errors keep their
+// message, typed code and violations; context errors keep their codes; a
+// status error from a downstream call passes through; everything else is
+// masked as INTERNAL with no text of the original.
+func ToStatus(err error) *status.Status {
+	if err == nil {
+		return status.New(codes.OK, "")
+	}
+	if e, ok := As(err); ok && e.Kind != KindInternal {
+		st := status.New(kindCodes[e.Kind], e.Message)
+		var details []protoadapt.MessageV1
+		if len(e.Violations) > 0 {
+			br := &errdetails.BadRequest{}
+			for _, v := range e.Violations {
+				br.FieldViolations = append(br.FieldViolations, &errdetails.BadRequest_FieldViolation{Field: v.Field, Description: v.Message})
+			}
+			details = append(details, br)
+		}
+		if e.Code != "" {
+			details = append(details, &errdetails.ErrorInfo{Reason: e.Code, Domain: ErrorDomain})
+		}
+		if len(details) > 0 {
+			if withDetails, derr := st.WithDetails(details...); derr == nil {
+				st = withDetails
+			}
+		}
+		return st
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return status.New(codes.Canceled, "The request was cancelled.")
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.New(codes.DeadlineExceeded, "The request took too long.")
+	}
+	if st, ok := status.FromError(err); ok && st.Code() != codes.Unknown && st.Code() != codes.Internal {
+		// A downstream service already mapped this one.
+		return st
+	}
+	return status.New(codes.Internal, "An unexpected error occurred.")
+}
+
+// UnaryServerInterceptor maps handler errors with ToStatus, logs every
+// error that was masked (with the request id the gateway forwarded, so an
+// operator can find it from a problem document's traceId) and turns a panic
+// into a masked INTERNAL status instead of a dead process.
+func UnaryServerInterceptor(logger *slog.Logger) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				logger.ErrorContext(ctx, "panic in gRPC handler", "method", info.FullMethod,
+					"panic", fmt.Sprint(r), "stack", string(debug.Stack()), "trace_id", traceid.FromIncoming(ctx))
+				resp, err = nil, status.New(codes.Internal, "An unexpected error occurred.").Err()
+			}
+		}()
+		resp, err = handler(ctx, req)
+		if err == nil {
+			return resp, nil
+		}
+		st := ToStatus(err)
+		switch st.Code() {
+		case codes.Internal, codes.Unknown, codes.Unavailable:
+			logger.ErrorContext(ctx, "request failed", "method", info.FullMethod, "code", st.Code().String(),
+				"error", err.Error(), "trace_id", traceid.FromIncoming(ctx))
+		}
+		return nil, st.Err()
+	}
+}
+
+// StreamServerInterceptor is UnaryServerInterceptor for streaming RPCs.
+func StreamServerInterceptor(logger *slog.Logger) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				logger.Error("panic in gRPC stream handler", "method", info.FullMethod, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				err = status.New(codes.Internal, "An unexpected error occurred.").Err()
+			}
+		}()
+		if err = handler(srv, ss); err != nil {
+			st := ToStatus(err)
+			if st.Code() == codes.Internal || st.Code() == codes.Unknown {
+				logger.Error("stream failed", "method", info.FullMethod, "error", err.Error())
+			}
+			return st.Err()
+		}
+		return nil
+	}
+}

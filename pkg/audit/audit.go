@@ -1,0 +1,135 @@
+// Package audit owns the shared audit log (schema audit): the writer every
+// service calls inside its own transactions, and the readers that the
+// webhook dispatcher and the audit feeds use.
+package audit
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/almoner/almoner/pkg/db"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Migrations returns the audit schema's migrations.
+func Migrations() db.Migrations {
+	sub, err := fs.Sub(migrationFS, "migrations")
+	if err != nil {
+		panic(err)
+	}
+	return db.Migrations{Schema: "audit", FS: sub}
+}
+
+// The actions an audit row records.
+const (
+	Created = "Created"
+	Updated = "Updated"
+	Deleted = "Deleted"
+)
+
+// Change is the old and new value of one changed property.
+type Change struct {
+	Old any `json:"old"`
+	New any `json:"new"`
+}
+
+// Entry is one audit row to write.
+type Entry struct {
+	TenantID string
+	// EntityType is the entity's PascalCase name, e.g. "Contact", "OrderPayment".
+	EntityType string
+	EntityID   string
+	// Action is Created, Updated or Deleted.
+	Action string
+	// Changes is set on Updated only: property name → old and new value.
+	Changes map[string]Change
+	// Actor is api-key:<keyPrefix> or "system".
+	Actor string
+}
+
+// EventName maps an entity type and action to the webhook event name:
+// ("OrderPayment", "Created") → "order_payment.created".
+func EventName(entityType, action string) string {
+	var b strings.Builder
+	for i, r := range entityType {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String() + "." + strings.ToLower(action)
+}
+
+// Record appends e inside tx, the transaction that makes the change.
+func Record(ctx context.Context, tx pgx.Tx, e Entry) error {
+	switch e.Action {
+	case Created, Updated, Deleted:
+	default:
+		return fmt.Errorf("audit: unknown action %q", e.Action)
+	}
+	var changes []byte
+	if e.Action == Updated && len(e.Changes) > 0 {
+		var err error
+		if changes, err = json.Marshal(e.Changes); err != nil {
+			return fmt.Errorf("audit: encode changes: %w", err)
+		}
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return fmt.Errorf("audit: event id: %w", err)
+	}
+	_, err = tx.Exec(ctx, `
+		INSERT INTO audit.events (tenant_id, event_id, entity_type, entity_id, action, event, changes, actor)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		e.TenantID, id, e.EntityType, e.EntityID, e.Action, EventName(e.EntityType, e.Action), changes, e.Actor)
+	if err != nil {
+		return fmt.Errorf("audit: record %s %s: %w", e.EntityType, e.Action, err)
+	}
+	return nil
+}
+
+// Diff returns the changes between two property snapshots, or nil when
+// nothing changed. Values are compared by their JSON form.
+func Diff(before, after map[string]any) map[string]Change {
+	var out map[string]Change
+	for k, nv := range after {
+		ov := before[k]
+		a, _ := json.Marshal(ov)
+		b, _ := json.Marshal(nv)
+		if string(a) != string(b) {
+			if out == nil {
+				out = map[string]Change{}
+			}
+			out[k] = Change{Old: ov, New: nv}
+		}
+	}
+	return out
+}
+
+// Event is one audit row as readers see it.
+type Event struct {
+	Seq        int64
+	EventID    string
+	TenantID   string
+	EntityType string
+	EntityID   string
+	Action     string
+	Event      string
+	Changes    json.RawMessage
+	Actor      string
+	OccurredAt time.Time
+}

@@ -1,0 +1,74 @@
+// Package db opens the PostgreSQL pool every service shares and holds the
+// few helpers that every store needs: transactions, error classification
+// and migrations.
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Open connects a pool to url and checks that the server answers.
+func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	if cfg.MaxConns < 8 {
+		cfg.MaxConns = 8
+	}
+	cfg.MaxConnIdleTime = 5 * time.Minute
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("ping database: %w", err)
+	}
+	return pool, nil
+}
+
+// InTx runs fn in a transaction and commits it when fn returns nil.
+func InTx(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, pool, fn)
+}
+
+// IsNoRows reports whether err is pgx's no-rows result.
+func IsNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
+
+// SQLState codes we act on.
+const (
+	UniqueViolation     = "23505"
+	ForeignKeyViolation = "23503"
+	LockNotAvailable    = "55P03"
+	SerializationFail   = "40001"
+	DeadlockDetected    = "40P01"
+)
+
+// Code returns the SQLSTATE of a PostgreSQL error, or "".
+func Code(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+// IsUniqueViolation reports whether err violates the named unique
+// constraint (any unique constraint when constraint is "").
+func IsUniqueViolation(err error, constraint string) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != UniqueViolation {
+		return false
+	}
+	return constraint == "" || pe.ConstraintName == constraint
+}

@@ -1,0 +1,87 @@
+// Package scopes is the catalog of permission scopes an API key can carry.
+// It is the one list in code: key creation validates against it, services
+// name their required scope from it, and docs/scopes.md is checked against
+// it by a test.
+package scopes
+
+// The scopes. Each constant is the exact name a key carries.
+const (
+	APIKeysManage            = "api-keys:manage"
+	AuditLogsView            = "audit-logs:view"
+	BatchesView              = "batches:view"
+	BatchesManage            = "batches:manage"
+	ContactsView             = "contacts:view"
+	ContactsCreate           = "contacts:create"
+	ContactsEdit             = "contacts:edit"
+	DonationsView            = "donations:view"
+	FundsView                = "funds:view"
+	FundsManage              = "funds:manage"
+	InventoryView            = "inventory:view"
+	InventoryCreate          = "inventory:create"
+	InventoryEdit            = "inventory:edit"
+	OrdersView               = "orders:view"
+	OrdersCreate             = "orders:create"
+	OrdersVoid               = "orders:void"
+	OrdersRefund             = "orders:refund"
+	RecurringDonationsView   = "recurring-donations:view"
+	RecurringDonationsCancel = "recurring-donations:cancel"
+	ReportsView              = "reports:view"
+	ReportsExport            = "reports:export"
+	ReportsManage            = "reports:manage"
+	WebhooksView             = "webhooks:view"
+	WebhooksManage           = "webhooks:manage"
+)
+
+// Scope is one catalog entry.
+type Scope struct {
+	Name        string
+	Description string
+}
+
+// Catalog lists every scope, in a stable order.
+var Catalog = []Scope{
+	{APIKeysManage, "List, create and revoke the tenant's API keys."},
+	{AuditLogsView, "Read audit feeds, such as a contact's audit log."},
+	{BatchesView, "List and read accounting batches (operator tooling)."},
+	{BatchesManage, "Open and close accounting batches (operator tooling)."},
+	{ContactsView, "List and read contacts and their dashboards; check for duplicates."},
+	{ContactsCreate, "Create contacts."},
+	{ContactsEdit, "Update contacts."},
+	{DonationsView, "Read donation history (orders)."},
+	{FundsView, "List funds."},
+	{FundsManage, "Create and update funds."},
+	{InventoryView, "List and read inventory items, stock and prices."},
+	{InventoryCreate, "Create inventory items (admin tier)."},
+	{InventoryEdit, "Update inventory items (admin tier)."},
+	{OrdersView, "Read orders (same as donations:view)."},
+	{OrdersCreate, "Create orders: gifts, item sales and recurring schedules."},
+	{OrdersVoid, "Void an order (operator-only)."},
+	{OrdersRefund, "Refund an order in full or in part (operator-only)."},
+	{RecurringDonationsView, "List and read recurring donation schedules."},
+	{RecurringDonationsCancel, "Cancel a recurring donation schedule."},
+	{ReportsView, "List report types and saved reports; run them."},
+	{ReportsExport, "Export report runs as CSV, Excel or PDF."},
+	{ReportsManage, "Create, update and delete saved report definitions."},
+	{WebhooksView, "List webhook endpoints, event types and deliveries."},
+	{WebhooksManage, "Register, update, delete and test webhook endpoints."},
+}
+
+var known = func() map[string]bool {
+	m := make(map[string]bool, len(Catalog))
+	for _, s := range Catalog {
+		m[s.Name] = true
+	}
+	return m
+}()
+
+// Known reports whether name is in the catalog.
+func Known(name string) bool { return known[name] }
+
+// All returns every scope name in catalog order.
+func All() []string {
+	out := make([]string, len(Catalog))
+	for i, s := range Catalog {
+		out[i] = s.Name
+	}
+	return out
+}

@@ -1,0 +1,227 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/almoner/almoner/pkg/config"
+	"github.com/almoner/almoner/pkg/db"
+)
+
+// HostConfig configures a process that hosts one or more services on one
+// gRPC server.
+type HostConfig struct {
+	DatabaseURL string
+	// GRPCAddr is where the gRPC server listens ("127.0.0.1:0" picks a port).
+	GRPCAddr    string
+	Environment string
+	// Migrate applies the hosted services' migrations before starting.
+	Migrate bool
+	Logger  *slog.Logger
+	// Upstreams maps service names to addresses for Deps.Dial; a service
+	// hosted here is dialled at this host's own address.
+	Upstreams map[string]string
+	// Config is the services' settings source; the environment when nil.
+	Config config.Source
+}
+
+// Host is a running gRPC server with its services.
+type Host struct {
+	cfg      HostConfig
+	server   *grpc.Server
+	health   *health.Server
+	listener net.Listener
+	pool     *pgxpool.Pool
+	services []Service
+	names    []string
+	served   chan error
+
+	mu    sync.Mutex
+	conns map[string]*grpc.ClientConn
+}
+
+// StartHost opens the database, migrates if asked, builds and registers the
+// modules, and starts serving gRPC.
+func StartHost(ctx context.Context, cfg HostConfig, modules ...Module) (*Host, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.DatabaseURL == "" {
+		return nil, errors.New("DATABASE_URL is required")
+	}
+	if cfg.Migrate {
+		var sets []db.Migrations
+		for _, m := range modules {
+			sets = append(sets, m.Migrations()...)
+		}
+		if err := db.Migrate(ctx, cfg.DatabaseURL, dedupe(sets)...); err != nil {
+			return nil, err
+		}
+	}
+	pool, err := db.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	h := &Host{cfg: cfg, pool: pool, conns: map[string]*grpc.ClientConn{}, served: make(chan error, 1)}
+	h.server, h.health = NewGRPCServer(cfg.Logger)
+	lis, err := net.Listen("tcp", cfg.GRPCAddr)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("listen on %s: %w", cfg.GRPCAddr, err)
+	}
+	h.listener = lis
+	deps := Deps{DB: pool, Logger: cfg.Logger, Environment: cfg.Environment, Dial: h.dial, Config: cfg.Config}
+	if deps.Config == nil {
+		deps.Config = config.Env
+	}
+	for _, m := range modules {
+		svc, err := m.New(ctx, deps)
+		if err != nil {
+			h.abort()
+			return nil, fmt.Errorf("build %s: %w", m.Name, err)
+		}
+		svc.Register(h.server)
+		h.services = append(h.services, svc)
+		h.names = append(h.names, m.Name)
+	}
+	go func() { h.served <- h.server.Serve(lis) }()
+	for i, svc := range h.services {
+		if err := svc.Start(ctx); err != nil {
+			h.abort()
+			return nil, fmt.Errorf("start %s: %w", h.names[i], err)
+		}
+	}
+	h.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	for _, n := range h.names {
+		h.health.SetServingStatus(n, healthpb.HealthCheckResponse_SERVING)
+	}
+	return h, nil
+}
+
+func dedupe(sets []db.Migrations) []db.Migrations {
+	seen := map[string]bool{}
+	var out []db.Migrations
+	for _, s := range sets {
+		if !seen[s.Schema] {
+			seen[s.Schema] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Addr is the address the gRPC server listens on.
+func (h *Host) Addr() string { return h.listener.Addr().String() }
+
+// Pool is the host's database pool.
+func (h *Host) Pool() *pgxpool.Pool { return h.pool }
+
+func (h *Host) dial(name string) (grpc.ClientConnInterface, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c, ok := h.conns[name]; ok {
+		return c, nil
+	}
+	addr := h.cfg.Upstreams[name]
+	for _, n := range h.names {
+		if n == name {
+			addr = h.Addr()
+		}
+	}
+	if addr == "" {
+		return nil, fmt.Errorf("no address for service %s (set %s)", name, config.ServiceAddrVar(name))
+	}
+	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, err
+	}
+	h.conns[name] = c
+	return c, nil
+}
+
+func (h *Host) abort() {
+	h.server.Stop()
+	h.pool.Close()
+}
+
+// Stop reports NOT_SERVING, stops background work, lets in-flight RPCs
+// finish (up to ctx's deadline), then closes connections and the pool.
+func (h *Host) Stop(ctx context.Context) error {
+	h.health.Shutdown()
+	var errs []error
+	for i := len(h.services) - 1; i >= 0; i-- {
+		if err := h.services[i].Stop(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stop %s: %w", h.names[i], err))
+		}
+	}
+	done := make(chan struct{})
+	go func() { h.server.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		h.server.Stop()
+	}
+	h.mu.Lock()
+	for _, c := range h.conns {
+		_ = c.Close()
+	}
+	h.mu.Unlock()
+	h.pool.Close()
+	return errors.Join(errs...)
+}
+
+// Main runs one module as its own process, configured by environment
+// variables (DATABASE_URL, ALMONER_GRPC_ADDR, ALMONER_ENVIRONMENT,
+// ALMONER_MIGRATE, ALMONER_<SERVICE>_ADDR), until SIGTERM or SIGINT.
+func Main(m Module) {
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	if err := runMain(m, logger); err != nil {
+		logger.Error("exit", "service", m.Name, "error", err.Error())
+		os.Exit(1)
+	}
+}
+
+func runMain(m Module, logger *slog.Logger) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	migrate, err := config.Bool("ALMONER_MIGRATE", true)
+	if err != nil {
+		return err
+	}
+	upstreams := map[string]string{}
+	for _, name := range []string{"auth", "contacts", "orders", "inventory", "reports", "webhooks"} {
+		if v := config.String(config.ServiceAddrVar(name), ""); v != "" {
+			upstreams[name] = v
+		}
+	}
+	h, err := StartHost(ctx, HostConfig{
+		DatabaseURL: config.String("DATABASE_URL", ""),
+		GRPCAddr:    config.String("ALMONER_GRPC_ADDR", "127.0.0.1:9090"),
+		Environment: config.String("ALMONER_ENVIRONMENT", "sandbox"),
+		Migrate:     migrate,
+		Logger:      logger,
+		Upstreams:   upstreams,
+	}, m)
+	if err != nil {
+		return err
+	}
+	logger.Info("serving", "service", m.Name, "grpc_addr", h.Addr())
+	<-ctx.Done()
+	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return h.Stop(shutdown)
+}

@@ -1,0 +1,63 @@
+// Package service is the small surface each Almoner service shows to the
+// binaries that host it: a name, migrations, and a constructor returning
+// something that registers gRPC servers and runs background work.
+package service
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/almoner/almoner/pkg/apperr"
+	"github.com/almoner/almoner/pkg/config"
+	"github.com/almoner/almoner/pkg/db"
+)
+
+// Service is a constructed service.
+type Service interface {
+	// Register adds the service's gRPC servers.
+	Register(grpc.ServiceRegistrar)
+	// Start begins background work (workers, flushers); it must not block.
+	Start(context.Context) error
+	// Stop ends background work, finishing what is in flight.
+	Stop(context.Context) error
+}
+
+// Deps are what a service is built from.
+type Deps struct {
+	DB     *pgxpool.Pool
+	Logger *slog.Logger
+	// Environment is sandbox or production.
+	Environment string
+	// Dial returns a connection to another service by name, for the
+	// generated clients a service calls.
+	Dial func(service string) (grpc.ClientConnInterface, error)
+	// Config is where the service reads its own settings.
+	Config config.Source
+}
+
+// Module describes a service to a host binary.
+type Module struct {
+	Name string
+	// Migrations are the schemas the service needs, in order.
+	Migrations func() []db.Migrations
+	// New builds the service; it reads its own settings from the environment.
+	New func(ctx context.Context, d Deps) (Service, error)
+}
+
+// NewGRPCServer returns a gRPC server with the interceptors every service
+// shares (error mapping, panic recovery) and grpc.health.v1 registered.
+func NewGRPCServer(logger *slog.Logger, opts ...grpc.ServerOption) (*grpc.Server, *health.Server) {
+	opts = append([]grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(apperr.UnaryServerInterceptor(logger)),
+		grpc.ChainStreamInterceptor(apperr.StreamServerInterceptor(logger)),
+	}, opts...)
+	srv := grpc.NewServer(opts...)
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(srv, hs)
+	return srv, hs
+}

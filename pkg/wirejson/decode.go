@@ -1,0 +1,448 @@
+package wirejson
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/almoner/almoner/pkg/apperr"
+)
+
+// RootPath is the error key for a body that is not JSON or not an object.
+const RootPath = "$"
+
+// Unmarshal decodes a JSON request body into m. Every problem is reported
+// as an *apperr.Error of kind Invalid whose violations are keyed by the
+// PascalCase property path (`Items[0].Quantity`), so the gateway can answer
+// 400 with the same `errors` map a service's own validation would produce.
+//
+// Property names match case-insensitively (both `idempotencyKey` and
+// `IdempotencyKey` reach the same field), unknown properties are ignored so
+// that clients may send more than we read, and null leaves a field unset.
+func Unmarshal(data []byte, m proto.Message) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return io.EOF
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var root any
+	if err := dec.Decode(&root); err != nil {
+		return &DecodeError{Violations: []apperr.Violation{{Field: RootPath, Message: syntaxMessage(err)}}}
+	}
+	if dec.More() {
+		return &DecodeError{Violations: []apperr.Violation{{Field: RootPath, Message: "The request body must hold a single JSON value."}}}
+	}
+	obj, ok := root.(map[string]any)
+	if !ok {
+		return &DecodeError{Violations: []apperr.Violation{{Field: RootPath, Message: "The request body must be a JSON object."}}}
+	}
+	d := &decoder{}
+	d.object(obj, m.ProtoReflect(), "")
+	if len(d.violations) > 0 {
+		return &DecodeError{Violations: d.violations}
+	}
+	return nil
+}
+
+// decodeErrorPrefix starts the text of every DecodeError. grpc-gateway's
+// generated handlers turn a decoder error into an INVALID_ARGUMENT status
+// carrying only the error's text, so the violations travel in that text and
+// ParseDecodeError reads them back at the error handler.
+const decodeErrorPrefix = "wirejson: invalid request: "
+
+// DecodeError lists the property paths a request body or query string got
+// wrong.
+type DecodeError struct {
+	Violations []apperr.Violation
+}
+
+func (e *DecodeError) Error() string {
+	m := make(map[string][]string, len(e.Violations))
+	for _, v := range e.Violations {
+		m[v.Field] = append(m[v.Field], v.Message)
+	}
+	b, _ := json.Marshal(m)
+	return decodeErrorPrefix + string(b)
+}
+
+// ParseDecodeError recovers the violations from a DecodeError's text, as it
+// arrives in a status message.
+func ParseDecodeError(msg string) (map[string][]string, bool) {
+	rest, ok := strings.CutPrefix(msg, decodeErrorPrefix)
+	if !ok {
+		return nil, false
+	}
+	var m map[string][]string
+	if err := json.Unmarshal([]byte(rest), &m); err != nil || len(m) == 0 {
+		return nil, false
+	}
+	return m, true
+}
+
+func syntaxMessage(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("The request body is not valid JSON (at byte %d).", se.Offset)
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return "The request body is not valid JSON (it ends too early)."
+	}
+	return "The request body is not valid JSON."
+}
+
+type decoder struct {
+	violations []apperr.Violation
+}
+
+func (d *decoder) fail(path, format string, args ...any) {
+	// Cap the list: a hostile body with a million bad elements should not
+	// produce a million-line answer.
+	if len(d.violations) < 50 {
+		d.violations = append(d.violations, apperr.Violation{Field: path, Message: fmt.Sprintf(format, args...)})
+	}
+}
+
+// PascalPath returns the PascalCase form of a lowerCamel JSON name.
+func PascalPath(prefix, jsonName string) string {
+	name := jsonName
+	if name != "" {
+		name = strings.ToUpper(name[:1]) + name[1:]
+	}
+	if prefix == "" {
+		return name
+	}
+	return prefix + "." + name
+}
+
+func fieldByJSONName(fields protoreflect.FieldDescriptors, key string) protoreflect.FieldDescriptor {
+	if fd := fields.ByJSONName(key); fd != nil {
+		return fd
+	}
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		if strings.EqualFold(fd.JSONName(), key) || strings.EqualFold(string(fd.Name()), key) {
+			return fd
+		}
+	}
+	return nil
+}
+
+func (d *decoder) object(obj map[string]any, m protoreflect.Message, prefix string) {
+	fields := m.Descriptor().Fields()
+	for key, raw := range obj {
+		fd := fieldByJSONName(fields, key)
+		if fd == nil {
+			continue
+		}
+		path := PascalPath(prefix, fd.JSONName())
+		if raw == nil {
+			m.Clear(fd)
+			continue
+		}
+		switch {
+		case fd.IsList():
+			arr, ok := raw.([]any)
+			if !ok {
+				d.fail(path, "'%s' must be an array.", lastSegment(path))
+				continue
+			}
+			list := m.Mutable(fd).List()
+			for i, el := range arr {
+				elPath := fmt.Sprintf("%s[%d]", path, i)
+				if v, ok := d.value(fd, el, elPath, list.NewElement); ok {
+					list.Append(v)
+				}
+			}
+		case fd.IsMap():
+			mo, ok := raw.(map[string]any)
+			if !ok {
+				d.fail(path, "'%s' must be an object.", lastSegment(path))
+				continue
+			}
+			mp := m.Mutable(fd).Map()
+			for k, el := range mo {
+				mk, ok := d.mapKey(fd.MapKey(), k, path+"."+k)
+				if !ok {
+					continue
+				}
+				if v, ok := d.value(fd.MapValue(), el, path+"."+k, mp.NewValue); ok {
+					mp.Set(mk, v)
+				}
+			}
+		default:
+			newMsg := func() protoreflect.Value { return m.NewField(fd) }
+			if v, ok := d.value(fd, raw, path, newMsg); ok {
+				m.Set(fd, v)
+			}
+		}
+	}
+}
+
+func lastSegment(path string) string {
+	if i := strings.LastIndexByte(path, '.'); i >= 0 {
+		return path[i+1:]
+	}
+	return path
+}
+
+func (d *decoder) mapKey(fd protoreflect.FieldDescriptor, k, path string) (protoreflect.MapKey, bool) {
+	switch fd.Kind() {
+	case protoreflect.StringKind:
+		return protoreflect.ValueOfString(k).MapKey(), true
+	case protoreflect.BoolKind:
+		b, err := strconv.ParseBool(k)
+		if err != nil {
+			d.fail(path, "'%s' is not a valid key.", k)
+			return protoreflect.MapKey{}, false
+		}
+		return protoreflect.ValueOfBool(b).MapKey(), true
+	default:
+		v, ok := d.integer(fd, json.Number(k), path)
+		return v.MapKey(), ok
+	}
+}
+
+// value converts one JSON value for a singular field or a list/map element.
+func (d *decoder) value(fd protoreflect.FieldDescriptor, raw any, path string, newMsg func() protoreflect.Value) (protoreflect.Value, bool) {
+	name := lastSegment(path)
+	switch fd.Kind() {
+	case protoreflect.BoolKind:
+		b, ok := raw.(bool)
+		if !ok {
+			d.fail(path, "'%s' must be true or false.", name)
+			return protoreflect.Value{}, false
+		}
+		return protoreflect.ValueOfBool(b), true
+	case protoreflect.StringKind:
+		s, ok := raw.(string)
+		if !ok {
+			d.fail(path, "'%s' must be a string.", name)
+			return protoreflect.Value{}, false
+		}
+		return protoreflect.ValueOfString(s), true
+	case protoreflect.BytesKind:
+		s, ok := raw.(string)
+		if !ok {
+			d.fail(path, "'%s' must be a base64 string.", name)
+			return protoreflect.Value{}, false
+		}
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			d.fail(path, "'%s' must be a base64 string.", name)
+			return protoreflect.Value{}, false
+		}
+		return protoreflect.ValueOfBytes(b), true
+	case protoreflect.FloatKind, protoreflect.DoubleKind:
+		n, ok := raw.(json.Number)
+		if !ok {
+			d.fail(path, "'%s' must be a number.", name)
+			return protoreflect.Value{}, false
+		}
+		f, err := strconv.ParseFloat(string(n), 64)
+		if err != nil || math.IsInf(f, 0) {
+			d.fail(path, "'%s' must be a number.", name)
+			return protoreflect.Value{}, false
+		}
+		if fd.Kind() == protoreflect.FloatKind {
+			return protoreflect.ValueOfFloat32(float32(f)), true
+		}
+		return protoreflect.ValueOfFloat64(f), true
+	case protoreflect.EnumKind:
+		s, ok := raw.(string)
+		if !ok {
+			d.fail(path, "'%s' must be a string.", name)
+			return protoreflect.Value{}, false
+		}
+		for i := range fd.Enum().Values().Len() {
+			ev := fd.Enum().Values().Get(i)
+			if strings.EqualFold(string(ev.Name()), s) {
+				return protoreflect.ValueOfEnum(ev.Number()), true
+			}
+		}
+		d.fail(path, "The value '%s' is not valid for %s.", s, name)
+		return protoreflect.Value{}, false
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		return d.message(fd.Message(), raw, path, newMsg)
+	default:
+		return d.integer(fd, raw, path)
+	}
+}
+
+func (d *decoder) integer(fd protoreflect.FieldDescriptor, raw any, path string) (protoreflect.Value, bool) {
+	name := lastSegment(path)
+	var text string
+	switch v := raw.(type) {
+	case json.Number:
+		text = string(v)
+	case string:
+		// 64-bit integers may arrive quoted from clients whose numbers are
+		// doubles; accept that, as protojson does.
+		if fd.Kind() == protoreflect.Int64Kind || fd.Kind() == protoreflect.Sint64Kind || fd.Kind() == protoreflect.Sfixed64Kind ||
+			fd.Kind() == protoreflect.Uint64Kind || fd.Kind() == protoreflect.Fixed64Kind {
+			text = v
+			break
+		}
+		d.fail(path, "'%s' must be an integer.", name)
+		return protoreflect.Value{}, false
+	default:
+		d.fail(path, "'%s' must be an integer.", name)
+		return protoreflect.Value{}, false
+	}
+	switch fd.Kind() {
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
+		n, err := strconv.ParseInt(text, 10, 32)
+		if err != nil {
+			d.fail(path, "'%s' must be an integer between %d and %d.", name, math.MinInt32, math.MaxInt32)
+			return protoreflect.Value{}, false
+		}
+		return protoreflect.ValueOfInt32(int32(n)), true
+	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		n, err := strconv.ParseInt(text, 10, 64)
+		if err != nil {
+			d.fail(path, "'%s' must be an integer.", name)
+			return protoreflect.Value{}, false
+		}
+		return protoreflect.ValueOfInt64(n), true
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
+		n, err := strconv.ParseUint(text, 10, 32)
+		if err != nil {
+			d.fail(path, "'%s' must be a non-negative integer.", name)
+			return protoreflect.Value{}, false
+		}
+		return protoreflect.ValueOfUint32(uint32(n)), true
+	default:
+		n, err := strconv.ParseUint(text, 10, 64)
+		if err != nil {
+			d.fail(path, "'%s' must be a non-negative integer.", name)
+			return protoreflect.Value{}, false
+		}
+		return protoreflect.ValueOfUint64(n), true
+	}
+}
+
+func (d *decoder) message(md protoreflect.MessageDescriptor, raw any, path string, newMsg func() protoreflect.Value) (protoreflect.Value, bool) {
+	name := lastSegment(path)
+	v := newMsg()
+	m := v.Message()
+	switch md.FullName() {
+	case decimalName:
+		var text string
+		switch r := raw.(type) {
+		case json.Number:
+			text = string(r)
+		case string:
+			text = strings.TrimSpace(r)
+		}
+		if !IsDecimalLiteral(text) || len(text) > 40 {
+			d.fail(path, "'%s' must be a decimal number such as 100.00.", name)
+			return protoreflect.Value{}, false
+		}
+		m.Set(md.Fields().ByName("value"), protoreflect.ValueOfString(text))
+		return v, true
+	case timestampName:
+		s, ok := raw.(string)
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if !ok || err != nil {
+			d.fail(path, "'%s' must be an ISO 8601 timestamp such as 2026-01-31T09:00:00Z.", name)
+			return protoreflect.Value{}, false
+		}
+		if t.Year() < 1 || t.Year() > 9999 {
+			d.fail(path, "'%s' is out of range.", name)
+			return protoreflect.Value{}, false
+		}
+		m.Set(md.Fields().ByName("seconds"), protoreflect.ValueOfInt64(t.Unix()))
+		m.Set(md.Fields().ByName("nanos"), protoreflect.ValueOfInt32(int32(t.Nanosecond())))
+		return v, true
+	case structName, valueName, listValueName:
+		if !d.structpb(m, raw, path) {
+			return protoreflect.Value{}, false
+		}
+		return v, true
+	}
+	obj, ok := raw.(map[string]any)
+	if !ok {
+		d.fail(path, "'%s' must be an object.", name)
+		return protoreflect.Value{}, false
+	}
+	d.object(obj, m, path)
+	return v, true
+}
+
+// structpb fills a google.protobuf.Struct, Value or ListValue from raw.
+func (d *decoder) structpb(m protoreflect.Message, raw any, path string) bool {
+	md := m.Descriptor()
+	switch md.FullName() {
+	case structName:
+		obj, ok := raw.(map[string]any)
+		if !ok {
+			d.fail(path, "'%s' must be an object.", lastSegment(path))
+			return false
+		}
+		fd := md.Fields().ByName("fields")
+		mp := m.Mutable(fd).Map()
+		for k, el := range obj {
+			val := mp.NewValue()
+			if !d.structpb(val.Message(), el, path+"."+k) {
+				return false
+			}
+			mp.Set(protoreflect.ValueOfString(k).MapKey(), val)
+		}
+	case listValueName:
+		arr, ok := raw.([]any)
+		if !ok {
+			d.fail(path, "'%s' must be an array.", lastSegment(path))
+			return false
+		}
+		fd := md.Fields().ByName("values")
+		list := m.Mutable(fd).List()
+		for i, el := range arr {
+			val := list.NewElement()
+			if !d.structpb(val.Message(), el, fmt.Sprintf("%s[%d]", path, i)) {
+				return false
+			}
+			list.Append(val)
+		}
+	case valueName:
+		f := md.Fields()
+		switch r := raw.(type) {
+		case nil:
+			m.Set(f.ByName("null_value"), protoreflect.ValueOfEnum(0))
+		case bool:
+			m.Set(f.ByName("bool_value"), protoreflect.ValueOfBool(r))
+		case string:
+			m.Set(f.ByName("string_value"), protoreflect.ValueOfString(r))
+		case json.Number:
+			x, err := strconv.ParseFloat(string(r), 64)
+			if err != nil || math.IsInf(x, 0) {
+				d.fail(path, "'%s' must be a finite number.", lastSegment(path))
+				return false
+			}
+			m.Set(f.ByName("number_value"), protoreflect.ValueOfFloat64(x))
+		case map[string]any:
+			fd := f.ByName("struct_value")
+			sv := m.NewField(fd)
+			if !d.structpb(sv.Message(), r, path) {
+				return false
+			}
+			m.Set(fd, sv)
+		case []any:
+			fd := f.ByName("list_value")
+			lv := m.NewField(fd)
+			if !d.structpb(lv.Message(), r, path) {
+				return false
+			}
+			m.Set(fd, lv)
+		}
+	}
+	return true
+}

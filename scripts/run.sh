@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# make run: find or start PostgreSQL, create the almoner database, serve
+# everything in one process, and on first run create a sandbox tenant "Demo"
+# with a key holding every scope (kept in .data/demo.json).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p .data
+if [ -z "${DATABASE_URL:-}" ]; then
+  server=$(./scripts/find-postgres.sh --server)
+  psql "$server" -tAc "SELECT 1 FROM pg_database WHERE datname = 'almoner'" | grep -q 1 \
+    || psql "$server" -qc "CREATE DATABASE almoner" >/dev/null
+  DATABASE_URL=$(echo "$server" | sed -E 's#/postgres(\?|$)#/almoner\1#')
+  export DATABASE_URL
+fi
+export ALMONER_HTTP_ADDR=${ALMONER_HTTP_ADDR:-:8080}
+export ALMONER_GRPC_ADDR=${ALMONER_GRPC_ADDR:-127.0.0.1:9090}
+export ALMONER_ENVIRONMENT=${ALMONER_ENVIRONMENT:-sandbox}
+export ALMONER_LOG_FORMAT=${ALMONER_LOG_FORMAT:-text}
+
+./bin/almoner serve &
+pid=$!
+trap 'kill -TERM $pid 2>/dev/null; wait $pid' INT TERM
+
+# Ready once the auth service answers (a made-up tenant is "not found").
+for _ in $(seq 1 150); do
+  out=$(./bin/almoner admin tenant get --tenant 00000000-0000-0000-0000-000000000000 2>&1 || true)
+  case "$out" in *"not found"*) break ;; esac
+  kill -0 $pid 2>/dev/null || { echo "run: the server exited" >&2; exit 1; }
+  sleep 0.2
+done
+
+demo=.data/demo.json
+if [ -s "$demo" ] && ./bin/almoner admin tenant get --tenant "$(sed -n 's/.*"tenantId":"\([^"]*\)".*/\1/p' "$demo")" >/dev/null 2>&1; then
+  :
+else
+  tenant=$(./bin/almoner admin tenant create --name Demo --slug "demo-$(date +%s)")
+  tid=$(echo "$tenant" | sed -n 's/^{"id":"\([^"]*\)".*/\1/p')
+  key=$(./bin/almoner admin key create --tenant "$tid" --name demo --scopes all)
+  plain=$(echo "$key" | sed -n 's/.*"plainTextKey":"\([^"]*\)".*/\1/p')
+  printf '{"tenantId":"%s","apiKey":"%s"}\n' "$tid" "$plain" > "$demo"
+  chmod 600 "$demo"
+fi
+tid=$(sed -n 's/.*"tenantId":"\([^"]*\)".*/\1/p' "$demo")
+plain=$(sed -n 's/.*"apiKey":"\([^"]*\)".*/\1/p' "$demo")
+port=${ALMONER_HTTP_ADDR##*:}
+cat <<MSG
+
+  Almoner is running (sandbox). Demo tenant: $tid
+  API key (every scope; also in $demo):
+    $plain
+
+  Try:
+    curl -s -H "X-Api-Key: $plain" http://localhost:$port/api/tenants/$tid/api-keys
+
+MSG
+wait $pid

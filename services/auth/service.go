@@ -1,0 +1,120 @@
+// Package auth is the auth service: tenants, their feature flags, API keys,
+// key validation for the gateway, and the scope catalog.
+package auth
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"google.golang.org/grpc"
+
+	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
+	"github.com/almoner/almoner/pkg/audit"
+	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/pkg/service"
+	"github.com/almoner/almoner/services/auth/keyformat"
+	"github.com/almoner/almoner/services/auth/migrations"
+	"github.com/almoner/almoner/services/auth/store"
+)
+
+// Name is the service's name in --target.
+const Name = "auth"
+
+// Config is the auth service's configuration.
+type Config struct {
+	// Environment is sandbox or production; keys of the other one never
+	// authenticate here.
+	Environment string
+	// UsageFlushInterval is how often last-used times are written; it
+	// bounds how stale lastUsedAt can be.
+	UsageFlushInterval time.Duration
+}
+
+// DefaultConfig returns the defaults: sandbox, a 30 s usage flush.
+func DefaultConfig() Config {
+	return Config{Environment: keyformat.Sandbox, UsageFlushInterval: 30 * time.Second}
+}
+
+// Migrations are the schemas the service needs: its own and the audit log.
+func Migrations() []db.Migrations {
+	return []db.Migrations{audit.Migrations(), migrations.Set()}
+}
+
+// Service is the auth service.
+type Service struct {
+	cfg    Config
+	store  *store.Store
+	usage  *usageTracker
+	logger *slog.Logger
+	now    func() time.Time
+	stop   context.CancelFunc
+	done   chan struct{}
+}
+
+// New returns the auth service on pool.
+func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *Service {
+	if cfg.Environment == "" {
+		cfg.Environment = keyformat.Sandbox
+	}
+	if cfg.UsageFlushInterval <= 0 {
+		cfg.UsageFlushInterval = DefaultConfig().UsageFlushInterval
+	}
+	st := store.New(pool)
+	return &Service{cfg: cfg, store: st, usage: newUsageTracker(st), logger: logger, now: time.Now}
+}
+
+// Register adds the service's gRPC servers to r.
+func (s *Service) Register(r grpc.ServiceRegistrar) {
+	authv1.RegisterApiKeyServiceServer(r, &apiKeyServer{s: s})
+	authv1.RegisterKeyValidationServiceServer(r, &validationServer{s: s})
+	authv1.RegisterTenantAdminServiceServer(r, &adminServer{s: s})
+}
+
+// Start runs the last-used flusher until Stop.
+func (s *Service) Start(ctx context.Context) error {
+	ctx, s.stop = context.WithCancel(context.WithoutCancel(ctx))
+	s.done = make(chan struct{})
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(s.cfg.UsageFlushInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := s.usage.Flush(ctx); err != nil {
+					s.logger.Warn("flush key usage", "error", err)
+				}
+			}
+		}
+	}()
+	return nil
+}
+
+// Stop ends the flusher and writes the last pending uses.
+func (s *Service) Stop(ctx context.Context) error {
+	if s.stop != nil {
+		s.stop()
+		<-s.done
+	}
+	return s.usage.Flush(ctx)
+}
+
+// Module describes the auth service to the binaries that host it.
+var Module = service.Module{
+	Name:       Name,
+	Migrations: Migrations,
+	New: func(ctx context.Context, d service.Deps) (service.Service, error) {
+		cfg := DefaultConfig()
+		cfg.Environment = d.Environment
+		flush, err := d.Config.Duration("ALMONER_KEY_USAGE_FLUSH", cfg.UsageFlushInterval)
+		if err != nil {
+			return nil, err
+		}
+		cfg.UsageFlushInterval = flush
+		return New(d.DB, cfg, d.Logger), nil
+	},
+}

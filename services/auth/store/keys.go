@@ -1,0 +1,173 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/almoner/almoner/pkg/audit"
+	"github.com/almoner/almoner/pkg/db"
+)
+
+// APIKey is a row of auth.api_keys.
+type APIKey struct {
+	TenantID    uuid.UUID
+	ID          uuid.UUID
+	Name        string
+	LookupID    string
+	KeyPrefix   string
+	KeyHash     []byte
+	Environment string
+	Scopes      []string
+	ExpiresAt   *time.Time
+	LastUsedAt  *time.Time
+	CreatedAt   time.Time
+}
+
+const keyColumns = `tenant_id, id, name, lookup_id, key_prefix, key_hash, environment, scopes, expires_at, last_used_at, created_at`
+
+func scanKey(row pgx.Row) (APIKey, error) {
+	var k APIKey
+	err := row.Scan(&k.TenantID, &k.ID, &k.Name, &k.LookupID, &k.KeyPrefix, &k.KeyHash, &k.Environment, &k.Scopes, &k.ExpiresAt, &k.LastUsedAt, &k.CreatedAt)
+	return k, err
+}
+
+// CreateKey inserts k (ID is set here) and its audit row.
+func (s *Store) CreateKey(ctx context.Context, k APIKey, actor string) (APIKey, error) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return APIKey{}, err
+	}
+	var out APIKey
+	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		out, err = scanKey(tx.QueryRow(ctx, `
+			INSERT INTO auth.api_keys (tenant_id, id, name, lookup_id, key_prefix, key_hash, environment, scopes, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+			RETURNING `+keyColumns,
+			k.TenantID, id, k.Name, k.LookupID, k.KeyPrefix, k.KeyHash, k.Environment, k.Scopes, k.ExpiresAt))
+		if err != nil {
+			return err
+		}
+		return audit.Record(ctx, tx, audit.Entry{TenantID: k.TenantID.String(), EntityType: "ApiKey", EntityID: id.String(), Action: audit.Created, Actor: actor})
+	})
+	if db.Code(err) == db.ForeignKeyViolation {
+		return APIKey{}, ErrNotFound
+	}
+	if err != nil {
+		return APIKey{}, fmt.Errorf("create api key: %w", err)
+	}
+	return out, nil
+}
+
+// ListKeys returns the tenant's keys that are not revoked, newest first.
+func (s *Store) ListKeys(ctx context.Context, tenantID uuid.UUID) ([]APIKey, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT `+keyColumns+` FROM auth.api_keys
+		WHERE tenant_id = $1 AND deleted_at IS NULL
+		ORDER BY created_at DESC, id DESC`, tenantID)
+	if err != nil {
+		return nil, fmt.Errorf("list api keys: %w", err)
+	}
+	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (APIKey, error) { return scanKey(r) })
+	if err != nil {
+		return nil, fmt.Errorf("list api keys: %w", err)
+	}
+	return keys, nil
+}
+
+// RevokeKey deactivates and soft-deletes a key, records it, and notifies
+// every replica in the same transaction.
+func (s *Store) RevokeKey(ctx context.Context, tenantID, id uuid.UUID, actor string) error {
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var lookup string
+		err := tx.QueryRow(ctx, `
+			UPDATE auth.api_keys SET active = false, deleted_at = now()
+			WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL
+			RETURNING lookup_id`, tenantID, id).Scan(&lookup)
+		if db.IsNoRows(err) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: "ApiKey", EntityID: id.String(), Action: audit.Deleted, Actor: actor}); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `SELECT pg_notify('auth_invalidate', $1)`, "key:"+lookup)
+		return err
+	})
+	if errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("revoke api key: %w", err)
+	}
+	return nil
+}
+
+// Credential is everything key validation needs, in one row.
+type Credential struct {
+	TenantID      uuid.UUID
+	KeyID         uuid.UUID
+	KeyPrefix     string
+	KeyHash       []byte
+	Environment   string
+	Scopes        []string
+	ExpiresAt     *time.Time
+	KeyUsable     bool
+	TenantActive  bool
+	TenantFeature []string
+}
+
+// CredentialByLookup reads the key with lookupID and its tenant's state.
+func (s *Store) CredentialByLookup(ctx context.Context, lookupID string) (Credential, error) {
+	var c Credential
+	err := s.pool.QueryRow(ctx, `
+		SELECT k.tenant_id, k.id, k.key_prefix, k.key_hash, k.environment, k.scopes, k.expires_at,
+		       k.active AND k.deleted_at IS NULL, t.active, t.features
+		FROM auth.api_keys k JOIN auth.tenants t ON t.id = k.tenant_id
+		WHERE k.lookup_id = $1`, lookupID).Scan(
+		&c.TenantID, &c.KeyID, &c.KeyPrefix, &c.KeyHash, &c.Environment, &c.Scopes, &c.ExpiresAt,
+		&c.KeyUsable, &c.TenantActive, &c.TenantFeature)
+	if db.IsNoRows(err) {
+		return Credential{}, ErrNotFound
+	}
+	if err != nil {
+		return Credential{}, fmt.Errorf("read credential: %w", err)
+	}
+	return c, nil
+}
+
+// KeyUse is one key's latest use, for TouchKeys.
+type KeyUse struct {
+	TenantID uuid.UUID
+	KeyID    uuid.UUID
+	At       time.Time
+}
+
+// TouchKeys moves last_used_at forward for many keys in one statement. It
+// never moves a value backwards, so replicas flushing out of order agree.
+func (s *Store) TouchKeys(ctx context.Context, uses []KeyUse) error {
+	if len(uses) == 0 {
+		return nil
+	}
+	tenants := make([]uuid.UUID, len(uses))
+	ids := make([]uuid.UUID, len(uses))
+	ats := make([]time.Time, len(uses))
+	for i, u := range uses {
+		tenants[i], ids[i], ats[i] = u.TenantID, u.KeyID, u.At
+	}
+	_, err := s.pool.Exec(ctx, `
+		UPDATE auth.api_keys k SET last_used_at = u.at
+		FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[]) AS u(tenant_id, id, at)
+		WHERE k.tenant_id = u.tenant_id AND k.id = u.id
+		  AND (k.last_used_at IS NULL OR k.last_used_at < u.at)`, tenants, ids, ats)
+	if err != nil {
+		return fmt.Errorf("touch api keys: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,14 @@
+// Package store is the auth service's SQL: tenants and API keys.
+package store
+
+import (
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Store reads and writes the auth schema.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// New returns a Store on pool.
+func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }

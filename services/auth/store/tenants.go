@@ -1,0 +1,119 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/almoner/almoner/pkg/audit"
+	"github.com/almoner/almoner/pkg/db"
+)
+
+// ErrNotFound is returned when a row does not exist (or not in the tenant).
+var ErrNotFound = errors.New("not found")
+
+// ErrSlugTaken is returned when a tenant slug is already used.
+var ErrSlugTaken = errors.New("slug taken")
+
+// Tenant is a row of auth.tenants.
+type Tenant struct {
+	ID              uuid.UUID
+	Name            string
+	Slug            string
+	Active          bool
+	Features        []string
+	DefaultCurrency string
+	CreatedAt       time.Time
+}
+
+const tenantColumns = `id, name, slug, active, features, default_currency, created_at`
+
+func scanTenant(row pgx.Row) (Tenant, error) {
+	var t Tenant
+	err := row.Scan(&t.ID, &t.Name, &t.Slug, &t.Active, &t.Features, &t.DefaultCurrency, &t.CreatedAt)
+	if db.IsNoRows(err) {
+		return Tenant{}, ErrNotFound
+	}
+	return t, err
+}
+
+// CreateTenant inserts t (ID is set here) and its audit row.
+func (s *Store) CreateTenant(ctx context.Context, t Tenant, actor string) (Tenant, error) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return Tenant{}, err
+	}
+	var out Tenant
+	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		out, err = scanTenant(tx.QueryRow(ctx, `
+			INSERT INTO auth.tenants (id, name, slug, features, default_currency)
+			VALUES ($1, $2, $3, $4, $5)
+			RETURNING `+tenantColumns, id, t.Name, t.Slug, t.Features, t.DefaultCurrency))
+		if err != nil {
+			return err
+		}
+		return audit.Record(ctx, tx, audit.Entry{TenantID: id.String(), EntityType: "Tenant", EntityID: id.String(), Action: audit.Created, Actor: actor})
+	})
+	if db.IsUniqueViolation(err, "tenants_slug_key") {
+		return Tenant{}, ErrSlugTaken
+	}
+	if err != nil {
+		return Tenant{}, fmt.Errorf("create tenant: %w", err)
+	}
+	return out, nil
+}
+
+// GetTenant reads one tenant.
+func (s *Store) GetTenant(ctx context.Context, id uuid.UUID) (Tenant, error) {
+	t, err := scanTenant(s.pool.QueryRow(ctx, `SELECT `+tenantColumns+` FROM auth.tenants WHERE id = $1`, id))
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return Tenant{}, fmt.Errorf("get tenant: %w", err)
+	}
+	return t, err
+}
+
+// UpdateTenant applies change to the tenant under a row lock and records
+// what changed.
+func (s *Store) UpdateTenant(ctx context.Context, id uuid.UUID, actor string, change func(*Tenant)) (Tenant, error) {
+	var out Tenant
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		before, err := scanTenant(tx.QueryRow(ctx, `SELECT `+tenantColumns+` FROM auth.tenants WHERE id = $1 FOR UPDATE`, id))
+		if err != nil {
+			return err
+		}
+		after := before
+		after.Features = append([]string(nil), before.Features...)
+		change(&after)
+		out, err = scanTenant(tx.QueryRow(ctx, `
+			UPDATE auth.tenants SET active = $2, features = $3, updated_at = now()
+			WHERE id = $1 RETURNING `+tenantColumns, id, after.Active, after.Features))
+		if err != nil {
+			return err
+		}
+		changes := audit.Diff(
+			map[string]any{"active": before.Active, "features": before.Features},
+			map[string]any{"active": out.Active, "features": out.Features})
+		if changes == nil {
+			return nil
+		}
+		if err := audit.Record(ctx, tx, audit.Entry{TenantID: id.String(), EntityType: "Tenant", EntityID: id.String(),
+			Action: audit.Updated, Changes: changes, Actor: actor}); err != nil {
+			return err
+		}
+		// Wake every replica's key cache: a tenant switched off or losing
+		// api-access must fail its very next request.
+		_, err = tx.Exec(ctx, `SELECT pg_notify('auth_invalidate', $1)`, "tenant:"+id.String())
+		return err
+	})
+	if errors.Is(err, ErrNotFound) {
+		return Tenant{}, err
+	}
+	if err != nil {
+		return Tenant{}, fmt.Errorf("update tenant: %w", err)
+	}
+	return out, nil
+}
