@@ -1,0 +1,223 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/almoner/almoner/cmd/almoner/apptest"
+	"github.com/almoner/almoner/cmd/almoner/internal/app"
+	"github.com/almoner/almoner/pkg/testdb"
+)
+
+// TestMain lets a test run the binary's main in a child process of the
+// test binary itself, for tests that need real signals.
+func TestMain(m *testing.M) {
+	if args := os.Getenv("ALMONER_TEST_RUN_MAIN"); args != "" {
+		os.Exit(run(strings.Split(args, "\x1f"), os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func decodeObject(t *testing.T, s string) map[string]any {
+	t.Helper()
+	if strings.Count(strings.TrimSpace(s), "\n") != 0 {
+		t.Fatalf("want one JSON line, got %q", s)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatalf("stdout %q: %v", s, err)
+	}
+	return m
+}
+
+func TestAdminCommands(t *testing.T) {
+	t.Parallel()
+	c := apptest.Start(t, apptest.Options{})
+	addr := "--auth-addr=" + c.GRPCAddr
+
+	code, out, errOut := runCLI(t, "admin", "tenant", "create", "--name", "Friends of the Library", "--features", "api-access:enabled,webhooks:enabled", addr)
+	if code != 0 {
+		t.Fatalf("tenant create: exit %d: %s", code, errOut)
+	}
+	tenant := decodeObject(t, out)
+	for _, k := range []string{"id", "name", "slug", "active", "features"} {
+		if _, ok := tenant[k]; !ok {
+			t.Errorf("tenant create output lacks %q: %s", k, out)
+		}
+	}
+	if tenant["slug"] != "friends-of-the-library" || tenant["active"] != true {
+		t.Errorf("tenant = %v", tenant)
+	}
+	if f := fmt.Sprint(tenant["features"]); f != "[api-access:enabled webhooks:enabled]" {
+		t.Errorf("features = %s", f)
+	}
+	id := tenant["id"].(string)
+
+	code, out, errOut = runCLI(t, "admin", "tenant", "feature", "--tenant", id, "--set", "webhooks:enabled=false", addr)
+	if code != 0 || fmt.Sprint(decodeObject(t, out)["features"]) != "[api-access:enabled]" {
+		t.Errorf("feature off: %d %s %s", code, out, errOut)
+	}
+	code, out, _ = runCLI(t, "admin", "tenant", "deactivate", "--tenant", id, addr)
+	if code != 0 || decodeObject(t, out)["active"] != false {
+		t.Errorf("deactivate: %d %s", code, out)
+	}
+	code, out, _ = runCLI(t, "admin", "tenant", "activate", "--tenant", id, addr)
+	if code != 0 || decodeObject(t, out)["active"] != true {
+		t.Errorf("activate: %d %s", code, out)
+	}
+
+	code, out, errOut = runCLI(t, "admin", "key", "create", "--tenant", id, "--name", "boot", "--scopes", "all", "--expires-at", "2099-01-01T00:00:00Z", addr)
+	if code != 0 {
+		t.Fatalf("key create: %d %s", code, errOut)
+	}
+	key := decodeObject(t, out)
+	for _, k := range []string{"id", "name", "keyPrefix", "plainTextKey", "scopes", "expiresAt"} {
+		if _, ok := key[k]; !ok {
+			t.Errorf("key create output lacks %q", k)
+		}
+	}
+	if key["expiresAt"] != "2099-01-01T00:00:00Z" || len(key["scopes"].([]any)) < 20 {
+		t.Errorf("key = %v", key)
+	}
+	// The key works against the gateway.
+	c.Do(t, "GET", "/api/tenants/"+id+"/api-keys", key["plainTextKey"].(string), nil).Expect(t, http.StatusOK)
+
+	errCases := []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"admin", "tenant", "create", addr}, 2, "--name is required"},
+		{[]string{"admin", "tenant", "create", "--name", "X", "--features", "nope:enabled", addr}, 1, "not a known feature"},
+		{[]string{"admin", "tenant", "create", "--name", "Again", "--slug", "friends-of-the-library", addr}, 1, "already taken"},
+		{[]string{"admin", "tenant", "feature", "--tenant", id, "--set", "webhooks:enabled", addr}, 2, "NAME=true|false"},
+		{[]string{"admin", "tenant", "deactivate", "--tenant", "00000000-0000-0000-0000-000000000000", addr}, 1, "not found"},
+		{[]string{"admin", "key", "create", "--tenant", id, "--name", "k", "--scopes", "contacts:explode", addr}, 1, "not a known scope"},
+		{[]string{"admin", "key", "create", "--tenant", id, "--name", "k", "--scopes", "all", "--expires-at", "soon", addr}, 2, "RFC 3339"},
+		{[]string{"admin", "key", "create", "--tenant", "00000000-0000-0000-0000-000000000000", "--name", "k", "--scopes", "all", addr}, 1, "not found"},
+		{[]string{"admin", "nothing", "here"}, 2, "unknown admin command"},
+		{[]string{"admin", "tenant", "create", "--name", "X", "--auth-addr=127.0.0.1:1"}, 1, "unavailable"},
+	}
+	for _, ec := range errCases {
+		code, out, errOut := runCLI(t, ec.args...)
+		if code != ec.code || out != "" || !strings.Contains(errOut, ec.msg) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d mentioning %q", ec.args, code, out, errOut, ec.code, ec.msg)
+		}
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.New(t, app.AllMigrations()...)
+	httpAddr, grpcAddr := freeAddr(t), freeAddr(t)
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(),
+		"ALMONER_TEST_RUN_MAIN="+strings.Join([]string{"serve", "--http-addr=" + httpAddr, "--grpc-addr=" + grpcAddr}, "\x1f"),
+		"DATABASE_URL="+dbURL, "ALMONER_MIGRATE=false")
+	var logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+
+	addr := "--auth-addr=" + grpcAddr
+	var tenantOut string
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		code, out, _ := runCLI(t, "admin", "tenant", "create", "--name", "Shutdown", addr)
+		if code == 0 {
+			tenantOut = out
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server did not come up: %s", logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	tid := decodeObject(t, tenantOut)["id"].(string)
+	_, keyOut, _ := runCLI(t, "admin", "key", "create", "--tenant", tid, "--name", "k", "--scopes", "all", addr)
+	key := decodeObject(t, keyOut)["plainTextKey"].(string)
+
+	// A request whose body is still arriving when SIGTERM comes.
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequest("POST", "http://"+httpAddr+"/api/tenants/"+tid+"/api-keys", pr)
+	req.Header.Set("X-Api-Key", key)
+	req.Header.Set("Content-Type", "application/json")
+	type result struct {
+		status int
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- result{0, err}
+			return
+		}
+		resp.Body.Close()
+		done <- result{resp.StatusCode, nil}
+	}()
+	if _, err := pw.Write([]byte(`{"name": "in flight", `)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if _, err := pw.Write([]byte(`"scopes": ["contacts:view"]}`)); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+
+	select {
+	case r := <-done:
+		if r.err != nil || r.status != http.StatusCreated {
+			t.Errorf("in-flight request: status %d, err %v", r.status, r.err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("in-flight request never finished")
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("exit: %v\n%s", err, logs.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("server did not exit after SIGTERM")
+	}
+	// New connections are refused once it has gone.
+	if _, err := http.Get("http://" + httpAddr + "/"); err == nil {
+		t.Error("server still accepts connections")
+	}
+}

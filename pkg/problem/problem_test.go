@@ -1,0 +1,73 @@
+package problem
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/almoner/almoner/pkg/apperr"
+)
+
+func TestFromStatus(t *testing.T) {
+	r := Renderer{BaseURL: "https://errors.example"}
+	cases := []struct {
+		name       string
+		err        error
+		wantStatus int
+		wantType   string
+		wantTitle  string
+		wantErrors map[string]string
+	}{
+		{"validation", apperr.Invalid(apperr.Violation{Field: "Items[0].Quantity", Message: "too many"}), 400, "validation",
+			"One or more validation errors occurred.", map[string]string{"Items[0].Quantity": "too many"}},
+		{"rule with code", apperr.Rule("Order.BatchClosed", "The batch is closed."), 400, "validation",
+			"One or more validation errors occurred.", map[string]string{"": "Order.BatchClosed: The batch is closed."}},
+		{"field rule", apperr.FieldRule("Inventory.InsufficientStock", "Items[1].Quantity", "Only 2 left."), 400, "validation",
+			"One or more validation errors occurred.", map[string]string{"Items[1].Quantity": "Inventory.InsufficientStock: Only 2 left."}},
+		{"decode error text", status.Error(codes.InvalidArgument, `wirejson: invalid request: {"Name":["bad"]}`), 400, "validation",
+			"One or more validation errors occurred.", map[string]string{"Name": "bad"}},
+		{"gateway parameter error", status.Error(codes.InvalidArgument, `type mismatch, parameter: x, error: strconv...`), 400, "validation",
+			"One or more validation errors occurred.", map[string]string{"": "The request is not valid."}},
+		{"missing scope", apperr.MissingPermission("orders:void"), 403, "forbidden", "Missing required permission: orders:void", nil},
+		{"not found", apperr.NotFound("Contact"), 404, "not-found", "Not Found", nil},
+		{"unauthenticated", apperr.Unauthenticated(), 401, "unauthorized", "Unauthorized", nil},
+		{"conflict", apperr.Conflict("Order.InFlight", "Try again."), 409, "conflict", "Try again.", map[string]string{"": "Order.InFlight: Try again."}},
+		{"unprocessable", apperr.Unprocessable("Order.IdempotencyKeyReused", "Different body."), 422, "unprocessable", "Different body.",
+			map[string]string{"": "Order.IdempotencyKeyReused: Different body."}},
+		{"internal masked", status.Error(codes.Internal, "pq: relation auth.api_keys does not exist"), 500, "internal", "An unexpected error occurred.", nil},
+		{"unknown masked", status.Error(codes.Unknown, "secret detail"), 500, "internal", "An unexpected error occurred.", nil},
+		{"unavailable", status.Error(codes.Unavailable, "connection refused 10.0.0.3"), 503, "unavailable", "Service Unavailable", nil},
+	}
+	for _, c := range cases {
+		d := r.FromStatus(apperr.ToStatus(c.err))
+		if d.Status != c.wantStatus || d.Type != "https://errors.example/"+c.wantType || d.Title != c.wantTitle {
+			t.Errorf("%s: got %d %s %q", c.name, d.Status, d.Type, d.Title)
+		}
+		if len(d.Errors) != len(c.wantErrors) {
+			t.Errorf("%s: errors %v, want %v", c.name, d.Errors, c.wantErrors)
+		}
+		for k, v := range c.wantErrors {
+			if len(d.Errors[k]) != 1 || d.Errors[k][0] != v {
+				t.Errorf("%s: errors[%q] = %v, want [%q]", c.name, k, d.Errors[k], v)
+			}
+		}
+	}
+}
+
+func TestWrite(t *testing.T) {
+	w := httptest.NewRecorder()
+	d := Renderer{}.New(CategoryNotFound, http.StatusNotFound, "Not Found")
+	d.Instance, d.TraceID = "/x", "abc"
+	Write(w, d)
+	if w.Code != 404 || w.Header().Get("Content-Type") != ContentType {
+		t.Errorf("got %d %q", w.Code, w.Header().Get("Content-Type"))
+	}
+	want := `{"type":"/errors/not-found","title":"Not Found","status":404,"instance":"/x","traceId":"abc"}`
+	if got := strings.TrimSpace(w.Body.String()); got != want {
+		t.Errorf("body %s, want %s", got, want)
+	}
+}
