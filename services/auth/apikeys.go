@@ -28,17 +28,18 @@ func (a *apiKeyServer) ListApiKeys(ctx context.Context, req *authv1.ListApiKeysR
 	if err != nil {
 		return nil, err
 	}
-	// Write this replica's pending uses first, so a caller checking
-	// lastUsedAt during a rotation sees the use it just made.
-	if err := a.s.usage.Flush(ctx); err != nil {
-		a.s.logger.WarnContext(ctx, "flush key usage before list", "error", err)
-	}
 	keys, err := a.s.store.ListKeys(ctx, uuid.MustParse(p.TenantID))
 	if err != nil {
 		return nil, err
 	}
 	out := &authv1.ListApiKeysResponse{ApiKeys: make([]*authv1.ApiKey, 0, len(keys))}
 	for _, k := range keys {
+		// Uses this replica has seen but not yet written are newer than
+		// the row: show them, so a caller checking lastUsedAt during a
+		// rotation sees the use it just made, without a write per list.
+		if at, ok := a.s.usage.Pending(k.ID); ok && (k.LastUsedAt == nil || at.After(*k.LastUsedAt)) {
+			k.LastUsedAt = &at
+		}
 		out.ApiKeys = append(out.ApiKeys, toAPIKey(k))
 	}
 	return out, nil

@@ -29,6 +29,14 @@ func (u *usageTracker) Touch(tenantID, keyID uuid.UUID, t time.Time) {
 	u.mu.Unlock()
 }
 
+// Pending returns the unwritten last use of a key, if any.
+func (u *usageTracker) Pending(keyID uuid.UUID) (time.Time, bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	v, ok := u.pending[keyID]
+	return v.At, ok
+}
+
 // Flush writes the pending uses. On failure they are kept for the next try
 // unless a newer use of the same key arrived meanwhile.
 func (u *usageTracker) Flush(ctx context.Context) error {
