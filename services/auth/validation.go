@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"slices"
+	"time"
 
 	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
 	"github.com/almoner/almoner/pkg/apperr"
@@ -32,7 +33,8 @@ func (v *validationServer) ValidateKey(ctx context.Context, req *authv1.Validate
 		return nil, apperr.Unauthenticated()
 	}
 	presented := key.Hash()
-	cred, err := s.store.CredentialByLookup(ctx, key.LookupID)
+	now := s.now()
+	cred, err := s.credential(ctx, key.LookupID, now)
 	if errors.Is(err, store.ErrNotFound) {
 		subtle.ConstantTimeCompare(dummyHash[:], presented)
 		return nil, apperr.Unauthenticated()
@@ -40,7 +42,6 @@ func (v *validationServer) ValidateKey(ctx context.Context, req *authv1.Validate
 	if err != nil {
 		return nil, err
 	}
-	now := s.now()
 	ok := subtle.ConstantTimeCompare(cred.KeyHash, presented) == 1
 	ok = ok && cred.KeyUsable && cred.TenantActive && cred.Environment == s.cfg.Environment
 	ok = ok && slices.Contains(cred.TenantFeature, features.APIAccess)
@@ -57,4 +58,46 @@ func (v *validationServer) ValidateKey(ctx context.Context, req *authv1.Validate
 		Scopes:    cred.Scopes,
 		Features:  cred.TenantFeature,
 	}, nil
+}
+
+// credential reads a key's credential, from the cache when it is on. Only
+// existing keys are cached; the state checks run on every request, so a
+// cached key still fails the instant it expires.
+func (s *Service) credential(ctx context.Context, lookup string, now time.Time) (store.Credential, error) {
+	if s.cache == nil {
+		return s.store.CredentialByLookup(ctx, lookup)
+	}
+	if cred, ok := s.cache.get(lookup, now); ok {
+		return cred, nil
+	}
+	epoch := s.cache.begin()
+	cred, err := s.store.CredentialByLookup(ctx, lookup)
+	if err == nil {
+		s.cache.put(lookup, cred, epoch, now)
+	}
+	return cred, err
+}
+
+// awaitInvalidation runs change, which commits a NOTIFY with payload, and
+// returns once this replica's listener has received that notification, so
+// that the change is in force on every replica (each gets the same
+// notification at commit) before the caller is answered.
+func (s *Service) awaitInvalidation(ctx context.Context, payload string, change func() error) error {
+	if s.cache == nil {
+		return change()
+	}
+	seen := s.cache.expect(payload)
+	if err := change(); err != nil {
+		s.cache.cancel(payload, seen)
+		return err
+	}
+	// This replica needs no wait: drop the entry now.
+	s.cache.invalidate(payload, false)
+	select {
+	case <-seen:
+	case <-time.After(2 * time.Second):
+		s.logger.WarnContext(ctx, "auth cache: own invalidation not received in 2s", "payload", payload)
+	case <-ctx.Done():
+	}
+	return nil
 }

@@ -534,3 +534,37 @@ func assertNotInDatabase(t *testing.T, url, needle string) {
 		}
 	}
 }
+
+// TestRevocationReachesEveryReplica runs two complete deployments on one
+// database. Each caches validated keys; a change made through one must be
+// in force on the other by the time the change's response arrives.
+func TestRevocationReachesEveryReplica(t *testing.T) {
+	t.Parallel()
+	a := apptest.Start(t, apptest.Options{})
+	b := apptest.Start(t, apptest.Options{DatabaseURL: a.DatabaseURL})
+	tn := a.NewTenant(t)
+	victim := createKey(t, a, tn, map[string]any{"name": "victim", "scopes": []string{"api-keys:manage"}})
+	key := victim["plainTextKey"].(string)
+	for range 3 { // warm both replicas' caches
+		a.Do(t, "GET", keysPath(tn.ID), key, nil).Expect(t, http.StatusOK)
+		b.Do(t, "GET", keysPath(tn.ID), key, nil).Expect(t, http.StatusOK)
+	}
+	a.Do(t, "DELETE", keysPath(tn.ID)+"/"+victim["id"].(string), tn.Key, nil).Expect(t, http.StatusNoContent)
+	b.Do(t, "GET", keysPath(tn.ID), key, nil).Expect(t, http.StatusUnauthorized)
+	a.Do(t, "GET", keysPath(tn.ID), key, nil).Expect(t, http.StatusUnauthorized)
+
+	// Tenant-wide changes too: deactivation through A's admin API.
+	b.Do(t, "GET", keysPath(tn.ID), tn.Key, nil).Expect(t, http.StatusOK)
+	if _, err := a.Admin.SetTenantActive(context.Background(), &authv1.SetTenantActiveRequest{TenantId: tn.ID, Active: false}); err != nil {
+		t.Fatal(err)
+	}
+	b.Do(t, "GET", keysPath(tn.ID), tn.Key, nil).Expect(t, http.StatusUnauthorized)
+	if _, err := a.Admin.SetTenantActive(context.Background(), &authv1.SetTenantActiveRequest{TenantId: tn.ID, Active: true}); err != nil {
+		t.Fatal(err)
+	}
+	b.Do(t, "GET", keysPath(tn.ID), tn.Key, nil).Expect(t, http.StatusOK)
+	if _, err := a.Admin.SetTenantFeature(context.Background(), &authv1.SetTenantFeatureRequest{TenantId: tn.ID, Feature: "api-access:enabled"}); err != nil {
+		t.Fatal(err)
+	}
+	b.Do(t, "GET", keysPath(tn.ID), tn.Key, nil).Expect(t, http.StatusUnauthorized)
+}

@@ -79,6 +79,20 @@ func (s *Store) ListKeys(ctx context.Context, tenantID uuid.UUID) ([]APIKey, err
 	return keys, nil
 }
 
+// LookupOf returns the lookup id of a key that is not revoked.
+func (s *Store) LookupOf(ctx context.Context, tenantID, id uuid.UUID) (string, error) {
+	var lookup string
+	err := s.pool.QueryRow(ctx, `SELECT lookup_id FROM auth.api_keys WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL`,
+		tenantID, id).Scan(&lookup)
+	if db.IsNoRows(err) {
+		return "", ErrNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("read api key: %w", err)
+	}
+	return lookup, nil
+}
+
 // RevokeKey deactivates and soft-deletes a key, records it, and notifies
 // every replica in the same transaction.
 func (s *Store) RevokeKey(ctx context.Context, tenantID, id uuid.UUID, actor string) error {
