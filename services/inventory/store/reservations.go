@@ -1,0 +1,385 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/almoner/almoner/pkg/audit"
+	"github.com/almoner/almoner/pkg/db"
+)
+
+// Reservation states.
+const (
+	StateReserved = "reserved"
+	StateReleased = "released"
+)
+
+// ReserveLine is one order line to reserve.
+type ReserveLine struct {
+	LineNumber int32
+	ItemID     uuid.UUID
+	Quantity   int32
+}
+
+// Reservation is a row of inventory.reservations: one order line, with the
+// item's pricing as it was when the line was reserved.
+type Reservation struct {
+	TenantID             uuid.UUID
+	OrderID              uuid.UUID
+	LineNumber           int32
+	ItemID               uuid.UUID
+	Quantity             int32
+	State                string
+	StockMoved           bool
+	SKU                  string
+	Name                 string
+	UnitPriceMinor       int64
+	FairMarketValueMinor int64
+	Currency             string
+	ReservedAt           time.Time
+	ReleasedAt           *time.Time
+	// Replayed is set on a line that an earlier call already reserved (by
+	// Reserve) or released (by Release): this call changed nothing for it.
+	Replayed bool
+}
+
+const reservationColumns = `tenant_id, order_id, line_number, item_id, quantity, state, stock_moved, sku, name,
+	unit_price_minor, fair_market_value_minor, currency, reserved_at, released_at`
+
+func scanReservation(row pgx.Row) (Reservation, error) {
+	var r Reservation
+	err := row.Scan(&r.TenantID, &r.OrderID, &r.LineNumber, &r.ItemID, &r.Quantity, &r.State, &r.StockMoved, &r.SKU, &r.Name,
+		&r.UnitPriceMinor, &r.FairMarketValueMinor, &r.Currency, &r.ReservedAt, &r.ReleasedAt)
+	return r, err
+}
+
+// LineReason says why one line of a Reserve or Release call failed.
+type LineReason int
+
+// The reasons a line fails.
+const (
+	// ItemNotFound: the line's item does not exist in the tenant.
+	ItemNotFound LineReason = iota + 1
+	// ItemInactive: the line's item exists but is not active.
+	ItemInactive
+	// InsufficientStock: the item tracks stock and has too little left.
+	InsufficientStock
+	// ReservationMismatch: the line was reserved before with another item
+	// or quantity.
+	ReservationMismatch
+	// ReservationReleased: the line was reserved and released before; a
+	// released line is never reserved again.
+	ReservationReleased
+	// ReservationNotFound: a line to release was never reserved.
+	ReservationNotFound
+)
+
+// LineError is the failure of one line of a call. The call moved nothing.
+type LineError struct {
+	// Index is the line's position in the request.
+	Index      int
+	Reason     LineReason
+	LineNumber int32
+	// SKU names the item when it exists.
+	SKU string
+	// Available and Requested are the units left for the line and the
+	// units it asked for (InsufficientStock).
+	Available int64
+	Requested int64
+}
+
+func (e *LineError) Error() string {
+	return fmt.Sprintf("line %d (request index %d): reason %d", e.LineNumber, e.Index, e.Reason)
+}
+
+// Reserve reserves lines for an order in one transaction: all of them, or,
+// when a line fails with a *LineError, none. Lines the order already holds
+// are returned as first reserved (Replayed) and move nothing again.
+//
+// Concurrency: calls for the same order are serialised by a transaction
+// advisory lock, so a duplicated call sees the first one's rows; item rows
+// are then locked in id order, so calls for different orders sharing items
+// queue behind each other without deadlocking, and stock is checked and
+// taken under the lock.
+func (s *Store) Reserve(ctx context.Context, tenantID, orderID uuid.UUID, lines []ReserveLine, actor string) ([]Reservation, error) {
+	out := make([]Reservation, len(lines))
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := lockOrder(ctx, tx, tenantID, orderID); err != nil {
+			return err
+		}
+		nums := make([]int32, len(lines))
+		for i, l := range lines {
+			nums[i] = l.LineNumber
+		}
+		existing, err := readReservations(ctx, tx, tenantID, orderID, nums)
+		if err != nil {
+			return err
+		}
+		var ids []uuid.UUID
+		for _, l := range lines {
+			if _, ok := existing[l.LineNumber]; !ok && !slices.Contains(ids, l.ItemID) {
+				ids = append(ids, l.ItemID)
+			}
+		}
+		items, err := lockItems(ctx, tx, tenantID, ids)
+		if err != nil {
+			return err
+		}
+		// Check every line in request order, so the error names the first
+		// failing line; taken accumulates per item because two lines may
+		// share one.
+		taken := map[uuid.UUID]int64{}
+		for i, l := range lines {
+			if r, ok := existing[l.LineNumber]; ok {
+				switch {
+				case r.ItemID != l.ItemID || r.Quantity != l.Quantity:
+					return &LineError{Index: i, Reason: ReservationMismatch, LineNumber: l.LineNumber, SKU: r.SKU}
+				case r.State == StateReleased:
+					return &LineError{Index: i, Reason: ReservationReleased, LineNumber: l.LineNumber, SKU: r.SKU}
+				}
+				r.Replayed = true
+				out[i] = r
+				continue
+			}
+			it, ok := items[l.ItemID]
+			switch {
+			case !ok:
+				return &LineError{Index: i, Reason: ItemNotFound, LineNumber: l.LineNumber}
+			case !it.Active:
+				return &LineError{Index: i, Reason: ItemInactive, LineNumber: l.LineNumber, SKU: it.SKU}
+			}
+			if it.TrackStock {
+				avail := int64(it.StockOnHand) - taken[it.ID]
+				if int64(l.Quantity) > avail {
+					return &LineError{Index: i, Reason: InsufficientStock, LineNumber: l.LineNumber, SKU: it.SKU,
+						Available: avail, Requested: int64(l.Quantity)}
+				}
+				taken[it.ID] += int64(l.Quantity)
+			}
+			out[i] = Reservation{
+				TenantID: tenantID, OrderID: orderID, LineNumber: l.LineNumber, ItemID: it.ID, Quantity: l.Quantity,
+				State: StateReserved, StockMoved: it.TrackStock, SKU: it.SKU, Name: it.Name,
+				UnitPriceMinor: it.PriceMinor, FairMarketValueMinor: it.FairMarketValueMinor, Currency: it.Currency,
+			}
+		}
+		if err := moveStock(ctx, tx, tenantID, taken, -1, actor); err != nil {
+			return err
+		}
+		return insertReservations(ctx, tx, out)
+	})
+	var le *LineError
+	if errors.As(err, &le) {
+		return nil, le
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reserve stock: %w", err)
+	}
+	return out, nil
+}
+
+// Release gives back the stock of an order's reserved lines and marks them
+// released, in one transaction. lineNumbers nil or empty means every line
+// of the order. A listed line that was never reserved fails the call with a
+// *LineError and nothing moves; a line already released is returned as it
+// is (Replayed).
+func (s *Store) Release(ctx context.Context, tenantID, orderID uuid.UUID, lineNumbers []int32, actor string) ([]Reservation, error) {
+	var out []Reservation
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := lockOrder(ctx, tx, tenantID, orderID); err != nil {
+			return err
+		}
+		var filter []int32
+		if len(lineNumbers) > 0 {
+			filter = lineNumbers
+		}
+		existing, err := readReservations(ctx, tx, tenantID, orderID, filter)
+		if err != nil {
+			return err
+		}
+		if filter == nil {
+			for _, r := range existing {
+				out = append(out, r)
+			}
+			slices.SortFunc(out, func(a, b Reservation) int { return int(a.LineNumber - b.LineNumber) })
+		} else {
+			seen := map[int32]bool{}
+			for i, n := range filter {
+				r, ok := existing[n]
+				if !ok {
+					return &LineError{Index: i, Reason: ReservationNotFound, LineNumber: n}
+				}
+				if !seen[n] {
+					seen[n] = true
+					out = append(out, r)
+				}
+			}
+		}
+		given := map[uuid.UUID]int64{}
+		var release []int32
+		for i, r := range out {
+			if r.State == StateReleased {
+				out[i].Replayed = true
+				continue
+			}
+			release = append(release, r.LineNumber)
+			if r.StockMoved {
+				given[r.ItemID] += int64(r.Quantity)
+			}
+		}
+		if len(release) == 0 {
+			return nil
+		}
+		ids := make([]uuid.UUID, 0, len(given))
+		for id := range given {
+			ids = append(ids, id)
+		}
+		if _, err := lockItems(ctx, tx, tenantID, ids); err != nil {
+			return err
+		}
+		if err := moveStock(ctx, tx, tenantID, given, +1, actor); err != nil {
+			return err
+		}
+		var at time.Time
+		if err := tx.QueryRow(ctx, `
+			WITH u AS (
+				UPDATE inventory.reservations SET state = 'released', released_at = now()
+				WHERE tenant_id = $1 AND order_id = $2 AND line_number = ANY($3) AND state = 'reserved'
+				RETURNING released_at)
+			SELECT coalesce(max(released_at), now()) FROM u`, tenantID, orderID, release).Scan(&at); err != nil {
+			return err
+		}
+		for i := range out {
+			if !out[i].Replayed {
+				out[i].State, out[i].ReleasedAt = StateReleased, &at
+			}
+		}
+		return nil
+	})
+	var le *LineError
+	if errors.As(err, &le) {
+		return nil, le
+	}
+	if err != nil {
+		return nil, fmt.Errorf("release stock: %w", err)
+	}
+	return out, nil
+}
+
+// lockOrder serialises the reservation calls of one order for the rest of
+// the transaction. A hash collision between two orders only makes them
+// wait for each other.
+func lockOrder(ctx context.Context, tx pgx.Tx, tenantID, orderID uuid.UUID) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`,
+		"inventory.reservations:"+tenantID.String()+":"+orderID.String())
+	return err
+}
+
+// readReservations returns the order's reservations by line number, those
+// of lineNumbers only unless it is nil.
+func readReservations(ctx context.Context, tx pgx.Tx, tenantID, orderID uuid.UUID, lineNumbers []int32) (map[int32]Reservation, error) {
+	rows, err := tx.Query(ctx, `SELECT `+reservationColumns+` FROM inventory.reservations
+		WHERE tenant_id = $1 AND order_id = $2 AND ($3::integer[] IS NULL OR line_number = ANY($3))`,
+		tenantID, orderID, lineNumbers)
+	if err != nil {
+		return nil, err
+	}
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Reservation, error) { return scanReservation(r) })
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[int32]Reservation, len(list))
+	for _, r := range list {
+		m[r.LineNumber] = r
+	}
+	return m, nil
+}
+
+// lockItems reads and row-locks the tenant's items with the given ids. The
+// locks are taken in id order (the rows pass the lock in the ORDER BY's
+// order), which is what keeps concurrent multi-item calls deadlock-free.
+func lockItems(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]Item, error) {
+	if len(ids) == 0 {
+		return map[uuid.UUID]Item{}, nil
+	}
+	rows, err := tx.Query(ctx, `SELECT `+itemColumns+` FROM inventory.items
+		WHERE tenant_id = $1 AND id = ANY($2) ORDER BY id FOR UPDATE`, tenantID, ids)
+	if err != nil {
+		return nil, err
+	}
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Item, error) { return scanItem(r) })
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[uuid.UUID]Item, len(list))
+	for _, it := range list {
+		m[it.ID] = it
+	}
+	return m, nil
+}
+
+// moveStock adds sign × units[id] to each item's stock (the rows are
+// already locked) and records each change as an update of the item.
+func moveStock(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, units map[uuid.UUID]int64, sign int64, actor string) error {
+	ids := make([]uuid.UUID, 0, len(units))
+	for id, n := range units {
+		if n != 0 {
+			ids = append(ids, id)
+		}
+	}
+	// A stable order keeps the audit rows of one call in a predictable
+	// sequence.
+	slices.SortFunc(ids, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
+	for _, id := range ids {
+		var after int64
+		err := tx.QueryRow(ctx, `
+			UPDATE inventory.items SET stock_on_hand = stock_on_hand + $3, updated_at = now()
+			WHERE tenant_id = $1 AND id = $2
+			RETURNING stock_on_hand`, tenantID, id, sign*units[id]).Scan(&after)
+		if err != nil {
+			return err
+		}
+		changes := map[string]audit.Change{"stockOnHand": {Old: after - sign*units[id], New: after}}
+		if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: EntityType,
+			EntityID: id.String(), Action: audit.Updated, Changes: changes, Actor: actor}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// insertReservations writes the lines of rs that are not replays, setting
+// their ReservedAt.
+func insertReservations(ctx context.Context, tx pgx.Tx, rs []Reservation) error {
+	b := &pgx.Batch{}
+	var idx []int
+	for i, r := range rs {
+		if r.Replayed {
+			continue
+		}
+		idx = append(idx, i)
+		b.Queue(`INSERT INTO inventory.reservations (tenant_id, order_id, line_number, item_id, quantity, state,
+				stock_moved, sku, name, unit_price_minor, fair_market_value_minor, currency)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+			RETURNING reserved_at`,
+			r.TenantID, r.OrderID, r.LineNumber, r.ItemID, r.Quantity, r.State, r.StockMoved, r.SKU, r.Name,
+			r.UnitPriceMinor, r.FairMarketValueMinor, r.Currency)
+	}
+	if len(idx) == 0 {
+		return nil
+	}
+	br := tx.SendBatch(ctx, b)
+	for _, i := range idx {
+		if err := br.QueryRow().Scan(&rs[i].ReservedAt); err != nil {
+			_ = br.Close()
+			return err
+		}
+	}
+	return br.Close()
+}
