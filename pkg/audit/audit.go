@@ -122,7 +122,11 @@ func Diff(before, after map[string]any) map[string]Change {
 
 // Event is one audit row as readers see it.
 type Event struct {
-	Seq        int64
+	// Seq is the row's id in the log.
+	Seq int64
+	// XID is the id of the transaction that wrote the row; with Seq it is
+	// the row's Cursor.
+	XID        uint64
 	EventID    string
 	TenantID   string
 	EntityType string

@@ -1,0 +1,239 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Querier is what the readers need: a pool, a connection or a transaction.
+type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Cursor is a position in the log's commit-safe order: the (xid, id) of the
+// last row a reader has seen. The zero Cursor is the start of the log.
+//
+// Ordering by id alone would skip rows: ids are taken when a row is
+// inserted, but rows become visible when their transaction commits, so a
+// row with a smaller id can appear after a larger one was read. Ordering by
+// the writing transaction's id (xid) and reading only below the oldest
+// transaction still running closes that gap; see docs/audit-log.md.
+type Cursor struct {
+	// XID is the writing transaction's id (PostgreSQL xid8).
+	XID uint64
+	// ID is the row's id within the log.
+	ID int64
+}
+
+// String encodes c for storage, e.g. in a dispatcher's state row: "xid:id".
+func (c Cursor) String() string {
+	return strconv.FormatUint(c.XID, 10) + ":" + strconv.FormatInt(c.ID, 10)
+}
+
+// ErrBadCursor is returned by ParseCursor for text that String did not make.
+var ErrBadCursor = errors.New("audit: bad cursor")
+
+// ParseCursor decodes the text of Cursor.String; "" is the zero Cursor.
+func ParseCursor(s string) (Cursor, error) {
+	if s == "" {
+		return Cursor{}, nil
+	}
+	x, i, ok := strings.Cut(s, ":")
+	if !ok {
+		return Cursor{}, ErrBadCursor
+	}
+	xid, err := strconv.ParseUint(x, 10, 64)
+	if err != nil {
+		return Cursor{}, ErrBadCursor
+	}
+	id, err := strconv.ParseInt(i, 10, 64)
+	if err != nil || id < 0 {
+		return Cursor{}, ErrBadCursor
+	}
+	return Cursor{XID: xid, ID: id}, nil
+}
+
+// Less reports whether c comes before d in reading order.
+func (c Cursor) Less(d Cursor) bool {
+	return c.XID < d.XID || c.XID == d.XID && c.ID < d.ID
+}
+
+// MaxReadLimit caps ReadQuery.Limit.
+const MaxReadLimit = 10_000
+
+// ReadQuery selects what Read returns.
+type ReadQuery struct {
+	// After is the cursor to continue from (exclusive).
+	After Cursor
+	// TenantID keeps one tenant's rows; "" reads every tenant.
+	TenantID string
+	// Events keeps rows whose event name is one of these
+	// ("contact.created"); empty keeps every event.
+	Events []string
+	// Limit is the most rows to return: 100 when 0, at most MaxReadLimit.
+	Limit int
+}
+
+// Page is the result of Read.
+type Page struct {
+	// Events are the rows, in (xid, id) order.
+	Events []Event
+	// Next is the cursor to pass as After on the next call. It can be past
+	// the last event: when fewer than Limit rows matched, every row below
+	// the horizon has been seen, so Next jumps to the horizon and the next
+	// call does not rescan rows the filters skipped.
+	Next Cursor
+}
+
+const eventColumns = `e.tenant_id::text, e.id, e.xid, e.event_id::text, e.entity_type, e.entity_id, e.action, e.event, e.changes, e.actor, e.occurred_at`
+
+func scanEvent(row pgx.Row) (Event, error) {
+	var e Event
+	err := row.Scan(&e.TenantID, &e.Seq, &e.XID, &e.EventID, &e.EntityType, &e.EntityID, &e.Action, &e.Event, &e.Changes, &e.Actor, &e.OccurredAt)
+	return e, err
+}
+
+// Read returns the rows after q.After that no later read could place before
+// them: rows of transactions that ended before every transaction still in
+// flight began (xid < pg_snapshot_xmin of the statement's snapshot), in
+// (xid, id) order. A row whose transaction is still open, or that committed
+// while an older transaction is still open, is returned by a later call, so
+// a reader that always continues from Page.Next sees every row exactly once.
+//
+// Run it outside a transaction that has written: that transaction's own
+// xid holds the horizon back. A long transaction anywhere in the cluster
+// holds it back too; rows then arrive late, never out of order.
+func Read(ctx context.Context, q Querier, rq ReadQuery) (Page, error) {
+	limit := rq.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	if limit > MaxReadLimit {
+		limit = MaxReadLimit
+	}
+	args := []any{rq.After.XID, rq.After.ID, limit}
+	where := []string{`(e.xid, e.id) > ($1::xid8, $2::bigint)`, `e.xid < h.xmin`}
+	if rq.TenantID != "" {
+		args = append(args, rq.TenantID)
+		where = append(where, fmt.Sprintf(`e.tenant_id = $%d::uuid`, len(args)))
+	}
+	if len(rq.Events) > 0 {
+		args = append(args, rq.Events)
+		where = append(where, fmt.Sprintf(`e.event = ANY($%d::text[])`, len(args)))
+	}
+	// The horizon and the rows come from one statement, hence one snapshot:
+	// a horizon read by a later statement could be newer than the rows and
+	// let Next jump over a row that committed in between. The LEFT JOIN
+	// returns the horizon even when no row qualifies.
+	sql := `
+		WITH h AS MATERIALIZED (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin),
+		rows AS (
+			SELECT ` + eventColumns + ` FROM audit.events e, h
+			WHERE ` + strings.Join(where, " AND ") + `
+			ORDER BY e.xid, e.id
+			LIMIT $3
+		)
+		SELECT h.xmin, rows.* FROM h LEFT JOIN rows ON true
+		ORDER BY rows.xid, rows.id`
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return Page{}, fmt.Errorf("audit: read: %w", err)
+	}
+	defer rows.Close()
+	page := Page{Next: rq.After}
+	var horizon uint64
+	for rows.Next() {
+		var (
+			tenant, eventID, entityType, entityID, action, event, actor *string
+			seq                                                         *int64
+			xid                                                         *uint64
+			changes                                                     []byte
+			occurred                                                    *time.Time
+		)
+		if err := rows.Scan(&horizon, &tenant, &seq, &xid, &eventID, &entityType, &entityID, &action, &event, &changes, &actor, &occurred); err != nil {
+			return Page{}, fmt.Errorf("audit: read: %w", err)
+		}
+		if seq == nil {
+			continue // the horizon-only row of an empty result
+		}
+		page.Events = append(page.Events, Event{Seq: *seq, XID: *xid, TenantID: *tenant, EventID: *eventID,
+			EntityType: *entityType, EntityID: *entityID, Action: *action, Event: *event, Changes: changes,
+			Actor: *actor, OccurredAt: *occurred})
+	}
+	if err := rows.Err(); err != nil {
+		return Page{}, fmt.Errorf("audit: read: %w", err)
+	}
+	if n := len(page.Events); n > 0 {
+		last := page.Events[n-1]
+		page.Next = Cursor{XID: last.XID, ID: last.Seq}
+	}
+	if len(page.Events) < limit {
+		// Every qualifying row below the horizon was returned, so nothing
+		// between here and the horizon is left to read. Ids start at 1, so
+		// (horizon, 0) is just before the horizon's first possible row.
+		if h := (Cursor{XID: horizon}); page.Next.Less(h) {
+			page.Next = h
+		}
+	}
+	return page, nil
+}
+
+// EntityQuery selects one entity's rows for an audit feed.
+type EntityQuery struct {
+	TenantID   string
+	EntityType string
+	EntityID   string
+	// BeforeSeq continues a newest-first feed below this row id (0: from
+	// the newest).
+	BeforeSeq int64
+	// Offset skips rows (page-number paging); used only when BeforeSeq is 0.
+	Offset int64
+	// Limit is the page size.
+	Limit int
+}
+
+// ListEntity returns one entity's rows, newest first. A feed of one entity
+// may order by id: the writers of one entity serialize on its row lock, so
+// their rows commit in id order.
+func ListEntity(ctx context.Context, q Querier, eq EntityQuery) ([]Event, error) {
+	args := []any{eq.TenantID, eq.EntityType, eq.EntityID, eq.Limit}
+	cond := ""
+	offset := ""
+	if eq.BeforeSeq > 0 {
+		args = append(args, eq.BeforeSeq)
+		cond = ` AND e.id < $5`
+	} else if eq.Offset > 0 {
+		args = append(args, eq.Offset)
+		offset = ` OFFSET $5`
+	}
+	rows, err := q.Query(ctx, `
+		SELECT `+eventColumns+` FROM audit.events e
+		WHERE e.tenant_id = $1::uuid AND e.entity_type = $2 AND e.entity_id = $3`+cond+`
+		ORDER BY e.id DESC LIMIT $4`+offset, args...)
+	if err != nil {
+		return nil, fmt.Errorf("audit: list entity: %w", err)
+	}
+	events, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Event, error) { return scanEvent(r) })
+	if err != nil {
+		return nil, fmt.Errorf("audit: list entity: %w", err)
+	}
+	return events, nil
+}
+
+// CountEntity counts one entity's rows.
+func CountEntity(ctx context.Context, q Querier, tenantID, entityType, entityID string) (int64, error) {
+	var n int64
+	err := q.QueryRow(ctx, `SELECT count(*) FROM audit.events WHERE tenant_id = $1::uuid AND entity_type = $2 AND entity_id = $3`,
+		tenantID, entityType, entityID).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("audit: count entity: %w", err)
+	}
+	return n, nil
+}
