@@ -4,7 +4,7 @@ SHELL := /usr/bin/env bash
 .DEFAULT_GOAL := help
 
 BIN        := $(CURDIR)/bin
-MODULES    := pkg services/auth gateway cmd/almoner
+MODULES    := pkg services/auth services/inventory gateway cmd/almoner deploy
 export PATH := $(BIN):$(PATH)
 export GOFLAGS := -buildvcs=false
 

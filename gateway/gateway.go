@@ -21,6 +21,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -31,6 +32,7 @@ import (
 	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
 	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/problem"
+	"github.com/almoner/almoner/pkg/telemetry"
 	"github.com/almoner/almoner/pkg/traceid"
 )
 
@@ -91,6 +93,7 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		runtime.WithErrorHandler(g.handleError),
 		runtime.WithRoutingErrorHandler(g.handleRoutingError),
 		runtime.WithWriteContentLength(),
+		runtime.WithMiddlewares(recordRoute),
 	)
 	for name, addr := range cfg.Upstreams {
 		regs, ok := registry[name]
@@ -100,7 +103,7 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		}
 		// One shared connection per upstream: the REST routes, key
 		// validation and health checks all use it.
-		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), telemetry.GRPCClientOption())
 		if err != nil {
 			g.Close()
 			return nil, fmt.Errorf("gateway: dial %s at %s: %w", name, addr, err)
@@ -114,7 +117,7 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		}
 	}
 	g.validator = authv1.NewKeyValidationServiceClient(g.conns[authName])
-	g.handler = g.recoverPanics(g.withTrace(g.limitBody(http.HandlerFunc(g.route))))
+	g.handler = g.observe(g.recoverPanics(g.withTrace(g.opsHandler(g.limitBody(http.HandlerFunc(g.route))))))
 	return g, nil
 }
 
@@ -247,7 +250,7 @@ func (g *Gateway) handleError(ctx context.Context, _ *runtime.ServeMux, _ runtim
 		// The status text may hold upstream detail; it goes to the log
 		// only, under the trace id the client sees.
 		g.logger.ErrorContext(ctx, "request failed", "method", r.Method, "path", r.URL.Path,
-			"code", st.Code().String(), "error", st.Message(), "trace_id", traceid.FromContext(r.Context()))
+			"code", st.Code().String(), "error", st.Message())
 	}
 	g.writeProblem(w, r, d)
 }
@@ -275,6 +278,11 @@ func (g *Gateway) writeProblem(w http.ResponseWriter, r *http.Request, d problem
 // traceparent header when the caller sent one.
 func (g *Gateway) withTrace(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if trace.SpanContextFromContext(r.Context()).HasTraceID() {
+			// The request's span (observe) already names the trace.
+			next.ServeHTTP(w, r)
+			return
+		}
 		id := traceFromParent(r.Header.Get("traceparent"))
 		if id == "" {
 			id = traceid.New()
@@ -341,7 +349,7 @@ func (g *Gateway) recoverPanics(next http.Handler) http.Handler {
 					panic(v)
 				}
 				g.logger.ErrorContext(r.Context(), "panic in gateway", "panic", fmt.Sprint(v),
-					"stack", string(debug.Stack()), "trace_id", traceid.FromContext(r.Context()))
+					"stack", string(debug.Stack()))
 				g.writeProblem(w, r, g.problems.New(problem.CategoryInternal, http.StatusInternalServerError, "An unexpected error occurred."))
 			}
 		}()

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc"
 
 	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
+	inventoryv1 "github.com/almoner/almoner/pkg/api/almoner/inventory/v1"
 )
 
 const authName = "auth"
@@ -19,7 +20,8 @@ type registerFunc func(context.Context, *runtime.ServeMux, *grpc.ClientConn) err
 // registry lists, per upstream service, the generated route sets it serves.
 // A new service adds its line here.
 var registry = map[string][]registerFunc{
-	authName: {authv1.RegisterApiKeyServiceHandler},
+	authName:    {authv1.RegisterApiKeyServiceHandler},
+	"inventory": {inventoryv1.RegisterInventoryServiceHandler},
 }
 
 // Services returns the names of the services the gateway can route to.

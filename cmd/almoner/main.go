@@ -28,6 +28,8 @@ import (
 	"github.com/almoner/almoner/cmd/almoner/internal/app"
 	"github.com/almoner/almoner/pkg/config"
 	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/pkg/service"
+	"github.com/almoner/almoner/pkg/telemetry"
 )
 
 func main() {
@@ -85,10 +87,11 @@ Configuration is read from the environment; see README.md.
 
 func newLogger(w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+	var h slog.Handler = slog.NewJSONHandler(w, opts)
 	if config.String("ALMONER_LOG_FORMAT", "json") == "text" {
-		return slog.New(slog.NewTextHandler(w, opts))
+		h = slog.NewTextHandler(w, opts)
 	}
-	return slog.New(slog.NewJSONHandler(w, opts))
+	return slog.New(telemetry.LogHandler(h))
 }
 
 func serve(args []string, stderr io.Writer) error {
@@ -119,11 +122,22 @@ func serve(args []string, stderr io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	shutdownTracing, err := telemetry.Setup(ctx, "almoner")
+	if err != nil {
+		return err
+	}
+	defer shutdownTracing(context.WithoutCancel(ctx)) //nolint:errcheck
 	a, err := app.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	logger.Info("almoner serving", "targets", *target, "http_addr", a.HTTPAddr(), "grpc_addr", a.GRPCAddr(), "environment", cfg.Environment)
+	if a.HTTPAddr() == "" {
+		// No gateway here to serve /metrics: serve it on its own port.
+		if addr := config.String("ALMONER_METRICS_ADDR", "127.0.0.1:9464"); addr != "off" {
+			go service.ServeMetrics(ctx, addr, logger)
+		}
+	}
 	if addr := config.String("ALMONER_DEBUG_ADDR", ""); addr != "" {
 		// net/http/pprof registers on the default mux, which serves only
 		// this separate, operator-only listener.

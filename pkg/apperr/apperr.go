@@ -136,6 +136,16 @@ func Unprocessable(code, message string) *Error {
 	return &Error{Kind: KindUnprocessable, Code: code, Message: message}
 }
 
+// CodeRateLimited is the typed code of RateLimited; the gateway renders
+// only statuses carrying it as the spec's flat 429 body.
+const CodeRateLimited = "RateLimit.Exceeded"
+
+// RateLimited returns the rejection of a request under a rate-limit policy
+// (429). Its message is the one the spec's flat 429 body shows.
+func RateLimited() *Error {
+	return &Error{Kind: KindRateLimited, Code: CodeRateLimited, Message: "Too many requests. Please try again later."}
+}
+
 // Unavailable returns a retryable dependency failure.
 func Unavailable(message string, cause error) *Error {
 	return &Error{Kind: KindUnavailable, Message: message, cause: cause}

@@ -12,8 +12,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/protoadapt"
-
-	"github.com/almoner/almoner/pkg/traceid"
 )
 
 // ErrorDomain is the domain of every errdetails.ErrorInfo we attach.
@@ -81,7 +79,7 @@ func UnaryServerInterceptor(logger *slog.Logger) grpc.UnaryServerInterceptor {
 		defer func() {
 			if r := recover(); r != nil {
 				logger.ErrorContext(ctx, "panic in gRPC handler", "method", info.FullMethod,
-					"panic", fmt.Sprint(r), "stack", string(debug.Stack()), "trace_id", traceid.FromIncoming(ctx))
+					"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 				resp, err = nil, status.New(codes.Internal, "An unexpected error occurred.").Err()
 			}
 		}()
@@ -93,7 +91,7 @@ func UnaryServerInterceptor(logger *slog.Logger) grpc.UnaryServerInterceptor {
 		switch st.Code() {
 		case codes.Internal, codes.Unknown, codes.Unavailable:
 			logger.ErrorContext(ctx, "request failed", "method", info.FullMethod, "code", st.Code().String(),
-				"error", err.Error(), "trace_id", traceid.FromIncoming(ctx))
+				"error", err.Error())
 		}
 		return nil, st.Err()
 	}

@@ -7,11 +7,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/almoner/almoner/pkg/telemetry"
 )
 
 // Open connects a pool to url and checks that the server answers.
@@ -20,10 +23,13 @@ func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
 	}
-	if cfg.MaxConns < 8 {
-		cfg.MaxConns = 8
+	// pgx's default (4, or the CPU count) starves a process serving
+	// many concurrent requests; a URL's pool_max_conns still wins.
+	if !strings.Contains(url, "pool_max_conns") && cfg.MaxConns < 16 {
+		cfg.MaxConns = 16
 	}
 	cfg.MaxConnIdleTime = 5 * time.Minute
+	telemetry.TracePool(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)

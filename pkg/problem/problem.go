@@ -8,11 +8,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/wirejson"
 )
 
@@ -88,6 +90,11 @@ func (r Renderer) New(category string, httpStatus int, title string) Document {
 func (r Renderer) FromStatus(st *status.Status) Document {
 	switch st.Code() {
 	case codes.InvalidArgument, codes.OutOfRange:
+		if isPathIDMismatch(st) {
+			// A path id that does not even parse (GET /contacts/abc) names
+			// no resource: 404, as for one that parses but does not exist.
+			return r.New(CategoryNotFound, http.StatusNotFound, "Not Found")
+		}
 		d := r.New(CategoryValidation, http.StatusBadRequest, "One or more validation errors occurred.")
 		d.Errors = violations(st)
 		if d.Errors == nil {
@@ -124,6 +131,54 @@ func (r Renderer) FromStatus(st *status.Status) Document {
 	default:
 		return r.New(CategoryInternal, http.StatusInternalServerError, "An unexpected error occurred.")
 	}
+}
+
+// pathMismatchPrefix starts the status text of grpc-gateway's generated
+// handlers when a path parameter does not convert to its field's type.
+const pathMismatchPrefix = "type mismatch, parameter: "
+
+// isPathIDMismatch reports a path identifier (a parameter named *_id, such
+// as contact_id) that grpc-gateway could not convert. Only the generated
+// code makes this status, without details; other bad path parameters stay
+// 400s.
+func isPathIDMismatch(st *status.Status) bool {
+	rest, ok := strings.CutPrefix(st.Message(), pathMismatchPrefix)
+	if !ok || len(st.Details()) > 0 {
+		return false
+	}
+	param, _, _ := strings.Cut(rest, ",")
+	return strings.HasSuffix(param, "_id")
+}
+
+// RateLimitedMessage is the message of the one 429 body.
+const RateLimitedMessage = "Too many requests. Please try again later."
+
+// IsRateLimited reports a rejection by a rate-limit policy
+// (apperr.RateLimited): RESOURCE_EXHAUSTED with its typed code. Other
+// RESOURCE_EXHAUSTED statuses (gRPC's own message-size limits) are not.
+func IsRateLimited(st *status.Status) bool {
+	if st.Code() != codes.ResourceExhausted {
+		return false
+	}
+	for _, d := range st.Details() {
+		if ei, ok := d.(*errdetails.ErrorInfo); ok && ei.GetReason() == apperr.CodeRateLimited {
+			return true
+		}
+	}
+	return false
+}
+
+// WriteRateLimited sends the spec's 429: Content-Type application/json and
+// the flat body {"message": "..."}, not a problem document, and no
+// Retry-After or X-RateLimit-* headers.
+func WriteRateLimited(w http.ResponseWriter) {
+	body := `{"message":"` + RateLimitedMessage + `"}` + "\n"
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusTooManyRequests)
+	_, _ = w.Write([]byte(body))
 }
 
 // violations builds the errors map from BadRequest details. A typed code

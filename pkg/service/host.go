@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/almoner/almoner/pkg/config"
 	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/pkg/telemetry"
 )
 
 // HostConfig configures a process that hosts one or more services on one
@@ -52,6 +55,9 @@ type Host struct {
 
 	mu    sync.Mutex
 	conns map[string]*grpc.ClientConn
+
+	watchCtx  context.Context
+	stopWatch context.CancelFunc
 }
 
 // StartHost opens the database, migrates if asked, builds and registers the
@@ -105,11 +111,53 @@ func StartHost(ctx context.Context, cfg HostConfig, modules ...Module) (*Host, e
 			return nil, fmt.Errorf("start %s: %w", h.names[i], err)
 		}
 	}
-	h.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	for _, n := range h.names {
-		h.health.SetServingStatus(n, healthpb.HealthCheckResponse_SERVING)
-	}
+	telemetry.Register(telemetry.PoolCollector(strings.Join(h.names, ","), pool))
+	h.setServing(true)
+	h.watchCtx, h.stopWatch = context.WithCancel(context.WithoutCancel(ctx))
+	go h.watchDatabase()
 	return h, nil
+}
+
+func (h *Host) setServing(ok bool) {
+	st := healthpb.HealthCheckResponse_NOT_SERVING
+	if ok {
+		st = healthpb.HealthCheckResponse_SERVING
+	}
+	h.health.SetServingStatus("", st)
+	for _, n := range h.names {
+		h.health.SetServingStatus(n, st)
+	}
+}
+
+// watchDatabase reports NOT_SERVING while PostgreSQL does not answer, so
+// readiness probes (and the gateway's /readyz) take the replica out of
+// rotation instead of letting it fail every request.
+func (h *Host) watchDatabase() {
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	serving := true
+	for {
+		select {
+		case <-h.watchCtx.Done():
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(h.watchCtx, 2*time.Second)
+		err := h.pool.Ping(ctx)
+		cancel()
+		if h.watchCtx.Err() != nil {
+			return
+		}
+		if ok := err == nil; ok != serving {
+			serving = ok
+			h.setServing(ok)
+			if !ok {
+				h.cfg.Logger.Error("database unreachable; reporting NOT_SERVING", "error", err.Error())
+			} else {
+				h.cfg.Logger.Info("database reachable again; reporting SERVING")
+			}
+		}
+	}
 }
 
 func dedupe(sets []db.Migrations) []db.Migrations {
@@ -145,7 +193,7 @@ func (h *Host) dial(name string) (grpc.ClientConnInterface, error) {
 	if addr == "" {
 		return nil, fmt.Errorf("no address for service %s (set %s)", name, config.ServiceAddrVar(name))
 	}
-	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), telemetry.GRPCClientOption())
 	if err != nil {
 		return nil, err
 	}
@@ -161,6 +209,7 @@ func (h *Host) abort() {
 // Stop reports NOT_SERVING, stops background work, lets in-flight RPCs
 // finish (up to ctx's deadline), then closes connections and the pool.
 func (h *Host) Stop(ctx context.Context) error {
+	h.stopWatch()
 	h.health.Shutdown()
 	var errs []error
 	for i := len(h.services) - 1; i >= 0; i-- {
@@ -188,7 +237,13 @@ func (h *Host) Stop(ctx context.Context) error {
 // variables (DATABASE_URL, ALMONER_GRPC_ADDR, ALMONER_ENVIRONMENT,
 // ALMONER_MIGRATE, ALMONER_<SERVICE>_ADDR), until SIGTERM or SIGINT.
 func Main(m Module) {
-	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	logger := slog.New(telemetry.LogHandler(slog.NewJSONHandler(os.Stderr, nil)))
+	shutdown, err := telemetry.Setup(context.Background(), "almoner-"+m.Name)
+	if err != nil {
+		logger.Error("telemetry", "error", err.Error())
+		os.Exit(1)
+	}
+	defer shutdown(context.Background()) //nolint:errcheck
 	if err := runMain(m, logger); err != nil {
 		logger.Error("exit", "service", m.Name, "error", err.Error())
 		os.Exit(1)
@@ -220,8 +275,26 @@ func runMain(m Module, logger *slog.Logger) error {
 		return err
 	}
 	logger.Info("serving", "service", m.Name, "grpc_addr", h.Addr())
+	if addr := config.String("ALMONER_METRICS_ADDR", "127.0.0.1:9464"); addr != "off" {
+		go ServeMetrics(ctx, addr, logger)
+	}
 	<-ctx.Done()
 	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return h.Stop(shutdown)
+}
+
+// ServeMetrics serves /metrics (Prometheus) on addr until ctx ends; for
+// processes without the gateway, whose own listener serves it.
+func ServeMetrics(ctx context.Context, addr string, logger *slog.Logger) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", telemetry.MetricsHandler())
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		logger.Error("metrics server", "addr", addr, "error", err.Error())
+	}
 }

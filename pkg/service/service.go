@@ -15,6 +15,7 @@ import (
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/config"
 	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/pkg/telemetry"
 )
 
 // Service is a constructed service.
@@ -53,8 +54,9 @@ type Module struct {
 // shares (error mapping, panic recovery) and grpc.health.v1 registered.
 func NewGRPCServer(logger *slog.Logger, opts ...grpc.ServerOption) (*grpc.Server, *health.Server) {
 	opts = append([]grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(apperr.UnaryServerInterceptor(logger)),
-		grpc.ChainStreamInterceptor(apperr.StreamServerInterceptor(logger)),
+		grpc.StatsHandler(telemetry.GRPCServerHandler()),
+		grpc.ChainUnaryInterceptor(telemetry.UnaryServerMetrics(), apperr.UnaryServerInterceptor(logger)),
+		grpc.ChainStreamInterceptor(telemetry.StreamServerMetrics(), apperr.StreamServerInterceptor(logger)),
 	}, opts...)
 	srv := grpc.NewServer(opts...)
 	hs := health.NewServer()

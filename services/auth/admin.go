@@ -141,12 +141,7 @@ func (a *adminServer) updateTenant(ctx context.Context, tenantID string, change 
 	if err != nil {
 		return nil, errTenantNotFound
 	}
-	var t store.Tenant
-	err = a.s.awaitInvalidation(ctx, "tenant:"+id.String(), func() error {
-		var err error
-		t, err = a.s.store.UpdateTenant(ctx, id, authctx.SystemActor, change)
-		return err
-	})
+	t, err := a.s.store.UpdateTenant(ctx, id, authctx.SystemActor, change)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errTenantNotFound
 	}

@@ -78,14 +78,7 @@ func (a *apiKeyServer) RevokeApiKey(ctx context.Context, req *authv1.RevokeApiKe
 	if err != nil {
 		return nil, errKeyNotFound
 	}
-	tenantID := uuid.MustParse(p.TenantID)
-	lookup, err := a.s.store.LookupOf(ctx, tenantID, id)
-	if err == nil {
-		err = a.s.awaitInvalidation(ctx, "key:"+lookup, func() error {
-			return a.s.store.RevokeKey(ctx, tenantID, id, p.Actor())
-		})
-	}
-	if err != nil {
+	if err := a.s.store.RevokeKey(ctx, uuid.MustParse(p.TenantID), id, p.Actor()); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, errKeyNotFound
 		}

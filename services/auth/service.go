@@ -31,14 +31,11 @@ type Config struct {
 	// UsageFlushInterval is how often last-used times are written; it
 	// bounds how stale lastUsedAt can be.
 	UsageFlushInterval time.Duration
-	// CacheMaxAge bounds how long a validated key is served from memory
-	// even without any notification; 0 turns the cache off.
-	CacheMaxAge time.Duration
 }
 
 // DefaultConfig returns the defaults: sandbox, a 30 s usage flush.
 func DefaultConfig() Config {
-	return Config{Environment: keyformat.Sandbox, UsageFlushInterval: 30 * time.Second, CacheMaxAge: time.Minute}
+	return Config{Environment: keyformat.Sandbox, UsageFlushInterval: 30 * time.Second}
 }
 
 // Migrations are the schemas the service needs: its own and the audit log.
@@ -49,10 +46,8 @@ func Migrations() []db.Migrations {
 // Service is the auth service.
 type Service struct {
 	cfg    Config
-	pool   *pgxpool.Pool
 	store  *store.Store
 	usage  *usageTracker
-	cache  *keyCache
 	logger *slog.Logger
 	now    func() time.Time
 	stop   context.CancelFunc
@@ -68,11 +63,7 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *Service {
 		cfg.UsageFlushInterval = DefaultConfig().UsageFlushInterval
 	}
 	st := store.New(pool)
-	s := &Service{cfg: cfg, pool: pool, store: st, usage: newUsageTracker(st), logger: logger, now: time.Now}
-	if cfg.CacheMaxAge > 0 {
-		s.cache = newKeyCache(cfg.CacheMaxAge)
-	}
-	return s
+	return &Service{cfg: cfg, store: st, usage: newUsageTracker(st), logger: logger, now: time.Now}
 }
 
 // Register adds the service's gRPC servers to r.
@@ -82,14 +73,11 @@ func (s *Service) Register(r grpc.ServiceRegistrar) {
 	authv1.RegisterTenantAdminServiceServer(r, &adminServer{s: s})
 }
 
-// Start runs the last-used flusher and the cache listener until Stop.
+// Start runs the last-used flusher until Stop.
 func (s *Service) Start(ctx context.Context) error {
 	ctx, s.stop = context.WithCancel(context.WithoutCancel(ctx))
 	s.done = make(chan struct{})
 	var wg sync.WaitGroup
-	if s.cache != nil {
-		wg.Go(func() { s.cache.listen(ctx, s.pool, s.logger) })
-	}
 	wg.Go(func() {
 		t := time.NewTicker(s.cfg.UsageFlushInterval)
 		defer t.Stop()
@@ -132,12 +120,6 @@ var Module = service.Module{
 			return nil, err
 		}
 		cfg.UsageFlushInterval = flush
-		if cfg.CacheMaxAge, err = d.Config.Duration("ALMONER_KEY_CACHE_MAX_AGE", cfg.CacheMaxAge); err != nil {
-			return nil, err
-		}
-		if d.Config.String("ALMONER_KEY_CACHE", "on") == "off" {
-			cfg.CacheMaxAge = 0
-		}
 		return New(d.DB, cfg, d.Logger), nil
 	},
 }

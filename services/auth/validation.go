@@ -60,44 +60,10 @@ func (v *validationServer) ValidateKey(ctx context.Context, req *authv1.Validate
 	}, nil
 }
 
-// credential reads a key's credential, from the cache when it is on. Only
-// existing keys are cached; the state checks run on every request, so a
-// cached key still fails the instant it expires.
-func (s *Service) credential(ctx context.Context, lookup string, now time.Time) (store.Credential, error) {
-	if s.cache == nil {
-		return s.store.CredentialByLookup(ctx, lookup)
-	}
-	if cred, ok := s.cache.get(lookup, now); ok {
-		return cred, nil
-	}
-	epoch := s.cache.begin()
-	cred, err := s.store.CredentialByLookup(ctx, lookup)
-	if err == nil {
-		s.cache.put(lookup, cred, epoch, now)
-	}
-	return cred, err
-}
-
-// awaitInvalidation runs change, which commits a NOTIFY with payload, and
-// returns once this replica's listener has received that notification, so
-// that the change is in force on every replica (each gets the same
-// notification at commit) before the caller is answered.
-func (s *Service) awaitInvalidation(ctx context.Context, payload string, change func() error) error {
-	if s.cache == nil {
-		return change()
-	}
-	seen := s.cache.expect(payload)
-	if err := change(); err != nil {
-		s.cache.cancel(payload, seen)
-		return err
-	}
-	// This replica needs no wait: drop the entry now.
-	s.cache.invalidate(payload, false)
-	select {
-	case <-seen:
-	case <-time.After(2 * time.Second):
-		s.logger.WarnContext(ctx, "auth cache: own invalidation not received in 2s", "payload", payload)
-	case <-ctx.Done():
-	}
-	return nil
+// credential reads a key's credential. There is deliberately no cache: one
+// primary-key lookup per request is what makes revocation, expiry and tenant
+// changes take effect on the very next request on every replica
+// (docs/auth.md explains what a correct cache would need).
+func (s *Service) credential(ctx context.Context, lookup string, _ time.Time) (store.Credential, error) {
+	return s.store.CredentialByLookup(ctx, lookup)
 }

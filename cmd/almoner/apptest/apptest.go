@@ -22,6 +22,7 @@ import (
 	"github.com/almoner/almoner/cmd/almoner/internal/app"
 	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
 	"github.com/almoner/almoner/pkg/config"
+	"github.com/almoner/almoner/pkg/telemetry"
 	"github.com/almoner/almoner/pkg/testdb"
 	"github.com/almoner/almoner/pkg/traceid"
 )
@@ -52,9 +53,18 @@ type Options struct {
 	DatabaseURL string
 }
 
+var tracing sync.Once
+
 // Start starts a cluster that stops when the test ends.
 func Start(t testing.TB, opts Options) *Cluster {
 	t.Helper()
+	// Traces exist as in production (ids cross the gRPC hop); nothing is
+	// exported unless OTEL_EXPORTER_OTLP_ENDPOINT is set.
+	tracing.Do(func() {
+		if _, err := telemetry.Setup(context.Background(), "almoner-test"); err != nil {
+			t.Fatalf("apptest: telemetry: %v", err)
+		}
+	})
 	if opts.Environment == "" {
 		opts.Environment = "sandbox"
 	}
@@ -63,7 +73,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 		dbURL = testdb.New(t, app.AllMigrations()...)
 	}
 	logs := &SyncBuffer{}
-	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logger := slog.New(telemetry.LogHandler(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	ctx := context.Background()
 	a, err := app.Start(ctx, app.Config{
 		Targets:       []string{"all"},

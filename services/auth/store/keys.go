@@ -79,40 +79,19 @@ func (s *Store) ListKeys(ctx context.Context, tenantID uuid.UUID) ([]APIKey, err
 	return keys, nil
 }
 
-// LookupOf returns the lookup id of a key that is not revoked.
-func (s *Store) LookupOf(ctx context.Context, tenantID, id uuid.UUID) (string, error) {
-	var lookup string
-	err := s.pool.QueryRow(ctx, `SELECT lookup_id FROM auth.api_keys WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL`,
-		tenantID, id).Scan(&lookup)
-	if db.IsNoRows(err) {
-		return "", ErrNotFound
-	}
-	if err != nil {
-		return "", fmt.Errorf("read api key: %w", err)
-	}
-	return lookup, nil
-}
-
-// RevokeKey deactivates and soft-deletes a key, records it, and notifies
-// every replica in the same transaction.
+// RevokeKey deactivates and soft-deletes a key and records it.
 func (s *Store) RevokeKey(ctx context.Context, tenantID, id uuid.UUID, actor string) error {
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var lookup string
-		err := tx.QueryRow(ctx, `
+		tag, err := tx.Exec(ctx, `
 			UPDATE auth.api_keys SET active = false, deleted_at = now()
-			WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL
-			RETURNING lookup_id`, tenantID, id).Scan(&lookup)
-		if db.IsNoRows(err) {
-			return ErrNotFound
-		}
+			WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL`, tenantID, id)
 		if err != nil {
 			return err
 		}
-		if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: "ApiKey", EntityID: id.String(), Action: audit.Deleted, Actor: actor}); err != nil {
-			return err
+		if tag.RowsAffected() == 0 {
+			return ErrNotFound
 		}
-		_, err = tx.Exec(ctx, `SELECT pg_notify('auth_invalidate', $1)`, "key:"+lookup)
-		return err
+		return audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: "ApiKey", EntityID: id.String(), Action: audit.Deleted, Actor: actor})
 	})
 	if errors.Is(err, ErrNotFound) {
 		return err

@@ -94,12 +94,6 @@ func (s *Store) UpdateTenant(ctx context.Context, id uuid.UUID, actor string, ch
 		if err != nil {
 			return err
 		}
-		// Wake every replica's key cache: a tenant switched off or losing
-		// api-access must fail its very next request. Sent even when nothing
-		// changed, because the caller waits for it.
-		if _, err := tx.Exec(ctx, `SELECT pg_notify('auth_invalidate', $1)`, "tenant:"+id.String()); err != nil {
-			return err
-		}
 		changes := audit.Diff(
 			map[string]any{"active": before.Active, "features": before.Features},
 			map[string]any{"active": out.Active, "features": out.Features})

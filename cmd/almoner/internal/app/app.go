@@ -19,11 +19,13 @@ import (
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/service"
 	"github.com/almoner/almoner/services/auth"
+	"github.com/almoner/almoner/services/inventory"
 )
 
 // Modules is every service the binary can host, by --target name.
 var Modules = map[string]service.Module{
-	auth.Name: auth.Module,
+	auth.Name:      auth.Module,
+	inventory.Name: inventory.Module,
 }
 
 // GatewayTarget is the --target name of the REST edge.

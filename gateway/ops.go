@@ -1,0 +1,145 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/trace"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/almoner/almoner/pkg/telemetry"
+)
+
+// opsHandler serves the operational endpoints (/healthz, /readyz,
+// /metrics) ahead of the API, without authentication: they carry no tenant
+// data. Everything else goes to next.
+func (g *Gateway) opsHandler(next http.Handler) http.Handler {
+	metrics := telemetry.MetricsHandler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/healthz":
+			// Alive: the process serves HTTP. Dependencies are /readyz's.
+			writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
+		case "/readyz":
+			g.ready(w, r)
+		case "/metrics":
+			metrics.ServeHTTP(w, r)
+		default:
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+// ready answers 200 only when every upstream service reports SERVING on
+// grpc.health.v1 (each service reports NOT_SERVING while its database is
+// unreachable), so a gateway is taken out of rotation when it could not
+// serve.
+func (g *Gateway) ready(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	checks := map[string]string{}
+	var wg sync.WaitGroup
+	for name, conn := range g.conns {
+		wg.Go(func() {
+			resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: name})
+			st := "UNREACHABLE"
+			if err == nil {
+				st = resp.GetStatus().String()
+			}
+			mu.Lock()
+			checks[name] = st
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	code := http.StatusOK
+	for _, st := range checks {
+		if st != healthpb.HealthCheckResponse_SERVING.String() {
+			code = http.StatusServiceUnavailable
+		}
+	}
+	status := "ready"
+	if code != http.StatusOK {
+		status = "not ready"
+	}
+	writeJSON(w, code, map[string]any{"status": status, "checks": checks})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_, _ = w.Write(b)
+}
+
+type routeKey struct{}
+
+// routeHolder is filled in by the mux once it has matched a route, so the
+// outer middleware can label metrics and the span with the route template
+// (not the raw path, which would make one series per tenant).
+type routeHolder struct{ route string }
+
+// observe records the request's span name, metrics and status.
+func (g *Gateway) observe(next http.Handler) http.Handler {
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := &routeHolder{route: "unmatched"}
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		start := time.Now()
+		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), routeKey{}, h)))
+		route := h.route
+		if route == "unmatched" {
+			switch r.URL.Path {
+			case "/healthz", "/readyz", "/metrics":
+				route = r.URL.Path
+			}
+		}
+		trace.SpanFromContext(r.Context()).SetName(r.Method + " " + route)
+		telemetry.HTTPRequests.WithLabelValues(route, r.Method, strconv.Itoa(sw.status)).Inc()
+		telemetry.HTTPDuration.WithLabelValues(route, r.Method).Observe(time.Since(start).Seconds())
+	})
+	return otelhttp.NewHandler(inner, "gateway", otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
+		return r.Method
+	}))
+}
+
+// recordRoute is the mux middleware that notes the matched route template.
+func recordRoute(next runtime.HandlerFunc) runtime.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, pathParams map[string]string) {
+		if h, ok := r.Context().Value(routeKey{}).(*routeHolder); ok {
+			if p, ok := runtime.HTTPPathPattern(r.Context()); ok {
+				h.route = p
+			}
+		}
+		next(w, r, pathParams)
+	}
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if !s.wrote {
+		s.status, s.wrote = code, true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	s.wrote = true
+	return s.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
