@@ -60,13 +60,19 @@ build: ## Build bin/almoner.
 run: build ## Build, find or start PostgreSQL, migrate, create a demo tenant and key, serve on :8080.
 	./scripts/run.sh
 
+.PHONY: run-split
+run-split: build ## Like run, but every service in its own process on its own port, plus the gateway.
+	./scripts/run-split.sh
+
 .PHONY: test
 test: ## Run every module's tests against a real PostgreSQL (found or started like make run).
 	@server=$$(./scripts/find-postgres.sh --server); \
 	for m in $(MODULES); do \
 		echo "== $$m"; \
 		(cd $$m && ALMONER_TEST_DATABASE_URL="$$server" go test -race -count=1 -timeout 12m ./...) || exit 1; \
-	done
+	done; \
+	echo "== cmd/almoner/e2e in split mode (every service its own process-like App)"; \
+	(cd cmd/almoner && ALMONER_TEST_DATABASE_URL="$$server" ALMONER_E2E_SPLIT=1 go test -race -count=1 -timeout 12m ./e2e/)
 
 .PHONY: bench
 bench: build ## Benchmarks against the running one-process server and pgbench; see docs/performance.md.

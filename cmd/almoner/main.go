@@ -49,6 +49,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = migrate(args[1:])
 	case "admin":
 		err = admin(args[1:], stdout)
+	case "services":
+		// One service name per line, for scripts that start them apart.
+		for _, t := range app.Targets()[2:] {
+			fmt.Fprintln(stdout, t)
+		}
 	case "help", "-h", "--help":
 		usage(stdout)
 		return 0
@@ -80,6 +85,7 @@ commands:
   serve     run services and the REST gateway (--target=`+strings.Join(app.Targets(), "|")+`)
   migrate   apply every service's database migrations
   admin     operator commands: tenant create|feature|activate|deactivate, key create
+  services  list the services --target can name
 
 Configuration is read from the environment; see README.md.
 `)

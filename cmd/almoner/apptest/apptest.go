@@ -10,7 +10,10 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"os"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -31,7 +34,8 @@ import (
 type Cluster struct {
 	// URL is the gateway's base URL, e.g. http://127.0.0.1:41234.
 	URL string
-	// GRPCAddr is the services' gRPC address.
+	// GRPCAddr is the auth service's gRPC address (in one-process mode,
+	// every service's); see ServiceAddr.
 	GRPCAddr string
 	// DatabaseURL is the test's own database.
 	DatabaseURL string
@@ -39,8 +43,26 @@ type Cluster struct {
 	Admin authv1.TenantAdminServiceClient
 	// Logs holds everything the processes logged.
 	Logs *SyncBuffer
+	// App is the process serving the gateway.
 	App  *app.App
 	HTTP *http.Client
+	// Split reports whether every service runs as its own App.
+	Split bool
+	addrs map[string]string
+}
+
+// ServiceAddr is the gRPC address of one service (all the same address
+// when everything runs in one process).
+func (c *Cluster) ServiceAddr(service string) string { return c.addrs[service] }
+
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }
 
 // Options change how a cluster starts.
@@ -51,6 +73,9 @@ type Options struct {
 	Settings map[string]string
 	// DatabaseURL reuses a database instead of making a fresh one.
 	DatabaseURL string
+	// Split runs every service as its own App on its own port, as on
+	// Kubernetes; ALMONER_E2E_SPLIT=1 turns it on for every cluster.
+	Split bool
 }
 
 var tracing sync.Once
@@ -75,7 +100,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 	logs := &SyncBuffer{}
 	logger := slog.New(telemetry.LogHandler(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	ctx := context.Background()
-	a, err := app.Start(ctx, app.Config{
+	cfg := app.Config{
 		Targets:       []string{"all"},
 		DatabaseURL:   dbURL,
 		HTTPAddr:      "127.0.0.1:0",
@@ -85,30 +110,76 @@ func Start(t testing.TB, opts Options) *Cluster {
 		Migrate:       opts.DatabaseURL != "",
 		Logger:        logger,
 		ServiceConfig: config.Overlay(opts.Settings, nil),
-	})
-	if err != nil {
-		t.Fatalf("apptest: start: %v", err)
 	}
-	conn, err := grpc.NewClient(a.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	split := opts.Split || os.Getenv("ALMONER_E2E_SPLIT") == "1"
+	var apps []*app.App
+	addrs := map[string]string{}
+	stopAll := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for i := len(apps) - 1; i >= 0; i-- {
+			if err := apps[i].Stop(ctx); err != nil {
+				t.Logf("apptest: stop: %v", err)
+			}
+		}
+	}
+	if split {
+		// As on Kubernetes: each service its own process-like App with its
+		// own gRPC port and pool, the gateway alone in front, all wired by
+		// addresses only.
+		names := make([]string, 0, len(app.Modules))
+		for n := range app.Modules {
+			names = append(names, n)
+			addrs[n] = freeAddr(t)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			c := cfg
+			c.Targets, c.GRPCAddr, c.HTTPAddr, c.Upstreams = []string{n}, addrs[n], "", addrs
+			a, err := app.Start(ctx, c)
+			if err != nil {
+				stopAll()
+				t.Fatalf("apptest: start %s: %v", n, err)
+			}
+			apps = append(apps, a)
+		}
+		c := cfg
+		c.Targets, c.GRPCAddr, c.Upstreams = []string{app.GatewayTarget}, "", addrs
+		a, err := app.Start(ctx, c)
+		if err != nil {
+			stopAll()
+			t.Fatalf("apptest: start gateway: %v", err)
+		}
+		apps = append(apps, a)
+	} else {
+		a, err := app.Start(ctx, cfg)
+		if err != nil {
+			t.Fatalf("apptest: start: %v", err)
+		}
+		apps = append(apps, a)
+		for n := range app.Modules {
+			addrs[n] = a.GRPCAddr()
+		}
+	}
+	gw := apps[len(apps)-1]
+	conn, err := grpc.NewClient(addrs["auth"], grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatalf("apptest: dial: %v", err)
 	}
 	c := &Cluster{
-		URL:         "http://" + a.HTTPAddr(),
-		GRPCAddr:    a.GRPCAddr(),
+		URL:         "http://" + gw.HTTPAddr(),
+		GRPCAddr:    addrs["auth"],
 		DatabaseURL: dbURL,
 		Admin:       authv1.NewTenantAdminServiceClient(conn),
 		Logs:        logs,
-		App:         a,
+		App:         gw,
 		HTTP:        &http.Client{Timeout: 30 * time.Second},
+		Split:       split,
+		addrs:       addrs,
 	}
 	t.Cleanup(func() {
 		_ = conn.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := a.Stop(ctx); err != nil {
-			t.Logf("apptest: stop: %v", err)
-		}
+		stopAll()
 		if t.Failed() {
 			t.Logf("apptest logs:\n%s", logs.String())
 		}

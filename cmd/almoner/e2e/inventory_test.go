@@ -398,7 +398,7 @@ func TestInventoryScopesAndTenants(t *testing.T) {
 // orders service holds one.
 func invReservations(t *testing.T, c *apptest.Cluster) inventoryv1.StockReservationServiceClient {
 	t.Helper()
-	conn, err := grpc.NewClient(c.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(c.ServiceAddr("inventory"), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# make run-split: every service as its own process on its own gRPC port,
+# plus the gateway, configured only by environment variables — the way
+# Kubernetes runs them (deploy/k8s). Ctrl-C stops them all.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p .data/split
+if [ -z "${DATABASE_URL:-}" ]; then
+  server=$(./scripts/find-postgres.sh --server)
+  psql "$server" -tAc "SELECT 1 FROM pg_database WHERE datname = 'almoner'" | grep -q 1 \
+    || psql "$server" -qc "CREATE DATABASE almoner" >/dev/null
+  DATABASE_URL=$(echo "$server" | sed -E 's#/postgres(\?|$)#/almoner\1#')
+fi
+export DATABASE_URL ALMONER_ENVIRONMENT=${ALMONER_ENVIRONMENT:-sandbox} ALMONER_LOG_FORMAT=${ALMONER_LOG_FORMAT:-text}
+./bin/almoner migrate
+
+services=$(./bin/almoner services)
+port=9101
+metrics=9501
+for s in $services; do
+  export "ALMONER_$(echo "$s" | tr a-z A-Z)_ADDR=127.0.0.1:$port"
+  port=$((port + 1))
+done
+pids=()
+trap 'kill -TERM "${pids[@]}" 2>/dev/null; wait' INT TERM EXIT
+for s in $services; do
+  var="ALMONER_$(echo "$s" | tr a-z A-Z)_ADDR"
+  ALMONER_GRPC_ADDR=${!var} ALMONER_METRICS_ADDR=127.0.0.1:$metrics ALMONER_MIGRATE=false \
+    ./bin/almoner serve --target="$s" >".data/split/$s.log" 2>&1 &
+  pids+=($!)
+  echo "split: $s on ${!var} (metrics 127.0.0.1:$metrics, log .data/split/$s.log)"
+  metrics=$((metrics + 1))
+done
+ALMONER_HTTP_ADDR=${ALMONER_HTTP_ADDR:-:8080} ./bin/almoner serve --target=gateway >".data/split/gateway.log" 2>&1 &
+pids+=($!)
+echo "split: gateway on ${ALMONER_HTTP_ADDR:-:8080} (log .data/split/gateway.log)"
+echo "split: create a tenant with: ./bin/almoner admin tenant create --name Demo --auth-addr=\$ALMONER_AUTH_ADDR"
+wait -n "${pids[@]}"
+echo "split: a process exited; stopping the others" >&2
