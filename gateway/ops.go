@@ -32,7 +32,9 @@ func (g *Gateway) opsHandler(next http.Handler) http.Handler {
 		case "/metrics":
 			metrics.ServeHTTP(w, r)
 		default:
-			next.ServeHTTP(w, r)
+			if !g.docsHandler(w, r) {
+				next.ServeHTTP(w, r)
+			}
 		}
 	})
 }
