@@ -98,6 +98,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 		dbURL = testdb.New(t, app.AllMigrations()...)
 	}
 	logs := &SyncBuffer{}
+	registerLogs(logs)
 	logger := slog.New(telemetry.LogHandler(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	ctx := context.Background()
 	cfg := app.Config{
@@ -213,6 +214,7 @@ func (c *Cluster) NewKey(t testing.TB, tenantID string, scopes ...string) string
 	if err != nil {
 		t.Fatalf("apptest: create key: %v", err)
 	}
+	RegisterSecret(resp.GetApiKey().GetPlainTextKey())
 	return resp.GetApiKey().GetPlainTextKey()
 }
 
@@ -279,6 +281,7 @@ func (c *Cluster) Do(t testing.TB, method, path, key string, body any, headers .
 	if err != nil {
 		t.Fatalf("%s %s: read body: %v", method, path, err)
 	}
+	noteSecrets(b)
 	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
 }
 

@@ -1,0 +1,22 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/almoner/almoner/cmd/almoner/apptest"
+)
+
+// TestMain lets tests start Almoner child processes from this binary
+// (apptest.StartChild), and after the whole run checks that no API key or
+// webhook secret any test saw was ever written to any log.
+func TestMain(m *testing.M) {
+	apptest.RunChildIfRequested()
+	code := m.Run()
+	if leaks := apptest.SecretsNeverLogged(); leaks != "" {
+		fmt.Fprint(os.Stderr, "FAIL: secrets in logs:\n"+leaks)
+		code = 1
+	}
+	os.Exit(code)
+}
