@@ -93,7 +93,6 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		runtime.WithErrorHandler(g.handleError),
 		runtime.WithRoutingErrorHandler(g.handleRoutingError),
 		runtime.WithWriteContentLength(),
-		runtime.WithMiddlewares(recordRoute),
 	)
 	for name, addr := range cfg.Upstreams {
 		regs, ok := registry[name]
@@ -181,8 +180,11 @@ func (g *Gateway) writeUnauthorized(w http.ResponseWriter) {
 	problem.Write(w, problem.Unauthorized(g.problems))
 }
 
-// annotate puts the principal and the trace id into gRPC metadata.
+// annotate puts the principal and the trace id into gRPC metadata. It is
+// also the first place that knows the matched route template (grpc-gateway
+// adds it to ctx just before annotating), so it notes it for observe.
 func annotate(ctx context.Context, r *http.Request) metadata.MD {
+	noteRoute(ctx, r)
 	md := metadata.MD{}
 	if p, ok := r.Context().Value(principalKey{}).(authctx.Principal); ok {
 		md = p.MD()

@@ -113,15 +113,12 @@ func (g *Gateway) observe(next http.Handler) http.Handler {
 	}))
 }
 
-// recordRoute is the mux middleware that notes the matched route template.
-func recordRoute(next runtime.HandlerFunc) runtime.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request, pathParams map[string]string) {
-		if h, ok := r.Context().Value(routeKey{}).(*routeHolder); ok {
-			if p, ok := runtime.HTTPPathPattern(r.Context()); ok {
-				h.route = p
-			}
+// noteRoute records the matched route template for observe.
+func noteRoute(ctx context.Context, r *http.Request) {
+	if h, ok := r.Context().Value(routeKey{}).(*routeHolder); ok {
+		if p, ok := runtime.HTTPPathPattern(ctx); ok {
+			h.route = p
 		}
-		next(w, r, pathParams)
 	}
 }
 

@@ -86,7 +86,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 	// Traces exist as in production (ids cross the gRPC hop); nothing is
 	// exported unless OTEL_EXPORTER_OTLP_ENDPOINT is set.
 	tracing.Do(func() {
-		if _, err := telemetry.Setup(context.Background(), "almoner-test"); err != nil {
+		if _, err := telemetry.Setup(context.Background(), "almoner-test", recorder); err != nil {
 			t.Fatalf("apptest: telemetry: %v", err)
 		}
 	})
