@@ -1,0 +1,100 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/almoner/almoner/cmd/almoner/apptest"
+	"github.com/almoner/almoner/gateway"
+)
+
+// specPaths are the spec's paths, by the service that serves them, with
+// the parameter names of our OpenAPI document.
+var specPaths = map[string][]string{
+	"auth": {
+		"/api/tenants/{tenantId}/api-keys",
+		"/api/tenants/{tenantId}/api-keys/{apiKeyId}",
+	},
+	"contacts": {
+		"/api/tenants/{tenantId}/contacts",
+		"/api/tenants/{tenantId}/contacts/{contactId}",
+		"/api/tenants/{tenantId}/contacts/{contactId}/dashboard",
+		"/api/tenants/{tenantId}/contacts/check-duplicates",
+		"/api/tenants/{tenantId}/contacts/{contactId}/audit-logs",
+		"/api/contact-form",
+	},
+	"inventory": {
+		"/api/tenants/{tenantId}/inventory",
+		"/api/tenants/{tenantId}/inventory/{itemId}",
+	},
+	"orders": {
+		"/api/tenants/{tenantId}/orders",
+		"/api/tenants/{tenantId}/orders/{orderId}",
+		"/api/tenants/{tenantId}/orders/{orderId}/void",
+		"/api/tenants/{tenantId}/orders/{orderId}/refunds",
+		"/api/tenants/{tenantId}/recurring-donations",
+		"/api/tenants/{tenantId}/recurring-donations/{scheduleId}",
+		"/api/tenants/{tenantId}/recurring-donations/{scheduleId}/cancel",
+	},
+	"reports": {
+		"/api/tenants/{tenantId}/reports",
+		"/api/tenants/{tenantId}/reports/{reportId}/run",
+		"/api/tenants/{tenantId}/reports/{reportId}/export",
+		"/api/tenants/{tenantId}/reports/types",
+		"/api/tenants/{tenantId}/reports/types/{typeKey}/run",
+	},
+	"webhooks": {
+		"/api/tenants/{tenantId}/webhooks",
+		"/api/tenants/{tenantId}/webhooks/{webhookId}",
+		"/api/tenants/{tenantId}/webhooks/event-types",
+		"/api/tenants/{tenantId}/webhooks/{webhookId}/deliveries",
+		"/api/tenants/{tenantId}/webhooks/{webhookId}/test",
+	},
+}
+
+// TestDocsSiteInBrowser runs tests/browser/docs.test.mjs (playwright-core
+// driving Debian's Chromium) against a live gateway. The spec paths of
+// every service the gateway routes must be on /docs. In CI a missing
+// browser or node is a failure, not a skip.
+func TestDocsSiteInBrowser(t *testing.T) {
+	dir, err := filepath.Abs("../../../tests/browser")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chromium := os.Getenv("CHROMIUM")
+	if chromium == "" {
+		chromium = "/usr/bin/chromium"
+	}
+	_, nodeErr := exec.LookPath("node")
+	_, chromeErr := os.Stat(chromium)
+	_, modErr := os.Stat(filepath.Join(dir, "node_modules", "playwright-core"))
+	if nodeErr != nil || chromeErr != nil || modErr != nil {
+		msg := "needs node, " + chromium + " and tests/browser/node_modules (npm ci in tests/browser)"
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	t.Parallel()
+	c := apptest.Start(t, apptest.Options{})
+	var paths []string
+	for svc, ps := range specPaths {
+		if slices.Contains(gateway.Services(), svc) {
+			paths = append(paths, ps...)
+		}
+	}
+	cmd := exec.Command("node", "--test", "docs.test.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "ALMONER_DOCS_URL="+c.URL, "ALMONER_DOCS_PATHS="+strings.Join(paths, ","), "CHROMIUM="+chromium)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("browser test failed: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "# pass 1") {
+		t.Fatalf("browser test ran nothing:\n%s", out)
+	}
+}
