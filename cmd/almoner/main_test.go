@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -123,20 +122,10 @@ func TestAdminCommands(t *testing.T) {
 	}
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 	t.Parallel()
 	dbURL := testdb.New(t, app.AllMigrations()...)
-	httpAddr, grpcAddr := freeAddr(t), freeAddr(t)
+	httpAddr, grpcAddr := apptest.FreeAddr(t), apptest.FreeAddr(t)
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(),
 		"ALMONER_TEST_RUN_MAIN="+strings.Join([]string{"serve", "--http-addr=" + httpAddr, "--grpc-addr=" + grpcAddr}, "\x1f"),

@@ -55,7 +55,8 @@ type Cluster struct {
 // when everything runs in one process).
 func (c *Cluster) ServiceAddr(service string) string { return c.addrs[service] }
 
-func freeAddr(t testing.TB) string {
+// FreeAddr returns a loopback address with a port that was free a moment ago.
+func FreeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -131,7 +132,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 		names := make([]string, 0, len(app.Modules))
 		for n := range app.Modules {
 			names = append(names, n)
-			addrs[n] = freeAddr(t)
+			addrs[n] = FreeAddr(t)
 		}
 		sort.Strings(names)
 		for _, n := range names {
