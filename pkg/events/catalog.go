@@ -1,0 +1,72 @@
+// Package events is the one catalog of the webhook event types integrators
+// can subscribe to. Names are audit.EventName(entityType, action): the
+// entity's snake_case name, a dot, and created, updated or deleted.
+package events
+
+import (
+	"sort"
+
+	"github.com/almoner/almoner/pkg/audit"
+)
+
+// Type is one subscribable event type.
+type Type struct {
+	// Name is the event name, e.g. "contact.created".
+	Name string
+	// Description says in one line when the event fires.
+	Description string
+}
+
+// Test is the synthetic event that POST /webhooks/{id}/test sends. It is
+// not subscribable: it is sent only on request, to the one endpoint tested.
+const Test = "webhook.test"
+
+// entity is an audited entity whose changes are events.
+type entity struct {
+	// Type is the audit entity type (PascalCase).
+	Type string
+	// Noun is how the descriptions name it.
+	Noun string
+	// Deleted describes the deleted event (soft delete, void, cancel).
+	Deleted string
+}
+
+// entities are the audited entities integrators can subscribe to. Add an
+// entity here when its service starts writing audit rows for it.
+var entities = []entity{
+	{"Contact", "A contact", "soft-deleted"},
+	{"Order", "An order", "deleted"},
+	{"OrderDonation", "A donation line of an order", "deleted"},
+	{"OrderPayment", "A payment of an order", "deleted"},
+	{"Batch", "A batch", "deleted"},
+	{"Fund", "A fund", "deleted"},
+	{"Shipment", "A shipment", "deleted"},
+	{"RecurringDonation", "A recurring donation schedule", "deleted"},
+	{"InventoryItem", "An inventory item", "deleted"},
+}
+
+var (
+	catalog []Type
+	byName  = map[string]bool{}
+)
+
+func init() {
+	for _, e := range entities {
+		for _, a := range []struct{ action, verb string }{
+			{audit.Created, "was created"},
+			{audit.Updated, "was updated; the data carries the changed properties"},
+			{audit.Deleted, "was " + e.Deleted},
+		} {
+			t := Type{Name: audit.EventName(e.Type, a.action), Description: e.Noun + " " + a.verb + "."}
+			catalog = append(catalog, t)
+			byName[t.Name] = true
+		}
+	}
+	sort.Slice(catalog, func(i, j int) bool { return catalog[i].Name < catalog[j].Name })
+}
+
+// Catalog returns every subscribable event type, sorted by name.
+func Catalog() []Type { return append([]Type(nil), catalog...) }
+
+// Known reports whether name is a subscribable event type.
+func Known(name string) bool { return byName[name] }

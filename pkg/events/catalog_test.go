@@ -1,0 +1,47 @@
+package events
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/almoner/almoner/pkg/audit"
+)
+
+func TestCatalog(t *testing.T) {
+	t.Parallel()
+	want := []string{"contact", "order", "order_donation", "order_payment", "batch", "fund", "shipment", "recurring_donation", "inventory_item"}
+	for _, e := range want {
+		for _, a := range []string{"created", "updated", "deleted"} {
+			if !Known(e + "." + a) {
+				t.Errorf("%s.%s is not in the catalog", e, a)
+			}
+		}
+	}
+	cat := Catalog()
+	if len(cat) != 3*len(want) {
+		t.Errorf("catalog has %d types, want %d", len(cat), 3*len(want))
+	}
+	for i, c := range cat {
+		if i > 0 && cat[i-1].Name >= c.Name {
+			t.Errorf("not sorted or duplicated at %s", c.Name)
+		}
+		if c.Description == "" || strings.Contains(c.Description, "\n") || !strings.HasSuffix(c.Description, ".") {
+			t.Errorf("%s: description %q is not one sentence", c.Name, c.Description)
+		}
+	}
+	cases := []struct {
+		name string
+		want bool
+	}{
+		{audit.EventName("OrderPayment", audit.Created), true},
+		{Test, false},
+		{"contact.restored", false},
+		{"Contact.created", false},
+		{"", false},
+	}
+	for _, tc := range cases {
+		if got := Known(tc.name); got != tc.want {
+			t.Errorf("Known(%q) = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
