@@ -851,7 +851,9 @@ type ListContactsRequest struct {
 	// UpdatedSince keeps contacts updated at or after this instant.
 	UpdatedSince *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=updated_since,json=updatedSince,proto3" json:"updated_since,omitempty"`
 	// IsActive keeps active (true) or deactivated (false) contacts only.
-	IsActive      *bool `protobuf:"varint,9,opt,name=is_active,json=isActive,proto3,oneof" json:"is_active,omitempty"`
+	IsActive *bool `protobuf:"varint,9,opt,name=is_active,json=isActive,proto3,oneof" json:"is_active,omitempty"`
+	// ExternalId keeps contacts with this external id (exact match).
+	ExternalId    string `protobuf:"bytes,10,opt,name=external_id,json=externalId,proto3" json:"external_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -947,6 +949,13 @@ func (x *ListContactsRequest) GetIsActive() bool {
 		return *x.IsActive
 	}
 	return false
+}
+
+func (x *ListContactsRequest) GetExternalId() string {
+	if x != nil {
+		return x.ExternalId
+	}
+	return ""
 }
 
 // ListContactsResponse is one page of contacts.
@@ -2443,7 +2452,7 @@ const file_almoner_contacts_v1_contacts_proto_rawDesc = "" +
 	"\x14related_contact_type\x18\x04 \x01(\tR\x12relatedContactType\"u\n" +
 	"\x18ContactRelationshipInput\x12,\n" +
 	"\x12related_contact_id\x18\x01 \x01(\x03R\x10relatedContactId\x12+\n" +
-	"\x11relationship_type\x18\x02 \x01(\tR\x10relationshipType\"\xe1\x02\n" +
+	"\x11relationship_type\x18\x02 \x01(\tR\x10relationshipType\"\x82\x03\n" +
 	"\x13ListContactsRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x17\n" +
 	"\x04page\x18\x02 \x01(\x05H\x00R\x04page\x88\x01\x01\x12 \n" +
@@ -2454,7 +2463,10 @@ const file_almoner_contacts_v1_contacts_proto_rawDesc = "" +
 	"\x03tag\x18\x06 \x01(\tR\x03tag\x12!\n" +
 	"\fcontact_type\x18\a \x01(\tR\vcontactType\x12?\n" +
 	"\rupdated_since\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\fupdatedSince\x12 \n" +
-	"\tis_active\x18\t \x01(\bH\x02R\bisActive\x88\x01\x01B\a\n" +
+	"\tis_active\x18\t \x01(\bH\x02R\bisActive\x88\x01\x01\x12\x1f\n" +
+	"\vexternal_id\x18\n" +
+	" \x01(\tR\n" +
+	"externalIdB\a\n" +
 	"\x05_pageB\f\n" +
 	"\n" +
 	"_page_sizeB\f\n" +

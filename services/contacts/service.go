@@ -1,0 +1,160 @@
+// Package contacts is the contacts service: a tenant's contacts with their
+// phones, emails, addresses, tags, preferences and relationships; duplicate
+// detection; the contact dashboard (giving figures come from the orders
+// service over gRPC); the contact's audit feed; and the public contact form
+// with its per-IP rate limit.
+package contacts
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"google.golang.org/grpc"
+
+	contactsv1 "github.com/almoner/almoner/pkg/api/almoner/contacts/v1"
+	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
+	"github.com/almoner/almoner/pkg/apperr"
+	"github.com/almoner/almoner/pkg/audit"
+	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/pkg/ratelimit"
+	"github.com/almoner/almoner/pkg/service"
+	"github.com/almoner/almoner/services/contacts/migrations"
+	"github.com/almoner/almoner/services/contacts/store"
+)
+
+// Name is the service's name in --target.
+const Name = "contacts"
+
+// OrdersService is the name the dashboard dials for giving figures.
+const OrdersService = "orders"
+
+// Config is the contacts service's configuration.
+type Config struct {
+	// PruneInterval is how often expired rate-limit counters are deleted.
+	PruneInterval time.Duration
+	// GivingTimeout bounds the dashboard's call to the orders service.
+	GivingTimeout time.Duration
+}
+
+// DefaultConfig returns the defaults: prune every 10 minutes, a 5 s giving
+// call.
+func DefaultConfig() Config {
+	return Config{PruneInterval: 10 * time.Minute, GivingTimeout: 5 * time.Second}
+}
+
+// Migrations are the schemas the service needs: the audit log, the
+// rate-limit counters and its own.
+func Migrations() []db.Migrations {
+	return []db.Migrations{audit.Migrations(), ratelimit.Migrations(), migrations.Set()}
+}
+
+// Service is the contacts service.
+type Service struct {
+	cfg     Config
+	store   *store.Store
+	limiter *ratelimit.Limiter
+	logger  *slog.Logger
+	dial    func(string) (grpc.ClientConnInterface, error)
+
+	givingOnce sync.Once
+	giving     ordersv1.GivingServiceClient
+	givingErr  error
+
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// New returns the contacts service on pool. dial reaches other services by
+// name (service.Deps.Dial); the orders service is dialled on the first
+// dashboard, so contacts starts even where orders is not configured.
+func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger, dial func(string) (grpc.ClientConnInterface, error)) *Service {
+	def := DefaultConfig()
+	if cfg.PruneInterval <= 0 {
+		cfg.PruneInterval = def.PruneInterval
+	}
+	if cfg.GivingTimeout <= 0 {
+		cfg.GivingTimeout = def.GivingTimeout
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Service{cfg: cfg, store: store.New(pool), limiter: ratelimit.New(pool), logger: logger, dial: dial}
+}
+
+// Register adds the service's gRPC servers to r.
+func (s *Service) Register(r grpc.ServiceRegistrar) {
+	contactsv1.RegisterContactServiceServer(r, &contactServer{s: s})
+	contactsv1.RegisterContactFormServiceServer(r, &formServer{s: s})
+	contactsv1.RegisterContactFormAdminServiceServer(r, &formAdminServer{s: s})
+}
+
+// Start runs the rate-limit counter pruner until Stop.
+func (s *Service) Start(ctx context.Context) error {
+	ctx, s.stop = context.WithCancel(context.WithoutCancel(ctx))
+	s.done = make(chan struct{})
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(s.cfg.PruneInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				// Keep an hour of ended windows: nothing reads them, but a
+				// little slack costs nothing and helps an operator looking.
+				if _, err := s.limiter.Prune(ctx, time.Now().Add(-time.Hour)); err != nil {
+					s.logger.Warn("prune rate-limit counters", "error", err)
+				}
+			}
+		}
+	}()
+	return nil
+}
+
+// Stop ends the pruner.
+func (s *Service) Stop(context.Context) error {
+	if s.stop != nil {
+		s.stop()
+		<-s.done
+	}
+	return nil
+}
+
+// givingClient returns the orders service's GivingService client, dialled
+// once.
+func (s *Service) givingClient() (ordersv1.GivingServiceClient, error) {
+	s.givingOnce.Do(func() {
+		if s.dial == nil {
+			s.givingErr = apperr.Unavailable("The orders service is not configured.", nil)
+			return
+		}
+		conn, err := s.dial(OrdersService)
+		if err != nil {
+			s.givingErr = apperr.Unavailable("The orders service is not reachable.", err)
+			return
+		}
+		s.giving = ordersv1.NewGivingServiceClient(conn)
+	})
+	return s.giving, s.givingErr
+}
+
+// Module describes the contacts service to the binaries that host it.
+var Module = service.Module{
+	Name:       Name,
+	Migrations: Migrations,
+	New: func(ctx context.Context, d service.Deps) (service.Service, error) {
+		cfg := DefaultConfig()
+		var err error
+		if cfg.PruneInterval, err = d.Config.Duration("ALMONER_RATELIMIT_PRUNE_INTERVAL", cfg.PruneInterval); err != nil {
+			return nil, err
+		}
+		if cfg.GivingTimeout, err = d.Config.Duration("ALMONER_CONTACTS_GIVING_TIMEOUT", cfg.GivingTimeout); err != nil {
+			return nil, err
+		}
+		return New(d.DB, cfg, d.Logger, d.Dial), nil
+	},
+}

@@ -1,0 +1,653 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/almoner/almoner/pkg/audit"
+	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/services/contacts/normalize"
+)
+
+// EntityType is the audit log's entity type of a contact. Phone, email,
+// address and relationship changes are part of the contact's own rows.
+const EntityType = "Contact"
+
+const contactColumns = `c.tenant_id, c.id, c.contact_type, c.first_name, c.last_name, c.organization_name, c.external_id, c.notes,
+	c.tags, c.do_not_email, c.do_not_mail, c.do_not_call, c.is_active, c.version, c.created_at, c.updated_at`
+
+func scanContact(row pgx.Row) (Contact, error) {
+	var c Contact
+	var first, last, org, ext, notes *string
+	err := row.Scan(&c.TenantID, &c.ID, &c.Type, &first, &last, &org, &ext, &notes,
+		&c.Tags, &c.DoNotEmail, &c.DoNotMail, &c.DoNotCall, &c.IsActive, &c.Version, &c.CreatedAt, &c.UpdatedAt)
+	if db.IsNoRows(err) {
+		return Contact{}, ErrNotFound
+	}
+	c.FirstName, c.LastName, c.OrganizationName, c.ExternalID, c.Notes = deref(first), deref(last), deref(org), deref(ext), deref(notes)
+	return c, err
+}
+
+// Get reads one contact with its rows and relationships.
+func (s *Store) Get(ctx context.Context, tenant uuid.UUID, id int64) (Contact, error) {
+	c, err := get(ctx, s.pool, tenant, id, false)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return Contact{}, fmt.Errorf("get contact: %w", err)
+	}
+	return c, err
+}
+
+func get(ctx context.Context, q querier, tenant uuid.UUID, id int64, forUpdate bool) (Contact, error) {
+	lock := ""
+	if forUpdate {
+		lock = " FOR UPDATE"
+	}
+	c, err := scanContact(q.QueryRow(ctx, `SELECT `+contactColumns+` FROM contacts.contacts c WHERE c.tenant_id = $1 AND c.id = $2`+lock, tenant, id))
+	if err != nil {
+		return Contact{}, err
+	}
+	list := []*Contact{&c}
+	if err := loadRows(ctx, q, tenant, list); err != nil {
+		return Contact{}, err
+	}
+	return c, nil
+}
+
+// loadRows fills the phones, emails, addresses and relationships of
+// contacts, in one round trip.
+func loadRows(ctx context.Context, q querier, tenant uuid.UUID, contacts []*Contact) error {
+	if len(contacts) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(contacts))
+	byID := make(map[int64]*Contact, len(contacts))
+	for i, c := range contacts {
+		ids[i] = c.ID
+		byID[c.ID] = c
+		c.Phones, c.Emails, c.Addresses, c.Relationships = []Phone{}, []Email{}, []Address{}, []Relationship{}
+	}
+	b := &pgx.Batch{}
+	b.Queue(`SELECT contact_id, id, phone_number, phone_key, phone_type, is_primary FROM contacts.contact_phones
+		WHERE tenant_id = $1 AND contact_id = ANY($2) ORDER BY contact_id, position, id`, tenant, ids).Query(func(rows pgx.Rows) error {
+		var p Phone
+		var cid int64
+		_, err := pgx.ForEachRow(rows, []any{&cid, &p.ID, &p.Number, &p.Key, &p.Type, &p.IsPrimary}, func() error {
+			byID[cid].Phones = append(byID[cid].Phones, p)
+			return nil
+		})
+		return err
+	})
+	b.Queue(`SELECT contact_id, id, email_address, email_key, email_type, is_primary FROM contacts.contact_emails
+		WHERE tenant_id = $1 AND contact_id = ANY($2) ORDER BY contact_id, position, id`, tenant, ids).Query(func(rows pgx.Rows) error {
+		var e Email
+		var cid int64
+		_, err := pgx.ForEachRow(rows, []any{&cid, &e.ID, &e.Address, &e.Key, &e.Type, &e.IsPrimary}, func() error {
+			byID[cid].Emails = append(byID[cid].Emails, e)
+			return nil
+		})
+		return err
+	})
+	b.Queue(`SELECT contact_id, id, address_type, is_primary, line1, line2, city, state_province, postal_code, postal_key, country
+		FROM contacts.contact_addresses
+		WHERE tenant_id = $1 AND contact_id = ANY($2) ORDER BY contact_id, position, id`, tenant, ids).Query(func(rows pgx.Rows) error {
+		var (
+			a                                         Address
+			cid                                       int64
+			line2, city, state, postal, pkey, country *string
+		)
+		_, err := pgx.ForEachRow(rows, []any{&cid, &a.ID, &a.Type, &a.IsPrimary, &a.Line1, &line2, &city, &state, &postal, &pkey, &country}, func() error {
+			a.Line2, a.City, a.StateProvince, a.PostalCode, a.PostalKey, a.Country = deref(line2), deref(city), deref(state), deref(postal), deref(pkey), deref(country)
+			byID[cid].Addresses = append(byID[cid].Addresses, a)
+			return nil
+		})
+		return err
+	})
+	queueRelationships(b, tenant, ids, func(self int64, r Relationship) { byID[self].Relationships = append(byID[self].Relationships, r) })
+	if err := q.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("load contact rows: %w", err)
+	}
+	return nil
+}
+
+// queueRelationships reads every relationship of the contacts ids, from
+// each contact's side, with the other contact's name and type.
+func queueRelationships(b *pgx.Batch, tenant uuid.UUID, ids []int64, add func(self int64, r Relationship)) {
+	b.Queue(`
+		SELECT x.self, x.other, x.kind, x.forward, c.contact_type, c.first_name, c.last_name, c.organization_name
+		FROM (
+			SELECT contact_id AS self, related_contact_id AS other, kind, true AS forward
+			FROM contacts.contact_relationships WHERE tenant_id = $1 AND contact_id = ANY($2)
+			UNION ALL
+			SELECT related_contact_id, contact_id, kind, false
+			FROM contacts.contact_relationships WHERE tenant_id = $1 AND related_contact_id = ANY($2)
+		) x
+		JOIN contacts.contacts c ON c.tenant_id = $1 AND c.id = x.other
+		ORDER BY x.self, x.other, x.kind`, tenant, ids).Query(func(rows pgx.Rows) error {
+		var (
+			self, other      int64
+			kind             string
+			forward          bool
+			otherType        string
+			first, last, org *string
+		)
+		_, err := pgx.ForEachRow(rows, []any{&self, &other, &kind, &forward, &otherType, &first, &last, &org}, func() error {
+			name := Fields{Type: otherType, FirstName: deref(first), LastName: deref(last), OrganizationName: deref(org)}.DisplayName()
+			add(self, Relationship{RelatedID: other, Type: perspective(kind, forward), RelatedName: name, RelatedType: otherType})
+			return nil
+		})
+		return err
+	})
+}
+
+// perspective is the type a stored relationship has from one side: an
+// Employment row reads Employer from the employee (forward) and Employee
+// from the employer.
+func perspective(kind string, forward bool) string {
+	if kind != kindEmployment {
+		return kind
+	}
+	if forward {
+		return Employer
+	}
+	return Employee
+}
+
+// relRow is a stored relationship row.
+type relRow struct {
+	contactID, relatedID int64
+	kind                 string
+}
+
+// canonical is the one stored row of relationship r of contact self.
+func canonical(self int64, r Relationship) relRow {
+	switch r.Type {
+	case Employer:
+		return relRow{self, r.RelatedID, kindEmployment}
+	case Employee:
+		return relRow{r.RelatedID, self, kindEmployment}
+	default:
+		a, b := self, r.RelatedID
+		if a > b {
+			a, b = b, a
+		}
+		return relRow{a, b, r.Type}
+	}
+}
+
+func loadRelationshipsOf(ctx context.Context, q querier, tenant uuid.UUID, ids []int64) (map[int64][]Relationship, error) {
+	out := make(map[int64][]Relationship, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	b := &pgx.Batch{}
+	queueRelationships(b, tenant, ids, func(self int64, r Relationship) { out[self] = append(out[self], r) })
+	if err := q.SendBatch(ctx, b).Close(); err != nil {
+		return nil, fmt.Errorf("load relationships: %w", err)
+	}
+	return out, nil
+}
+
+// Create inserts a contact with its rows and relationships, and the audit
+// rows: Created for the contact, Updated for each related contact whose
+// relationships it changes. Row ids in f are ignored: every row is new.
+func (s *Store) Create(ctx context.Context, tenant uuid.UUID, f Fields, actor string) (Contact, error) {
+	var out Contact
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		related, err := lockRelated(ctx, tx, tenant, 0, f)
+		if err != nil {
+			return err
+		}
+		var id int64
+		err = tx.QueryRow(ctx, `
+			INSERT INTO contacts.contacts (tenant_id, contact_type, first_name, last_name, organization_name, external_id, notes,
+				tags, tag_keys, do_not_email, do_not_mail, do_not_call, is_active, name_key, search_text)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+			RETURNING id`,
+			tenant, f.Type, nullable(f.FirstName), nullable(f.LastName), nullable(f.OrganizationName), nullable(f.ExternalID), nullable(f.Notes),
+			nonNil(f.Tags), tagKeys(f.Tags), f.DoNotEmail, f.DoNotMail, f.DoNotCall, f.IsActive, NameKey(f), SearchText(f)).Scan(&id)
+		if err != nil {
+			return err
+		}
+		f.Phones, f.Emails, f.Addresses = withoutIDs(f.Phones, f.Emails, f.Addresses)
+		if err := writeRows(ctx, tx, tenant, id, f, nil); err != nil {
+			return err
+		}
+		if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenant.String(), EntityType: EntityType, EntityID: EntityID(id), Action: audit.Created, Actor: actor}); err != nil {
+			return err
+		}
+		if err := touchRelated(ctx, tx, tenant, related, actor); err != nil {
+			return err
+		}
+		out, err = get(ctx, tx, tenant, id, false)
+		return err
+	})
+	if err != nil {
+		var re *RefError
+		if errors.As(err, &re) {
+			return Contact{}, err
+		}
+		return Contact{}, fmt.Errorf("create contact: %w", err)
+	}
+	return out, nil
+}
+
+func withoutIDs(phones []Phone, emails []Email, addresses []Address) ([]Phone, []Email, []Address) {
+	p := slices.Clone(phones)
+	for i := range p {
+		p[i].ID = 0
+	}
+	e := slices.Clone(emails)
+	for i := range e {
+		e[i].ID = 0
+	}
+	a := slices.Clone(addresses)
+	for i := range a {
+		a[i].ID = 0
+	}
+	return p, e, a
+}
+
+// relatedState is a related contact locked for a write, with its
+// relationships before the write.
+type relatedState struct {
+	id     int64
+	before []Relationship
+}
+
+// lockRelated locks, in id order, the contacts that self's relationships
+// touch before and after the write (new ones from f, old ones from the
+// stored rows), checks that the new ones exist and fit their relationship
+// type, and returns them with their relationships as they are now.
+func lockRelated(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, self int64, f Fields) ([]relatedState, error) {
+	idSet := map[int64]bool{}
+	for _, r := range f.Relationships {
+		idSet[r.RelatedID] = true
+	}
+	if self != 0 {
+		rows, err := tx.Query(ctx, `
+			SELECT related_contact_id FROM contacts.contact_relationships WHERE tenant_id = $1 AND contact_id = $2
+			UNION SELECT contact_id FROM contacts.contact_relationships WHERE tenant_id = $1 AND related_contact_id = $2`, tenant, self)
+		if err != nil {
+			return nil, err
+		}
+		old, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range old {
+			idSet[id] = true
+		}
+	}
+	delete(idSet, self)
+	if len(idSet) == 0 {
+		return nil, nil
+	}
+	ids := make([]int64, 0, len(idSet))
+	for id := range idSet {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	rows, err := tx.Query(ctx, `SELECT id, contact_type FROM contacts.contacts WHERE tenant_id = $1 AND id = ANY($2) ORDER BY id FOR UPDATE`, tenant, ids)
+	if err != nil {
+		return nil, err
+	}
+	types := map[int64]string{}
+	var (
+		id  int64
+		typ string
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&id, &typ}, func() error { types[id] = typ; return nil }); err != nil {
+		return nil, err
+	}
+	for i, r := range f.Relationships {
+		t, ok := types[r.RelatedID]
+		switch {
+		case !ok:
+			return nil, &RefError{List: "Relationships", Index: i, Prop: "RelatedContactId", Message: fmt.Sprintf("Contact %d was not found.", r.RelatedID)}
+		case r.Type == Employer && t != Organization:
+			return nil, &RefError{List: "Relationships", Index: i, Prop: "RelatedContactId", Message: fmt.Sprintf("An employer must be an organization; contact %d is an individual.", r.RelatedID)}
+		case r.Type == Employee && t != Individual:
+			return nil, &RefError{List: "Relationships", Index: i, Prop: "RelatedContactId", Message: fmt.Sprintf("An employee must be an individual; contact %d is an organization.", r.RelatedID)}
+		}
+	}
+	before, err := loadRelationshipsOf(ctx, tx, tenant, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]relatedState, len(ids))
+	for i, id := range ids {
+		out[i] = relatedState{id: id, before: before[id]}
+	}
+	return out, nil
+}
+
+// touchRelated records an Updated row, and moves the version, of every
+// related contact whose relationships the write changed: they are part of
+// that contact's representation too.
+func touchRelated(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, related []relatedState, actor string) error {
+	if len(related) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(related))
+	for i, r := range related {
+		ids[i] = r.id
+	}
+	after, err := loadRelationshipsOf(ctx, tx, tenant, ids)
+	if err != nil {
+		return err
+	}
+	for _, r := range related {
+		changes := audit.Diff(
+			map[string]any{"relationships": relationshipSnapshot(r.before)},
+			map[string]any{"relationships": relationshipSnapshot(after[r.id])})
+		if changes == nil {
+			continue
+		}
+		if _, err := tx.Exec(ctx, `UPDATE contacts.contacts SET version = version + 1, updated_at = now() WHERE tenant_id = $1 AND id = $2`, tenant, r.id); err != nil {
+			return err
+		}
+		if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenant.String(), EntityType: EntityType, EntityID: EntityID(r.id),
+			Action: audit.Updated, Changes: changes, Actor: actor}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Update replaces contact id with f under its row lock. check sees the
+// version before the change and may refuse it (If-Match). Rows of f with
+// the id of one of the contact's rows keep that row; rows without an id
+// keep an existing row with the same email, phone or street and postal
+// code; the rest are new, and rows not kept are removed. When nothing
+// changes, nothing is written: no new version, no audit row.
+func (s *Store) Update(ctx context.Context, tenant uuid.UUID, id int64, f Fields, actor string, check func(version int64) error) (Contact, error) {
+	var (
+		out     Contact
+		refused error
+	)
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		refused = nil
+		before, err := get(ctx, tx, tenant, id, true)
+		if err != nil {
+			return err
+		}
+		if check != nil {
+			if refused = check(before.Version); refused != nil {
+				return refused
+			}
+		}
+		if f.Phones, err = matchPhones(before.Phones, f.Phones); err != nil {
+			return err
+		}
+		if f.Emails, err = matchEmails(before.Emails, f.Emails); err != nil {
+			return err
+		}
+		if f.Addresses, err = matchAddresses(before.Addresses, f.Addresses); err != nil {
+			return err
+		}
+		if audit.Diff(before.Snapshot(), f.Snapshot()) == nil {
+			out = before
+			return nil
+		}
+		related, err := lockRelated(ctx, tx, tenant, id, f)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `
+			UPDATE contacts.contacts SET contact_type = $3, first_name = $4, last_name = $5, organization_name = $6,
+				external_id = $7, notes = $8, tags = $9, tag_keys = $10, do_not_email = $11, do_not_mail = $12,
+				do_not_call = $13, is_active = $14, name_key = $15, search_text = $16,
+				version = version + 1, updated_at = now()
+			WHERE tenant_id = $1 AND id = $2`,
+			tenant, id, f.Type, nullable(f.FirstName), nullable(f.LastName), nullable(f.OrganizationName), nullable(f.ExternalID), nullable(f.Notes),
+			nonNil(f.Tags), tagKeys(f.Tags), f.DoNotEmail, f.DoNotMail, f.DoNotCall, f.IsActive, NameKey(f), SearchText(f))
+		if err != nil {
+			return err
+		}
+		if err := writeRows(ctx, tx, tenant, id, f, &before); err != nil {
+			return err
+		}
+		out, err = get(ctx, tx, tenant, id, false)
+		if err != nil {
+			return err
+		}
+		if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenant.String(), EntityType: EntityType, EntityID: EntityID(id),
+			Action: audit.Updated, Changes: audit.Diff(before.Snapshot(), out.Snapshot()), Actor: actor}); err != nil {
+			return err
+		}
+		return touchRelated(ctx, tx, tenant, related, actor)
+	})
+	if err != nil {
+		var re *RefError
+		if refused != nil || errors.Is(err, ErrNotFound) || errors.As(err, &re) {
+			// check's refusal (a domain error) passes through as it is.
+			return Contact{}, err
+		}
+		return Contact{}, fmt.Errorf("update contact: %w", err)
+	}
+	return out, nil
+}
+
+// writeRows writes the phone, email and address rows and the relationships
+// of contact id. before is the stored contact on an update (nil on create):
+// its rows that f does not keep are removed.
+func writeRows(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, id int64, f Fields, before *Contact) error {
+	b := &pgx.Batch{}
+	if before != nil {
+		b.Queue(`DELETE FROM contacts.contact_phones WHERE tenant_id = $1 AND contact_id = $2 AND NOT (id = ANY($3))`, tenant, id, phoneIDs(f.Phones))
+		b.Queue(`DELETE FROM contacts.contact_emails WHERE tenant_id = $1 AND contact_id = $2 AND NOT (id = ANY($3))`, tenant, id, emailIDs(f.Emails))
+		b.Queue(`DELETE FROM contacts.contact_addresses WHERE tenant_id = $1 AND contact_id = $2 AND NOT (id = ANY($3))`, tenant, id, addressIDs(f.Addresses))
+		b.Queue(`DELETE FROM contacts.contact_relationships WHERE tenant_id = $1 AND (contact_id = $2 OR related_contact_id = $2)`, tenant, id)
+	}
+	// A row with an id is one of the contact's own (matched above) and is
+	// updated in place; a row without one takes the next id.
+	for i, p := range f.Phones {
+		b.Queue(`
+			INSERT INTO contacts.contact_phones (tenant_id, id, contact_id, position, phone_number, phone_key, phone_type, is_primary)
+			VALUES ($1, coalesce($2, nextval(pg_get_serial_sequence('contacts.contact_phones', 'id'))), $3, $4, $5, $6, $7, $8)
+			ON CONFLICT (tenant_id, contact_id, id) DO UPDATE SET position = excluded.position, phone_number = excluded.phone_number,
+				phone_key = excluded.phone_key, phone_type = excluded.phone_type, is_primary = excluded.is_primary`,
+			tenant, optionalID(p.ID), id, i, p.Number, p.Key, p.Type, p.IsPrimary)
+	}
+	for i, e := range f.Emails {
+		b.Queue(`
+			INSERT INTO contacts.contact_emails (tenant_id, id, contact_id, position, email_address, email_key, email_type, is_primary)
+			VALUES ($1, coalesce($2, nextval(pg_get_serial_sequence('contacts.contact_emails', 'id'))), $3, $4, $5, $6, $7, $8)
+			ON CONFLICT (tenant_id, contact_id, id) DO UPDATE SET position = excluded.position, email_address = excluded.email_address,
+				email_key = excluded.email_key, email_type = excluded.email_type, is_primary = excluded.is_primary`,
+			tenant, optionalID(e.ID), id, i, e.Address, e.Key, e.Type, e.IsPrimary)
+	}
+	for i, a := range f.Addresses {
+		b.Queue(`
+			INSERT INTO contacts.contact_addresses (tenant_id, id, contact_id, position, address_type, is_primary, line1, line2,
+				city, state_province, postal_code, postal_key, country)
+			VALUES ($1, coalesce($2, nextval(pg_get_serial_sequence('contacts.contact_addresses', 'id'))), $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+			ON CONFLICT (tenant_id, contact_id, id) DO UPDATE SET position = excluded.position, address_type = excluded.address_type,
+				is_primary = excluded.is_primary, line1 = excluded.line1, line2 = excluded.line2, city = excluded.city,
+				state_province = excluded.state_province, postal_code = excluded.postal_code, postal_key = excluded.postal_key,
+				country = excluded.country`,
+			tenant, optionalID(a.ID), id, i, a.Type, a.IsPrimary, a.Line1, nullable(a.Line2), nullable(a.City),
+			nullable(a.StateProvince), nullable(a.PostalCode), nullable(a.PostalKey), nullable(a.Country))
+	}
+	for _, r := range f.Relationships {
+		row := canonical(id, r)
+		b.Queue(`
+			INSERT INTO contacts.contact_relationships (tenant_id, contact_id, related_contact_id, kind) VALUES ($1, $2, $3, $4)
+			ON CONFLICT DO NOTHING`, tenant, row.contactID, row.relatedID, row.kind)
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	return tx.SendBatch(ctx, b).Close()
+}
+
+func optionalID(id int64) *int64 {
+	if id == 0 {
+		return nil
+	}
+	return &id
+}
+
+func phoneIDs(rows []Phone) []int64 {
+	out := []int64{}
+	for _, r := range rows {
+		if r.ID != 0 {
+			out = append(out, r.ID)
+		}
+	}
+	return out
+}
+
+func emailIDs(rows []Email) []int64 {
+	out := []int64{}
+	for _, r := range rows {
+		if r.ID != 0 {
+			out = append(out, r.ID)
+		}
+	}
+	return out
+}
+
+func addressIDs(rows []Address) []int64 {
+	out := []int64{}
+	for _, r := range rows {
+		if r.ID != 0 {
+			out = append(out, r.ID)
+		}
+	}
+	return out
+}
+
+// match gives each desired row the id of the existing row it continues:
+// the one it names by id (which must be the contact's own), else an
+// unclaimed one with the same natural key.
+func match(list string, existingIDs []int64, existingKeys []string, desiredIDs []int64, desiredKeys []string) ([]int64, error) {
+	claimed := make(map[int64]bool, len(existingIDs))
+	out := make([]int64, len(desiredIDs))
+	for i, id := range desiredIDs {
+		if id == 0 {
+			continue
+		}
+		if !slices.Contains(existingIDs, id) || claimed[id] {
+			return nil, &RefError{List: list, Index: i, Prop: "Id", Message: fmt.Sprintf("Row %d does not belong to this contact.", id)}
+		}
+		claimed[id] = true
+		out[i] = id
+	}
+	for i, id := range desiredIDs {
+		if id != 0 {
+			continue
+		}
+		for j, eid := range existingIDs {
+			if !claimed[eid] && existingKeys[j] == desiredKeys[i] {
+				claimed[eid] = true
+				out[i] = eid
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+func matchPhones(existing, desired []Phone) ([]Phone, error) {
+	eids, ekeys := make([]int64, len(existing)), make([]string, len(existing))
+	for i, r := range existing {
+		eids[i], ekeys[i] = r.ID, r.Key
+	}
+	dids, dkeys := make([]int64, len(desired)), make([]string, len(desired))
+	for i, r := range desired {
+		dids[i], dkeys[i] = r.ID, r.Key
+	}
+	ids, err := match("Phones", eids, ekeys, dids, dkeys)
+	if err != nil {
+		return nil, err
+	}
+	out := slices.Clone(desired)
+	for i := range out {
+		out[i].ID = ids[i]
+	}
+	return out, nil
+}
+
+func matchEmails(existing, desired []Email) ([]Email, error) {
+	eids, ekeys := make([]int64, len(existing)), make([]string, len(existing))
+	for i, r := range existing {
+		eids[i], ekeys[i] = r.ID, r.Key
+	}
+	dids, dkeys := make([]int64, len(desired)), make([]string, len(desired))
+	for i, r := range desired {
+		dids[i], dkeys[i] = r.ID, r.Key
+	}
+	ids, err := match("Emails", eids, ekeys, dids, dkeys)
+	if err != nil {
+		return nil, err
+	}
+	out := slices.Clone(desired)
+	for i := range out {
+		out[i].ID = ids[i]
+	}
+	return out, nil
+}
+
+func addressKey(a Address) string {
+	return strings.ToLower(a.Line1) + "\x00" + a.PostalKey + "\x00" + a.Country
+}
+
+func matchAddresses(existing, desired []Address) ([]Address, error) {
+	eids, ekeys := make([]int64, len(existing)), make([]string, len(existing))
+	for i, r := range existing {
+		eids[i], ekeys[i] = r.ID, addressKey(r)
+	}
+	dids, dkeys := make([]int64, len(desired)), make([]string, len(desired))
+	for i, r := range desired {
+		dids[i], dkeys[i] = r.ID, addressKey(r)
+	}
+	ids, err := match("Addresses", eids, ekeys, dids, dkeys)
+	if err != nil {
+		return nil, err
+	}
+	out := slices.Clone(desired)
+	for i := range out {
+		out[i].ID = ids[i]
+	}
+	return out, nil
+}
+
+// NameKey is the name duplicate detection compares: an organization's
+// name, an individual's first and last name.
+func NameKey(f Fields) string {
+	if f.Type == Organization {
+		return normalize.NameKey(f.OrganizationName)
+	}
+	return normalize.NameKey(f.FirstName, f.LastName)
+}
+
+// SearchText is where the list's search looks for a substring: the
+// contact's names, lower-cased. (Email addresses are matched by prefix in
+// contact_emails.)
+func SearchText(f Fields) string {
+	return normalize.NameKey(f.FirstName, f.LastName, f.OrganizationName)
+}
+
+// nonNil makes a nil list an empty one: pgx writes nil as NULL, and tags
+// is NOT NULL.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func tagKeys(tags []string) []string {
+	out := make([]string, len(tags))
+	for i, t := range tags {
+		out[i] = strings.ToLower(t)
+	}
+	return out
+}
