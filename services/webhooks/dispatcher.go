@@ -1,0 +1,279 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/almoner/almoner/pkg/audit"
+	"github.com/almoner/almoner/services/webhooks/store"
+)
+
+// Dispatcher turns audit events into deliveries and sends them. On each
+// tick it (1) reads, per live endpoint, up to EnqueueLimit new matching
+// events with the audit reader that never skips a late commit, and queues
+// them; (2) claims up to SendLimit due deliveries (fewer while earlier
+// sends are still in flight) and sends them in parallel. Results are
+// recorded in batches by one recorder goroutine.
+type Dispatcher struct {
+	s *Service
+
+	cancel   context.CancelFunc
+	loopDone chan struct{}
+
+	sem      chan struct{} // one token per send in flight
+	inflight sync.WaitGroup
+	results  chan store.Outcome
+	recDone  chan struct{}
+
+	lastCount time.Time
+}
+
+func newDispatcher(s *Service) *Dispatcher {
+	return &Dispatcher{
+		s:       s,
+		sem:     make(chan struct{}, s.cfg.SendLimit),
+		results: make(chan store.Outcome, s.cfg.SendLimit),
+	}
+}
+
+func (d *Dispatcher) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	d.cancel = cancel
+	d.loopDone = make(chan struct{})
+	d.recDone = make(chan struct{})
+	go d.record()
+	go func() {
+		defer close(d.loopDone)
+		t := time.NewTicker(d.s.cfg.Tick)
+		defer t.Stop()
+		for {
+			d.tick(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// stop ends the tick loop, lets the sends in flight finish (each is bounded
+// by the attempt timeout) and records their results before returning.
+func (d *Dispatcher) stop(ctx context.Context) error {
+	if d.cancel == nil {
+		return nil
+	}
+	d.cancel()
+	<-d.loopDone
+	sent := make(chan struct{})
+	go func() { d.inflight.Wait(); close(sent) }()
+	select {
+	case <-sent:
+	case <-ctx.Done():
+		// Unrecorded sends are retried once their lease runs out.
+		return ctx.Err()
+	}
+	close(d.results)
+	select {
+	case <-d.recDone:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (d *Dispatcher) tick(ctx context.Context) {
+	d.enqueue(ctx)
+	d.dispatch(ctx)
+	if time.Since(d.lastCount) > 5*time.Second {
+		d.lastCount = time.Now()
+		if n, err := d.s.store.PendingCount(ctx); err == nil {
+			metricPending.Set(float64(n))
+		}
+	}
+}
+
+// eventBody is the spec's webhook event body. The data keys are
+// snake_case, as the spec writes them.
+type eventBody struct {
+	ID        string    `json:"id"`
+	Event     string    `json:"event"`
+	Timestamp string    `json:"timestamp"`
+	Data      eventData `json:"data"`
+}
+
+type eventData struct {
+	EntityType string          `json:"entity_type"`
+	EntityID   string          `json:"entity_id"`
+	Action     string          `json:"action"`
+	Changes    json.RawMessage `json:"changes"`
+	UserID     string          `json:"user_id"`
+}
+
+// buildBody renders an audit row as the event body sent on every attempt.
+func buildBody(e audit.Event) ([]byte, error) {
+	changes := e.Changes
+	if len(changes) == 0 {
+		changes = json.RawMessage("null")
+	}
+	return json.Marshal(eventBody{
+		ID: e.EventID, Event: e.Event, Timestamp: e.OccurredAt.UTC().Format(time.RFC3339Nano),
+		Data: eventData{EntityType: e.EntityType, EntityID: e.EntityID, Action: e.Action, Changes: changes, UserID: e.Actor},
+	})
+}
+
+// enqueue queues each live endpoint's new matching events. A tenant
+// without webhooks:enabled has its endpoints' cursors moved over its
+// events without queueing them: no events fire for it, and when the flag
+// is turned on only events from then on are delivered.
+func (d *Dispatcher) enqueue(ctx context.Context) {
+	eps, err := d.s.store.LiveEndpoints(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.s.logger.Error("webhooks: list endpoints", "error", err.Error())
+		}
+		return
+	}
+	for _, ep := range eps {
+		if ctx.Err() != nil {
+			return
+		}
+		on, err := d.s.features.enabled(ctx, ep.TenantID.String())
+		if err != nil {
+			d.s.logger.Warn("webhooks: tenant features unknown; endpoint skipped this tick", "tenant_id", ep.TenantID.String(), "error", err.Error())
+			continue
+		}
+		page, err := audit.Read(ctx, d.s.store.Pool(), audit.ReadQuery{
+			After: ep.Cursor, TenantID: ep.TenantID.String(), Events: ep.EventTypes, Limit: d.s.cfg.EnqueueLimit,
+		})
+		if err != nil {
+			if ctx.Err() == nil {
+				d.s.logger.Error("webhooks: read audit log", "error", err.Error())
+			}
+			continue
+		}
+		if page.Next == ep.Cursor {
+			continue
+		}
+		var ds []store.NewDelivery
+		if on {
+			ds = make([]store.NewDelivery, 0, len(page.Events))
+			for _, e := range page.Events {
+				body, err := buildBody(e)
+				if err != nil {
+					d.s.logger.Error("webhooks: encode event", "event_id", e.EventID, "error", err.Error())
+					return // do not move the cursor past an event not queued
+				}
+				ds = append(ds, store.NewDelivery{EventID: uuid.MustParse(e.EventID), Event: e.Event, Body: body, OccurredAt: e.OccurredAt})
+			}
+		}
+		if _, err := d.s.store.Enqueue(ctx, ep, ep.Cursor, page.Next, ds); err != nil && ctx.Err() == nil {
+			d.s.logger.Error("webhooks: enqueue", "endpoint_id", ep.ID.String(), "error", err.Error())
+		}
+	}
+}
+
+// dispatch claims due deliveries for the free send slots and sends them.
+func (d *Dispatcher) dispatch(ctx context.Context) {
+	free := cap(d.sem) - len(d.sem)
+	if free <= 0 {
+		return
+	}
+	claimed, err := d.s.store.Claim(ctx, free, d.s.cfg.Lease)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.s.logger.Error("webhooks: claim deliveries", "error", err.Error())
+		}
+		return
+	}
+	// Sends outlive a stop request: a stopping dispatcher finishes and
+	// records what it has claimed.
+	sendCtx := context.WithoutCancel(ctx)
+	for _, c := range claimed {
+		d.sem <- struct{}{}
+		d.inflight.Add(1)
+		go func() {
+			defer d.inflight.Done()
+			out := d.attempt(sendCtx, c)
+			<-d.sem
+			d.results <- out
+		}()
+	}
+}
+
+// attempt sends one claimed delivery and decides what follows.
+func (d *Dispatcher) attempt(ctx context.Context, c store.Claimed) store.Outcome {
+	if c.Attempt == 1 {
+		metricLag.Observe(time.Since(c.OccurredAt).Seconds())
+	}
+	var r result
+	secret, err := d.s.sealer.open(c.SecretBox, c.EndpointID[:])
+	if err != nil {
+		id, _ := uuid.NewV7()
+		r = result{deliveryID: id, started: time.Now(), err: "signing secret unavailable"}
+	} else {
+		r = d.s.sender.send(ctx, c.URL, secret, c.Event, c.Body)
+	}
+	metricAttempts.Inc()
+	out := store.Outcome{Attempt: store.Attempt{
+		TenantID: c.TenantID, ID: r.deliveryID, EndpointID: c.EndpointID, DeliveryID: c.ID, EventID: c.EventID,
+		Event: c.Event, Attempt: c.Attempt, AttemptedAt: r.started, Success: r.success(), StatusCode: r.status,
+		Duration: r.duration, Error: r.err,
+	}}
+	switch {
+	case out.Attempt.Success:
+		out.State = "succeeded"
+	case c.Attempt >= d.s.cfg.MaxAttempts:
+		metricFailures.Inc()
+		metricAbandoned.Inc()
+		out.State, out.Attempt.Abandoned = "abandoned", true
+	default:
+		metricFailures.Inc()
+		out.State = "pending"
+		out.NextAttemptAt = c.ClaimedAt.Add(retryDelay(d.s.cfg.RetryBase, c.Attempt))
+	}
+	return out
+}
+
+// retryDelay is the wait after failed attempt n: base·2^(n-1).
+func retryDelay(base time.Duration, n int) time.Duration {
+	if n < 1 {
+		n = 1
+	}
+	if n > 30 {
+		n = 30
+	}
+	return base << (n - 1)
+}
+
+// record writes outcomes in batches: whatever has arrived, up to 1000,
+// in one transaction. A batch that fails to write is logged; its
+// deliveries come due again when their lease runs out (at least once).
+func (d *Dispatcher) record() {
+	defer close(d.recDone)
+	for first := range d.results {
+		batch := []store.Outcome{first}
+	drain:
+		for len(batch) < 1000 {
+			select {
+			case o, ok := <-d.results:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, o)
+			default:
+				break drain
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := d.s.store.Record(ctx, batch)
+		cancel()
+		if err != nil {
+			d.s.logger.Error("webhooks: record attempts", "attempts", len(batch), "error", err.Error())
+		}
+	}
+}

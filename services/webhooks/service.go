@@ -1,0 +1,291 @@
+// Package webhooks is the webhooks service: a tenant's outbound endpoints
+// (the public REST resource, secrets shown once) and the dispatcher that
+// turns audit-log events into signed HTTPS POSTs with retries.
+package webhooks
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"google.golang.org/grpc"
+
+	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
+	webhooksv1 "github.com/almoner/almoner/pkg/api/almoner/webhooks/v1"
+	"github.com/almoner/almoner/pkg/audit"
+	"github.com/almoner/almoner/pkg/config"
+	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/pkg/service"
+	"github.com/almoner/almoner/services/webhooks/migrations"
+	"github.com/almoner/almoner/services/webhooks/store"
+)
+
+// Name is the service's name in --target.
+const Name = "webhooks"
+
+// The spec's delivery constants (Webhook limits), the defaults of Config.
+const (
+	DefaultTick         = 30 * time.Second
+	DefaultRetryBase    = time.Minute
+	DefaultTimeout      = 10 * time.Second
+	DefaultEnqueueLimit = 500
+	DefaultSendLimit    = 100
+	DefaultMaxAttempts  = 5
+	// DefaultFeatureCacheTTL is how long a tenant's webhooks:enabled flag
+	// is reused before the auth service is asked again.
+	DefaultFeatureCacheTTL = 10 * time.Second
+)
+
+// FeatureLookup reports whether a tenant has webhooks:enabled.
+type FeatureLookup func(ctx context.Context, tenantID string) (bool, error)
+
+// Config is the webhooks service's configuration.
+type Config struct {
+	// Tick is the dispatcher's interval.
+	Tick time.Duration
+	// RetryBase is the delay after the first failed attempt; the delay
+	// after attempt n is RetryBase·2^(n-1).
+	RetryBase time.Duration
+	// Timeout bounds one attempt, connection included.
+	Timeout time.Duration
+	// EnqueueLimit is the most events enqueued per endpoint per tick.
+	EnqueueLimit int
+	// SendLimit is the most deliveries in flight, claimed per tick.
+	SendLimit int
+	// MaxAttempts is the number of attempts before a delivery is abandoned.
+	MaxAttempts int
+	// Lease is how long a claimed delivery is left alone before another
+	// dispatcher may assume its claimer died; it must exceed Timeout.
+	Lease time.Duration
+	// Dispatch runs the dispatcher in this process (API-only replicas
+	// turn it off).
+	Dispatch bool
+	// AllowPrivate admits loopback and private targets. Development only.
+	AllowPrivate bool
+	// RootCAs, when set, are the CAs receivers' certificates must chain to
+	// (the system pool otherwise). Development only.
+	RootCAs *x509.CertPool
+	// SecretKey is the 32-byte AES key sealing secrets at rest.
+	SecretKey []byte
+	// Features tells whether a tenant has webhooks:enabled.
+	Features FeatureLookup
+	// FeatureCacheTTL is how long an answer of Features is reused.
+	FeatureCacheTTL time.Duration
+	// Resolver resolves hosts at registration; net.DefaultResolver if nil.
+	Resolver *net.Resolver
+}
+
+// ConfigFrom reads the settings from src (ALMONER_WEBHOOK_*); the defaults
+// are the spec's.
+func ConfigFrom(src config.Source, environment string) (Config, error) {
+	cfg := Config{Dispatch: true}
+	var err error
+	durs := []struct {
+		key string
+		def time.Duration
+		dst *time.Duration
+	}{
+		{"ALMONER_WEBHOOK_TICK", DefaultTick, &cfg.Tick},
+		{"ALMONER_WEBHOOK_RETRY_BASE", DefaultRetryBase, &cfg.RetryBase},
+		{"ALMONER_WEBHOOK_TIMEOUT", DefaultTimeout, &cfg.Timeout},
+		{"ALMONER_WEBHOOK_FEATURE_CACHE_TTL", DefaultFeatureCacheTTL, &cfg.FeatureCacheTTL},
+		{"ALMONER_WEBHOOK_LEASE", 0, &cfg.Lease},
+	}
+	for _, d := range durs {
+		if *d.dst, err = src.Duration(d.key, d.def); err != nil {
+			return Config{}, err
+		}
+	}
+	ints := []struct {
+		key string
+		def int
+		dst *int
+	}{
+		{"ALMONER_WEBHOOK_ENQUEUE_LIMIT", DefaultEnqueueLimit, &cfg.EnqueueLimit},
+		{"ALMONER_WEBHOOK_SEND_LIMIT", DefaultSendLimit, &cfg.SendLimit},
+		{"ALMONER_WEBHOOK_MAX_ATTEMPTS", DefaultMaxAttempts, &cfg.MaxAttempts},
+	}
+	for _, i := range ints {
+		if *i.dst, err = src.Int(i.key, i.def); err != nil {
+			return Config{}, err
+		}
+	}
+	if cfg.EnqueueLimit > audit.MaxReadLimit {
+		return Config{}, fmt.Errorf("ALMONER_WEBHOOK_ENQUEUE_LIMIT: at most %d", audit.MaxReadLimit)
+	}
+	if cfg.Dispatch, err = src.Bool("ALMONER_WEBHOOK_DISPATCH", true); err != nil {
+		return Config{}, err
+	}
+	if cfg.AllowPrivate, err = src.Bool("ALMONER_WEBHOOK_ALLOW_PRIVATE", false); err != nil {
+		return Config{}, err
+	}
+	if f := src.String("ALMONER_WEBHOOK_CA_FILE", ""); f != "" {
+		pem, err := os.ReadFile(f)
+		if err != nil {
+			return Config{}, fmt.Errorf("ALMONER_WEBHOOK_CA_FILE: %w", err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return Config{}, errors.New("ALMONER_WEBHOOK_CA_FILE: no PEM certificate in the file")
+		}
+	}
+	if environment == "production" && (cfg.AllowPrivate || cfg.RootCAs != nil) {
+		return Config{}, errors.New("ALMONER_WEBHOOK_ALLOW_PRIVATE and ALMONER_WEBHOOK_CA_FILE are for development; not allowed in production")
+	}
+	if k := src.String("ALMONER_WEBHOOK_SECRET_KEY", ""); k != "" {
+		if cfg.SecretKey, err = parseKey(k); err != nil {
+			return Config{}, err
+		}
+	} else if environment == "production" {
+		return Config{}, errors.New("ALMONER_WEBHOOK_SECRET_KEY is required in production")
+	}
+	return cfg, nil
+}
+
+// Migrations are the schemas the service needs: the audit log and its own.
+func Migrations() []db.Migrations {
+	return []db.Migrations{audit.Migrations(), migrations.Set()}
+}
+
+// Service is the webhooks service.
+type Service struct {
+	cfg        Config
+	store      *store.Store
+	sealer     *sealer
+	policy     urlPolicy
+	sender     *sender
+	features   *featureCache
+	logger     *slog.Logger
+	dispatcher *Dispatcher
+}
+
+// New returns the webhooks service on pool. A zero Config field takes the
+// spec's default; without a SecretKey a random key is made for this process
+// (sandbox only: secrets sealed by another process do not open).
+func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) (*Service, error) {
+	if cfg.Tick <= 0 {
+		cfg.Tick = DefaultTick
+	}
+	if cfg.RetryBase <= 0 {
+		cfg.RetryBase = DefaultRetryBase
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.EnqueueLimit <= 0 {
+		cfg.EnqueueLimit = DefaultEnqueueLimit
+	}
+	if cfg.SendLimit <= 0 {
+		cfg.SendLimit = DefaultSendLimit
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = DefaultMaxAttempts
+	}
+	if cfg.Lease <= 0 {
+		// Long enough for the attempt and for recording it; short enough
+		// that a crashed dispatcher's claims come back within a minute.
+		cfg.Lease = cfg.Timeout + 30*time.Second
+	}
+	if cfg.Lease <= cfg.Timeout {
+		return nil, fmt.Errorf("ALMONER_WEBHOOK_LEASE (%s) must exceed ALMONER_WEBHOOK_TIMEOUT (%s)", cfg.Lease, cfg.Timeout)
+	}
+	if cfg.FeatureCacheTTL <= 0 {
+		cfg.FeatureCacheTTL = DefaultFeatureCacheTTL
+	}
+	if cfg.Resolver == nil {
+		cfg.Resolver = net.DefaultResolver
+	}
+	if cfg.SecretKey == nil {
+		cfg.SecretKey = make([]byte, 32)
+		_, _ = rand.Read(cfg.SecretKey)
+		logger.Warn("ALMONER_WEBHOOK_SECRET_KEY is not set: webhook secrets are sealed with a random key of this process (sandbox only)")
+	}
+	sl, err := newSealer(cfg.SecretKey)
+	if err != nil {
+		return nil, err
+	}
+	features := cfg.Features
+	if features == nil {
+		features = func(context.Context, string) (bool, error) {
+			return false, errors.New("no tenant feature lookup configured")
+		}
+	}
+	policy := urlPolicy{allowPrivate: cfg.AllowPrivate, resolver: cfg.Resolver}
+	s := &Service{
+		cfg: cfg, store: store.New(pool), sealer: sl, policy: policy, logger: logger,
+		sender:   newSender(policy, cfg.Timeout, cfg.RootCAs, cfg.SendLimit),
+		features: newFeatureCache(features, cfg.FeatureCacheTTL),
+	}
+	s.dispatcher = newDispatcher(s)
+	return s, nil
+}
+
+// Register adds the service's gRPC server to r.
+func (s *Service) Register(r grpc.ServiceRegistrar) {
+	webhooksv1.RegisterWebhookServiceServer(r, &server{s: s})
+}
+
+// Start starts the dispatcher unless Config.Dispatch is off.
+func (s *Service) Start(context.Context) error {
+	if s.cfg.Dispatch {
+		s.dispatcher.start()
+	}
+	return nil
+}
+
+// Stop stops the dispatcher after its in-flight sends are recorded.
+func (s *Service) Stop(ctx context.Context) error {
+	if s.cfg.Dispatch {
+		return s.dispatcher.stop(ctx)
+	}
+	return nil
+}
+
+// Dispatcher is the service's dispatcher, for tests that drive ticks.
+func (s *Service) Dispatcher() *Dispatcher { return s.dispatcher }
+
+// AuthFeatureLookup reads webhooks:enabled with the auth service's
+// internal TenantAdminService.GetTenant. An inactive tenant fires nothing.
+func AuthFeatureLookup(client authv1.TenantAdminServiceClient) FeatureLookup {
+	return func(ctx context.Context, tenantID string) (bool, error) {
+		resp, err := client.GetTenant(ctx, &authv1.GetTenantRequest{TenantId: tenantID})
+		if err != nil {
+			return false, err
+		}
+		t := resp.GetTenant()
+		if !t.GetActive() {
+			return false, nil
+		}
+		for _, f := range t.GetFeatures() {
+			if f == featureWebhooks {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+}
+
+// Module describes the webhooks service to the binaries that host it.
+var Module = service.Module{
+	Name:       Name,
+	Migrations: Migrations,
+	New: func(ctx context.Context, d service.Deps) (service.Service, error) {
+		cfg, err := ConfigFrom(d.Config, d.Environment)
+		if err != nil {
+			return nil, err
+		}
+		conn, err := d.Dial("auth")
+		if err != nil {
+			return nil, err
+		}
+		cfg.Features = AuthFeatureLookup(authv1.NewTenantAdminServiceClient(conn))
+		return New(d.DB, cfg, d.Logger)
+	},
+}

@@ -1,0 +1,67 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Attempt is the record of one delivery attempt.
+type Attempt struct {
+	TenantID   uuid.UUID
+	ID         uuid.UUID
+	EndpointID uuid.UUID
+	// DeliveryID is the queued delivery; uuid.Nil for a test event.
+	DeliveryID  uuid.UUID
+	EventID     uuid.UUID
+	Event       string
+	Attempt     int
+	AttemptedAt time.Time
+	Success     bool
+	// StatusCode is 0 when no response came.
+	StatusCode int
+	Duration   time.Duration
+	// Error is the sanitized failure reason; "" on success.
+	Error     string
+	Abandoned bool
+}
+
+// InsertAttempt records one attempt outside the queue (the test event).
+func (s *Store) InsertAttempt(ctx context.Context, a Attempt) error {
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO webhooks.attempts (tenant_id, id, endpoint_id, delivery_id, event_id, event, attempt, attempted_at,
+			success, status_code, duration_ms, error, abandoned)
+		VALUES ($1, $2, $3, NULLIF($4, '00000000-0000-0000-0000-000000000000'::uuid), $5, $6, $7, $8, $9, NULLIF($10, 0), $11, NULLIF($12, ''), $13)`,
+		a.TenantID, a.ID, a.EndpointID, a.DeliveryID, a.EventID, a.Event, a.Attempt, a.AttemptedAt,
+		a.Success, a.StatusCode, a.Duration.Milliseconds(), a.Error, a.Abandoned)
+	return err
+}
+
+// ListAttempts returns one page of an endpoint's attempts, newest first,
+// and how many there are.
+func (s *Store) ListAttempts(ctx context.Context, tenantID, endpointID uuid.UUID, limit int32, offset int64) ([]Attempt, int64, error) {
+	var total int64
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM webhooks.attempts WHERE tenant_id = $1 AND endpoint_id = $2`,
+		tenantID, endpointID).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT tenant_id, id, endpoint_id, coalesce(delivery_id, '00000000-0000-0000-0000-000000000000'::uuid), event_id, event,
+			attempt, attempted_at, success, coalesce(status_code, 0), duration_ms, coalesce(error, ''), abandoned
+		FROM webhooks.attempts WHERE tenant_id = $1 AND endpoint_id = $2
+		ORDER BY attempted_at DESC, id DESC LIMIT $3 OFFSET $4`, tenantID, endpointID, limit, offset)
+	if err != nil {
+		return nil, 0, err
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Attempt, error) {
+		var a Attempt
+		var ms int64
+		err := r.Scan(&a.TenantID, &a.ID, &a.EndpointID, &a.DeliveryID, &a.EventID, &a.Event, &a.Attempt, &a.AttemptedAt,
+			&a.Success, &a.StatusCode, &ms, &a.Error, &a.Abandoned)
+		a.Duration = time.Duration(ms) * time.Millisecond
+		return a, err
+	})
+	return out, total, err
+}

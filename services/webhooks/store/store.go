@@ -1,0 +1,167 @@
+// Package store is the webhooks service's SQL: endpoints, the delivery
+// queue the dispatcher works from, and the attempt records.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/almoner/almoner/pkg/audit"
+	"github.com/almoner/almoner/pkg/db"
+)
+
+// Store reads and writes the webhooks schema.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// New returns a Store on pool.
+func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+// Pool is the store's pool, for the audit reader.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// ErrNotFound is returned when an endpoint does not exist in the tenant.
+var ErrNotFound = errors.New("not found")
+
+// EntityType is the audit entity type of an endpoint. Its events
+// (webhook_endpoint.*) are not in the subscribable catalog.
+const EntityType = "WebhookEndpoint"
+
+// Endpoint is a webhook endpoint row.
+type Endpoint struct {
+	TenantID    uuid.UUID
+	ID          uuid.UUID
+	Name        string
+	URL         string
+	Description string
+	EventTypes  []string
+	// SecretBox is the sealed signing secret.
+	SecretBox []byte
+	Active    bool
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	DeletedAt *time.Time
+}
+
+const endpointColumns = `tenant_id, id, name, url, description, event_types, secret_box, active, created_at, updated_at, deleted_at`
+
+func scanEndpoint(r pgx.Row) (Endpoint, error) {
+	var e Endpoint
+	err := r.Scan(&e.TenantID, &e.ID, &e.Name, &e.URL, &e.Description, &e.EventTypes, &e.SecretBox, &e.Active, &e.CreatedAt, &e.UpdatedAt, &e.DeletedAt)
+	return e, err
+}
+
+// horizon is the audit position from which a new (or re-activated)
+// endpoint receives events: the oldest transaction still running. Events
+// of transactions that ended earlier are history and not delivered.
+func horizon(ctx context.Context, tx pgx.Tx) (string, error) {
+	var xmin uint64
+	if err := tx.QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::numeric::bigint`).Scan(&xmin); err != nil {
+		return "", fmt.Errorf("audit horizon: %w", err)
+	}
+	return audit.Cursor{XID: xmin}.String(), nil
+}
+
+func snapshot(e Endpoint) map[string]any {
+	return map[string]any{"name": e.Name, "url": e.URL, "description": e.Description, "eventTypes": e.EventTypes, "active": e.Active}
+}
+
+// CreateEndpoint inserts e (ID, TenantID set) and its audit row.
+func (s *Store) CreateEndpoint(ctx context.Context, e Endpoint, actor string) (Endpoint, error) {
+	var out Endpoint
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		cur, err := horizon(ctx, tx)
+		if err != nil {
+			return err
+		}
+		out, err = scanEndpoint(tx.QueryRow(ctx, `
+			INSERT INTO webhooks.endpoints (tenant_id, id, name, url, description, event_types, secret_box, active, cursor)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, true, $8) RETURNING `+endpointColumns,
+			e.TenantID, e.ID, e.Name, e.URL, e.Description, e.EventTypes, e.SecretBox, cur))
+		if err != nil {
+			return err
+		}
+		return audit.Record(ctx, tx, audit.Entry{TenantID: e.TenantID.String(), EntityType: EntityType, EntityID: e.ID.String(), Action: audit.Created, Actor: actor})
+	})
+	return out, err
+}
+
+// ListEndpoints returns the tenant's endpoints that are not deleted, oldest
+// first.
+func (s *Store) ListEndpoints(ctx context.Context, tenantID uuid.UUID) ([]Endpoint, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+endpointColumns+` FROM webhooks.endpoints
+		WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY created_at, id`, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Endpoint, error) { return scanEndpoint(r) })
+}
+
+// GetEndpoint reads one endpoint; deleted ones only when withDeleted.
+func (s *Store) GetEndpoint(ctx context.Context, tenantID, id uuid.UUID, withDeleted bool) (Endpoint, error) {
+	e, err := scanEndpoint(s.pool.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhooks.endpoints
+		WHERE tenant_id = $1 AND id = $2 AND ($3 OR deleted_at IS NULL)`, tenantID, id, withDeleted))
+	if db.IsNoRows(err) {
+		return Endpoint{}, ErrNotFound
+	}
+	return e, err
+}
+
+// UpdateEndpoint replaces the editable fields of a live endpoint. An
+// endpoint switched back on starts from the current audit horizon: events
+// of the time it was off are not delivered.
+func (s *Store) UpdateEndpoint(ctx context.Context, e Endpoint, actor string) (Endpoint, error) {
+	var out Endpoint
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		before, err := scanEndpoint(tx.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhooks.endpoints
+			WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE`, e.TenantID, e.ID))
+		if db.IsNoRows(err) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		cur := ""
+		if e.Active && !before.Active {
+			if cur, err = horizon(ctx, tx); err != nil {
+				return err
+			}
+		}
+		out, err = scanEndpoint(tx.QueryRow(ctx, `
+			UPDATE webhooks.endpoints SET name = $3, url = $4, description = $5, event_types = $6, active = $7,
+				cursor = CASE WHEN $8 = '' THEN cursor ELSE $8 END, updated_at = now()
+			WHERE tenant_id = $1 AND id = $2 RETURNING `+endpointColumns,
+			e.TenantID, e.ID, e.Name, e.URL, e.Description, e.EventTypes, e.Active, cur))
+		if err != nil {
+			return err
+		}
+		if ch := audit.Diff(snapshot(before), snapshot(out)); ch != nil {
+			return audit.Record(ctx, tx, audit.Entry{TenantID: e.TenantID.String(), EntityType: EntityType, EntityID: e.ID.String(), Action: audit.Updated, Changes: ch, Actor: actor})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// DeleteEndpoint revokes an endpoint: it disappears from the list and
+// receives nothing more; its delivery records stay.
+func (s *Store) DeleteEndpoint(ctx context.Context, tenantID, id uuid.UUID, actor string) error {
+	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE webhooks.endpoints SET deleted_at = now(), updated_at = now()
+			WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL`, tenantID, id)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return ErrNotFound
+		}
+		return audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: EntityType, EntityID: id.String(), Action: audit.Deleted, Actor: actor})
+	})
+}
