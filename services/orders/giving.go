@@ -11,21 +11,26 @@ import (
 
 type givingServer struct {
 	ordersv1.UnimplementedGivingServiceServer
+	s *Service
 }
 
-// GetContactGivingSummary answers for a contact that has given nothing:
-// no orders are recorded yet (stub). It authorizes like the real RPC will,
-// so the dashboard's error paths are already the real ones.
-func (givingServer) GetContactGivingSummary(ctx context.Context, req *ordersv1.GetContactGivingSummaryRequest) (*ordersv1.GetContactGivingSummaryResponse, error) {
-	if _, err := authctx.RequireAny(ctx, req.GetTenantId(), scopes.ContactsView, scopes.DonationsView); err != nil {
+// GetContactGivingSummary returns a contact's giving per currency, recent
+// orders and active schedules. Voided orders and refunded amounts are
+// excluded; currencies are never added together.
+func (g *givingServer) GetContactGivingSummary(ctx context.Context, req *ordersv1.GetContactGivingSummaryRequest) (*ordersv1.GetContactGivingSummaryResponse, error) {
+	p, err := authctx.RequireAny(ctx, req.GetTenantId(), scopes.ContactsView, scopes.DonationsView)
+	if err != nil {
 		return nil, err
 	}
 	if req.GetContactId() <= 0 {
 		return nil, apperr.Invalid(apperr.Violation{Field: "ContactId", Message: "Contact id must be greater than 0."})
 	}
-	return &ordersv1.GetContactGivingSummaryResponse{
-		Totals:          []*ordersv1.CurrencyGivingTotal{},
-		RecentOrders:    []*ordersv1.RecentOrder{},
-		ActiveSchedules: []*ordersv1.ActiveSchedule{},
-	}, nil
+	limit := req.GetRecentOrderLimit()
+	switch {
+	case limit <= 0:
+		limit = 5
+	case limit > 50:
+		limit = 50
+	}
+	return g.s.givingSummary(ctx, p, req.GetContactId(), limit)
 }

@@ -1,48 +1,177 @@
-// Package orders is the orders service. For now it is a stub that serves
-// only GivingService.GetContactGivingSummary, so that the contact dashboard
-// has its real caller and wire shape before orders exist: it answers with
-// empty lists (no currencies, no orders, no schedules), never with invented
-// figures. The orders issue replaces it with the real service.
+// Package orders is the orders service: how every gift and item sale is
+// recorded. It owns funds, batches, orders with their donation and item
+// lines and payments, refunds, idempotency records and recurring schedules
+// with their charge runner, and answers the contact dashboard's giving
+// summary (GivingService).
 package orders
 
 import (
 	"context"
+	"errors"
+	"log/slog"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"google.golang.org/grpc"
 
+	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
+	contactsv1 "github.com/almoner/almoner/pkg/api/almoner/contacts/v1"
+	inventoryv1 "github.com/almoner/almoner/pkg/api/almoner/inventory/v1"
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
+	"github.com/almoner/almoner/pkg/audit"
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/service"
+	"github.com/almoner/almoner/services/orders/migrations"
+	"github.com/almoner/almoner/services/orders/store"
 )
 
 // Name is the service's name in --target.
 const Name = "orders"
 
-// Migrations are the schemas the service needs: none while it is a stub.
-func Migrations() []db.Migrations { return nil }
+// Migrations are the schemas the service needs: the audit log and its own.
+func Migrations() []db.Migrations {
+	return []db.Migrations{audit.Migrations(), migrations.Set()}
+}
 
-// Service is the orders service (stub).
-type Service struct{}
+// Config is the orders service's configuration and dependencies.
+type Config struct {
+	// TenantCurrency reads a tenant's default currency.
+	TenantCurrency func(ctx context.Context, tenantID string) (string, error)
+	// Contacts checks contacts and saves addresses to them.
+	Contacts ContactDirectory
+	// Stock reserves and releases inventory for item lines.
+	Stock StockReserver
+	// Processor charges Card and Ach payments; nil when none is configured
+	// (production until an adapter is wired), which makes them a 400.
+	Processor Processor
+	// Now is the clock; time.Now when nil. Tests move it.
+	Now func() time.Time
+	// IdempotencyLease is how long a claimed key is held by a request
+	// before a retry may take it over (a crashed owner).
+	IdempotencyLease time.Duration
+	// Runner configures the recurring charge runner; nil means it does not run.
+	Runner *RunnerConfig
+}
 
-// New returns the stub.
-func New() *Service { return &Service{} }
+// Service is the orders service.
+type Service struct {
+	store    *store.Store
+	cfg      Config
+	currency *currencyCache
+	logger   *slog.Logger
+	runner   *Runner
+}
+
+// New returns the orders service on pool.
+func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *Service {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.IdempotencyLease <= 0 {
+		cfg.IdempotencyLease = 30 * time.Second
+	}
+	lookup := cfg.TenantCurrency
+	if lookup == nil {
+		lookup = func(context.Context, string) (string, error) { return "", errors.New("no tenant currency lookup configured") }
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	s := &Service{store: store.New(pool), cfg: cfg, currency: newCurrencyCache(lookup, time.Minute), logger: logger}
+	if cfg.Runner != nil {
+		s.runner = s.NewRunner(*cfg.Runner)
+	}
+	return s
+}
+
+// Store exposes the store to tests and tools of this module.
+func (s *Service) Store() *store.Store { return s.store }
 
 // Register adds the service's gRPC servers to r.
 func (s *Service) Register(r grpc.ServiceRegistrar) {
-	ordersv1.RegisterGivingServiceServer(r, &givingServer{})
+	ordersv1.RegisterOrderServiceServer(r, &orderServer{s: s})
+	ordersv1.RegisterFundServiceServer(r, &fundServer{s: s})
+	ordersv1.RegisterBatchServiceServer(r, &batchServer{s: s})
+	ordersv1.RegisterRecurringDonationServiceServer(r, &scheduleServer{s: s})
+	ordersv1.RegisterGivingServiceServer(r, &givingServer{s: s})
 }
 
-// Start does nothing: the stub has no background work.
-func (s *Service) Start(context.Context) error { return nil }
+// Start starts the recurring charge runner when configured.
+func (s *Service) Start(context.Context) error {
+	if s.runner != nil {
+		s.runner.Start()
+	}
+	return nil
+}
 
-// Stop does nothing.
-func (s *Service) Stop(context.Context) error { return nil }
+// Stop stops the runner, letting its current charge finish.
+func (s *Service) Stop(ctx context.Context) error {
+	if s.runner != nil {
+		return s.runner.Stop(ctx)
+	}
+	return nil
+}
 
 // Module describes the orders service to the binaries that host it.
 var Module = service.Module{
 	Name:       Name,
 	Migrations: Migrations,
-	New: func(context.Context, service.Deps) (service.Service, error) {
-		return New(), nil
+	New: func(ctx context.Context, d service.Deps) (service.Service, error) {
+		interval, err := d.Config.Duration("ALMONER_ORDERS_RUNNER_INTERVAL", time.Minute)
+		if err != nil {
+			return nil, err
+		}
+		runnerOn, err := d.Config.Bool("ALMONER_ORDERS_RUNNER", true)
+		if err != nil {
+			return nil, err
+		}
+		// Other services are dialled lazily: a process hosting orders alone
+		// may start before them, and each call says when one is missing.
+		dial := lazyConn(d.Dial)
+		cfg := Config{
+			TenantCurrency: func(ctx context.Context, tenantID string) (string, error) {
+				conn, err := dial("auth")
+				if err != nil {
+					return "", err
+				}
+				resp, err := authv1.NewTenantAdminServiceClient(conn).GetTenant(ctx, &authv1.GetTenantRequest{TenantId: tenantID})
+				if err != nil {
+					return "", err
+				}
+				return resp.GetTenant().GetDefaultCurrency(), nil
+			},
+			Contacts: grpcContacts{conn: func() (contactsv1.ContactDirectoryServiceClient, error) {
+				conn, err := dial("contacts")
+				if err != nil {
+					return nil, err
+				}
+				return contactsv1.NewContactDirectoryServiceClient(conn), nil
+			}},
+			Stock: grpcStock{conn: func() (inventoryv1.StockReservationServiceClient, error) {
+				conn, err := dial("inventory")
+				if err != nil {
+					return nil, err
+				}
+				return inventoryv1.NewStockReservationServiceClient(conn), nil
+			}},
+		}
+		if d.Environment != "production" {
+			// The sandbox ships the documented test processor; production
+			// has no live adapter here, so Card and Ach are a clear 400.
+			cfg.Processor = TestProcessor{}
+		}
+		if runnerOn {
+			cfg.Runner = &RunnerConfig{Interval: interval}
+		}
+		return New(d.DB, cfg, d.Logger), nil
 	},
+}
+
+func lazyConn(dial func(string) (grpc.ClientConnInterface, error)) func(string) (grpc.ClientConnInterface, error) {
+	return func(name string) (grpc.ClientConnInterface, error) {
+		if dial == nil {
+			return nil, errors.New("no dialer")
+		}
+		return dial(name)
+	}
 }

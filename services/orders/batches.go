@@ -1,0 +1,106 @@
+package orders
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+
+	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
+	"github.com/almoner/almoner/pkg/apperr"
+	"github.com/almoner/almoner/pkg/authctx"
+	"github.com/almoner/almoner/pkg/paging"
+	"github.com/almoner/almoner/pkg/scopes"
+	"github.com/almoner/almoner/services/orders/store"
+)
+
+// batchServer serves the operator tooling under /api/tenants/{tid}/batches.
+type batchServer struct {
+	ordersv1.UnimplementedBatchServiceServer
+	s *Service
+}
+
+// ListBatches returns a page of batches, newest first.
+func (a *batchServer) ListBatches(ctx context.Context, req *ordersv1.ListBatchesRequest) (*ordersv1.ListBatchesResponse, error) {
+	p, err := authctx.Require(ctx, req.GetTenantId(), scopes.BatchesView)
+	if err != nil {
+		return nil, err
+	}
+	pg, err := paging.Parse(req.Page, req.PageSize, "", paging.Standard)
+	if err != nil {
+		return nil, err
+	}
+	state := ""
+	if req.GetState() != "" {
+		if state = canonical([]string{store.BatchOpen, store.BatchClosed}, req.GetState()); state == "" {
+			return nil, apperr.Invalid(apperr.Violation{Field: "State", Message: "'State' must be Open or Closed."})
+		}
+	}
+	list, total, err := a.s.store.ListBatches(ctx, uuid.MustParse(p.TenantID), state, pg.Size, pg.Offset())
+	if err != nil {
+		return nil, err
+	}
+	out := &ordersv1.ListBatchesResponse{Items: make([]*ordersv1.Batch, 0, len(list)), TotalCount: total, Page: pg.Number, PageSize: pg.Size}
+	for _, b := range list {
+		out.Items = append(out.Items, toBatch(b))
+	}
+	return out, nil
+}
+
+// GetBatch reads one batch with its figures.
+func (a *batchServer) GetBatch(ctx context.Context, req *ordersv1.GetBatchRequest) (*ordersv1.GetBatchResponse, error) {
+	p, err := authctx.Require(ctx, req.GetTenantId(), scopes.BatchesView)
+	if err != nil {
+		return nil, err
+	}
+	id, ok := parseID(req.GetBatchId())
+	if !ok {
+		return nil, errBatchNotFound
+	}
+	b, err := a.s.store.GetBatch(ctx, uuid.MustParse(p.TenantID), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errBatchNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &ordersv1.GetBatchResponse{Batch: toBatch(b)}, nil
+}
+
+// CreateBatch opens a named batch.
+func (a *batchServer) CreateBatch(ctx context.Context, req *ordersv1.CreateBatchRequest) (*ordersv1.CreateBatchResponse, error) {
+	p, err := authctx.Require(ctx, req.GetTenantId(), scopes.BatchesManage)
+	if err != nil {
+		return nil, err
+	}
+	var v apperr.Violations
+	name := text(&v, "Name", req.GetName(), maxText, true)
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	b, err := a.s.store.CreateBatch(ctx, uuid.MustParse(p.TenantID), name, p.Actor())
+	if err != nil {
+		return nil, err
+	}
+	return &ordersv1.CreateBatchResponse{Batch: toBatch(b)}, nil
+}
+
+// CloseBatch closes a batch; closing it again changes nothing.
+func (a *batchServer) CloseBatch(ctx context.Context, req *ordersv1.CloseBatchRequest) (*ordersv1.CloseBatchResponse, error) {
+	p, err := authctx.Require(ctx, req.GetTenantId(), scopes.BatchesManage)
+	if err != nil {
+		return nil, err
+	}
+	id, ok := parseID(req.GetBatchId())
+	if !ok {
+		return nil, errBatchNotFound
+	}
+	b, err := a.s.store.CloseBatch(ctx, uuid.MustParse(p.TenantID), id, p.Actor())
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errBatchNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &ordersv1.CloseBatchResponse{Batch: toBatch(b)}, nil
+}

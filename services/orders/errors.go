@@ -1,0 +1,32 @@
+package orders
+
+import "github.com/almoner/almoner/pkg/apperr"
+
+// Domain errors of the orders service.
+var (
+	errOrderNotFound    = apperr.NotFound("Order")
+	errFundNotFound     = apperr.NotFound("Fund")
+	errBatchNotFound    = apperr.NotFound("Batch")
+	errScheduleNotFound = apperr.NotFound("Recurring donation")
+)
+
+// Typed codes of the orders service's business rules (docs/orders.md).
+const (
+	codeBatchClosed           = "Order.BatchClosed"
+	codeBatchNotFound         = "Order.BatchNotFound"
+	codeIdempotencyKeyReused  = "Order.IdempotencyKeyReused"
+	codeIdempotencyInProgress = "Order.IdempotencyKeyInProgress"
+	codePaymentsMismatch      = "Order.PaymentsDoNotMatchTotal"
+	codeContactNotFound       = "Order.ContactNotFound"
+	codeContactInactive       = "Order.ContactInactive"
+	codeFundNotFound          = "Order.FundNotFound"
+	codeFundInactive          = "Order.FundInactive"
+	codeCurrencyMismatch      = "Order.CurrencyMismatch"
+	codeAlreadyVoided         = "Order.AlreadyVoided"
+	codeCannotVoid            = "Order.CannotVoid"
+	codeCannotRefund          = "Order.CannotRefund"
+	codeOverRefund            = "Order.RefundExceedsRefundable"
+	codeDeclined              = "Payment.DeclinedByProcessor"
+	codeProcessorUnavailable  = "Payment.ProcessorNotConfigured"
+	codeDuplicateFundName     = "Fund.DuplicateName"
+)

@@ -1,0 +1,114 @@
+package orders
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+
+	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
+	typev1 "github.com/almoner/almoner/pkg/api/almoner/type/v1"
+	"github.com/almoner/almoner/pkg/apperr"
+	"github.com/almoner/almoner/pkg/authctx"
+	"github.com/almoner/almoner/pkg/money"
+	"github.com/almoner/almoner/pkg/scopes"
+	"github.com/almoner/almoner/services/orders/store"
+)
+
+// fundServer serves /api/tenants/{tid}/funds.
+type fundServer struct {
+	ordersv1.UnimplementedFundServiceServer
+	s *Service
+}
+
+// ListFunds returns every fund. Whoever records or reads gifts needs the
+// fund list, so any of those scopes will do.
+func (a *fundServer) ListFunds(ctx context.Context, req *ordersv1.ListFundsRequest) (*ordersv1.ListFundsResponse, error) {
+	p, err := authctx.RequireAny(ctx, req.GetTenantId(), scopes.FundsView, scopes.FundsManage, scopes.DonationsView, scopes.OrdersView, scopes.OrdersCreate)
+	if err != nil {
+		return nil, err
+	}
+	list, err := a.s.store.ListFunds(ctx, uuid.MustParse(p.TenantID))
+	if err != nil {
+		return nil, err
+	}
+	out := &ordersv1.ListFundsResponse{Funds: make([]*ordersv1.Fund, 0, len(list))}
+	for _, f := range list {
+		out.Funds = append(out.Funds, toFund(f))
+	}
+	return out, nil
+}
+
+type fundInput struct {
+	name, description string
+	deductible        *bool
+	fee               *typev1.Decimal
+	active            *bool
+}
+
+func validateFund(in fundInput) (store.Fund, error) {
+	var v apperr.Violations
+	f := store.Fund{Name: text(&v, "Name", in.name, maxText, true), Description: text(&v, "Description", in.description, maxNotes, false),
+		IsTaxDeductible: in.deductible == nil || *in.deductible, IsActive: in.active == nil || *in.active}
+	if in.fee != nil && in.fee.GetValue() != "" {
+		bp, err := money.ParseMinor(in.fee.GetValue(), "USD") // two decimals of a percent
+		if err != nil || bp < 0 || bp > 10000 {
+			v.Add("ProcessingFeePercent", "'ProcessingFeePercent' must be a number from 0 to 100 with at most two decimals.")
+		}
+		f.ProcessingFeeBP = bp
+	}
+	return f, v.Err()
+}
+
+func duplicateFund(name string) error {
+	return apperr.FieldRule(codeDuplicateFundName, "Name", "A fund named '"+truncate(name, maxText)+"' already exists.")
+}
+
+// CreateFund creates a fund.
+func (a *fundServer) CreateFund(ctx context.Context, req *ordersv1.CreateFundRequest) (*ordersv1.CreateFundResponse, error) {
+	p, err := authctx.Require(ctx, req.GetTenantId(), scopes.FundsManage)
+	if err != nil {
+		return nil, err
+	}
+	f, err := validateFund(fundInput{req.GetName(), req.GetDescription(), req.IsTaxDeductible, req.GetProcessingFeePercent(), req.IsActive})
+	if err != nil {
+		return nil, err
+	}
+	f.TenantID = uuid.MustParse(p.TenantID)
+	saved, err := a.s.store.CreateFund(ctx, f, p.Actor())
+	if errors.Is(err, store.ErrDuplicateName) {
+		return nil, duplicateFund(f.Name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &ordersv1.CreateFundResponse{Fund: toFund(saved)}, nil
+}
+
+// UpdateFund replaces a fund's editable fields. Orders keep the
+// deductibility they were recorded with.
+func (a *fundServer) UpdateFund(ctx context.Context, req *ordersv1.UpdateFundRequest) (*ordersv1.UpdateFundResponse, error) {
+	p, err := authctx.Require(ctx, req.GetTenantId(), scopes.FundsManage)
+	if err != nil {
+		return nil, err
+	}
+	id, ok := parseID(req.GetFundId())
+	if !ok {
+		return nil, errFundNotFound
+	}
+	f, err := validateFund(fundInput{req.GetName(), req.GetDescription(), req.IsTaxDeductible, req.GetProcessingFeePercent(), req.IsActive})
+	if err != nil {
+		return nil, err
+	}
+	f.TenantID, f.ID = uuid.MustParse(p.TenantID), id
+	saved, err := a.s.store.UpdateFund(ctx, f, p.Actor())
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, errFundNotFound
+	case errors.Is(err, store.ErrDuplicateName):
+		return nil, duplicateFund(f.Name)
+	case err != nil:
+		return nil, err
+	}
+	return &ordersv1.UpdateFundResponse{Fund: toFund(saved)}, nil
+}

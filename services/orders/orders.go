@@ -1,0 +1,560 @@
+package orders
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+
+	contactsv1 "github.com/almoner/almoner/pkg/api/almoner/contacts/v1"
+	inventoryv1 "github.com/almoner/almoner/pkg/api/almoner/inventory/v1"
+	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
+	"github.com/almoner/almoner/pkg/apperr"
+	"github.com/almoner/almoner/pkg/authctx"
+	"github.com/almoner/almoner/pkg/features"
+	"github.com/almoner/almoner/pkg/money"
+	"github.com/almoner/almoner/pkg/paging"
+	"github.com/almoner/almoner/pkg/scopes"
+	"github.com/almoner/almoner/services/orders/store"
+)
+
+// orderServer serves /api/tenants/{tid}/orders.
+type orderServer struct {
+	ordersv1.UnimplementedOrderServiceServer
+	s *Service
+}
+
+// idempotencyKey is the body's key, else the Idempotency-Key header.
+func idempotencyKey(ctx context.Context, req *ordersv1.CreateOrderRequest) string {
+	if k := strings.TrimSpace(req.GetIdempotencyKey()); k != "" {
+		return k
+	}
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		if v := md.Get("idempotency-key"); len(v) > 0 {
+			return strings.TrimSpace(v[0])
+		}
+	}
+	return ""
+}
+
+// requestHash is SHA-256 of the request without its key, in proto's
+// deterministic encoding: two bodies that mean the same order hash alike
+// however their JSON was spelled.
+func requestHash(req *ordersv1.CreateOrderRequest) []byte {
+	c := proto.Clone(req).(*ordersv1.CreateOrderRequest)
+	c.IdempotencyKey = ""
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(c)
+	if err != nil {
+		panic(err) // a valid message always marshals
+	}
+	sum := sha256.Sum256(b)
+	return sum[:]
+}
+
+// CreateOrder records an order. With an idempotency key the request first
+// claims the key, so concurrent duplicates cannot both record; a replay
+// returns the stored first response without validating, charging or
+// reserving again.
+func (a *orderServer) CreateOrder(ctx context.Context, req *ordersv1.CreateOrderRequest) (*ordersv1.CreateOrderResponse, error) {
+	p, err := authctx.Require(ctx, req.GetTenantId(), scopes.OrdersCreate)
+	if err != nil {
+		return nil, err
+	}
+	tenantID := uuid.MustParse(p.TenantID)
+	key := idempotencyKey(ctx, req)
+	if len(key) > maxKey {
+		return nil, apperr.Invalid(apperr.Violation{Field: "IdempotencyKey", Message: fmt.Sprintf("'IdempotencyKey' must be %d characters or fewer.", maxKey)})
+	}
+	orderID := uuid.Must(uuid.NewV7())
+	if key == "" {
+		o, err := a.s.createOrder(ctx, p, req, orderID, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		return &ordersv1.CreateOrderResponse{Order: toOrder(o)}, nil
+	}
+	hash := requestHash(req)
+	claim, err := a.s.store.ClaimKey(ctx, tenantID, key, hash, orderID, a.s.cfg.IdempotencyLease)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case !claim.SameRequest:
+		return nil, apperr.Unprocessable(codeIdempotencyKeyReused,
+			"This idempotency key was already used with a different request body; use a new key for a new order.")
+	case claim.Completed:
+		var resp ordersv1.CreateOrderResponse
+		if err := proto.Unmarshal(claim.Response, &resp); err != nil {
+			return nil, fmt.Errorf("stored response: %w", err)
+		}
+		_ = grpc.SetHeader(ctx, metadata.Pairs("idempotent-replayed", "true"))
+		return &resp, nil
+	case !claim.Owned:
+		return nil, apperr.Conflict(codeIdempotencyInProgress, "An order with this idempotency key is being recorded; retry shortly.")
+	}
+	var stored []byte
+	completion := &store.Completion{Key: key, Render: func(o store.Order) ([]byte, error) {
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(&ordersv1.CreateOrderResponse{Order: toOrder(o)})
+		stored = b
+		return b, err
+	}}
+	o, err := a.s.createOrder(ctx, p, req, claim.OrderID, completion, nil)
+	if err != nil {
+		// Nothing was recorded: give the key back so a corrected request
+		// may use it. (The order id goes with it; stock was released.)
+		if rerr := a.s.store.ReleaseKey(context.WithoutCancel(ctx), tenantID, key, claim.OrderID); rerr != nil {
+			a.s.logger.ErrorContext(ctx, "release idempotency key", "err", rerr)
+		}
+		return nil, err
+	}
+	// Answer with exactly the bytes a replay will return.
+	var resp ordersv1.CreateOrderResponse
+	if err := proto.Unmarshal(stored, &resp); err != nil {
+		return &ordersv1.CreateOrderResponse{Order: toOrder(o)}, nil
+	}
+	return &resp, nil
+}
+
+// installment carries what the runner adds to an order it creates.
+type installment struct {
+	scheduleID uuid.UUID
+	now        time.Time
+}
+
+// createOrder validates, checks the contact and funds, reserves stock,
+// charges processor payments and records the order. Every side effect
+// before the final transaction is undone when a later step fails.
+func (s *Service) createOrder(ctx context.Context, p authctx.Principal, req *ordersv1.CreateOrderRequest, orderID uuid.UUID,
+	completion *store.Completion, inst *installment) (store.Order, error) {
+	tenantID := uuid.MustParse(p.TenantID)
+	now := s.cfg.Now()
+	if inst != nil {
+		now = inst.now
+	}
+	currency := strings.ToUpper(strings.TrimSpace(req.GetCurrency()))
+	if currency == "" {
+		c, err := s.currency.Get(ctx, p.TenantID)
+		if err != nil {
+			return store.Order{}, err
+		}
+		currency = c
+	}
+	d, err := validateCreate(req, currency, store.Day(now))
+	if err != nil {
+		return store.Order{}, err
+	}
+	for i, pd := range d.payments {
+		if (pd.Method == "Card" || pd.Method == "Ach") && !p.HasFeature(features.PaymentProcessor) {
+			return store.Order{}, apperr.Forbidden("Feature not enabled: " + features.PaymentProcessor)
+		}
+		if (pd.Method == "Card" || pd.Method == "Ach") && s.cfg.Processor == nil {
+			return store.Order{}, apperr.FieldRule(codeProcessorUnavailable, indexPath("Payments", i)+".PaymentMethod",
+				"No payment processor is configured for this environment; "+pd.Method+" payments cannot be taken.")
+		}
+	}
+	// Funds: exist, active; deductibility is copied from the fund.
+	funds, err := s.store.GetFunds(ctx, tenantID, d.fundIDs)
+	if err != nil {
+		return store.Order{}, err
+	}
+	var v apperr.Violations
+	for i := range d.donations {
+		f, ok := funds[d.donations[i].FundID]
+		path := indexPath("Donations", i) + ".FundId"
+		switch {
+		case !ok:
+			v.Add(path, "%s", codeFundNotFound+": Fund '"+d.donations[i].FundID.String()+"' was not found.")
+		case !f.IsActive:
+			v.Add(path, "%s", codeFundInactive+": Fund '"+f.Name+"' is inactive.")
+		default:
+			d.donations[i].FundName, d.donations[i].IsTaxDeductible = f.Name, f.IsTaxDeductible
+		}
+	}
+	for i, sc := range d.schedules {
+		if f, ok := funds[sc.FundID]; !ok || !f.IsActive {
+			v.Add(indexPath("RecurringDonations", i)+".FundId", "%s", codeFundNotFound+": Fund '"+sc.FundID.String()+"' was not found or is inactive.")
+		}
+	}
+	if err := v.Err(); err != nil {
+		return store.Order{}, err
+	}
+	if inst == nil {
+		exists, active, err := s.cfg.Contacts.Check(ctx, p, req.GetContactId())
+		if err != nil {
+			return store.Order{}, err
+		}
+		if !exists {
+			return store.Order{}, apperr.FieldRule(codeContactNotFound, "ContactId", fmt.Sprintf("Contact %d was not found.", req.GetContactId()))
+		}
+		if !active {
+			return store.Order{}, apperr.FieldRule(codeContactInactive, "ContactId", fmt.Sprintf("Contact %d is inactive.", req.GetContactId()))
+		}
+	}
+
+	o := store.Order{TenantID: tenantID, ID: orderID, ContactID: req.GetContactId(), Status: store.StatusCompleted, Currency: currency,
+		Billing: d.billing, Shipping: d.shipping, Notes: d.notes, Donations: d.donations, Items: d.items}
+	if inst != nil {
+		o.ScheduleID = &inst.scheduleID
+	}
+	// Stock first: the reservation is idempotent by (order id, line), so
+	// a retry of this very order (same claimed id) reuses it.
+	reserved := false
+	release := func() {
+		if !reserved {
+			return
+		}
+		if err := s.cfg.Stock.Release(context.WithoutCancel(ctx), p, &inventoryv1.ReleaseStockRequest{TenantId: p.TenantID, OrderId: orderID.String()}); err != nil {
+			s.logger.ErrorContext(ctx, "release stock of an order that was not recorded", "order_id", orderID, "err", err)
+		}
+	}
+	if len(d.items) > 0 {
+		rreq := &inventoryv1.ReserveStockRequest{TenantId: p.TenantID, OrderId: orderID.String()}
+		for _, it := range d.items {
+			rreq.Items = append(rreq.Items, &inventoryv1.ReserveStockLine{LineNumber: it.LineNumber, ItemId: it.ItemID.String(), Quantity: it.Quantity})
+		}
+		resp, err := s.cfg.Stock.Reserve(ctx, p, rreq)
+		if err != nil {
+			if verr, ok := reserveViolation(err); ok {
+				return store.Order{}, verr
+			}
+			return store.Order{}, upstream("Stock cannot be reserved right now.", err)
+		}
+		reserved = true
+		for i, l := range resp.GetItems() {
+			if l.GetCurrency() != currency {
+				release()
+				return store.Order{}, apperr.FieldRule(codeCurrencyMismatch, indexPath("Items", i)+".ItemId",
+					fmt.Sprintf("Item '%s' is priced in %s but the order is in %s.", l.GetSku(), l.GetCurrency(), currency))
+			}
+			price, err1 := money.ParseMinor(l.GetUnitPrice().GetValue(), currency)
+			fmv, err2 := money.ParseMinor(l.GetFairMarketValue().GetValue(), currency)
+			if err1 != nil || err2 != nil {
+				release()
+				return store.Order{}, fmt.Errorf("inventory returned an unreadable price for line %d", l.GetLineNumber())
+			}
+			o.Items[i].SKU, o.Items[i].Name, o.Items[i].UnitPriceMinor, o.Items[i].FairMarketValueMinor = l.GetSku(), l.GetName(), price, fmv
+		}
+	}
+	// Totals are the server's, never the client's.
+	for _, dn := range o.Donations {
+		o.DonationSubtotalMinor += dn.AmountMinor
+		if dn.IsTaxDeductible {
+			o.DeductibleMinor += dn.AmountMinor
+		}
+	}
+	for _, it := range o.Items {
+		o.ItemSubtotalMinor += it.UnitPriceMinor * int64(it.Quantity)
+		o.DeductibleMinor += max(it.UnitPriceMinor-it.FairMarketValueMinor, 0) * int64(it.Quantity)
+	}
+	o.TotalMinor = o.DonationSubtotalMinor + o.ItemSubtotalMinor
+	var paid int64
+	for _, pd := range d.payments {
+		paid += pd.AmountMinor
+	}
+	if paid != o.TotalMinor {
+		release()
+		return store.Order{}, apperr.FieldRule(codePaymentsMismatch, "Payments",
+			fmt.Sprintf("The payments add up to %s but the order total is %s.", money.FormatMinor(paid, currency), money.FormatMinor(o.TotalMinor, currency)))
+	}
+	// Charge processor payments last, after everything that can refuse
+	// the order without the donor's bank being involved.
+	var charged []string
+	voidCharges := func() {
+		for _, ref := range charged {
+			if err := s.cfg.Processor.Void(context.WithoutCancel(ctx), ref); err != nil {
+				s.logger.ErrorContext(ctx, "void charge of an order that was not recorded", "order_id", orderID, "err", err)
+			}
+		}
+	}
+	for i, pd := range d.payments {
+		pay := pd.Payment
+		pay.Status = store.PaymentCaptured
+		if pd.Method == "Card" || pd.Method == "Ach" {
+			res, err := s.cfg.Processor.Charge(ctx, Charge{TenantID: p.TenantID, IdempotencyKey: fmt.Sprintf("%s/%d", orderID, i),
+				Method: pd.Method, Token: pd.token, AmountMinor: pd.AmountMinor, Currency: currency})
+			if err != nil {
+				voidCharges()
+				release()
+				return store.Order{}, apperr.Unavailable("The payment processor cannot be reached; nothing was charged.", err)
+			}
+			if res.Declined {
+				voidCharges()
+				release()
+				return store.Order{}, apperr.Rule(codeDeclined, res.Message)
+			}
+			charged = append(charged, res.Reference)
+			pay.ProcessorReference = res.Reference
+		}
+		o.Payments = append(o.Payments, pay)
+	}
+	for i := range d.schedules {
+		d.schedules[i].TenantID, d.schedules[i].ContactID, d.schedules[i].OriginOrderID = tenantID, o.ContactID, orderID
+	}
+	actor := p.Actor()
+	if inst != nil {
+		actor = authctx.SystemActor
+	}
+	saved, err := s.store.CreateOrder(ctx, store.NewOrder{Order: o, RequestedBatch: d.batchID, Schedules: d.schedules, Idempotency: completion, Now: now}, actor)
+	if err != nil {
+		voidCharges()
+		release()
+		switch {
+		case errors.Is(err, store.ErrBatchClosed):
+			return store.Order{}, apperr.Rule(codeBatchClosed, "The batch is closed; orders can no longer be added to it.")
+		case errors.Is(err, store.ErrBatchNotFound):
+			return store.Order{}, apperr.FieldRule(codeBatchNotFound, "BatchId", "Batch '"+d.batchID.String()+"' was not found.")
+		}
+		return store.Order{}, err
+	}
+	// Saving addresses to the contact is a convenience after the fact: the
+	// order is recorded whatever happens here.
+	if req.GetSaveBillingToContact() {
+		s.saveAddress(ctx, p, o.ContactID, "Billing", d.billing)
+	}
+	if req.GetSaveShippingToContact() {
+		s.saveAddress(ctx, p, o.ContactID, "Shipping", d.shipping)
+	}
+	return saved, nil
+}
+
+func (s *Service) saveAddress(ctx context.Context, p authctx.Principal, contactID int64, kind string, a *store.Address) {
+	err := s.cfg.Contacts.AddAddress(ctx, p, contactID, kind, &contactsv1.AddContactAddressRequest{Line1: a.Line1, Line2: a.Line2, City: a.City,
+		StateProvince: a.StateProvince, PostalCode: a.PostalCode, Country: a.Country})
+	if err != nil {
+		s.logger.WarnContext(ctx, "save order address to contact", "contact_id", contactID, "err", err)
+	}
+}
+
+// GetOrder reads one order; an id that does not parse is not found.
+func (a *orderServer) GetOrder(ctx context.Context, req *ordersv1.GetOrderRequest) (*ordersv1.GetOrderResponse, error) {
+	p, err := authctx.RequireAny(ctx, req.GetTenantId(), scopes.DonationsView, scopes.OrdersView)
+	if err != nil {
+		return nil, err
+	}
+	id, ok := parseID(req.GetOrderId())
+	if !ok {
+		return nil, errOrderNotFound
+	}
+	o, err := a.s.store.GetOrder(ctx, uuid.MustParse(p.TenantID), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errOrderNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &ordersv1.GetOrderResponse{Order: toOrder(o)}, nil
+}
+
+// listCursor is the keyset token of the order list: the last id served,
+// the page it leads to, and the filters it was made for.
+type listCursor struct {
+	After  uuid.UUID `json:"a"`
+	Page   int32     `json:"p"`
+	Filter string    `json:"f"`
+}
+
+var orderStatuses = []string{store.StatusCompleted, store.StatusPartiallyRefunded, store.StatusRefunded, store.StatusVoided}
+
+// ListOrders returns a page of the tenant's orders, newest first.
+func (a *orderServer) ListOrders(ctx context.Context, req *ordersv1.ListOrdersRequest) (*ordersv1.ListOrdersResponse, error) {
+	p, err := authctx.RequireAny(ctx, req.GetTenantId(), scopes.DonationsView, scopes.OrdersView)
+	if err != nil {
+		return nil, err
+	}
+	pg, err := paging.Parse(req.Page, req.PageSize, req.GetPageToken(), paging.Standard)
+	if err != nil {
+		return nil, err
+	}
+	var v apperr.Violations
+	f := store.OrderFilter{ContactID: req.ContactId, CampaignID: strings.TrimSpace(req.GetCampaignId())}
+	if s := req.GetStatus(); s != "" {
+		if f.Status = canonical(orderStatuses, s); f.Status == "" {
+			v.Add("Status", "'Status' must be one of %s.", strings.Join(orderStatuses, ", "))
+		}
+	}
+	if s := req.GetLineKind(); s != "" {
+		if f.LineKind = canonical([]string{"Donation", "Item"}, s); f.LineKind == "" {
+			v.Add("LineKind", "'LineKind' must be Donation or Item.")
+		}
+	}
+	optID := func(field, s string) *uuid.UUID {
+		if s = strings.TrimSpace(s); s == "" {
+			return nil
+		}
+		id, err := uuid.Parse(s)
+		if err != nil {
+			v.Add(field, "'%s' must be a UUID.", field)
+			return nil
+		}
+		return &id
+	}
+	f.FundID, f.BatchID, f.ScheduleID = optID("FundId", req.GetFundId()), optID("BatchId", req.GetBatchId()), optID("RecurringDonationId", req.GetRecurringDonationId())
+	optTime := func(field, s string) *time.Time {
+		if s = strings.TrimSpace(s); s == "" {
+			return nil
+		}
+		for _, layout := range []string{time.RFC3339Nano, time.DateOnly} {
+			if t, err := time.Parse(layout, s); err == nil {
+				return &t
+			}
+		}
+		v.Add(field, "'%s' must be a date (2026-04-12) or an RFC 3339 time.", field)
+		return nil
+	}
+	f.From, f.To = optTime("CreatedFrom", req.GetCreatedFrom()), optTime("CreatedTo", req.GetCreatedTo())
+	optAmount := func(field, s string) *int64 {
+		if s == "" {
+			return nil
+		}
+		m, err := money.ParseMinor(s, "USD")
+		if err != nil || m < 0 {
+			v.Add(field, "'%s' must be an amount such as 100.00.", field)
+			return nil
+		}
+		return &m
+	}
+	// Amount filters compare in minor units of two decimals, the exponent
+	// of nearly every currency; an exact filter for JPY orders uses whole
+	// numbers, which parse the same.
+	f.MinAmount, f.MaxAmount = optAmount("MinAmount", req.GetMinAmount().GetValue()), optAmount("MaxAmount", req.GetMaxAmount().GetValue())
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	filterKey := fmt.Sprintf("%x", sha256.Sum256([]byte(fmt.Sprintf("%+v|%v|%v|%v|%v|%v|%v|%v", f.ContactID, f.Status, f.LineKind, f.FundID, f.CampaignID, f.BatchID, f.ScheduleID, [4]any{f.From, f.To, f.MinAmount, f.MaxAmount}))))[:16]
+	var after *uuid.UUID
+	if pg.Token != nil {
+		var c listCursor
+		if err := paging.DecodeToken(pg.Token, &c); err != nil {
+			return nil, err
+		}
+		if c.Filter != filterKey || c.Page < 2 {
+			return nil, apperr.Invalid(apperr.Violation{Field: "PageToken", Message: "'PageToken' belongs to a list with other filters."})
+		}
+		after, pg.Number = &c.After, c.Page
+	}
+	list, total, err := a.s.store.ListOrders(ctx, uuid.MustParse(p.TenantID), f, pg.Size, pg.Offset(), after)
+	if err != nil {
+		return nil, err
+	}
+	out := &ordersv1.ListOrdersResponse{Items: make([]*ordersv1.Order, 0, len(list)), TotalCount: total, Page: pg.Number, PageSize: pg.Size}
+	for _, o := range list {
+		out.Items = append(out.Items, toOrder(o))
+	}
+	if len(list) == int(pg.Size) && int64(pg.Number)*int64(pg.Size) < total {
+		out.NextPageToken = paging.EncodeToken(listCursor{After: list[len(list)-1].ID, Page: pg.Number + 1, Filter: filterKey})
+	}
+	return out, nil
+}
+
+// VoidOrder voids an order: Completed → Voided, payments voided (at the
+// processor too) and stock released.
+func (a *orderServer) VoidOrder(ctx context.Context, req *ordersv1.VoidOrderRequest) (*ordersv1.VoidOrderResponse, error) {
+	p, err := authctx.Require(ctx, req.GetTenantId(), scopes.OrdersVoid)
+	if err != nil {
+		return nil, err
+	}
+	id, ok := parseID(req.GetOrderId())
+	if !ok {
+		return nil, errOrderNotFound
+	}
+	tenantID := uuid.MustParse(p.TenantID)
+	o, err := a.s.store.VoidOrder(ctx, tenantID, id, a.s.paymentAction(), p.Actor())
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, errOrderNotFound
+	case errors.Is(err, store.ErrAlreadyVoided):
+		// A void whose stock release failed is finished by trying again.
+		if cur, gerr := a.s.store.GetOrder(ctx, tenantID, id); gerr == nil && len(cur.Items) > 0 {
+			if rerr := a.s.releaseAll(ctx, p, id); rerr != nil {
+				return nil, rerr
+			}
+		}
+		return nil, apperr.Rule(codeAlreadyVoided, "The order is already voided.")
+	case errors.Is(err, store.ErrIllegalState):
+		return nil, apperr.Rule(codeCannotVoid, "Only a Completed order with nothing refunded can be voided; refund the rest instead.")
+	case err != nil:
+		return nil, err
+	}
+	if len(o.Items) > 0 {
+		if err := a.s.releaseAll(ctx, p, id); err != nil {
+			return nil, err
+		}
+	}
+	return &ordersv1.VoidOrderResponse{Order: toOrder(o)}, nil
+}
+
+// CreateOrderRefund refunds part or all of an order. A full refund (the
+// order reaches Refunded) releases its stock.
+func (a *orderServer) CreateOrderRefund(ctx context.Context, req *ordersv1.CreateOrderRefundRequest) (*ordersv1.CreateOrderRefundResponse, error) {
+	p, err := authctx.Require(ctx, req.GetTenantId(), scopes.OrdersRefund)
+	if err != nil {
+		return nil, err
+	}
+	id, ok := parseID(req.GetOrderId())
+	if !ok {
+		return nil, errOrderNotFound
+	}
+	tenantID := uuid.MustParse(p.TenantID)
+	cur, err := a.s.store.GetOrder(ctx, tenantID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errOrderNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	var v apperr.Violations
+	var amt int64
+	if req.GetAmount() != nil && req.GetAmount().GetValue() != "" {
+		amt = amount(&v, "Amount", req.GetAmount(), cur.Currency)
+	}
+	reason := text(&v, "Reason", req.GetReason(), maxText, false)
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	o, err := a.s.store.RefundOrder(ctx, tenantID, id, amt, reason, a.s.paymentAction(), p.Actor())
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, errOrderNotFound
+	case errors.Is(err, store.ErrIllegalState):
+		return nil, apperr.Rule(codeCannotRefund, "Only a Completed or PartiallyRefunded order can be refunded.")
+	case errors.Is(err, store.ErrOverRefund):
+		return nil, apperr.FieldRule(codeOverRefund, "Amount",
+			fmt.Sprintf("At most %s can still be refunded.", money.FormatMinor(cur.TotalMinor-cur.RefundedMinor, cur.Currency)))
+	case err != nil:
+		return nil, err
+	}
+	if o.Status == store.StatusRefunded && len(o.Items) > 0 {
+		if err := a.s.releaseAll(ctx, p, id); err != nil {
+			return nil, err
+		}
+	}
+	return &ordersv1.CreateOrderRefundResponse{Order: toOrder(o)}, nil
+}
+
+func (s *Service) releaseAll(ctx context.Context, p authctx.Principal, orderID uuid.UUID) error {
+	err := s.cfg.Stock.Release(ctx, p, &inventoryv1.ReleaseStockRequest{TenantId: p.TenantID, OrderId: orderID.String()})
+	if err != nil {
+		return upstream("The order changed but its stock could not be released yet; retry to release it.", err)
+	}
+	return nil
+}
+
+// paymentAction voids or refunds processor payments at the processor.
+func (s *Service) paymentAction() store.PaymentAction {
+	return func(ctx context.Context, pay store.Payment, amountMinor int64) error {
+		if pay.ProcessorReference == "" || s.cfg.Processor == nil {
+			return nil
+		}
+		if amountMinor == 0 {
+			return s.cfg.Processor.Void(ctx, pay.ProcessorReference)
+		}
+		return s.cfg.Processor.Refund(ctx, pay.ProcessorReference, amountMinor)
+	}
+}

@@ -1,0 +1,90 @@
+package orders
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+
+	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
+	"github.com/almoner/almoner/pkg/apperr"
+	"github.com/almoner/almoner/pkg/authctx"
+	"github.com/almoner/almoner/pkg/paging"
+	"github.com/almoner/almoner/pkg/scopes"
+	"github.com/almoner/almoner/services/orders/store"
+)
+
+var scheduleStatuses = []string{store.ScheduleActive, store.ScheduleCancelled, store.ScheduleCompleted, store.SchedulePastDue}
+
+// scheduleServer serves /api/tenants/{tid}/recurring-donations.
+type scheduleServer struct {
+	ordersv1.UnimplementedRecurringDonationServiceServer
+	s *Service
+}
+
+// ListRecurringDonations returns a page of schedules, newest first.
+func (a *scheduleServer) ListRecurringDonations(ctx context.Context, req *ordersv1.ListRecurringDonationsRequest) (*ordersv1.ListRecurringDonationsResponse, error) {
+	p, err := authctx.Require(ctx, req.GetTenantId(), scopes.RecurringDonationsView)
+	if err != nil {
+		return nil, err
+	}
+	pg, err := paging.Parse(req.Page, req.PageSize, "", paging.Standard)
+	if err != nil {
+		return nil, err
+	}
+	status := ""
+	if req.GetStatus() != "" {
+		if status = canonical(scheduleStatuses, req.GetStatus()); status == "" {
+			return nil, apperr.Invalid(apperr.Violation{Field: "Status", Message: "'Status' must be one of active, cancelled, completed, past_due."})
+		}
+	}
+	list, total, err := a.s.store.ListSchedules(ctx, uuid.MustParse(p.TenantID), req.ContactId, status, pg.Size, pg.Offset())
+	if err != nil {
+		return nil, err
+	}
+	out := &ordersv1.ListRecurringDonationsResponse{Items: make([]*ordersv1.RecurringDonation, 0, len(list)), TotalCount: total, Page: pg.Number, PageSize: pg.Size}
+	for _, s := range list {
+		out.Items = append(out.Items, toSchedule(s))
+	}
+	return out, nil
+}
+
+// GetRecurringDonation reads one schedule.
+func (a *scheduleServer) GetRecurringDonation(ctx context.Context, req *ordersv1.GetRecurringDonationRequest) (*ordersv1.GetRecurringDonationResponse, error) {
+	p, err := authctx.Require(ctx, req.GetTenantId(), scopes.RecurringDonationsView)
+	if err != nil {
+		return nil, err
+	}
+	id, ok := parseID(req.GetScheduleId())
+	if !ok {
+		return nil, errScheduleNotFound
+	}
+	s, err := a.s.store.GetSchedule(ctx, uuid.MustParse(p.TenantID), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errScheduleNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &ordersv1.GetRecurringDonationResponse{RecurringDonation: toSchedule(s)}, nil
+}
+
+// CancelRecurringDonation cancels a schedule; cancelling twice is harmless.
+func (a *scheduleServer) CancelRecurringDonation(ctx context.Context, req *ordersv1.CancelRecurringDonationRequest) (*ordersv1.CancelRecurringDonationResponse, error) {
+	p, err := authctx.Require(ctx, req.GetTenantId(), scopes.RecurringDonationsCancel)
+	if err != nil {
+		return nil, err
+	}
+	id, ok := parseID(req.GetScheduleId())
+	if !ok {
+		return nil, errScheduleNotFound
+	}
+	s, err := a.s.store.CancelSchedule(ctx, uuid.MustParse(p.TenantID), id, p.Actor())
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errScheduleNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &ordersv1.CancelRecurringDonationResponse{RecurringDonation: toSchedule(s)}, nil
+}

@@ -1,0 +1,206 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/almoner/almoner/pkg/audit"
+	"github.com/almoner/almoner/pkg/db"
+)
+
+// Batch states.
+const (
+	BatchOpen   = "Open"
+	BatchClosed = "Closed"
+)
+
+// CurrencyTotal is a batch's orders in one currency.
+type CurrencyTotal struct {
+	Currency   string
+	OrderCount int64
+	TotalMinor int64
+}
+
+// Batch is a row of orders.batches with its figures.
+type Batch struct {
+	TenantID   uuid.UUID
+	ID         uuid.UUID
+	Name       string
+	BatchDate  *time.Time
+	IsDaily    bool
+	State      string
+	CreatedAt  time.Time
+	ClosedAt   *time.Time
+	OrderCount int64
+	Totals     []CurrencyTotal
+}
+
+const batchColumns = `tenant_id, id, name, batch_date, is_daily, state, created_at, closed_at`
+
+func scanBatch(row pgx.Row) (Batch, error) {
+	var b Batch
+	err := row.Scan(&b.TenantID, &b.ID, &b.Name, &b.BatchDate, &b.IsDaily, &b.State, &b.CreatedAt, &b.ClosedAt)
+	return b, err
+}
+
+// figures fills the batches' counts and totals. Voided orders count but
+// add nothing to the totals; refunds are netted out.
+func (s *Store) figures(ctx context.Context, q querier, tenantID uuid.UUID, bs []Batch) error {
+	if len(bs) == 0 {
+		return nil
+	}
+	ids := make([]uuid.UUID, len(bs))
+	idx := map[uuid.UUID]int{}
+	for i, b := range bs {
+		ids[i], idx[b.ID] = b.ID, i
+		bs[i].Totals = []CurrencyTotal{}
+	}
+	rows, err := q.Query(ctx, `SELECT batch_id, currency, count(*),
+			coalesce(sum(CASE WHEN status = 'Voided' THEN 0 ELSE total_minor - refunded_minor END), 0)::bigint
+		FROM orders.orders WHERE tenant_id = $1 AND batch_id = ANY($2)
+		GROUP BY batch_id, currency ORDER BY batch_id, currency`, tenantID, ids)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id uuid.UUID
+		var t CurrencyTotal
+		if err := rows.Scan(&id, &t.Currency, &t.OrderCount, &t.TotalMinor); err != nil {
+			return err
+		}
+		b := &bs[idx[id]]
+		b.OrderCount += t.OrderCount
+		b.Totals = append(b.Totals, t)
+	}
+	return rows.Err()
+}
+
+// ListBatches returns a page of batches, newest first.
+func (s *Store) ListBatches(ctx context.Context, tenantID uuid.UUID, state string, limit int32, offset int64) ([]Batch, int64, error) {
+	var total int64
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM orders.batches WHERE tenant_id = $1 AND ($2 = '' OR state = $2)`, tenantID, state).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+batchColumns+` FROM orders.batches WHERE tenant_id = $1 AND ($2 = '' OR state = $2)
+		ORDER BY id DESC LIMIT $3 OFFSET $4`, tenantID, state, limit, offset)
+	if err != nil {
+		return nil, 0, err
+	}
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Batch, error) { return scanBatch(r) })
+	if err != nil {
+		return nil, 0, err
+	}
+	return list, total, s.figures(ctx, s.pool, tenantID, list)
+}
+
+// GetBatch reads one batch with its figures.
+func (s *Store) GetBatch(ctx context.Context, tenantID, id uuid.UUID) (Batch, error) {
+	b, err := scanBatch(s.pool.QueryRow(ctx, `SELECT `+batchColumns+` FROM orders.batches WHERE tenant_id = $1 AND id = $2`, tenantID, id))
+	if db.IsNoRows(err) {
+		return Batch{}, ErrNotFound
+	}
+	if err != nil {
+		return Batch{}, err
+	}
+	bs := []Batch{b}
+	err = s.figures(ctx, s.pool, tenantID, bs)
+	return bs[0], err
+}
+
+// CreateBatch opens a named batch.
+func (s *Store) CreateBatch(ctx context.Context, tenantID uuid.UUID, name, actor string) (Batch, error) {
+	var b Batch
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		b, err = scanBatch(tx.QueryRow(ctx, `INSERT INTO orders.batches (tenant_id, id, name) VALUES ($1, $2, $3) RETURNING `+batchColumns,
+			tenantID, uuid.Must(uuid.NewV7()), name))
+		if err != nil {
+			return err
+		}
+		return audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: EntityBatch, EntityID: b.ID.String(), Action: audit.Created, Actor: actor})
+	})
+	b.Totals = []CurrencyTotal{}
+	return b, err
+}
+
+// CloseBatch closes a batch; closing a closed batch changes nothing. The
+// FOR UPDATE waits for orders being attached (they hold FOR KEY SHARE), so
+// no order lands in a batch after it is closed.
+func (s *Store) CloseBatch(ctx context.Context, tenantID, id uuid.UUID, actor string) (Batch, error) {
+	var b Batch
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		b, err = scanBatch(tx.QueryRow(ctx, `SELECT `+batchColumns+` FROM orders.batches WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, tenantID, id))
+		if db.IsNoRows(err) {
+			return ErrNotFound
+		}
+		if err != nil || b.State == BatchClosed {
+			return err
+		}
+		b, err = scanBatch(tx.QueryRow(ctx, `UPDATE orders.batches SET state = 'Closed', closed_at = now()
+			WHERE tenant_id = $1 AND id = $2 RETURNING `+batchColumns, tenantID, id))
+		if err != nil {
+			return err
+		}
+		return audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: EntityBatch, EntityID: id.String(), Action: audit.Updated,
+			Changes: map[string]audit.Change{"state": {Old: BatchOpen, New: BatchClosed}}, Actor: actor})
+	})
+	if err != nil {
+		return Batch{}, err
+	}
+	bs := []Batch{b}
+	err = s.figures(ctx, s.pool, tenantID, bs)
+	return bs[0], err
+}
+
+// attachBatch returns the id of the batch a new order joins, holding a
+// key-share lock on it until the order commits: batchID when given (it
+// must be open), else the tenant's daily batch of day, opened on first use.
+func attachBatch(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, batchID *uuid.UUID, day time.Time, actor string) (uuid.UUID, error) {
+	if batchID != nil {
+		var state string
+		err := tx.QueryRow(ctx, `SELECT state FROM orders.batches WHERE tenant_id = $1 AND id = $2 FOR KEY SHARE`, tenantID, *batchID).Scan(&state)
+		switch {
+		case db.IsNoRows(err):
+			return uuid.Nil, ErrBatchNotFound
+		case err != nil:
+			return uuid.Nil, err
+		case state != BatchOpen:
+			return uuid.Nil, ErrBatchClosed
+		}
+		return *batchID, nil
+	}
+	var id uuid.UUID
+	var state string
+	err := tx.QueryRow(ctx, `SELECT id, state FROM orders.batches WHERE tenant_id = $1 AND is_daily AND batch_date = $2 FOR KEY SHARE`, tenantID, day).Scan(&id, &state)
+	if db.IsNoRows(err) {
+		newID := uuid.Must(uuid.NewV7())
+		// ON CONFLICT: another order may open the same day's batch at once;
+		// then the row it made is read and locked below.
+		tag, err := tx.Exec(ctx, `INSERT INTO orders.batches (tenant_id, id, name, batch_date, is_daily)
+			VALUES ($1, $2, $3, $4, true) ON CONFLICT (tenant_id, batch_date) WHERE is_daily DO NOTHING`,
+			tenantID, newID, "Daily "+day.Format(time.DateOnly), day)
+		if err != nil {
+			return uuid.Nil, err
+		}
+		if tag.RowsAffected() == 1 {
+			if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: EntityBatch, EntityID: newID.String(), Action: audit.Created, Actor: actor}); err != nil {
+				return uuid.Nil, err
+			}
+		}
+		err = tx.QueryRow(ctx, `SELECT id, state FROM orders.batches WHERE tenant_id = $1 AND is_daily AND batch_date = $2 FOR KEY SHARE`, tenantID, day).Scan(&id, &state)
+		if err != nil {
+			return uuid.Nil, err
+		}
+	} else if err != nil {
+		return uuid.Nil, err
+	}
+	if state != BatchOpen {
+		return uuid.Nil, ErrBatchClosed
+	}
+	return id, nil
+}

@@ -1,0 +1,116 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/almoner/almoner/pkg/audit"
+	"github.com/almoner/almoner/pkg/db"
+)
+
+// Fund is a row of orders.funds.
+type Fund struct {
+	TenantID        uuid.UUID
+	ID              uuid.UUID
+	Name            string
+	Description     string
+	IsTaxDeductible bool
+	// ProcessingFeeBP is hundredths of a percent.
+	ProcessingFeeBP int64
+	IsActive        bool
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+const fundColumns = `tenant_id, id, name, description, is_tax_deductible, processing_fee_bp, is_active, created_at, updated_at`
+
+func scanFund(row pgx.Row) (Fund, error) {
+	var f Fund
+	err := row.Scan(&f.TenantID, &f.ID, &f.Name, &f.Description, &f.IsTaxDeductible, &f.ProcessingFeeBP, &f.IsActive, &f.CreatedAt, &f.UpdatedAt)
+	return f, err
+}
+
+func (f Fund) snapshot() map[string]any {
+	return map[string]any{"name": f.Name, "description": f.Description, "isTaxDeductible": f.IsTaxDeductible,
+		"processingFeeBasisPoints": f.ProcessingFeeBP, "isActive": f.IsActive}
+}
+
+// ListFunds returns every fund of the tenant sorted by name.
+func (s *Store) ListFunds(ctx context.Context, tenantID uuid.UUID) ([]Fund, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+fundColumns+` FROM orders.funds WHERE tenant_id = $1 ORDER BY lower(name), id`, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Fund, error) { return scanFund(r) })
+}
+
+// GetFunds returns the tenant's funds with the given ids by id.
+func (s *Store) GetFunds(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]Fund, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+fundColumns+` FROM orders.funds WHERE tenant_id = $1 AND id = ANY($2)`, tenantID, ids)
+	if err != nil {
+		return nil, err
+	}
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Fund, error) { return scanFund(r) })
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[uuid.UUID]Fund, len(list))
+	for _, f := range list {
+		m[f.ID] = f
+	}
+	return m, nil
+}
+
+// CreateFund inserts f with a new id.
+func (s *Store) CreateFund(ctx context.Context, f Fund, actor string) (Fund, error) {
+	f.ID = uuid.Must(uuid.NewV7())
+	var out Fund
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = scanFund(tx.QueryRow(ctx, `INSERT INTO orders.funds (tenant_id, id, name, description, is_tax_deductible, processing_fee_bp, is_active)
+			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING `+fundColumns,
+			f.TenantID, f.ID, f.Name, f.Description, f.IsTaxDeductible, f.ProcessingFeeBP, f.IsActive))
+		if err != nil {
+			return err
+		}
+		return audit.Record(ctx, tx, audit.Entry{TenantID: f.TenantID.String(), EntityType: EntityFund, EntityID: f.ID.String(), Action: audit.Created, Actor: actor})
+	})
+	if db.IsUniqueViolation(err, "funds_tenant_name_key") {
+		return Fund{}, ErrDuplicateName
+	}
+	return out, err
+}
+
+// UpdateFund replaces the editable fields of the fund f.ID.
+func (s *Store) UpdateFund(ctx context.Context, f Fund, actor string) (Fund, error) {
+	var out Fund
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		before, err := scanFund(tx.QueryRow(ctx, `SELECT `+fundColumns+` FROM orders.funds WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, f.TenantID, f.ID))
+		if db.IsNoRows(err) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		out, err = scanFund(tx.QueryRow(ctx, `UPDATE orders.funds SET name = $3, description = $4, is_tax_deductible = $5,
+				processing_fee_bp = $6, is_active = $7, updated_at = now()
+			WHERE tenant_id = $1 AND id = $2 RETURNING `+fundColumns,
+			f.TenantID, f.ID, f.Name, f.Description, f.IsTaxDeductible, f.ProcessingFeeBP, f.IsActive))
+		if err != nil {
+			return err
+		}
+		changes := audit.Diff(before.snapshot(), out.snapshot())
+		if changes == nil {
+			return nil
+		}
+		return audit.Record(ctx, tx, audit.Entry{TenantID: f.TenantID.String(), EntityType: EntityFund, EntityID: f.ID.String(),
+			Action: audit.Updated, Changes: changes, Actor: actor})
+	})
+	if db.IsUniqueViolation(err, "funds_tenant_name_key") {
+		return Fund{}, ErrDuplicateName
+	}
+	return out, err
+}

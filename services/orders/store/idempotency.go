@@ -1,0 +1,74 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Claim is what a request learns about its idempotency key.
+type Claim struct {
+	// Owned: this request holds the key now and must record the order
+	// OrderID (or give the key back).
+	Owned   bool
+	OrderID uuid.UUID
+	// Completed: the key's order is recorded; Response is the stored reply.
+	Completed bool
+	Response  []byte
+	// SameRequest: the stored request hash equals this request's.
+	SameRequest bool
+}
+
+// ClaimKey claims key for a request whose hash is hash, proposing orderID.
+// A pending claim whose lease ran out (its owner crashed or gave up) is
+// taken over with the same order id, so stock reservations and charges,
+// idempotent by order id, are reused rather than repeated.
+func (s *Store) ClaimKey(ctx context.Context, tenantID uuid.UUID, key string, hash []byte, orderID uuid.UUID, lease time.Duration) (Claim, error) {
+	leaseSecs := lease.Seconds()
+	tag, err := s.pool.Exec(ctx, `INSERT INTO orders.idempotency_keys (tenant_id, key, request_hash, order_id, state, lease_until)
+		VALUES ($1, $2, $3, $4, 'pending', now() + make_interval(secs => $5)) ON CONFLICT (tenant_id, key) DO NOTHING`,
+		tenantID, key, hash, orderID, leaseSecs)
+	if err != nil {
+		return Claim{}, err
+	}
+	if tag.RowsAffected() == 1 {
+		return Claim{Owned: true, OrderID: orderID, SameRequest: true}, nil
+	}
+	var c Claim
+	var stored []byte
+	var state string
+	var expired bool
+	err = s.pool.QueryRow(ctx, `SELECT request_hash, order_id, state, response, lease_until < now() FROM orders.idempotency_keys
+		WHERE tenant_id = $1 AND key = $2`, tenantID, key).Scan(&stored, &c.OrderID, &state, &c.Response, &expired)
+	if err != nil {
+		// Given back between the insert and the read: try once more.
+		return s.ClaimKey(ctx, tenantID, key, hash, orderID, lease)
+	}
+	c.SameRequest = bytes.Equal(stored, hash)
+	c.Completed = state == "completed"
+	if !c.Completed && expired && c.SameRequest {
+		tag, err := s.pool.Exec(ctx, `UPDATE orders.idempotency_keys SET lease_until = now() + make_interval(secs => $4)
+			WHERE tenant_id = $1 AND key = $2 AND state = 'pending' AND order_id = $3 AND lease_until < now()`, tenantID, key, c.OrderID, leaseSecs)
+		if err != nil {
+			return Claim{}, err
+		}
+		c.Owned = tag.RowsAffected() == 1
+	}
+	return c, nil
+}
+
+// ReleaseKey gives back a pending claim whose request recorded nothing, so
+// the key can be used again.
+func (s *Store) ReleaseKey(ctx context.Context, tenantID uuid.UUID, key string, orderID uuid.UUID) error {
+	_, err := s.pool.Exec(ctx, `DELETE FROM orders.idempotency_keys WHERE tenant_id = $1 AND key = $2 AND order_id = $3 AND state = 'pending'`,
+		tenantID, key, orderID)
+	return err
+}
+
+// PurgeKeys deletes completed idempotency records older than keep.
+func (s *Store) PurgeKeys(ctx context.Context, keep time.Duration) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM orders.idempotency_keys WHERE state = 'completed' AND created_at < now() - make_interval(secs => $1)`, keep.Seconds())
+	return tag.RowsAffected(), err
+}

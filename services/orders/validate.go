@@ -1,0 +1,312 @@
+package orders
+
+import (
+	"errors"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
+	typev1 "github.com/almoner/almoner/pkg/api/almoner/type/v1"
+	"github.com/almoner/almoner/pkg/apperr"
+	"github.com/almoner/almoner/pkg/money"
+	"github.com/almoner/almoner/services/orders/store"
+)
+
+// Limits of an order body. Amounts are capped so sums of lines stay far
+// inside int64 minor units.
+const (
+	maxLines       = 100
+	maxPayments    = 10
+	maxSchedules   = 10
+	maxText        = 200
+	maxNotes       = 2000
+	maxKey         = 255
+	maxAmountMajor = 1_000_000_000
+	maxQuantity    = 100_000
+)
+
+// Payment methods and schedule frequencies.
+var (
+	paymentMethods = []string{"Cash", "Check", "Card", "Ach", "External"}
+	frequencies    = []string{"weekly", "monthly", "quarterly", "annually"}
+	tributeTypes   = []string{"InHonorOf", "InMemoryOf"}
+)
+
+// canonical returns the value of list that equals s ignoring case, or "".
+func canonical(list []string, s string) string {
+	for _, x := range list {
+		if strings.EqualFold(x, strings.TrimSpace(s)) {
+			return x
+		}
+	}
+	return ""
+}
+
+func maxMinor(currency string) int64 {
+	m := int64(maxAmountMajor)
+	for range money.Exponent(currency) {
+		m *= 10
+	}
+	return m
+}
+
+// amount parses a required positive amount in currency.
+func amount(v *apperr.Violations, field string, d *typev1.Decimal, currency string) int64 {
+	if d == nil || d.GetValue() == "" {
+		v.Add(field, "'%s' must not be empty.", lastSegment(field))
+		return 0
+	}
+	minor, err := money.ParseMinor(d.GetValue(), currency)
+	switch {
+	case errors.Is(err, money.ErrPrecision):
+		v.Add(field, "'%s' must have at most %d decimals for %s.", lastSegment(field), money.Exponent(currency), currency)
+	case err != nil && !errors.Is(err, money.ErrRange):
+		v.Add(field, "'%s' must be a decimal number such as 100.00.", lastSegment(field))
+	case err == nil && minor <= 0:
+		v.Add(field, "'%s' must be greater than 0.", lastSegment(field))
+	case err != nil || minor > maxMinor(currency):
+		v.Add(field, "'%s' must be %d or less.", lastSegment(field), maxAmountMajor)
+	default:
+		return minor
+	}
+	return 0
+}
+
+func lastSegment(path string) string {
+	if i := strings.LastIndexByte(path, '.'); i >= 0 {
+		return path[i+1:]
+	}
+	return path
+}
+
+func text(v *apperr.Violations, field, s string, limit int, required bool) string {
+	s = strings.TrimSpace(s)
+	switch {
+	case s == "" && required:
+		v.Add(field, "'%s' must not be empty.", lastSegment(field))
+	case utf8.RuneCountInString(s) > limit:
+		v.Add(field, "'%s' must be %d characters or fewer.", lastSegment(field), limit)
+	}
+	return s
+}
+
+func address(v *apperr.Violations, field string, a *ordersv1.Address) *store.Address {
+	if a == nil {
+		return nil
+	}
+	return &store.Address{
+		Line1:         text(v, field+".Line1", a.GetLine1(), maxText, true),
+		Line2:         text(v, field+".Line2", a.GetLine2(), maxText, false),
+		City:          text(v, field+".City", a.GetCity(), maxText, false),
+		StateProvince: text(v, field+".StateProvince", a.GetStateProvince(), maxText, false),
+		PostalCode:    text(v, field+".PostalCode", a.GetPostalCode(), 20, false),
+		Country:       text(v, field+".Country", a.GetCountry(), 100, false),
+	}
+}
+
+// draft is a create body that passed its shape checks, before the funds,
+// the contact and the stock were looked up.
+type draft struct {
+	currency  string
+	donations []store.Donation
+	fundIDs   []uuid.UUID
+	items     []store.Item
+	payments  []paymentDraft
+	schedules []store.Schedule
+	billing   *store.Address
+	shipping  *store.Address
+	batchID   *uuid.UUID
+	notes     string
+}
+
+type paymentDraft struct {
+	store.Payment
+	token string
+}
+
+// validateCreate checks everything a create body says on its own. The
+// currency is already resolved (the tenant's default when omitted).
+func validateCreate(req *ordersv1.CreateOrderRequest, currency string, today time.Time) (draft, error) {
+	var v apperr.Violations
+	d := draft{currency: currency}
+	if req.GetContactId() <= 0 {
+		v.Add("ContactId", "Contact id must be greater than 0.")
+	}
+	if !money.Known(currency) {
+		v.Add("Currency", "'%s' is not an ISO 4217 currency code.", truncate(currency, 8))
+		return d, v.Err()
+	}
+	switch n := len(req.GetDonations()) + len(req.GetItems()); {
+	case n == 0:
+		v.Add("", "An order needs at least one donation or item line.")
+	case len(req.GetDonations()) > maxLines || len(req.GetItems()) > maxLines:
+		v.Add("", "An order holds at most %d donation lines and %d item lines.", maxLines, maxLines)
+		return d, v.Err()
+	}
+	for i, in := range req.GetDonations() {
+		p := indexPath("Donations", i)
+		fid, err := uuid.Parse(strings.TrimSpace(in.GetFundId()))
+		if err != nil {
+			v.Add(p+".FundId", "'FundId' must be the id of a fund.")
+		}
+		dn := store.Donation{ID: uuid.Must(uuid.NewV7()), FundID: fid, AmountMinor: amount(&v, p+".Amount", in.GetAmount(), currency),
+			CampaignID: text(&v, p+".CampaignId", in.GetCampaignId(), maxText, false), AppealID: text(&v, p+".AppealId", in.GetAppealId(), maxText, false)}
+		if t := in.GetTribute(); t != nil {
+			tt := canonical(tributeTypes, t.GetTributeType())
+			if tt == "" {
+				v.Add(p+".Tribute.TributeType", "'TributeType' must be InHonorOf or InMemoryOf.")
+			}
+			dn.Tribute = &store.Tribute{Type: tt, Name: text(&v, p+".Tribute.Name", t.GetName(), maxText, true),
+				NotifyName: text(&v, p+".Tribute.NotifyName", t.GetNotifyName(), maxText, false), NotifyEmail: text(&v, p+".Tribute.NotifyEmail", t.GetNotifyEmail(), 320, false)}
+		}
+		d.donations = append(d.donations, dn)
+		d.fundIDs = append(d.fundIDs, fid)
+	}
+	for i, in := range req.GetItems() {
+		p := indexPath("Items", i)
+		id, err := uuid.Parse(strings.TrimSpace(in.GetItemId()))
+		if err != nil {
+			v.Add(p+".ItemId", "'ItemId' must be the id of an inventory item.")
+		}
+		switch q := in.GetQuantity(); {
+		case q < 1:
+			v.Add(p+".Quantity", "'Quantity' must be greater than 0.")
+		case q > maxQuantity:
+			v.Add(p+".Quantity", "'Quantity' must be %d or less.", maxQuantity)
+		}
+		d.items = append(d.items, store.Item{LineNumber: int32(i + 1), ItemID: id, Quantity: in.GetQuantity()})
+	}
+	if len(req.GetPayments()) > maxPayments {
+		v.Add("Payments", "An order holds at most %d payments.", maxPayments)
+	} else if len(req.GetPayments()) == 0 {
+		v.Add("Payments", "'Payments' must hold at least one payment.")
+	}
+	for i, in := range req.GetPayments() {
+		if i >= maxPayments {
+			break
+		}
+		p := indexPath("Payments", i)
+		m := canonical(paymentMethods, in.GetPaymentMethod())
+		if m == "" {
+			v.Add(p+".PaymentMethod", "'PaymentMethod' must be one of Cash, Check, Card, Ach, External.")
+		}
+		pd := paymentDraft{Payment: store.Payment{ID: uuid.Must(uuid.NewV7()), Method: m, AmountMinor: amount(&v, p+".Amount", in.GetAmount(), currency),
+			CheckNumber: text(&v, p+".CheckNumber", in.GetCheckNumber(), 50, m == "Check"),
+			Reference:   text(&v, p+".Reference", in.GetReference(), maxText, m == "External")}, token: strings.TrimSpace(in.GetPaymentToken())}
+		if (m == "Card" || m == "Ach") && pd.token == "" {
+			v.Add(p+".PaymentToken", "'PaymentToken' must not be empty for %s payments.", m)
+		}
+		d.payments = append(d.payments, pd)
+	}
+	d.billing = address(&v, "BillingAddress", req.GetBillingAddress())
+	d.shipping = address(&v, "ShippingAddress", req.GetShippingAddress())
+	if req.GetSaveBillingToContact() && d.billing == nil {
+		v.Add("BillingAddress", "'BillingAddress' must be given to save it to the contact.")
+	}
+	if req.GetSaveShippingToContact() && d.shipping == nil {
+		v.Add("ShippingAddress", "'ShippingAddress' must be given to save it to the contact.")
+	}
+	if b := strings.TrimSpace(req.GetBatchId()); b != "" {
+		id, err := uuid.Parse(b)
+		if err != nil {
+			v.Add("BatchId", "'BatchId' must be the id of a batch.")
+		}
+		d.batchID = &id
+	}
+	d.notes = text(&v, "Notes", req.GetNotes(), maxNotes, false)
+	if len(req.GetRecurringDonations()) > maxSchedules {
+		v.Add("RecurringDonations", "An order creates at most %d recurring donations.", maxSchedules)
+		return d, v.Err()
+	}
+	for i, in := range req.GetRecurringDonations() {
+		p := indexPath("RecurringDonations", i)
+		fid, err := uuid.Parse(strings.TrimSpace(in.GetFundId()))
+		if err != nil {
+			v.Add(p+".FundId", "'FundId' must be the id of a fund.")
+		}
+		freq := canonical(frequencies, in.GetFrequency())
+		if freq == "" {
+			v.Add(p+".Frequency", "'Frequency' must be one of weekly, monthly, quarterly, annually.")
+		}
+		sc := store.Schedule{ID: uuid.Must(uuid.NewV7()), AmountMinor: amount(&v, p+".Amount", in.GetAmount(), currency), Currency: currency,
+			Frequency: freq, FundID: fid, CampaignID: text(&v, p+".CampaignId", in.GetCampaignId(), maxText, false),
+			PaymentToken: strings.TrimSpace(in.GetPaymentToken()), Status: store.ScheduleActive}
+		sc.PaymentMethod = canonical(paymentMethods, in.GetPaymentMethod())
+		if in.GetPaymentMethod() == "" && len(d.payments) > 0 {
+			sc.PaymentMethod, sc.PaymentToken = d.payments[0].Method, firstNonEmpty(sc.PaymentToken, d.payments[0].token)
+		}
+		if sc.PaymentMethod == "" {
+			v.Add(p+".PaymentMethod", "'PaymentMethod' must be one of Cash, Check, Card, Ach, External.")
+		}
+		// Not the creating order: by default the first installment is one
+		// period after today (the order itself is today's gift).
+		sc.StartDate = nextDate(today, freq, 1)
+		if s := strings.TrimSpace(in.GetStartDate()); s != "" {
+			t, err := time.Parse(time.DateOnly, s)
+			switch {
+			case err != nil:
+				v.Add(p+".StartDate", "'StartDate' must be a date such as 2026-05-01.")
+			case t.Before(today):
+				v.Add(p+".StartDate", "'StartDate' must not be in the past.")
+			default:
+				sc.StartDate = t
+			}
+		}
+		if s := strings.TrimSpace(in.GetEndDate()); s != "" {
+			t, err := time.Parse(time.DateOnly, s)
+			switch {
+			case err != nil:
+				v.Add(p+".EndDate", "'EndDate' must be a date such as 2027-05-01.")
+			case t.Before(sc.StartDate):
+				v.Add(p+".EndDate", "'EndDate' must not be before 'StartDate'.")
+			default:
+				sc.EndDate = &t
+			}
+		}
+		next := sc.StartDate
+		sc.NextChargeDate = &next
+		d.schedules = append(d.schedules, sc)
+		d.fundIDs = append(d.fundIDs, fid)
+	}
+	return d, v.Err()
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// nextDate is n periods of freq after t. Months are added with Go's
+// normalisation clamped to the month's last day (Jan 31 → Feb 28).
+func nextDate(t time.Time, freq string, n int) time.Time {
+	switch freq {
+	case "weekly":
+		return t.AddDate(0, 0, 7*n)
+	case "quarterly":
+		return addMonths(t, 3*n)
+	case "annually":
+		return addMonths(t, 12*n)
+	default:
+		return addMonths(t, n)
+	}
+}
+
+func addMonths(t time.Time, n int) time.Time {
+	y, m, d := t.Date()
+	first := time.Date(y, m+time.Month(n), 1, 0, 0, 0, 0, time.UTC)
+	last := first.AddDate(0, 1, -1).Day()
+	return time.Date(first.Year(), first.Month(), min(d, last), 0, 0, 0, 0, time.UTC)
+}
+
+// truncate shortens s to n runes for an error message that echoes input.
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
+}
