@@ -72,7 +72,9 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *Service {
 	}
 	lookup := cfg.TenantCurrency
 	if lookup == nil {
-		lookup = func(context.Context, string) (string, error) { return "", errors.New("no tenant currency lookup configured") }
+		lookup = func(context.Context, string) (string, error) {
+			return "", errors.New("no tenant currency lookup configured")
+		}
 	}
 	if logger == nil {
 		logger = slog.Default()

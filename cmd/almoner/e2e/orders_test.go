@@ -18,9 +18,9 @@ func tPath(tenantID string, rest ...string) string {
 // orderFixture is a tenant with a contact, a deductible and a
 // non-deductible fund, and a stocked item.
 type orderFixture struct {
-	c                    *apptest.Cluster
-	tn                   apptest.Tenant
-	contactID            float64
+	c                     *apptest.Cluster
+	tn                    apptest.Tenant
+	contactID             float64
 	fund, plainFund, item string
 }
 
@@ -190,7 +190,9 @@ func TestOrdersValidationAndAccess(t *testing.T) {
 		{"negative", func(m map[string]any) { m["donations"] = []any{map[string]any{"fundId": f.fund, "amount": -1}} }, "Donations[0].Amount"},
 		{"bad method", func(m map[string]any) { m["payments"] = []any{map[string]any{"paymentMethod": "Gold", "amount": 10}} }, "Payments[0].PaymentMethod"},
 		{"check without number", func(m map[string]any) { m["payments"] = []any{map[string]any{"paymentMethod": "Check", "amount": 10}} }, "Payments[0].CheckNumber"},
-		{"external without reference", func(m map[string]any) { m["payments"] = []any{map[string]any{"paymentMethod": "External", "amount": 10}} }, "Payments[0].Reference"},
+		{"external without reference", func(m map[string]any) {
+			m["payments"] = []any{map[string]any{"paymentMethod": "External", "amount": 10}}
+		}, "Payments[0].Reference"},
 		{"payments mismatch", func(m map[string]any) { m["payments"] = []any{map[string]any{"paymentMethod": "Cash", "amount": 9}} }, "Payments"},
 		{"no payments", func(m map[string]any) { delete(m, "payments") }, "Payments"},
 		{"bad currency", func(m map[string]any) { m["currency"] = "ZZZ" }, "Currency"},

@@ -12,16 +12,16 @@ import (
 
 // OrderFilter narrows the order list. Zero values do not filter.
 type OrderFilter struct {
-	ContactID   *int64
-	Status      string
-	LineKind    string // Donation or Item
-	FundID      *uuid.UUID
-	CampaignID  string
-	BatchID     *uuid.UUID
-	ScheduleID  *uuid.UUID
-	From, To    *time.Time
-	MinAmount   *int64
-	MaxAmount   *int64
+	ContactID  *int64
+	Status     string
+	LineKind   string // Donation or Item
+	FundID     *uuid.UUID
+	CampaignID string
+	BatchID    *uuid.UUID
+	ScheduleID *uuid.UUID
+	From, To   *time.Time
+	MinAmount  *int64
+	MaxAmount  *int64
 }
 
 // where builds the filter's SQL conditions after the tenant's ($1).

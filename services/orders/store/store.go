@@ -5,8 +5,8 @@ package store
 import (
 	"context"
 
-	"github.com/jackc/pgx/v5"
 	"errors"
+	"github.com/jackc/pgx/v5"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
