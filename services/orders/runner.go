@@ -2,8 +2,13 @@ package orders
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/almoner/almoner/services/orders/store"
 )
 
 // RunnerConfig configures the recurring charge runner.
@@ -64,8 +69,87 @@ func (r *Runner) Stop(ctx context.Context) error {
 	}
 }
 
-// RunOnce charges every schedule due now; it returns how many installment
-// orders it recorded.
+// RunOnce charges every schedule due at the service clock's today and
+// returns how many installment orders it recorded. Several runners may run
+// it at once: each schedule is claimed with FOR UPDATE SKIP LOCKED.
 func (r *Runner) RunOnce(ctx context.Context) (int, error) {
-	return 0, nil
+	s := r.s
+	today := store.Day(s.cfg.Now())
+	total := 0
+	seen := map[uuid.UUID]bool{}
+	for {
+		due, err := s.store.DueSchedules(ctx, today, 200)
+		if err != nil {
+			return total, err
+		}
+		progress := false
+		for _, d := range due {
+			if seen[d.ID] {
+				continue // declined today, or held by another runner
+			}
+			seen[d.ID] = true
+			progress = true
+			ok, err := s.store.ChargeInstallment(ctx, d.TenantID, d.ID, today, func(sc store.Schedule, period time.Time, attempt int32) (store.Outcome, error) {
+				return s.installment(ctx, sc, period, attempt)
+			})
+			if err != nil {
+				r.logger.ErrorContext(ctx, "charge recurring installment", "schedule_id", d.ID, "err", err)
+				continue
+			}
+			if ok {
+				total++
+			}
+		}
+		if !progress || len(due) == 0 {
+			return total, nil
+		}
+		select {
+		case <-ctx.Done():
+			return total, ctx.Err()
+		default:
+		}
+	}
+}
+
+// installment builds the order for one period of a schedule: one donation
+// line to the schedule's fund, paid by the schedule's method. Processor
+// payments are charged with the key schedule/period, so a runner that dies
+// after charging charges nothing new when the period is tried again.
+func (s *Service) installment(ctx context.Context, sc store.Schedule, period time.Time, attempt int32) (store.Outcome, error) {
+	funds, err := s.store.GetFunds(ctx, sc.TenantID, []uuid.UUID{sc.FundID})
+	if err != nil {
+		return store.Outcome{}, err
+	}
+	f := funds[sc.FundID]
+	pay := store.Payment{ID: uuid.Must(uuid.NewV7()), Method: sc.PaymentMethod, AmountMinor: sc.AmountMinor, Status: store.PaymentCaptured}
+	switch sc.PaymentMethod {
+	case "Card", "Ach":
+		if s.cfg.Processor == nil {
+			return store.Outcome{Declined: true}, nil
+		}
+		res, err := s.cfg.Processor.Charge(ctx, Charge{TenantID: sc.TenantID.String(), IdempotencyKey: fmt.Sprintf("%s/%s", sc.ID, period.Format(time.DateOnly)),
+			Method: sc.PaymentMethod, Token: sc.PaymentToken, AmountMinor: sc.AmountMinor, Currency: sc.Currency})
+		if err != nil {
+			return store.Outcome{}, err
+		}
+		if res.Declined {
+			return store.Outcome{Declined: true}, nil
+		}
+		pay.ProcessorReference = res.Reference
+	default:
+		// Cash, check and external installments are pledged, not collected
+		// by us: recorded as Authorized until the tenant records receipt.
+		pay.Status = store.PaymentAuthorized
+	}
+	schedID := sc.ID
+	o := store.Order{TenantID: sc.TenantID, ID: uuid.Must(uuid.NewV7()), ContactID: sc.ContactID, Status: store.StatusCompleted, Currency: sc.Currency,
+		DonationSubtotalMinor: sc.AmountMinor, TotalMinor: sc.AmountMinor, ScheduleID: &schedID,
+		Donations: []store.Donation{{ID: uuid.Must(uuid.NewV7()), FundID: sc.FundID, FundName: f.Name, AmountMinor: sc.AmountMinor,
+			IsTaxDeductible: f.IsTaxDeductible, CampaignID: sc.CampaignID}},
+		Items: []store.Item{}, Payments: []store.Payment{pay},
+		Notes: fmt.Sprintf("Installment of %s (attempt %d).", period.Format(time.DateOnly), attempt)}
+	if f.IsTaxDeductible {
+		o.DeductibleMinor = sc.AmountMinor
+	}
+	return store.Outcome{Order: &store.NewOrder{Order: o, Now: s.cfg.Now()}}, nil
 }

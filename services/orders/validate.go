@@ -281,27 +281,8 @@ func firstNonEmpty(a, b string) string {
 	return b
 }
 
-// nextDate is n periods of freq after t. Months are added with Go's
-// normalisation clamped to the month's last day (Jan 31 → Feb 28).
-func nextDate(t time.Time, freq string, n int) time.Time {
-	switch freq {
-	case "weekly":
-		return t.AddDate(0, 0, 7*n)
-	case "quarterly":
-		return addMonths(t, 3*n)
-	case "annually":
-		return addMonths(t, 12*n)
-	default:
-		return addMonths(t, n)
-	}
-}
-
-func addMonths(t time.Time, n int) time.Time {
-	y, m, d := t.Date()
-	first := time.Date(y, m+time.Month(n), 1, 0, 0, 0, 0, time.UTC)
-	last := first.AddDate(0, 1, -1).Day()
-	return time.Date(first.Year(), first.Month(), min(d, last), 0, 0, 0, 0, time.UTC)
-}
+// nextDate is n periods of freq after t (store.NextDate).
+func nextDate(t time.Time, freq string, n int) time.Time { return store.NextDate(t, freq, n) }
 
 // truncate shortens s to n runes for an error message that echoes input.
 func truncate(s string, n int) string {

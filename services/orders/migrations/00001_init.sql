@@ -171,6 +171,8 @@ CREATE TABLE orders.recurring_donations (
     status           text        NOT NULL CHECK (status IN ('active', 'cancelled', 'completed', 'past_due')),
     next_charge_date date,
     failed_attempts  integer     NOT NULL DEFAULT 0,
+    -- retry_on is when a declined installment is tried again.
+    retry_on         date,
     origin_order_id  uuid        NOT NULL,
     created_at       timestamptz NOT NULL DEFAULT now(),
     updated_at       timestamptz NOT NULL DEFAULT now(),
@@ -179,7 +181,7 @@ CREATE TABLE orders.recurring_donations (
 );
 CREATE INDEX recurring_donations_contact ON orders.recurring_donations (tenant_id, contact_id, id DESC);
 -- The runner's scan: due schedules across tenants.
-CREATE INDEX recurring_donations_due ON orders.recurring_donations (next_charge_date) WHERE status IN ('active', 'past_due');
+CREATE INDEX recurring_donations_due ON orders.recurring_donations ((coalesce(retry_on, next_charge_date))) WHERE status = 'active';
 
 -- One row per schedule and period: the constraint that makes installments
 -- exactly-once whatever runners race or crash.

@@ -1,0 +1,121 @@
+package orders
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/pkg/testdb"
+	"github.com/almoner/almoner/services/orders/store"
+)
+
+// TestRunnerExactlyOnce seeds 1,000 due schedules and runs two runners at
+// once, then again: exactly 1,000 installment orders, one per schedule and
+// period, and every schedule advanced by one month.
+func TestRunnerExactlyOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, err := db.Open(ctx, testdb.New(t, Migrations()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	tenant := uuid.Must(uuid.NewV7())
+	fund := uuid.Must(uuid.NewV7())
+	if _, err := pool.Exec(ctx, `INSERT INTO orders.funds (tenant_id, id, name) VALUES ($1, $2, 'General')`, tenant, fund); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO orders.recurring_donations (tenant_id, id, contact_id, amount_minor, currency, frequency, start_date,
+			fund_id, payment_method, status, next_charge_date, origin_order_id)
+		SELECT $1, gen_random_uuid(), g, 1000, 'USD', 'monthly', DATE '2026-01-31', $2, 'Cash', 'active', DATE '2026-01-31', gen_random_uuid()
+		FROM generate_series(1, 1000) g`, tenant, fund); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 31, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	var wg sync.WaitGroup
+	counts := make([]int, 2)
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			svc := New(pool, Config{Now: clock}, nil)
+			n, err := svc.NewRunner(RunnerConfig{}).RunOnce(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			counts[i] = n
+		}()
+	}
+	wg.Wait()
+	var orders, charges int
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM orders.orders WHERE schedule_id IS NOT NULL),
+		(SELECT count(*) FROM orders.recurring_charges WHERE order_id IS NOT NULL)`).Scan(&orders, &charges); err != nil {
+		t.Fatal(err)
+	}
+	if orders != 1000 || charges != 1000 || counts[0]+counts[1] != 1000 {
+		t.Fatalf("orders %d, charges %d, runner counts %v; want 1000", orders, charges, counts)
+	}
+	// Nothing more is due today; the next date clamps to Feb 28.
+	n, err := New(pool, Config{Now: clock}, nil).NewRunner(RunnerConfig{}).RunOnce(ctx)
+	if err != nil || n != 0 {
+		t.Fatalf("second run: %d, %v", n, err)
+	}
+	var next time.Time
+	if err := pool.QueryRow(ctx, `SELECT DISTINCT next_charge_date FROM orders.recurring_donations`).Scan(&next); err != nil {
+		t.Fatal(err)
+	}
+	if want := time.Date(2026, 2, 28, 0, 0, 0, 0, time.UTC); !next.Equal(want) {
+		t.Errorf("next charge %v, want %v", next, want)
+	}
+	// A month later the next period is charged, from the start day (Mar 31).
+	now = time.Date(2026, 2, 28, 9, 0, 0, 0, time.UTC)
+	if n, err := New(pool, Config{Now: clock}, nil).NewRunner(RunnerConfig{}).RunOnce(ctx); err != nil || n != 1000 {
+		t.Fatalf("February run: %d, %v", n, err)
+	}
+	if err := pool.QueryRow(ctx, `SELECT DISTINCT next_charge_date FROM orders.recurring_donations`).Scan(&next); err != nil {
+		t.Fatal(err)
+	}
+	if want := time.Date(2026, 3, 31, 0, 0, 0, 0, time.UTC); !next.Equal(want) {
+		t.Errorf("next charge %v, want %v", next, want)
+	}
+}
+
+// TestRunnerDeclines: a declined card is retried daily, then past_due.
+func TestRunnerDeclines(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, err := db.Open(ctx, testdb.New(t, Migrations()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	tenant, fund, id := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
+	if _, err := pool.Exec(ctx, `INSERT INTO orders.funds (tenant_id, id, name) VALUES ($1, $2, 'General')`, tenant, fund); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO orders.recurring_donations (tenant_id, id, contact_id, amount_minor, currency, frequency, start_date,
+			fund_id, payment_method, payment_token, status, next_charge_date, origin_order_id)
+		VALUES ($1, $2, 1, 500, 'USD', 'weekly', DATE '2026-03-02', $3, 'Card', 'tok_decline', 'active', DATE '2026-03-02', gen_random_uuid())`, tenant, id, fund); err != nil {
+		t.Fatal(err)
+	}
+	day := time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)
+	for i := range store.MaxAttempts {
+		now := day.AddDate(0, 0, i)
+		svc := New(pool, Config{Now: func() time.Time { return now }, Processor: TestProcessor{}}, nil)
+		if n, err := svc.NewRunner(RunnerConfig{}).RunOnce(ctx); err != nil || n != 0 {
+			t.Fatalf("attempt %d: %d, %v", i+1, n, err)
+		}
+	}
+	sc, err := store.New(pool).GetSchedule(ctx, tenant, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Status != store.SchedulePastDue || sc.FailedAttempts != store.MaxAttempts {
+		t.Errorf("schedule %s after %d declines (%d attempts)", sc.Status, store.MaxAttempts, sc.FailedAttempts)
+	}
+}
