@@ -52,6 +52,10 @@ func (r *Runner) Start() {
 				if _, err := r.RunOnce(ctx); err != nil {
 					r.logger.ErrorContext(ctx, "recurring charge run", "err", err)
 				}
+				// Idempotency records are kept two days: the promise is 24 hours.
+				if _, err := r.s.store.PurgeKeys(ctx, 48*time.Hour); err != nil {
+					r.logger.ErrorContext(ctx, "purge idempotency keys", "err", err)
+				}
 				cancel()
 			}
 		}
