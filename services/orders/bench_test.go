@@ -17,14 +17,15 @@ import (
 	typev1 "github.com/almoner/almoner/pkg/api/almoner/type/v1"
 	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/db"
-	"github.com/almoner/almoner/pkg/paging"
 	"github.com/almoner/almoner/pkg/testdb"
 	"github.com/almoner/almoner/services/orders/store"
 )
 
 type benchContacts struct{}
 
-func (benchContacts) Check(context.Context, authctx.Principal, int64) (bool, bool, error) { return true, true, nil }
+func (benchContacts) Check(context.Context, authctx.Principal, int64) (bool, bool, error) {
+	return true, true, nil
+}
 func (benchContacts) AddAddress(context.Context, authctx.Principal, int64, string, *contactsv1.AddContactAddressRequest) error {
 	return nil
 }
@@ -106,7 +107,6 @@ func BenchmarkListOrders(b *testing.B) {
 	// The keyset cursor of page `deep`: the id just after the rows before it,
 	// newest first (ids are time-ordered, so the row index runs backwards).
 	after := ids[rows-1-int((deep-1)*20)+1]
-	_ = paging.Standard
 	b.Run("page1", func(b *testing.B) {
 		for b.Loop() {
 			if _, _, err := st.ListOrders(ctx, tenant, store.OrderFilter{}, 20, 0, nil); err != nil {
