@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"google.golang.org/grpc/metadata"
@@ -173,7 +174,7 @@ func (c *contactServer) ListContacts(ctx context.Context, req *contactsv1.ListCo
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	query := fingerprint(f.Search, f.Tag, f.Type, f.ExternalID, fmt.Sprint(f.UpdatedSince), fmt.Sprint(boolOr(f.IsActive)), fmt.Sprint(pg.Size))
+	query := listQueryKey(f, pg.Size)
 	page := store.ListPage{Limit: int(pg.Size)}
 	number := pg.Number
 	if pg.Token != nil {
@@ -202,6 +203,16 @@ func (c *contactServer) ListContacts(ctx context.Context, req *contactsv1.ListCo
 		out.NextPageToken = paging.EncodeToken(listToken{After: list[len(list)-1].ID, Page: number + 1, Query: query})
 	}
 	return out, nil
+}
+
+// listQueryKey fingerprints what a list token is valid for: the filters
+// and the page size (a page number means nothing with another size).
+func listQueryKey(f store.ListFilter, size int32) string {
+	since := ""
+	if f.UpdatedSince != nil {
+		since = f.UpdatedSince.UTC().Format(time.RFC3339Nano)
+	}
+	return fingerprint(f.Search, f.Tag, f.Type, f.ExternalID, since, boolOr(f.IsActive), fmt.Sprint(size))
 }
 
 func boolOr(b *bool) string {
