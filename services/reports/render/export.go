@@ -1,0 +1,340 @@
+package render
+
+import (
+	"bufio"
+	"bytes"
+	_ "embed" // the PDF font
+	"encoding/csv"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/go-pdf/fpdf"
+	"github.com/xuri/excelize/v2"
+
+	"github.com/almoner/almoner/services/reports/store"
+)
+
+// Meta is what an export prints around the rows.
+type Meta struct {
+	Tenant    string
+	Params    [][2]string
+	Generated time.Time
+}
+
+// Writer writes an export file row by row.
+type Writer interface {
+	// Row writes one row.
+	Row(store.Row) error
+	// Close writes the totals and finishes the file.
+	Close(totals []store.Totals) error
+}
+
+// Formats maps an export format to its content type and extension.
+var Formats = map[string]struct{ ContentType, Ext string }{
+	"csv":  {"text/csv; charset=utf-8", "csv"},
+	"xlsx": {"application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", "xlsx"},
+	"pdf":  {"application/pdf", "pdf"},
+}
+
+// NewWriter returns the writer of format onto w.
+func NewWriter(format string, t *Table, m Meta, w io.Writer) (Writer, error) {
+	switch format {
+	case "csv":
+		return newCSV(t, w)
+	case "xlsx":
+		return newXLSX(t, w)
+	case "pdf":
+		return newPDF(t, m, w), nil
+	}
+	return nil, fmt.Errorf("unknown format %q", format)
+}
+
+// csvWriter writes RFC 4180 CSV: a header of labels, the rows, then one
+// "Total" row per currency. encoding/csv quotes commas, quotes and newlines.
+type csvWriter struct {
+	t  *Table
+	bw *bufio.Writer
+	cw *csv.Writer
+	r  []string
+}
+
+func newCSV(t *Table, w io.Writer) (*csvWriter, error) {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	c := &csvWriter{t: t, bw: bw, cw: csv.NewWriter(bw), r: make([]string, len(t.Columns))}
+	for i, col := range t.Columns {
+		c.r[i] = col.Label
+	}
+	return c, c.cw.Write(c.r)
+}
+
+func (c *csvWriter) Row(r store.Row) error {
+	for i := range c.t.Columns {
+		c.r[i] = c.t.Text(r, i)
+	}
+	return c.cw.Write(c.r)
+}
+
+func (c *csvWriter) Close(totals []store.Totals) error {
+	for _, tot := range totals {
+		for i := range c.t.Columns {
+			c.r[i] = c.t.Text(tot.Row, i)
+		}
+		if c.t.Columns[0].Type == store.String || c.r[0] == "" {
+			c.r[0] = "Total"
+		}
+		if err := c.cw.Write(c.r); err != nil {
+			return err
+		}
+	}
+	c.cw.Flush()
+	if err := c.cw.Error(); err != nil {
+		return err
+	}
+	return c.bw.Flush()
+}
+
+// xlsxWriter writes one sheet through excelize's StreamWriter, which
+// spools rows to a temporary file past a small buffer, so memory stays flat;
+// the file is written to w at Close. Amounts are numbers with the
+// currency's decimals as the cell format, dates are dates.
+type xlsxWriter struct {
+	t      *Table
+	f      *excelize.File
+	sw     *excelize.StreamWriter
+	w      io.Writer
+	n      int
+	row    []any
+	styles map[int]int
+	date   int
+}
+
+func newXLSX(t *Table, w io.Writer) (*xlsxWriter, error) {
+	f := excelize.NewFile()
+	sw, err := f.NewStreamWriter("Sheet1")
+	if err != nil {
+		return nil, err
+	}
+	x := &xlsxWriter{t: t, f: f, sw: sw, w: w, n: 1, row: make([]any, len(t.Columns)), styles: map[int]int{}}
+	if x.date, err = f.NewStyle(&excelize.Style{NumFmt: 14}); err != nil {
+		return nil, err
+	}
+	bold, err := f.NewStyle(&excelize.Style{Font: &excelize.Font{Bold: true}})
+	if err != nil {
+		return nil, err
+	}
+	head := make([]any, len(t.Columns))
+	for i, c := range t.Columns {
+		head[i] = excelize.Cell{StyleID: bold, Value: c.Label}
+	}
+	if err := sw.SetRow("A1", head); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// decimalStyle is the number format with exp decimals ("0.00").
+func (x *xlsxWriter) decimalStyle(exp int) int {
+	if id, ok := x.styles[exp]; ok {
+		return id
+	}
+	code := "0"
+	if exp > 0 {
+		code += "."
+		for range exp {
+			code += "0"
+		}
+	}
+	id, err := x.f.NewStyle(&excelize.Style{CustomNumFmt: &code})
+	if err != nil {
+		id = 0
+	}
+	x.styles[exp] = id
+	return id
+}
+
+func (x *xlsxWriter) cells(r store.Row) []any {
+	for i, c := range x.t.Columns {
+		switch v := r[i].(type) {
+		case nil:
+			x.row[i] = nil
+		case int64:
+			if c.Type == store.Decimal {
+				cur := x.t.currencyOf(r)
+				exp := exponent(cur)
+				// The exact decimal text parsed as a float for the cell:
+				// spreadsheet numbers are floats, the format shows the
+				// currency's decimals.
+				x.row[i] = excelize.Cell{StyleID: x.decimalStyle(exp), Value: float64(v) / pow10(exp)}
+			} else {
+				x.row[i] = v
+			}
+		case time.Time:
+			x.row[i] = excelize.Cell{StyleID: x.date, Value: v}
+		default:
+			x.row[i] = v
+		}
+		if c.Type == store.Percent {
+			x.row[i] = x.t.Text(r, i)
+		}
+	}
+	return x.row
+}
+
+func (x *xlsxWriter) Row(r store.Row) error {
+	x.n++
+	cell, _ := excelize.CoordinatesToCellName(1, x.n)
+	return x.sw.SetRow(cell, x.cells(r))
+}
+
+func (x *xlsxWriter) Close(totals []store.Totals) error {
+	for _, tot := range totals {
+		x.n++
+		cells := x.cells(tot.Row)
+		if cells[0] == nil || x.t.Columns[0].Type == store.String {
+			cells[0] = "Total"
+		}
+		cell, _ := excelize.CoordinatesToCellName(1, x.n)
+		if err := x.sw.SetRow(cell, cells); err != nil {
+			return err
+		}
+	}
+	if err := x.sw.Flush(); err != nil {
+		return err
+	}
+	defer x.f.Close()
+	return x.f.Write(x.w)
+}
+
+//go:embed DejaVuSans.ttf
+var fontRegular []byte
+
+//go:embed DejaVuSans-Bold.ttf
+var fontBold []byte
+
+// pdfWriter lays the report out as an A4 landscape table: a title block
+// (title, tenant, parameters, generation time), headers repeated on each
+// page, page numbers in the footer and the totals last. DejaVu Sans is
+// embedded (its licence, LICENSE-DejaVu.txt, allows redistribution) so
+// non-Latin names print. fpdf keeps the document in memory until Close,
+// which is why PDF exports are capped (MaxPDFRows).
+type pdfWriter struct {
+	t      *Table
+	pdf    *fpdf.Fpdf
+	w      io.Writer
+	widths []float64
+}
+
+// MaxPDFRows caps a PDF export: a PDF is for reading, and fpdf builds the
+// document in memory.
+const MaxPDFRows = 20000
+
+func newPDF(t *Table, m Meta, w io.Writer) *pdfWriter {
+	pdf := fpdf.New("L", "mm", "A4", "")
+	pdf.AddUTF8FontFromBytes("dejavu", "", fontRegular)
+	pdf.AddUTF8FontFromBytes("dejavu", "B", fontBold)
+	pdf.SetAutoPageBreak(true, 15)
+	pdf.SetCreator("Almoner", true)
+	pdf.SetTitle(t.Title, true)
+	p := &pdfWriter{t: t, pdf: pdf, w: w}
+	pageW, _ := pdf.GetPageSize()
+	left, _, right, _ := pdf.GetMargins()
+	usable := pageW - left - right
+	// Widths in proportion to the header length, at least 18 mm.
+	weights := make([]float64, len(t.Columns))
+	var sum float64
+	for i, c := range t.Columns {
+		weights[i] = max(float64(len([]rune(c.Label))), 8)
+		if c.Type == store.String {
+			weights[i] *= 1.8
+		}
+		sum += weights[i]
+	}
+	p.widths = make([]float64, len(t.Columns))
+	for i := range weights {
+		p.widths[i] = usable * weights[i] / sum
+	}
+	pdf.SetFooterFunc(func() {
+		pdf.SetY(-12)
+		pdf.SetFont("dejavu", "", 8)
+		pdf.CellFormat(0, 8, fmt.Sprintf("%s — page %d of {nb}", t.Title, pdf.PageNo()), "", 0, "C", false, 0, "")
+	})
+	pdf.AliasNbPages("{nb}")
+	pdf.SetHeaderFunc(func() {
+		if pdf.PageNo() > 1 {
+			p.header()
+		}
+	})
+	pdf.AddPage()
+	pdf.SetFont("dejavu", "B", 16)
+	pdf.CellFormat(0, 10, t.Title, "", 1, "L", false, 0, "")
+	pdf.SetFont("dejavu", "", 9)
+	pdf.CellFormat(0, 5, "Tenant: "+m.Tenant, "", 1, "L", false, 0, "")
+	for _, kv := range m.Params {
+		pdf.CellFormat(0, 5, kv[0]+": "+kv[1], "", 1, "L", false, 0, "")
+	}
+	pdf.CellFormat(0, 5, "Generated: "+m.Generated.UTC().Format("2006-01-02 15:04:05 UTC"), "", 1, "L", false, 0, "")
+	pdf.Ln(3)
+	p.header()
+	return p
+}
+
+func (p *pdfWriter) header() {
+	p.pdf.SetFont("dejavu", "B", 8)
+	p.pdf.SetFillColor(230, 230, 230)
+	for i, c := range p.t.Columns {
+		p.pdf.CellFormat(p.widths[i], 6, c.Label, "1", 0, "L", true, 0, "")
+	}
+	p.pdf.Ln(-1)
+	p.pdf.SetFont("dejavu", "", 8)
+}
+
+func (p *pdfWriter) line(r store.Row, first string) {
+	for i, c := range p.t.Columns {
+		s := p.t.Text(r, i)
+		if i == 0 && first != "" {
+			s = first
+		}
+		// One line per row: newlines in text print as spaces, long text is
+		// cut to the column.
+		s = string(bytes.ReplaceAll(bytes.ReplaceAll([]byte(s), []byte("\r"), nil), []byte("\n"), []byte(" ")))
+		for p.pdf.GetStringWidth(s) > p.widths[i]-2 && len(s) > 0 {
+			rs := []rune(s)
+			s = string(rs[:len(rs)-1])
+		}
+		align := "L"
+		if c.Type == store.Decimal || c.Type == store.Integer || c.Type == store.Percent {
+			align = "R"
+		}
+		p.pdf.CellFormat(p.widths[i], 5, s, "1", 0, align, false, 0, "")
+	}
+	p.pdf.Ln(-1)
+}
+
+func (p *pdfWriter) Row(r store.Row) error {
+	p.line(r, "")
+	return p.pdf.Error()
+}
+
+func (p *pdfWriter) Close(totals []store.Totals) error {
+	p.pdf.SetFont("dejavu", "B", 8)
+	for _, tot := range totals {
+		p.line(tot.Row, "Total")
+	}
+	return p.pdf.Output(p.w)
+}
+
+func exponent(cur string) int {
+	if cur == "" {
+		return 2
+	}
+	return moneyExponent(cur)
+}
+
+func pow10(n int) float64 {
+	f := 1.0
+	for range n {
+		f *= 10
+	}
+	return f
+}

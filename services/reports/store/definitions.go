@@ -1,0 +1,157 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/almoner/almoner/pkg/audit"
+	"github.com/almoner/almoner/pkg/db"
+)
+
+// ErrNotFound is a definition that does not exist in the tenant (or was
+// deleted).
+var ErrNotFound = errors.New("report not found")
+
+// Definition is a saved report.
+type Definition struct {
+	TenantID    uuid.UUID
+	ID          uuid.UUID
+	Name        string
+	Description string
+	TypeKey     string
+	Parameters  map[string]string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+func (d Definition) snapshot() map[string]any {
+	return map[string]any{"Name": d.Name, "Description": d.Description, "TypeKey": d.TypeKey, "Parameters": d.Parameters}
+}
+
+const defColumns = `tenant_id, id, name, description, type_key, parameters, created_at, updated_at`
+
+func scanDef(r pgx.Row) (Definition, error) {
+	var d Definition
+	var params []byte
+	err := r.Scan(&d.TenantID, &d.ID, &d.Name, &d.Description, &d.TypeKey, &params, &d.CreatedAt, &d.UpdatedAt)
+	if db.IsNoRows(err) {
+		return d, ErrNotFound
+	}
+	if err != nil {
+		return d, err
+	}
+	err = json.Unmarshal(params, &d.Parameters)
+	return d, err
+}
+
+// Create saves d and its audit row.
+func (s *Store) Create(ctx context.Context, d Definition, actor string) (Definition, error) {
+	params, err := json.Marshal(d.Parameters)
+	if err != nil {
+		return d, err
+	}
+	var out Definition
+	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		out, err = scanDef(tx.QueryRow(ctx, `INSERT INTO reports.definitions (tenant_id, id, name, description, type_key, parameters)
+			VALUES ($1, $2, $3, $4, $5, $6) RETURNING `+defColumns, d.TenantID, d.ID, d.Name, d.Description, d.TypeKey, params))
+		if err != nil {
+			return err
+		}
+		return audit.Record(ctx, tx, audit.Entry{TenantID: d.TenantID.String(), EntityType: "Report", EntityID: d.ID.String(), Action: audit.Created, Actor: actor})
+	})
+	return out, err
+}
+
+// Get reads a live definition.
+func (s *Store) Get(ctx context.Context, tenantID, id uuid.UUID) (Definition, error) {
+	return scanDef(s.pool.QueryRow(ctx, `SELECT `+defColumns+` FROM reports.definitions WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL`, tenantID, id))
+}
+
+// Update replaces a definition's fields with d's, recording the diff.
+func (s *Store) Update(ctx context.Context, d Definition, actor string) (Definition, error) {
+	params, err := json.Marshal(d.Parameters)
+	if err != nil {
+		return d, err
+	}
+	var out Definition
+	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		before, err := scanDef(tx.QueryRow(ctx, `SELECT `+defColumns+` FROM reports.definitions WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE`, d.TenantID, d.ID))
+		if err != nil {
+			return err
+		}
+		out, err = scanDef(tx.QueryRow(ctx, `UPDATE reports.definitions SET name = $3, description = $4, type_key = $5, parameters = $6, updated_at = now()
+			WHERE tenant_id = $1 AND id = $2 RETURNING `+defColumns, d.TenantID, d.ID, d.Name, d.Description, d.TypeKey, params))
+		if err != nil {
+			return err
+		}
+		changes := audit.Diff(before.snapshot(), out.snapshot())
+		if changes == nil {
+			return nil
+		}
+		return audit.Record(ctx, tx, audit.Entry{TenantID: d.TenantID.String(), EntityType: "Report", EntityID: d.ID.String(), Action: audit.Updated, Changes: changes, Actor: actor})
+	})
+	return out, err
+}
+
+// Delete soft-deletes a definition: nothing is physically deleted through
+// the API, and its run records keep pointing at it.
+func (s *Store) Delete(ctx context.Context, tenantID, id uuid.UUID, actor string) error {
+	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE reports.definitions SET deleted_at = now(), updated_at = now() WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL`, tenantID, id)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return ErrNotFound
+		}
+		return audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: "Report", EntityID: id.String(), Action: audit.Deleted, Actor: actor})
+	})
+}
+
+// List returns a page of live definitions by name, and how many there are.
+func (s *Store) List(ctx context.Context, tenantID uuid.UUID, offset, limit int64) ([]Definition, int64, error) {
+	var total int64
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM reports.definitions WHERE tenant_id = $1 AND deleted_at IS NULL`, tenantID).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+defColumns+` FROM reports.definitions WHERE tenant_id = $1 AND deleted_at IS NULL
+		ORDER BY lower(name), id LIMIT $2 OFFSET $3`, tenantID, limit, offset)
+	if err != nil {
+		return nil, 0, err
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Definition, error) { return scanDef(r) })
+	return out, total, err
+}
+
+// Run is the record of one run or export.
+type Run struct {
+	TenantID   uuid.UUID
+	ReportID   *uuid.UUID
+	TypeKey    string
+	Parameters map[string]string
+	// Kind is run or export; Format is the export's format.
+	Kind, Format string
+	RowCount     int64
+	Duration     time.Duration
+	Actor        string
+}
+
+// RecordRun appends a run record.
+func (s *Store) RecordRun(ctx context.Context, r Run) error {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return err
+	}
+	params, err := json.Marshal(r.Parameters)
+	if err != nil {
+		return err
+	}
+	_, err = s.pool.Exec(ctx, `INSERT INTO reports.runs (tenant_id, id, report_id, type_key, parameters, kind, format, row_count, duration_ms, actor)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, r.TenantID, id, r.ReportID, r.TypeKey, params, r.Kind, r.Format, r.RowCount, r.Duration.Milliseconds(), r.Actor)
+	return err
+}
