@@ -201,7 +201,7 @@ func BenchmarkListFirstPage(b *testing.B) {
 func BenchmarkListDeepPage(b *testing.B) {
 	env := setupBench(b)
 	const page, size = 10_000, 20
-	token := paging.EncodeToken(listToken{After: env.firstID + (page-1)*size - 1, Page: page, Query: listQueryKey(store.ListFilter{}, size)})
+	token := paging.EncodeToken(listToken{After: env.firstID + (page-1)*size - 1, Page: page, Query: listQueryKey(store.ListFilter{}, size), Total: benchContacts})
 	timed(b, func(int) {
 		resp, err := env.cs.ListContacts(env.ctx, &contactsv1.ListContactsRequest{TenantId: benchTenant.String(), PageToken: token})
 		if err != nil || len(resp.GetItems()) != size || resp.GetPage() != page || resp.GetItems()[0].GetId() != env.firstID+(page-1)*size {
