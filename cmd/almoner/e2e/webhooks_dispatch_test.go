@@ -1,0 +1,165 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/almoner/almoner/cmd/almoner/apptest"
+	"github.com/almoner/almoner/pkg/audit"
+)
+
+// TestWebhookDispatchNoLossUnderCrashes writes 10,000 events from 8
+// concurrent writers (some holding their transaction open while later ones
+// commit) while two dispatcher processes deliver them, one of them killed
+// with SIGKILL twice. Every event must arrive, and no attempt (delivery
+// id) may be sent twice.
+func TestWebhookDispatchNoLossUnderCrashes(t *testing.T) {
+	// Opt-in until it is stable: in its first runs on the shared 2-core
+	// machine the writers stalled (see docs/webhooks.md, Open issues).
+	if testing.Short() || os.Getenv("ALMONER_WEBHOOK_CRASH_TEST") != "1" {
+		t.Skip("set ALMONER_WEBHOOK_CRASH_TEST=1 to run the crash test")
+	}
+	t.Parallel()
+	var (
+		mu       sync.Mutex
+		events   = map[string]int{}
+		attempts = map[string]int{}
+	)
+	rc := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b struct{ ID string }
+		_ = json.NewDecoder(r.Body).Decode(&b)
+		mu.Lock()
+		events[b.ID]++
+		attempts[r.Header.Get("X-Webhook-Delivery-Id")]++
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer rc.Close()
+	ca := caFile(t, &receiver{srv: rc})
+	settings := devSettings(ca, "ALMONER_WEBHOOK_DISPATCH", "false")
+	c := apptest.Start(t, apptest.Options{Settings: settings})
+	tn := c.NewTenant(t, "api-access:enabled", "webhooks:enabled")
+	createWebhook(t, c, tn, rc.URL, "contact.created")
+
+	env := []string{"DATABASE_URL=" + c.DatabaseURL, "ALMONER_AUTH_ADDR=" + c.ServiceAddr("auth"), "ALMONER_METRICS_ADDR=off",
+		"ALMONER_HTTP_ADDR=", "ALMONER_WEBHOOK_TICK=5ms", "ALMONER_WEBHOOK_LEASE=1s", "ALMONER_WEBHOOK_TIMEOUT=500ms",
+		"ALMONER_WEBHOOK_RETRY_BASE=50ms", "ALMONER_WEBHOOK_SEND_LIMIT=200", "ALMONER_WEBHOOK_ENQUEUE_LIMIT=2000"}
+	for k, v := range settings {
+		if k != "ALMONER_WEBHOOK_DISPATCH" && k != "ALMONER_WEBHOOK_TICK" {
+			env = append(env, k+"="+v)
+		}
+	}
+	start := func() *apptest.Child {
+		return apptest.StartChild(t, "webhooks", append(env, "ALMONER_GRPC_ADDR="+apptest.FreeAddr(t))...)
+	}
+	steady := start()
+	victim := start()
+
+	pool, err := pgxpool.New(context.Background(), c.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	const writers, perWriter, perTx = 8, 1250, 25
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx := context.Background()
+			for i := 0; i < perWriter/perTx; i++ {
+				tx, err := pool.Begin(ctx)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for k := 0; k < perTx; k++ {
+					if err := audit.Record(ctx, tx, audit.Entry{TenantID: tn.ID, EntityType: "Contact", EntityID: fmt.Sprintf("%d-%d-%d", w, i, k), Action: audit.Created, Actor: "system"}); err != nil {
+						errs <- err
+						return
+					}
+				}
+				// Every 7th transaction stays open while later ones commit.
+				if i%7 == 3 {
+					time.Sleep(150 * time.Millisecond)
+				}
+				if err := tx.Commit(ctx); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	// Kill one dispatcher twice mid-run, restarting it each time.
+	for k := 0; k < 2; k++ {
+		time.Sleep(400 * time.Millisecond)
+		if err := victim.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		// Not <-victim.Done(): the child's cleanup waits on that value.
+		time.Sleep(50 * time.Millisecond)
+		victim = start()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(45 * time.Second)
+	for {
+		mu.Lock()
+		n := len(events)
+		mu.Unlock()
+		if n >= writers*perWriter {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("received %d distinct events of %d", n, writers*perWriter)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var ids []string
+	rows, err := pool.Query(context.Background(), `SELECT event_id::text FROM audit.events WHERE tenant_id = $1 AND event = 'contact.created'`, tn.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id string
+		_ = rows.Scan(&id)
+		ids = append(ids, id)
+	}
+	if len(ids) != writers*perWriter {
+		t.Fatalf("audit has %d events", len(ids))
+	}
+	for _, id := range ids {
+		if events[id] == 0 {
+			t.Errorf("event %s never arrived", id)
+		}
+	}
+	dupEvents := 0
+	for _, n := range events {
+		if n > 1 {
+			dupEvents++
+		}
+	}
+	for id, n := range attempts {
+		if n > 1 {
+			t.Errorf("attempt %s sent %d times", id, n)
+		}
+	}
+	t.Logf("%d events, %d attempts, %d events delivered more than once (at least once after a crash)", len(events), len(attempts), dupEvents)
+	_ = steady
+}
