@@ -558,4 +558,3 @@ func TestWebhookFeatureOffSendsNothing(t *testing.T) {
 		t.Errorf("deliveries queued: %d, %v", n, err)
 	}
 }
-
