@@ -188,4 +188,3 @@ func (f *fixture) ctx(scope ...string) context.Context {
 	p := authctx.Principal{TenantID: f.tenant.String(), KeyID: "k1", KeyPrefix: "ak_test_k1", Scopes: scope}
 	return metadata.NewIncomingContext(context.Background(), p.MD())
 }
-

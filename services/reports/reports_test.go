@@ -122,7 +122,7 @@ func TestReportFigures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.typ, func(t *testing.T) {
-			body, err := x.RunReportType(f.ctx(), &reportsv1.RunReportTypeRequest{TenantId: f.tenant.String(), TypeKey: tt.typ, Parameters: params(t, tt.params)})
+			body, err := x.RunReportType(f.ctx(), &reportsv1.RunReportTypeRequest{TenantId: f.tenant.String(), TypeKey: tt.typ, Body: &reportsv1.RunBody{Parameters: params(t, tt.params)}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -145,24 +145,11 @@ func (x *server) RunReportType(ctx context.Context, req *reportsv1.RunReportType
 		return nil, err
 	}
 	var v apperr.Violations
-	raw := rawParams(unwrapParams(req.GetParameters()), &v)
+	raw := rawParams(req.GetBody().GetParameters(), &v)
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
 	return x.run(ctx, p, t, raw, nil, pg)
-}
-
-// unwrapParams accepts a REST body of the form {"parameters": {...}} as
-// well as the bare parameter object.
-func unwrapParams(s *structpb.Struct) *structpb.Struct {
-	if f := s.GetFields(); len(f) == 1 {
-		for k, v := range f {
-			if strings.EqualFold(k, "parameters") && v.GetStructValue() != nil {
-				return v.GetStructValue()
-			}
-		}
-	}
-	return s
 }
 
 func parseID(id string) (uuid.UUID, error) {
@@ -353,7 +340,7 @@ func (x *server) RunReport(ctx context.Context, req *reportsv1.RunReportRequest)
 		return nil, err
 	}
 	var v apperr.Violations
-	over := rawParams(unwrapParams(req.GetParameters()), &v)
+	over := rawParams(req.GetBody().GetParameters(), &v)
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
@@ -417,7 +404,7 @@ func (x *server) ExportReport(req *reportsv1.ExportReportRequest, stream grpc.Se
 		return apperr.NotFound("Report type")
 	}
 	var v apperr.Violations
-	over := rawParams(unwrapParams(req.GetParameters()), &v)
+	over := rawParams(req.GetBody().GetParameters(), &v)
 	if err := v.Err(); err != nil {
 		return err
 	}

@@ -361,8 +361,9 @@ type RunReportTypeRequest struct {
 	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
 	// TypeKey is the report type.
 	TypeKey string `protobuf:"bytes,2,opt,name=type_key,json=typeKey,proto3" json:"type_key,omitempty"`
-	// Parameters are the run's parameter values: the REST request body.
-	Parameters *structpb.Struct `protobuf:"bytes,3,opt,name=parameters,proto3" json:"parameters,omitempty"`
+	// Body is the REST request body: `{"parameters": {...}}`, the run's
+	// parameter values.
+	Body *RunBody `protobuf:"bytes,3,opt,name=body,proto3" json:"body,omitempty"`
 	// Page is 1-based (default 1).
 	Page *int32 `protobuf:"varint,4,opt,name=page,proto3,oneof" json:"page,omitempty"`
 	// PageSize is at most 1000 (default 50).
@@ -417,9 +418,9 @@ func (x *RunReportTypeRequest) GetTypeKey() string {
 	return ""
 }
 
-func (x *RunReportTypeRequest) GetParameters() *structpb.Struct {
+func (x *RunReportTypeRequest) GetBody() *RunBody {
 	if x != nil {
-		return x.Parameters
+		return x.Body
 	}
 	return nil
 }
@@ -1238,10 +1239,10 @@ type RunReportRequest struct {
 	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
 	// ReportId is the definition.
 	ReportId string `protobuf:"bytes,2,opt,name=report_id,json=reportId,proto3" json:"report_id,omitempty"`
-	// Parameters override the saved values for this run only. Over REST
-	// they are the request body (`{"From": "2026-01-01"}`); page, pageSize
+	// Body is the REST request body, `{"parameters": {"From": "2026-01-01"}}`:
+	// values that override the saved ones for this run only. page, pageSize
 	// and pageToken are query parameters.
-	Parameters *structpb.Struct `protobuf:"bytes,3,opt,name=parameters,proto3" json:"parameters,omitempty"`
+	Body *RunBody `protobuf:"bytes,3,opt,name=body,proto3" json:"body,omitempty"`
 	// Page is 1-based (default 1).
 	Page *int32 `protobuf:"varint,4,opt,name=page,proto3,oneof" json:"page,omitempty"`
 	// PageSize is at most 1000 (default 50).
@@ -1296,9 +1297,9 @@ func (x *RunReportRequest) GetReportId() string {
 	return ""
 }
 
-func (x *RunReportRequest) GetParameters() *structpb.Struct {
+func (x *RunReportRequest) GetBody() *RunBody {
 	if x != nil {
-		return x.Parameters
+		return x.Body
 	}
 	return nil
 }
@@ -1333,9 +1334,10 @@ type ExportReportRequest struct {
 	ReportId string `protobuf:"bytes,2,opt,name=report_id,json=reportId,proto3" json:"report_id,omitempty"`
 	// Format is csv, xlsx or pdf.
 	Format string `protobuf:"bytes,3,opt,name=format,proto3" json:"format,omitempty"`
-	// Parameters override the saved values for this export only; the REST
-	// body, with format as a query parameter (`?format=csv`).
-	Parameters    *structpb.Struct `protobuf:"bytes,4,opt,name=parameters,proto3" json:"parameters,omitempty"`
+	// Body is the REST request body, `{"parameters": {...}}`: overrides
+	// of the saved values for this export only. format is a query parameter
+	// (`?format=csv`).
+	Body          *RunBody `protobuf:"bytes,4,opt,name=body,proto3" json:"body,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1391,7 +1393,53 @@ func (x *ExportReportRequest) GetFormat() string {
 	return ""
 }
 
-func (x *ExportReportRequest) GetParameters() *structpb.Struct {
+func (x *ExportReportRequest) GetBody() *RunBody {
+	if x != nil {
+		return x.Body
+	}
+	return nil
+}
+
+// RunBody is the body of a run or export request.
+type RunBody struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Parameters are parameter values by key; strings or integers.
+	Parameters    *structpb.Struct `protobuf:"bytes,1,opt,name=parameters,proto3" json:"parameters,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunBody) Reset() {
+	*x = RunBody{}
+	mi := &file_almoner_reports_v1_reports_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunBody) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunBody) ProtoMessage() {}
+
+func (x *RunBody) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_reports_v1_reports_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunBody.ProtoReflect.Descriptor instead.
+func (*RunBody) Descriptor() ([]byte, []int) {
+	return file_almoner_reports_v1_reports_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *RunBody) GetParameters() *structpb.Struct {
 	if x != nil {
 		return x.Parameters
 	}
@@ -1426,13 +1474,11 @@ const file_almoner_reports_v1_reports_proto_rawDesc = "" +
 	"\fReportColumn\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05label\x18\x02 \x01(\tR\x05label\x12\x12\n" +
-	"\x04type\x18\x03 \x01(\tR\x04type\"\xf8\x01\n" +
+	"\x04type\x18\x03 \x01(\tR\x04type\"\xf0\x01\n" +
 	"\x14RunReportTypeRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x19\n" +
-	"\btype_key\x18\x02 \x01(\tR\atypeKey\x127\n" +
-	"\n" +
-	"parameters\x18\x03 \x01(\v2\x17.google.protobuf.StructR\n" +
-	"parameters\x12\x17\n" +
+	"\btype_key\x18\x02 \x01(\tR\atypeKey\x12/\n" +
+	"\x04body\x18\x03 \x01(\v2\x1b.almoner.reports.v1.RunBodyR\x04body\x12\x17\n" +
 	"\x04page\x18\x04 \x01(\x05H\x00R\x04page\x88\x01\x01\x12 \n" +
 	"\tpage_size\x18\x05 \x01(\x05H\x01R\bpageSize\x88\x01\x01\x12\x1d\n" +
 	"\n" +
@@ -1501,41 +1547,38 @@ const file_almoner_reports_v1_reports_proto_rawDesc = "" +
 	"\x13DeleteReportRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1b\n" +
 	"\treport_id\x18\x02 \x01(\tR\breportId\"\x16\n" +
-	"\x14DeleteReportResponse\"\xf6\x01\n" +
+	"\x14DeleteReportResponse\"\xee\x01\n" +
 	"\x10RunReportRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1b\n" +
-	"\treport_id\x18\x02 \x01(\tR\breportId\x127\n" +
-	"\n" +
-	"parameters\x18\x03 \x01(\v2\x17.google.protobuf.StructR\n" +
-	"parameters\x12\x17\n" +
+	"\treport_id\x18\x02 \x01(\tR\breportId\x12/\n" +
+	"\x04body\x18\x03 \x01(\v2\x1b.almoner.reports.v1.RunBodyR\x04body\x12\x17\n" +
 	"\x04page\x18\x04 \x01(\x05H\x00R\x04page\x88\x01\x01\x12 \n" +
 	"\tpage_size\x18\x05 \x01(\x05H\x01R\bpageSize\x88\x01\x01\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x06 \x01(\tR\tpageTokenB\a\n" +
 	"\x05_pageB\f\n" +
 	"\n" +
-	"_page_size\"\xa0\x01\n" +
+	"_page_size\"\x98\x01\n" +
 	"\x13ExportReportRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1b\n" +
 	"\treport_id\x18\x02 \x01(\tR\breportId\x12\x16\n" +
-	"\x06format\x18\x03 \x01(\tR\x06format\x127\n" +
+	"\x06format\x18\x03 \x01(\tR\x06format\x12/\n" +
+	"\x04body\x18\x04 \x01(\v2\x1b.almoner.reports.v1.RunBodyR\x04body\"B\n" +
+	"\aRunBody\x127\n" +
 	"\n" +
-	"parameters\x18\x04 \x01(\v2\x17.google.protobuf.StructR\n" +
-	"parameters2\xf0\n" +
+	"parameters\x18\x01 \x01(\v2\x17.google.protobuf.StructR\n" +
+	"parameters2\xde\n" +
 	"\n" +
-	"\rReportService\x12\x9a\x01\n" +
-	"\x0fListReportTypes\x12*.almoner.reports.v1.ListReportTypesRequest\x1a+.almoner.reports.v1.ListReportTypesResponse\".\x82\xd3\xe4\x93\x02(\x12&/api/tenants/{tenant_id}/reports/types\x12\x9a\x01\n" +
-	"\rRunReportType\x12(.almoner.reports.v1.RunReportTypeRequest\x1a\x14.google.api.HttpBody\"I\x82\xd3\xe4\x93\x02C:\n" +
-	"parameters\"5/api/tenants/{tenant_id}/reports/types/{type_key}/run\x12\x88\x01\n" +
+	"\rReportService\x12\x88\x01\n" +
 	"\vListReports\x12&.almoner.reports.v1.ListReportsRequest\x1a'.almoner.reports.v1.ListReportsResponse\"(\x82\xd3\xe4\x93\x02\"\x12 /api/tenants/{tenant_id}/reports\x12\x96\x01\n" +
 	"\tGetReport\x12$.almoner.reports.v1.GetReportRequest\x1a%.almoner.reports.v1.GetReportResponse\"<\x82\xd3\xe4\x93\x026b\x06report\x12,/api/tenants/{tenant_id}/reports/{report_id}\x12\x96\x01\n" +
 	"\fCreateReport\x12'.almoner.reports.v1.CreateReportRequest\x1a(.almoner.reports.v1.CreateReportResponse\"3\x82\xd3\xe4\x93\x02-:\x01*b\x06report\" /api/tenants/{tenant_id}/reports\x12\xa2\x01\n" +
 	"\fUpdateReport\x12'.almoner.reports.v1.UpdateReportRequest\x1a(.almoner.reports.v1.UpdateReportResponse\"?\x82\xd3\xe4\x93\x029:\x01*b\x06report\x1a,/api/tenants/{tenant_id}/reports/{report_id}\x12\x97\x01\n" +
-	"\fDeleteReport\x12'.almoner.reports.v1.DeleteReportRequest\x1a(.almoner.reports.v1.DeleteReportResponse\"4\x82\xd3\xe4\x93\x02.*,/api/tenants/{tenant_id}/reports/{report_id}\x12\x8d\x01\n" +
-	"\tRunReport\x12$.almoner.reports.v1.RunReportRequest\x1a\x14.google.api.HttpBody\"D\x82\xd3\xe4\x93\x02>:\n" +
-	"parameters\"0/api/tenants/{tenant_id}/reports/{report_id}/run\x12\x98\x01\n" +
-	"\fExportReport\x12'.almoner.reports.v1.ExportReportRequest\x1a\x14.google.api.HttpBody\"G\x82\xd3\xe4\x93\x02A:\n" +
-	"parameters\"3/api/tenants/{tenant_id}/reports/{report_id}/export0\x01BAZ?github.com/almoner/almoner/pkg/api/almoner/reports/v1;reportsv1b\x06proto3"
+	"\fDeleteReport\x12'.almoner.reports.v1.DeleteReportRequest\x1a(.almoner.reports.v1.DeleteReportResponse\"4\x82\xd3\xe4\x93\x02.*,/api/tenants/{tenant_id}/reports/{report_id}\x12\x87\x01\n" +
+	"\tRunReport\x12$.almoner.reports.v1.RunReportRequest\x1a\x14.google.api.HttpBody\">\x82\xd3\xe4\x93\x028:\x04body\"0/api/tenants/{tenant_id}/reports/{report_id}/run\x12\x92\x01\n" +
+	"\fExportReport\x12'.almoner.reports.v1.ExportReportRequest\x1a\x14.google.api.HttpBody\"A\x82\xd3\xe4\x93\x02;:\x04body\"3/api/tenants/{tenant_id}/reports/{report_id}/export0\x01\x12\x9a\x01\n" +
+	"\x0fListReportTypes\x12*.almoner.reports.v1.ListReportTypesRequest\x1a+.almoner.reports.v1.ListReportTypesResponse\".\x82\xd3\xe4\x93\x02(\x12&/api/tenants/{tenant_id}/reports/types\x12\x94\x01\n" +
+	"\rRunReportType\x12(.almoner.reports.v1.RunReportTypeRequest\x1a\x14.google.api.HttpBody\"C\x82\xd3\xe4\x93\x02=:\x04body\"5/api/tenants/{tenant_id}/reports/types/{type_key}/runBAZ?github.com/almoner/almoner/pkg/api/almoner/reports/v1;reportsv1b\x06proto3"
 
 var (
 	file_almoner_reports_v1_reports_proto_rawDescOnce sync.Once
@@ -1549,7 +1592,7 @@ func file_almoner_reports_v1_reports_proto_rawDescGZIP() []byte {
 	return file_almoner_reports_v1_reports_proto_rawDescData
 }
 
-var file_almoner_reports_v1_reports_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_almoner_reports_v1_reports_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_almoner_reports_v1_reports_proto_goTypes = []any{
 	(*ListReportTypesRequest)(nil),  // 0: almoner.reports.v1.ListReportTypesRequest
 	(*ListReportTypesResponse)(nil), // 1: almoner.reports.v1.ListReportTypesResponse
@@ -1571,49 +1614,51 @@ var file_almoner_reports_v1_reports_proto_goTypes = []any{
 	(*DeleteReportResponse)(nil),    // 17: almoner.reports.v1.DeleteReportResponse
 	(*RunReportRequest)(nil),        // 18: almoner.reports.v1.RunReportRequest
 	(*ExportReportRequest)(nil),     // 19: almoner.reports.v1.ExportReportRequest
-	(*structpb.Struct)(nil),         // 20: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),   // 21: google.protobuf.Timestamp
-	(*httpbody.HttpBody)(nil),       // 22: google.api.HttpBody
+	(*RunBody)(nil),                 // 20: almoner.reports.v1.RunBody
+	(*structpb.Struct)(nil),         // 21: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),   // 22: google.protobuf.Timestamp
+	(*httpbody.HttpBody)(nil),       // 23: google.api.HttpBody
 }
 var file_almoner_reports_v1_reports_proto_depIdxs = []int32{
 	2,  // 0: almoner.reports.v1.ListReportTypesResponse.items:type_name -> almoner.reports.v1.ReportType
 	3,  // 1: almoner.reports.v1.ReportType.parameters:type_name -> almoner.reports.v1.ReportParameter
 	4,  // 2: almoner.reports.v1.ReportType.columns:type_name -> almoner.reports.v1.ReportColumn
-	20, // 3: almoner.reports.v1.RunReportTypeRequest.parameters:type_name -> google.protobuf.Struct
+	20, // 3: almoner.reports.v1.RunReportTypeRequest.body:type_name -> almoner.reports.v1.RunBody
 	8,  // 4: almoner.reports.v1.ListReportsResponse.items:type_name -> almoner.reports.v1.ReportSummary
-	20, // 5: almoner.reports.v1.Report.parameters:type_name -> google.protobuf.Struct
-	21, // 6: almoner.reports.v1.Report.created_at:type_name -> google.protobuf.Timestamp
-	21, // 7: almoner.reports.v1.Report.updated_at:type_name -> google.protobuf.Timestamp
+	21, // 5: almoner.reports.v1.Report.parameters:type_name -> google.protobuf.Struct
+	22, // 6: almoner.reports.v1.Report.created_at:type_name -> google.protobuf.Timestamp
+	22, // 7: almoner.reports.v1.Report.updated_at:type_name -> google.protobuf.Timestamp
 	9,  // 8: almoner.reports.v1.GetReportResponse.report:type_name -> almoner.reports.v1.Report
-	20, // 9: almoner.reports.v1.CreateReportRequest.parameters:type_name -> google.protobuf.Struct
+	21, // 9: almoner.reports.v1.CreateReportRequest.parameters:type_name -> google.protobuf.Struct
 	9,  // 10: almoner.reports.v1.CreateReportResponse.report:type_name -> almoner.reports.v1.Report
-	20, // 11: almoner.reports.v1.UpdateReportRequest.parameters:type_name -> google.protobuf.Struct
+	21, // 11: almoner.reports.v1.UpdateReportRequest.parameters:type_name -> google.protobuf.Struct
 	9,  // 12: almoner.reports.v1.UpdateReportResponse.report:type_name -> almoner.reports.v1.Report
-	20, // 13: almoner.reports.v1.RunReportRequest.parameters:type_name -> google.protobuf.Struct
-	20, // 14: almoner.reports.v1.ExportReportRequest.parameters:type_name -> google.protobuf.Struct
-	0,  // 15: almoner.reports.v1.ReportService.ListReportTypes:input_type -> almoner.reports.v1.ListReportTypesRequest
-	5,  // 16: almoner.reports.v1.ReportService.RunReportType:input_type -> almoner.reports.v1.RunReportTypeRequest
-	6,  // 17: almoner.reports.v1.ReportService.ListReports:input_type -> almoner.reports.v1.ListReportsRequest
-	10, // 18: almoner.reports.v1.ReportService.GetReport:input_type -> almoner.reports.v1.GetReportRequest
-	12, // 19: almoner.reports.v1.ReportService.CreateReport:input_type -> almoner.reports.v1.CreateReportRequest
-	14, // 20: almoner.reports.v1.ReportService.UpdateReport:input_type -> almoner.reports.v1.UpdateReportRequest
-	16, // 21: almoner.reports.v1.ReportService.DeleteReport:input_type -> almoner.reports.v1.DeleteReportRequest
-	18, // 22: almoner.reports.v1.ReportService.RunReport:input_type -> almoner.reports.v1.RunReportRequest
-	19, // 23: almoner.reports.v1.ReportService.ExportReport:input_type -> almoner.reports.v1.ExportReportRequest
-	1,  // 24: almoner.reports.v1.ReportService.ListReportTypes:output_type -> almoner.reports.v1.ListReportTypesResponse
-	22, // 25: almoner.reports.v1.ReportService.RunReportType:output_type -> google.api.HttpBody
-	7,  // 26: almoner.reports.v1.ReportService.ListReports:output_type -> almoner.reports.v1.ListReportsResponse
-	11, // 27: almoner.reports.v1.ReportService.GetReport:output_type -> almoner.reports.v1.GetReportResponse
-	13, // 28: almoner.reports.v1.ReportService.CreateReport:output_type -> almoner.reports.v1.CreateReportResponse
-	15, // 29: almoner.reports.v1.ReportService.UpdateReport:output_type -> almoner.reports.v1.UpdateReportResponse
-	17, // 30: almoner.reports.v1.ReportService.DeleteReport:output_type -> almoner.reports.v1.DeleteReportResponse
-	22, // 31: almoner.reports.v1.ReportService.RunReport:output_type -> google.api.HttpBody
-	22, // 32: almoner.reports.v1.ReportService.ExportReport:output_type -> google.api.HttpBody
-	24, // [24:33] is the sub-list for method output_type
-	15, // [15:24] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	20, // 13: almoner.reports.v1.RunReportRequest.body:type_name -> almoner.reports.v1.RunBody
+	20, // 14: almoner.reports.v1.ExportReportRequest.body:type_name -> almoner.reports.v1.RunBody
+	21, // 15: almoner.reports.v1.RunBody.parameters:type_name -> google.protobuf.Struct
+	6,  // 16: almoner.reports.v1.ReportService.ListReports:input_type -> almoner.reports.v1.ListReportsRequest
+	10, // 17: almoner.reports.v1.ReportService.GetReport:input_type -> almoner.reports.v1.GetReportRequest
+	12, // 18: almoner.reports.v1.ReportService.CreateReport:input_type -> almoner.reports.v1.CreateReportRequest
+	14, // 19: almoner.reports.v1.ReportService.UpdateReport:input_type -> almoner.reports.v1.UpdateReportRequest
+	16, // 20: almoner.reports.v1.ReportService.DeleteReport:input_type -> almoner.reports.v1.DeleteReportRequest
+	18, // 21: almoner.reports.v1.ReportService.RunReport:input_type -> almoner.reports.v1.RunReportRequest
+	19, // 22: almoner.reports.v1.ReportService.ExportReport:input_type -> almoner.reports.v1.ExportReportRequest
+	0,  // 23: almoner.reports.v1.ReportService.ListReportTypes:input_type -> almoner.reports.v1.ListReportTypesRequest
+	5,  // 24: almoner.reports.v1.ReportService.RunReportType:input_type -> almoner.reports.v1.RunReportTypeRequest
+	7,  // 25: almoner.reports.v1.ReportService.ListReports:output_type -> almoner.reports.v1.ListReportsResponse
+	11, // 26: almoner.reports.v1.ReportService.GetReport:output_type -> almoner.reports.v1.GetReportResponse
+	13, // 27: almoner.reports.v1.ReportService.CreateReport:output_type -> almoner.reports.v1.CreateReportResponse
+	15, // 28: almoner.reports.v1.ReportService.UpdateReport:output_type -> almoner.reports.v1.UpdateReportResponse
+	17, // 29: almoner.reports.v1.ReportService.DeleteReport:output_type -> almoner.reports.v1.DeleteReportResponse
+	23, // 30: almoner.reports.v1.ReportService.RunReport:output_type -> google.api.HttpBody
+	23, // 31: almoner.reports.v1.ReportService.ExportReport:output_type -> google.api.HttpBody
+	1,  // 32: almoner.reports.v1.ReportService.ListReportTypes:output_type -> almoner.reports.v1.ListReportTypesResponse
+	23, // 33: almoner.reports.v1.ReportService.RunReportType:output_type -> google.api.HttpBody
+	25, // [25:34] is the sub-list for method output_type
+	16, // [16:25] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_almoner_reports_v1_reports_proto_init() }
@@ -1630,7 +1675,7 @@ func file_almoner_reports_v1_reports_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_almoner_reports_v1_reports_proto_rawDesc), len(file_almoner_reports_v1_reports_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

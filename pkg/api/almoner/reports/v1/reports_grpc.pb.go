@@ -20,8 +20,6 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ReportService_ListReportTypes_FullMethodName = "/almoner.reports.v1.ReportService/ListReportTypes"
-	ReportService_RunReportType_FullMethodName   = "/almoner.reports.v1.ReportService/RunReportType"
 	ReportService_ListReports_FullMethodName     = "/almoner.reports.v1.ReportService/ListReports"
 	ReportService_GetReport_FullMethodName       = "/almoner.reports.v1.ReportService/GetReport"
 	ReportService_CreateReport_FullMethodName    = "/almoner.reports.v1.ReportService/CreateReport"
@@ -29,6 +27,8 @@ const (
 	ReportService_DeleteReport_FullMethodName    = "/almoner.reports.v1.ReportService/DeleteReport"
 	ReportService_RunReport_FullMethodName       = "/almoner.reports.v1.ReportService/RunReport"
 	ReportService_ExportReport_FullMethodName    = "/almoner.reports.v1.ReportService/ExportReport"
+	ReportService_ListReportTypes_FullMethodName = "/almoner.reports.v1.ReportService/ListReportTypes"
+	ReportService_RunReportType_FullMethodName   = "/almoner.reports.v1.ReportService/RunReportType"
 )
 
 // ReportServiceClient is the client API for ReportService service.
@@ -41,14 +41,6 @@ const (
 // column keys and amounts keep their currency's decimals (`100.00`), which a
 // google.protobuf.Struct could not carry.
 type ReportServiceClient interface {
-	// ListReportTypes lists the pre-built report types with their parameters
-	// and columns. Needs `reports:view`.
-	ListReportTypes(ctx context.Context, in *ListReportTypesRequest, opts ...grpc.CallOption) (*ListReportTypesResponse, error)
-	// RunReportType runs a report type with the given parameters without
-	// saving a definition. Needs `reports:view`. The run is recorded.
-	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
-	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
-	RunReportType(ctx context.Context, in *RunReportTypeRequest, opts ...grpc.CallOption) (*httpbody.HttpBody, error)
 	// ListReports lists the tenant's saved report definitions. Needs
 	// `reports:view`.
 	ListReports(ctx context.Context, in *ListReportsRequest, opts ...grpc.CallOption) (*ListReportsResponse, error)
@@ -74,6 +66,16 @@ type ReportServiceClient interface {
 	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
 	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
 	ExportReport(ctx context.Context, in *ExportReportRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[httpbody.HttpBody], error)
+	// The type routes come last: grpc-gateway tries the routes registered
+	// last first, so /reports/types wins over /reports/{report_id}.
+	// ListReportTypes lists the pre-built report types with their parameters
+	// and columns. Needs `reports:view`.
+	ListReportTypes(ctx context.Context, in *ListReportTypesRequest, opts ...grpc.CallOption) (*ListReportTypesResponse, error)
+	// RunReportType runs a report type with the given parameters without
+	// saving a definition. Needs `reports:view`. The run is recorded.
+	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
+	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
+	RunReportType(ctx context.Context, in *RunReportTypeRequest, opts ...grpc.CallOption) (*httpbody.HttpBody, error)
 }
 
 type reportServiceClient struct {
@@ -82,26 +84,6 @@ type reportServiceClient struct {
 
 func NewReportServiceClient(cc grpc.ClientConnInterface) ReportServiceClient {
 	return &reportServiceClient{cc}
-}
-
-func (c *reportServiceClient) ListReportTypes(ctx context.Context, in *ListReportTypesRequest, opts ...grpc.CallOption) (*ListReportTypesResponse, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(ListReportTypesResponse)
-	err := c.cc.Invoke(ctx, ReportService_ListReportTypes_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *reportServiceClient) RunReportType(ctx context.Context, in *RunReportTypeRequest, opts ...grpc.CallOption) (*httpbody.HttpBody, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(httpbody.HttpBody)
-	err := c.cc.Invoke(ctx, ReportService_RunReportType_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 func (c *reportServiceClient) ListReports(ctx context.Context, in *ListReportsRequest, opts ...grpc.CallOption) (*ListReportsResponse, error) {
@@ -183,6 +165,26 @@ func (c *reportServiceClient) ExportReport(ctx context.Context, in *ExportReport
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ReportService_ExportReportClient = grpc.ServerStreamingClient[httpbody.HttpBody]
 
+func (c *reportServiceClient) ListReportTypes(ctx context.Context, in *ListReportTypesRequest, opts ...grpc.CallOption) (*ListReportTypesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListReportTypesResponse)
+	err := c.cc.Invoke(ctx, ReportService_ListReportTypes_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *reportServiceClient) RunReportType(ctx context.Context, in *RunReportTypeRequest, opts ...grpc.CallOption) (*httpbody.HttpBody, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(httpbody.HttpBody)
+	err := c.cc.Invoke(ctx, ReportService_RunReportType_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ReportServiceServer is the server API for ReportService service.
 // All implementations must embed UnimplementedReportServiceServer
 // for forward compatibility.
@@ -193,14 +195,6 @@ type ReportService_ExportReportClient = grpc.ServerStreamingClient[httpbody.Http
 // column keys and amounts keep their currency's decimals (`100.00`), which a
 // google.protobuf.Struct could not carry.
 type ReportServiceServer interface {
-	// ListReportTypes lists the pre-built report types with their parameters
-	// and columns. Needs `reports:view`.
-	ListReportTypes(context.Context, *ListReportTypesRequest) (*ListReportTypesResponse, error)
-	// RunReportType runs a report type with the given parameters without
-	// saving a definition. Needs `reports:view`. The run is recorded.
-	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
-	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
-	RunReportType(context.Context, *RunReportTypeRequest) (*httpbody.HttpBody, error)
 	// ListReports lists the tenant's saved report definitions. Needs
 	// `reports:view`.
 	ListReports(context.Context, *ListReportsRequest) (*ListReportsResponse, error)
@@ -226,6 +220,16 @@ type ReportServiceServer interface {
 	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
 	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
 	ExportReport(*ExportReportRequest, grpc.ServerStreamingServer[httpbody.HttpBody]) error
+	// The type routes come last: grpc-gateway tries the routes registered
+	// last first, so /reports/types wins over /reports/{report_id}.
+	// ListReportTypes lists the pre-built report types with their parameters
+	// and columns. Needs `reports:view`.
+	ListReportTypes(context.Context, *ListReportTypesRequest) (*ListReportTypesResponse, error)
+	// RunReportType runs a report type with the given parameters without
+	// saving a definition. Needs `reports:view`. The run is recorded.
+	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
+	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
+	RunReportType(context.Context, *RunReportTypeRequest) (*httpbody.HttpBody, error)
 	mustEmbedUnimplementedReportServiceServer()
 }
 
@@ -236,12 +240,6 @@ type ReportServiceServer interface {
 // pointer dereference when methods are called.
 type UnimplementedReportServiceServer struct{}
 
-func (UnimplementedReportServiceServer) ListReportTypes(context.Context, *ListReportTypesRequest) (*ListReportTypesResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "method ListReportTypes not implemented")
-}
-func (UnimplementedReportServiceServer) RunReportType(context.Context, *RunReportTypeRequest) (*httpbody.HttpBody, error) {
-	return nil, status.Error(codes.Unimplemented, "method RunReportType not implemented")
-}
 func (UnimplementedReportServiceServer) ListReports(context.Context, *ListReportsRequest) (*ListReportsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListReports not implemented")
 }
@@ -263,6 +261,12 @@ func (UnimplementedReportServiceServer) RunReport(context.Context, *RunReportReq
 func (UnimplementedReportServiceServer) ExportReport(*ExportReportRequest, grpc.ServerStreamingServer[httpbody.HttpBody]) error {
 	return status.Error(codes.Unimplemented, "method ExportReport not implemented")
 }
+func (UnimplementedReportServiceServer) ListReportTypes(context.Context, *ListReportTypesRequest) (*ListReportTypesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListReportTypes not implemented")
+}
+func (UnimplementedReportServiceServer) RunReportType(context.Context, *RunReportTypeRequest) (*httpbody.HttpBody, error) {
+	return nil, status.Error(codes.Unimplemented, "method RunReportType not implemented")
+}
 func (UnimplementedReportServiceServer) mustEmbedUnimplementedReportServiceServer() {}
 func (UnimplementedReportServiceServer) testEmbeddedByValue()                       {}
 
@@ -282,42 +286,6 @@ func RegisterReportServiceServer(s grpc.ServiceRegistrar, srv ReportServiceServe
 		t.testEmbeddedByValue()
 	}
 	s.RegisterService(&ReportService_ServiceDesc, srv)
-}
-
-func _ReportService_ListReportTypes_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(ListReportTypesRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(ReportServiceServer).ListReportTypes(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: ReportService_ListReportTypes_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(ReportServiceServer).ListReportTypes(ctx, req.(*ListReportTypesRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _ReportService_RunReportType_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(RunReportTypeRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(ReportServiceServer).RunReportType(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: ReportService_RunReportType_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(ReportServiceServer).RunReportType(ctx, req.(*RunReportTypeRequest))
-	}
-	return interceptor(ctx, in, info, handler)
 }
 
 func _ReportService_ListReports_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
@@ -439,6 +407,42 @@ func _ReportService_ExportReport_Handler(srv interface{}, stream grpc.ServerStre
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ReportService_ExportReportServer = grpc.ServerStreamingServer[httpbody.HttpBody]
 
+func _ReportService_ListReportTypes_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListReportTypesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ReportServiceServer).ListReportTypes(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ReportService_ListReportTypes_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ReportServiceServer).ListReportTypes(ctx, req.(*ListReportTypesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ReportService_RunReportType_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RunReportTypeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ReportServiceServer).RunReportType(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ReportService_RunReportType_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ReportServiceServer).RunReportType(ctx, req.(*RunReportTypeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ReportService_ServiceDesc is the grpc.ServiceDesc for ReportService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -446,14 +450,6 @@ var ReportService_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "almoner.reports.v1.ReportService",
 	HandlerType: (*ReportServiceServer)(nil),
 	Methods: []grpc.MethodDesc{
-		{
-			MethodName: "ListReportTypes",
-			Handler:    _ReportService_ListReportTypes_Handler,
-		},
-		{
-			MethodName: "RunReportType",
-			Handler:    _ReportService_RunReportType_Handler,
-		},
 		{
 			MethodName: "ListReports",
 			Handler:    _ReportService_ListReports_Handler,
@@ -477,6 +473,14 @@ var ReportService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RunReport",
 			Handler:    _ReportService_RunReport_Handler,
+		},
+		{
+			MethodName: "ListReportTypes",
+			Handler:    _ReportService_ListReportTypes_Handler,
+		},
+		{
+			MethodName: "RunReportType",
+			Handler:    _ReportService_RunReportType_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
