@@ -78,7 +78,7 @@ func readAll(t *testing.T, pool *pgxpool.Pool, rq ReadQuery) ([]Event, Cursor) {
 func readWant(t *testing.T, pool *pgxpool.Pool, rq ReadQuery, want int) ([]Event, Cursor) {
 	t.Helper()
 	var out []Event
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for len(out) < want && time.Now().Before(deadline) {
 		got, cur := readAll(t, pool, rq)
 		out = append(out, got...)
@@ -267,14 +267,15 @@ func TestReadConcurrentWritersExactlyOnce(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM audit.events WHERE tenant_id = $1`, tenant).Scan(&committed); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for len(seen) < committed && time.Now().Before(deadline) {
 		if poll() == 0 {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
 	if len(seen) != committed {
-		t.Fatalf("read %d distinct rows, %d committed", len(seen), committed)
+		t.Fatalf("read %d distinct rows, %d committed (a transaction held open elsewhere on the server holds the horizon back: %s)",
+			len(seen), committed, oldestTransaction(t, pool))
 	}
 	for id, n := range seen {
 		if n != 1 {
@@ -371,4 +372,18 @@ func TestListEntity(t *testing.T) {
 	if err != nil || len(byOffset) != 2 || byOffset[0].Seq != next[0].Seq {
 		t.Fatalf("offset page = %+v, %v", byOffset, err)
 	}
+}
+
+// oldestTransaction describes the oldest open transaction of the server,
+// for a failure message.
+func oldestTransaction(t *testing.T, pool *pgxpool.Pool) string {
+	var desc string
+	err := pool.QueryRow(context.Background(), `
+		SELECT coalesce(datname, '') || ' ' || state || ' since ' || (now() - xact_start)::text
+		FROM pg_stat_activity WHERE backend_xid IS NOT NULL OR backend_xmin IS NOT NULL
+		ORDER BY xact_start LIMIT 1`).Scan(&desc)
+	if err != nil {
+		return err.Error()
+	}
+	return desc
 }
