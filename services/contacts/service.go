@@ -89,6 +89,7 @@ func (s *Service) Register(r grpc.ServiceRegistrar) {
 	contactsv1.RegisterContactServiceServer(r, &contactServer{s: s})
 	contactsv1.RegisterContactFormServiceServer(r, &formServer{s: s})
 	contactsv1.RegisterContactFormAdminServiceServer(r, &formAdminServer{s: s})
+	contactsv1.RegisterContactDirectoryServiceServer(r, &directoryServer{s: s})
 }
 
 // Start runs the rate-limit counter pruner until Stop.
