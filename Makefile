@@ -4,7 +4,7 @@ SHELL := /usr/bin/env bash
 .DEFAULT_GOAL := help
 
 BIN        := $(CURDIR)/bin
-MODULES    := pkg services/auth services/inventory gateway cmd/almoner deploy
+MODULES    := pkg services/auth services/contacts services/inventory services/orders services/reports services/webhooks gateway cmd/almoner deploy
 export PATH := $(BIN):$(PATH)
 export GOFLAGS := -buildvcs=false
 
@@ -72,7 +72,9 @@ test: ## Run every module's tests against a real PostgreSQL (found or started li
 		(cd $$m && ALMONER_TEST_DATABASE_URL="$$server" go test -race -count=1 -timeout 12m ./...) || exit 1; \
 	done; \
 	echo "== cmd/almoner/e2e in split mode (every service its own process-like App)"; \
-	(cd cmd/almoner && ALMONER_TEST_DATABASE_URL="$$server" ALMONER_E2E_SPLIT=1 go test -race -count=1 -timeout 12m ./e2e/)
+	(cd cmd/almoner && ALMONER_TEST_DATABASE_URL="$$server" ALMONER_E2E_SPLIT=1 go test -race -count=1 -timeout 12m ./e2e/) || exit 1; \
+	echo "== webhook dispatcher crash test (no -race: two dispatcher processes, 10,000 events)"; \
+	(cd cmd/almoner && ALMONER_TEST_DATABASE_URL="$$server" go test -count=1 -timeout 5m -run 'TestWebhookDispatchNoLossUnderCrashes' -v ./e2e/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|webhooks_dispatch')
 
 .PHONY: bench
 bench: build ## Benchmarks against the running one-process server and pgbench; see docs/performance.md.

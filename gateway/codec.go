@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/url"
+	"reflect"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/utilities"
@@ -25,7 +26,19 @@ func (codec) Marshal(v any) ([]byte, error) { return wirejson.Marshal(v) }
 func (codec) Unmarshal(data []byte, v any) error {
 	m, ok := v.(proto.Message)
 	if !ok {
-		return io.ErrUnexpectedEOF
+		// A body bound to one field (`body: "contact"`) arrives as a
+		// pointer to that field, a **T: allocate the message and decode
+		// into it.
+		rv := reflect.ValueOf(v)
+		if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Kind() != reflect.Pointer {
+			return io.ErrUnexpectedEOF
+		}
+		if rv.Elem().IsNil() {
+			rv.Elem().Set(reflect.New(rv.Elem().Type().Elem()))
+		}
+		if m, ok = rv.Elem().Interface().(proto.Message); !ok {
+			return io.ErrUnexpectedEOF
+		}
 	}
 	return wirejson.Unmarshal(data, m)
 }

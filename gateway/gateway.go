@@ -16,6 +16,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
 	"strings"
 
@@ -32,6 +33,7 @@ import (
 	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
 	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/problem"
+	"github.com/almoner/almoner/pkg/ratelimit"
 	"github.com/almoner/almoner/pkg/telemetry"
 	"github.com/almoner/almoner/pkg/traceid"
 )
@@ -50,6 +52,10 @@ type Config struct {
 	MaxBodyBytes int64
 	// Logger receives one line per failed request.
 	Logger *slog.Logger
+	// TrustedProxies are the peers (load balancers, ingress) whose
+	// X-Forwarded-For names the client (ALMONER_TRUSTED_PROXIES). From any
+	// other peer the header is ignored and the peer is the client.
+	TrustedProxies []netip.Prefix
 }
 
 // Gateway is the REST edge as an http.Handler.
@@ -83,12 +89,13 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		logger:   cfg.Logger,
 	}
 	g.mux = runtime.NewServeMux(
-		runtime.WithMarshalerOption(runtime.MIMEWildcard, codec{}),
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, bodyCodec{&runtime.HTTPBodyMarshaler{Marshaler: codec{}}}),
 		runtime.SetQueryParameterParser(queryParser{}),
 		runtime.WithIncomingHeaderMatcher(incomingHeader),
 		runtime.WithOutgoingHeaderMatcher(outgoingHeader),
 		runtime.WithOutgoingTrailerMatcher(func(string) (string, bool) { return "", false }),
 		runtime.WithMetadata(annotate),
+		runtime.WithMetadata(g.clientIP),
 		runtime.WithForwardResponseOption(successStatus),
 		runtime.WithErrorHandler(g.handleError),
 		runtime.WithRoutingErrorHandler(g.handleRoutingError),
@@ -195,6 +202,17 @@ func annotate(ctx context.Context, r *http.Request) metadata.MD {
 	return md
 }
 
+// clientIP forwards the client's address (the rate-limit key of public
+// routes such as the contact form) under ratelimit.MetadataKey. No client
+// header can set that key: incomingHeader forwards none of that name.
+func (g *Gateway) clientIP(_ context.Context, r *http.Request) metadata.MD {
+	ip, ok := ratelimit.ClientIP(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), g.cfg.TrustedProxies)
+	if !ok {
+		return nil
+	}
+	return metadata.Pairs(ratelimit.MetadataKey, ip.String())
+}
+
 // forwardedHeaders are the only request headers that reach services.
 var forwardedHeaders = map[string]string{
 	"Idempotency-Key": "idempotency-key",
@@ -208,8 +226,17 @@ func incomingHeader(key string) (string, bool) {
 	return v, ok
 }
 
+// bodyCodec writes google.api.HttpBody responses raw (reports' run
+// documents and file exports) and streams HttpBody chunks back to back: the
+// default newline between stream messages would corrupt a file.
+type bodyCodec struct{ *runtime.HTTPBodyMarshaler }
+
+// Delimiter is empty: a streamed HttpBody is one file in pieces.
+func (bodyCodec) Delimiter() []byte { return nil }
+
 // returnedHeaders are the only service response headers sent to clients.
 var returnedHeaders = map[string]string{
+	"content-disposition": "Content-Disposition",
 	"etag":                "ETag",
 	"idempotent-replayed": "Idempotent-Replayed",
 	"location":            "Location",
@@ -245,6 +272,11 @@ func (g *Gateway) handleError(ctx context.Context, _ *runtime.ServeMux, _ runtim
 	st := status.Convert(err)
 	if st.Code() == codes.Unauthenticated {
 		g.writeUnauthorized(w)
+		return
+	}
+	if problem.IsRateLimited(st) {
+		// The spec's 429 is a flat {"message": …}, not a problem document.
+		problem.WriteRateLimited(w)
 		return
 	}
 	d := g.problems.FromStatus(st)

@@ -7,7 +7,11 @@ import (
 	"google.golang.org/grpc"
 
 	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
+	contactsv1 "github.com/almoner/almoner/pkg/api/almoner/contacts/v1"
 	inventoryv1 "github.com/almoner/almoner/pkg/api/almoner/inventory/v1"
+	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
+	reportsv1 "github.com/almoner/almoner/pkg/api/almoner/reports/v1"
+	webhooksv1 "github.com/almoner/almoner/pkg/api/almoner/webhooks/v1"
 )
 
 const authName = "auth"
@@ -21,7 +25,11 @@ type registerFunc func(context.Context, *runtime.ServeMux, *grpc.ClientConn) err
 // A new service adds its line here.
 var registry = map[string][]registerFunc{
 	authName:    {authv1.RegisterApiKeyServiceHandler},
+	"contacts":  {contactsv1.RegisterContactServiceHandler, contactsv1.RegisterContactFormServiceHandler},
 	"inventory": {inventoryv1.RegisterInventoryServiceHandler},
+	"orders":    {ordersv1.RegisterOrderServiceHandler, ordersv1.RegisterFundServiceHandler, ordersv1.RegisterBatchServiceHandler, ordersv1.RegisterRecurringDonationServiceHandler},
+	"reports":   {reportsv1.RegisterReportServiceHandler},
+	"webhooks":  {webhooksv1.RegisterWebhookServiceHandler},
 }
 
 // Services returns the names of the services the gateway can route to.

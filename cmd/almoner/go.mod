@@ -6,8 +6,13 @@ require (
 	github.com/almoner/almoner/gateway v0.0.0
 	github.com/almoner/almoner/pkg v0.0.0
 	github.com/almoner/almoner/services/auth v0.0.0
+	github.com/almoner/almoner/services/contacts v0.0.0
 	github.com/almoner/almoner/services/inventory v0.0.0
+	github.com/almoner/almoner/services/orders v0.0.0
+	github.com/almoner/almoner/services/reports v0.0.0
+	github.com/almoner/almoner/services/webhooks v0.0.0
 	github.com/jackc/pgx/v5 v5.12.0
+	github.com/xuri/excelize/v2 v2.10.0
 	go.opentelemetry.io/otel/sdk v1.47.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261019180522-ce908d29299b
 	google.golang.org/grpc v1.85.0
@@ -22,6 +27,7 @@ require (
 	github.com/felixge/httpsnoop v1.1.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
+	github.com/go-pdf/fpdf v0.9.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.32.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
@@ -34,7 +40,12 @@ require (
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
+	github.com/richardlehane/mscfb v1.0.4 // indirect
+	github.com/richardlehane/msoleps v1.0.4 // indirect
 	github.com/sethvargo/go-retry v0.5.0 // indirect
+	github.com/tiendc/go-deepcopy v1.7.1 // indirect
+	github.com/xuri/efp v0.0.1 // indirect
+	github.com/xuri/nfp v0.0.2-0.20250530014748-2ddeb826f9a9 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.72.0 // indirect
 	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.72.0 // indirect
@@ -46,6 +57,7 @@ require (
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	go.opentelemetry.io/proto/otlp v1.11.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
+	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/net v0.61.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
@@ -57,5 +69,9 @@ replace (
 	github.com/almoner/almoner/gateway => ../../gateway
 	github.com/almoner/almoner/pkg => ../../pkg
 	github.com/almoner/almoner/services/auth => ../../services/auth
+	github.com/almoner/almoner/services/contacts => ../../services/contacts
 	github.com/almoner/almoner/services/inventory => ../../services/inventory
+	github.com/almoner/almoner/services/orders => ../../services/orders
+	github.com/almoner/almoner/services/reports => ../../services/reports
+	github.com/almoner/almoner/services/webhooks => ../../services/webhooks
 )

@@ -7,6 +7,7 @@ package apptest
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -93,6 +94,15 @@ func Start(t testing.TB, opts Options) *Cluster {
 	})
 	if opts.Environment == "" {
 		opts.Environment = "sandbox"
+	}
+	if opts.Environment == "production" {
+		// Production refuses to run the webhooks service without a key
+		// that seals signing secrets; tests bring their own.
+		settings := map[string]string{"ALMONER_WEBHOOK_SECRET_KEY": base64.StdEncoding.EncodeToString([]byte(traceid.New()[:32]))}
+		for k, v := range opts.Settings {
+			settings[k] = v
+		}
+		opts.Settings = settings
 	}
 	dbURL := opts.DatabaseURL
 	if dbURL == "" {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"sync"
 	"syscall"
 	"testing"
@@ -24,10 +23,12 @@ import (
 // with SIGKILL twice. Every event must arrive, and no attempt (delivery
 // id) may be sent twice.
 func TestWebhookDispatchNoLossUnderCrashes(t *testing.T) {
-	// Opt-in until it is stable: in its first runs on the shared 2-core
-	// machine the writers stalled (see docs/webhooks.md, Open issues).
-	if testing.Short() || os.Getenv("ALMONER_WEBHOOK_CRASH_TEST") != "1" {
-		t.Skip("set ALMONER_WEBHOOK_CRASH_TEST=1 to run the crash test")
+	// Its first runs stalled on WAL flushes of the shared disk; test
+	// databases now commit without waiting for them (pkg/testdb). Under the
+	// race detector two dispatchers plus 8 writers are too slow for the
+	// deadline; `make test` runs this test in a pass of its own without it.
+	if raceEnabled {
+		t.Skip("runs without -race in its own pass of make test")
 	}
 	t.Parallel()
 	var (

@@ -17,15 +17,24 @@ import (
 	"github.com/almoner/almoner/gateway"
 	"github.com/almoner/almoner/pkg/config"
 	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/pkg/ratelimit"
 	"github.com/almoner/almoner/pkg/service"
 	"github.com/almoner/almoner/services/auth"
+	"github.com/almoner/almoner/services/contacts"
 	"github.com/almoner/almoner/services/inventory"
+	"github.com/almoner/almoner/services/orders"
+	"github.com/almoner/almoner/services/reports"
+	"github.com/almoner/almoner/services/webhooks"
 )
 
 // Modules is every service the binary can host, by --target name.
 var Modules = map[string]service.Module{
 	auth.Name:      auth.Module,
+	contacts.Name:  contacts.Module,
 	inventory.Name: inventory.Module,
+	orders.Name:    orders.Module,
+	reports.Name:   reports.Module,
+	webhooks.Name:  webhooks.Module,
 }
 
 // GatewayTarget is the --target name of the REST edge.
@@ -131,7 +140,14 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 				gwUpstreams[name] = addr
 			}
 		}
-		a.gw, err = gateway.New(ctx, gateway.Config{Upstreams: gwUpstreams, ErrorsBaseURL: cfg.ErrorsBaseURL, Logger: cfg.Logger})
+		// ALMONER_TRUSTED_PROXIES comes from the same source as the
+		// services' settings: the environment, or a test's overlay.
+		trusted, terr := ratelimit.ParseTrustedProxies(cfg.ServiceConfig.String("ALMONER_TRUSTED_PROXIES", ""))
+		if terr != nil {
+			a.stopHost(ctx)
+			return nil, fmt.Errorf("ALMONER_TRUSTED_PROXIES: %w", terr)
+		}
+		a.gw, err = gateway.New(ctx, gateway.Config{Upstreams: gwUpstreams, ErrorsBaseURL: cfg.ErrorsBaseURL, Logger: cfg.Logger, TrustedProxies: trusted})
 		if err != nil {
 			a.stopHost(ctx)
 			return nil, err
