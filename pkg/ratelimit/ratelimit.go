@@ -17,8 +17,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/pkg/telemetry"
 )
 
 //go:embed migrations/*.sql
@@ -90,8 +92,20 @@ func (l *Limiter) allow(ctx context.Context, p Policy, key string, at *time.Time
 	if err != nil {
 		return false, fmt.Errorf("ratelimit: count %s: %w", p.Name, err)
 	}
-	return n <= p.Limit, nil
+	if n > p.Limit {
+		rejections.WithLabelValues(p.Name).Inc()
+		return false, nil
+	}
+	return true, nil
 }
+
+// rejections counts requests refused under each policy.
+var rejections = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "almoner_ratelimit_rejections_total",
+	Help: "Requests rejected by a rate-limit policy.",
+}, []string{"policy"})
+
+func init() { telemetry.Register(rejections) }
 
 // Prune deletes the counters of windows that ended before before; a
 // service calls it now and then so the table stays small.

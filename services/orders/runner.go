@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/almoner/almoner/pkg/telemetry"
 	"github.com/almoner/almoner/services/orders/store"
 )
 
@@ -102,6 +104,7 @@ func (r *Runner) RunOnce(ctx context.Context) (int, error) {
 			}
 			if ok {
 				total++
+				runnerCharges.WithLabelValues("charged").Inc()
 			}
 		}
 		if !progress || len(due) == 0 {
@@ -129,6 +132,7 @@ func (s *Service) installment(ctx context.Context, sc store.Schedule, period tim
 	switch sc.PaymentMethod {
 	case "Card", "Ach":
 		if s.cfg.Processor == nil {
+			runnerCharges.WithLabelValues("declined").Inc()
 			return store.Outcome{Declined: true}, nil
 		}
 		res, err := s.cfg.Processor.Charge(ctx, Charge{TenantID: sc.TenantID.String(), IdempotencyKey: fmt.Sprintf("%s/%s", sc.ID, period.Format(time.DateOnly)),
@@ -137,6 +141,7 @@ func (s *Service) installment(ctx context.Context, sc store.Schedule, period tim
 			return store.Outcome{}, err
 		}
 		if res.Declined {
+			runnerCharges.WithLabelValues("declined").Inc()
 			return store.Outcome{Declined: true}, nil
 		}
 		pay.ProcessorReference = res.Reference
@@ -157,3 +162,13 @@ func (s *Service) installment(ctx context.Context, sc store.Schedule, period tim
 	}
 	return store.Outcome{Order: &store.NewOrder{Order: o, Now: s.cfg.Now()}}, nil
 }
+
+// runnerCharges counts the runner's installments by result: charged (an
+// installment order was recorded) or declined (the processor refused; the
+// schedule retries, then turns past_due).
+var runnerCharges = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "almoner_recurring_charges_total",
+	Help: "Recurring installments attempted by the charge runner, by result.",
+}, []string{"result"})
+
+func init() { telemetry.Register(runnerCharges) }
