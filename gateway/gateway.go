@@ -90,7 +90,6 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	}
 	g.mux = runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, bodyCodec{&runtime.HTTPBodyMarshaler{Marshaler: codec{}}}),
-		runtime.SetQueryParameterParser(queryParser{}),
 		runtime.WithIncomingHeaderMatcher(incomingHeader),
 		runtime.WithOutgoingHeaderMatcher(outgoingHeader),
 		runtime.WithOutgoingTrailerMatcher(func(string) (string, bool) { return "", false }),
@@ -139,6 +138,14 @@ func (g *Gateway) Conn(service string) *grpc.ClientConn { return g.conns[service
 
 // ServeHTTP serves the REST API.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.handler.ServeHTTP(w, r) }
+
+func init() {
+	// grpc-gateway keeps the query parameter parser in a package variable
+	// that every NewServeMux given the option writes; set it once, before
+	// any goroutine runs, instead of racing on it from every gateway
+	// (tests start many in parallel).
+	runtime.NewServeMux(runtime.SetQueryParameterParser(queryParser{}))
+}
 
 const tenantsPrefix = "/api/tenants"
 

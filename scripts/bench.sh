@@ -93,3 +93,20 @@ for name, base, label, target in [
     x = r(name)
     print(f"| {name} | {x['rps']:.0f} | {x['p50Ms']:.2f} | {x['p99Ms']:.2f} | {x['rps']/base:.1%} {label} {('(' + target + ')') if target else ''} |")
 PY
+
+# Service-level Go benchmarks (against PostgreSQL, without HTTP). Set
+# BENCH_GO=0 to skip them; they take a few minutes (the contacts one seeds
+# 1,000,000 contacts once and keeps the database for later runs).
+if [ "${BENCH_GO:-1}" = 1 ]; then
+  export ALMONER_TEST_DATABASE_URL=$server
+  echo "== inventory: BenchmarkReserve"
+  (cd services/inventory && go test -run '^$' -bench Reserve -benchtime 2000x ./store/ | grep -E '^Benchmark')
+  echo "== contacts at 1,000,000: create, get, check-duplicates, list page 1 vs page 10,000 by pageToken"
+  (cd services/contacts && go test -run '^$' -bench . -benchtime 1000x -timeout 30m . | grep -E '^Benchmark')
+  echo "== orders: create (donation only), list page 1 vs 10,000 deep (ORDERS_BENCH_ROWS, default 1,000,000)"
+  (cd services/orders && go test -run '^$' -bench . -benchtime 200x -timeout 30m . | grep -E '^Benchmark')
+  if [ -n "${ALMONER_REPORTS_BENCH:-}" ]; then
+    echo "== reports with $ALMONER_REPORTS_BENCH orders"
+    (cd services/reports && go test -run '^$' -bench Reports -benchtime 2x -timeout 30m . | grep -E '^Benchmark')
+  fi
+fi
