@@ -2,12 +2,12 @@ package db
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"io/fs"
 
 	"github.com/jackc/pgx/v5"
-	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver for goose
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 )
 
@@ -27,7 +27,13 @@ const migrationLockID = 7_316_482_019
 
 // Migrate applies every pending migration of each set, in order.
 func Migrate(ctx context.Context, url string, sets ...Migrations) error {
-	conn, err := pgx.Connect(ctx, url)
+	// Parse as a pool URL, so pool settings in it (pool_max_conns, …) are
+	// understood rather than sent to the server as unknown parameters.
+	poolCfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return fmt.Errorf("parse database url: %w", err)
+	}
+	conn, err := pgx.ConnectConfig(ctx, poolCfg.ConnConfig.Copy())
 	if err != nil {
 		return fmt.Errorf("connect for migrations: %w", err)
 	}
@@ -37,10 +43,7 @@ func Migrate(ctx context.Context, url string, sets ...Migrations) error {
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrationLockID) //nolint:errcheck
 
-	sqlDB, err := sql.Open("pgx", url)
-	if err != nil {
-		return fmt.Errorf("open for migrations: %w", err)
-	}
+	sqlDB := stdlib.OpenDB(*poolCfg.ConnConfig.Copy())
 	defer sqlDB.Close()
 	for _, set := range sets {
 		if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{set.Schema}.Sanitize()); err != nil {
