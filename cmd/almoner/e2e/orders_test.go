@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -218,6 +220,8 @@ func TestOrdersValidationAndAccess(t *testing.T) {
 		{"POST", "/orders"}, {"GET", "/orders"}, {"GET", "/orders/" + oid}, {"POST", "/orders/" + oid + "/void"},
 		{"POST", "/orders/" + oid + "/refunds"}, {"POST", "/funds"}, {"GET", "/batches"}, {"POST", "/batches"},
 		{"GET", "/recurring-donations"}, {"POST", "/recurring-donations/" + oid + "/cancel"},
+		{"GET", "/recurring-donations/" + oid}, {"PUT", "/funds/" + f.fund}, {"GET", "/funds"},
+		{"GET", "/batches/" + order["batchId"].(string)}, {"POST", "/batches/" + order["batchId"].(string) + "/close"},
 	} {
 		r := c.Do(t, x.method, tPath(tn.ID, x.path), view, map[string]any{})
 		if r.Status != http.StatusForbidden {
@@ -419,5 +423,47 @@ func TestOrdersCardPayments(t *testing.T) {
 	c.Do(t, "GET", tPath(f.tn.ID, "/orders"), f.tn.Key, nil).Expect(t, http.StatusOK).JSON(t, &page)
 	if page.TotalCount != 1 {
 		t.Errorf("%d orders after a decline, want 1", page.TotalCount)
+	}
+}
+
+// TestGivingSummaryOnDashboard checks the orders service's giving summary
+// through the contact dashboard: a partial refund counts net, a voided gift
+// not at all, and money is reported per currency.
+func TestGivingSummaryOnDashboard(t *testing.T) {
+	t.Parallel()
+	c := apptest.Start(t, apptest.Options{})
+	f := newOrderFixture(t, c)
+	tn := f.tn
+	big := c.Do(t, "POST", tPath(tn.ID, "/orders"), tn.Key, f.cashOrder(100)).Expect(t, http.StatusCreated).Map(t)
+	c.Do(t, "POST", tPath(tn.ID, "/orders"), tn.Key, f.cashOrder(50)).Expect(t, http.StatusCreated)
+	voided := c.Do(t, "POST", tPath(tn.ID, "/orders"), tn.Key, f.cashOrder(30)).Expect(t, http.StatusCreated).Map(t)
+	c.Do(t, "POST", tPath(tn.ID, "/orders/", big["id"].(string), "/refunds"), tn.Key, map[string]any{"amount": 20}).Expect(t, http.StatusCreated)
+	c.Do(t, "POST", tPath(tn.ID, "/orders/", voided["id"].(string), "/void"), tn.Key, map[string]any{}).Expect(t, http.StatusOK)
+
+	r := c.Do(t, "GET", tPath(tn.ID, fmt.Sprintf("/contacts/%d/dashboard", int64(f.contactID))), tn.Key, nil).Expect(t, http.StatusOK)
+	var dash struct {
+		GivingTotals []struct {
+			Currency      string
+			LifetimeTotal json.Number
+			GiftCount     int
+			ThisYear      json.Number
+			LastYear      json.Number
+		}
+		RecentOrders []map[string]any
+	}
+	dec := json.NewDecoder(bytes.NewReader(r.Body))
+	dec.UseNumber()
+	if err := dec.Decode(&dash); err != nil {
+		t.Fatalf("dashboard %s: %v", r.Body, err)
+	}
+	if len(dash.GivingTotals) != 1 {
+		t.Fatalf("giving totals = %+v", dash.GivingTotals)
+	}
+	g := dash.GivingTotals[0]
+	if g.Currency != "USD" || g.LifetimeTotal != "130.00" || g.GiftCount != 2 || g.ThisYear != "130.00" || g.LastYear != "0.00" {
+		t.Errorf("giving total = %+v, want USD 130.00 over 2 gifts, 130.00 this year, 0.00 last year", g)
+	}
+	if len(dash.RecentOrders) == 0 {
+		t.Error("no recent orders on the dashboard")
 	}
 }
