@@ -419,10 +419,46 @@ func TestOrdersCardPayments(t *testing.T) {
 	if e := errorsOf(t, r); len(e[""]) != 1 || !strings.HasPrefix(e[""][0], "Payment.DeclinedByProcessor") {
 		t.Errorf("decline errors = %v", e)
 	}
+	// ACH goes through the same processor: accepted, and declined with
+	// the documented test token.
+	ach := func(token string) map[string]any {
+		b := f.cashOrder(15)
+		b["payments"] = []any{map[string]any{"paymentMethod": "Ach", "amount": 15, "paymentToken": token}}
+		return b
+	}
+	r = c.Do(t, "POST", tPath(f.tn.ID, "/orders"), f.tn.Key, ach("ach_checking")).Expect(t, http.StatusCreated)
+	if !strings.Contains(string(r.Body), `"paymentMethod":"Ach"`) || !strings.Contains(string(r.Body), `"paymentStatus":"Captured"`) {
+		t.Errorf("ach order = %s", r.Body)
+	}
+	r = c.Do(t, "POST", tPath(f.tn.ID, "/orders"), f.tn.Key, ach("ach_decline_insufficient")).Expect(t, http.StatusBadRequest)
+	if e := errorsOf(t, r); len(e[""]) != 1 || !strings.HasPrefix(e[""][0], "Payment.DeclinedByProcessor") {
+		t.Errorf("ach decline errors = %v", e)
+	}
 	var page struct{ TotalCount int }
 	c.Do(t, "GET", tPath(f.tn.ID, "/orders"), f.tn.Key, nil).Expect(t, http.StatusOK).JSON(t, &page)
-	if page.TotalCount != 1 {
-		t.Errorf("%d orders after a decline, want 1", page.TotalCount)
+	if page.TotalCount != 2 {
+		t.Errorf("%d orders after two declines, want 2", page.TotalCount)
+	}
+}
+
+// TestOrderSavesBillingAddressToContact checks saveBillingToContact: the
+// order's billing address lands on the contact through the contacts
+// service's directory RPC, with the contact's audit row.
+func TestOrderSavesBillingAddressToContact(t *testing.T) {
+	t.Parallel()
+	c := apptest.Start(t, apptest.Options{})
+	f := newOrderFixture(t, c)
+	b := f.cashOrder(25)
+	b["billingAddress"] = map[string]any{"line1": "1 Library Way", "city": "Springfield", "stateProvince": "IL", "postalCode": "62701", "country": "US"}
+	b["saveBillingToContact"] = true
+	c.Do(t, "POST", tPath(f.tn.ID, "/orders"), f.tn.Key, b).Expect(t, http.StatusCreated)
+	contact := c.Do(t, "GET", tPath(f.tn.ID, fmt.Sprintf("/contacts/%d", int64(f.contactID))), f.tn.Key, nil).Expect(t, http.StatusOK)
+	if !strings.Contains(string(contact.Body), `"line1":"1 Library Way"`) || !strings.Contains(string(contact.Body), `"postalCode":"62701"`) {
+		t.Errorf("contact after saveBillingToContact = %s", contact.Body)
+	}
+	audit := c.Do(t, "GET", tPath(f.tn.ID, fmt.Sprintf("/contacts/%d/audit-logs", int64(f.contactID))), f.tn.Key, nil).Expect(t, http.StatusOK)
+	if !strings.Contains(string(audit.Body), "contact.updated") {
+		t.Errorf("no contact.updated audit row: %s", audit.Body)
 	}
 }
 
