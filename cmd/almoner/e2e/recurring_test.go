@@ -53,6 +53,15 @@ func TestRecurringDonations(t *testing.T) {
 	other := c.NewTenant(t)
 	c.Do(t, "GET", tPath(other.ID, "/recurring-donations/", sid), other.Key, nil).Expect(t, http.StatusNotFound)
 	c.Do(t, "POST", tPath(other.ID, "/recurring-donations/", sid, "/cancel"), other.Key, map[string]any{}).Expect(t, http.StatusNotFound)
+	// Nor does it appear in the other tenant's list.
+	var otherPage struct {
+		TotalCount int
+		Items      []map[string]any
+	}
+	c.Do(t, "GET", tPath(other.ID, "/recurring-donations"), other.Key, nil).Expect(t, http.StatusOK).JSON(t, &otherPage)
+	if otherPage.TotalCount != 0 || len(otherPage.Items) != 0 {
+		t.Errorf("another tenant lists %d schedules", otherPage.TotalCount)
+	}
 	c.Do(t, "GET", tPath(tn.ID, "/recurring-donations/", sid), c.NewKey(t, tn.ID, "orders:view"), nil).Expect(t, http.StatusForbidden)
 	body["recurringDonations"] = []any{map[string]any{"fundId": f.fund, "amount": 20, "frequency": "weekly", "startDate": "2020-01-01"}}
 	r = c.Do(t, "POST", tPath(tn.ID, "/orders"), tn.Key, body).Expect(t, http.StatusBadRequest)
