@@ -21,7 +21,7 @@ func TestCurrencyCache(t *testing.T) {
 		return map[string]string{"a": "EUR", "b": "JPY"}[tenant], nil
 	}, time.Minute)
 	now := time.Unix(1_700_000_000, 0)
-	c.now = func() time.Time { return now }
+	c.SetClock(func() time.Time { return now })
 	ctx := context.Background()
 
 	for range 3 {

@@ -3,7 +3,6 @@ package orders
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -14,6 +13,7 @@ import (
 	inventoryv1 "github.com/almoner/almoner/pkg/api/almoner/inventory/v1"
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
+	"github.com/almoner/almoner/pkg/ttlcache"
 )
 
 // ContactDirectory is what orders needs from the contacts service.
@@ -105,44 +105,23 @@ func reserveViolation(err error) (error, bool) {
 }
 
 // currencyCache remembers tenants' default currencies for a short while
-// (the same idea as the inventory service's).
+// (pkg/ttlcache, as the inventory service does).
 type currencyCache struct {
-	lookup func(context.Context, string) (string, error)
-	ttl    time.Duration
-	mu     sync.Mutex
-	m      map[string]cachedCurrency
-}
-
-type cachedCurrency struct {
-	code    string
-	expires time.Time
+	*ttlcache.Cache[string]
 }
 
 func newCurrencyCache(lookup func(context.Context, string) (string, error), ttl time.Duration) *currencyCache {
-	return &currencyCache{lookup: lookup, ttl: ttl, m: map[string]cachedCurrency{}}
+	return &currencyCache{ttlcache.New(ttl, lookup)}
 }
 
 // Get returns tenantID's default currency; a failed lookup is a 503.
 func (c *currencyCache) Get(ctx context.Context, tenantID string) (string, error) {
-	now := time.Now()
-	c.mu.Lock()
-	e, ok := c.m[tenantID]
-	c.mu.Unlock()
-	if ok && now.Before(e.expires) {
-		return e.code, nil
-	}
-	code, err := c.lookup(ctx, tenantID)
+	code, err := c.Cache.Get(ctx, tenantID)
 	if err != nil {
 		return "", apperr.Unavailable("The tenant's default currency could not be read.", err)
 	}
 	if code == "" {
 		return "", apperr.Unavailable("The tenant has no default currency.", errors.New("empty default currency"))
 	}
-	c.mu.Lock()
-	if len(c.m) >= 10000 {
-		clear(c.m)
-	}
-	c.m[tenantID] = cachedCurrency{code: code, expires: now.Add(c.ttl)}
-	c.mu.Unlock()
 	return code, nil
 }
