@@ -105,8 +105,15 @@ if [ "${BENCH_GO:-1}" = 1 ]; then
   (cd services/contacts && go test -run '^$' -bench . -benchtime 1000x -timeout 30m . | grep -E '^Benchmark')
   echo "== orders: create (donation only), list page 1 vs 10,000 deep (ORDERS_BENCH_ROWS, default 1,000,000)"
   (cd services/orders && go test -run '^$' -bench . -benchtime 200x -timeout 30m . | grep -E '^Benchmark')
-  if [ -n "${ALMONER_REPORTS_BENCH:-}" ]; then
-    echo "== reports with $ALMONER_REPORTS_BENCH orders"
-    (cd services/reports && go test -run '^$' -bench Reports -benchtime 2x -timeout 30m . | grep -E '^Benchmark')
-  fi
 fi
+
+# Per-service benchmark scripts (each owns its setup and prints its own
+# table): scripts/bench-<service>.sh, given the PostgreSQL server URL.
+# BENCH_ONLY=webhooks (or reports, ...) runs just those.
+for s in webhooks reports; do
+  case " ${BENCH_ONLY:-webhooks reports} " in *" $s "*) ;; *) continue ;; esac
+  if [ -x "scripts/bench-$s.sh" ]; then
+    echo "== $s (scripts/bench-$s.sh)"
+    ./scripts/bench-$s.sh "$server"
+  fi
+done
