@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/almoner/almoner/pkg/db"
 )
@@ -93,9 +94,9 @@ func Record(ctx context.Context, tx pgx.Tx, e Entry) error {
 		return fmt.Errorf("audit: event id: %w", err)
 	}
 	_, err = tx.Exec(ctx, `
-		INSERT INTO audit.events (tenant_id, event_id, entity_type, entity_id, action, event, changes, actor)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		e.TenantID, id, e.EntityType, e.EntityID, e.Action, EventName(e.EntityType, e.Action), changes, e.Actor)
+		INSERT INTO audit.events (tenant_id, event_id, entity_type, entity_id, action, event, changes, actor, trace_parent)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		e.TenantID, id, e.EntityType, e.EntityID, e.Action, EventName(e.EntityType, e.Action), changes, e.Actor, TraceParent(ctx))
 	if err != nil {
 		return fmt.Errorf("audit: record %s %s: %w", e.EntityType, e.Action, err)
 	}
@@ -136,4 +137,45 @@ type Event struct {
 	Changes    json.RawMessage
 	Actor      string
 	OccurredAt time.Time
+	// TraceParent is the W3C traceparent of the writer's span, empty when
+	// it had none; see TraceParent.
+	TraceParent string
+}
+
+// TraceParent renders the span context of ctx as a W3C traceparent
+// header value, or nil when ctx carries no valid span context (the column
+// stays NULL rather than holding a trace nobody recorded).
+func TraceParent(ctx context.Context) *string {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return nil
+	}
+	v := fmt.Sprintf("00-%s-%s-%s", sc.TraceID(), sc.SpanID(), sc.TraceFlags())
+	return &v
+}
+
+// SpanContext parses a stored traceparent back into a remote span
+// context; ok is false when s is empty or malformed.
+func SpanContext(s string) (trace.SpanContext, bool) {
+	parts := strings.Split(s, "-")
+	if len(parts) != 4 || parts[0] != "00" || len(parts[3]) != 2 {
+		return trace.SpanContext{}, false
+	}
+	tid, err := trace.TraceIDFromHex(parts[1])
+	if err != nil {
+		return trace.SpanContext{}, false
+	}
+	sid, err := trace.SpanIDFromHex(parts[2])
+	if err != nil {
+		return trace.SpanContext{}, false
+	}
+	var flags trace.TraceFlags
+	switch parts[3] {
+	case "01":
+		flags = trace.FlagsSampled
+	case "00":
+	default:
+		return trace.SpanContext{}, false
+	}
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: flags, Remote: true}), true
 }

@@ -92,11 +92,11 @@ type Page struct {
 	Next Cursor
 }
 
-const eventColumns = `e.tenant_id::text, e.id, e.xid, e.event_id::text, e.entity_type, e.entity_id, e.action, e.event, e.changes, e.actor, e.occurred_at`
+const eventColumns = `e.tenant_id::text, e.id, e.xid, e.event_id::text, e.entity_type, e.entity_id, e.action, e.event, e.changes, e.actor, e.occurred_at, coalesce(e.trace_parent, '')`
 
 func scanEvent(row pgx.Row) (Event, error) {
 	var e Event
-	err := row.Scan(&e.TenantID, &e.Seq, &e.XID, &e.EventID, &e.EntityType, &e.EntityID, &e.Action, &e.Event, &e.Changes, &e.Actor, &e.OccurredAt)
+	err := row.Scan(&e.TenantID, &e.Seq, &e.XID, &e.EventID, &e.EntityType, &e.EntityID, &e.Action, &e.Event, &e.Changes, &e.Actor, &e.OccurredAt, &e.TraceParent)
 	return e, err
 }
 
@@ -156,8 +156,9 @@ func Read(ctx context.Context, q Querier, rq ReadQuery) (Page, error) {
 			xid                                                         *uint64
 			changes                                                     []byte
 			occurred                                                    *time.Time
+			traceParent                                                 *string
 		)
-		if err := rows.Scan(&horizon, &tenant, &seq, &xid, &eventID, &entityType, &entityID, &action, &event, &changes, &actor, &occurred); err != nil {
+		if err := rows.Scan(&horizon, &tenant, &seq, &xid, &eventID, &entityType, &entityID, &action, &event, &changes, &actor, &occurred, &traceParent); err != nil {
 			return Page{}, fmt.Errorf("audit: read: %w", err)
 		}
 		if seq == nil {
@@ -165,7 +166,7 @@ func Read(ctx context.Context, q Querier, rq ReadQuery) (Page, error) {
 		}
 		page.Events = append(page.Events, Event{Seq: *seq, XID: *xid, TenantID: *tenant, EventID: *eventID,
 			EntityType: *entityType, EntityID: *entityID, Action: *action, Event: *event, Changes: changes,
-			Actor: *actor, OccurredAt: *occurred})
+			Actor: *actor, OccurredAt: *occurred, TraceParent: *traceParent})
 	}
 	if err := rows.Err(); err != nil {
 		return Page{}, fmt.Errorf("audit: read: %w", err)
