@@ -172,6 +172,11 @@ func (f *fixture) order(t *testing.T, tenant uuid.UUID, contact int64, date, sta
 		f.exec(t, `INSERT INTO orders.order_items (tenant_id, order_id, line_number, item_id, sku, name, quantity, unit_price_minor, fair_market_value_minor)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, tenant, id, i+1, uuid.New(), it.sku, it.name, it.qty, it.unit, it.fmv)
 	}
+	if refunded > 0 {
+		// What the orders service does in a refund's transaction: store
+		// each line's share, which the report views read.
+		f.exec(t, `SELECT orders.apportion_refund($1, $2)`, tenant, id)
+	}
 }
 
 func (f *fixture) refund(t *testing.T, number int64, minor int64, date, reason string) {

@@ -147,6 +147,11 @@ func (s *Store) RefundOrder(ctx context.Context, tenantID, id uuid.UUID, amountM
 			WHERE tenant_id = $1 AND id = $2 RETURNING updated_at`, tenantID, id, newStatus, amountMinor).Scan(&o.UpdatedAt); err != nil {
 			return err
 		}
+		// Reports read each line's share of the refunds; it is stored here,
+		// under the order's lock, so the report views stay plain joins.
+		if _, err := tx.Exec(ctx, `SELECT orders.apportion_refund($1, $2)`, tenantID, id); err != nil {
+			return err
+		}
 		if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenant, EntityType: EntityOrder, EntityID: id.String(), Action: audit.Updated,
 			Changes: map[string]audit.Change{"orderStatus": {Old: o.Status, New: newStatus}, "refundedAmountMinor": {Old: o.RefundedMinor, New: o.RefundedMinor + amountMinor}}, Actor: actor}); err != nil {
 			return err
