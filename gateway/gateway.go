@@ -97,6 +97,7 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		runtime.WithMetadata(g.clientIP),
 		runtime.WithForwardResponseOption(successStatus),
 		runtime.WithErrorHandler(g.handleError),
+		runtime.WithStreamErrorHandler(g.streamError),
 		runtime.WithRoutingErrorHandler(g.handleRoutingError),
 		runtime.WithWriteContentLength(),
 	)
@@ -156,7 +157,8 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	g.mux.ServeHTTP(w, r)
+	sw, r := withStreamResponse(w, r)
+	g.mux.ServeHTTP(sw, r)
 }
 
 // authenticate validates X-Api-Key and checks the tenant in the path. It

@@ -215,3 +215,66 @@ func TestReportsEndToEnd(t *testing.T) {
 	c.Do(t, "DELETE", tPath(tn.ID, "/reports/", id), tn.Key, nil).Expect(t, http.StatusNoContent)
 	c.Do(t, "GET", tPath(tn.ID, "/reports/", id), tn.Key, nil).Expect(t, http.StatusNotFound)
 }
+
+// TestReportExportErrors checks that an export refused before its first
+// byte is a problem document with the right status, like every other
+// error, and never a half-made file: unknown format, bad parameter
+// override, missing scope, another tenant's report, an unknown report and
+// a PDF too large.
+func TestReportExportErrors(t *testing.T) {
+	t.Parallel()
+	c := apptest.Start(t, apptest.Options{})
+	tn := c.NewTenant(t)
+	id := c.Do(t, "POST", tPath(tn.ID, "/reports"), tn.Key, map[string]any{"name": "Top", "typeKey": "top-donors"}).
+		Expect(t, http.StatusCreated).Map(t)["id"].(string)
+	viewer := c.NewKey(t, tn.ID, "reports:view")
+	other := c.NewTenant(t)
+	export := func(tid, rid, format string) string {
+		return tPath(tid, "/reports/", rid, "/export?format="+format)
+	}
+	for _, tc := range []struct {
+		name, path, key string
+		body            any
+		status          int
+		errorKey        string
+		title           string
+	}{
+		{name: "unknown format", path: export(tn.ID, id, "doc"), key: tn.Key, body: map[string]any{}, status: http.StatusBadRequest, errorKey: "Format"},
+		{name: "bad override", path: export(tn.ID, id, "csv"), key: tn.Key, body: map[string]any{"parameters": map[string]any{"Limit": "many"}},
+			status: http.StatusBadRequest, errorKey: "Parameters.Limit"},
+		{name: "override out of range", path: export(tn.ID, id, "xlsx"), key: tn.Key, body: map[string]any{"parameters": map[string]any{"From": "2026-02-01", "To": "2026-01-01"}},
+			status: http.StatusBadRequest, errorKey: "Parameters.To"},
+		{name: "unknown parameter", path: export(tn.ID, id, "pdf"), key: tn.Key, body: map[string]any{"parameters": map[string]any{"Colour": "red"}},
+			status: http.StatusBadRequest, errorKey: "Parameters.Colour"},
+		{name: "missing scope", path: export(tn.ID, id, "csv"), key: viewer, body: map[string]any{}, status: http.StatusForbidden,
+			title: "Missing required permission: reports:export"},
+		{name: "other tenant's report", path: export(other.ID, id, "csv"), key: other.Key, body: map[string]any{}, status: http.StatusNotFound},
+		{name: "unknown report", path: export(tn.ID, "0190b7a1-0000-7000-8000-000000000000", "csv"), key: tn.Key, body: map[string]any{}, status: http.StatusNotFound},
+		{name: "malformed report id", path: export(tn.ID, "nope", "xlsx"), key: tn.Key, body: map[string]any{}, status: http.StatusNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := c.Do(t, "POST", tc.path, tc.key, tc.body).Expect(t, tc.status)
+			if ct := r.Header.Get("Content-Type"); ct != "application/problem+json" {
+				t.Errorf("Content-Type %q, want application/problem+json; body %s", ct, r.Body)
+			}
+			if cd := r.Header.Get("Content-Disposition"); cd != "" {
+				t.Errorf("Content-Disposition %q on an error", cd)
+			}
+			var p struct {
+				Type, Title, Instance, TraceID string
+				Status                         int
+				Errors                         map[string][]string
+			}
+			r.JSON(t, &p)
+			if p.Status != tc.status || p.Type == "" || p.Title == "" || p.TraceID == "" || p.Instance != strings.SplitN(tc.path, "?", 2)[0] {
+				t.Errorf("problem = %+v, want status %d with type, title, traceId and instance", p, tc.status)
+			}
+			if tc.errorKey != "" && len(p.Errors[tc.errorKey]) == 0 {
+				t.Errorf("errors = %v, want %s", p.Errors, tc.errorKey)
+			}
+			if tc.title != "" && p.Title != tc.title {
+				t.Errorf("title = %q, want %q", p.Title, tc.title)
+			}
+		})
+	}
+}
