@@ -8,6 +8,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/almoner/almoner/pkg/telemetry"
 	"github.com/almoner/almoner/services/orders/store"
@@ -78,7 +82,20 @@ func (r *Runner) Stop(ctx context.Context) error {
 // RunOnce charges every schedule due at the service clock's today and
 // returns how many installment orders it recorded. Several runners may run
 // it at once: each schedule is claimed with FOR UPDATE SKIP LOCKED.
-func (r *Runner) RunOnce(ctx context.Context) (int, error) {
+//
+// Each run is one trace (span "recurring.run") with a child span per
+// schedule ("recurring.charge"); the installment order's audit rows carry
+// that span, so the webhook deliveries the order causes join the trace.
+func (r *Runner) RunOnce(ctx context.Context) (n int, err error) {
+	ctx, span := runnerTracer.Start(ctx, "recurring.run", trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindInternal))
+	defer func() {
+		span.SetAttributes(attribute.Int("almoner.recurring.charged", n))
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, "recurring run failed")
+		}
+		span.End()
+	}()
 	s := r.s
 	today := store.Day(s.cfg.Now())
 	total := 0
@@ -95,16 +112,8 @@ func (r *Runner) RunOnce(ctx context.Context) (int, error) {
 			}
 			seen[d.ID] = true
 			progress = true
-			ok, err := s.store.ChargeInstallment(ctx, d.TenantID, d.ID, today, func(sc store.Schedule, period time.Time, attempt int32) (store.Outcome, error) {
-				return s.installment(ctx, sc, period, attempt)
-			})
-			if err != nil {
-				r.logger.ErrorContext(ctx, "charge recurring installment", "schedule_id", d.ID, "err", err)
-				continue
-			}
-			if ok {
+			if r.charge(ctx, d.TenantID, d.ID, today) {
 				total++
-				runnerCharges.WithLabelValues("charged").Inc()
 			}
 		}
 		if !progress || len(due) == 0 {
@@ -117,6 +126,38 @@ func (r *Runner) RunOnce(ctx context.Context) (int, error) {
 		}
 	}
 }
+
+// charge charges one due schedule in its own span and reports whether an
+// installment order was recorded.
+func (r *Runner) charge(ctx context.Context, tenantID, scheduleID uuid.UUID, today time.Time) bool {
+	s := r.s
+	ctx, span := runnerTracer.Start(ctx, "recurring.charge", trace.WithAttributes(
+		attribute.String("almoner.tenant_id", tenantID.String()),
+		attribute.String("almoner.schedule_id", scheduleID.String())))
+	defer span.End()
+	ok, err := s.store.ChargeInstallment(ctx, tenantID, scheduleID, today, func(sc store.Schedule, period time.Time, attempt int32) (store.Outcome, error) {
+		span.SetAttributes(attribute.String("almoner.recurring.period", period.Format(time.DateOnly)), attribute.Int("almoner.recurring.attempt", int(attempt)))
+		return s.installment(ctx, sc, period, attempt)
+	})
+	switch {
+	case err != nil:
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "charge failed")
+		r.logger.ErrorContext(ctx, "charge recurring installment", "schedule_id", scheduleID, "err", err)
+		return false
+	case ok:
+		span.SetAttributes(attribute.String("almoner.recurring.result", "charged"))
+		runnerCharges.WithLabelValues("charged").Inc()
+	default:
+		// Declined (the installment counted it) or nothing due any more.
+		span.SetAttributes(attribute.String("almoner.recurring.result", "not_charged"))
+	}
+	return ok
+}
+
+// runnerTracer names the runner's spans; it follows the global provider
+// that pkg/telemetry installs.
+var runnerTracer = otel.Tracer("github.com/almoner/almoner/services/orders/runner")
 
 // installment builds the order for one period of a schedule: one donation
 // line to the schedule's fund, paid by the schedule's method. Processor
