@@ -44,8 +44,7 @@ func (d *Dispatcher) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
 	d.loopDone = make(chan struct{})
-	d.recDone = make(chan struct{})
-	go d.record()
+	d.startRecorder()
 	go func() {
 		defer close(d.loopDone)
 		t := time.NewTicker(d.s.cfg.Tick)
@@ -59,6 +58,13 @@ func (d *Dispatcher) start() {
 			}
 		}
 	}()
+}
+
+// startRecorder starts the goroutine that records outcomes. It is apart
+// from start so tests can drive ticks themselves and still record.
+func (d *Dispatcher) startRecorder() {
+	d.recDone = make(chan struct{})
+	go d.record()
 }
 
 // stop ends the tick loop, lets the sends in flight finish (each is bounded

@@ -1,0 +1,351 @@
+package webhooks
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/almoner/almoner/pkg/audit"
+	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/pkg/testdb"
+	"github.com/almoner/almoner/services/webhooks/store"
+)
+
+// harness is one webhooks service on a fresh database with a local HTTPS
+// receiver. Its dispatcher never ticks by itself: tests call enqueue,
+// dispatch or tick and then look at what happened, so every count is exact.
+type harness struct {
+	s      *Service
+	d      *Dispatcher
+	pool   *pgxpool.Pool
+	tenant uuid.UUID
+	rc     *httptest.Server
+
+	mu  sync.Mutex
+	got []delivered
+	// gate, when set, holds every request until it is closed.
+	gate chan struct{}
+}
+
+// delivered is one request the receiver got.
+type delivered struct {
+	header http.Header
+	body   eventBody
+}
+
+func newHarness(t *testing.T, cfg Config) *harness {
+	t.Helper()
+	ctx := context.Background()
+	pool, err := db.Open(ctx, testdb.New(t, Migrations()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	h := &harness{pool: pool, tenant: uuid.Must(uuid.NewV7())}
+	h.rc = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := io.ReadAll(r.Body)
+		var b eventBody
+		_ = json.Unmarshal(raw, &b)
+		h.mu.Lock()
+		h.got = append(h.got, delivered{header: r.Header.Clone(), body: b})
+		gate := h.gate
+		h.mu.Unlock()
+		if gate != nil {
+			<-gate
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(h.rc.Close)
+	roots := x509.NewCertPool()
+	roots.AddCert(h.rc.Certificate())
+	// A tick the test never waits for: the loop is not started anyway,
+	// and nothing here may depend on timing.
+	cfg.Tick = time.Hour
+	cfg.AllowPrivate, cfg.RootCAs = true, roots
+	if cfg.Features == nil {
+		cfg.Features = func(context.Context, string) (bool, error) { return true, nil }
+	}
+	h.s, err = New(pool, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.d = h.s.Dispatcher()
+	h.d.startRecorder()
+	t.Cleanup(func() {
+		h.mu.Lock()
+		if h.gate != nil {
+			select {
+			case <-h.gate:
+			default:
+				close(h.gate)
+			}
+		}
+		h.mu.Unlock()
+		h.d.inflight.Wait()
+		close(h.d.results)
+		<-h.d.recDone
+	})
+	return h
+}
+
+// endpoint registers a live endpoint of the harness's tenant for types.
+func (h *harness) endpoint(t *testing.T, types ...string) uuid.UUID {
+	t.Helper()
+	id := uuid.Must(uuid.NewV7())
+	_, err := h.s.store.CreateEndpoint(context.Background(), store.Endpoint{
+		TenantID: h.tenant, ID: id, Name: "hook", URL: h.rc.URL + "/hook", EventTypes: types,
+		SecretBox: h.s.sealer.seal(newSecret(), id[:]),
+	}, "system")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// write commits n contact.created events in one transaction, entity ids
+// prefix-0 … prefix-(n-1), and waits until the audit reader can see them:
+// the reader stops below the oldest transaction running anywhere on the
+// server, and other tests share the server, so "committed" is not yet
+// "readable". Waiting for that condition keeps the counts below exact.
+func (h *harness) write(t *testing.T, prefix string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := h.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	var xid uint64
+	if err := tx.QueryRow(ctx, `SELECT pg_current_xact_id()::text::numeric::bigint`).Scan(&xid); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		if err := audit.Record(ctx, tx, audit.Entry{TenantID: h.tenant.String(), EntityType: "Contact",
+			EntityID: fmt.Sprintf("%s-%d", prefix, i), Action: audit.Created, Actor: "system"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var visible bool
+		if err := h.pool.QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::numeric::bigint > $1`, xid).Scan(&visible); err != nil {
+			t.Fatal(err)
+		}
+		if visible {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a transaction elsewhere on the server kept event transaction %d below the audit horizon for a minute", xid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// queued counts the deliveries queued for an endpoint.
+func (h *harness) queued(t *testing.T, endpoint uuid.UUID) int {
+	t.Helper()
+	var n int
+	if err := h.pool.QueryRow(context.Background(), `SELECT count(*) FROM webhooks.deliveries WHERE tenant_id = $1 AND endpoint_id = $2`,
+		h.tenant, endpoint).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// settle waits for the sends in flight to finish and their outcomes to be
+// recorded (recorded is the number of attempts expected in total), and
+// returns what the receiver got.
+func (h *harness) settle(t *testing.T, recorded int) []delivered {
+	t.Helper()
+	h.d.inflight.Wait()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var n int
+		if err := h.pool.QueryRow(context.Background(), `SELECT count(*) FROM webhooks.attempts WHERE tenant_id = $1`, h.tenant).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == recorded {
+			break
+		}
+		if n > recorded || time.Now().After(deadline) {
+			t.Fatalf("%d attempts recorded, want %d", n, recorded)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]delivered(nil), h.got...)
+}
+
+// TestDispatcherSpecLimits checks the spec's defaults: one enqueue step
+// queues at most 500 of an endpoint's events, one dispatch step sends at
+// most 100 deliveries.
+func TestDispatcherSpecLimits(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Config{}) // zero limits: the spec's defaults
+	if h.s.cfg.EnqueueLimit != 500 || h.s.cfg.SendLimit != 100 {
+		t.Fatalf("defaults: enqueue %d, send %d; want the spec's 500 and 100", h.s.cfg.EnqueueLimit, h.s.cfg.SendLimit)
+	}
+	ep := h.endpoint(t, "contact.created")
+	h.write(t, "c", 600)
+	ctx := context.Background()
+
+	h.d.enqueue(ctx)
+	if got := h.queued(t, ep); got != 500 {
+		t.Fatalf("after one enqueue: %d queued, want 500", got)
+	}
+	h.d.enqueue(ctx)
+	if got := h.queued(t, ep); got != 600 {
+		t.Fatalf("after two: %d queued, want 600", got)
+	}
+
+	h.d.dispatch(ctx) // 600 due
+	if got := h.settle(t, 100); len(got) != 100 {
+		t.Fatalf("one dispatch of 600 due deliveries sent %d, want 100", len(got))
+	}
+	h.d.tick(ctx) // nothing new to enqueue; 500 due
+	got := h.settle(t, 200)
+	if len(got) != 200 {
+		t.Fatalf("after a tick: %d sent, want 200", len(got))
+	}
+	seen := map[string]bool{}
+	for _, g := range got {
+		if seen[g.body.ID] {
+			t.Errorf("event %s sent twice", g.body.ID)
+		}
+		seen[g.body.ID] = true
+	}
+	var pending int
+	if err := h.pool.QueryRow(ctx, `SELECT count(*) FROM webhooks.deliveries WHERE state = 'pending'`).Scan(&pending); err != nil || pending != 400 {
+		t.Errorf("pending = %d, %v; want 400", pending, err)
+	}
+}
+
+// TestDispatcherSmallLimits checks configured limits: the enqueue limit
+// is per endpoint, the send limit is across endpoints and counts the sends
+// still in flight from earlier ticks.
+func TestDispatcherSmallLimits(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Config{EnqueueLimit: 7, SendLimit: 3})
+	a := h.endpoint(t, "contact.created")
+	b := h.endpoint(t, "contact.created")
+	other := h.endpoint(t, "order.created")
+	h.write(t, "c", 20)
+	ctx := context.Background()
+
+	for i, want := range []int{7, 14, 20, 20} {
+		h.d.enqueue(ctx)
+		if ga, gb, gother := h.queued(t, a), h.queued(t, b), h.queued(t, other); ga != want || gb != want || gother != 0 {
+			t.Fatalf("after enqueue %d: queued %d and %d (and %d unsubscribed), want %d each (and 0)", i+1, ga, gb, gother, want)
+		}
+	}
+
+	// The receiver holds the first three requests: the next dispatch finds
+	// no free slot and claims nothing.
+	gate := make(chan struct{})
+	h.mu.Lock()
+	h.gate = gate
+	h.mu.Unlock()
+	h.d.dispatch(ctx)
+	for deadline := time.Now().Add(time.Minute); ; {
+		h.mu.Lock()
+		n := len(h.got)
+		h.mu.Unlock()
+		if n == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("receiver holds %d requests, want 3", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	h.d.dispatch(ctx)
+	h.mu.Lock()
+	h.gate = nil
+	h.mu.Unlock()
+	close(gate)
+	if got := h.settle(t, 3); len(got) != 3 {
+		t.Fatalf("with every slot busy a dispatch sent more: %d requests, want 3", len(got))
+	}
+
+	h.d.dispatch(ctx)
+	got := h.settle(t, 6)
+	if len(got) != 6 {
+		t.Fatalf("after a second dispatch: %d sent, want 6", len(got))
+	}
+	var claimed int
+	if err := h.pool.QueryRow(ctx, `SELECT count(*) FROM webhooks.deliveries WHERE attempts > 0`).Scan(&claimed); err != nil || claimed != 6 {
+		t.Errorf("deliveries attempted = %d, %v; want 6", claimed, err)
+	}
+}
+
+// TestDispatcherFeatureFlag checks webhooks:enabled: while it is off the
+// tenant's events are passed over and never queued; once it is on, those
+// events still never arrive and the events written after it do.
+func TestDispatcherFeatureFlag(t *testing.T) {
+	t.Parallel()
+	var on atomic.Bool
+	var lookups atomic.Int32
+	h := newHarness(t, Config{Features: func(context.Context, string) (bool, error) {
+		lookups.Add(1)
+		return on.Load(), nil
+	}})
+	// The flag is cached for a TTL; the test moves the cache's clock
+	// instead of waiting for it.
+	now := time.Now()
+	var clock sync.Mutex
+	h.s.features.SetClock(func() time.Time { clock.Lock(); defer clock.Unlock(); return now })
+	ep := h.endpoint(t, "contact.created")
+	ctx := context.Background()
+
+	h.write(t, "off", 3)
+	h.d.tick(ctx)
+	h.d.tick(ctx)
+	if got := h.settle(t, 0); len(got) != 0 || h.queued(t, ep) != 0 {
+		t.Fatalf("flag off: %d sent, %d queued; want none", len(got), h.queued(t, ep))
+	}
+
+	on.Store(true)
+	clock.Lock()
+	now = now.Add(h.s.cfg.FeatureCacheTTL + time.Second)
+	clock.Unlock()
+	before := lookups.Load()
+	h.d.tick(ctx)
+	if lookups.Load() == before {
+		t.Fatal("the flag was not looked up again after its TTL")
+	}
+	if got := h.settle(t, 0); len(got) != 0 {
+		t.Fatalf("flag turned on: %d events of the off period sent", len(got))
+	}
+
+	h.write(t, "on", 2)
+	h.d.tick(ctx)
+	got := h.settle(t, 2)
+	if len(got) != 2 {
+		t.Fatalf("flag on: %d sent, want 2", len(got))
+	}
+	for _, g := range got {
+		if id := g.body.Data.EntityID; id != "on-0" && id != "on-1" {
+			t.Errorf("delivered %s; only on-0 and on-1 were written with the flag on", id)
+		}
+	}
+	h.d.tick(ctx)
+	if got := h.settle(t, 2); len(got) != 2 {
+		t.Errorf("a later tick sent more: %d", len(got))
+	}
+}
