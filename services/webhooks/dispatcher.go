@@ -7,6 +7,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/almoner/almoner/pkg/audit"
 	"github.com/almoner/almoner/services/webhooks/store"
@@ -174,7 +178,7 @@ func (d *Dispatcher) enqueue(ctx context.Context) {
 					d.s.logger.Error("webhooks: encode event", "event_id", e.EventID, "error", err.Error())
 					return // do not move the cursor past an event not queued
 				}
-				ds = append(ds, store.NewDelivery{EventID: uuid.MustParse(e.EventID), Event: e.Event, Body: body, OccurredAt: e.OccurredAt})
+				ds = append(ds, store.NewDelivery{EventID: uuid.MustParse(e.EventID), Event: e.Event, Body: body, OccurredAt: e.OccurredAt, TraceParent: e.TraceParent})
 			}
 		}
 		if _, err := d.s.store.Enqueue(ctx, ep, ep.Cursor, page.Next, ds); err != nil && ctx.Err() == nil {
@@ -211,11 +215,31 @@ func (d *Dispatcher) dispatch(ctx context.Context) {
 	}
 }
 
+// tracer makes the dispatcher's spans, from the global provider that
+// pkg/telemetry installs.
+var tracer = otel.Tracer("github.com/almoner/almoner/services/webhooks")
+
 // attempt sends one claimed delivery and decides what follows.
+//
+// Each attempt is one "webhook.deliver" span whose parent is the span of
+// the request that wrote the event's audit row, so that request's trace
+// shows its deliveries (and a sampled-out request's deliveries are not
+// sampled either). The span stays in the process: the POST carries no
+// traceparent, since the receiver is outside and internal ids stay inside.
 func (d *Dispatcher) attempt(ctx context.Context, c store.Claimed) store.Outcome {
 	if c.Attempt == 1 {
 		metricLag.Observe(time.Since(c.OccurredAt).Seconds())
 	}
+	if sc, ok := audit.SpanContext(c.TraceParent); ok {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+	}
+	ctx, span := tracer.Start(ctx, "webhook.deliver", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(
+			attribute.String("webhook.event", c.Event),
+			attribute.String("webhook.endpoint_id", c.EndpointID.String()),
+			attribute.Int("webhook.attempt", c.Attempt),
+		))
+	defer span.End()
 	var r result
 	secret, err := d.s.sealer.open(c.SecretBox, c.EndpointID[:])
 	if err != nil {
@@ -230,6 +254,14 @@ func (d *Dispatcher) attempt(ctx context.Context, c store.Claimed) store.Outcome
 		Event: c.Event, Attempt: c.Attempt, AttemptedAt: r.started, Success: r.success(), StatusCode: r.status,
 		Duration: r.duration, Error: r.err,
 	}}
+	span.SetAttributes(attribute.Bool("webhook.success", out.Attempt.Success))
+	if r.status != 0 {
+		span.SetAttributes(attribute.Int("http.response.status_code", r.status))
+	}
+	if !out.Attempt.Success {
+		// The sanitized reason only, as in the delivery record.
+		span.SetStatus(codes.Error, r.err)
+	}
 	switch {
 	case out.Attempt.Success:
 		out.State = "succeeded"

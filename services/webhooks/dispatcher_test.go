@@ -37,6 +37,8 @@ type harness struct {
 	got []delivered
 	// gate, when set, holds every request until it is closed.
 	gate chan struct{}
+	// status is the receiver's answer; 0 means 204.
+	status atomic.Int32
 }
 
 // delivered is one request the receiver got.
@@ -65,7 +67,11 @@ func newHarness(t *testing.T, cfg Config) *harness {
 		if gate != nil {
 			<-gate
 		}
-		w.WriteHeader(http.StatusNoContent)
+		code := int(h.status.Load())
+		if code == 0 {
+			code = http.StatusNoContent
+		}
+		w.WriteHeader(code)
 	}))
 	t.Cleanup(h.rc.Close)
 	roots := x509.NewCertPool()
@@ -121,7 +127,12 @@ func (h *harness) endpoint(t *testing.T, types ...string) uuid.UUID {
 // "readable". Waiting for that condition keeps the counts below exact.
 func (h *harness) write(t *testing.T, prefix string, n int) {
 	t.Helper()
-	ctx := context.Background()
+	h.writeCtx(t, context.Background(), prefix, n)
+}
+
+// writeCtx is write with the writer's context (and so its span).
+func (h *harness) writeCtx(t *testing.T, ctx context.Context, prefix string, n int) {
+	t.Helper()
 	tx, err := h.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -83,6 +83,9 @@ func (s *sender) send(ctx context.Context, url, secret, event string, body []byt
 	req.Header.Set(webhook.HeaderDeliveryID, id.String())
 	req.Header.Set(webhook.HeaderTimestamp, strconv.FormatInt(ts, 10))
 	req.Header.Set(webhook.HeaderSignature, webhook.Sign(secret, ts, body))
+	// ctx carries the attempt's span, but the client has no tracing
+	// transport, so no traceparent is sent: the receiver is outside, and
+	// trace and span ids are internal.
 	resp, err := s.client.Do(req)
 	if err != nil {
 		r.duration = time.Since(r.started)

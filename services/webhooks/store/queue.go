@@ -45,6 +45,9 @@ type NewDelivery struct {
 	Event      string
 	Body       []byte
 	OccurredAt time.Time
+	// TraceParent is the W3C traceparent of the span that wrote the audit
+	// row; "" when it had none.
+	TraceParent string
 }
 
 // Enqueue queues ds for the endpoint and moves its cursor from `from` to
@@ -73,19 +76,21 @@ func (s *Store) Enqueue(ctx context.Context, ep LiveEndpoint, from, next audit.C
 			names := make([]string, len(ds))
 			bodies := make([][]byte, len(ds))
 			times := make([]time.Time, len(ds))
+			traces := make([]string, len(ds))
 			for i, d := range ds {
 				id, err := uuid.NewV7()
 				if err != nil {
 					return err
 				}
-				ids[i], eventIDs[i], names[i], bodies[i], times[i] = id, d.EventID, d.Event, d.Body, d.OccurredAt
+				ids[i], eventIDs[i], names[i], bodies[i], times[i], traces[i] = id, d.EventID, d.Event, d.Body, d.OccurredAt, d.TraceParent
 			}
 			if _, err := tx.Exec(ctx, `
-				INSERT INTO webhooks.deliveries (tenant_id, id, endpoint_id, event_id, event, body, occurred_at)
-				SELECT $1, u.id, $2, u.event_id, u.event, u.body, u.occurred_at
-				FROM unnest($3::uuid[], $4::uuid[], $5::text[], $6::bytea[], $7::timestamptz[]) AS u(id, event_id, event, body, occurred_at)
+				INSERT INTO webhooks.deliveries (tenant_id, id, endpoint_id, event_id, event, body, occurred_at, trace_parent)
+				SELECT $1, u.id, $2, u.event_id, u.event, u.body, u.occurred_at, NULLIF(u.trace_parent, '')
+				FROM unnest($3::uuid[], $4::uuid[], $5::text[], $6::bytea[], $7::timestamptz[], $8::text[])
+					AS u(id, event_id, event, body, occurred_at, trace_parent)
 				ON CONFLICT (endpoint_id, event_id) DO NOTHING`,
-				ep.TenantID, ep.ID, ids, eventIDs, names, bodies, times); err != nil {
+				ep.TenantID, ep.ID, ids, eventIDs, names, bodies, times, traces); err != nil {
 				return fmt.Errorf("enqueue: %w", err)
 			}
 		}
@@ -115,6 +120,9 @@ type Claimed struct {
 	// ClaimedAt is the database's time of the claim; retries are timed
 	// from it.
 	ClaimedAt time.Time
+	// TraceParent is the originating request's W3C traceparent; "" when
+	// the event was written outside a trace.
+	TraceParent string
 }
 
 // Claim takes up to limit due deliveries of live endpoints for one attempt
@@ -136,14 +144,14 @@ func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration) ([]Cl
 		UPDATE webhooks.deliveries d SET attempts = d.attempts + 1, next_attempt_at = now() + $2::interval
 		FROM due, webhooks.endpoints e
 		WHERE d.tenant_id = due.tenant_id AND d.id = due.id AND e.tenant_id = d.tenant_id AND e.id = d.endpoint_id
-		RETURNING d.tenant_id, d.id, d.endpoint_id, d.event_id, d.event, d.body, d.occurred_at, d.attempts, e.url, e.secret_box, now()`,
+		RETURNING d.tenant_id, d.id, d.endpoint_id, d.event_id, d.event, d.body, d.occurred_at, d.attempts, e.url, e.secret_box, now(), coalesce(d.trace_parent, '')`,
 		limit, lease)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Claimed, error) {
 		var c Claimed
-		err := r.Scan(&c.TenantID, &c.ID, &c.EndpointID, &c.EventID, &c.Event, &c.Body, &c.OccurredAt, &c.Attempt, &c.URL, &c.SecretBox, &c.ClaimedAt)
+		err := r.Scan(&c.TenantID, &c.ID, &c.EndpointID, &c.EventID, &c.Event, &c.Body, &c.OccurredAt, &c.Attempt, &c.URL, &c.SecretBox, &c.ClaimedAt, &c.TraceParent)
 		return c, err
 	})
 }
