@@ -35,7 +35,9 @@ func (t *Type) param(key string) *Param {
 }
 
 // Gifts are the donation lines of orders that stand: Completed and
-// PartiallyRefunded, at their net amount (refunds apportioned by the view).
+// PartiallyRefunded, at their net amount (each line's share of refunds is
+// stored by the orders service; a gift is one order, at its donation lines'
+// net sum).
 // Voided and fully refunded orders are left out of every giving figure and
 // appear only in refunds-and-voids.
 const standing = `status IN ('Completed', 'PartiallyRefunded')`
@@ -112,6 +114,16 @@ var Catalog = []*Type{
 				q.Args = append(q.Args, c)
 				where += fmt.Sprintf(" AND campaign_id = $%d", len(q.Args)+1)
 			}
+			if where == "" {
+				// Without a fund or campaign filter a gift is a whole order:
+				// the orders view alone (one index-only range scan), no join.
+				q.SQL = `SELECT date_trunc($2, order_date::timestamp)::date AS "PeriodStart", currency AS "Currency",
+					count(*) AS "GiftCount", count(DISTINCT contact_id) AS "DonorCount", sum(donation_net_minor)::bigint AS "Amount"
+					FROM orders.report_orders_v1
+					WHERE tenant_id = $1 AND has_donations AND ` + standing + ` AND created_at >= $3 AND created_at < $4
+					GROUP BY 1, 2`
+				return q
+			}
 			q.SQL = `SELECT date_trunc($2, gift_date::timestamp)::date AS "PeriodStart", currency AS "Currency",
 				count(DISTINCT order_id) AS "GiftCount", count(DISTINCT contact_id) AS "DonorCount", sum(net_amount_minor)::bigint AS "Amount"
 				FROM orders.report_donations_v1
@@ -165,10 +177,10 @@ var Catalog = []*Type{
 			from, to := dayRange(v)
 			return store.Query{Args: []any{from, to, v.Int("Limit")}, Order: `"Currency", "Rank"`, SQL: `
 				SELECT t."Rank", t.contact_id AS "ContactId", coalesce(c.display_name, '') AS "ContactName", t.currency AS "Currency", t.gifts AS "GiftCount", t.amount AS "Amount"
-				FROM (SELECT contact_id, currency, count(DISTINCT order_id) AS gifts, sum(net_amount_minor)::bigint AS amount,
-					row_number() OVER (PARTITION BY currency ORDER BY sum(net_amount_minor) DESC, contact_id) AS "Rank"
-					FROM orders.report_donations_v1
-					WHERE tenant_id = $1 AND ` + standing + ` AND created_at >= $2 AND created_at < $3
+				FROM (SELECT contact_id, currency, count(*) AS gifts, sum(donation_net_minor)::bigint AS amount,
+					row_number() OVER (PARTITION BY currency ORDER BY sum(donation_net_minor) DESC, contact_id) AS "Rank"
+					FROM orders.report_orders_v1
+					WHERE tenant_id = $1 AND has_donations AND ` + standing + ` AND created_at >= $2 AND created_at < $3
 					GROUP BY contact_id, currency) t
 				LEFT JOIN contacts.report_contacts_v1 c ON c.tenant_id = $1 AND c.contact_id = t.contact_id
 				WHERE t."Rank" <= $4`}
@@ -182,17 +194,26 @@ var Catalog = []*Type{
 		Columns:     bunt("LastYearAmount", "Last year"),
 		build: func(v Values) store.Query {
 			ys, ye := yearRange(v.Int("Year"))
-			return store.Query{Args: []any{ys, ye, ys.AddDate(-1, 0, 0)}, Order: `"ContactId", "Currency"`, SQL: giftsCTE + `,
-				lapsed AS (SELECT contact_id FROM g GROUP BY contact_id
-					HAVING bool_or(created_at >= $4 AND created_at < $2) AND NOT bool_or(created_at >= $2))
-				SELECT l.contact_id AS "ContactId", coalesce(c.display_name, '') AS "ContactName", g.currency AS "Currency",
-					(max(g.created_at) AT TIME ZONE 'UTC')::date AS "LastGiftDate",
-					(array_agg(g.amount ORDER BY g.created_at DESC, g.order_id DESC))[1] AS "LastGiftAmount",
-					sum(g.amount) FILTER (WHERE g.created_at >= $4)::bigint AS "LastYearAmount"
-				FROM lapsed l JOIN g ON g.contact_id = l.contact_id AND g.created_at < $2
-				LEFT JOIN contacts.report_contacts_v1 c ON c.tenant_id = $1 AND c.contact_id = l.contact_id
-				GROUP BY l.contact_id, c.display_name, g.currency
-				HAVING count(*) FILTER (WHERE g.created_at >= $4) > 0`}
+			// Every row of a LYBUNT donor has a gift last year in its
+			// currency, so its last gift is last year's last. The query
+			// drops last year's gifts of donors who gave this year first (a
+			// hash anti join of the two years' index-only scans), so only
+			// the lapsed donors' gifts are aggregated, and looks up their
+			// last gifts and names one by one.
+			return store.Query{Args: []any{ys, ye, ys.AddDate(-1, 0, 0)}, Order: `"ContactId", "Currency"`, SQL: `
+				WITH ly AS (SELECT o.contact_id, o.currency, sum(o.donation_net_minor)::bigint AS amount, max(o.created_at) AS last_at
+					FROM orders.report_orders_v1 o WHERE o.tenant_id = $1 AND o.has_donations AND o.` + standing + ` AND o.created_at >= $4 AND o.created_at < $2
+						AND NOT EXISTS (SELECT 1 FROM orders.report_orders_v1 t WHERE t.tenant_id = $1 AND t.contact_id = o.contact_id
+							AND t.has_donations AND t.` + standing + ` AND t.created_at >= $2 AND t.created_at < $3)
+					GROUP BY o.contact_id, o.currency)
+				SELECT ly.contact_id AS "ContactId", coalesce(c.display_name, '') AS "ContactName", ly.currency AS "Currency",
+					(ly.last_at AT TIME ZONE 'UTC')::date AS "LastGiftDate", lg.amount AS "LastGiftAmount", ly.amount AS "LastYearAmount"
+				FROM ly
+				LEFT JOIN LATERAL (SELECT o.donation_net_minor AS amount FROM orders.report_orders_v1 o
+					WHERE o.tenant_id = $1 AND o.created_at = ly.last_at AND o.contact_id = ly.contact_id AND o.currency = ly.currency
+						AND o.has_donations AND o.` + standing + `
+					ORDER BY o.order_id DESC LIMIT 1) lg ON true
+				LEFT JOIN contacts.report_contacts_v1 c ON c.tenant_id = $1 AND c.contact_id = ly.contact_id`}
 		},
 	},
 	{
@@ -243,7 +264,7 @@ var Catalog = []*Type{
 						bool_or(created_at >= $4 AND created_at < $5) AS cur,
 						bool_or(created_at < $2) AS before_prev,
 						bool_or(created_at < $4) AS before_cur
-					FROM orders.report_donations_v1 WHERE tenant_id = $1 AND ` + standing + ` AND created_at < $5
+					FROM orders.report_orders_v1 WHERE tenant_id = $1 AND has_donations AND ` + standing + ` AND created_at < $5
 					GROUP BY contact_id)
 				SELECT $6::bigint AS "PreviousYear", $7::bigint AS "Year",
 					count(*) FILTER (WHERE prev) AS "PreviousYearDonors", count(*) FILTER (WHERE cur) AS "YearDonors",
@@ -265,9 +286,8 @@ var Catalog = []*Type{
 		build: func(v Values) store.Query {
 			from, to := dayRange(v)
 			return store.Query{Args: []any{from, to}, Order: `"FirstGiftDate", "ContactId"`, SQL: `
-				WITH g AS (SELECT contact_id, order_id, currency, created_at, sum(net_amount_minor)::bigint AS amount
-					FROM orders.report_donations_v1 WHERE tenant_id = $1 AND ` + standing + ` AND created_at < $3
-					GROUP BY contact_id, order_id, currency, created_at),
+				WITH g AS (SELECT contact_id, order_id, currency, created_at, donation_net_minor AS amount
+					FROM orders.report_orders_v1 WHERE tenant_id = $1 AND has_donations AND ` + standing + ` AND created_at < $3),
 				f AS (SELECT DISTINCT ON (contact_id) * FROM g ORDER BY contact_id, created_at, order_id)
 				SELECT f.contact_id AS "ContactId", coalesce(c.display_name, '') AS "ContactName",
 					(f.created_at AT TIME ZONE 'UTC')::date AS "FirstGiftDate", f.currency AS "Currency", f.amount AS "FirstGiftAmount"
@@ -361,11 +381,11 @@ var Catalog = []*Type{
 	},
 }
 
-// giftsCTE is each standing order's donations before the end of the year
-// ($3) as one gift per order and currency; $2 is the year's start.
-const giftsCTE = `WITH g AS (SELECT contact_id, order_id, currency, created_at, sum(net_amount_minor)::bigint AS amount
-	FROM orders.report_donations_v1 WHERE tenant_id = $1 AND ` + standing + ` AND created_at < $3
-	GROUP BY contact_id, order_id, currency, created_at)`
+// giftsCTE is each standing order with donations before the end of the
+// year ($3) as one gift, at its donations' net amount; $2 is the year's
+// start.
+const giftsCTE = `WITH g AS (SELECT contact_id, order_id, currency, created_at, donation_net_minor AS amount
+	FROM orders.report_orders_v1 WHERE tenant_id = $1 AND has_donations AND ` + standing + ` AND created_at < $3)`
 
 func bunt(key, label string) []store.Column {
 	return []store.Column{col("ContactId", "Contact ID", store.Integer), col("ContactName", "Contact name", store.String), currencyCol,

@@ -5,7 +5,9 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -64,114 +66,274 @@ type Totals struct {
 	Row      Row
 }
 
+// readTx begins a read-only transaction with the settings of a report
+// query. Reports sort and hash hundreds of thousands of rows (a year of
+// gifts grouped by donor): the server's default work_mem of 4 MB sends
+// those to disk, so a report query gets workMem, bounded by the pool size.
+// JIT is off: on these plans it compiled for a few hundred milliseconds
+// and saved less than that (docs/reports.md, Performance).
+func (s *Store) readTx(ctx context.Context, iso pgx.TxIsoLevel) (pgx.Tx, error) {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: iso, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, `SELECT set_config('work_mem', $1, true), set_config('jit', 'off', true)`, workMem); err != nil {
+		_ = tx.Rollback(ctx)
+		return nil, err
+	}
+	return tx, nil
+}
+
+// workMem is a report query's work_mem.
+const workMem = "64MB"
+
 // Page runs q and returns rows [offset, offset+limit), the number of rows
-// and the totals per currency.
+// and the totals per currency. It is one statement: the report's rows are
+// made once (a materialized CTE) and both the page and the totals read
+// them, so a run costs one execution of the report's query, not two.
 func (s *Store) Page(ctx context.Context, tenantID uuid.UUID, q Query, cols []Column, offset, limit int64) ([]Row, int64, []Totals, error) {
-	// One read-only snapshot: the count, the totals and the page agree.
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	tx, err := s.readTx(ctx, pgx.ReadCommitted)
 	if err != nil {
 		return nil, 0, nil, err
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // read-only
 	args := q.args(tenantID)
 	n := len(args)
-	rows, err := tx.Query(ctx, fmt.Sprintf(`SELECT * FROM (%s) r ORDER BY %s LIMIT $%d OFFSET $%d`, q.SQL, q.Order, n+1, n+2), append(args, limit, offset)...)
+	// A page past the end still yields one row (the totals, with the
+	// page's columns null and __row null), hence the LEFT JOIN.
+	sql := fmt.Sprintf(`WITH r AS MATERIALIZED (%s)
+		SELECT p.*, t.totals::text FROM (SELECT coalesce(json_agg(z), '[]') AS totals FROM (%s) z) t
+		LEFT JOIN LATERAL (SELECT r.*, true AS "__row" FROM r ORDER BY %s LIMIT $%d OFFSET $%d) p ON true
+		ORDER BY %s`, q.SQL, totalsSQL(cols, "r"), q.Order, n+1, n+2, q.Order)
+	rows, err := tx.Query(ctx, sql, append(args, limit, offset)...)
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Row, error) { return r.Values() })
-	if err != nil {
-		return nil, 0, nil, err
-	}
-	total, totals, err := s.totals(ctx, tx, args, q, cols)
-	return out, total, totals, err
-}
-
-// totals counts the rows and adds up the Sum columns per currency (or over
-// every row when the report has no Currency column).
-func (s *Store) totals(ctx context.Context, tx pgx.Tx, args []any, q Query, cols []Column) (int64, []Totals, error) {
-	hasCurrency, hasSum := false, false
-	sel := []string{"count(*)"}
-	for _, c := range cols {
-		if c.Key == "Currency" {
-			hasCurrency = true
-		}
-		if c.Sum {
-			hasSum = true
-			sel = append(sel, fmt.Sprintf(`coalesce(sum(%q), 0)::bigint`, c.Key))
-		}
-	}
-	group := ""
-	if hasCurrency {
-		sel = append(sel, `"Currency"`)
-		group = ` GROUP BY "Currency" ORDER BY "Currency"`
-	}
-	rows, err := tx.Query(ctx, fmt.Sprintf(`SELECT %s FROM (%s) r%s`, strings.Join(sel, ", "), q.SQL, group), args...)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer rows.Close()
-	var total int64
-	var out []Totals
+	var out []Row
+	var doc string
 	for rows.Next() {
 		vals, err := rows.Values()
 		if err != nil {
-			return 0, nil, err
+			rows.Close()
+			return nil, 0, nil, err
 		}
-		total += vals[0].(int64)
+		doc, _ = vals[len(vals)-1].(string)
+		if vals[len(vals)-2] != nil {
+			out = append(out, Row(vals[:len(cols)]))
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, 0, nil, err
+	}
+	total, totals, err := parseTotals(doc, cols)
+	return out, total, totals, err
+}
+
+// totalsSQL counts the rows of from and adds up the Sum columns per
+// currency (or over every row when the report has no Currency column),
+// ordered by currency.
+func totalsSQL(cols []Column, from string) string {
+	sel := []string{`count(*) AS "__n"`}
+	group := ""
+	for _, c := range cols {
+		if c.Sum {
+			sel = append(sel, fmt.Sprintf(`coalesce(sum(%q), 0)::bigint AS %q`, c.Key, c.Key))
+		}
+		if c.Key == "Currency" {
+			sel = append(sel, `"Currency"`)
+			group = ` GROUP BY "Currency" ORDER BY "Currency"`
+		}
+	}
+	return fmt.Sprintf(`SELECT %s FROM %s%s`, strings.Join(sel, ", "), from, group)
+}
+
+// parseTotals reads totalsSQL's rows, as a JSON array, into the totals.
+func parseTotals(doc string, cols []Column) (int64, []Totals, error) {
+	var groups []map[string]json.RawMessage
+	dec := json.NewDecoder(strings.NewReader(doc))
+	dec.UseNumber()
+	if err := dec.Decode(&groups); err != nil {
+		return 0, nil, fmt.Errorf("report totals: %w", err)
+	}
+	acc := newTotaller(cols)
+	for _, g := range groups {
+		var count int64
+		if err := json.Unmarshal(g["__n"], &count); err != nil {
+			return 0, nil, fmt.Errorf("report totals: %w", err)
+		}
 		t := Totals{Row: make(Row, len(cols))}
-		i := 1
 		for j, c := range cols {
-			if c.Sum {
-				t.Row[j] = vals[i]
-				i++
-			}
-		}
-		if hasCurrency {
-			t.Currency, _ = vals[i].(string)
-			for j, c := range cols {
-				if c.Key == "Currency" {
-					t.Row[j] = t.Currency
+			switch {
+			case c.Sum:
+				var v int64
+				if err := json.Unmarshal(g[c.Key], &v); err != nil {
+					return 0, nil, fmt.Errorf("report totals: %w", err)
+				}
+				t.Row[j] = v
+			case c.Key == "Currency":
+				var cur *string
+				if err := json.Unmarshal(g[c.Key], &cur); err != nil {
+					return 0, nil, fmt.Errorf("report totals: %w", err)
+				}
+				if cur != nil {
+					t.Currency, t.Row[j] = *cur, *cur
 				}
 			}
 		}
-		// A report with nothing to add up (donor-retention) has no totals.
-		if hasCurrency || (hasSum && vals[0].(int64) > 0) {
-			out = append(out, t)
+		acc.count += count
+		acc.groups = append(acc.groups, &t)
+	}
+	total, totals := acc.result()
+	return total, totals, nil
+}
+
+// totaller adds up the totals in Go, as rows stream past, with the same
+// result as totalsSQL: an export then runs its query once.
+type totaller struct {
+	cols        []Column
+	currency    int // index of the Currency column, -1 when none
+	hasSum      bool
+	count       int64
+	groups      []*Totals
+	byCurrency  map[string]*Totals
+	nullCurency *Totals
+}
+
+func newTotaller(cols []Column) *totaller {
+	a := &totaller{cols: cols, currency: -1, byCurrency: map[string]*Totals{}}
+	for i, c := range cols {
+		if c.Key == "Currency" {
+			a.currency = i
+		}
+		a.hasSum = a.hasSum || c.Sum
+	}
+	return a
+}
+
+func (a *totaller) add(r Row) {
+	a.count++
+	var t *Totals
+	switch {
+	case a.currency < 0:
+		if len(a.groups) == 0 {
+			a.groups = append(a.groups, a.zero(nil))
+		}
+		t = a.groups[0]
+	default:
+		cur, ok := r[a.currency].(string)
+		if !ok {
+			if a.nullCurency == nil {
+				a.nullCurency = a.zero(nil)
+			}
+			t = a.nullCurency
+			break
+		}
+		if t = a.byCurrency[cur]; t == nil {
+			t = a.zero(&cur)
+			a.byCurrency[cur] = t
+			a.groups = append(a.groups, t)
 		}
 	}
-	return total, out, rows.Err()
+	for j, c := range a.cols {
+		if v, ok := r[j].(int64); ok && c.Sum {
+			t.Row[j] = t.Row[j].(int64) + v
+		}
+	}
+}
+
+func (a *totaller) zero(cur *string) *Totals {
+	t := &Totals{Row: make(Row, len(a.cols))}
+	for j, c := range a.cols {
+		if c.Sum {
+			t.Row[j] = int64(0)
+		}
+	}
+	if cur != nil {
+		t.Currency, t.Row[a.currency] = *cur, *cur
+	}
+	return t
+}
+
+// result is the number of rows and the totals in currency order (a null
+// currency last, as PostgreSQL sorts it).
+func (a *totaller) result() (int64, []Totals) {
+	groups := a.groups
+	if a.nullCurency != nil {
+		groups = append(groups, a.nullCurency)
+	}
+	var out []Totals
+	for _, t := range groups {
+		// A report with nothing to add up (donor-retention) has no totals.
+		if a.currency >= 0 || (a.hasSum && a.count > 0) {
+			out = append(out, *t)
+		}
+	}
+	if a.currency >= 0 {
+		slices.SortStableFunc(out, func(x, y Totals) int {
+			xn, yn := x.Row[a.currency] == nil, y.Row[a.currency] == nil
+			switch {
+			case xn || yn:
+				return cmpBool(xn, yn)
+			}
+			return strings.Compare(x.Currency, y.Currency)
+		})
+	}
+	return a.count, out
+}
+
+func cmpBool(x, y bool) int {
+	switch {
+	case x == y:
+		return 0
+	case x:
+		return 1
+	}
+	return -1
 }
 
 // Stream runs q and calls fn for every row in order without holding them:
 // pgx reads rows off the connection as fn consumes them, so memory stays
-// flat however many rows there are.
-func (s *Store) Stream(ctx context.Context, tenantID uuid.UUID, q Query, fn func(Row) error) (int64, error) {
-	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT * FROM (%s) r ORDER BY %s`, q.SQL, q.Order), q.args(tenantID)...)
-	if err != nil {
-		return 0, err
-	}
-	defer rows.Close()
-	var n int64
-	for rows.Next() {
-		vals, err := rows.Values()
-		if err != nil {
-			return n, err
-		}
-		if err := fn(vals); err != nil {
-			return n, err
-		}
-		n++
-	}
-	return n, rows.Err()
-}
-
-// Totals computes the totals of q alone (exports write them last).
-func (s *Store) Totals(ctx context.Context, tenantID uuid.UUID, q Query, cols []Column) (int64, []Totals, error) {
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+// flat however many rows there are. It returns the number of rows and the
+// totals, added up on the way.
+func (s *Store) Stream(ctx context.Context, tenantID uuid.UUID, q Query, cols []Column, fn func(Row) error) (int64, []Totals, error) {
+	tx, err := s.readTx(ctx, pgx.ReadCommitted)
 	if err != nil {
 		return 0, nil, err
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // read-only
-	return s.totals(ctx, tx, q.args(tenantID), q, cols)
+	rows, err := tx.Query(ctx, fmt.Sprintf(`SELECT * FROM (%s) r ORDER BY %s`, q.SQL, q.Order), q.args(tenantID)...)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer rows.Close()
+	acc := newTotaller(cols)
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			return acc.count, nil, err
+		}
+		if err := fn(vals); err != nil {
+			return acc.count, nil, err
+		}
+		acc.add(vals)
+	}
+	if err := rows.Err(); err != nil {
+		return acc.count, nil, err
+	}
+	n, totals := acc.result()
+	return n, totals, nil
+}
+
+// Count returns the number of rows of q (a PDF export checks its size
+// before making the file).
+func (s *Store) Count(ctx context.Context, tenantID uuid.UUID, q Query) (int64, error) {
+	tx, err := s.readTx(ctx, pgx.ReadCommitted)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // read-only
+	var n int64
+	err = tx.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM (%s) r`, q.SQL), q.args(tenantID)...).Scan(&n)
+	return n, err
 }
