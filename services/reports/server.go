@@ -439,6 +439,7 @@ func (x *server) ExportReport(req *reportsv1.ExportReportRequest, stream grpc.Se
 	}
 	n, totals, err := x.s.store.Stream(ctx, d.TenantID, q, t.Columns, w.Row)
 	if err != nil {
+		w.Abort()
 		return err
 	}
 	if err := w.Close(totals); err != nil {

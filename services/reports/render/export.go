@@ -1,6 +1,7 @@
 package render
 
 import (
+	"archive/zip"
 	"bufio"
 	"bytes"
 	_ "embed" // the PDF font
@@ -12,6 +13,7 @@ import (
 	"github.com/go-pdf/fpdf"
 	"github.com/xuri/excelize/v2"
 
+	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/services/reports/store"
 )
 
@@ -28,6 +30,9 @@ type Writer interface {
 	Row(store.Row) error
 	// Close writes the totals and finishes the file.
 	Close(totals []store.Totals) error
+	// Abort releases what an unfinished file holds (the Excel writer's
+	// spool file) when the export fails before Close.
+	Abort()
 }
 
 // Formats maps an export format to its content type and extension.
@@ -75,6 +80,8 @@ func (c *csvWriter) Row(r store.Row) error {
 	return c.cw.Write(c.r)
 }
 
+func (c *csvWriter) Abort() {}
+
 func (c *csvWriter) Close(totals []store.Totals) error {
 	for _, tot := range totals {
 		for i := range c.t.Columns {
@@ -95,9 +102,11 @@ func (c *csvWriter) Close(totals []store.Totals) error {
 }
 
 // xlsxWriter writes one sheet through excelize's StreamWriter, which
-// spools rows to a temporary file past a small buffer, so memory stays flat;
-// the file is written to w at Close. Amounts are numbers with the
-// currency's decimals as the cell format, dates are dates.
+// spools rows to a temporary file past a 16 MiB buffer, so memory stays
+// flat; the file is zipped straight onto w at Close (see newXLSX). Amounts
+// are numbers with the currency's decimals as the cell format, dates are
+// dates. Nothing reaches w before Close, so a refusal on the way (too many
+// rows for a sheet) can still be answered as a problem document.
 type xlsxWriter struct {
 	t      *Table
 	f      *excelize.File
@@ -109,8 +118,20 @@ type xlsxWriter struct {
 	date   int
 }
 
+// MaxXLSXRows is the rows a sheet holds (Excel's limit, the header and the
+// totals included); a variable so tests can lower it.
+var MaxXLSXRows = excelize.TotalRows
+
 func newXLSX(t *Table, w io.Writer) (*xlsxWriter, error) {
 	f := excelize.NewFile()
+	// excelize's File.Write builds the whole .xlsx in a bytes.Buffer
+	// before copying it out (WriteToBuffer): tens of megabytes for a
+	// million rows, growing with the report. Its zip writer is pluggable,
+	// so the archive is written to w as it is compressed instead and the
+	// buffer stays empty. (WriteToBuffer's zip64 header fix-up, for parts
+	// over 4 GiB, would miss it; a sheet within Excel's row limit and our
+	// column counts stays far below that.)
+	f.SetZipWriter(func(io.Writer) excelize.ZipWriter { return zip.NewWriter(w) })
 	sw, err := f.NewStreamWriter("Sheet1")
 	if err != nil {
 		return nil, err
@@ -183,11 +204,24 @@ func (x *xlsxWriter) cells(r store.Row) []any {
 
 func (x *xlsxWriter) Row(r store.Row) error {
 	x.n++
+	if x.n > MaxXLSXRows {
+		return tooManyRows()
+	}
 	cell, _ := excelize.CoordinatesToCellName(1, x.n)
 	return x.sw.SetRow(cell, x.cells(r))
 }
 
+func (x *xlsxWriter) Abort() { _ = x.f.Close() }
+
+func tooManyRows() error {
+	return apperr.Unprocessable("Report.TooLargeForExcel", fmt.Sprintf("An Excel sheet holds at most %d rows with its header and totals. Export CSV instead.", MaxXLSXRows))
+}
+
 func (x *xlsxWriter) Close(totals []store.Totals) error {
+	if x.n+len(totals) > MaxXLSXRows {
+		x.Abort()
+		return tooManyRows()
+	}
 	for _, tot := range totals {
 		x.n++
 		cells := x.cells(tot.Row)
@@ -315,6 +349,8 @@ func (p *pdfWriter) Row(r store.Row) error {
 	p.line(r, "")
 	return p.pdf.Error()
 }
+
+func (p *pdfWriter) Abort() {}
 
 func (p *pdfWriter) Close(totals []store.Totals) error {
 	p.pdf.SetFont("dejavu", "B", 8)
