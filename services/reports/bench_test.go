@@ -112,6 +112,11 @@ func BenchmarkReports(b *testing.B) {
 
 // benchTenant returns a pool and a tenant holding n orders. The tenant's id
 // is derived from n, so a kept database can hold several sizes.
+// scripts/bench-reports.sh also loads the tenant it created through the
+// API, for an export through the real server: ALMONER_REPORTS_BENCH_TENANT
+// names it, ALMONER_REPORTS_BENCH_DONORS sets the number of contacts (n/5
+// by default; 1 makes a giving statement of n rows) and
+// ALMONER_REPORTS_BENCH_DAYS the days the gifts span from 2025-01-01 (730).
 func benchTenant(b *testing.B, n int) (*pgxpool.Pool, uuid.UUID) {
 	ctx := context.Background()
 	url := ""
@@ -125,6 +130,21 @@ func benchTenant(b *testing.B, n int) (*pgxpool.Pool, uuid.UUID) {
 		b.Fatal(err)
 	}
 	tenant := uuid.NewSHA1(uuid.NameSpaceOID, fmt.Appendf(nil, "almoner-reports-bench-%d", n))
+	if id := os.Getenv("ALMONER_REPORTS_BENCH_TENANT"); id != "" {
+		if tenant, err = uuid.Parse(id); err != nil {
+			b.Fatal(err)
+		}
+	}
+	donors, days := n/5, 730
+	if v := os.Getenv("ALMONER_REPORTS_BENCH_DONORS"); v != "" {
+		donors, _ = strconv.Atoi(v)
+	}
+	if v := os.Getenv("ALMONER_REPORTS_BENCH_DAYS"); v != "" {
+		days, _ = strconv.Atoi(v)
+	}
+	if donors <= 0 || days <= 0 {
+		b.Fatal("ALMONER_REPORTS_BENCH_DONORS and _DAYS must be positive")
+	}
 	var have int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM orders.orders WHERE tenant_id = $1`, tenant).Scan(&have); err != nil {
 		b.Fatal(err)
@@ -134,7 +154,7 @@ func benchTenant(b *testing.B, n int) (*pgxpool.Pool, uuid.UUID) {
 		return pool, tenant
 	}
 	start := time.Now()
-	err = db.InTx(ctx, pool, func(tx pgx.Tx) error { return seed(ctx, tx, tenant, n) })
+	err = db.InTx(ctx, pool, func(tx pgx.Tx) error { return seed(ctx, tx, tenant, n, donors, days) })
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -171,39 +191,39 @@ func keptDatabase(b *testing.B, name string) string {
 	return url
 }
 
-// seed loads n one-donation orders spread evenly over 2025–2026 and n/5
-// contacts. Orders go to contacts by a multiplicative hash, so donors give
-// a varying number of times and some stop (LYBUNT and SYBUNT have rows);
-// 1 % of the orders are partly refunded, through orders.refunds and the
-// per-line refunded amounts the orders service keeps.
-func seed(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, n int) error {
-	fund, batch := uuid.New(), uuid.New()
+// seed loads n one-donation orders spread evenly over days from 2025-01-01
+// and donors contacts. Orders go to contacts by a hash of the order number,
+// so donors give a varying number of times and some stop (LYBUNT and
+// SYBUNT have rows); 1 % of the orders are partly refunded, through
+// orders.refunds and the per-line shares the orders service stores. The
+// rows are made by the server (INSERT … SELECT generate_series), which
+// loads as fast as COPY without shipping them.
+func seed(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, n, donors, days int) error {
+	args := pgx.NamedArgs{"tenant": tenant, "fund": uuid.New(), "batch": uuid.New(), "n": n, "donors": donors, "days": days}
 	for _, q := range []string{
-		`DELETE FROM orders.refunds WHERE tenant_id = $1 AND $2::uuid IS NOT NULL AND $3::uuid IS NOT NULL AND $4::int > 0`,
-		`DELETE FROM orders.order_donations WHERE tenant_id = $1 AND $2::uuid IS NOT NULL AND $3::uuid IS NOT NULL AND $4::int > 0`,
-		`DELETE FROM orders.orders WHERE tenant_id = $1 AND $2::uuid IS NOT NULL AND $3::uuid IS NOT NULL AND $4::int > 0`,
-		`DELETE FROM contacts.contacts WHERE tenant_id = $1 AND $2::uuid IS NOT NULL AND $3::uuid IS NOT NULL AND $4::int > 0`,
-		`INSERT INTO orders.batches (tenant_id, id, name) SELECT $1, $3, 'bench' WHERE $2::uuid IS NOT NULL AND $4::int > 0`,
-		`INSERT INTO orders.funds (tenant_id, id, name) SELECT $1, $2::uuid, 'General ' || $2::uuid::text WHERE $3::uuid IS NOT NULL AND $4::int > 0`,
+		`DELETE FROM orders.refunds WHERE tenant_id = @tenant`,
+		`DELETE FROM orders.order_donations WHERE tenant_id = @tenant`,
+		`DELETE FROM orders.orders WHERE tenant_id = @tenant`,
+		`DELETE FROM contacts.contacts WHERE tenant_id = @tenant`,
+		`INSERT INTO orders.batches (tenant_id, id, name) VALUES (@tenant, @batch, 'bench')`,
+		`INSERT INTO orders.funds (tenant_id, id, name) VALUES (@tenant, @fund::uuid, 'General ' || @fund::uuid::text)`,
 		`INSERT INTO contacts.contacts (tenant_id, id, contact_type, first_name, last_name)
-			SELECT $1, g, 'Individual', 'Donor', 'Number ' || g FROM generate_series(1, $4::int / 5) g WHERE $2::uuid IS NOT NULL AND $3::uuid IS NOT NULL
-			ON CONFLICT DO NOTHING`,
+			SELECT @tenant, g, 'Individual', 'Donor', 'Number ' || g FROM generate_series(1, @donors::int) g`,
 		`INSERT INTO orders.orders (tenant_id, id, order_number, contact_id, status, currency, donation_subtotal_minor, item_subtotal_minor, total_minor,
 			deductible_minor, refunded_minor, has_donations, has_items, batch_id, created_at, updated_at)
-			SELECT $1, gen_random_uuid(), g, 1 + abs(hashint8(g)::bigint) % ($4::int / 5),
+			SELECT @tenant, gen_random_uuid(), g, 1 + abs(hashint8(g)::bigint) % @donors::int,
 				CASE WHEN g % 100 = 0 THEN 'PartiallyRefunded' ELSE 'Completed' END, 'USD',
-				1000 + g % 9000, 0, 1000 + g % 9000, 1000 + g % 9000, CASE WHEN g % 100 = 0 THEN 500 ELSE 0 END, true, false, $3,
-				timestamptz '2025-01-01' + (g::float / $4::int) * interval '730 days', now()
-			FROM generate_series(1, $4::int) g WHERE $2::uuid IS NOT NULL`,
+				1000 + g % 9000, 0, 1000 + g % 9000, 1000 + g % 9000, CASE WHEN g % 100 = 0 THEN 500 ELSE 0 END, true, false, @batch,
+				timestamptz '2025-01-01' + ((g - 1)::float / @n::int) * @days::int * interval '1 day', now()
+			FROM generate_series(1, @n::int) g`,
 		`INSERT INTO orders.order_donations (tenant_id, order_id, id, position, fund_id, fund_name, amount_minor, is_tax_deductible)
-			SELECT tenant_id, id, gen_random_uuid(), 0, $2, 'General', total_minor, true FROM orders.orders WHERE tenant_id = $1 AND $3::uuid IS NOT NULL AND $4::int > 0`,
+			SELECT tenant_id, id, gen_random_uuid(), 0, @fund, 'General', total_minor, true FROM orders.orders WHERE tenant_id = @tenant`,
 		`INSERT INTO orders.refunds (tenant_id, order_id, id, amount_minor, reason, actor, created_at)
 			SELECT tenant_id, id, gen_random_uuid(), refunded_minor, 'bench', 'bench', created_at + interval '1 day'
-			FROM orders.orders WHERE tenant_id = $1 AND refunded_minor > 0 AND $2::uuid IS NOT NULL AND $3::uuid IS NOT NULL AND $4::int > 0`,
-		`SELECT orders.apportion_refund(tenant_id, id) FROM orders.orders
-			WHERE tenant_id = $1 AND refunded_minor > 0 AND $2::uuid IS NOT NULL AND $3::uuid IS NOT NULL AND $4::int > 0`,
+			FROM orders.orders WHERE tenant_id = @tenant AND refunded_minor > 0`,
+		`SELECT orders.apportion_refund(tenant_id, id) FROM orders.orders WHERE tenant_id = @tenant AND refunded_minor > 0`,
 	} {
-		if _, err := tx.Exec(ctx, q, tenant, fund, batch, n); err != nil {
+		if _, err := tx.Exec(ctx, q, args); err != nil {
 			return fmt.Errorf("%w\n%s", err, q)
 		}
 	}
