@@ -52,7 +52,74 @@ done
 /usr/bin/time -v -o "$out/reports-time.txt" ./bin/reports.test -test.run '^$' -test.bench 'Reports/^$' -test.benchtime 1x >/dev/null
 base_rss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$out/reports-time.txt")
 
-python3 - "$out" "$base_rss" "$orders" <<'PY'
+# --- The same exports through the real server ---------------------------
+# almoner serve (every service and the gateway in one process, as make run
+# starts it) on the kept database, under /usr/bin/time -v, restarted for
+# each export so its peak RSS is that export's. The file is a giving
+# statement of a tenant whose one donor gave $orders times in 2025, made by
+# the API (tenant, key, saved report) and loaded by the same seeding; curl
+# downloads it through the gateway.
+url=$(echo "$server" | sed -E "s#/postgres(\?|$)#/$ALMONER_REPORTS_BENCH_DB\1#")
+(cd cmd/almoner && go build -o ../../bin/almoner-bench-reports .)
+read -r hport gport < <(python3 -c 'import socket
+s=[socket.socket() for _ in range(2)]
+[x.bind(("127.0.0.1", 0)) for x in s]
+print(*[x.getsockname()[1] for x in s])')
+http=127.0.0.1:$hport grpc=127.0.0.1:$gport
+timepid='' srvpid=''
+serve() { # time report file
+  DATABASE_URL=$url ALMONER_HTTP_ADDR=$http ALMONER_GRPC_ADDR=$grpc ALMONER_LOG_FORMAT=text \
+    /usr/bin/time -v -o "$1" ./bin/almoner-bench-reports serve >>"$out/reports-server.log" 2>&1 &
+  timepid=$!
+  for _ in $(seq 1 300); do
+    curl -sf "http://$http/readyz" >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  if ! srvpid=$(pgrep -P "$timepid"); then
+    echo "almoner serve did not start; $out/reports-server.log:" >&2
+    tail -20 "$out/reports-server.log" >&2
+    exit 1
+  fi
+}
+stop() { kill -TERM "$srvpid" 2>/dev/null || true; wait "$timepid" 2>/dev/null || true; }
+trap stop EXIT
+state=$out/reports-export-tenant.env
+serve "$out/reports-time.txt"
+TID='' KEY='' REPORT=''
+# shellcheck disable=SC1090
+[ -f "$state" ] && . "$state"
+if [ -z "$REPORT" ] || ! curl -sf -o /dev/null -H "X-Api-Key: $KEY" "http://$http/api/tenants/$TID/reports/$REPORT"; then
+  admin() { ./bin/almoner-bench-reports admin "$@" --auth-addr="$grpc"; }
+  TID=$(admin tenant create --name 'Reports export bench' --slug "reports-export-$RANDOM$RANDOM" | sed -n 's/^{"id":"\([^"]*\)".*/\1/p')
+  KEY=$(admin key create --tenant "$TID" --name bench --scopes all | sed -n 's/.*"plainTextKey":"\([^"]*\)".*/\1/p')
+  echo "== loading the export tenant $TID: one donor, $orders gifts in 2025"
+  ALMONER_REPORTS_BENCH_TENANT=$TID ALMONER_REPORTS_BENCH_DONORS=1 ALMONER_REPORTS_BENCH_DAYS=365 bench 'Reports/^$' -test.v | grep -E 'loaded|already' || true
+  REPORT=$(curl -sf -X POST -H "X-Api-Key: $KEY" -H 'Content-Type: application/json' "http://$http/api/tenants/$TID/reports" \
+    -d '{"name":"Giving statement 2025","typeKey":"giving-statement","parameters":{"ContactId":1,"Year":2025}}' | sed -n 's/^{"id":"\([^"]*\)".*/\1/p')
+  printf 'TID=%s\nKEY=%s\nREPORT=%s\n' "$TID" "$KEY" "$REPORT" >"$state"
+fi
+stop
+serve "$out/reports-time.txt"
+curl -sf -o /dev/null -X POST -H "X-Api-Key: $KEY" -H 'Content-Type: application/json' -d '{"pageSize":1}' "http://$http/api/tenants/$TID/reports/types/inventory-stock/run" || true
+stop
+idle_rss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$out/reports-time.txt")
+
+echo "== exports through the gateway (curl), the server restarted for each, $exports times each"
+: >"$out/reports-server-exports.txt"
+for format in csv xlsx; do
+  for _ in $(seq 1 "$exports"); do
+    serve "$out/reports-time.txt"
+    res=$(curl -sS -X POST -H "X-Api-Key: $KEY" -H 'Content-Type: application/json' -d '{}' -o "$out/reports-export.$format" \
+      -w '%{http_code} %{size_download} %{time_starttransfer} %{time_total}' "http://$http/api/tenants/$TID/reports/$REPORT/export?format=$format")
+    stop
+    rss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$out/reports-time.txt")
+    lines=$([ "$format" = csv ] && wc -l <"$out/reports-export.$format" || echo 0)
+    echo "$format $res $rss $lines" | tee -a "$out/reports-server-exports.txt"
+  done
+done
+rm -f "$out/reports-export.csv" "$out/reports-export.xlsx"
+
+python3 - "$out" "$base_rss" "$orders" "$idle_rss" <<'PY'
 import os, re, statistics, sys
 out, base_rss, orders = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 def samples(path):
@@ -82,4 +149,19 @@ for name, target in [("export-csv", "< 10 s, RSS < 100 MB"), ("export-xlsx", "me
         print(f"| {name} | {med(xs, 's'):.2f} s | {len(xs)} | {med(xs, 'rows'):.0f} | {med(xs, 'peak-heap-MB'):.1f} MB "
               f"| {med(xs, 'peak-rss-kB') / 1024:.1f} MB (max {max(x['peak-rss-kB'] for x in xs) / 1024:.1f}) | {target} |")
 print(f"| same process, no export | | | | | {base_rss / 1024:.1f} MB | |")
+idle = int(sys.argv[4])
+srv = {}
+for line in open(os.path.join(out, 'reports-server-exports.txt')):
+    f = line.split()
+    srv.setdefault(f[0], []).append(dict(code=f[1], size=int(f[2]), first=float(f[3]), total=float(f[4]), rss=int(f[5]), lines=int(f[6])))
+print()
+print(f"Through the real server (almoner serve, all services and the gateway; curl), a giving statement of {orders:,} gifts")
+print("| export | median time to last byte | to first byte | samples | file | CSV lines | peak server RSS |")
+print("|---|---|---|---|---|---|---|")
+for fmt, xs in srv.items():
+    bad = [x['code'] for x in xs if x['code'] != '200']
+    print(f"| {fmt} | {statistics.median(x['total'] for x in xs):.2f} s | {statistics.median(x['first'] for x in xs):.2f} s | {len(xs)}{' (HTTP ' + ','.join(bad) + ')' if bad else ''} "
+          f"| {statistics.median(x['size'] for x in xs) / 1e6:.1f} MB | {statistics.median(x['lines'] for x in xs):.0f} "
+          f"| {statistics.median(x['rss'] for x in xs) / 1024:.1f} MB (max {max(x['rss'] for x in xs) / 1024:.1f}) |")
+print(f"| server idle (started, one small run) | | | | | | {idle / 1024:.1f} MB |")
 PY
