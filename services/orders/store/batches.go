@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -203,4 +204,93 @@ func attachBatch(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, batchID *uu
 		return uuid.Nil, ErrBatchClosed
 	}
 	return id, nil
+}
+
+// batchFor returns the batch a new API order joins: batchID when given,
+// else the tenant's daily batch of day, opened on first use. It takes no
+// lock: the order's own insert checks that the batch is still open and
+// locks it (writeOrder).
+func (s *Store) batchFor(ctx context.Context, tenantID uuid.UUID, batchID *uuid.UUID, day time.Time, actor string) (uuid.UUID, error) {
+	if batchID != nil {
+		return *batchID, nil
+	}
+	if id, ok := s.daily.get(tenantID, day); ok {
+		return id, nil
+	}
+	var id uuid.UUID
+	err := s.pool.QueryRow(ctx, `SELECT id FROM orders.batches WHERE tenant_id = $1 AND is_daily AND batch_date = $2 AND state = 'Open'`,
+		tenantID, day).Scan(&id)
+	if db.IsNoRows(err) {
+		// Not opened yet (or closed): open it in a transaction of its own,
+		// with its audit row, or learn that it is closed. An order that
+		// then fails leaves an empty daily batch, which is harmless.
+		err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+			var err error
+			id, err = attachBatch(ctx, tx, tenantID, nil, day, actor)
+			return err
+		})
+	}
+	if err != nil {
+		return uuid.Nil, err
+	}
+	s.daily.put(tenantID, day, id)
+	return id, nil
+}
+
+// batchError says why an order could not join batch id: it is closed, or
+// there is no such batch in the tenant.
+func (s *Store) batchError(ctx context.Context, tenantID, id uuid.UUID) error {
+	var state string
+	err := s.pool.QueryRow(ctx, `SELECT state FROM orders.batches WHERE tenant_id = $1 AND id = $2`, tenantID, id).Scan(&state)
+	switch {
+	case db.IsNoRows(err):
+		return ErrBatchNotFound
+	case err != nil:
+		return err
+	case state != BatchOpen:
+		return ErrBatchClosed
+	}
+	// Open again by now: only a batch that was closed refuses an order,
+	// and closed batches do not reopen, so this is not expected.
+	return ErrBatchClosed
+}
+
+// dailyBatches remembers the id of each tenant's open daily batch of a day,
+// so an order does not look it up. An entry can only go stale by the batch
+// being closed, which the order's insert notices (writeOrder); then the
+// entry is forgotten.
+type dailyBatches struct {
+	mu sync.Mutex
+	m  map[dailyKey]uuid.UUID
+}
+
+type dailyKey struct {
+	tenant uuid.UUID
+	day    time.Time
+}
+
+// maxDailyBatches bounds the memory of dailyBatches: past it, the map
+// starts again empty (entries of past days are never used again anyway).
+const maxDailyBatches = 10_000
+
+func (d *dailyBatches) get(tenant uuid.UUID, day time.Time) (uuid.UUID, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	id, ok := d.m[dailyKey{tenant, day}]
+	return id, ok
+}
+
+func (d *dailyBatches) put(tenant uuid.UUID, day time.Time, id uuid.UUID) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.m == nil || len(d.m) >= maxDailyBatches {
+		d.m = map[dailyKey]uuid.UUID{}
+	}
+	d.m[dailyKey{tenant, day}] = id
+}
+
+func (d *dailyBatches) forget(tenant uuid.UUID, day time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.m, dailyKey{tenant, day})
 }

@@ -97,7 +97,7 @@ func (s *Store) ChargeInstallment(ctx context.Context, tenantID, id uuid.UUID, t
 				Changes: map[string]audit.Change{"failedAttempts": {Old: sc.FailedAttempts, New: sc.FailedAttempts + 1}, "status": {Old: sc.Status, New: status}},
 				Actor:   "system"})
 		}
-		o, err := insertOrder(ctx, tx, *out.Order, "system")
+		o, err := s.insertOrder(ctx, tx, *out.Order, "system")
 		if err != nil {
 			return err
 		}

@@ -4,17 +4,18 @@ package store
 
 import (
 	"context"
-
 	"errors"
-	"github.com/jackc/pgx/v5"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Store reads and writes the orders schema.
 type Store struct {
 	pool *pgxpool.Pool
+	// daily remembers each tenant's open daily batch (batches.go).
+	daily dailyBatches
 }
 
 // New returns a Store on pool.
