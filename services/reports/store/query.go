@@ -197,7 +197,7 @@ type totaller struct {
 	count       int64
 	groups      []*Totals
 	byCurrency  map[string]*Totals
-	nullCurency *Totals
+	nullCurrency *Totals
 }
 
 func newTotaller(cols []Column) *totaller {
@@ -223,10 +223,10 @@ func (a *totaller) add(r Row) {
 	default:
 		cur, ok := r[a.currency].(string)
 		if !ok {
-			if a.nullCurency == nil {
-				a.nullCurency = a.zero(nil)
+			if a.nullCurrency == nil {
+				a.nullCurrency = a.zero(nil)
 			}
-			t = a.nullCurency
+			t = a.nullCurrency
 			break
 		}
 		if t = a.byCurrency[cur]; t == nil {
@@ -259,8 +259,8 @@ func (a *totaller) zero(cur *string) *Totals {
 // currency last, as PostgreSQL sorts it).
 func (a *totaller) result() (int64, []Totals) {
 	groups := a.groups
-	if a.nullCurency != nil {
-		groups = append(groups, a.nullCurency)
+	if a.nullCurrency != nil {
+		groups = append(groups, a.nullCurrency)
 	}
 	var out []Totals
 	for _, t := range groups {
@@ -272,8 +272,7 @@ func (a *totaller) result() (int64, []Totals) {
 	if a.currency >= 0 {
 		slices.SortStableFunc(out, func(x, y Totals) int {
 			xn, yn := x.Row[a.currency] == nil, y.Row[a.currency] == nil
-			switch {
-			case xn || yn:
+			if xn || yn {
 				return cmpBool(xn, yn)
 			}
 			return strings.Compare(x.Currency, y.Currency)
