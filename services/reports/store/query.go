@@ -191,12 +191,12 @@ func parseTotals(doc string, cols []Column) (int64, []Totals, error) {
 // totaller adds up the totals in Go, as rows stream past, with the same
 // result as totalsSQL: an export then runs its query once.
 type totaller struct {
-	cols        []Column
-	currency    int // index of the Currency column, -1 when none
-	hasSum      bool
-	count       int64
-	groups      []*Totals
-	byCurrency  map[string]*Totals
+	cols         []Column
+	currency     int // index of the Currency column, -1 when none
+	hasSum       bool
+	count        int64
+	groups       []*Totals
+	byCurrency   map[string]*Totals
 	nullCurrency *Totals
 }
 
