@@ -41,11 +41,21 @@ func Setup(ctx context.Context, service string, extra ...sdktrace.SpanProcessor)
 	if err != nil {
 		return nil, err
 	}
-	opts := []sdktrace.TracerProviderOption{
-		sdktrace.WithResource(res),
-		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())),
+	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	exporting := os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
+	switch {
+	case !exporting && len(extra) == 0:
+		// Nobody would read a recorded span: keep the ids (problem
+		// documents and logs quote them) and record nothing, which takes
+		// span bookkeeping off every request's hot path.
+		opts = append(opts, sdktrace.WithSampler(idsOnly{}))
+	case os.Getenv("OTEL_TRACES_SAMPLER") != "":
+		// The SDK reads OTEL_TRACES_SAMPLER(_ARG) itself when no sampler
+		// is given.
+	default:
+		opts = append(opts, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())))
 	}
-	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
+	if exporting {
 		exp, err := otlptracehttp.New(ctx)
 		if err != nil {
 			return nil, err
@@ -60,6 +70,15 @@ func Setup(ctx context.Context, service string, extra ...sdktrace.SpanProcessor)
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	return tp.Shutdown, nil
 }
+
+// idsOnly gives every span a trace and span id but records none of them.
+type idsOnly struct{}
+
+func (idsOnly) ShouldSample(sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	return sdktrace.SamplingResult{Decision: sdktrace.Drop}
+}
+
+func (idsOnly) Description() string { return "IdsOnly" }
 
 // GRPCServerHandler traces gRPC server calls and continues the caller's
 // trace from its metadata.
