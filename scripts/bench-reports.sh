@@ -12,7 +12,10 @@
 #
 # The tenant is loaded once (≈ 1.5 minutes, server-side INSERT … SELECT) into
 # the database REPORTS_BENCH_DB (almoner_bench_reports) and kept there, so
-# later runs start at once; drop that database to load it again.
+# later runs start at once; drop that database to load it again. The export
+# tenant's id, key and saved report are kept in
+# bin/bench/reports-export-tenant.env beside it (a sandbox key of the bench
+# database only); without that file a new export tenant is made and loaded.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 server=${1:?usage: scripts/bench-reports.sh <postgres server url>}
