@@ -29,6 +29,14 @@ func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
 		cfg.MaxConns = 16
 	}
 	cfg.MaxConnIdleTime = 5 * time.Minute
+	afterConnect := cfg.AfterConnect
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		RegisterUUID(c.TypeMap())
+		if afterConnect != nil {
+			return afterConnect(ctx, c)
+		}
+		return nil
+	}
 	telemetry.TracePool(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
