@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/almoner/almoner/pkg/audit"
-	"github.com/almoner/almoner/pkg/db"
 )
 
 // LiveEndpoint is what the enqueue step needs of an endpoint.
@@ -51,57 +50,55 @@ type NewDelivery struct {
 }
 
 // Enqueue queues ds for the endpoint and moves its cursor from `from` to
-// `next`, in one transaction. It returns false, doing nothing, when another
+// `next`, atomically. It returns false, doing nothing, when another
 // dispatcher holds the endpoint or has already moved its cursor: that one
 // enqueues these events. The (endpoint, event) key makes a repeated event
 // a no-op in any case.
+//
+// It is one statement, so one round trip and a transaction no longer than
+// the statement: the audit reader waits for every transaction older than
+// the events it reads, this one included.
 func (s *Store) Enqueue(ctx context.Context, ep LiveEndpoint, from, next audit.Cursor, ds []NewDelivery) (bool, error) {
-	moved := false
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var cur string
-		err := tx.QueryRow(ctx, `SELECT cursor FROM webhooks.endpoints WHERE tenant_id = $1 AND id = $2
-			AND active AND deleted_at IS NULL FOR UPDATE SKIP LOCKED`, ep.TenantID, ep.ID).Scan(&cur)
-		if db.IsNoRows(err) {
-			return nil
-		}
+	ids := make([]uuid.UUID, len(ds))
+	eventIDs := make([]uuid.UUID, len(ds))
+	names := make([]string, len(ds))
+	bodies := make([][]byte, len(ds))
+	times := make([]time.Time, len(ds))
+	traces := make([]string, len(ds))
+	for i, d := range ds {
+		id, err := uuid.NewV7()
 		if err != nil {
-			return err
+			return false, err
 		}
-		if cur != from.String() {
-			return nil
-		}
-		if len(ds) > 0 {
-			ids := make([]uuid.UUID, len(ds))
-			eventIDs := make([]uuid.UUID, len(ds))
-			names := make([]string, len(ds))
-			bodies := make([][]byte, len(ds))
-			times := make([]time.Time, len(ds))
-			traces := make([]string, len(ds))
-			for i, d := range ds {
-				id, err := uuid.NewV7()
-				if err != nil {
-					return err
-				}
-				ids[i], eventIDs[i], names[i], bodies[i], times[i], traces[i] = id, d.EventID, d.Event, d.Body, d.OccurredAt, d.TraceParent
-			}
-			if _, err := tx.Exec(ctx, `
-				INSERT INTO webhooks.deliveries (tenant_id, id, endpoint_id, event_id, event, body, occurred_at, trace_parent)
-				SELECT $1, u.id, $2, u.event_id, u.event, u.body, u.occurred_at, NULLIF(u.trace_parent, '')
-				FROM unnest($3::uuid[], $4::uuid[], $5::text[], $6::bytea[], $7::timestamptz[], $8::text[])
-					AS u(id, event_id, event, body, occurred_at, trace_parent)
-				ON CONFLICT (endpoint_id, event_id) DO NOTHING`,
-				ep.TenantID, ep.ID, ids, eventIDs, names, bodies, times, traces); err != nil {
-				return fmt.Errorf("enqueue: %w", err)
-			}
-		}
-		if _, err := tx.Exec(ctx, `UPDATE webhooks.endpoints SET cursor = $3 WHERE tenant_id = $1 AND id = $2`,
-			ep.TenantID, ep.ID, next.String()); err != nil {
-			return err
-		}
-		moved = true
-		return nil
-	})
-	return moved, err
+		ids[i], eventIDs[i], names[i], bodies[i], times[i], traces[i] = id, d.EventID, d.Event, d.Body, d.OccurredAt, d.TraceParent
+	}
+	// The lock's WHERE holds the cursor check: a row whose cursor another
+	// dispatcher moved after this statement's snapshot is re-checked on its
+	// newest version (and left out), one that is locked is skipped. The
+	// insert and the update only act when the lock was taken.
+	var moved bool
+	err := s.pool.QueryRow(ctx, `
+		WITH ep AS MATERIALIZED (
+			SELECT tenant_id, id FROM webhooks.endpoints
+			WHERE tenant_id = $1 AND id = $2 AND active AND deleted_at IS NULL AND cursor = $3
+			FOR UPDATE SKIP LOCKED
+		), queued AS (
+			INSERT INTO webhooks.deliveries (tenant_id, id, endpoint_id, event_id, event, body, occurred_at, trace_parent)
+			SELECT ep.tenant_id, u.id, ep.id, u.event_id, u.event, u.body, u.occurred_at, NULLIF(u.trace_parent, '')
+			FROM ep, unnest($5::uuid[], $6::uuid[], $7::text[], $8::bytea[], $9::timestamptz[], $10::text[])
+				AS u(id, event_id, event, body, occurred_at, trace_parent)
+			ON CONFLICT (endpoint_id, event_id) DO NOTHING
+		), moved AS (
+			UPDATE webhooks.endpoints e SET cursor = $4 FROM ep
+			WHERE e.tenant_id = ep.tenant_id AND e.id = ep.id
+			RETURNING 1
+		)
+		SELECT EXISTS (SELECT 1 FROM moved)`,
+		ep.TenantID, ep.ID, from.String(), next.String(), ids, eventIDs, names, bodies, times, traces).Scan(&moved)
+	if err != nil {
+		return false, fmt.Errorf("enqueue: %w", err)
+	}
+	return moved, nil
 }
 
 // Claimed is a delivery a dispatcher has claimed for one attempt.
@@ -131,12 +128,19 @@ type Claimed struct {
 // transaction commits, until the attempt is recorded or the lease runs out
 // (the dispatcher died: the delivery is then attempted again, so delivery
 // is at least once).
+//
+// The endpoint check is a correlated subquery on purpose: as a join, the
+// planner read every due delivery, hashed it against the endpoints and
+// sorted the lot before taking `limit` (30-50 ms per claim with 20,000 due,
+// growing with the backlog); as a filter on the deliveries_due index scan
+// it reads rows in next_attempt_at order and stops after `limit`.
 func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration) ([]Claimed, error) {
 	rows, err := s.pool.Query(ctx, `
 		WITH due AS (
 			SELECT d.tenant_id, d.id FROM webhooks.deliveries d
-			JOIN webhooks.endpoints e ON e.tenant_id = d.tenant_id AND e.id = d.endpoint_id
-			WHERE d.state = 'pending' AND d.next_attempt_at <= now() AND e.active AND e.deleted_at IS NULL
+			WHERE d.state = 'pending' AND d.next_attempt_at <= now()
+				AND (SELECT e.active AND e.deleted_at IS NULL FROM webhooks.endpoints e
+					WHERE e.tenant_id = d.tenant_id AND e.id = d.endpoint_id)
 			ORDER BY d.next_attempt_at
 			LIMIT $1
 			FOR UPDATE OF d SKIP LOCKED
@@ -190,26 +194,25 @@ func (s *Store) Record(ctx context.Context, outs []Outcome) error {
 		ats[i], nexts[i] = a.AttemptedAt, o.NextAttemptAt
 		oks[i], abandoned[i], durs[i] = a.Success, a.Abandoned, a.Duration.Milliseconds()
 	}
-	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `
+	// One statement (one round trip, the shortest transaction): the audit
+	// reader waits for every transaction older than the events it reads.
+	// Both parts run whether or not the outer query reads them.
+	if _, err := s.pool.Exec(ctx, `
+		WITH recorded AS (
 			INSERT INTO webhooks.attempts (tenant_id, id, endpoint_id, delivery_id, event_id, event, attempt, attempted_at,
 				success, status_code, duration_ms, error, abandoned)
 			SELECT u.t, u.id, u.ep, u.d, u.ev, u.name, u.n, u.at, u.ok, NULLIF(u.code, 0), u.dur, NULLIF(u.err, ''), u.ab
 			FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::uuid[], $6::text[], $7::int[], $8::timestamptz[],
 				$9::bool[], $10::int[], $11::bigint[], $12::text[], $13::bool[])
-				AS u(t, id, ep, d, ev, name, n, at, ok, code, dur, err, ab)`,
-			tenants, ids, endpoints, deliveries, events, names, attempts, ats, oks, codes, durs, errs, abandoned); err != nil {
-			return fmt.Errorf("record attempts: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `
-			UPDATE webhooks.deliveries d SET state = u.state, next_attempt_at = u.next
-			FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::text[], $5::timestamptz[]) AS u(t, id, n, state, next)
-			WHERE d.tenant_id = u.t AND d.id = u.id AND d.attempts = u.n AND d.state = 'pending'`,
-			tenants, deliveries, attempts, states, nexts); err != nil {
-			return fmt.Errorf("record deliveries: %w", err)
-		}
-		return nil
-	})
+				AS u(t, id, ep, d, ev, name, n, at, ok, code, dur, err, ab)
+		)
+		UPDATE webhooks.deliveries d SET state = u.state, next_attempt_at = u.next
+		FROM unnest($1::uuid[], $4::uuid[], $7::int[], $14::text[], $15::timestamptz[]) AS u(t, id, n, state, next)
+		WHERE d.tenant_id = u.t AND d.id = u.id AND d.attempts = u.n AND d.state = 'pending'`,
+		tenants, ids, endpoints, deliveries, events, names, attempts, ats, oks, codes, durs, errs, abandoned, states, nexts); err != nil {
+		return fmt.Errorf("record attempts: %w", err)
+	}
+	return nil
 }
 
 // PendingCount counts deliveries not yet succeeded or abandoned.
