@@ -35,6 +35,11 @@ func TestWebhookDispatchNoLossUnderCrashes(t *testing.T) {
 		mu       sync.Mutex
 		events   = map[string]int{}
 		attempts = map[string]int{}
+		// While stall is open, the receiver holds each request (after
+		// counting it) until stall closes, so sends are in flight when the
+		// kill lands; held counts the requests it holds.
+		stall chan struct{}
+		held  int
 	)
 	rc := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var b struct{ ID string }
@@ -42,7 +47,14 @@ func TestWebhookDispatchNoLossUnderCrashes(t *testing.T) {
 		mu.Lock()
 		events[b.ID]++
 		attempts[r.Header.Get("X-Webhook-Delivery-Id")]++
+		st := stall
+		if st != nil {
+			held++
+		}
 		mu.Unlock()
+		if st != nil {
+			<-st
+		}
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer rc.Close()
@@ -109,7 +121,12 @@ func TestWebhookDispatchNoLossUnderCrashes(t *testing.T) {
 	}
 	// Kill one dispatcher twice mid-run, restarting it each time: once a
 	// fifth and once half of the events have arrived, so both dispatchers
-	// are busy when it dies.
+	// are busy when it dies. Just before each kill the receiver holds the
+	// requests it gets until more than one dispatcher's worth of sends
+	// (ALMONER_WEBHOOK_SEND_LIMIT, 50) are held: then the victim has sends
+	// in flight that it will never record, which the lease must bring back.
+	const sendLimit = 50
+	killedMidSend := 0
 	for _, threshold := range []int{writers * perWriter / 5, writers * perWriter / 2} {
 		waitUntil := time.Now().Add(60 * time.Second)
 		for {
@@ -121,9 +138,33 @@ func TestWebhookDispatchNoLossUnderCrashes(t *testing.T) {
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
+		release := make(chan struct{})
+		mu.Lock()
+		stall, held = release, 0
+		mu.Unlock()
+		// Bounded: if the dispatchers run dry first, the kill still lands,
+		// just without the guarantee.
+		for waitUntil := time.Now().Add(20 * time.Second); ; {
+			mu.Lock()
+			n := held
+			mu.Unlock()
+			if n > sendLimit {
+				killedMidSend++
+				break
+			}
+			if time.Now().After(waitUntil) {
+				t.Logf("only %d requests held before the kill at %d events", n, threshold)
+				break
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
 		if err := victim.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
+		mu.Lock()
+		stall = nil
+		mu.Unlock()
+		close(release)
 		// Not <-victim.Done(): the child's cleanup waits on that value.
 		time.Sleep(50 * time.Millisecond)
 		victim = start()
@@ -177,6 +218,14 @@ func TestWebhookDispatchNoLossUnderCrashes(t *testing.T) {
 			t.Errorf("attempt %s sent %d times", id, n)
 		}
 	}
-	t.Logf("%d events, %d attempts, %d events delivered more than once (at least once after a crash)", len(events), len(attempts), dupEvents)
+	// Each kill with the victim's sends held left attempts that reached
+	// the receiver but were never recorded: they must come again.
+	if dupEvents < killedMidSend {
+		t.Errorf("%d events delivered more than once; %d kills landed while the victim had sends in flight, each must cause a re-delivery", dupEvents, killedMidSend)
+	}
+	var failed int
+	_ = pool.QueryRow(context.Background(), `SELECT count(*) FROM webhooks.attempts WHERE NOT success`).Scan(&failed)
+	t.Logf("%d events, %d attempts (%d recorded as failed), %d events delivered more than once (at least once after a crash; %d of 2 kills mid-send)",
+		len(events), len(attempts), failed, dupEvents, killedMidSend)
 	_ = steady
 }
