@@ -87,7 +87,10 @@ FROM orders.orders;
 -- index becomes a covering one, so those scans read the index alone
 -- (index-only, once autovacuum has marked the pages all-visible) instead of
 -- the wide order rows: the same number of indexes for an insert to keep up.
--- Lists filtered by date use the same key.
+-- Lists filtered by date use the same key. It is built inside the
+-- migration's transaction, so order writes wait for it (≈ 2 s at 1,000,000
+-- orders on the bench machine); the share back-fill above touches only
+-- refunded orders.
 CREATE INDEX orders_report_gifts ON orders.orders (tenant_id, created_at)
     INCLUDE (contact_id, currency, status, has_donations, donation_subtotal_minor, donation_refunded_minor);
 DROP INDEX orders.orders_tenant_created;
