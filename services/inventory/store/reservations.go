@@ -104,31 +104,23 @@ func (e *LineError) Error() string {
 // are returned as first reserved (Replayed) and move nothing again.
 //
 // Concurrency: calls for the same order are serialised by a transaction
-// advisory lock, so a duplicated call sees the first one's rows; item rows
-// are then locked in id order, so calls for different orders sharing items
-// queue behind each other without deadlocking, and stock is checked and
-// taken under the lock.
+// advisory lock, so a duplicated call sees the first one's rows; the rows
+// of items that track stock are then locked in id order, so calls for
+// different orders sharing such items queue behind each other without
+// deadlocking, and stock is checked and taken under the lock. Items that
+// do not track stock are read without a lock (beginReserve).
 func (s *Store) Reserve(ctx context.Context, tenantID, orderID uuid.UUID, lines []ReserveLine, actor string) ([]Reservation, error) {
 	out := make([]Reservation, len(lines))
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := lockOrder(ctx, tx, tenantID, orderID); err != nil {
-			return err
-		}
 		nums := make([]int32, len(lines))
+		var ids []uuid.UUID
 		for i, l := range lines {
 			nums[i] = l.LineNumber
-		}
-		existing, err := readReservations(ctx, tx, tenantID, orderID, nums)
-		if err != nil {
-			return err
-		}
-		var ids []uuid.UUID
-		for _, l := range lines {
-			if _, ok := existing[l.LineNumber]; !ok && !slices.Contains(ids, l.ItemID) {
+			if !slices.Contains(ids, l.ItemID) {
 				ids = append(ids, l.ItemID)
 			}
 		}
-		items, err := lockItems(ctx, tx, tenantID, ids)
+		existing, items, err := beginReserve(ctx, tx, tenantID, orderID, nums, ids)
 		if err != nil {
 			return err
 		}
@@ -272,13 +264,85 @@ func (s *Store) Release(ctx context.Context, tenantID, orderID uuid.UUID, lineNu
 	return out, nil
 }
 
+// beginReserve takes the order's advisory lock and reads the order's
+// existing reservations of lines and the items ids, in one round trip (the
+// three statements are pipelined; they run in order, so the reads come
+// after the lock). Only the items that track stock are then row-locked and
+// read again under the lock (lockItems): an item whose stock is not
+// tracked has nothing to take, and locking it made every order of a
+// popular untracked item wait for the previous one's commit. Such an item
+// is priced as read; an edit committed meanwhile orders after this
+// reservation.
+func beginReserve(ctx context.Context, tx pgx.Tx, tenantID, orderID uuid.UUID, lines []int32, ids []uuid.UUID) (map[int32]Reservation, map[uuid.UUID]Item, error) {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, orderLockKey(tenantID, orderID))
+	b.Queue(`SELECT `+reservationColumns+` FROM inventory.reservations
+		WHERE tenant_id = $1 AND order_id = $2 AND line_number = ANY($3)`, tenantID, orderID, lines)
+	b.Queue(`SELECT `+itemColumns+` FROM inventory.items WHERE tenant_id = $1 AND id = ANY($2)`, tenantID, ids)
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return nil, nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, nil, err
+	}
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Reservation, error) { return scanReservation(r) })
+	if err != nil {
+		return nil, nil, err
+	}
+	existing := make(map[int32]Reservation, len(list))
+	for _, r := range list {
+		existing[r.LineNumber] = r
+	}
+	rows, err = br.Query()
+	if err != nil {
+		return nil, nil, err
+	}
+	read, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Item, error) { return scanItem(r) })
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := br.Close(); err != nil {
+		return nil, nil, err
+	}
+	items := make(map[uuid.UUID]Item, len(read))
+	var tracked []uuid.UUID
+	for _, it := range read {
+		items[it.ID] = it
+		if it.TrackStock {
+			tracked = append(tracked, it.ID)
+		}
+	}
+	if len(tracked) == 0 {
+		return existing, items, nil
+	}
+	locked, err := lockItems(ctx, tx, tenantID, tracked)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, id := range tracked {
+		if it, ok := locked[id]; ok {
+			items[id] = it
+		} else {
+			delete(items, id)
+		}
+	}
+	return existing, items, nil
+}
+
 // lockOrder serialises the reservation calls of one order for the rest of
 // the transaction. A hash collision between two orders only makes them
 // wait for each other.
 func lockOrder(ctx context.Context, tx pgx.Tx, tenantID, orderID uuid.UUID) error {
-	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`,
-		"inventory.reservations:"+tenantID.String()+":"+orderID.String())
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, orderLockKey(tenantID, orderID))
 	return err
+}
+
+// orderLockKey is the text whose hash is an order's advisory lock.
+func orderLockKey(tenantID, orderID uuid.UUID) string {
+	return "inventory.reservations:" + tenantID.String() + ":" + orderID.String()
 }
 
 // readReservations returns the order's reservations by line number, those

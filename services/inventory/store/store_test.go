@@ -505,3 +505,69 @@ func BenchmarkReserve(b *testing.B) {
 		b.ReportMetric(float64(all[len(all)*99/100].Microseconds())/1000, "p99-ms")
 	}
 }
+
+// TestUntrackedItemIsNotLocked: an item that does not track stock is not
+// row-locked by a reservation, so orders of one popular untracked item do
+// not queue behind each other's commits; a tracked item still is. Another
+// transaction holds each item row's FOR NO KEY UPDATE lock (what any
+// update of the row takes, and what a FOR UPDATE of a reservation would
+// wait for) while the reservations run; the key-share lock of the
+// reservation's foreign key does not conflict with it.
+func TestUntrackedItemIsNotLocked(t *testing.T) {
+	t.Parallel()
+	s, pool := newStore(t)
+	tenant := uuid.New()
+	ctx := context.Background()
+	free := mustCreate(t, s, tenant, "UNTRACKED", false, 0)
+	counted := mustCreate(t, s, tenant, "TRACKED", true, 5)
+	hold, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(ctx)
+	if _, err := hold.Exec(ctx, `SELECT 1 FROM inventory.items WHERE tenant_id = $1 FOR NO KEY UPDATE`, tenant); err != nil {
+		t.Fatal(err)
+	}
+	// Generous: only a reservation stuck behind the held lock runs out.
+	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	got, err := s.Reserve(wait, tenant, uuid.New(), []store.ReserveLine{{LineNumber: 1, ItemID: free.ID, Quantity: 3}}, actor)
+	if err != nil {
+		t.Fatalf("reserve an untracked item while its row is locked elsewhere: %v", err)
+	}
+	if got[0].StockMoved || got[0].UnitPriceMinor != 2500 || got[0].SKU != "UNTRACKED" {
+		t.Errorf("reservation = %+v", got[0])
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Reserve(ctx, tenant, uuid.New(), []store.ReserveLine{{LineNumber: 1, ItemID: counted.ID, Quantity: 2}}, actor)
+		done <- err
+	}()
+	// The tracked reservation must be waiting for the row lock: PostgreSQL
+	// shows a backend of this database blocked by the holder.
+	holder := 0
+	if err := hold.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&holder); err != nil {
+		t.Fatal(err)
+	}
+	for blocked := 0; blocked == 0; {
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, holder).Scan(&blocked); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the tracked reservation did not wait for the row lock (err %v)", err)
+		case <-wait.Done():
+			t.Fatal("the tracked reservation never blocked on the row lock")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if err := hold.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := stockOf(t, s, counted); got != 3 {
+		t.Errorf("tracked stock = %d, want 3", got)
+	}
+}
