@@ -353,11 +353,20 @@ func (a *orderServer) GetOrder(ctx context.Context, req *ordersv1.GetOrderReques
 }
 
 // listCursor is the keyset token of the order list: the last id served,
-// the page it leads to, and the filters it was made for.
+// the page it leads to, the filters it was made for, and the total counted
+// when the listing started.
+//
+// Carrying the total (as the contacts list does) keeps deep pages cheap:
+// the keyset page is an index range scan whatever its depth, but the
+// exact count of a large tenant's orders is the one cost that grows with
+// the tenant (docs/performance.md), and a client paging through them
+// would otherwise pay it on every page. A token without a total (made
+// before it was carried) counts again.
 type listCursor struct {
 	After  uuid.UUID `json:"a"`
 	Page   int32     `json:"p"`
 	Filter string    `json:"f"`
+	Total  int64     `json:"n,omitempty"`
 }
 
 var orderStatuses = []string{store.StatusCompleted, store.StatusPartiallyRefunded, store.StatusRefunded, store.StatusVoided}
@@ -429,26 +438,30 @@ func (a *orderServer) ListOrders(ctx context.Context, req *ordersv1.ListOrdersRe
 	}
 	filterKey := fmt.Sprintf("%x", sha256.Sum256([]byte(fmt.Sprintf("%+v|%v|%v|%v|%v|%v|%v|%v", f.ContactID, f.Status, f.LineKind, f.FundID, f.CampaignID, f.BatchID, f.ScheduleID, [4]any{f.From, f.To, f.MinAmount, f.MaxAmount}))))[:16]
 	var after *uuid.UUID
+	var carried int64
 	if pg.Token != nil {
 		var c listCursor
 		if err := paging.DecodeToken(pg.Token, &c); err != nil {
 			return nil, err
 		}
-		if c.Filter != filterKey || c.Page < 2 {
+		if c.Filter != filterKey || c.Page < 2 || c.Total < 0 {
 			return nil, apperr.Invalid(apperr.Violation{Field: "PageToken", Message: "'PageToken' belongs to a list with other filters."})
 		}
-		after, pg.Number = &c.After, c.Page
+		after, pg.Number, carried = &c.After, c.Page, c.Total
 	}
-	list, total, err := a.s.store.ListOrders(ctx, uuid.MustParse(p.TenantID), f, pg.Size, pg.Offset(), after)
+	list, total, err := a.s.store.ListOrders(ctx, uuid.MustParse(p.TenantID), f, pg.Size, pg.Offset(), after, carried > 0)
 	if err != nil {
 		return nil, err
+	}
+	if carried > 0 {
+		total = carried
 	}
 	out := &ordersv1.ListOrdersResponse{Items: make([]*ordersv1.Order, 0, len(list)), TotalCount: total, Page: pg.Number, PageSize: pg.Size}
 	for _, o := range list {
 		out.Items = append(out.Items, toOrder(o))
 	}
 	if len(list) == int(pg.Size) && int64(pg.Number)*int64(pg.Size) < total {
-		out.NextPageToken = paging.EncodeToken(listCursor{After: list[len(list)-1].ID, Page: pg.Number + 1, Filter: filterKey})
+		out.NextPageToken = paging.EncodeToken(listCursor{After: list[len(list)-1].ID, Page: pg.Number + 1, Filter: filterKey, Total: total})
 	}
 	return out, nil
 }
