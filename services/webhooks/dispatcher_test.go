@@ -88,7 +88,7 @@ func newHarness(t *testing.T, cfg Config) *harness {
 		t.Fatal(err)
 	}
 	h.d = h.s.Dispatcher()
-	h.d.startRecorder()
+	h.d.startWorkers()
 	t.Cleanup(func() {
 		h.mu.Lock()
 		if h.gate != nil {
@@ -100,8 +100,7 @@ func newHarness(t *testing.T, cfg Config) *harness {
 		}
 		h.mu.Unlock()
 		h.d.inflight.Wait()
-		close(h.d.results)
-		<-h.d.recDone
+		h.d.stopWorkers()
 	})
 	return h
 }
