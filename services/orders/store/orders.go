@@ -144,8 +144,9 @@ func scanOrder(row pgx.Row) (Order, error) {
 // requested) batch and its number are settled first, each without holding
 // a lock across a round trip, then the order, its lines, payments,
 // schedules, every audit row and the idempotency completion are sent as
-// one pipelined batch and committed together (docs/orders.md, "Creating an
-// order: round trips and locks").
+// one pipelined batch, which PostgreSQL runs as one implicit transaction:
+// one round trip, all or nothing (docs/orders.md, "Creating an order:
+// round trips and locks").
 func (s *Store) CreateOrder(ctx context.Context, n NewOrder, actor string) (Order, error) {
 	day := Day(n.Now)
 	batchID, err := s.batchFor(ctx, n.TenantID, n.RequestedBatch, day, actor)
@@ -156,12 +157,7 @@ func (s *Store) CreateOrder(ctx context.Context, n NewOrder, actor string) (Orde
 	if err != nil {
 		return Order{}, err
 	}
-	var out Order
-	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		out, err = writeOrder(ctx, tx, n, batchID, number, actor)
-		return err
-	})
+	out, err := writeOrder(ctx, s.pool, n, batchID, number, actor)
 	if errors.Is(err, errBatchNotOpen) {
 		if n.RequestedBatch == nil {
 			s.daily.forget(n.TenantID, day)
@@ -239,15 +235,23 @@ func (s *Store) nextOrderNumber(ctx context.Context, tenantID uuid.UUID) (int64,
 	return n, nil
 }
 
-// writeOrder sends the order with everything it writes as one batch in
-// tx: one round trip whatever the number of lines, payments, schedules and
-// audit rows. The order row goes first and takes a key-share lock on its
+// batchSender is a pool (whose SendBatch runs the batch as one implicit
+// transaction) or a transaction.
+type batchSender interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// writeOrder sends the order with everything it writes as one batch on
+// q: one round trip whatever the number of lines, payments, schedules and
+// audit rows. Every failure is an error of a statement, which aborts the
+// whole batch, so nothing of it stays when one statement fails, whether q
+// is the pool's implicit transaction or the caller's. The order row goes first and takes a key-share lock on its
 // batch only if the batch is open, so a closed batch stops the batch at
 // its first statement and CloseBatch (FOR UPDATE) waits for orders being
 // added. The order returned is built from what was written, rendered for
 // the idempotency record before sending, so the record and the order
 // commit together.
-func writeOrder(ctx context.Context, tx pgx.Tx, n NewOrder, batchID uuid.UUID, number int64, actor string) (Order, error) {
+func writeOrder(ctx context.Context, q batchSender, n NewOrder, batchID uuid.UUID, number int64, actor string) (Order, error) {
 	o := n.Order
 	tenant := o.TenantID.String()
 	o.BatchID, o.OrderNumber = batchID, number
@@ -316,23 +320,26 @@ func writeOrder(ctx context.Context, tx pgx.Tx, n NewOrder, batchID uuid.UUID, n
 		}
 	}
 	if n.Idempotency != nil {
-		b.Queue(`UPDATE orders.idempotency_keys SET state = 'completed', response = $4
-			WHERE tenant_id = $1 AND key = $2 AND order_id = $3 AND state = 'pending'`, o.TenantID, n.Idempotency.Key, o.ID, resp)
+		// The claim must still be this request's. A claim found otherwise
+		// has to fail the statement, not just update nothing, for the
+		// batch to be undone: with no row, count(*) is 0 and the division
+		// raises division_by_zero, read below as ErrClaimLost.
+		b.Queue(`WITH done AS (UPDATE orders.idempotency_keys SET state = 'completed', response = $4
+				WHERE tenant_id = $1 AND key = $2 AND order_id = $3 AND state = 'pending' RETURNING 1)
+			SELECT 1 / count(*)::integer FROM done`, o.TenantID, n.Idempotency.Key, o.ID, resp)
 	}
-	br := tx.SendBatch(ctx, b)
+	br := q.SendBatch(ctx, b)
 	for i := range b.Len() {
-		tag, err := br.Exec()
-		if err != nil {
+		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
 			var pe *pgconn.PgError
-			if i == 0 && errors.As(err, &pe) && pe.Code == notNullViolation && pe.ColumnName == "batch_id" {
+			switch {
+			case i == 0 && errors.As(err, &pe) && pe.Code == notNullViolation && pe.ColumnName == "batch_id":
 				return Order{}, errBatchNotOpen
+			case n.Idempotency != nil && i == b.Len()-1 && errors.As(err, &pe) && pe.Code == divisionByZero:
+				return Order{}, ErrClaimLost
 			}
 			return Order{}, err
-		}
-		if n.Idempotency != nil && i == b.Len()-1 && tag.RowsAffected() != 1 {
-			_ = br.Close()
-			return Order{}, ErrClaimLost
 		}
 	}
 	if err := br.Close(); err != nil {
@@ -341,8 +348,12 @@ func writeOrder(ctx context.Context, tx pgx.Tx, n NewOrder, batchID uuid.UUID, n
 	return o, nil
 }
 
-// notNullViolation is PostgreSQL's SQLSTATE for a NULL in a NOT NULL column.
-const notNullViolation = "23502"
+// SQLSTATEs writeOrder reads: a NULL in a NOT NULL column, and the
+// division by zero of a lost idempotency claim.
+const (
+	notNullViolation = "23502"
+	divisionByZero   = "22012"
+)
 
 // GetOrder reads one order with its lines.
 func (s *Store) GetOrder(ctx context.Context, tenantID, id uuid.UUID) (Order, error) {

@@ -1,0 +1,179 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/almoner/almoner/pkg/audit"
+	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/pkg/testdb"
+	"github.com/almoner/almoner/services/orders/migrations"
+	"github.com/almoner/almoner/services/orders/store"
+)
+
+const actor = "api-key:ak_test_store"
+
+func newStore(t *testing.T) (*store.Store, *pgxpool.Pool, uuid.UUID, uuid.UUID) {
+	t.Helper()
+	ctx := context.Background()
+	pool, err := db.Open(ctx, testdb.New(t, audit.Migrations(), migrations.Set()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	tenant, fund := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
+	if _, err := pool.Exec(ctx, `INSERT INTO orders.funds (tenant_id, id, name) VALUES ($1, $2, 'General')`, tenant, fund); err != nil {
+		t.Fatal(err)
+	}
+	return store.New(pool), pool, tenant, fund
+}
+
+// gift is a 10.00 cash donation order, computed as the handler would.
+func gift(tenant, fund uuid.UUID, now time.Time) store.NewOrder {
+	return store.NewOrder{Now: now, Order: store.Order{TenantID: tenant, ID: uuid.Must(uuid.NewV7()), ContactID: 1, Status: store.StatusCompleted,
+		Currency: "USD", DonationSubtotalMinor: 1000, TotalMinor: 1000, DeductibleMinor: 1000,
+		Donations: []store.Donation{{ID: uuid.Must(uuid.NewV7()), FundID: fund, FundName: "General", AmountMinor: 1000, IsTaxDeductible: true}},
+		Payments:  []store.Payment{{ID: uuid.Must(uuid.NewV7()), Method: "Cash", AmountMinor: 1000, Status: store.PaymentCaptured}}}}
+}
+
+// written counts what an order left behind: its row, lines, payments and
+// audit rows.
+func written(t *testing.T, pool *pgxpool.Pool, o store.NewOrder) int {
+	t.Helper()
+	ids := []string{o.ID.String(), o.Donations[0].ID.String(), o.Payments[0].ID.String()}
+	var n int
+	err := pool.QueryRow(context.Background(), `SELECT
+		(SELECT count(*) FROM orders.orders WHERE tenant_id = $1 AND id = $2) +
+		(SELECT count(*) FROM orders.order_donations WHERE tenant_id = $1 AND order_id = $2) +
+		(SELECT count(*) FROM orders.order_payments WHERE tenant_id = $1 AND order_id = $2) +
+		(SELECT count(*) FROM audit.events WHERE tenant_id = $1 AND entity_id = ANY($3))`, o.TenantID, o.ID, ids).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestCreateOrderAllOrNothing: an order whose batch is closed or missing,
+// or whose idempotency claim was lost, leaves nothing behind — not even
+// the lines and audit rows sent before the failing statement in the same
+// pipelined batch — and the daily batch remembered by the store is
+// noticed when it closes.
+func TestCreateOrderAllOrNothing(t *testing.T) {
+	t.Parallel()
+	s, pool, tenant, fund := newStore(t)
+	ctx := context.Background()
+	now := time.Now()
+	first := gift(tenant, fund, now)
+	saved, err := s.CreateOrder(ctx, first, actor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := written(t, pool, first); got != 6 {
+		t.Errorf("a recorded order left %d rows, want 6 (order, donation, payment, three audit rows)", got)
+	}
+	closed, err := s.CreateBatch(ctx, tenant, "Closed", actor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CloseBatch(ctx, tenant, closed.ID, actor); err != nil {
+		t.Fatal(err)
+	}
+	missing := uuid.Must(uuid.NewV7())
+	key := "key-1"
+	tests := []struct {
+		name    string
+		prepare func(*store.NewOrder)
+		want    error
+	}{
+		{"closed batch", func(o *store.NewOrder) { o.RequestedBatch = &closed.ID }, store.ErrBatchClosed},
+		{"unknown batch", func(o *store.NewOrder) { o.RequestedBatch = &missing }, store.ErrBatchNotFound},
+		{"idempotency claim lost", func(o *store.NewOrder) {
+			if _, err := s.ClaimKey(ctx, tenant, key, []byte("hash"), o.ID, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			// Another request's order took the key meanwhile.
+			if _, err := pool.Exec(ctx, `UPDATE orders.idempotency_keys SET order_id = $3 WHERE tenant_id = $1 AND key = $2`,
+				tenant, key, uuid.Must(uuid.NewV7())); err != nil {
+				t.Fatal(err)
+			}
+			o.Idempotency = &store.Completion{Key: key, Render: func(store.Order) ([]byte, error) { return []byte("response"), nil }}
+		}, store.ErrClaimLost},
+		{"daily batch closed after it was remembered", func(*store.NewOrder) {
+			if _, err := s.CloseBatch(ctx, tenant, saved.BatchID, actor); err != nil {
+				t.Fatal(err)
+			}
+		}, store.ErrBatchClosed},
+	}
+	for _, tc := range tests {
+		o := gift(tenant, fund, now)
+		tc.prepare(&o)
+		if _, err := s.CreateOrder(ctx, o, actor); !errors.Is(err, tc.want) {
+			t.Errorf("%s: err = %v, want %v", tc.name, err, tc.want)
+		}
+		if got := written(t, pool, o); got != 0 {
+			t.Errorf("%s: %d rows written, want none", tc.name, got)
+		}
+	}
+}
+
+// TestOrderNumbersUnderConcurrency: orders of one tenant created at once
+// get distinct, increasing numbers with no gap when none fails, every one
+// in the same daily batch, each with its idempotency record completed.
+func TestOrderNumbersUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	s, pool, tenant, fund := newStore(t)
+	ctx := context.Background()
+	now := time.Now()
+	const n = 40
+	var (
+		mu      sync.Mutex
+		numbers []int64
+		batches = map[uuid.UUID]bool{}
+		wg      sync.WaitGroup
+	)
+	for i := range n {
+		wg.Go(func() {
+			o := gift(tenant, fund, now)
+			key := "k" + string(rune('A'+i))
+			if _, err := s.ClaimKey(ctx, tenant, key, []byte("hash"), o.ID, time.Minute); err != nil {
+				t.Error(err)
+				return
+			}
+			o.Idempotency = &store.Completion{Key: key, Render: func(saved store.Order) ([]byte, error) { return []byte(saved.ID.String()), nil }}
+			saved, err := s.CreateOrder(ctx, o, actor)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			numbers = append(numbers, saved.OrderNumber)
+			batches[saved.BatchID] = true
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	slices.Sort(numbers)
+	for i, got := range numbers {
+		if got != int64(i+1) {
+			t.Fatalf("order numbers %v, want 1..%d", numbers, n)
+		}
+	}
+	if len(batches) != 1 {
+		t.Errorf("orders landed in %d batches, want the one daily batch", len(batches))
+	}
+	var completed, dailies int
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM orders.idempotency_keys WHERE tenant_id = $1 AND state = 'completed' AND response IS NOT NULL),
+		(SELECT count(*) FROM orders.batches WHERE tenant_id = $1 AND is_daily)`, tenant).Scan(&completed, &dailies); err != nil {
+		t.Fatal(err)
+	}
+	if completed != n || dailies != 1 {
+		t.Errorf("%d completed keys, %d daily batches; want %d and 1", completed, dailies, n)
+	}
+}
