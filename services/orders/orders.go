@@ -159,6 +159,23 @@ func (s *Service) createOrder(ctx context.Context, p authctx.Principal, req *ord
 				"No payment processor is configured for this environment; "+pd.Method+" payments cannot be taken.")
 		}
 	}
+	// The contact check is a gRPC call to contacts; it runs while the
+	// funds are read, which takes one round trip off the order's latency.
+	// Its answer is looked at after the funds', as before, and every return
+	// below waits for it, so it never outlives the request.
+	var contact struct {
+		exists, active bool
+		err            error
+	}
+	var checked chan struct{}
+	if inst == nil {
+		checked = make(chan struct{})
+		go func() {
+			defer close(checked)
+			contact.exists, contact.active, contact.err = s.cfg.Contacts.Check(ctx, p, req.GetContactId())
+		}()
+		defer func() { <-checked }()
+	}
 	// Funds: exist, active; deductibility is copied from the fund.
 	funds, err := s.store.GetFunds(ctx, tenantID, d.fundIDs)
 	if err != nil {
@@ -186,7 +203,8 @@ func (s *Service) createOrder(ctx context.Context, p authctx.Principal, req *ord
 		return store.Order{}, err
 	}
 	if inst == nil {
-		exists, active, err := s.cfg.Contacts.Check(ctx, p, req.GetContactId())
+		<-checked
+		exists, active, err := contact.exists, contact.active, contact.err
 		if err != nil {
 			return store.Order{}, err
 		}
