@@ -170,14 +170,21 @@ func (s *Store) CreateOrder(ctx context.Context, n NewOrder, actor string) (Orde
 // insertOrder records an order inside tx, the recurring runner's
 // transaction that also records the charged period. The batch is locked
 // up front because the runner's transaction holds other locks too.
+//
+// The number is taken inside tx, not by nextOrderNumber: that would need a
+// second pooled connection while this transaction holds one and its locks,
+// and requests waiting behind those locks with every other connection
+// could then keep it from ever getting one. Here the tenant's counter row
+// stays locked until the runner's commit, which only delays API orders of
+// the tenant by one installment's commit at most, once per installment.
 func (s *Store) insertOrder(ctx context.Context, tx pgx.Tx, n NewOrder, actor string) (Order, error) {
 	batchID, err := attachBatch(ctx, tx, n.TenantID, n.RequestedBatch, Day(n.Now), actor)
 	if err != nil {
 		return Order{}, err
 	}
-	number, err := s.nextOrderNumber(ctx, n.TenantID)
-	if err != nil {
-		return Order{}, err
+	var number int64
+	if err := tx.QueryRow(ctx, nextNumberSQL, n.TenantID).Scan(&number); err != nil {
+		return Order{}, fmt.Errorf("take order number: %w", err)
 	}
 	o, err := writeOrder(ctx, tx, n, batchID, number, actor)
 	if errors.Is(err, errBatchNotOpen) {
@@ -209,8 +216,7 @@ func (s *Store) nextOrderNumber(ctx context.Context, tenantID uuid.UUID) (int64,
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
 	b.Queue(`SET LOCAL synchronous_commit TO OFF`)
-	b.Queue(`INSERT INTO orders.order_counters AS c (tenant_id, last_number) VALUES ($1, 1)
-		ON CONFLICT (tenant_id) DO UPDATE SET last_number = c.last_number + 1 RETURNING last_number`, tenantID)
+	b.Queue(nextNumberSQL, tenantID)
 	b.Queue(`COMMIT`)
 	// On any error the connection is left inside the failed transaction;
 	// pgxpool discards a connection that is not idle when it is released.
@@ -240,6 +246,10 @@ func (s *Store) nextOrderNumber(ctx context.Context, tenantID uuid.UUID) (int64,
 type batchSender interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
+
+// nextNumberSQL increments the tenant's order counter, creating it with 1.
+const nextNumberSQL = `INSERT INTO orders.order_counters AS c (tenant_id, last_number) VALUES ($1, 1)
+	ON CONFLICT (tenant_id) DO UPDATE SET last_number = c.last_number + 1 RETURNING last_number`
 
 // writeOrder sends the order with everything it writes as one batch on
 // q: one round trip whatever the number of lines, payments, schedules and
