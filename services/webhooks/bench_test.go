@@ -205,6 +205,15 @@ func runDispatcherBench(b *testing.B, drainN, lagN, rate, sendLimit int) {
 	b.ReportMetric(lags[len(lags)-1], "max-lag-ms")
 	b.ReportMetric(float64(rc.requests.Load()-rc.distinct.Load()), "repeat-attempts")
 	b.ReportMetric(float64(rc.conns.Load()), "receiver-conns")
+	// The machine's load when the run ended: on a shared 2-core machine it
+	// explains more of the spread between runs than anything measured here.
+	if raw, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(raw)); len(f) > 0 {
+			if l, err := strconv.ParseFloat(f[0], 64); err == nil {
+				b.ReportMetric(l, "load-avg-1m")
+			}
+		}
+	}
 }
 
 // benchWrite commits events from..from+n (entity ids e<k>) from 4 writers,
