@@ -3,7 +3,8 @@
 // wire JSON codec and RFC 7807 errors.
 //
 // Every request under /api/tenants is authenticated before routing: the
-// X-Api-Key header goes to the auth service's ValidateKey over gRPC, a
+// X-Api-Key header goes to the auth service's ValidateKey over gRPC (or is
+// answered from the gateway's epoch-leased cache of successes), a
 // tenant in the path that is not the key's answers 404, and the principal
 // travels to the service in gRPC metadata. Services check scopes themselves.
 package gateway
@@ -60,13 +61,15 @@ type Config struct {
 
 // Gateway is the REST edge as an http.Handler.
 type Gateway struct {
-	cfg       Config
-	mux       *runtime.ServeMux
-	conns     map[string]*grpc.ClientConn
-	validator authv1.KeyValidationServiceClient
-	problems  problem.Renderer
-	logger    *slog.Logger
-	handler   http.Handler
+	cfg      Config
+	mux      *runtime.ServeMux
+	conns    map[string]*grpc.ClientConn
+	keys     *keyCache
+	stopKeys context.CancelFunc
+	keysDone chan struct{}
+	problems problem.Renderer
+	logger   *slog.Logger
+	handler  http.Handler
 }
 
 type principalKey struct{}
@@ -122,13 +125,25 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 			}
 		}
 	}
-	g.validator = authv1.NewKeyValidationServiceClient(g.conns[authName])
+	g.keys = newKeyCache(authv1.NewKeyValidationServiceClient(g.conns[authName]), cfg.Logger)
+	var keysCtx context.Context
+	keysCtx, g.stopKeys = context.WithCancel(context.WithoutCancel(ctx))
+	g.keysDone = make(chan struct{})
+	go func() {
+		defer close(g.keysDone)
+		g.keys.run(keysCtx)
+	}()
 	g.handler = g.observe(g.recoverPanics(g.withTrace(g.opsHandler(g.limitBody(http.HandlerFunc(g.route))))))
 	return g, nil
 }
 
-// Close closes the upstream connections.
+// Close stops the key cache's poller (reporting its last key uses) and
+// closes the upstream connections.
 func (g *Gateway) Close() {
+	if g.stopKeys != nil {
+		g.stopKeys()
+		<-g.keysDone
+	}
 	for _, c := range g.conns {
 		_ = c.Close()
 	}
@@ -165,8 +180,9 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request) {
 // writes the response and returns false when the request must stop.
 func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
 	// ValidateKey runs even without a header, so that a missing key takes
-	// the same path (and about the same time) as a wrong one.
-	resp, err := g.validator.ValidateKey(r.Context(), &authv1.ValidateKeyRequest{ApiKey: r.Header.Get("X-Api-Key")})
+	// the same path (and about the same time) as a wrong one. Only
+	// successes are cached, so every failure still takes that path.
+	resp, err := g.keys.Validate(r.Context(), r.Header.Get("X-Api-Key"))
 	if err != nil {
 		if status.Code(err) == codes.Unauthenticated {
 			g.writeUnauthorized(w)

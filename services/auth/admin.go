@@ -148,6 +148,9 @@ func (a *adminServer) updateTenant(ctx context.Context, tenantID string, change 
 	if err != nil {
 		return nil, err
 	}
+	// Answer only once no gateway can still serve the tenant's keys as
+	// they were before the change.
+	a.s.awaitCaches(ctx)
 	return toTenant(t), nil
 }
 

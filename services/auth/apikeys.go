@@ -84,6 +84,8 @@ func (a *apiKeyServer) RevokeApiKey(ctx context.Context, req *authv1.RevokeApiKe
 		}
 		return nil, err
 	}
+	// Answer only once no gateway can still serve the key from its cache.
+	a.s.awaitCaches(ctx)
 	return &authv1.RevokeApiKeyResponse{}, nil
 }
 

@@ -31,11 +31,21 @@ type Config struct {
 	// UsageFlushInterval is how often last-used times are written; it
 	// bounds how stale lastUsedAt can be.
 	UsageFlushInterval time.Duration
+	// KeyCacheWindow is how long a gateway may answer from validations it
+	// cached after it last read the validation epoch, and so how long a
+	// revocation or tenant change waits before it is answered. Zero turns
+	// gateway caching off. Every auth replica of a deployment must use the
+	// same value (docs/auth.md).
+	KeyCacheWindow time.Duration
 }
 
-// DefaultConfig returns the defaults: sandbox, a 30 s usage flush.
+// DefaultKeyCacheWindow is the default KeyCacheWindow.
+const DefaultKeyCacheWindow = 500 * time.Millisecond
+
+// DefaultConfig returns the defaults: sandbox, a 30 s usage flush, a
+// 500 ms key cache window.
 func DefaultConfig() Config {
-	return Config{Environment: keyformat.Sandbox, UsageFlushInterval: 30 * time.Second}
+	return Config{Environment: keyformat.Sandbox, UsageFlushInterval: 30 * time.Second, KeyCacheWindow: DefaultKeyCacheWindow}
 }
 
 // Migrations are the schemas the service needs: its own and the audit log.
@@ -120,6 +130,12 @@ var Module = service.Module{
 			return nil, err
 		}
 		cfg.UsageFlushInterval = flush
+		// "off" (or 0) turns gateway caching off: every request validates.
+		if v := d.Config.String("ALMONER_KEY_CACHE_WINDOW", ""); v == "off" || v == "0" {
+			cfg.KeyCacheWindow = 0
+		} else if cfg.KeyCacheWindow, err = d.Config.Duration("ALMONER_KEY_CACHE_WINDOW", cfg.KeyCacheWindow); err != nil {
+			return nil, err
+		}
 		return New(d.DB, cfg, d.Logger), nil
 	},
 }

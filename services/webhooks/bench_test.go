@@ -77,8 +77,9 @@ func BenchmarkDispatcher(b *testing.B) {
 	lagN := benchEnv("WEBHOOK_BENCH_LAG_EVENTS", 10000)
 	rate := benchEnv("WEBHOOK_BENCH_RATE", 2000)
 	sendLimit := benchEnv("WEBHOOK_BENCH_SEND_LIMIT", 200)
+	enqueueLimit := benchEnv("WEBHOOK_BENCH_ENQUEUE_LIMIT", audit.MaxReadLimit)
 	for i := 0; i < b.N; i++ {
-		runDispatcherBench(b, drainN, lagN, rate, sendLimit)
+		runDispatcherBench(b, drainN, lagN, rate, sendLimit, enqueueLimit)
 	}
 }
 
@@ -121,7 +122,7 @@ func newBenchReceiver(n int) *benchReceiver {
 	return r
 }
 
-func runDispatcherBench(b *testing.B, drainN, lagN, rate, sendLimit int) {
+func runDispatcherBench(b *testing.B, drainN, lagN, rate, sendLimit, enqueueLimit int) {
 	b.StopTimer()
 	ctx := context.Background()
 	pool, err := db.Open(ctx, testdb.New(b, Migrations()...))
@@ -134,7 +135,7 @@ func runDispatcherBench(b *testing.B, drainN, lagN, rate, sendLimit int) {
 	roots := x509.NewCertPool()
 	roots.AddCert(rc.srv.Certificate())
 	s, err := New(pool, Config{
-		Tick: time.Millisecond, Dispatch: true, EnqueueLimit: audit.MaxReadLimit, SendLimit: sendLimit, AllowPrivate: true, RootCAs: roots,
+		Tick: time.Millisecond, Dispatch: true, EnqueueLimit: enqueueLimit, SendLimit: sendLimit, AllowPrivate: true, RootCAs: roots,
 		SecretKey: bytes.Repeat([]byte{7}, 32),
 		Features:  func(context.Context, string) (bool, error) { return true, nil },
 	}, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
@@ -190,6 +191,14 @@ func runDispatcherBench(b *testing.B, drainN, lagN, rate, sendLimit int) {
 		lags = append(lags, float64(rc.first[k].Load()-committed[k])/1e6)
 	}
 	if os.Getenv("WEBHOOK_BENCH_TRACE") != "" {
+		arrived := make([]int64, drainN)
+		for k := range arrived {
+			arrived[k] = rc.first[k].Load() - start.UnixNano()
+		}
+		slices.Sort(arrived)
+		for _, q := range []float64{0, 0.1, 0.25, 0.5, 0.75, 0.9, 1} {
+			b.Logf("drain: %3.0f%% arrived after %.2f s", q*100, float64(arrived[int(q*float64(drainN-1))])/1e9)
+		}
 		for c := 0; c+1000 <= len(lags); c += 1000 {
 			chunk := slices.Clone(lags[c : c+1000])
 			slices.Sort(chunk)

@@ -191,6 +191,13 @@ func buildBody(e audit.Event) ([]byte, error) {
 	})
 }
 
+// enqueueChunk bounds one commit of the enqueue step. A tick may queue up
+// to EnqueueLimit events of an endpoint, but in commits of at most this
+// many, so the sending loop starts on the first while the rest are read:
+// as one 10,000-event page, the first send of a backlog waited seconds for
+// the whole page to be read, encoded and written (BenchmarkDispatcher).
+const enqueueChunk = 1000
+
 // enqueue queues each live endpoint's new matching events. A tenant
 // without webhooks:enabled has its endpoints' cursors moved over its
 // events without queueing them: no events fire for it, and when the flag
@@ -212,34 +219,57 @@ func (d *Dispatcher) enqueue(ctx context.Context) {
 			d.s.logger.Warn("webhooks: tenant features unknown; endpoint skipped this tick", "tenant_id", ep.TenantID.String(), "error", err.Error())
 			continue
 		}
-		page, err := audit.Read(ctx, d.s.store.Pool(), audit.ReadQuery{
-			After: ep.Cursor, TenantID: ep.TenantID.String(), Events: ep.EventTypes, Limit: d.s.cfg.EnqueueLimit,
-		})
-		if err != nil {
-			if ctx.Err() == nil {
-				d.s.logger.Error("webhooks: read audit log", "error", err.Error())
+		for left := d.s.cfg.EnqueueLimit; left > 0; {
+			n, more := d.enqueueChunk(ctx, &ep, on, min(left, enqueueChunk))
+			if !more {
+				break
 			}
-			continue
-		}
-		if page.Next == ep.Cursor {
-			continue
-		}
-		var ds []store.NewDelivery
-		if on {
-			ds = make([]store.NewDelivery, 0, len(page.Events))
-			for _, e := range page.Events {
-				body, err := buildBody(e)
-				if err != nil {
-					d.s.logger.Error("webhooks: encode event", "event_id", e.EventID, "error", err.Error())
-					return // do not move the cursor past an event not queued
-				}
-				ds = append(ds, store.NewDelivery{EventID: uuid.MustParse(e.EventID), Event: e.Event, Body: body, OccurredAt: e.OccurredAt, TraceParent: e.TraceParent})
-			}
-		}
-		if _, err := d.s.store.Enqueue(ctx, ep, ep.Cursor, page.Next, ds); err != nil && ctx.Err() == nil {
-			d.s.logger.Error("webhooks: enqueue", "endpoint_id", ep.ID.String(), "error", err.Error())
+			left -= n
 		}
 	}
+}
+
+// enqueueChunk reads up to limit of the endpoint's new events and queues
+// them (or, with the flag off, passes over them), moving ep.Cursor on. It
+// returns how many events it read and whether the endpoint may have more.
+func (d *Dispatcher) enqueueChunk(ctx context.Context, ep *store.LiveEndpoint, on bool, limit int) (int, bool) {
+	page, err := audit.Read(ctx, d.s.store.Pool(), audit.ReadQuery{
+		After: ep.Cursor, TenantID: ep.TenantID.String(), Events: ep.EventTypes, Limit: limit,
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			d.s.logger.Error("webhooks: read audit log", "error", err.Error())
+		}
+		return 0, false
+	}
+	if page.Next == ep.Cursor {
+		return 0, false
+	}
+	var ds []store.NewDelivery
+	if on {
+		ds = make([]store.NewDelivery, 0, len(page.Events))
+		for _, e := range page.Events {
+			body, err := buildBody(e)
+			if err != nil {
+				d.s.logger.Error("webhooks: encode event", "event_id", e.EventID, "error", err.Error())
+				return 0, false // do not move the cursor past an event not queued
+			}
+			ds = append(ds, store.NewDelivery{EventID: uuid.MustParse(e.EventID), Event: e.Event, Body: body, OccurredAt: e.OccurredAt, TraceParent: e.TraceParent})
+		}
+	}
+	moved, err := d.s.store.Enqueue(ctx, *ep, ep.Cursor, page.Next, ds)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.s.logger.Error("webhooks: enqueue", "endpoint_id", ep.ID.String(), "error", err.Error())
+		}
+		return 0, false
+	}
+	if !moved {
+		return 0, false // another dispatcher has the endpoint
+	}
+	ep.Cursor = page.Next
+	// A short page read everything below the audit horizon.
+	return len(page.Events), len(page.Events) == limit
 }
 
 // dispatch claims due deliveries for the free send slots and sends them.

@@ -359,3 +359,22 @@ func TestDispatcherFeatureFlag(t *testing.T) {
 		t.Errorf("a later tick sent more: %d", len(got))
 	}
 }
+
+// TestDispatcherEnqueueInChunks checks that a limit above one commit's
+// worth (enqueueChunk) still queues exactly the limit in one enqueue step.
+func TestDispatcherEnqueueInChunks(t *testing.T) {
+	t.Parallel()
+	limit := enqueueChunk + enqueueChunk/2
+	h := newHarness(t, Config{EnqueueLimit: limit})
+	ep := h.endpoint(t, "contact.created")
+	h.write(t, "c", 2*enqueueChunk)
+	ctx := context.Background()
+	h.d.enqueue(ctx)
+	if got := h.queued(t, ep); got != limit {
+		t.Fatalf("after one enqueue: %d queued, want %d", got, limit)
+	}
+	h.d.enqueue(ctx)
+	if got := h.queued(t, ep); got != 2*enqueueChunk {
+		t.Fatalf("after two: %d queued, want %d", got, 2*enqueueChunk)
+	}
+}

@@ -91,6 +91,9 @@ func (s *Store) RevokeKey(ctx context.Context, tenantID, id uuid.UUID, actor str
 		if tag.RowsAffected() == 0 {
 			return ErrNotFound
 		}
+		if err := bumpEpoch(ctx, tx); err != nil {
+			return err
+		}
 		return audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: "ApiKey", EntityID: id.String(), Action: audit.Deleted, Actor: actor})
 	})
 	if errors.Is(err, ErrNotFound) {

@@ -100,6 +100,12 @@ func (s *Store) UpdateTenant(ctx context.Context, id uuid.UUID, actor string, ch
 		if changes == nil {
 			return nil
 		}
+		// Activation and new features cannot make a cached validation
+		// wrong, but one epoch rule for every tenant change is simpler to
+		// trust than a rule per field.
+		if err := bumpEpoch(ctx, tx); err != nil {
+			return err
+		}
 		return audit.Record(ctx, tx, audit.Entry{TenantID: id.String(), EntityType: "Tenant", EntityID: id.String(),
 			Action: audit.Updated, Changes: changes, Actor: actor})
 	})

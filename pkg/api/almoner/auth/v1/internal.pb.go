@@ -9,6 +9,7 @@ package authv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -22,6 +23,173 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// GetValidationEpochRequest reports the key uses served from a cache since
+// the caller's previous call.
+type GetValidationEpochRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// KeyUses are the keys used, each with its latest use.
+	KeyUses       []*KeyUse `protobuf:"bytes,1,rep,name=key_uses,json=keyUses,proto3" json:"key_uses,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetValidationEpochRequest) Reset() {
+	*x = GetValidationEpochRequest{}
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetValidationEpochRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetValidationEpochRequest) ProtoMessage() {}
+
+func (x *GetValidationEpochRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetValidationEpochRequest.ProtoReflect.Descriptor instead.
+func (*GetValidationEpochRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *GetValidationEpochRequest) GetKeyUses() []*KeyUse {
+	if x != nil {
+		return x.KeyUses
+	}
+	return nil
+}
+
+// KeyUse is the latest use of one key.
+type KeyUse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the key's tenant.
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// KeyId is the key's id.
+	KeyId string `protobuf:"bytes,2,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
+	// UsedAt is when the key was last used.
+	UsedAt        *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=used_at,json=usedAt,proto3" json:"used_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeyUse) Reset() {
+	*x = KeyUse{}
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeyUse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeyUse) ProtoMessage() {}
+
+func (x *KeyUse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeyUse.ProtoReflect.Descriptor instead.
+func (*KeyUse) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *KeyUse) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *KeyUse) GetKeyId() string {
+	if x != nil {
+		return x.KeyId
+	}
+	return ""
+}
+
+func (x *KeyUse) GetUsedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UsedAt
+	}
+	return nil
+}
+
+// GetValidationEpochResponse is the current epoch and cache window.
+type GetValidationEpochResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Epoch changes whenever a cached validation may have become wrong.
+	Epoch int64 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// CacheWindow is how long after starting an epoch read a caller may
+	// still answer from its cache; zero means do not cache.
+	CacheWindow   *durationpb.Duration `protobuf:"bytes,2,opt,name=cache_window,json=cacheWindow,proto3" json:"cache_window,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetValidationEpochResponse) Reset() {
+	*x = GetValidationEpochResponse{}
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetValidationEpochResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetValidationEpochResponse) ProtoMessage() {}
+
+func (x *GetValidationEpochResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetValidationEpochResponse.ProtoReflect.Descriptor instead.
+func (*GetValidationEpochResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *GetValidationEpochResponse) GetEpoch() int64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *GetValidationEpochResponse) GetCacheWindow() *durationpb.Duration {
+	if x != nil {
+		return x.CacheWindow
+	}
+	return nil
+}
+
 // ValidateKeyRequest carries the presented key.
 type ValidateKeyRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -33,7 +201,7 @@ type ValidateKeyRequest struct {
 
 func (x *ValidateKeyRequest) Reset() {
 	*x = ValidateKeyRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[0]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -45,7 +213,7 @@ func (x *ValidateKeyRequest) String() string {
 func (*ValidateKeyRequest) ProtoMessage() {}
 
 func (x *ValidateKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[0]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -58,7 +226,7 @@ func (x *ValidateKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateKeyRequest.ProtoReflect.Descriptor instead.
 func (*ValidateKeyRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{0}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ValidateKeyRequest) GetApiKey() string {
@@ -80,14 +248,17 @@ type ValidateKeyResponse struct {
 	// Scopes are the granted permissions.
 	Scopes []string `protobuf:"bytes,4,rep,name=scopes,proto3" json:"scopes,omitempty"`
 	// Features are the tenant's enabled feature flags.
-	Features      []string `protobuf:"bytes,5,rep,name=features,proto3" json:"features,omitempty"`
+	Features []string `protobuf:"bytes,5,rep,name=features,proto3" json:"features,omitempty"`
+	// ExpiresAt is the key's expiry, unset when it never expires; a cache
+	// stops answering for the key before then.
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ValidateKeyResponse) Reset() {
 	*x = ValidateKeyResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[1]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -99,7 +270,7 @@ func (x *ValidateKeyResponse) String() string {
 func (*ValidateKeyResponse) ProtoMessage() {}
 
 func (x *ValidateKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[1]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -112,7 +283,7 @@ func (x *ValidateKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateKeyResponse.ProtoReflect.Descriptor instead.
 func (*ValidateKeyResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{1}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ValidateKeyResponse) GetTenantId() string {
@@ -150,6 +321,13 @@ func (x *ValidateKeyResponse) GetFeatures() []string {
 	return nil
 }
 
+func (x *ValidateKeyResponse) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
 // Tenant is one organisation using Almoner.
 type Tenant struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -173,7 +351,7 @@ type Tenant struct {
 
 func (x *Tenant) Reset() {
 	*x = Tenant{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[2]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -185,7 +363,7 @@ func (x *Tenant) String() string {
 func (*Tenant) ProtoMessage() {}
 
 func (x *Tenant) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[2]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -198,7 +376,7 @@ func (x *Tenant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tenant.ProtoReflect.Descriptor instead.
 func (*Tenant) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{2}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Tenant) GetId() string {
@@ -267,7 +445,7 @@ type CreateTenantRequest struct {
 
 func (x *CreateTenantRequest) Reset() {
 	*x = CreateTenantRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[3]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -279,7 +457,7 @@ func (x *CreateTenantRequest) String() string {
 func (*CreateTenantRequest) ProtoMessage() {}
 
 func (x *CreateTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[3]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -292,7 +470,7 @@ func (x *CreateTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTenantRequest.ProtoReflect.Descriptor instead.
 func (*CreateTenantRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{3}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CreateTenantRequest) GetName() string {
@@ -334,7 +512,7 @@ type CreateTenantResponse struct {
 
 func (x *CreateTenantResponse) Reset() {
 	*x = CreateTenantResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[4]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -346,7 +524,7 @@ func (x *CreateTenantResponse) String() string {
 func (*CreateTenantResponse) ProtoMessage() {}
 
 func (x *CreateTenantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[4]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -359,7 +537,7 @@ func (x *CreateTenantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTenantResponse.ProtoReflect.Descriptor instead.
 func (*CreateTenantResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{4}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CreateTenantResponse) GetTenant() *Tenant {
@@ -380,7 +558,7 @@ type GetTenantRequest struct {
 
 func (x *GetTenantRequest) Reset() {
 	*x = GetTenantRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[5]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -392,7 +570,7 @@ func (x *GetTenantRequest) String() string {
 func (*GetTenantRequest) ProtoMessage() {}
 
 func (x *GetTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[5]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -405,7 +583,7 @@ func (x *GetTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTenantRequest.ProtoReflect.Descriptor instead.
 func (*GetTenantRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{5}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetTenantRequest) GetTenantId() string {
@@ -426,7 +604,7 @@ type GetTenantResponse struct {
 
 func (x *GetTenantResponse) Reset() {
 	*x = GetTenantResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[6]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -438,7 +616,7 @@ func (x *GetTenantResponse) String() string {
 func (*GetTenantResponse) ProtoMessage() {}
 
 func (x *GetTenantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[6]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -451,7 +629,7 @@ func (x *GetTenantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTenantResponse.ProtoReflect.Descriptor instead.
 func (*GetTenantResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{6}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetTenantResponse) GetTenant() *Tenant {
@@ -476,7 +654,7 @@ type SetTenantFeatureRequest struct {
 
 func (x *SetTenantFeatureRequest) Reset() {
 	*x = SetTenantFeatureRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[7]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -488,7 +666,7 @@ func (x *SetTenantFeatureRequest) String() string {
 func (*SetTenantFeatureRequest) ProtoMessage() {}
 
 func (x *SetTenantFeatureRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[7]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -501,7 +679,7 @@ func (x *SetTenantFeatureRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantFeatureRequest.ProtoReflect.Descriptor instead.
 func (*SetTenantFeatureRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{7}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SetTenantFeatureRequest) GetTenantId() string {
@@ -536,7 +714,7 @@ type SetTenantFeatureResponse struct {
 
 func (x *SetTenantFeatureResponse) Reset() {
 	*x = SetTenantFeatureResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[8]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -548,7 +726,7 @@ func (x *SetTenantFeatureResponse) String() string {
 func (*SetTenantFeatureResponse) ProtoMessage() {}
 
 func (x *SetTenantFeatureResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[8]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -561,7 +739,7 @@ func (x *SetTenantFeatureResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantFeatureResponse.ProtoReflect.Descriptor instead.
 func (*SetTenantFeatureResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{8}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SetTenantFeatureResponse) GetTenant() *Tenant {
@@ -584,7 +762,7 @@ type SetTenantActiveRequest struct {
 
 func (x *SetTenantActiveRequest) Reset() {
 	*x = SetTenantActiveRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[9]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -596,7 +774,7 @@ func (x *SetTenantActiveRequest) String() string {
 func (*SetTenantActiveRequest) ProtoMessage() {}
 
 func (x *SetTenantActiveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[9]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -609,7 +787,7 @@ func (x *SetTenantActiveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantActiveRequest.ProtoReflect.Descriptor instead.
 func (*SetTenantActiveRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{9}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SetTenantActiveRequest) GetTenantId() string {
@@ -637,7 +815,7 @@ type SetTenantActiveResponse struct {
 
 func (x *SetTenantActiveResponse) Reset() {
 	*x = SetTenantActiveResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[10]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -649,7 +827,7 @@ func (x *SetTenantActiveResponse) String() string {
 func (*SetTenantActiveResponse) ProtoMessage() {}
 
 func (x *SetTenantActiveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[10]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -662,7 +840,7 @@ func (x *SetTenantActiveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantActiveResponse.ProtoReflect.Descriptor instead.
 func (*SetTenantActiveResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{10}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SetTenantActiveResponse) GetTenant() *Tenant {
@@ -689,7 +867,7 @@ type CreateKeyRequest struct {
 
 func (x *CreateKeyRequest) Reset() {
 	*x = CreateKeyRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[11]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -701,7 +879,7 @@ func (x *CreateKeyRequest) String() string {
 func (*CreateKeyRequest) ProtoMessage() {}
 
 func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[11]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -714,7 +892,7 @@ func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyRequest.ProtoReflect.Descriptor instead.
 func (*CreateKeyRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{11}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CreateKeyRequest) GetTenantId() string {
@@ -756,7 +934,7 @@ type CreateKeyResponse struct {
 
 func (x *CreateKeyResponse) Reset() {
 	*x = CreateKeyResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[12]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -768,7 +946,7 @@ func (x *CreateKeyResponse) String() string {
 func (*CreateKeyResponse) ProtoMessage() {}
 
 func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[12]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -781,7 +959,7 @@ func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyResponse.ProtoReflect.Descriptor instead.
 func (*CreateKeyResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{12}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CreateKeyResponse) GetApiKey() *CreatedApiKey {
@@ -795,16 +973,27 @@ var File_almoner_auth_v1_internal_proto protoreflect.FileDescriptor
 
 const file_almoner_auth_v1_internal_proto_rawDesc = "" +
 	"\n" +
-	"\x1ealmoner/auth/v1/internal.proto\x12\x0falmoner.auth.v1\x1a\x1ealmoner/auth/v1/api_keys.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"-\n" +
+	"\x1ealmoner/auth/v1/internal.proto\x12\x0falmoner.auth.v1\x1a\x1ealmoner/auth/v1/api_keys.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"O\n" +
+	"\x19GetValidationEpochRequest\x122\n" +
+	"\bkey_uses\x18\x01 \x03(\v2\x17.almoner.auth.v1.KeyUseR\akeyUses\"q\n" +
+	"\x06KeyUse\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x15\n" +
+	"\x06key_id\x18\x02 \x01(\tR\x05keyId\x123\n" +
+	"\aused_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x06usedAt\"p\n" +
+	"\x1aGetValidationEpochResponse\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x03R\x05epoch\x12<\n" +
+	"\fcache_window\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\vcacheWindow\"-\n" +
 	"\x12ValidateKeyRequest\x12\x17\n" +
-	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\"\x9c\x01\n" +
+	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\"\xd7\x01\n" +
 	"\x13ValidateKeyResponse\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x15\n" +
 	"\x06key_id\x18\x02 \x01(\tR\x05keyId\x12\x1d\n" +
 	"\n" +
 	"key_prefix\x18\x03 \x01(\tR\tkeyPrefix\x12\x16\n" +
 	"\x06scopes\x18\x04 \x03(\tR\x06scopes\x12\x1a\n" +
-	"\bfeatures\x18\x05 \x03(\tR\bfeatures\"\xda\x01\n" +
+	"\bfeatures\x18\x05 \x03(\tR\bfeatures\x129\n" +
+	"\n" +
+	"expires_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xda\x01\n" +
 	"\x06Tenant\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
@@ -843,9 +1032,10 @@ const file_almoner_auth_v1_internal_proto_rawDesc = "" +
 	"\n" +
 	"expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"L\n" +
 	"\x11CreateKeyResponse\x127\n" +
-	"\aapi_key\x18\x01 \x01(\v2\x1e.almoner.auth.v1.CreatedApiKeyR\x06apiKey2p\n" +
+	"\aapi_key\x18\x01 \x01(\v2\x1e.almoner.auth.v1.CreatedApiKeyR\x06apiKey2\xdf\x01\n" +
 	"\x14KeyValidationService\x12X\n" +
-	"\vValidateKey\x12#.almoner.auth.v1.ValidateKeyRequest\x1a$.almoner.auth.v1.ValidateKeyResponse2\xe8\x03\n" +
+	"\vValidateKey\x12#.almoner.auth.v1.ValidateKeyRequest\x1a$.almoner.auth.v1.ValidateKeyResponse\x12m\n" +
+	"\x12GetValidationEpoch\x12*.almoner.auth.v1.GetValidationEpochRequest\x1a+.almoner.auth.v1.GetValidationEpochResponse2\xe8\x03\n" +
 	"\x12TenantAdminService\x12[\n" +
 	"\fCreateTenant\x12$.almoner.auth.v1.CreateTenantRequest\x1a%.almoner.auth.v1.CreateTenantResponse\x12R\n" +
 	"\tGetTenant\x12!.almoner.auth.v1.GetTenantRequest\x1a\".almoner.auth.v1.GetTenantResponse\x12g\n" +
@@ -865,49 +1055,59 @@ func file_almoner_auth_v1_internal_proto_rawDescGZIP() []byte {
 	return file_almoner_auth_v1_internal_proto_rawDescData
 }
 
-var file_almoner_auth_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_almoner_auth_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_almoner_auth_v1_internal_proto_goTypes = []any{
-	(*ValidateKeyRequest)(nil),       // 0: almoner.auth.v1.ValidateKeyRequest
-	(*ValidateKeyResponse)(nil),      // 1: almoner.auth.v1.ValidateKeyResponse
-	(*Tenant)(nil),                   // 2: almoner.auth.v1.Tenant
-	(*CreateTenantRequest)(nil),      // 3: almoner.auth.v1.CreateTenantRequest
-	(*CreateTenantResponse)(nil),     // 4: almoner.auth.v1.CreateTenantResponse
-	(*GetTenantRequest)(nil),         // 5: almoner.auth.v1.GetTenantRequest
-	(*GetTenantResponse)(nil),        // 6: almoner.auth.v1.GetTenantResponse
-	(*SetTenantFeatureRequest)(nil),  // 7: almoner.auth.v1.SetTenantFeatureRequest
-	(*SetTenantFeatureResponse)(nil), // 8: almoner.auth.v1.SetTenantFeatureResponse
-	(*SetTenantActiveRequest)(nil),   // 9: almoner.auth.v1.SetTenantActiveRequest
-	(*SetTenantActiveResponse)(nil),  // 10: almoner.auth.v1.SetTenantActiveResponse
-	(*CreateKeyRequest)(nil),         // 11: almoner.auth.v1.CreateKeyRequest
-	(*CreateKeyResponse)(nil),        // 12: almoner.auth.v1.CreateKeyResponse
-	(*timestamppb.Timestamp)(nil),    // 13: google.protobuf.Timestamp
-	(*CreatedApiKey)(nil),            // 14: almoner.auth.v1.CreatedApiKey
+	(*GetValidationEpochRequest)(nil),  // 0: almoner.auth.v1.GetValidationEpochRequest
+	(*KeyUse)(nil),                     // 1: almoner.auth.v1.KeyUse
+	(*GetValidationEpochResponse)(nil), // 2: almoner.auth.v1.GetValidationEpochResponse
+	(*ValidateKeyRequest)(nil),         // 3: almoner.auth.v1.ValidateKeyRequest
+	(*ValidateKeyResponse)(nil),        // 4: almoner.auth.v1.ValidateKeyResponse
+	(*Tenant)(nil),                     // 5: almoner.auth.v1.Tenant
+	(*CreateTenantRequest)(nil),        // 6: almoner.auth.v1.CreateTenantRequest
+	(*CreateTenantResponse)(nil),       // 7: almoner.auth.v1.CreateTenantResponse
+	(*GetTenantRequest)(nil),           // 8: almoner.auth.v1.GetTenantRequest
+	(*GetTenantResponse)(nil),          // 9: almoner.auth.v1.GetTenantResponse
+	(*SetTenantFeatureRequest)(nil),    // 10: almoner.auth.v1.SetTenantFeatureRequest
+	(*SetTenantFeatureResponse)(nil),   // 11: almoner.auth.v1.SetTenantFeatureResponse
+	(*SetTenantActiveRequest)(nil),     // 12: almoner.auth.v1.SetTenantActiveRequest
+	(*SetTenantActiveResponse)(nil),    // 13: almoner.auth.v1.SetTenantActiveResponse
+	(*CreateKeyRequest)(nil),           // 14: almoner.auth.v1.CreateKeyRequest
+	(*CreateKeyResponse)(nil),          // 15: almoner.auth.v1.CreateKeyResponse
+	(*timestamppb.Timestamp)(nil),      // 16: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),        // 17: google.protobuf.Duration
+	(*CreatedApiKey)(nil),              // 18: almoner.auth.v1.CreatedApiKey
 }
 var file_almoner_auth_v1_internal_proto_depIdxs = []int32{
-	13, // 0: almoner.auth.v1.Tenant.created_at:type_name -> google.protobuf.Timestamp
-	2,  // 1: almoner.auth.v1.CreateTenantResponse.tenant:type_name -> almoner.auth.v1.Tenant
-	2,  // 2: almoner.auth.v1.GetTenantResponse.tenant:type_name -> almoner.auth.v1.Tenant
-	2,  // 3: almoner.auth.v1.SetTenantFeatureResponse.tenant:type_name -> almoner.auth.v1.Tenant
-	2,  // 4: almoner.auth.v1.SetTenantActiveResponse.tenant:type_name -> almoner.auth.v1.Tenant
-	13, // 5: almoner.auth.v1.CreateKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	14, // 6: almoner.auth.v1.CreateKeyResponse.api_key:type_name -> almoner.auth.v1.CreatedApiKey
-	0,  // 7: almoner.auth.v1.KeyValidationService.ValidateKey:input_type -> almoner.auth.v1.ValidateKeyRequest
-	3,  // 8: almoner.auth.v1.TenantAdminService.CreateTenant:input_type -> almoner.auth.v1.CreateTenantRequest
-	5,  // 9: almoner.auth.v1.TenantAdminService.GetTenant:input_type -> almoner.auth.v1.GetTenantRequest
-	7,  // 10: almoner.auth.v1.TenantAdminService.SetTenantFeature:input_type -> almoner.auth.v1.SetTenantFeatureRequest
-	9,  // 11: almoner.auth.v1.TenantAdminService.SetTenantActive:input_type -> almoner.auth.v1.SetTenantActiveRequest
-	11, // 12: almoner.auth.v1.TenantAdminService.CreateKey:input_type -> almoner.auth.v1.CreateKeyRequest
-	1,  // 13: almoner.auth.v1.KeyValidationService.ValidateKey:output_type -> almoner.auth.v1.ValidateKeyResponse
-	4,  // 14: almoner.auth.v1.TenantAdminService.CreateTenant:output_type -> almoner.auth.v1.CreateTenantResponse
-	6,  // 15: almoner.auth.v1.TenantAdminService.GetTenant:output_type -> almoner.auth.v1.GetTenantResponse
-	8,  // 16: almoner.auth.v1.TenantAdminService.SetTenantFeature:output_type -> almoner.auth.v1.SetTenantFeatureResponse
-	10, // 17: almoner.auth.v1.TenantAdminService.SetTenantActive:output_type -> almoner.auth.v1.SetTenantActiveResponse
-	12, // 18: almoner.auth.v1.TenantAdminService.CreateKey:output_type -> almoner.auth.v1.CreateKeyResponse
-	13, // [13:19] is the sub-list for method output_type
-	7,  // [7:13] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	1,  // 0: almoner.auth.v1.GetValidationEpochRequest.key_uses:type_name -> almoner.auth.v1.KeyUse
+	16, // 1: almoner.auth.v1.KeyUse.used_at:type_name -> google.protobuf.Timestamp
+	17, // 2: almoner.auth.v1.GetValidationEpochResponse.cache_window:type_name -> google.protobuf.Duration
+	16, // 3: almoner.auth.v1.ValidateKeyResponse.expires_at:type_name -> google.protobuf.Timestamp
+	16, // 4: almoner.auth.v1.Tenant.created_at:type_name -> google.protobuf.Timestamp
+	5,  // 5: almoner.auth.v1.CreateTenantResponse.tenant:type_name -> almoner.auth.v1.Tenant
+	5,  // 6: almoner.auth.v1.GetTenantResponse.tenant:type_name -> almoner.auth.v1.Tenant
+	5,  // 7: almoner.auth.v1.SetTenantFeatureResponse.tenant:type_name -> almoner.auth.v1.Tenant
+	5,  // 8: almoner.auth.v1.SetTenantActiveResponse.tenant:type_name -> almoner.auth.v1.Tenant
+	16, // 9: almoner.auth.v1.CreateKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	18, // 10: almoner.auth.v1.CreateKeyResponse.api_key:type_name -> almoner.auth.v1.CreatedApiKey
+	3,  // 11: almoner.auth.v1.KeyValidationService.ValidateKey:input_type -> almoner.auth.v1.ValidateKeyRequest
+	0,  // 12: almoner.auth.v1.KeyValidationService.GetValidationEpoch:input_type -> almoner.auth.v1.GetValidationEpochRequest
+	6,  // 13: almoner.auth.v1.TenantAdminService.CreateTenant:input_type -> almoner.auth.v1.CreateTenantRequest
+	8,  // 14: almoner.auth.v1.TenantAdminService.GetTenant:input_type -> almoner.auth.v1.GetTenantRequest
+	10, // 15: almoner.auth.v1.TenantAdminService.SetTenantFeature:input_type -> almoner.auth.v1.SetTenantFeatureRequest
+	12, // 16: almoner.auth.v1.TenantAdminService.SetTenantActive:input_type -> almoner.auth.v1.SetTenantActiveRequest
+	14, // 17: almoner.auth.v1.TenantAdminService.CreateKey:input_type -> almoner.auth.v1.CreateKeyRequest
+	4,  // 18: almoner.auth.v1.KeyValidationService.ValidateKey:output_type -> almoner.auth.v1.ValidateKeyResponse
+	2,  // 19: almoner.auth.v1.KeyValidationService.GetValidationEpoch:output_type -> almoner.auth.v1.GetValidationEpochResponse
+	7,  // 20: almoner.auth.v1.TenantAdminService.CreateTenant:output_type -> almoner.auth.v1.CreateTenantResponse
+	9,  // 21: almoner.auth.v1.TenantAdminService.GetTenant:output_type -> almoner.auth.v1.GetTenantResponse
+	11, // 22: almoner.auth.v1.TenantAdminService.SetTenantFeature:output_type -> almoner.auth.v1.SetTenantFeatureResponse
+	13, // 23: almoner.auth.v1.TenantAdminService.SetTenantActive:output_type -> almoner.auth.v1.SetTenantActiveResponse
+	15, // 24: almoner.auth.v1.TenantAdminService.CreateKey:output_type -> almoner.auth.v1.CreateKeyResponse
+	18, // [18:25] is the sub-list for method output_type
+	11, // [11:18] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_almoner_auth_v1_internal_proto_init() }
@@ -922,7 +1122,7 @@ func file_almoner_auth_v1_internal_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_almoner_auth_v1_internal_proto_rawDesc), len(file_almoner_auth_v1_internal_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -19,7 +19,8 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	KeyValidationService_ValidateKey_FullMethodName = "/almoner.auth.v1.KeyValidationService/ValidateKey"
+	KeyValidationService_ValidateKey_FullMethodName        = "/almoner.auth.v1.KeyValidationService/ValidateKey"
+	KeyValidationService_GetValidationEpoch_FullMethodName = "/almoner.auth.v1.KeyValidationService/GetValidationEpoch"
 )
 
 // KeyValidationServiceClient is the client API for KeyValidationService service.
@@ -34,6 +35,13 @@ type KeyValidationServiceClient interface {
 	// tenant is active with `api-access:enabled`. Every failure is the same
 	// UNAUTHENTICATED status so callers cannot tell the cases apart.
 	ValidateKey(ctx context.Context, in *ValidateKeyRequest, opts ...grpc.CallOption) (*ValidateKeyResponse, error)
+	// GetValidationEpoch returns the deployment's validation epoch, which
+	// moves whenever a key is revoked or a tenant's status or features
+	// change, and the cache window: a caller may answer from validations it
+	// cached only while its last epoch read started less than a window ago.
+	// Callers report the uses of keys they validated from their cache, so
+	// that lastUsedAt keeps moving. See docs/auth.md.
+	GetValidationEpoch(ctx context.Context, in *GetValidationEpochRequest, opts ...grpc.CallOption) (*GetValidationEpochResponse, error)
 }
 
 type keyValidationServiceClient struct {
@@ -54,6 +62,16 @@ func (c *keyValidationServiceClient) ValidateKey(ctx context.Context, in *Valida
 	return out, nil
 }
 
+func (c *keyValidationServiceClient) GetValidationEpoch(ctx context.Context, in *GetValidationEpochRequest, opts ...grpc.CallOption) (*GetValidationEpochResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetValidationEpochResponse)
+	err := c.cc.Invoke(ctx, KeyValidationService_GetValidationEpoch_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // KeyValidationServiceServer is the server API for KeyValidationService service.
 // All implementations must embed UnimplementedKeyValidationServiceServer
 // for forward compatibility.
@@ -66,6 +84,13 @@ type KeyValidationServiceServer interface {
 	// tenant is active with `api-access:enabled`. Every failure is the same
 	// UNAUTHENTICATED status so callers cannot tell the cases apart.
 	ValidateKey(context.Context, *ValidateKeyRequest) (*ValidateKeyResponse, error)
+	// GetValidationEpoch returns the deployment's validation epoch, which
+	// moves whenever a key is revoked or a tenant's status or features
+	// change, and the cache window: a caller may answer from validations it
+	// cached only while its last epoch read started less than a window ago.
+	// Callers report the uses of keys they validated from their cache, so
+	// that lastUsedAt keeps moving. See docs/auth.md.
+	GetValidationEpoch(context.Context, *GetValidationEpochRequest) (*GetValidationEpochResponse, error)
 	mustEmbedUnimplementedKeyValidationServiceServer()
 }
 
@@ -78,6 +103,9 @@ type UnimplementedKeyValidationServiceServer struct{}
 
 func (UnimplementedKeyValidationServiceServer) ValidateKey(context.Context, *ValidateKeyRequest) (*ValidateKeyResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ValidateKey not implemented")
+}
+func (UnimplementedKeyValidationServiceServer) GetValidationEpoch(context.Context, *GetValidationEpochRequest) (*GetValidationEpochResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetValidationEpoch not implemented")
 }
 func (UnimplementedKeyValidationServiceServer) mustEmbedUnimplementedKeyValidationServiceServer() {}
 func (UnimplementedKeyValidationServiceServer) testEmbeddedByValue()                              {}
@@ -118,6 +146,24 @@ func _KeyValidationService_ValidateKey_Handler(srv interface{}, ctx context.Cont
 	return interceptor(ctx, in, info, handler)
 }
 
+func _KeyValidationService_GetValidationEpoch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetValidationEpochRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(KeyValidationServiceServer).GetValidationEpoch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: KeyValidationService_GetValidationEpoch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(KeyValidationServiceServer).GetValidationEpoch(ctx, req.(*GetValidationEpochRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // KeyValidationService_ServiceDesc is the grpc.ServiceDesc for KeyValidationService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -128,6 +174,10 @@ var KeyValidationService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ValidateKey",
 			Handler:    _KeyValidationService_ValidateKey_Handler,
+		},
+		{
+			MethodName: "GetValidationEpoch",
+			Handler:    _KeyValidationService_GetValidationEpoch_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
