@@ -49,6 +49,14 @@ type delivered struct {
 
 func newHarness(t *testing.T, cfg Config) *harness {
 	t.Helper()
+	return newHarnessWith(t, cfg, false)
+}
+
+// newHarnessWith is newHarness; with running, the service is started as a
+// process starts it (its own tick loops, cfg.Tick kept) and the test must
+// call h.s.Stop itself.
+func newHarnessWith(t *testing.T, cfg Config, running bool) *harness {
+	t.Helper()
 	ctx := context.Background()
 	pool, err := db.Open(ctx, testdb.New(t, Migrations()...))
 	if err != nil {
@@ -76,9 +84,11 @@ func newHarness(t *testing.T, cfg Config) *harness {
 	t.Cleanup(h.rc.Close)
 	roots := x509.NewCertPool()
 	roots.AddCert(h.rc.Certificate())
-	// A tick the test never waits for: the loop is not started anyway,
-	// and nothing here may depend on timing.
-	cfg.Tick = time.Hour
+	if !running {
+		// A tick the test never waits for: the loop is not started
+		// anyway, and nothing here may depend on timing.
+		cfg.Tick = time.Hour
+	}
 	cfg.AllowPrivate, cfg.RootCAs = true, roots
 	if cfg.Features == nil {
 		cfg.Features = func(context.Context, string) (bool, error) { return true, nil }
@@ -88,6 +98,13 @@ func newHarness(t *testing.T, cfg Config) *harness {
 		t.Fatal(err)
 	}
 	h.d = h.s.Dispatcher()
+	if running {
+		if err := h.s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(h.release)
+		return h
+	}
 	h.d.startWorkers()
 	t.Cleanup(func() {
 		h.mu.Lock()
@@ -376,5 +393,68 @@ func TestDispatcherEnqueueInChunks(t *testing.T) {
 	h.d.enqueue(ctx)
 	if got := h.queued(t, ep); got != 2*enqueueChunk {
 		t.Fatalf("after two: %d queued, want %d", got, 2*enqueueChunk)
+	}
+}
+
+// release lets every held request through.
+func (h *harness) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.gate != nil {
+		select {
+		case <-h.gate:
+		default:
+			close(h.gate)
+		}
+	}
+}
+
+// TestDispatcherStopFinishesSends: a stopping dispatcher waits for the sends
+// it has in flight and records them before Stop returns (graceful
+// shutdown), so a receiver's 2xx is never re-sent after a clean stop.
+func TestDispatcherStopFinishesSends(t *testing.T) {
+	t.Parallel()
+	h := newHarnessWith(t, Config{Dispatch: true, Tick: 5 * time.Millisecond}, true)
+	h.mu.Lock()
+	h.gate = make(chan struct{})
+	h.mu.Unlock()
+	h.endpoint(t, "contact.created")
+	h.write(t, "c", 3)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		h.mu.Lock()
+		n := len(h.got)
+		h.mu.Unlock()
+		if n == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("receiver holds %d requests, want 3", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- h.s.Stop(context.Background()) }()
+	select {
+	case err := <-stopped:
+		t.Fatalf("Stop returned (%v) while three sends were in flight", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	h.release()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Stop did not return after the sends finished")
+	}
+	// Recorded before Stop returned: no waiting here.
+	var ok int
+	if err := h.pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM webhooks.attempts WHERE tenant_id = $1 AND success`, h.tenant).Scan(&ok); err != nil {
+		t.Fatal(err)
+	}
+	if ok != 3 {
+		t.Errorf("%d successful attempts recorded when Stop returned, want 3", ok)
 	}
 }
