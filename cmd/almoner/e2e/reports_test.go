@@ -202,6 +202,23 @@ func TestReportsEndToEnd(t *testing.T) {
 	c.Do(t, "POST", tPath(tn.ID, "/reports/", id, "/export?format=csv"), viewer, map[string]any{}).Expect(t, http.StatusForbidden)
 	c.Do(t, "POST", tPath(tn.ID, "/reports"), viewer, map[string]any{"name": "x", "typeKey": "lybunt"}).Expect(t, http.StatusForbidden)
 	c.Do(t, "POST", tPath(tn.ID, "/reports/", id, "/run"), viewer, map[string]any{}).Expect(t, http.StatusOK)
+	c.Do(t, "PUT", tPath(tn.ID, "/reports/", id), viewer, map[string]any{"name": "x"}).Expect(t, http.StatusForbidden)
+	c.Do(t, "DELETE", tPath(tn.ID, "/reports/", id), viewer, nil).Expect(t, http.StatusForbidden)
+	// Without reports:view nothing of reports can be read or run.
+	outsider := c.NewKey(t, tn.ID, "contacts:view", "reports:export")
+	for _, r := range []struct{ method, path string }{
+		{"GET", "/reports"}, {"GET", "/reports/types"}, {"GET", "/reports/" + id},
+		{"POST", "/reports/" + id + "/run"}, {"POST", "/reports/types/lybunt/run"},
+	} {
+		var body any
+		if r.method == "POST" {
+			body = map[string]any{}
+		}
+		res := c.Do(t, r.method, tPath(tn.ID, r.path), outsider, body).Expect(t, http.StatusForbidden)
+		if got := res.Map(t)["title"]; got != "Missing required permission: reports:view" {
+			t.Errorf("%s %s: title %q", r.method, r.path, got)
+		}
+	}
 	other := c.NewTenant(t)
 	c.Do(t, "POST", tPath(other.ID, "/reports/", id, "/run"), other.Key, map[string]any{}).Expect(t, http.StatusNotFound)
 	c.Do(t, "GET", tPath(other.ID, "/reports/", id), other.Key, nil).Expect(t, http.StatusNotFound)
