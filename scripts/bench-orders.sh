@@ -42,6 +42,13 @@ fresh() { # database name
   psql "$server" -qc "CREATE DATABASE $1" >/dev/null
 }
 
+# Every measured run starts right after a CHECKPOINT, so no run has the
+# previous runs' dirty pages written under it: on a server with the default
+# max_wal_size (1 GB) most checkpoints are forced by WAL volume, at any
+# moment of a run. The server's checkpoint count is printed with each run.
+checkpoint() { psql "$server" -qc CHECKPOINT >/dev/null; }
+checkpoints() { psql "$server" -Atc "SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter"; }
+
 pgdb=almoner_bench_orders_pgbench
 fresh $pgdb
 pgbench -i -q -s 10 "$(echo "$server" | sed -E "s#/postgres(\?|$)#/$pgdb\1#")" >/dev/null 2>&1
@@ -60,6 +67,7 @@ trap stop_server EXIT
 
 for round in $(seq 1 "$ROUNDS"); do
   echo "== round $round: pgbench TPC-B-like, $CLIENTS clients, $DURATION (load: $(cut -d' ' -f1-3 /proc/loadavg))"
+  checkpoint
   pgbench -n -c "$CLIENTS" -j 2 -T "$secs" "$(echo "$server" | sed -E "s#/postgres(\?|$)#/$pgdb\1#")" >"$out/pgbench-$round.txt" 2>&1
   tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$out/pgbench-$round.txt" | head -1)
   echo "{\"name\":\"pgbench-tpcb\",\"round\":$round,\"rps\":$tps}" >"$out/pgbench-$round.json"
@@ -87,7 +95,8 @@ for round in $(seq 1 "$ROUNDS"); do
     contact=$(post /contacts '{"contactType":"Individual","firstName":"Bench","lastName":"Donor","emails":[{"emailAddress":"bench@example.org","emailType":"Personal","isPrimary":true}]}' | id_of)
     fund=$(post /funds '{"name":"General","isTaxDeductible":true}' | id_of)
     run() { # scenario, body
-      echo "-- $bin $1 (load: $(cut -d' ' -f1-3 /proc/loadavg))"
+      checkpoint
+      echo "-- $bin $1 (load: $(cut -d' ' -f1-3 /proc/loadavg); checkpoints so far: $(checkpoints))"
       GOGC=400 "$out/loadgen" -name "$1" -c "$CLIENTS" -d "$DURATION" -method POST -status 201 \
         -url "$base/orders" -H "X-Api-Key: $key" -body "$2" >"$out/$1-$round-$b.json" || true
       cat "$out/$1-$round-$b.json"

@@ -100,6 +100,44 @@ func Queue(ctx context.Context, b *pgx.Batch, e Entry) error {
 	return nil
 }
 
+// QueueAll adds one insert of every entry to b: the rows of one change
+// (an order with its lines and payments) cost one statement instead of one
+// each. Entries must share tenant and actor; they are numbered in slice
+// order, as consecutive Record calls would number them.
+func QueueAll(ctx context.Context, b *pgx.Batch, entries []Entry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	n := len(entries)
+	ids := make([]uuid.UUID, n)
+	types, entityIDs, actions, events := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	changes := make([]*string, n)
+	for i, e := range entries {
+		if e.TenantID != entries[0].TenantID || e.Actor != entries[0].Actor {
+			return fmt.Errorf("audit: QueueAll entries of different tenants or actors")
+		}
+		args, err := insertArgs(ctx, e)
+		if err != nil {
+			return err
+		}
+		ids[i] = args[1].(uuid.UUID)
+		types[i], entityIDs[i], actions[i], events[i] = e.EntityType, e.EntityID, e.Action, args[5].(string)
+		if c := args[6].([]byte); c != nil {
+			v := string(c)
+			changes[i] = &v
+		}
+	}
+	b.Queue(insertAllSQL, entries[0].TenantID, entries[0].Actor, TraceParent(ctx), ids, types, entityIDs, actions, events, changes)
+	return nil
+}
+
+const insertAllSQL = `
+		INSERT INTO audit.events (tenant_id, event_id, entity_type, entity_id, action, event, changes, actor, trace_parent)
+		SELECT $1::uuid, u.event_id, u.entity_type, u.entity_id, u.action, u.event, u.changes::jsonb, $2, $3
+		FROM unnest($4::uuid[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[]) WITH ORDINALITY
+			AS u(event_id, entity_type, entity_id, action, event, changes, ord)
+		ORDER BY u.ord`
+
 const insertSQL = `
 		INSERT INTO audit.events (tenant_id, event_id, entity_type, entity_id, action, event, changes, actor, trace_parent)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`

@@ -275,14 +275,24 @@ func (s *Store) Release(ctx context.Context, tenantID, orderID uuid.UUID, lineNu
 // reservation.
 func beginReserve(ctx context.Context, tx pgx.Tx, tenantID, orderID uuid.UUID, lines []int32, ids []uuid.UUID) (map[int32]Reservation, map[uuid.UUID]Item, error) {
 	b := &pgx.Batch{}
+	// A reservation commits without waiting for its WAL flush. Its order
+	// is what makes it durable: the orders service commits the order, in
+	// the same database and so the same WAL, synchronously and after this
+	// commit, and WAL is flushed in order, so a recorded order never loses
+	// its reservation in a crash. A crash that loses a reservation also
+	// loses any order that could have used it, which leaves the state of a
+	// crash just before reserving; the retry reserves again (docs/inventory.md).
+	b.Queue(`SET LOCAL synchronous_commit TO OFF`)
 	b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, orderLockKey(tenantID, orderID))
 	b.Queue(`SELECT `+reservationColumns+` FROM inventory.reservations
 		WHERE tenant_id = $1 AND order_id = $2 AND line_number = ANY($3)`, tenantID, orderID, lines)
 	b.Queue(`SELECT `+itemColumns+` FROM inventory.items WHERE tenant_id = $1 AND id = ANY($2)`, tenantID, ids)
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
-	if _, err := br.Exec(); err != nil {
-		return nil, nil, err
+	for range 2 { // the setting and the lock
+		if _, err := br.Exec(); err != nil {
+			return nil, nil, err
+		}
 	}
 	rows, err := br.Query()
 	if err != nil {

@@ -324,10 +324,8 @@ func writeOrder(ctx context.Context, q batchSender, n NewOrder, batchID uuid.UUI
 	for _, sc := range n.Schedules {
 		entries = append(entries, audit.Entry{TenantID: tenant, EntityType: EntityRecurringDonation, EntityID: sc.ID.String(), Action: audit.Created, Actor: actor})
 	}
-	for _, e := range entries {
-		if err := audit.Queue(ctx, b, e); err != nil {
-			return Order{}, err
-		}
+	if err := audit.QueueAll(ctx, b, entries); err != nil {
+		return Order{}, err
 	}
 	if n.Idempotency != nil {
 		// The claim must still be this request's. A claim found otherwise
