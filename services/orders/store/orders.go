@@ -171,19 +171,22 @@ func (s *Store) CreateOrder(ctx context.Context, n NewOrder, actor string) (Orde
 // transaction that also records the charged period. The batch is locked
 // up front because the runner's transaction holds other locks too.
 //
-// The number is taken inside tx, not by nextOrderNumber: that would need a
+// The number is taken on tx, not by nextOrderNumber: that would need a
 // second pooled connection while this transaction holds one and its locks,
 // and requests waiting behind those locks with every other connection
-// could then keep it from ever getting one. Here the tenant's counter row
-// stays locked until the runner's commit, which only delays API orders of
-// the tenant by one installment's commit at most, once per installment.
+// could then keep it from ever getting one. nextval holds no lock, so API
+// orders of the tenant never wait for the installment.
 func (s *Store) insertOrder(ctx context.Context, tx pgx.Tx, n NewOrder, actor string) (Order, error) {
 	batchID, err := attachBatch(ctx, tx, n.TenantID, n.RequestedBatch, Day(n.Now), actor)
 	if err != nil {
 		return Order{}, err
 	}
-	var number int64
-	if err := tx.QueryRow(ctx, nextNumberSQL, n.TenantID).Scan(&number); err != nil {
+	number, ok, err := takeNumber(ctx, tx, n.TenantID)
+	if err == nil && !ok {
+		// ChargeInstallment makes the sequence before its transaction.
+		err = fmt.Errorf("no order number sequence for tenant %s", n.TenantID)
+	}
+	if err != nil {
 		return Order{}, fmt.Errorf("take order number: %w", err)
 	}
 	o, err := writeOrder(ctx, tx, n, batchID, number, actor)
@@ -199,57 +202,11 @@ func (s *Store) insertOrder(ctx context.Context, tx pgx.Tx, n NewOrder, actor st
 // order row was written; the caller works out which.
 var errBatchNotOpen = errors.New("batch not open")
 
-// nextOrderNumber takes the tenant's next order number in a transaction
-// of its own, sent as one pipelined round trip. Taking it inside the
-// order's transaction held the tenant's counter row from the increment to
-// the order's commit (its WAL flush included), which made every order of a
-// tenant wait for the previous one: 16 clients of one tenant ran one at a
-// time. Here the row is locked only while the server runs the statement.
-//
-// The small transaction commits with synchronous_commit off: it does not
-// wait for its WAL flush, and need not, because any order that uses the
-// number commits later, and WAL is flushed in order, so an order that
-// survives a crash always has its counter increment before it in the log.
-// A number whose order then fails is skipped: numbers are unique and
-// increasing per tenant, not gapless (docs/orders.md).
-func (s *Store) nextOrderNumber(ctx context.Context, tenantID uuid.UUID) (int64, error) {
-	b := &pgx.Batch{}
-	b.Queue(`BEGIN`)
-	b.Queue(`SET LOCAL synchronous_commit TO OFF`)
-	b.Queue(nextNumberSQL, tenantID)
-	b.Queue(`COMMIT`)
-	// On any error the connection is left inside the failed transaction;
-	// pgxpool discards a connection that is not idle when it is released.
-	br := s.pool.SendBatch(ctx, b)
-	var n int64
-	_, err := br.Exec()
-	if err == nil {
-		_, err = br.Exec()
-	}
-	if err == nil {
-		err = br.QueryRow().Scan(&n)
-	}
-	if err == nil {
-		_, err = br.Exec()
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return 0, fmt.Errorf("take order number: %w", err)
-	}
-	return n, nil
-}
-
 // batchSender is a pool (whose SendBatch runs the batch as one implicit
 // transaction) or a transaction.
 type batchSender interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
-
-// nextNumberSQL increments the tenant's order counter, creating it with 1.
-const nextNumberSQL = `INSERT INTO orders.order_counters AS c (tenant_id, last_number) VALUES ($1, 1)
-	ON CONFLICT (tenant_id) DO UPDATE SET last_number = c.last_number + 1 RETURNING last_number`
 
 // writeOrder sends the order with everything it writes as one batch on
 // q: one round trip whatever the number of lines, payments, schedules and

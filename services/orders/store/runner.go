@@ -54,6 +54,12 @@ const MaxAttempts = 3
 func (s *Store) ChargeInstallment(ctx context.Context, tenantID, id uuid.UUID, today time.Time,
 	charge func(sc Schedule, period time.Time, attempt int32) (Outcome, error)) (bool, error) {
 	recorded := false
+	// The installment's number is taken inside the transaction below; a
+	// missing sequence there would abort it, so make it first (a tenant
+	// with a schedule has had an order, so it nearly always exists).
+	if err := s.ensureNumbers(ctx, tenantID); err != nil {
+		return false, err
+	}
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		sc, err := scanSchedule(tx.QueryRow(ctx, `SELECT `+scheduleColumns+` FROM orders.recurring_donations
 			WHERE tenant_id = $1 AND id = $2 AND status = 'active' AND coalesce(retry_on, next_charge_date) <= $3

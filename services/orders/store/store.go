@@ -16,6 +16,9 @@ type Store struct {
 	pool *pgxpool.Pool
 	// daily remembers each tenant's open daily batch (batches.go).
 	daily dailyBatches
+	// numbers remembers the tenants whose order-number sequence exists
+	// (numbers.go).
+	numbers numberSequences
 }
 
 // New returns a Store on pool.
