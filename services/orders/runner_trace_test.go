@@ -80,10 +80,20 @@ func TestRunnerTrace(t *testing.T) {
 		}
 	}
 
-	// The installment orders' audit rows point into the charge spans.
-	page, err := audit.Read(ctx, pool, audit.ReadQuery{TenantID: tenant.String(), Events: []string{"order.created"}})
-	if err != nil {
-		t.Fatal(err)
+	// The installment orders' audit rows point into the charge spans. The
+	// reader returns rows only below the oldest transaction running
+	// anywhere on the server, and the package's other tests share it, so
+	// committed rows may take a moment to become readable.
+	var page audit.Page
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		page, err = audit.Read(ctx, pool, audit.ReadQuery{TenantID: tenant.String(), Events: []string{"order.created"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Events) >= 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	if len(page.Events) != 3 {
 		t.Fatalf("%d order.created rows, want 3", len(page.Events))
