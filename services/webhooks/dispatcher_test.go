@@ -289,18 +289,7 @@ func TestDispatcherSmallLimits(t *testing.T) {
 	h.gate = gate
 	h.mu.Unlock()
 	h.d.dispatch(ctx)
-	for deadline := time.Now().Add(time.Minute); ; {
-		h.mu.Lock()
-		n := len(h.got)
-		h.mu.Unlock()
-		if n == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("receiver holds %d requests, want 3", n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	h.waitReceived(t, 3)
 	h.d.dispatch(ctx)
 	h.mu.Lock()
 	h.gate = nil
@@ -396,6 +385,23 @@ func TestDispatcherEnqueueInChunks(t *testing.T) {
 	}
 }
 
+// waitReceived waits until the receiver has got n requests.
+func (h *harness) waitReceived(t *testing.T, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; {
+		h.mu.Lock()
+		got := len(h.got)
+		h.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("receiver got %d requests, want %d", got, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // release lets every held request through.
 func (h *harness) release() {
 	h.mu.Lock()
@@ -420,18 +426,7 @@ func TestDispatcherStopFinishesSends(t *testing.T) {
 	h.mu.Unlock()
 	h.endpoint(t, "contact.created")
 	h.write(t, "c", 3)
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		h.mu.Lock()
-		n := len(h.got)
-		h.mu.Unlock()
-		if n == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("receiver holds %d requests, want 3", n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	h.waitReceived(t, 3)
 	stopped := make(chan error, 1)
 	go func() { stopped <- h.s.Stop(context.Background()) }()
 	select {
