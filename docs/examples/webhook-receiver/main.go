@@ -80,8 +80,10 @@ func main() {
 	srv := &http.Server{Addr: ":8443", Handler: &receiver{secret: secret, seen: map[string]bool{}}, ReadHeaderTimeout: 5 * time.Second}
 	var err error
 	if cert, key := os.Getenv("CERT_FILE"), os.Getenv("KEY_FILE"); cert != "" && key != "" {
+		log.Printf("listening on %s (HTTPS)", srv.Addr)
 		err = srv.ListenAndServeTLS(cert, key)
 	} else {
+		log.Printf("listening on %s (HTTP)", srv.Addr)
 		err = srv.ListenAndServe()
 	}
 	log.Fatal(err)
