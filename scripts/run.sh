@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # make run: find or start PostgreSQL, create the almoner database, serve
 # everything in one process, and on first run create a sandbox tenant "Demo"
-# with a key holding every scope (kept in .data/demo.json).
+# with a key holding every scope (kept in .data/demo.json; ALMONER_DATA_DIR
+# names another folder, as scripts/quickstart-check.sh does).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mkdir -p .data
+data=${ALMONER_DATA_DIR:-.data}
+mkdir -p "$data"
 if [ -z "${DATABASE_URL:-}" ]; then
   server=$(./scripts/find-postgres.sh --server)
   psql "$server" -tAc "SELECT 1 FROM pg_database WHERE datname = 'almoner'" | grep -q 1 \
@@ -29,7 +31,7 @@ for _ in $(seq 1 150); do
   sleep 0.2
 done
 
-demo=.data/demo.json
+demo=$data/demo.json
 if [ -s "$demo" ] && ./bin/almoner admin tenant get --tenant "$(sed -n 's/.*"tenantId":"\([^"]*\)".*/\1/p' "$demo")" >/dev/null 2>&1; then
   :
 else

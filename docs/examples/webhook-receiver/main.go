@@ -5,7 +5,7 @@
 //
 //	ALMONER_WEBHOOK_SECRET=whsec_... go run ./docs/examples/webhook-receiver
 //
-// It listens on :8443 with TLS when CERT_FILE and KEY_FILE are set, else on
+// It listens on ADDR (:8443 by default) with TLS when CERT_FILE and KEY_FILE are set, else on
 // plain HTTP behind a TLS-terminating proxy. The same handler, in a form the
 // test suite runs, is pkg/webhook's ExampleVerify.
 package main
@@ -77,7 +77,11 @@ func main() {
 	if secret == "" {
 		log.Fatal("set ALMONER_WEBHOOK_SECRET to the endpoint's whsec_ secret")
 	}
-	srv := &http.Server{Addr: ":8443", Handler: &receiver{secret: secret, seen: map[string]bool{}}, ReadHeaderTimeout: 5 * time.Second}
+	addr := os.Getenv("ADDR")
+	if addr == "" {
+		addr = ":8443"
+	}
+	srv := &http.Server{Addr: addr, Handler: &receiver{secret: secret, seen: map[string]bool{}}, ReadHeaderTimeout: 5 * time.Second}
 	var err error
 	if cert, key := os.Getenv("CERT_FILE"), os.Getenv("KEY_FILE"); cert != "" && key != "" {
 		log.Printf("listening on %s (HTTPS)", srv.Addr)
