@@ -9,6 +9,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -17,6 +19,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -138,31 +141,26 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if split {
 		// As on Kubernetes: each service its own process-like App with its
 		// own gRPC port and pool, the gateway alone in front, all wired by
-		// addresses only.
+		// addresses only. The ports are picked before anything listens (every
+		// App needs the others' addresses), so one can be taken meanwhile,
+		// by another test's listener or the local end of any outgoing
+		// connection; then the cluster starts again on new ports.
 		names := make([]string, 0, len(app.Modules))
 		for n := range app.Modules {
 			names = append(names, n)
-			addrs[n] = FreeAddr(t)
 		}
 		sort.Strings(names)
-		for _, n := range names {
-			c := cfg
-			c.Targets, c.GRPCAddr, c.HTTPAddr, c.Upstreams = []string{n}, addrs[n], "", addrs
-			a, err := app.Start(ctx, c)
-			if err != nil {
-				stopAll()
-				t.Fatalf("apptest: start %s: %v", n, err)
+		for try := 1; ; try++ {
+			err := startSplit(ctx, t, cfg, names, addrs, &apps)
+			if err == nil {
+				break
 			}
-			apps = append(apps, a)
-		}
-		c := cfg
-		c.Targets, c.GRPCAddr, c.Upstreams = []string{app.GatewayTarget}, "", addrs
-		a, err := app.Start(ctx, c)
-		if err != nil {
 			stopAll()
-			t.Fatalf("apptest: start gateway: %v", err)
+			apps = nil
+			if !errors.Is(err, syscall.EADDRINUSE) || try == 5 {
+				t.Fatalf("apptest: %v", err)
+			}
 		}
-		apps = append(apps, a)
 	} else {
 		a, err := app.Start(ctx, cfg)
 		if err != nil {
@@ -197,6 +195,34 @@ func Start(t testing.TB, opts Options) *Cluster {
 		}
 	})
 	return c
+}
+
+// pickAddr picks a split cluster's service addresses; a test replaces it.
+var pickAddr = FreeAddr
+
+// startSplit starts every service in its own App on freshly picked ports and
+// the gateway in front, appending each started App to apps.
+func startSplit(ctx context.Context, t testing.TB, cfg app.Config, names []string, addrs map[string]string, apps *[]*app.App) error {
+	for _, n := range names {
+		addrs[n] = pickAddr(t)
+	}
+	for _, n := range names {
+		c := cfg
+		c.Targets, c.GRPCAddr, c.HTTPAddr, c.Upstreams = []string{n}, addrs[n], "", addrs
+		a, err := app.Start(ctx, c)
+		if err != nil {
+			return fmt.Errorf("start %s: %w", n, err)
+		}
+		*apps = append(*apps, a)
+	}
+	c := cfg
+	c.Targets, c.GRPCAddr, c.Upstreams = []string{app.GatewayTarget}, "", addrs
+	a, err := app.Start(ctx, c)
+	if err != nil {
+		return fmt.Errorf("start gateway: %w", err)
+	}
+	*apps = append(*apps, a)
+	return nil
 }
 
 // Tenant is a tenant made for a test, with a key holding every scope.
