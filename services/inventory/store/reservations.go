@@ -109,69 +109,100 @@ func (e *LineError) Error() string {
 // different orders sharing such items queue behind each other without
 // deadlocking, and stock is checked and taken under the lock. Items that
 // do not track stock are read without a lock (beginReserve).
+//
+// Round trips: two. The transaction is pipelined (db.PipelinedTx): BEGIN,
+// the locks and the reads go in one, the stock moves, their audit rows,
+// the reservations and COMMIT in the other; a refused call ends with a
+// ROLLBACK instead.
 func (s *Store) Reserve(ctx context.Context, tenantID, orderID uuid.UUID, lines []ReserveLine, actor string) ([]Reservation, error) {
-	out := make([]Reservation, len(lines))
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		nums := make([]int32, len(lines))
-		var ids []uuid.UUID
-		for i, l := range lines {
-			nums[i] = l.LineNumber
-			if !slices.Contains(ids, l.ItemID) {
-				ids = append(ids, l.ItemID)
-			}
-		}
-		existing, items, err := beginReserve(ctx, tx, tenantID, orderID, nums, ids)
-		if err != nil {
-			return err
-		}
-		// Check every line in request order, so the error names the first
-		// failing line; taken accumulates per item because two lines may
-		// share one.
-		taken := map[uuid.UUID]int64{}
-		for i, l := range lines {
-			if r, ok := existing[l.LineNumber]; ok {
-				switch {
-				case r.ItemID != l.ItemID || r.Quantity != l.Quantity:
-					return &LineError{Index: i, Reason: ReservationMismatch, LineNumber: l.LineNumber, SKU: r.SKU}
-				case r.State == StateReleased:
-					return &LineError{Index: i, Reason: ReservationReleased, LineNumber: l.LineNumber, SKU: r.SKU}
-				}
-				r.Replayed = true
-				out[i] = r
-				continue
-			}
-			it, ok := items[l.ItemID]
-			switch {
-			case !ok:
-				return &LineError{Index: i, Reason: ItemNotFound, LineNumber: l.LineNumber}
-			case !it.Active:
-				return &LineError{Index: i, Reason: ItemInactive, LineNumber: l.LineNumber, SKU: it.SKU}
-			}
-			if it.TrackStock {
-				avail := int64(it.StockOnHand) - taken[it.ID]
-				if int64(l.Quantity) > avail {
-					return &LineError{Index: i, Reason: InsufficientStock, LineNumber: l.LineNumber, SKU: it.SKU,
-						Available: avail, Requested: int64(l.Quantity)}
-				}
-				taken[it.ID] += int64(l.Quantity)
-			}
-			out[i] = Reservation{
-				TenantID: tenantID, OrderID: orderID, LineNumber: l.LineNumber, ItemID: it.ID, Quantity: l.Quantity,
-				State: StateReserved, StockMoved: it.TrackStock, SKU: it.SKU, Name: it.Name,
-				UnitPriceMinor: it.PriceMinor, FairMarketValueMinor: it.FairMarketValueMinor, Currency: it.Currency,
-			}
-		}
-		if err := moveStock(ctx, tx, tenantID, taken, -1, actor); err != nil {
-			return err
-		}
-		return insertReservations(ctx, tx, out)
-	})
+	out, err := s.reserve(ctx, tenantID, orderID, lines, actor)
 	var le *LineError
 	if errors.As(err, &le) {
 		return nil, le
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reserve stock: %w", err)
+	}
+	return out, nil
+}
+
+func (s *Store) reserve(ctx context.Context, tenantID, orderID uuid.UUID, lines []ReserveLine, actor string) ([]Reservation, error) {
+	nums := make([]int32, len(lines))
+	var ids []uuid.UUID
+	for i, l := range lines {
+		nums[i] = l.LineNumber
+		if !slices.Contains(ids, l.ItemID) {
+			ids = append(ids, l.ItemID)
+		}
+	}
+	tx, err := db.BeginPipelined(ctx, s.pool)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Close(ctx)
+	existing, items, err := beginReserve(ctx, tx, tenantID, orderID, nums, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Reservation, len(lines))
+	// Check every line in request order, so the error names the first
+	// failing line; taken accumulates per item because two lines may
+	// share one.
+	taken := map[uuid.UUID]int64{}
+	for i, l := range lines {
+		if r, ok := existing[l.LineNumber]; ok {
+			switch {
+			case r.ItemID != l.ItemID || r.Quantity != l.Quantity:
+				return nil, &LineError{Index: i, Reason: ReservationMismatch, LineNumber: l.LineNumber, SKU: r.SKU}
+			case r.State == StateReleased:
+				return nil, &LineError{Index: i, Reason: ReservationReleased, LineNumber: l.LineNumber, SKU: r.SKU}
+			}
+			r.Replayed = true
+			out[i] = r
+			continue
+		}
+		it, ok := items[l.ItemID]
+		switch {
+		case !ok:
+			return nil, &LineError{Index: i, Reason: ItemNotFound, LineNumber: l.LineNumber}
+		case !it.Active:
+			return nil, &LineError{Index: i, Reason: ItemInactive, LineNumber: l.LineNumber, SKU: it.SKU}
+		}
+		if it.TrackStock {
+			avail := int64(it.StockOnHand) - taken[it.ID]
+			if int64(l.Quantity) > avail {
+				return nil, &LineError{Index: i, Reason: InsufficientStock, LineNumber: l.LineNumber, SKU: it.SKU,
+					Available: avail, Requested: int64(l.Quantity)}
+			}
+			taken[it.ID] += int64(l.Quantity)
+		}
+		out[i] = Reservation{
+			TenantID: tenantID, OrderID: orderID, LineNumber: l.LineNumber, ItemID: it.ID, Quantity: l.Quantity,
+			State: StateReserved, StockMoved: it.TrackStock, SKU: it.SKU, Name: it.Name,
+			UnitPriceMinor: it.PriceMinor, FairMarketValueMinor: it.FairMarketValueMinor, Currency: it.Currency,
+		}
+	}
+	b := &pgx.Batch{}
+	moves, err := queueStockMoves(ctx, b, tenantID, items, taken, -1, actor)
+	if err != nil {
+		return nil, err
+	}
+	inserted := queueReservations(b, out)
+	br := tx.CommitBatch(ctx, b)
+	for range moves {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			return nil, err
+		}
+	}
+	for _, i := range inserted {
+		if err := br.QueryRow().Scan(&out[i].ReservedAt); err != nil {
+			_ = br.Close()
+			return nil, err
+		}
+	}
+	if err := br.Close(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -232,19 +263,33 @@ func (s *Store) Release(ctx context.Context, tenantID, orderID uuid.UUID, lineNu
 		for id := range given {
 			ids = append(ids, id)
 		}
-		if _, err := lockItems(ctx, tx, tenantID, ids); err != nil {
+		locked, err := lockItems(ctx, tx, tenantID, ids)
+		if err != nil {
 			return err
 		}
-		if err := moveStock(ctx, tx, tenantID, given, +1, actor); err != nil {
+		b := &pgx.Batch{}
+		moves, err := queueStockMoves(ctx, b, tenantID, locked, given, +1, actor)
+		if err != nil {
 			return err
 		}
-		var at time.Time
-		if err := tx.QueryRow(ctx, `
+		b.Queue(`
 			WITH u AS (
 				UPDATE inventory.reservations SET state = 'released', released_at = now()
 				WHERE tenant_id = $1 AND order_id = $2 AND line_number = ANY($3) AND state = 'reserved'
 				RETURNING released_at)
-			SELECT coalesce(max(released_at), now()) FROM u`, tenantID, orderID, release).Scan(&at); err != nil {
+			SELECT coalesce(max(released_at), now()) FROM u`, tenantID, orderID, release)
+		br := tx.SendBatch(ctx, b)
+		defer br.Close()
+		for range moves {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		var at time.Time
+		if err := br.QueryRow().Scan(&at); err != nil {
+			return err
+		}
+		if err := br.Close(); err != nil {
 			return err
 		}
 		for i := range out {
@@ -264,16 +309,18 @@ func (s *Store) Release(ctx context.Context, tenantID, orderID uuid.UUID, lineNu
 	return out, nil
 }
 
-// beginReserve takes the order's advisory lock and reads the order's
-// existing reservations of lines and the items ids, in one round trip (the
-// three statements are pipelined; they run in order, so the reads come
-// after the lock). Only the items that track stock are then row-locked and
-// read again under the lock (lockItems): an item whose stock is not
-// tracked has nothing to take, and locking it made every order of a
-// popular untracked item wait for the previous one's commit. Such an item
-// is priced as read; an edit committed meanwhile orders after this
-// reservation.
-func beginReserve(ctx context.Context, tx pgx.Tx, tenantID, orderID uuid.UUID, lines []int32, ids []uuid.UUID) (map[int32]Reservation, map[uuid.UUID]Item, error) {
+// beginReserve opens the transaction and, in the same round trip, takes
+// the order's advisory lock, reads the order's existing reservations of
+// lines and the items, and row-locks the items that track stock (the
+// statements are pipelined and run in order, so the reads come after the
+// lock). Only the items that track stock are locked: an item whose stock
+// is not tracked has nothing to take, and locking it made every order of
+// a popular untracked item wait for the previous one's commit. Such an
+// item is priced as read; an edit committed meanwhile orders after this
+// reservation. An item that was read as tracking stock but was not there
+// to lock (it stopped tracking, or went, between the two statements) is
+// locked and read again on its own.
+func beginReserve(ctx context.Context, tx *db.PipelinedTx, tenantID, orderID uuid.UUID, lines []int32, ids []uuid.UUID) (map[int32]Reservation, map[uuid.UUID]Item, error) {
 	b := &pgx.Batch{}
 	// A reservation commits without waiting for its WAL flush. Its order
 	// is what makes it durable: the orders service commits the order, in
@@ -287,6 +334,7 @@ func beginReserve(ctx context.Context, tx pgx.Tx, tenantID, orderID uuid.UUID, l
 	b.Queue(`SELECT `+reservationColumns+` FROM inventory.reservations
 		WHERE tenant_id = $1 AND order_id = $2 AND line_number = ANY($3)`, tenantID, orderID, lines)
 	b.Queue(`SELECT `+itemColumns+` FROM inventory.items WHERE tenant_id = $1 AND id = ANY($2)`, tenantID, ids)
+	b.Queue(lockItemsSQL+` AND track_stock`+lockItemsOrder, tenantID, ids)
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
 	for range 2 { // the setting and the lock
@@ -306,11 +354,11 @@ func beginReserve(ctx context.Context, tx pgx.Tx, tenantID, orderID uuid.UUID, l
 	for _, r := range list {
 		existing[r.LineNumber] = r
 	}
-	rows, err = br.Query()
+	read, err := collectItems(br)
 	if err != nil {
 		return nil, nil, err
 	}
-	read, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Item, error) { return scanItem(r) })
+	locked, err := collectItems(br)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -318,28 +366,53 @@ func beginReserve(ctx context.Context, tx pgx.Tx, tenantID, orderID uuid.UUID, l
 		return nil, nil, err
 	}
 	items := make(map[uuid.UUID]Item, len(read))
-	var tracked []uuid.UUID
+	var relock []uuid.UUID
 	for _, it := range read {
-		items[it.ID] = it
-		if it.TrackStock {
-			tracked = append(tracked, it.ID)
+		if l, ok := locked[it.ID]; ok {
+			items[it.ID] = l
+		} else if it.TrackStock {
+			relock = append(relock, it.ID)
+		} else {
+			items[it.ID] = it
 		}
 	}
-	if len(tracked) == 0 {
+	for id, l := range locked { // began tracking stock between the reads
+		items[id] = l
+	}
+	if len(relock) == 0 {
 		return existing, items, nil
 	}
-	locked, err := lockItems(ctx, tx, tenantID, tracked)
+	b = &pgx.Batch{}
+	b.Queue(lockItemsSQL+lockItemsOrder, tenantID, relock)
+	br2 := tx.SendBatch(ctx, b)
+	again, err := collectItems(br2)
+	if cerr := br2.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, id := range tracked {
-		if it, ok := locked[id]; ok {
-			items[id] = it
-		} else {
-			delete(items, id)
-		}
+	for id, it := range again {
+		items[id] = it
 	}
 	return existing, items, nil
+}
+
+// collectItems reads the next result of br as items by id.
+func collectItems(br pgx.BatchResults) (map[uuid.UUID]Item, error) {
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Item, error) { return scanItem(r) })
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[uuid.UUID]Item, len(list))
+	for _, it := range list {
+		m[it.ID] = it
+	}
+	return m, nil
 }
 
 // lockOrder serialises the reservation calls of one order for the rest of
@@ -375,32 +448,37 @@ func readReservations(ctx context.Context, tx pgx.Tx, tenantID, orderID uuid.UUI
 	return m, nil
 }
 
-// lockItems reads and row-locks the tenant's items with the given ids. The
-// locks are taken in id order (the rows pass the lock in the ORDER BY's
-// order), which is what keeps concurrent multi-item calls deadlock-free.
+// lockItemsSQL and lockItemsOrder read and row-lock a tenant's items by
+// id ($1, $2), with any further condition between them. The locks are
+// taken in id order (the rows pass the lock in the ORDER BY's order),
+// which is what keeps concurrent multi-item calls deadlock-free.
+const (
+	lockItemsSQL   = `SELECT ` + itemColumns + ` FROM inventory.items WHERE tenant_id = $1 AND id = ANY($2)`
+	lockItemsOrder = ` ORDER BY id FOR UPDATE`
+)
+
+// lockItems reads and row-locks the tenant's items with the given ids.
 func lockItems(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]Item, error) {
 	if len(ids) == 0 {
 		return map[uuid.UUID]Item{}, nil
 	}
-	rows, err := tx.Query(ctx, `SELECT `+itemColumns+` FROM inventory.items
-		WHERE tenant_id = $1 AND id = ANY($2) ORDER BY id FOR UPDATE`, tenantID, ids)
-	if err != nil {
-		return nil, err
+	b := &pgx.Batch{}
+	b.Queue(lockItemsSQL+lockItemsOrder, tenantID, ids)
+	br := tx.SendBatch(ctx, b)
+	m, err := collectItems(br)
+	if cerr := br.Close(); err == nil {
+		err = cerr
 	}
-	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Item, error) { return scanItem(r) })
-	if err != nil {
-		return nil, err
-	}
-	m := make(map[uuid.UUID]Item, len(list))
-	for _, it := range list {
-		m[it.ID] = it
-	}
-	return m, nil
+	return m, err
 }
 
-// moveStock adds sign × units[id] to each item's stock (the rows are
-// already locked) and records each change as an update of the item.
-func moveStock(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, units map[uuid.UUID]int64, sign int64, actor string) error {
+// queueStockMoves queues on b the addition of sign × units[id] to each
+// item's stock and the audit row of each change, and returns the number of
+// UPDATE statements queued (each has a result; the audit rows come after
+// them as one statement). The rows must be locked: the audit's old value
+// is the locked stock in items, which nobody else can change before this
+// transaction ends.
+func queueStockMoves(ctx context.Context, b *pgx.Batch, tenantID uuid.UUID, items map[uuid.UUID]Item, units map[uuid.UUID]int64, sign int64, actor string) (int, error) {
 	ids := make([]uuid.UUID, 0, len(units))
 	for id, n := range units {
 		if n != 0 {
@@ -410,28 +488,29 @@ func moveStock(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, units map[uui
 	// A stable order keeps the audit rows of one call in a predictable
 	// sequence.
 	slices.SortFunc(ids, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
+	entries := make([]audit.Entry, 0, len(ids))
 	for _, id := range ids {
-		var after int64
-		err := tx.QueryRow(ctx, `
-			UPDATE inventory.items SET stock_on_hand = stock_on_hand + $3, updated_at = now()
-			WHERE tenant_id = $1 AND id = $2
-			RETURNING stock_on_hand`, tenantID, id, sign*units[id]).Scan(&after)
-		if err != nil {
-			return err
-		}
-		changes := map[string]audit.Change{"stockOnHand": {Old: after - sign*units[id], New: after}}
-		if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: EntityType,
-			EntityID: id.String(), Action: audit.Updated, Changes: changes, Actor: actor}); err != nil {
-			return err
-		}
+		before := int64(items[id].StockOnHand)
+		after := before + sign*units[id]
+		b.Queue(`UPDATE inventory.items SET stock_on_hand = stock_on_hand + $3, updated_at = now()
+			WHERE tenant_id = $1 AND id = $2`, tenantID, id, sign*units[id])
+		entries = append(entries, audit.Entry{TenantID: tenantID.String(), EntityType: EntityType, EntityID: id.String(),
+			Action: audit.Updated, Changes: map[string]audit.Change{"stockOnHand": {Old: before, New: after}}, Actor: actor})
 	}
-	return nil
+	if err := audit.QueueAll(ctx, b, entries); err != nil {
+		return 0, err
+	}
+	n := len(ids)
+	if len(entries) > 0 {
+		n++
+	}
+	return n, nil
 }
 
-// insertReservations writes the lines of rs that are not replays, setting
-// their ReservedAt.
-func insertReservations(ctx context.Context, tx pgx.Tx, rs []Reservation) error {
-	b := &pgx.Batch{}
+// queueReservations queues on b the insert of each line of rs that is not
+// a replay, each returning its reserved_at, and returns their indexes in
+// rs in queue order.
+func queueReservations(b *pgx.Batch, rs []Reservation) []int {
 	var idx []int
 	for i, r := range rs {
 		if r.Replayed {
@@ -445,15 +524,5 @@ func insertReservations(ctx context.Context, tx pgx.Tx, rs []Reservation) error 
 			r.TenantID, r.OrderID, r.LineNumber, r.ItemID, r.Quantity, r.State, r.StockMoved, r.SKU, r.Name,
 			r.UnitPriceMinor, r.FairMarketValueMinor, r.Currency)
 	}
-	if len(idx) == 0 {
-		return nil
-	}
-	br := tx.SendBatch(ctx, b)
-	for _, i := range idx {
-		if err := br.QueryRow().Scan(&rs[i].ReservedAt); err != nil {
-			_ = br.Close()
-			return err
-		}
-	}
-	return br.Close()
+	return idx
 }

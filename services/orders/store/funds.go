@@ -49,6 +49,9 @@ func (s *Store) ListFunds(ctx context.Context, tenantID uuid.UUID) ([]Fund, erro
 
 // GetFunds returns the tenant's funds with the given ids by id.
 func (s *Store) GetFunds(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]Fund, error) {
+	if len(ids) == 0 { // an order of items only: no round trip
+		return map[uuid.UUID]Fund{}, nil
+	}
 	rows, err := s.pool.Query(ctx, `SELECT `+fundColumns+` FROM orders.funds WHERE tenant_id = $1 AND id = ANY($2)`, tenantID, ids)
 	if err != nil {
 		return nil, err
