@@ -114,10 +114,20 @@ func main() {
 		measure = time.Now().Add(*warm)
 		stop    = measure.Add(*dur)
 	)
+	// Each client renders its request once (again per request only when
+	// the body has {{n}}) and reads responses on its own connection.
+	perRequest := strings.Contains(*body, "{{n}}")
+	addr, fixed, err := renderRequest(*method, *url, hs, *body)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "loadgen: %v\n", err)
+		os.Exit(2)
+	}
 	for range *conc {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			c := &rawConn{addr: addr}
+			defer c.close()
 			local := make([]time.Duration, 0, 4096)
 			localErrs := 0
 			for {
@@ -125,12 +135,17 @@ func main() {
 				if start.After(stop) {
 					break
 				}
-				d, ok := do()
+				req := fixed
+				if perRequest {
+					_, req, _ = renderRequest(*method, *url, hs, strings.ReplaceAll(*body, "{{n}}", fmt.Sprint(next())))
+				}
+				status, err := c.do(req)
+				d := time.Since(start)
 				if start.Before(measure) {
 					continue
 				}
 				local = append(local, d)
-				if !ok {
+				if err != nil || status != *want {
 					localErrs++
 				}
 			}
