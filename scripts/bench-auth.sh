@@ -3,12 +3,14 @@
 # and on, side by side (issue 2):
 #   scripts/bench-auth.sh <postgres server URL>
 #
-# Each of BENCH_ROUNDS (3) rounds runs pgbench -S, then GET api-keys through
-# `almoner serve` with ALMONER_KEY_CACHE_WINDOW=off, then with the default
-# window, each on a fresh database, BENCH_CLIENTS (16) keep-alive clients for
-# BENCH_DURATION (10s) after a 2 s warm-up. It prints each round and the
-# medians, with every rate as a ratio to the same round's pgbench -S. Raw
-# results: bin/bench/auth/.
+# Each of BENCH_ROUNDS (3) rounds runs pgbench -S; then the floor
+# (cmd/almoner/tools/floor: grpc-gateway's mux, one gRPC hop and pgbench -S's
+# own SELECT, nothing else) on the same pgbench database; then GET api-keys
+# through `almoner serve` with ALMONER_KEY_CACHE_WINDOW=off, then with the
+# default window, each on a fresh database; BENCH_CLIENTS (16) keep-alive
+# clients for BENCH_DURATION (10s) after a 2 s warm-up. It prints each round
+# and the medians, with every rate as a ratio to the same round's pgbench -S.
+# Raw results: bin/bench/auth/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 server=${1:?usage: scripts/bench-auth.sh <postgres server URL>}
@@ -18,7 +20,7 @@ CLIENTS=${BENCH_CLIENTS:-16}
 out=bin/bench/auth
 mkdir -p "$out"
 [ -x bin/almoner ] || (cd cmd/almoner && go build -o ../../bin/almoner .)
-[ -x bin/loadgen ] || (cd cmd/almoner && go build -o ../../bin/loadgen ./tools/loadgen)
+(cd cmd/almoner && go build -o ../../bin/loadgen ./tools/loadgen && go build -o ../../bin/floor ./tools/floor)
 
 db=almoner_bench_auth
 url=$(echo "$server" | sed -E "s#/postgres(\?|$)#/$db\1#")
@@ -57,12 +59,17 @@ for r in $(seq 1 "$ROUNDS"); do
   pgbench -i -q -s 10 "$url" >/dev/null 2>&1
   pgbench -S -n -c "$CLIENTS" -j 2 -T "${DURATION%s}" "$url" >"$out/pgbench-$r.txt" 2>&1
   pg=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$out/pgbench-$r.txt" | head -1)
+  ./bin/floor -database "$url" -http 127.0.0.1:18280 -grpc 127.0.0.1:19290 2>"$out/floor-$r.log" &
+  pid=$!
+  for _ in $(seq 1 50); do curl -sf http://127.0.0.1:18280/floor/1 >/dev/null && break; sleep 0.1; done
+  GOGC=400 ./bin/loadgen -name floor -c "$CLIENTS" -d "$DURATION" -url "http://127.0.0.1:18280/floor/4242" >"$out/floor-$r.json"
+  stop
   for w in off 500ms; do
     serve "$w"
     GOGC=400 ./bin/loadgen -name "keys-$w" -c "$CLIENTS" -d "$DURATION" -url "$base/api-keys" -H "X-Api-Key: $key" >"$out/keys-$w-$r.json"
     stop
   done
-  echo "$r $pg $(cat "$out/keys-off-$r.json") $(cat "$out/keys-500ms-$r.json") $(cut -d' ' -f1 /proc/loadavg)" >>"$out/rounds.txt"
+  echo "$r $pg $(cat "$out/floor-$r.json") $(cat "$out/keys-off-$r.json") $(cat "$out/keys-500ms-$r.json") $(cut -d' ' -f1 /proc/loadavg)" >>"$out/rounds.txt"
   echo "round $r done"
 done
 psql "$server" -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1
@@ -72,20 +79,23 @@ import json, statistics, sys
 rows = []
 for line in open(sys.argv[1]):
     r, pg, rest = line.split(" ", 2)
-    dec = json.JSONDecoder()
-    off, i = dec.raw_decode(rest)
-    on, j = dec.raw_decode(rest[i:].lstrip())
-    load = rest[i:].lstrip()[j:].strip()
-    rows.append((int(r), float(pg), off, on, load))
+    dec, objs = json.JSONDecoder(), []
+    for _ in range(3):
+        rest = rest.lstrip()
+        o, i = dec.raw_decode(rest)
+        objs.append(o)
+        rest = rest[i:]
+    rows.append((int(r), float(pg), *objs, rest.strip()))
+fmt = lambda x: f"{x['rps']:,.0f} ({x['p50Ms']:.2f} / {x['p99Ms']:.2f})"
 print()
-print("| round | pgbench -S tps | cache off req/s (p50 / p99 ms) | cache on req/s (p50 / p99 ms) | off ratio | on ratio | on ÷ off | load avg |")
-print("|---|---|---|---|---|---|---|---|")
-for r, pg, off, on, load in rows:
-    print(f"| {r} | {pg:,.0f} | {off['rps']:,.0f} ({off['p50Ms']:.2f} / {off['p99Ms']:.2f}) | {on['rps']:,.0f} ({on['p50Ms']:.2f} / {on['p99Ms']:.2f}) "
-          f"| {off['rps']/pg:.1%} | {on['rps']/pg:.1%} | {on['rps']/off['rps']:.2f} | {load} |")
+print("| round | pgbench -S tps | floor req/s (p50 / p99 ms) | cache off req/s (p50 / p99 ms) | cache on req/s (p50 / p99 ms) | floor ratio | off ratio | on ratio | on ÷ floor | load avg |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for r, pg, fl, off, on, load in rows:
+    print(f"| {r} | {pg:,.0f} | {fmt(fl)} | {fmt(off)} | {fmt(on)} | {fl['rps']/pg:.1%} | {off['rps']/pg:.1%} | {on['rps']/pg:.1%} | {on['rps']/fl['rps']:.2f} | {load} |")
 med = lambda f: statistics.median(f(x) for x in rows)
 print(f"| median | {med(lambda x: x[1]):,.0f} | {med(lambda x: x[2]['rps']):,.0f} (p99 {med(lambda x: x[2]['p99Ms']):.2f}) "
-      f"| {med(lambda x: x[3]['rps']):,.0f} (p99 {med(lambda x: x[3]['p99Ms']):.2f}) | {med(lambda x: x[2]['rps']/x[1]):.1%} "
-      f"| {med(lambda x: x[3]['rps']/x[1]):.1%} | {med(lambda x: x[3]['rps']/x[2]['rps']):.2f} | |")
+      f"| {med(lambda x: x[3]['rps']):,.0f} (p99 {med(lambda x: x[3]['p99Ms']):.2f}) | {med(lambda x: x[4]['rps']):,.0f} (p99 {med(lambda x: x[4]['p99Ms']):.2f}) "
+      f"| {med(lambda x: x[2]['rps']/x[1]):.1%} | {med(lambda x: x[3]['rps']/x[1]):.1%} | {med(lambda x: x[4]['rps']/x[1]):.1%} | {med(lambda x: x[4]['rps']/x[2]['rps']):.2f} | |")
 print("target: >= 25% of pgbench -S, p99 < 10 ms (cache on is what serve runs by default)")
+print("floor: grpc-gateway mux + one gRPC hop + pgbench -S's SELECT and nothing else; no service on this skeleton can pass it")
 PY

@@ -11,6 +11,7 @@ require (
 	github.com/almoner/almoner/services/orders v0.0.0
 	github.com/almoner/almoner/services/reports v0.0.0
 	github.com/almoner/almoner/services/webhooks v0.0.0
+	github.com/grpc-ecosystem/grpc-gateway/v2 v2.32.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/xuri/excelize/v2 v2.10.0
 	go.opentelemetry.io/otel/sdk v1.47.0
@@ -29,7 +30,6 @@ require (
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/go-pdf/fpdf v0.9.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
-	github.com/grpc-ecosystem/grpc-gateway/v2 v2.32.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect

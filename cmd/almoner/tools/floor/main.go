@@ -1,0 +1,122 @@
+// Command floor serves the least that Almoner's authenticated read path is
+// made of, so scripts/bench-auth.sh can measure that path's ceiling on the
+// machine at hand: an HTTP request routed by grpc-gateway's ServeMux, one
+// unary gRPC call over loopback TCP to a server in the same process, one
+// pgx query (pgbench -S's own: SELECT abalance FROM pgbench_accounts WHERE
+// aid = $1) and a protojson answer. No key check, no scope, no tenant, no
+// telemetry, no logging, no problem mapping: nothing that Almoner adds to
+// that skeleton. What this serves per second is the most any service built
+// on this skeleton could (docs/performance.md, "The floor").
+//
+//	floor -database URL [-http 127.0.0.1:18280] [-grpc 127.0.0.1:19290]
+//	GET /floor/{aid}
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+)
+
+// accounts answers Check by reading the account named by the request's
+// service field, as pgbench -S does.
+type accounts struct {
+	healthpb.UnimplementedHealthServer
+	pool *pgxpool.Pool
+}
+
+func (a accounts) Check(ctx context.Context, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	aid, err := strconv.Atoi(req.GetService())
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, "aid")
+	}
+	var balance int
+	if err := a.pool.QueryRow(ctx, `SELECT abalance FROM pgbench_accounts WHERE aid = $1`, aid).Scan(&balance); err != nil {
+		return nil, status.Error(codes.NotFound, "account")
+	}
+	return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
+}
+
+func main() {
+	dbURL := flag.String("database", "", "PostgreSQL URL of a pgbench database (required)")
+	httpAddr := flag.String("http", "127.0.0.1:18280", "HTTP listen address")
+	grpcAddr := flag.String("grpc", "127.0.0.1:19290", "gRPC listen address")
+	flag.Parse()
+	if *dbURL == "" {
+		flag.Usage()
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg, err := pgxpool.ParseConfig(*dbURL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	cfg.MaxConns = 16 // as Almoner's pool
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pool.Close()
+
+	lis, err := net.Listen("tcp", *grpcAddr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	healthpb.RegisterHealthServer(gs, accounts{pool: pool})
+	go func() { _ = gs.Serve(lis) }()
+	defer gs.Stop()
+
+	cc, err := grpc.NewClient(*grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cc.Close()
+	client := healthpb.NewHealthClient(cc)
+	mux := runtime.NewServeMux()
+	err = mux.HandlePath(http.MethodGet, "/floor/{aid}", func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+		// What grpc-gateway's generated handlers do for a unary call.
+		ctx, err := runtime.AnnotateContext(r.Context(), mux, r, "/floor.Floor/Get", runtime.WithHTTPPathPattern("/floor/{aid}"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, &runtime.JSONPb{}, w, r, err)
+			return
+		}
+		_, out := runtime.MarshalerForRequest(mux, r)
+		var md runtime.ServerMetadata
+		resp, err := client.Check(ctx, &healthpb.HealthCheckRequest{Service: p["aid"]}, grpc.Header(&md.HeaderMD), grpc.Trailer(&md.TrailerMD))
+		ctx = runtime.NewServerMetadataContext(ctx, md)
+		if err != nil {
+			runtime.HTTPError(ctx, mux, out, w, r, err)
+			return
+		}
+		runtime.ForwardResponseMessage(ctx, mux, out, w, r, resp)
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := &http.Server{Addr: *httpAddr, Handler: mux}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	fmt.Fprintf(os.Stderr, "floor: serving http://%s/floor/{aid}\n", *httpAddr)
+	if err := srv.ListenAndServe(); err != nil && err != http.ErrServerClosed {
+		log.Fatal(err)
+	}
+}
