@@ -46,10 +46,8 @@ func FromIncoming(ctx context.Context) string {
 	if id := FromContext(ctx); id != "" {
 		return id
 	}
-	if md, ok := metadata.FromIncomingContext(ctx); ok {
-		if v := md.Get(MetadataKey); len(v) > 0 {
-			return v[0]
-		}
+	if v := metadata.ValueFromIncomingContext(ctx, MetadataKey); len(v) > 0 {
+		return v[0]
 	}
 	return ""
 }

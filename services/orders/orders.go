@@ -36,10 +36,8 @@ func idempotencyKey(ctx context.Context, req *ordersv1.CreateOrderRequest) strin
 	if k := strings.TrimSpace(req.GetIdempotencyKey()); k != "" {
 		return k
 	}
-	if md, ok := metadata.FromIncomingContext(ctx); ok {
-		if v := md.Get("idempotency-key"); len(v) > 0 {
-			return strings.TrimSpace(v[0])
-		}
+	if v := metadata.ValueFromIncomingContext(ctx, "idempotency-key"); len(v) > 0 {
+		return strings.TrimSpace(v[0])
 	}
 	return ""
 }
