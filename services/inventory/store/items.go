@@ -37,10 +37,11 @@ type Item struct {
 const itemColumns = `tenant_id, id, sku, name, description, price_minor, currency, fair_market_value_minor,
 	track_stock, stock_on_hand, active, category, created_at, updated_at`
 
-func scanItem(row pgx.Row) (Item, error) {
+// scanItem scans itemColumns, then any further columns into extra.
+func scanItem(row pgx.Row, extra ...any) (Item, error) {
 	var it Item
-	err := row.Scan(&it.TenantID, &it.ID, &it.SKU, &it.Name, &it.Description, &it.PriceMinor, &it.Currency,
-		&it.FairMarketValueMinor, &it.TrackStock, &it.StockOnHand, &it.Active, &it.Category, &it.CreatedAt, &it.UpdatedAt)
+	err := row.Scan(append([]any{&it.TenantID, &it.ID, &it.SKU, &it.Name, &it.Description, &it.PriceMinor, &it.Currency,
+		&it.FairMarketValueMinor, &it.TrackStock, &it.StockOnHand, &it.Active, &it.Category, &it.CreatedAt, &it.UpdatedAt}, extra...)...)
 	if db.IsNoRows(err) {
 		return Item{}, ErrNotFound
 	}

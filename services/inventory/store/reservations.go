@@ -116,14 +116,20 @@ func (e *LineError) Error() string {
 // ROLLBACK instead.
 func (s *Store) Reserve(ctx context.Context, tenantID, orderID uuid.UUID, lines []ReserveLine, actor string) ([]Reservation, error) {
 	out, err := s.reserve(ctx, tenantID, orderID, lines, actor)
-	var le *LineError
-	if errors.As(err, &le) {
-		return nil, le
-	}
 	if err != nil {
-		return nil, fmt.Errorf("reserve stock: %w", err)
+		return nil, callError("reserve stock", err)
 	}
 	return out, nil
+}
+
+// callError returns a *LineError as it is, for the caller to map line by
+// line, and wraps anything else with op.
+func callError(op string, err error) error {
+	var le *LineError
+	if errors.As(err, &le) {
+		return le
+	}
+	return fmt.Errorf("%s: %w", op, err)
 }
 
 func (s *Store) reserve(ctx context.Context, tenantID, orderID uuid.UUID, lines []ReserveLine, actor string) ([]Reservation, error) {
@@ -299,27 +305,24 @@ func (s *Store) Release(ctx context.Context, tenantID, orderID uuid.UUID, lineNu
 		}
 		return nil
 	})
-	var le *LineError
-	if errors.As(err, &le) {
-		return nil, le
-	}
 	if err != nil {
-		return nil, fmt.Errorf("release stock: %w", err)
+		return nil, callError("release stock", err)
 	}
 	return out, nil
 }
 
-// beginReserve opens the transaction and, in the same round trip, takes
-// the order's advisory lock, reads the order's existing reservations of
-// lines and the items, and row-locks the items that track stock (the
-// statements are pipelined and run in order, so the reads come after the
-// lock). Only the items that track stock are locked: an item whose stock
-// is not tracked has nothing to take, and locking it made every order of
-// a popular untracked item wait for the previous one's commit. Such an
-// item is priced as read; an edit committed meanwhile orders after this
-// reservation. An item that was read as tracking stock but was not there
-// to lock (it stopped tracking, or went, between the two statements) is
-// locked and read again on its own.
+// beginReserve opens the transaction and, in the same round trip, turns
+// off the commit's wait for its WAL flush, takes the order's advisory lock,
+// reads the order's existing reservations of lines and reads the items,
+// row-locking those that track stock (the statements are pipelined and run
+// in order, so the reads come after the lock). Only the items that track
+// stock are locked: an item whose stock is not tracked has nothing to take,
+// and locking it made every order of a popular untracked item wait for the
+// previous one's commit. Such an item is priced as read; an edit committed
+// meanwhile orders after this reservation. An item that the statement's
+// snapshot shows tracking stock but that its locking part did not return
+// (it stopped tracking stock while the statement waited for its lock) is
+// locked and read again on its own (TestItemStopsTrackingWhileReserving).
 func beginReserve(ctx context.Context, tx *db.PipelinedTx, tenantID, orderID uuid.UUID, lines []int32, ids []uuid.UUID) (map[int32]Reservation, map[uuid.UUID]Item, error) {
 	b := &pgx.Batch{}
 	// A reservation commits without waiting for its WAL flush. Its order
@@ -329,18 +332,21 @@ func beginReserve(ctx context.Context, tx *db.PipelinedTx, tenantID, orderID uui
 	// its reservation in a crash. A crash that loses a reservation also
 	// loses any order that could have used it, which leaves the state of a
 	// crash just before reserving; the retry reserves again (docs/inventory.md).
-	b.Queue(`SET LOCAL synchronous_commit TO OFF`)
-	b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, orderLockKey(tenantID, orderID))
+	b.Queue(`SELECT set_config('synchronous_commit', 'off', true), pg_advisory_xact_lock(hashtextextended($1, 0))`,
+		orderLockKey(tenantID, orderID))
 	b.Queue(`SELECT `+reservationColumns+` FROM inventory.reservations
 		WHERE tenant_id = $1 AND order_id = $2 AND line_number = ANY($3)`, tenantID, orderID, lines)
-	b.Queue(`SELECT `+itemColumns+` FROM inventory.items WHERE tenant_id = $1 AND id = ANY($2)`, tenantID, ids)
-	b.Queue(lockItemsSQL+` AND track_stock`+lockItemsOrder, tenantID, ids)
+	// One statement reads every item: those that track stock locked, in
+	// id order, at their latest version; the others as of the statement.
+	b.Queue(`WITH locked AS (`+lockItemsSQL+` AND track_stock`+lockItemsOrder+`)
+		SELECT `+itemColumns+`, true FROM locked
+		UNION ALL
+		SELECT `+itemColumns+`, false FROM inventory.items
+		WHERE tenant_id = $1 AND id = ANY($2) AND id NOT IN (SELECT id FROM locked)`, tenantID, ids)
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
-	for range 2 { // the setting and the lock
-		if _, err := br.Exec(); err != nil {
-			return nil, nil, err
-		}
+	if _, err := br.Exec(); err != nil { // the setting and the lock
+		return nil, nil, err
 	}
 	rows, err := br.Query()
 	if err != nil {
@@ -354,11 +360,20 @@ func beginReserve(ctx context.Context, tx *db.PipelinedTx, tenantID, orderID uui
 	for _, r := range list {
 		existing[r.LineNumber] = r
 	}
-	read, err := collectItems(br)
+	rows, err = br.Query()
 	if err != nil {
 		return nil, nil, err
 	}
-	locked, err := collectItems(br)
+	type readItem struct {
+		Item
+		locked bool
+	}
+	read, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (readItem, error) {
+		var ri readItem
+		var err error
+		ri.Item, err = scanItem(r, &ri.locked)
+		return ri, err
+	})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -368,16 +383,11 @@ func beginReserve(ctx context.Context, tx *db.PipelinedTx, tenantID, orderID uui
 	items := make(map[uuid.UUID]Item, len(read))
 	var relock []uuid.UUID
 	for _, it := range read {
-		if l, ok := locked[it.ID]; ok {
-			items[it.ID] = l
-		} else if it.TrackStock {
+		if !it.locked && it.TrackStock {
 			relock = append(relock, it.ID)
-		} else {
-			items[it.ID] = it
+			continue
 		}
-	}
-	for id, l := range locked { // began tracking stock between the reads
-		items[id] = l
+		items[it.ID] = it.Item
 	}
 	if len(relock) == 0 {
 		return existing, items, nil

@@ -571,3 +571,67 @@ func TestUntrackedItemIsNotLocked(t *testing.T) {
 		t.Errorf("tracked stock = %d, want 3", got)
 	}
 }
+
+// TestItemStopsTrackingWhileReserving: an item that tracks stock when a
+// reservation reads it but stops tracking it (committed by another
+// transaction holding the row) before the reservation gets its row lock
+// is reserved as it is after that change: no stock is moved, and the
+// reservation still took the row lock before deciding. This is the path
+// where the one statement that reads the items sees the item tracking
+// stock in its snapshot but does not get it from the locking part.
+func TestItemStopsTrackingWhileReserving(t *testing.T) {
+	t.Parallel()
+	s, pool := newStore(t)
+	tenant := uuid.New()
+	ctx := context.Background()
+	it := mustCreate(t, s, tenant, "FLIP", true, 5)
+	hold, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(ctx)
+	if _, err := hold.Exec(ctx, `UPDATE inventory.items SET track_stock = false WHERE tenant_id = $1 AND id = $2`, tenant, it.ID); err != nil {
+		t.Fatal(err)
+	}
+	holder := 0
+	if err := hold.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&holder); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		rs  []store.Reservation
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rs, err := s.Reserve(ctx, tenant, uuid.New(), []store.ReserveLine{{LineNumber: 1, ItemID: it.ID, Quantity: 2}}, actor)
+		done <- result{rs, err}
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for blocked := 0; blocked == 0; {
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, holder).Scan(&blocked); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("the reservation did not wait for the row lock: %+v", r)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the reservation never blocked on the row lock")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r.rs[0].StockMoved {
+		t.Errorf("stock moved for an item that no longer tracks stock: %+v", r.rs[0])
+	}
+	if got := stockOf(t, s, it); got != 5 {
+		t.Errorf("stock = %d, want 5 (untouched)", got)
+	}
+}
