@@ -37,6 +37,9 @@ func sequenceName(tenantID uuid.UUID) string {
 // nextOrderNumber takes the tenant's next order number, making its
 // sequence on the tenant's first order. It is its own statement, outside
 // the order's transaction, so nothing is held until the order commits.
+// CreateOrder calls it only when the number must be known before the
+// order's batch is sent (an idempotency record) or the sequence is not yet
+// known to exist; otherwise the order's INSERT takes the number.
 func (s *Store) nextOrderNumber(ctx context.Context, tenantID uuid.UUID) (int64, error) {
 	n, ok, err := takeNumber(ctx, s.pool, tenantID)
 	if err == nil && !ok {

@@ -153,9 +153,15 @@ func (s *Store) CreateOrder(ctx context.Context, n NewOrder, actor string) (Orde
 	if err != nil {
 		return Order{}, err
 	}
-	number, err := s.nextOrderNumber(ctx, n.TenantID)
-	if err != nil {
-		return Order{}, err
+	// The number is taken by the order's INSERT itself (number 0: one round
+	// trip fewer) once the tenant's sequence is known to exist, unless an
+	// idempotency record must hold the rendered answer, number included,
+	// before the batch is sent.
+	var number int64
+	if _, known := s.numbers.known.Load(n.TenantID); !known || n.Idempotency != nil {
+		if number, err = s.nextOrderNumber(ctx, n.TenantID); err != nil {
+			return Order{}, err
+		}
 	}
 	out, err := writeOrder(ctx, s.pool, n, batchID, number, actor)
 	if errors.Is(err, errBatchNotOpen) {
@@ -210,7 +216,8 @@ type batchSender interface {
 
 // writeOrder sends the order with everything it writes as one batch on
 // q: one round trip whatever the number of lines, payments, schedules and
-// audit rows. Every failure is an error of a statement, which aborts the
+// audit rows. A number of 0 is taken from the tenant's sequence by the
+// order's INSERT (the sequence must exist). Every failure is an error of a statement, which aborts the
 // whole batch, so nothing of it stays when one statement fails, whether q
 // is the pool's implicit transaction or the caller's. The order row goes first and takes a key-share lock on its
 // batch only if the batch is open, so a closed batch stops the batch at
@@ -237,16 +244,23 @@ func writeOrder(ctx context.Context, q batchSender, n NewOrder, batchID uuid.UUI
 		}
 	}
 	b := &pgx.Batch{}
+	var given *int64
+	if number != 0 {
+		given = &number
+	}
 	// A batch that is not open makes the subquery NULL and the NOT NULL
-	// batch_id fails the statement (errBatchNotOpen below).
+	// batch_id fails the statement (errBatchNotOpen below). COALESCE
+	// evaluates nextval only when no number was given.
 	b.Queue(`INSERT INTO orders.orders (tenant_id, id, order_number, contact_id, status, currency,
 			donation_subtotal_minor, item_subtotal_minor, total_minor, deductible_minor, has_donations, has_items, batch_id, schedule_id,
 			schedule_ids, billing_address, shipping_address, notes, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
+		VALUES ($1, $2, COALESCE($3::bigint, nextval($20::text::regclass)), $4, $5, $6, $7, $8, $9, $10, $11, $12,
 			(SELECT id FROM orders.batches WHERE tenant_id = $1 AND id = $13 AND state = 'Open' FOR KEY SHARE),
-			$14, $15, $16, $17, $18, $19, $19)`,
-		o.TenantID, o.ID, o.OrderNumber, o.ContactID, o.Status, o.Currency, o.DonationSubtotalMinor, o.ItemSubtotalMinor, o.TotalMinor,
-		o.DeductibleMinor, len(o.Donations) > 0, len(o.Items) > 0, o.BatchID, o.ScheduleID, o.ScheduleIDs, o.Billing, o.Shipping, o.Notes, o.CreatedAt)
+			$14, $15, $16, $17, $18, $19, $19)
+		RETURNING order_number`,
+		o.TenantID, o.ID, given, o.ContactID, o.Status, o.Currency, o.DonationSubtotalMinor, o.ItemSubtotalMinor, o.TotalMinor,
+		o.DeductibleMinor, len(o.Donations) > 0, len(o.Items) > 0, o.BatchID, o.ScheduleID, o.ScheduleIDs, o.Billing, o.Shipping, o.Notes, o.CreatedAt,
+		sequenceName(o.TenantID))
 	for i, d := range o.Donations {
 		b.Queue(`INSERT INTO orders.order_donations (tenant_id, order_id, id, position, fund_id, fund_name, amount_minor, is_tax_deductible, campaign_id, appeal_id, tribute)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
@@ -295,7 +309,13 @@ func writeOrder(ctx context.Context, q batchSender, n NewOrder, batchID uuid.UUI
 	}
 	br := q.SendBatch(ctx, b)
 	for i := range b.Len() {
-		if _, err := br.Exec(); err != nil {
+		var err error
+		if i == 0 {
+			err = br.QueryRow().Scan(&o.OrderNumber)
+		} else {
+			_, err = br.Exec()
+		}
+		if err != nil {
 			_ = br.Close()
 			var pe *pgconn.PgError
 			switch {
