@@ -52,10 +52,6 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	client := &http.Client{
-		Timeout:   30 * time.Second,
-		Transport: &http.Transport{MaxIdleConns: *conc, MaxIdleConnsPerHost: *conc},
-	}
 	var counter struct {
 		sync.Mutex
 		n int
@@ -66,37 +62,37 @@ func main() {
 		counter.n++
 		return counter.n
 	}
-	do := func() (time.Duration, bool) {
-		var rd io.Reader
-		if *body != "" {
-			rd = strings.NewReader(strings.ReplaceAll(*body, "{{n}}", fmt.Sprint(next())))
+	// Each client writes a request rendered once (again per request only
+	// when the body has {{n}}) on its own connection.
+	perRequest := strings.Contains(*body, "{{n}}")
+	addr, fixed, err := renderRequest(*method, *url, hs, *body)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "loadgen: %v\n", err)
+		os.Exit(2)
+	}
+	request := func() []byte {
+		if !perRequest {
+			return fixed
 		}
-		req, _ := http.NewRequest(*method, *url, rd)
-		for _, h := range hs {
-			k, v, _ := strings.Cut(h, ":")
-			req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
-		}
-		if rd != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		start := time.Now()
-		resp, err := client.Do(req)
-		if err != nil {
-			return time.Since(start), false
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return time.Since(start), resp.StatusCode == *want
+		_, req, _ := renderRequest(*method, *url, hs, strings.ReplaceAll(*body, "{{n}}", fmt.Sprint(next())))
+		return req
 	}
 
-	// Check once that the endpoint answers as expected before loading it.
-	if _, ok := do(); !ok {
+	// Check once that the endpoint answers as expected before loading it;
+	// if not, ask again with net/http to show the answer's body.
+	check := &rawConn{addr: addr}
+	status, err := check.do(request())
+	check.close()
+	if err != nil || status != *want {
 		req, _ := http.NewRequest(*method, *url, bytes.NewReader([]byte(strings.ReplaceAll(*body, "{{n}}", "0"))))
 		for _, h := range hs {
 			k, v, _ := strings.Cut(h, ":")
 			req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
 		}
-		resp, err := client.Do(req)
+		if *body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 		if err == nil {
 			b, _ := io.ReadAll(resp.Body)
 			fmt.Fprintf(os.Stderr, "loadgen: %s %s answered %d: %s\n", *method, *url, resp.StatusCode, b)
@@ -114,14 +110,6 @@ func main() {
 		measure = time.Now().Add(*warm)
 		stop    = measure.Add(*dur)
 	)
-	// Each client renders its request once (again per request only when
-	// the body has {{n}}) and reads responses on its own connection.
-	perRequest := strings.Contains(*body, "{{n}}")
-	addr, fixed, err := renderRequest(*method, *url, hs, *body)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "loadgen: %v\n", err)
-		os.Exit(2)
-	}
 	for range *conc {
 		wg.Add(1)
 		go func() {
@@ -135,11 +123,7 @@ func main() {
 				if start.After(stop) {
 					break
 				}
-				req := fixed
-				if perRequest {
-					_, req, _ = renderRequest(*method, *url, hs, strings.ReplaceAll(*body, "{{n}}", fmt.Sprint(next())))
-				}
-				status, err := c.do(req)
+				status, err := c.do(request())
 				d := time.Since(start)
 				if start.Before(measure) {
 					continue
