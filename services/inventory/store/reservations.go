@@ -392,13 +392,7 @@ func beginReserve(ctx context.Context, tx *db.PipelinedTx, tenantID, orderID uui
 	if len(relock) == 0 {
 		return existing, items, nil
 	}
-	b = &pgx.Batch{}
-	b.Queue(lockItemsSQL+lockItemsOrder, tenantID, relock)
-	br2 := tx.SendBatch(ctx, b)
-	again, err := collectItems(br2)
-	if cerr := br2.Close(); err == nil {
-		err = cerr
-	}
+	again, err := lockItems(ctx, tx, tenantID, relock)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -467,8 +461,13 @@ const (
 	lockItemsOrder = ` ORDER BY id FOR UPDATE`
 )
 
+// batchSender is a transaction, plain (pgx.Tx) or pipelined (db.PipelinedTx).
+type batchSender interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
 // lockItems reads and row-locks the tenant's items with the given ids.
-func lockItems(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]Item, error) {
+func lockItems(ctx context.Context, tx batchSender, tenantID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]Item, error) {
 	if len(ids) == 0 {
 		return map[uuid.UUID]Item{}, nil
 	}
