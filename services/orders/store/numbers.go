@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/almoner/almoner/pkg/db"
 )
@@ -41,10 +40,10 @@ func sequenceName(tenantID uuid.UUID) string {
 // order's batch is sent (an idempotency record) or the sequence is not yet
 // known to exist; otherwise the order's INSERT takes the number.
 func (s *Store) nextOrderNumber(ctx context.Context, tenantID uuid.UUID) (int64, error) {
-	n, ok, err := takeNumber(ctx, s.pool, tenantID)
+	n, ok, err := s.takeNumber(ctx, tenantID)
 	if err == nil && !ok {
 		if err = s.ensureNumbers(ctx, tenantID); err == nil {
-			n, ok, err = takeNumber(ctx, s.pool, tenantID)
+			n, ok, err = s.takeNumber(ctx, tenantID)
 		}
 	}
 	if err == nil && !ok {
@@ -57,15 +56,11 @@ func (s *Store) nextOrderNumber(ctx context.Context, tenantID uuid.UUID) (int64,
 	return n, nil
 }
 
-type rowQuerier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
 // takeNumber takes the next number; ok is false when the tenant has no
 // sequence.
-func takeNumber(ctx context.Context, q rowQuerier, tenantID uuid.UUID) (int64, bool, error) {
+func (s *Store) takeNumber(ctx context.Context, tenantID uuid.UUID) (int64, bool, error) {
 	var n *int64
-	if err := q.QueryRow(ctx, nextNumberSQL, sequenceName(tenantID)).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, nextNumberSQL, sequenceName(tenantID)).Scan(&n); err != nil {
 		return 0, false, err
 	}
 	if n == nil {

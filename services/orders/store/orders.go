@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -177,25 +176,18 @@ func (s *Store) CreateOrder(ctx context.Context, n NewOrder, actor string) (Orde
 // transaction that also records the charged period. The batch is locked
 // up front because the runner's transaction holds other locks too.
 //
-// The number is taken on tx, not by nextOrderNumber: that would need a
-// second pooled connection while this transaction holds one and its locks,
-// and requests waiting behind those locks with every other connection
-// could then keep it from ever getting one. nextval holds no lock, so API
-// orders of the tenant never wait for the installment.
+// The order's INSERT takes the number on tx (writeOrder with 0), not
+// nextOrderNumber: that would need a second pooled connection while this
+// transaction holds one and its locks, and requests waiting behind those
+// locks with every other connection could then keep it from ever getting
+// one. nextval holds no lock, so API orders of the tenant never wait for
+// the installment. ChargeInstallment makes the sequence before tx.
 func (s *Store) insertOrder(ctx context.Context, tx pgx.Tx, n NewOrder, actor string) (Order, error) {
 	batchID, err := attachBatch(ctx, tx, n.TenantID, n.RequestedBatch, Day(n.Now), actor)
 	if err != nil {
 		return Order{}, err
 	}
-	number, ok, err := takeNumber(ctx, tx, n.TenantID)
-	if err == nil && !ok {
-		// ChargeInstallment makes the sequence before its transaction.
-		err = fmt.Errorf("no order number sequence for tenant %s", n.TenantID)
-	}
-	if err != nil {
-		return Order{}, fmt.Errorf("take order number: %w", err)
-	}
-	o, err := writeOrder(ctx, tx, n, batchID, number, actor)
+	o, err := writeOrder(ctx, tx, n, batchID, 0, actor)
 	if errors.Is(err, errBatchNotOpen) {
 		// attachBatch holds a key-share lock, so the batch cannot have
 		// closed since; kept for completeness.
@@ -217,9 +209,10 @@ type batchSender interface {
 // writeOrder sends the order with everything it writes as one batch on
 // q: one round trip whatever the number of lines, payments, schedules and
 // audit rows. A number of 0 is taken from the tenant's sequence by the
-// order's INSERT (the sequence must exist). Every failure is an error of a statement, which aborts the
-// whole batch, so nothing of it stays when one statement fails, whether q
-// is the pool's implicit transaction or the caller's. The order row goes first and takes a key-share lock on its
+// order's INSERT (the sequence must exist). Every failure is an error of a
+// statement, which aborts the whole batch, so nothing of it stays when one
+// statement fails, whether q is the pool's implicit transaction or the
+// caller's. The order row goes first and takes a key-share lock on its
 // batch only if the batch is open, so a closed batch stops the batch at
 // its first statement and CloseBatch (FOR UPDATE) waits for orders being
 // added. The order returned is built from what was written, rendered for
