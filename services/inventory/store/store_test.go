@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/almoner/almoner/pkg/audit"
@@ -538,34 +539,13 @@ func TestUntrackedItemIsNotLocked(t *testing.T) {
 	if got[0].StockMoved || got[0].UnitPriceMinor != 2500 || got[0].SKU != "UNTRACKED" {
 		t.Errorf("reservation = %+v", got[0])
 	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := s.Reserve(ctx, tenant, uuid.New(), []store.ReserveLine{{LineNumber: 1, ItemID: counted.ID, Quantity: 2}}, actor)
-		done <- err
-	}()
-	// The tracked reservation must be waiting for the row lock: PostgreSQL
-	// shows a backend of this database blocked by the holder.
-	holder := 0
-	if err := hold.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&holder); err != nil {
-		t.Fatal(err)
-	}
-	for blocked := 0; blocked == 0; {
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, holder).Scan(&blocked); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("the tracked reservation did not wait for the row lock (err %v)", err)
-		case <-wait.Done():
-			t.Fatal("the tracked reservation never blocked on the row lock")
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	// The tracked reservation must be waiting for the row lock.
+	done := reserveBehind(t, s, pool, hold, tenant, []store.ReserveLine{{LineNumber: 1, ItemID: counted.ID, Quantity: 2}})
 	if err := hold.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	if r := <-done; r.err != nil {
+		t.Fatal(r.err)
 	}
 	if got := stockOf(t, s, counted); got != 3 {
 		t.Errorf("tracked stock = %d, want 3", got)
@@ -593,34 +573,7 @@ func TestItemStopsTrackingWhileReserving(t *testing.T) {
 	if _, err := hold.Exec(ctx, `UPDATE inventory.items SET track_stock = false WHERE tenant_id = $1 AND id = $2`, tenant, it.ID); err != nil {
 		t.Fatal(err)
 	}
-	holder := 0
-	if err := hold.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&holder); err != nil {
-		t.Fatal(err)
-	}
-	type result struct {
-		rs  []store.Reservation
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		rs, err := s.Reserve(ctx, tenant, uuid.New(), []store.ReserveLine{{LineNumber: 1, ItemID: it.ID, Quantity: 2}}, actor)
-		done <- result{rs, err}
-	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for blocked := 0; blocked == 0; {
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, holder).Scan(&blocked); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case r := <-done:
-			t.Fatalf("the reservation did not wait for the row lock: %+v", r)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the reservation never blocked on the row lock")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	done := reserveBehind(t, s, pool, hold, tenant, []store.ReserveLine{{LineNumber: 1, ItemID: it.ID, Quantity: 2}})
 	if err := hold.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -634,4 +587,41 @@ func TestItemStopsTrackingWhileReserving(t *testing.T) {
 	if got := stockOf(t, s, it); got != 5 {
 		t.Errorf("stock = %d, want 5 (untouched)", got)
 	}
+}
+
+type reserveResult struct {
+	rs  []store.Reservation
+	err error
+}
+
+// reserveBehind runs Reserve of lines in the background and returns once
+// PostgreSQL shows it blocked by hold's backend (a row lock hold has); the
+// channel then gives its result. It fails the test if the call finishes
+// without blocking or has not blocked within 30 s.
+func reserveBehind(t *testing.T, s *store.Store, pool *pgxpool.Pool, hold pgx.Tx, tenant uuid.UUID, lines []store.ReserveLine) <-chan reserveResult {
+	t.Helper()
+	ctx := context.Background()
+	holder := 0
+	if err := hold.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&holder); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan reserveResult, 1)
+	go func() {
+		rs, err := s.Reserve(ctx, tenant, uuid.New(), lines, actor)
+		done <- reserveResult{rs, err}
+	}()
+	deadline := time.After(30 * time.Second)
+	for blocked := 0; blocked == 0; {
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, holder).Scan(&blocked); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("the reservation did not wait for the row lock: %+v", r)
+		case <-deadline:
+			t.Fatal("the reservation never blocked on the row lock")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return done
 }
