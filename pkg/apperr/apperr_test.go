@@ -10,7 +10,11 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/almoner/almoner/pkg/telemetry"
+	"github.com/almoner/almoner/pkg/traceid"
 )
 
 func TestToStatus(t *testing.T) {
@@ -74,5 +78,37 @@ func TestViolations(t *testing.T) {
 	e, ok := As(v.Err())
 	if !ok || e.Kind != KindInvalid || e.Violations[0].Message != "'Name' must not be empty." {
 		t.Errorf("got %+v", e)
+	}
+}
+
+// traceStream is a server stream whose context carries the trace id the
+// gateway forwards in metadata.
+type traceStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s traceStream) Context() context.Context { return s.ctx }
+
+// TestStreamInterceptorLogsTraceID: a failed stream (a report export) is
+// logged with the trace id of its request, the one its problem document
+// shows, for a masked error and for a panic alike.
+func TestStreamInterceptorLogsTraceID(t *testing.T) {
+	const id = "4bf92f3577b34da6a3ce929d0e0e4736"
+	ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs(traceid.MetadataKey, id))
+	info := &grpc.StreamServerInfo{FullMethod: "/almoner.reports.v1.ReportService/ExportReport"}
+	for name, handler := range map[string]grpc.StreamHandler{
+		"error": func(any, grpc.ServerStream) error { return errors.New("export: write row: broken pipe") },
+		"panic": func(any, grpc.ServerStream) error { panic("boom") },
+	} {
+		var logs strings.Builder
+		icpt := StreamServerInterceptor(slog.New(telemetry.LogHandler(slog.NewJSONHandler(&logs, nil))))
+		err := icpt(nil, traceStream{ctx: ctx}, info, handler)
+		if st := status.Convert(err); st.Code() != codes.Internal || st.Message() != "An unexpected error occurred." {
+			t.Errorf("%s: status %v", name, st)
+		}
+		if !strings.Contains(logs.String(), `"trace_id":"`+id+`"`) {
+			t.Errorf("%s: the log line lacks the trace id: %s", name, logs.String())
+		}
 	}
 }

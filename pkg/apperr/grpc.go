@@ -97,19 +97,26 @@ func UnaryServerInterceptor(logger *slog.Logger) grpc.UnaryServerInterceptor {
 	}
 }
 
-// StreamServerInterceptor is UnaryServerInterceptor for streaming RPCs.
+// StreamServerInterceptor is UnaryServerInterceptor for streaming RPCs
+// (report exports). It logs with the stream's context, as the unary one
+// does with the call's, so the line carries the trace id the client was
+// shown in the problem document of a failed export.
 func StreamServerInterceptor(logger *slog.Logger) grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+		ctx := ss.Context()
 		defer func() {
 			if r := recover(); r != nil {
-				logger.Error("panic in gRPC stream handler", "method", info.FullMethod, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				logger.ErrorContext(ctx, "panic in gRPC stream handler", "method", info.FullMethod,
+					"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 				err = status.New(codes.Internal, "An unexpected error occurred.").Err()
 			}
 		}()
 		if err = handler(srv, ss); err != nil {
 			st := ToStatus(err)
-			if st.Code() == codes.Internal || st.Code() == codes.Unknown {
-				logger.Error("stream failed", "method", info.FullMethod, "error", err.Error())
+			switch st.Code() {
+			case codes.Internal, codes.Unknown, codes.Unavailable:
+				logger.ErrorContext(ctx, "stream failed", "method", info.FullMethod, "code", st.Code().String(),
+					"error", err.Error())
 			}
 			return st.Err()
 		}
