@@ -5,10 +5,12 @@ import (
 	"bufio"
 	"bytes"
 	_ "embed" // the PDF font
-	"encoding/csv"
 	"fmt"
 	"io"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/go-pdf/fpdf"
 	"github.com/xuri/excelize/v2"
@@ -56,28 +58,97 @@ func NewWriter(format string, t *Table, m Meta, w io.Writer) (Writer, error) {
 }
 
 // csvWriter writes RFC 4180 CSV: a header of labels, the rows, then one
-// "Total" row per currency. encoding/csv quotes commas, quotes and newlines.
+// "Total" row per currency. Fields holding a comma, a quote or a line
+// break, or starting with a space, are quoted (encoding/csv's rule), and
+// text that a spreadsheet would run as a formula is neutralized (see
+// isFormula).
 type csvWriter struct {
 	t  *Table
 	bw *bufio.Writer
-	cw *csv.Writer
 	r  []string
 }
 
 func newCSV(t *Table, w io.Writer) (*csvWriter, error) {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	c := &csvWriter{t: t, bw: bw, cw: csv.NewWriter(bw), r: make([]string, len(t.Columns))}
+	c := &csvWriter{t: t, bw: bufio.NewWriterSize(w, 64<<10), r: make([]string, len(t.Columns))}
 	for i, col := range t.Columns {
 		c.r[i] = col.Label
 	}
-	return c, c.cw.Write(c.r)
+	return c, c.write(nil)
+}
+
+// write writes c.r as one line; the cells of text columns of row r (nil for
+// the header, whose labels are ours) are neutralized.
+func (c *csvWriter) write(r store.Row) error {
+	for i, f := range c.r {
+		if i > 0 {
+			c.bw.WriteByte(',')
+		}
+		formula := false
+		if r != nil && c.t.Columns[i].Type == store.String {
+			if _, isText := r[i].(string); isText {
+				formula = isFormula(f)
+			}
+		}
+		if !formula && !csvNeedsQuotes(f) {
+			c.bw.WriteString(f)
+			continue
+		}
+		c.bw.WriteByte('"')
+		if formula {
+			c.bw.WriteByte('\'')
+		}
+		for {
+			j := strings.IndexByte(f, '"')
+			if j < 0 {
+				c.bw.WriteString(f)
+				break
+			}
+			c.bw.WriteString(f[:j+1])
+			c.bw.WriteByte('"')
+			f = f[j+1:]
+		}
+		c.bw.WriteByte('"')
+	}
+	return c.bw.WriteByte('\n')
+}
+
+// csvNeedsQuotes is encoding/csv's rule: a separator, a quote or a line
+// break inside, or a leading space, which some readers would trim.
+func csvNeedsQuotes(f string) bool {
+	if f == "" {
+		return false
+	}
+	if strings.ContainsAny(f, ",\"\r\n") {
+		return true
+	}
+	r, _ := utf8.DecodeRuneInString(f)
+	return unicode.IsSpace(r)
+}
+
+// isFormula reports text a spreadsheet would evaluate when the file is
+// opened: a cell starting with =, +, -, @, a tab or a carriage return
+// (OWASP's list for CSV injection). A donor named "=HYPERLINK(…)" must stay
+// a name. In CSV such a cell is written quoted with a leading single quote
+// (OWASP's advice), so a spreadsheet reads it as text; the quote shows. In
+// Excel files the value is kept as it is, as a string cell in the text
+// number format (see xlsxWriter). Only text columns are checked: amounts,
+// counts and dates are numbers, and a negative amount stays one.
+func isFormula(s string) bool {
+	if s == "" {
+		return false
+	}
+	switch s[0] {
+	case '=', '+', '-', '@', '\t', '\r':
+		return true
+	}
+	return false
 }
 
 func (c *csvWriter) Row(r store.Row) error {
 	for i := range c.t.Columns {
 		c.r[i] = c.t.Text(r, i)
 	}
-	return c.cw.Write(c.r)
+	return c.write(r)
 }
 
 func (c *csvWriter) Abort() {}
@@ -90,13 +161,9 @@ func (c *csvWriter) Close(totals []store.Totals) error {
 		if c.t.Columns[0].Type == store.String || c.r[0] == "" {
 			c.r[0] = "Total"
 		}
-		if err := c.cw.Write(c.r); err != nil {
+		if err := c.write(tot.Row); err != nil {
 			return err
 		}
-	}
-	c.cw.Flush()
-	if err := c.cw.Error(); err != nil {
-		return err
 	}
 	return c.bw.Flush()
 }
@@ -105,8 +172,11 @@ func (c *csvWriter) Close(totals []store.Totals) error {
 // spools rows to a temporary file past a 16 MiB buffer, so memory stays
 // flat; the file is zipped straight onto w at Close (see newXLSX). Amounts
 // are numbers with the currency's decimals as the cell format, dates are
-// dates. Nothing reaches w before Close, so a refusal on the way (too many
-// rows for a sheet) can still be answered as a problem document.
+// dates. Text is always a string cell, never a formula; text that starts
+// like a formula (isFormula) also gets the text number format ("@"), so
+// that editing the cell in Excel does not turn it into one. Nothing
+// reaches w before Close, so a refusal on the way (too many rows for a
+// sheet) can still be answered as a problem document.
 type xlsxWriter struct {
 	t      *Table
 	f      *excelize.File
@@ -116,6 +186,7 @@ type xlsxWriter struct {
 	row    []any
 	styles map[int]int
 	date   int
+	text   int
 }
 
 // MaxXLSXRows is the rows a sheet holds (Excel's limit, the header and the
@@ -138,6 +209,9 @@ func newXLSX(t *Table, w io.Writer) (*xlsxWriter, error) {
 	}
 	x := &xlsxWriter{t: t, f: f, sw: sw, w: w, n: 1, row: make([]any, len(t.Columns)), styles: map[int]int{}}
 	if x.date, err = f.NewStyle(&excelize.Style{NumFmt: 14}); err != nil {
+		return nil, err
+	}
+	if x.text, err = f.NewStyle(&excelize.Style{NumFmt: 49}); err != nil { // "@"
 		return nil, err
 	}
 	bold, err := f.NewStyle(&excelize.Style{Font: &excelize.Font{Bold: true}})
@@ -192,6 +266,12 @@ func (x *xlsxWriter) cells(r store.Row) []any {
 			}
 		case time.Time:
 			x.row[i] = excelize.Cell{StyleID: x.date, Value: v}
+		case string:
+			if c.Type == store.String && isFormula(v) {
+				x.row[i] = excelize.Cell{StyleID: x.text, Value: v}
+			} else {
+				x.row[i] = v
+			}
 		default:
 			x.row[i] = v
 		}
