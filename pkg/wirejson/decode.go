@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -171,6 +172,11 @@ func (d *decoder) object(obj map[string]any, m protoreflect.Message, prefix stri
 			}
 			mp := m.Mutable(fd).Map()
 			for k, el := range mo {
+				// A bad key is reported under the map's own path: the
+				// key itself would make an unreadable one.
+				if !d.text(path, k) {
+					continue
+				}
 				mk, ok := d.mapKey(fd.MapKey(), k, path+"."+k)
 				if !ok {
 					continue
@@ -186,6 +192,25 @@ func (d *decoder) object(obj map[string]any, m protoreflect.Message, prefix stri
 			}
 		}
 	}
+}
+
+// text reports whether s may be stored as text, and otherwise records why
+// under path. PostgreSQL text cannot hold the NUL character (the insert
+// fails, which a service would answer with a 500), and a protobuf string
+// must be valid UTF-8 (a query string can carry any bytes; JSON bodies
+// arrive with invalid bytes already replaced). Checking here, where every
+// request body and query string is decoded, answers 400 for every field of
+// every endpoint, so no service has to remember to.
+func (d *decoder) text(path, s string) bool {
+	if strings.IndexByte(s, 0) >= 0 {
+		d.fail(path, "'%s' must not contain the NUL character (\\u0000).", lastSegment(path))
+		return false
+	}
+	if !utf8.ValidString(s) {
+		d.fail(path, "'%s' must be valid UTF-8 text.", lastSegment(path))
+		return false
+	}
+	return true
 }
 
 func lastSegment(path string) string {
@@ -227,6 +252,9 @@ func (d *decoder) value(fd protoreflect.FieldDescriptor, raw any, path string, n
 		s, ok := raw.(string)
 		if !ok {
 			d.fail(path, "'%s' must be a string.", name)
+			return protoreflect.Value{}, false
+		}
+		if !d.text(path, s) {
 			return protoreflect.Value{}, false
 		}
 		return protoreflect.ValueOfString(s), true
@@ -391,6 +419,9 @@ func (d *decoder) structpb(m protoreflect.Message, raw any, path string) bool {
 		fd := md.Fields().ByName("fields")
 		mp := m.Mutable(fd).Map()
 		for k, el := range obj {
+			if !d.text(path, k) {
+				return false
+			}
 			val := mp.NewValue()
 			if !d.structpb(val.Message(), el, path+"."+k) {
 				return false
@@ -420,6 +451,9 @@ func (d *decoder) structpb(m protoreflect.Message, raw any, path string) bool {
 		case bool:
 			m.Set(f.ByName("bool_value"), protoreflect.ValueOfBool(r))
 		case string:
+			if !d.text(path, r) {
+				return false
+			}
 			m.Set(f.ByName("string_value"), protoreflect.ValueOfString(r))
 		case json.Number:
 			x, err := strconv.ParseFloat(string(r), 64)

@@ -6,12 +6,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
+	reportsv1 "github.com/almoner/almoner/pkg/api/almoner/reports/v1"
 	typev1 "github.com/almoner/almoner/pkg/api/almoner/type/v1"
 )
 
@@ -170,24 +173,140 @@ func TestUnmarshalQuery(t *testing.T) {
 	}
 }
 
+// TestUnmarshalRejectsNUL: a NUL character, which PostgreSQL text cannot
+// hold, is a violation under the property's path wherever a string is
+// decoded — a field, a list element, a Struct key or value — and so is
+// text that is not UTF-8 in a query string.
+func TestUnmarshalRejectsNUL(t *testing.T) {
+	cases := []struct {
+		body  string
+		field string
+	}{
+		{`{"name":"a\u0000b"}`, "Name"},
+		{`{"name":"\u0000"}`, "Name"},
+		{`{"name":"ok","scopes":["a","b\u0000"]}`, "Scopes[1]"},
+		{`{"name":"ok","parameters":{"From":"2026\u0000"}}`, "Parameters.From"},
+		{`{"name":"ok","parameters":{"F\u0000":"x"}}`, "Parameters"},
+		{`{"name":"ok","parameters":{"List":["x",{"y":"\u0000"}]}}`, "Parameters.List[1].y"},
+	}
+	for _, c := range cases {
+		for _, m := range []proto.Message{&authv1.CreateApiKeyRequest{}, &reportsv1.CreateReportRequest{}} {
+			if strings.Contains(c.body, "parameters") != (m.ProtoReflect().Descriptor().Fields().ByName("parameters") != nil) {
+				continue
+			}
+			err := Unmarshal([]byte(c.body), m)
+			de, ok := err.(*DecodeError)
+			if !ok || len(de.Violations) != 1 || de.Violations[0].Field != c.field || !strings.Contains(de.Violations[0].Message, "NUL") {
+				t.Errorf("%s: err = %v, want one NUL violation under %s", c.body, err, c.field)
+			}
+		}
+	}
+	for _, q := range []url.Values{{"name": {"a\x00"}}, {"NAME": {"\x00"}}, {"scopes": {"a,\x00b"}}, {"name": {"caf\xe9"}}} {
+		var req authv1.CreateApiKeyRequest
+		err := UnmarshalQuery(q, &req, nil)
+		de, ok := err.(*DecodeError)
+		if !ok || len(de.Violations) != 1 || (de.Violations[0].Field != "Name" && de.Violations[0].Field != "Scopes[1]") {
+			t.Errorf("query %q: err = %v, want one violation under the parameter's name", q, err)
+		}
+	}
+	// Other control characters are the services' business (multi-line
+	// notes keep their line breaks).
+	var req authv1.CreateApiKeyRequest
+	if err := Unmarshal([]byte(`{"name":"a\tb\nc"}`), &req); err != nil || req.GetName() != "a\tb\nc" {
+		t.Errorf("tab and newline: %v %q", err, req.GetName())
+	}
+}
+
+// badText reports a string anywhere in m that could not be stored as
+// PostgreSQL text or sent as a protobuf string.
+func badText(m protoreflect.Message) string {
+	bad := ""
+	check := func(s string) {
+		if strings.IndexByte(s, 0) >= 0 || !utf8.ValidString(s) {
+			bad = s
+		}
+	}
+	var value func(fd protoreflect.FieldDescriptor, v protoreflect.Value)
+	value = func(fd protoreflect.FieldDescriptor, v protoreflect.Value) {
+		switch fd.Kind() {
+		case protoreflect.StringKind:
+			check(v.String())
+		case protoreflect.MessageKind, protoreflect.GroupKind:
+			if b := badText(v.Message()); b != "" {
+				bad = b
+			}
+		}
+	}
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsList():
+			for i := range v.List().Len() {
+				value(fd, v.List().Get(i))
+			}
+		case fd.IsMap():
+			v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
+				check(k.String())
+				value(fd.MapValue(), mv)
+				return true
+			})
+		default:
+			value(fd, v)
+		}
+		return true
+	})
+	return bad
+}
+
+// FuzzUnmarshal: no body panics; whatever decodes encodes again and holds
+// no string PostgreSQL would refuse (NUL) or protobuf could not carry; a
+// refusal's text survives the trip through a status message.
 func FuzzUnmarshal(f *testing.F) {
-	for _, s := range []string{`{}`, `{"name":"a","scopes":["x"],"expiresAt":"2027-01-01T00:00:00Z"}`, `{"scopes":[1,{}]}`, `[`, `null`} {
+	for _, s := range []string{`{}`, `{"name":"a","scopes":["x"],"expiresAt":"2027-01-01T00:00:00Z"}`, `{"scopes":[1,{}]}`, `[`, `null`,
+		`{"name":"a\u0000b"}`, `{"parameters":{"a\u0000":["\u0000",{"b":"\u0000"}]}}`, "{\"name\":\"\xff\"}"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, m := range []proto.Message{&authv1.CreateApiKeyRequest{}, &reportsv1.CreateReportRequest{}} {
+			err := Unmarshal(data, m)
+			if err == nil {
+				// Whatever decoded must encode again.
+				if _, err := Marshal(m); err != nil {
+					t.Fatalf("decoded %q but cannot encode: %v", data, err)
+				}
+				if b := badText(m.ProtoReflect()); b != "" {
+					t.Fatalf("decoded %q with the string %q", data, b)
+				}
+				continue
+			}
+			if de, ok := err.(*DecodeError); ok {
+				if _, ok := ParseDecodeError(de.Error()); !ok {
+					t.Fatalf("DecodeError text does not parse: %q", de.Error())
+				}
+			}
+		}
+	})
+}
+
+// FuzzUnmarshalQuery: a query string decodes to strings PostgreSQL and
+// protobuf accept, or is refused with a violation.
+func FuzzUnmarshalQuery(f *testing.F) {
+	for _, s := range []string{"name=x", "name=%00", "scopes=a,%00", "name=%ff", "expiresAt=2027-01-01T00:00:00Z"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		q, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
 		var req authv1.CreateApiKeyRequest
-		err := Unmarshal(data, &req)
-		if err == nil {
-			// Whatever decoded must encode again.
-			if _, err := Marshal(&req); err != nil {
-				t.Fatalf("decoded %q but cannot encode: %v", data, err)
+		if err := UnmarshalQuery(q, &req, nil); err != nil {
+			if _, ok := err.(*DecodeError); !ok {
+				t.Fatalf("%q: %v is not a DecodeError", raw, err)
 			}
 			return
 		}
-		if de, ok := err.(*DecodeError); ok {
-			if _, ok := ParseDecodeError(de.Error()); !ok {
-				t.Fatalf("DecodeError text does not parse: %q", de.Error())
-			}
+		if b := badText(req.ProtoReflect()); b != "" {
+			t.Fatalf("decoded %q with the string %q", raw, b)
 		}
 	})
 }
