@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -25,7 +26,7 @@ import (
 // RPCs and prints one JSON object on stdout.
 func admin(args []string, stdout io.Writer) error {
 	if len(args) < 2 {
-		return usageError{"usage: almoner admin tenant create|feature|activate|deactivate|get … | admin key create …"}
+		return usageError{"usage: almoner admin tenant create|feature|activate|deactivate|get … | admin tenant processor set|get|clear … | admin key create …"}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -42,6 +43,8 @@ func admin(args []string, stdout io.Writer) error {
 		out, err = tenantSetActive(ctx, args[2:], false)
 	case "tenant get":
 		out, err = tenantGet(ctx, args[2:])
+	case "tenant processor":
+		out, err = tenantProcessor(ctx, args[2:])
 	case "key create":
 		out, err = keyCreate(ctx, args[2:])
 	default:
@@ -237,4 +240,66 @@ func keyCreate(ctx context.Context, args []string) (proto.Message, error) {
 		return nil, err
 	}
 	return resp.GetApiKey(), nil
+}
+
+// Processor keys may come from these variables instead of flags, which
+// other users of the machine can read in the process list.
+const (
+	processorSecretKeyVar     = "ALMONER_PROCESSOR_SECRET_KEY"
+	processorWebhookSecretVar = "ALMONER_PROCESSOR_WEBHOOK_SECRET"
+)
+
+// tenantProcessor runs `admin tenant processor set|get|clear`. Each prints
+// the tenant's processor without its keys: the auth service never returns
+// them to an operator.
+func tenantProcessor(ctx context.Context, args []string) (proto.Message, error) {
+	const use = "usage: almoner admin tenant processor set --tenant ID [--provider stripe] --secret-key sk_… --webhook-secret whsec_… | get --tenant ID | clear --tenant ID"
+	if len(args) == 0 {
+		return nil, usageError{use}
+	}
+	verb := args[0]
+	if verb != "set" && verb != "get" && verb != "clear" {
+		return nil, usageError{fmt.Sprintf("unknown command %q; %s", "tenant processor "+verb, use)}
+	}
+	fs, addr := newFlags("tenant processor " + verb)
+	tenant := fs.String("tenant", "", "tenant id (required)")
+	var provider, secretKey, webhookSecret *string
+	if verb == "set" {
+		provider = fs.String("provider", "stripe", "payment processor")
+		secretKey = fs.String("secret-key", "", "the account's secret or restricted key (or "+processorSecretKeyVar+")")
+		webhookSecret = fs.String("webhook-secret", "", "the notification endpoint's signing secret (or "+processorWebhookSecretVar+")")
+	}
+	if err := parse(fs, args[1:]); err != nil {
+		return nil, err
+	}
+	if *tenant == "" {
+		return nil, usageError{"tenant processor " + verb + ": --tenant is required"}
+	}
+	if verb == "set" {
+		if *secretKey == "" {
+			*secretKey = os.Getenv(processorSecretKeyVar)
+		}
+		if *webhookSecret == "" {
+			*webhookSecret = os.Getenv(processorWebhookSecretVar)
+		}
+		if *secretKey == "" || *webhookSecret == "" {
+			return nil, usageError{"tenant processor set: --secret-key and --webhook-secret are required (or " + processorSecretKeyVar + " and " + processorWebhookSecretVar + ")"}
+		}
+	}
+	c, done, err := adminClient(*addr)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	switch verb {
+	case "set":
+		resp, err := c.SetTenantProcessor(ctx, &authv1.SetTenantProcessorRequest{TenantId: *tenant, Provider: *provider, SecretKey: *secretKey, WebhookSecret: *webhookSecret})
+		return resp.GetProcessor(), err
+	case "get":
+		resp, err := c.GetTenantProcessor(ctx, &authv1.GetTenantProcessorRequest{TenantId: *tenant})
+		return resp.GetProcessor(), err
+	default:
+		resp, err := c.ClearTenantProcessor(ctx, &authv1.ClearTenantProcessorRequest{TenantId: *tenant})
+		return resp.GetProcessor(), err
+	}
 }

@@ -3,6 +3,7 @@
 //	almoner serve [--target=all|gateway|auth,...]   run services and/or the REST gateway
 //	almoner migrate                                  apply every service's migrations
 //	almoner admin tenant create|feature|activate|deactivate ...
+//	almoner admin tenant processor set|get|clear ...
 //	almoner admin key create ...
 //
 // Configuration comes from environment variables (see README.md); flags
@@ -84,7 +85,7 @@ func usage(w io.Writer) {
 commands:
   serve     run services and the REST gateway (--target=`+strings.Join(app.Targets(), "|")+`)
   migrate   apply every service's database migrations
-  admin     operator commands: tenant create|feature|activate|deactivate, key create
+  admin     operator commands: tenant create|feature|activate|deactivate|get, tenant processor set|get|clear, key create
   services  list the services --target can name
 
 Configuration is read from the environment; see README.md.

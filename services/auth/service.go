@@ -14,6 +14,7 @@ import (
 	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
 	"github.com/almoner/almoner/pkg/audit"
 	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/pkg/secretbox"
 	"github.com/almoner/almoner/pkg/service"
 	"github.com/almoner/almoner/services/auth/keyformat"
 	"github.com/almoner/almoner/services/auth/migrations"
@@ -37,13 +38,17 @@ type Config struct {
 	// gateway caching off. Every auth replica of a deployment must use the
 	// same value (docs/auth.md).
 	KeyCacheWindow time.Duration
+	// Sealer seals tenants' payment processor keys at rest, with the key
+	// that also seals webhook secrets (ALMONER_WEBHOOK_SECRET_KEY).
+	// Required.
+	Sealer *secretbox.Sealer
 }
 
 // DefaultKeyCacheWindow is the default KeyCacheWindow.
 const DefaultKeyCacheWindow = 500 * time.Millisecond
 
 // DefaultConfig returns the defaults: sandbox, a 30 s usage flush, a
-// 500 ms key cache window.
+// 500 ms key cache window; no Sealer.
 func DefaultConfig() Config {
 	return Config{Environment: keyformat.Sandbox, UsageFlushInterval: 30 * time.Second, KeyCacheWindow: DefaultKeyCacheWindow}
 }
@@ -65,7 +70,10 @@ type Service struct {
 }
 
 // New returns the auth service on pool.
-func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *Service {
+func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) (*Service, error) {
+	if cfg.Sealer == nil {
+		return nil, secretbox.ErrNoKey
+	}
 	if cfg.Environment == "" {
 		cfg.Environment = keyformat.Sandbox
 	}
@@ -73,7 +81,7 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *Service {
 		cfg.UsageFlushInterval = DefaultConfig().UsageFlushInterval
 	}
 	st := store.New(pool)
-	return &Service{cfg: cfg, store: st, usage: newUsageTracker(st), logger: logger, now: time.Now}
+	return &Service{cfg: cfg, store: st, usage: newUsageTracker(st), logger: logger, now: time.Now}, nil
 }
 
 // Register adds the service's gRPC servers to r.
@@ -81,6 +89,7 @@ func (s *Service) Register(r grpc.ServiceRegistrar) {
 	authv1.RegisterApiKeyServiceServer(r, &apiKeyServer{s: s})
 	authv1.RegisterKeyValidationServiceServer(r, &validationServer{s: s})
 	authv1.RegisterTenantAdminServiceServer(r, &adminServer{s: s})
+	authv1.RegisterProcessorCredentialServiceServer(r, &processorServer{s: s})
 }
 
 // Start runs the last-used flusher until Stop.
@@ -136,6 +145,12 @@ var Module = service.Module{
 		} else if cfg.KeyCacheWindow, err = d.Config.Duration("ALMONER_KEY_CACHE_WINDOW", cfg.KeyCacheWindow); err != nil {
 			return nil, err
 		}
-		return New(d.DB, cfg, d.Logger), nil
+		// The host of a sandbox process that runs everything provides a
+		// random key when none is set (cmd/almoner); any other process
+		// must be given the deployment's.
+		if cfg.Sealer, err = secretbox.FromConfig(d.Config); err != nil {
+			return nil, err
+		}
+		return New(d.DB, cfg, d.Logger)
 	},
 }

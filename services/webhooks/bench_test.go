@@ -144,7 +144,7 @@ func runDispatcherBench(b *testing.B, drainN, lagN, rate, sendLimit, enqueueLimi
 	}
 	tenant, ep := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
 	if _, err := s.store.CreateEndpoint(ctx, store.Endpoint{TenantID: tenant, ID: ep, Name: "bench", URL: rc.srv.URL + "/hook",
-		EventTypes: []string{"contact.created"}, SecretBox: s.sealer.seal(newSecret(), ep[:])}, "system"); err != nil {
+		EventTypes: []string{"contact.created"}, SecretBox: s.sealer.Seal([]byte(newSecret()), ep[:])}, "system"); err != nil {
 		b.Fatal(err)
 	}
 	committed := make([]int64, drainN+lagN) // unix nanos just before each event's commit

@@ -320,12 +320,10 @@ func (d *Dispatcher) attempt(ctx context.Context, c store.Claimed) store.Outcome
 		))
 	defer span.End()
 	var r result
-	secret, err := d.s.sealer.open(c.SecretBox, c.EndpointID[:])
-	if err != nil {
-		id, _ := uuid.NewV7()
-		r = result{deliveryID: id, started: time.Now(), err: "signing secret unavailable"}
-	} else {
+	if secret, ok := d.s.openSecret(c.TenantID, c.EndpointID, c.SecretBox); ok {
 		r = d.s.sender.send(ctx, c.URL, secret, c.Event, c.Body)
+	} else {
+		r = unsealFailed()
 	}
 	metricAttempts.Inc()
 	out := store.Outcome{Attempt: store.Attempt{

@@ -93,6 +93,9 @@ func newHarnessWith(t *testing.T, cfg Config, running bool) *harness {
 	if cfg.Features == nil {
 		cfg.Features = func(context.Context, string) (bool, error) { return true, nil }
 	}
+	if cfg.SecretKey == nil {
+		cfg.SecretKey = make([]byte, 32)
+	}
 	h.s, err = New(pool, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +131,7 @@ func (h *harness) endpoint(t *testing.T, types ...string) uuid.UUID {
 	id := uuid.Must(uuid.NewV7())
 	_, err := h.s.store.CreateEndpoint(context.Background(), store.Endpoint{
 		TenantID: h.tenant, ID: id, Name: "hook", URL: h.rc.URL + "/hook", EventTypes: types,
-		SecretBox: h.s.sealer.seal(newSecret(), id[:]),
+		SecretBox: h.s.sealer.Seal([]byte(newSecret()), id[:]),
 	}, "system")
 	if err != nil {
 		t.Fatal(err)

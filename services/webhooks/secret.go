@@ -1,12 +1,13 @@
 package webhooks
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
 	"crypto/rand"
 	"encoding/base64"
-	"errors"
-	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/almoner/almoner/pkg/secretbox"
 )
 
 // secretPrefix starts every signing secret.
@@ -20,57 +21,31 @@ func newSecret() string {
 	return secretPrefix + base64.RawURLEncoding.EncodeToString(b)
 }
 
-// sealer seals secrets at rest with AES-256-GCM. The endpoint id is the
-// additional data, so a sealed secret copied to another row does not open.
-type sealer struct {
-	aead cipher.AEAD
-}
+// errSecretUnavailable is the recorded reason of a delivery whose
+// endpoint's signing secret does not open with this process's key. It is
+// shown to the tenant with the delivery, so it names no setting; the log
+// line beside it tells the operator which one.
+const errSecretUnavailable = "signing secret cannot be unsealed with the server's current key; re-create the endpoint for a new secret"
 
-// newSealer returns a sealer for a 32-byte key.
-func newSealer(key []byte) (*sealer, error) {
-	if len(key) != 32 {
-		return nil, fmt.Errorf("webhook secret key: want 32 bytes, got %d", len(key))
-	}
-	block, err := aes.NewCipher(key)
+// openSecret opens an endpoint's signing secret. One that does not open
+// (the key changed since it was sealed, or a process ran with a random key
+// of its own) is never skipped silently: it is logged for the operator,
+// naming the setting, and ok is false so that the caller records a failed
+// attempt (unsealFailed) that the tenant sees in the endpoint's deliveries.
+func (s *Service) openSecret(tenantID, endpointID uuid.UUID, box []byte) (secret string, ok bool) {
+	pt, err := s.sealer.Open(box, endpointID[:])
 	if err != nil {
-		return nil, err
+		s.logger.Error("webhooks: an endpoint's signing secret cannot be unsealed: "+secretbox.KeyVar+
+			" is not the key that sealed it; the delivery is recorded as failed",
+			"tenant_id", tenantID.String(), "endpoint_id", endpointID.String())
+		return "", false
 	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, err
-	}
-	return &sealer{aead: aead}, nil
+	return string(pt), true
 }
 
-// parseKey decodes ALMONER_WEBHOOK_SECRET_KEY: 32 bytes in standard or
-// URL-safe base64.
-func parseKey(s string) ([]byte, error) {
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if k, err := enc.DecodeString(s); err == nil && len(k) == 32 {
-			return k, nil
-		}
-	}
-	return nil, errors.New("ALMONER_WEBHOOK_SECRET_KEY: want 32 bytes in base64 (openssl rand -base64 32)")
-}
-
-func (s *sealer) seal(secret string, endpointID []byte) []byte {
-	nonce := make([]byte, s.aead.NonceSize())
-	_, _ = rand.Read(nonce)
-	return s.aead.Seal(nonce, nonce, []byte(secret), endpointID)
-}
-
-// errSecretUnavailable means a sealed secret does not open with this
-// process's key (the key changed, or a sandbox process made its own).
-var errSecretUnavailable = errors.New("signing secret unavailable")
-
-func (s *sealer) open(box, endpointID []byte) (string, error) {
-	n := s.aead.NonceSize()
-	if len(box) < n {
-		return "", errSecretUnavailable
-	}
-	pt, err := s.aead.Open(nil, box[:n], box[n:], endpointID)
-	if err != nil {
-		return "", errSecretUnavailable
-	}
-	return string(pt), nil
+// unsealFailed is the attempt recorded instead of a send when the secret
+// does not open.
+func unsealFailed() result {
+	id, _ := uuid.NewV7()
+	return result{deliveryID: id, started: time.Now(), err: errSecretUnavailable}
 }

@@ -1,13 +1,22 @@
 package webhooks
 
 import (
+	"bytes"
+	"context"
 	"encoding/base64"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/almoner/almoner/pkg/secretbox"
+	"github.com/almoner/almoner/services/webhooks/store"
 )
 
-func TestSecretsAndSealing(t *testing.T) {
+func TestNewSecret(t *testing.T) {
 	t.Parallel()
 	s := newSecret()
 	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(s, secretPrefix))
@@ -16,31 +25,6 @@ func TestSecretsAndSealing(t *testing.T) {
 	}
 	if newSecret() == s {
 		t.Fatal("two secrets alike")
-	}
-	key := make([]byte, 32)
-	sl, err := newSealer(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	box := sl.seal(s, []byte("endpoint-1"))
-	if strings.Contains(string(box), s) {
-		t.Fatal("sealed box holds the plain secret")
-	}
-	if got, err := sl.open(box, []byte("endpoint-1")); err != nil || got != s {
-		t.Fatalf("open = %v", err)
-	}
-	if _, err := sl.open(box, []byte("endpoint-2")); err == nil {
-		t.Error("a box opened for another endpoint")
-	}
-	other, _ := newSealer(append([]byte{1}, key[1:]...))
-	if _, err := other.open(box, []byte("endpoint-1")); err == nil {
-		t.Error("a box opened with another key")
-	}
-	if _, err := parseKey(base64.StdEncoding.EncodeToString(key)); err != nil {
-		t.Error(err)
-	}
-	if _, err := parseKey("short"); err == nil {
-		t.Error("short key accepted")
 	}
 }
 
@@ -51,5 +35,84 @@ func TestRetryDelay(t *testing.T) {
 		if got := retryDelay(time.Minute, i+1); got != w {
 			t.Errorf("after attempt %d: %s, want %s", i+1, got, w)
 		}
+	}
+}
+
+// lockedBuffer collects log output from concurrent senders.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestUnopenableSecretIsAFailedDelivery registers one endpoint whose secret
+// was sealed with another key (as by a process with a key of its own) next
+// to a healthy one. Its delivery is not skipped: it is a failed attempt with
+// a reason the tenant can read, retried like any other, and the operator's
+// log names the endpoint and the setting; the healthy endpoint still gets
+// its event.
+func TestUnopenableSecretIsAFailedDelivery(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Config{})
+	logs := &lockedBuffer{}
+	h.s.logger = slog.New(slog.NewJSONHandler(logs, nil))
+	good := h.endpoint(t, "contact.created")
+
+	otherKey := bytes.Repeat([]byte{9}, 32)
+	other, err := secretbox.New(otherKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := uuid.Must(uuid.NewV7())
+	if _, err := h.s.store.CreateEndpoint(context.Background(), store.Endpoint{
+		TenantID: h.tenant, ID: bad, Name: "sealed elsewhere", URL: h.rc.URL + "/hook", EventTypes: []string{"contact.created"},
+		SecretBox: other.Seal([]byte(newSecret()), bad[:]),
+	}, "system"); err != nil {
+		t.Fatal(err)
+	}
+
+	h.write(t, "c", 1)
+	h.d.tick(context.Background())
+	if got := h.settle(t, 2); len(got) != 1 {
+		t.Fatalf("the receiver got %d requests, want 1 (the healthy endpoint's)", len(got))
+	}
+	type row struct {
+		success bool
+		errText *string
+		state   string
+	}
+	read := func(ep uuid.UUID) row {
+		var r row
+		if err := h.pool.QueryRow(context.Background(), `
+			SELECT a.success, a.error, d.state FROM webhooks.attempts a JOIN webhooks.deliveries d ON d.tenant_id = a.tenant_id AND d.id = a.delivery_id
+			WHERE a.tenant_id = $1 AND a.endpoint_id = $2`, h.tenant, ep).Scan(&r.success, &r.errText, &r.state); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r := read(good); !r.success || r.state != "succeeded" {
+		t.Errorf("healthy endpoint: success %v, state %s", r.success, r.state)
+	}
+	r := read(bad)
+	if r.success || r.errText == nil || *r.errText != errSecretUnavailable || r.state != "pending" {
+		t.Errorf("endpoint sealed elsewhere: success %v, error %v, state %s; want a failed attempt %q, to be retried", r.success, r.errText, r.state, errSecretUnavailable)
+	}
+	log := logs.String()
+	if !strings.Contains(log, "cannot be unsealed") || !strings.Contains(log, secretbox.KeyVar) || !strings.Contains(log, bad.String()) {
+		t.Errorf("no log line naming the endpoint and the key: %s", log)
+	}
+	if strings.Contains(log, good.String()) {
+		t.Errorf("the healthy endpoint was logged as unsealable: %s", log)
 	}
 }

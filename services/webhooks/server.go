@@ -56,7 +56,7 @@ func (a *server) CreateWebhook(ctx context.Context, req *webhooksv1.CreateWebhoo
 	secret := newSecret()
 	e, err := a.s.store.CreateEndpoint(ctx, store.Endpoint{
 		TenantID: uuid.MustParse(p.TenantID), ID: id, Name: in.Name, URL: in.URL, Description: in.Description,
-		EventTypes: in.EventTypes, SecretBox: a.s.sealer.seal(secret, id[:]),
+		EventTypes: in.EventTypes, SecretBox: a.s.sealer.Seal([]byte(secret), id[:]),
 	}, p.Actor())
 	if err != nil {
 		return nil, err
@@ -191,10 +191,6 @@ func (a *server) TestWebhook(ctx context.Context, req *webhooksv1.TestWebhookReq
 	if !p.HasFeature(featureWebhooks) {
 		return nil, errFeatureOff
 	}
-	secret, err := a.s.sealer.open(e.SecretBox, e.ID[:])
-	if err != nil {
-		return nil, err
-	}
 	eventID, err := uuid.NewV7()
 	if err != nil {
 		return nil, err
@@ -207,8 +203,14 @@ func (a *server) TestWebhook(ctx context.Context, req *webhooksv1.TestWebhookReq
 		return nil, err
 	}
 	// The send is not cut short by the caller going away: its record is
-	// written either way.
-	r := a.s.sender.send(context.WithoutCancel(ctx), e.URL, secret, events.Test, body)
+	// written either way. A secret that does not open is a failed attempt
+	// like any other, recorded and answered as such.
+	var r result
+	if secret, ok := a.s.openSecret(e.TenantID, e.ID, e.SecretBox); ok {
+		r = a.s.sender.send(context.WithoutCancel(ctx), e.URL, secret, events.Test, body)
+	} else {
+		r = unsealFailed()
+	}
 	metricAttempts.Inc()
 	if !r.success() {
 		metricFailures.Inc()

@@ -5,7 +5,6 @@ package webhooks
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -22,6 +21,7 @@ import (
 	"github.com/almoner/almoner/pkg/audit"
 	"github.com/almoner/almoner/pkg/config"
 	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/pkg/secretbox"
 	"github.com/almoner/almoner/pkg/service"
 	"github.com/almoner/almoner/services/webhooks/migrations"
 	"github.com/almoner/almoner/services/webhooks/store"
@@ -72,7 +72,9 @@ type Config struct {
 	// RootCAs, when set, are the CAs receivers' certificates must chain to
 	// (the system pool otherwise). Development only.
 	RootCAs *x509.CertPool
-	// SecretKey is the 32-byte AES key sealing secrets at rest.
+	// SecretKey is the 32-byte AES key sealing secrets at rest
+	// (ALMONER_WEBHOOK_SECRET_KEY; package secretbox). Required: every
+	// process that reads the endpoints must hold the key that sealed them.
 	SecretKey []byte
 	// Features tells whether a tenant has webhooks:enabled.
 	Features FeatureLookup
@@ -139,12 +141,15 @@ func ConfigFrom(src config.Source, environment string) (Config, error) {
 	if environment == "production" && (cfg.AllowPrivate || cfg.RootCAs != nil) {
 		return Config{}, errors.New("ALMONER_WEBHOOK_ALLOW_PRIVATE and ALMONER_WEBHOOK_CA_FILE are for development; not allowed in production")
 	}
-	if k := src.String("ALMONER_WEBHOOK_SECRET_KEY", ""); k != "" {
-		if cfg.SecretKey, err = parseKey(k); err != nil {
-			return Config{}, err
-		}
-	} else if environment == "production" {
-		return Config{}, errors.New("ALMONER_WEBHOOK_SECRET_KEY is required in production")
+	// The process that hosts everything in a sandbox gets a random key
+	// from its host when none is set (cmd/almoner); anything else must be
+	// given one, the same in every process.
+	k := src.String(secretbox.KeyVar, "")
+	if k == "" {
+		return Config{}, secretbox.ErrNoKey
+	}
+	if cfg.SecretKey, err = secretbox.ParseKey(k); err != nil {
+		return Config{}, err
 	}
 	return cfg, nil
 }
@@ -158,7 +163,7 @@ func Migrations() []db.Migrations {
 type Service struct {
 	cfg        Config
 	store      *store.Store
-	sealer     *sealer
+	sealer     *secretbox.Sealer
 	policy     urlPolicy
 	sender     *sender
 	features   *featureCache
@@ -167,8 +172,7 @@ type Service struct {
 }
 
 // New returns the webhooks service on pool. A zero Config field takes the
-// spec's default; without a SecretKey a random key is made for this process
-// (sandbox only: secrets sealed by another process do not open).
+// spec's default; SecretKey is required.
 func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) (*Service, error) {
 	if cfg.Tick <= 0 {
 		cfg.Tick = DefaultTick
@@ -203,11 +207,9 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) (*Service, error) 
 		cfg.Resolver = net.DefaultResolver
 	}
 	if cfg.SecretKey == nil {
-		cfg.SecretKey = make([]byte, 32)
-		_, _ = rand.Read(cfg.SecretKey)
-		logger.Warn("ALMONER_WEBHOOK_SECRET_KEY is not set: webhook secrets are sealed with a random key of this process (sandbox only)")
+		return nil, secretbox.ErrNoKey
 	}
-	sl, err := newSealer(cfg.SecretKey)
+	sl, err := secretbox.New(cfg.SecretKey)
 	if err != nil {
 		return nil, err
 	}

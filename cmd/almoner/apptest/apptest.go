@@ -7,7 +7,6 @@ package apptest
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +28,7 @@ import (
 	"github.com/almoner/almoner/cmd/almoner/internal/app"
 	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
 	"github.com/almoner/almoner/pkg/config"
+	"github.com/almoner/almoner/pkg/secretbox"
 	"github.com/almoner/almoner/pkg/telemetry"
 	"github.com/almoner/almoner/pkg/testdb"
 	"github.com/almoner/almoner/pkg/traceid"
@@ -45,6 +45,9 @@ type Cluster struct {
 	DatabaseURL string
 	// Admin is the auth service's operator API.
 	Admin authv1.TenantAdminServiceClient
+	// Credentials is the auth service's internal API that gives the orders
+	// service tenants' payment processor keys.
+	Credentials authv1.ProcessorCredentialServiceClient
 	// Logs holds everything the processes logged.
 	Logs *SyncBuffer
 	// App is the process serving the gateway.
@@ -98,10 +101,14 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if opts.Environment == "" {
 		opts.Environment = "sandbox"
 	}
-	if opts.Environment == "production" {
-		// Production refuses to run the webhooks service without a key
-		// that seals signing secrets; tests bring their own.
-		settings := map[string]string{"ALMONER_WEBHOOK_SECRET_KEY": base64.StdEncoding.EncodeToString([]byte(traceid.New()[:32]))}
+	split := opts.Split || os.Getenv("ALMONER_E2E_SPLIT") == "1"
+	if opts.Environment == "production" || split {
+		// Production, and every process that does not run everything,
+		// refuses to run auth or webhooks without the key that seals
+		// webhook and processor secrets; the cluster's processes share
+		// one. A one-process sandbox cluster goes without, as a newcomer's
+		// `almoner serve` does: its services share a random key.
+		settings := map[string]string{secretbox.KeyVar: secretbox.NewKey()}
 		for k, v := range opts.Settings {
 			settings[k] = v
 		}
@@ -126,7 +133,6 @@ func Start(t testing.TB, opts Options) *Cluster {
 		Logger:        logger,
 		ServiceConfig: config.Overlay(opts.Settings, nil),
 	}
-	split := opts.Split || os.Getenv("ALMONER_E2E_SPLIT") == "1"
 	var apps []*app.App
 	addrs := map[string]string{}
 	stopAll := func() {
@@ -181,6 +187,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 		GRPCAddr:    addrs["auth"],
 		DatabaseURL: dbURL,
 		Admin:       authv1.NewTenantAdminServiceClient(conn),
+		Credentials: authv1.NewProcessorCredentialServiceClient(conn),
 		Logs:        logs,
 		App:         gw,
 		HTTP:        &http.Client{Timeout: 30 * time.Second},
@@ -253,6 +260,24 @@ func (c *Cluster) NewKey(t testing.TB, tenantID string, scopes ...string) string
 	}
 	RegisterSecret(resp.GetApiKey().GetPlainTextKey())
 	return resp.GetApiKey().GetPlainTextKey()
+}
+
+// SetProcessor connects a Stripe account to the tenant as an operator
+// would (`almoner admin tenant processor set`): secretKey must be of the
+// cluster's environment (sk_test_/rk_test_ in sandbox, sk_live_/rk_live_
+// in production, then at least 12 characters) and webhookSecret start with
+// whsec_. The orders service then reads them with GetProcessorCredentials.
+// Both count as secrets that no log may hold.
+func (c *Cluster) SetProcessor(t testing.TB, tenantID, secretKey, webhookSecret string) *authv1.TenantProcessor {
+	t.Helper()
+	RegisterSecret(secretKey)
+	RegisterSecret(webhookSecret)
+	resp, err := c.Admin.SetTenantProcessor(context.Background(), &authv1.SetTenantProcessorRequest{
+		TenantId: tenantID, Provider: "stripe", SecretKey: secretKey, WebhookSecret: webhookSecret})
+	if err != nil {
+		t.Fatalf("apptest: set processor: %v", err)
+	}
+	return resp.GetProcessor()
 }
 
 // Response is a finished HTTP exchange.

@@ -18,6 +18,7 @@ import (
 	"github.com/almoner/almoner/pkg/config"
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/ratelimit"
+	"github.com/almoner/almoner/pkg/secretbox"
 	"github.com/almoner/almoner/pkg/service"
 	"github.com/almoner/almoner/services/auth"
 	"github.com/almoner/almoner/services/contacts"
@@ -116,6 +117,9 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.ServiceConfig, err = sealingKey(cfg, mods, withGateway); err != nil {
+		return nil, err
+	}
 	a := &App{cfg: cfg, served: make(chan error, 1)}
 	upstreams := map[string]string{}
 	for k, v := range cfg.Upstreams {
@@ -204,6 +208,39 @@ func resolve(targets []string) ([]service.Module, bool, error) {
 		return nil, false, errors.New("no target to run")
 	}
 	return mods, gw, nil
+}
+
+// sealedBy are the services that seal secrets at rest with the key in
+// secretbox.KeyVar: webhook signing secrets and payment processor keys.
+var sealedBy = []string{auth.Name, webhooks.Name}
+
+// sealingKey returns the settings the services are built with. A process
+// hosting a service of sealedBy needs the deployment's sealing key, the
+// same in every process and across restarts. Only a sandbox process that
+// runs everything may go without: no other process can have sealed
+// anything it must read, so one random key, shared by its auth and
+// webhooks services, serves until it stops. Every other process without
+// the key refuses to start, saying how to set one.
+func sealingKey(cfg Config, mods []service.Module, withGateway bool) (config.Source, error) {
+	src := cfg.ServiceConfig
+	if src == nil {
+		src = config.Env
+	}
+	seals := slices.ContainsFunc(mods, func(m service.Module) bool { return slices.Contains(sealedBy, m.Name) })
+	if !seals || src.String(secretbox.KeyVar, "") != "" {
+		// A key that is set is parsed, and refused if malformed, by the
+		// services that use it.
+		return cfg.ServiceConfig, nil
+	}
+	if cfg.Environment == "production" {
+		return nil, fmt.Errorf("%w (production always needs one)", secretbox.ErrNoKey)
+	}
+	if !withGateway || len(mods) != len(Modules) {
+		return nil, fmt.Errorf("--target=%s: %w", strings.Join(cfg.Targets, ","), secretbox.ErrNoKey)
+	}
+	cfg.Logger.Warn(secretbox.KeyVar + " is not set: webhook signing secrets and payment processor keys are sealed with a random key " +
+		"of this process, and no process can open them after it stops (`make run` keeps a key in .data/secret-key)")
+	return config.Overlay(map[string]string{secretbox.KeyVar: secretbox.NewKey()}, src), nil
 }
 
 func appendModule(mods []service.Module, m service.Module) []service.Module {

@@ -328,6 +328,556 @@ func (x *ValidateKeyResponse) GetExpiresAt() *timestamppb.Timestamp {
 	return nil
 }
 
+// TenantProcessor is a tenant's payment processor configuration as
+// operators see it: never a key.
+type TenantProcessor struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the tenant's id.
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// Provider is "stripe", or empty when none is configured.
+	Provider string `protobuf:"bytes,2,opt,name=provider,proto3" json:"provider,omitempty"`
+	// Mode is "test" (sandbox deployments' keys) or "live" (production's),
+	// derived from the secret key; empty when none is configured.
+	Mode string `protobuf:"bytes,3,opt,name=mode,proto3" json:"mode,omitempty"`
+	// Configured is whether the tenant has a processor.
+	Configured bool `protobuf:"varint,4,opt,name=configured,proto3" json:"configured,omitempty"`
+	// KeyHint tells an operator which secret key is configured without it:
+	// its prefix and last four characters (sk_test_…abcd); empty when none.
+	KeyHint       string `protobuf:"bytes,5,opt,name=key_hint,json=keyHint,proto3" json:"key_hint,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TenantProcessor) Reset() {
+	*x = TenantProcessor{}
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TenantProcessor) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TenantProcessor) ProtoMessage() {}
+
+func (x *TenantProcessor) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TenantProcessor.ProtoReflect.Descriptor instead.
+func (*TenantProcessor) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *TenantProcessor) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *TenantProcessor) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *TenantProcessor) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
+func (x *TenantProcessor) GetConfigured() bool {
+	if x != nil {
+		return x.Configured
+	}
+	return false
+}
+
+func (x *TenantProcessor) GetKeyHint() string {
+	if x != nil {
+		return x.KeyHint
+	}
+	return ""
+}
+
+// SetTenantProcessorRequest carries the processor account's keys.
+type SetTenantProcessorRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the tenant's id.
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// Provider must be "stripe".
+	Provider string `protobuf:"bytes,2,opt,name=provider,proto3" json:"provider,omitempty"`
+	// SecretKey is the account's secret or restricted API key: sk_test_ or
+	// rk_test_ in a sandbox deployment, sk_live_ or rk_live_ in production.
+	SecretKey string `protobuf:"bytes,3,opt,name=secret_key,json=secretKey,proto3" json:"secret_key,omitempty"`
+	// WebhookSecret is the signing secret (whsec_…) of the processor's
+	// notifications to /api/webhooks/stripe/{tenantSlug}.
+	WebhookSecret string `protobuf:"bytes,4,opt,name=webhook_secret,json=webhookSecret,proto3" json:"webhook_secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetTenantProcessorRequest) Reset() {
+	*x = SetTenantProcessorRequest{}
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetTenantProcessorRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetTenantProcessorRequest) ProtoMessage() {}
+
+func (x *SetTenantProcessorRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetTenantProcessorRequest.ProtoReflect.Descriptor instead.
+func (*SetTenantProcessorRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *SetTenantProcessorRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *SetTenantProcessorRequest) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *SetTenantProcessorRequest) GetSecretKey() string {
+	if x != nil {
+		return x.SecretKey
+	}
+	return ""
+}
+
+func (x *SetTenantProcessorRequest) GetWebhookSecret() string {
+	if x != nil {
+		return x.WebhookSecret
+	}
+	return ""
+}
+
+// SetTenantProcessorResponse returns the configuration after the change.
+type SetTenantProcessorResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Processor is the tenant's processor, without its keys.
+	Processor     *TenantProcessor `protobuf:"bytes,1,opt,name=processor,proto3" json:"processor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetTenantProcessorResponse) Reset() {
+	*x = SetTenantProcessorResponse{}
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetTenantProcessorResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetTenantProcessorResponse) ProtoMessage() {}
+
+func (x *SetTenantProcessorResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetTenantProcessorResponse.ProtoReflect.Descriptor instead.
+func (*SetTenantProcessorResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *SetTenantProcessorResponse) GetProcessor() *TenantProcessor {
+	if x != nil {
+		return x.Processor
+	}
+	return nil
+}
+
+// GetTenantProcessorRequest names a tenant.
+type GetTenantProcessorRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the tenant's id.
+	TenantId      string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetTenantProcessorRequest) Reset() {
+	*x = GetTenantProcessorRequest{}
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetTenantProcessorRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetTenantProcessorRequest) ProtoMessage() {}
+
+func (x *GetTenantProcessorRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetTenantProcessorRequest.ProtoReflect.Descriptor instead.
+func (*GetTenantProcessorRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *GetTenantProcessorRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+// GetTenantProcessorResponse returns the configuration.
+type GetTenantProcessorResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Processor is the tenant's processor, without its keys; configured is
+	// false when there is none.
+	Processor     *TenantProcessor `protobuf:"bytes,1,opt,name=processor,proto3" json:"processor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetTenantProcessorResponse) Reset() {
+	*x = GetTenantProcessorResponse{}
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetTenantProcessorResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetTenantProcessorResponse) ProtoMessage() {}
+
+func (x *GetTenantProcessorResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetTenantProcessorResponse.ProtoReflect.Descriptor instead.
+func (*GetTenantProcessorResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *GetTenantProcessorResponse) GetProcessor() *TenantProcessor {
+	if x != nil {
+		return x.Processor
+	}
+	return nil
+}
+
+// ClearTenantProcessorRequest names a tenant.
+type ClearTenantProcessorRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the tenant's id.
+	TenantId      string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClearTenantProcessorRequest) Reset() {
+	*x = ClearTenantProcessorRequest{}
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClearTenantProcessorRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClearTenantProcessorRequest) ProtoMessage() {}
+
+func (x *ClearTenantProcessorRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClearTenantProcessorRequest.ProtoReflect.Descriptor instead.
+func (*ClearTenantProcessorRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ClearTenantProcessorRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+// ClearTenantProcessorResponse returns the configuration after the change.
+type ClearTenantProcessorResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Processor has configured false.
+	Processor     *TenantProcessor `protobuf:"bytes,1,opt,name=processor,proto3" json:"processor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClearTenantProcessorResponse) Reset() {
+	*x = ClearTenantProcessorResponse{}
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClearTenantProcessorResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClearTenantProcessorResponse) ProtoMessage() {}
+
+func (x *ClearTenantProcessorResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClearTenantProcessorResponse.ProtoReflect.Descriptor instead.
+func (*ClearTenantProcessorResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ClearTenantProcessorResponse) GetProcessor() *TenantProcessor {
+	if x != nil {
+		return x.Processor
+	}
+	return nil
+}
+
+// GetProcessorCredentialsRequest names a tenant by exactly one of its id
+// (charging) and its slug (the processor's notifications, whose public
+// route knows only the slug).
+type GetProcessorCredentialsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the tenant's id.
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// TenantSlug is the tenant's slug.
+	TenantSlug    string `protobuf:"bytes,2,opt,name=tenant_slug,json=tenantSlug,proto3" json:"tenant_slug,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetProcessorCredentialsRequest) Reset() {
+	*x = GetProcessorCredentialsRequest{}
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetProcessorCredentialsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetProcessorCredentialsRequest) ProtoMessage() {}
+
+func (x *GetProcessorCredentialsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetProcessorCredentialsRequest.ProtoReflect.Descriptor instead.
+func (*GetProcessorCredentialsRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *GetProcessorCredentialsRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *GetProcessorCredentialsRequest) GetTenantSlug() string {
+	if x != nil {
+		return x.TenantSlug
+	}
+	return ""
+}
+
+// GetProcessorCredentialsResponse is the tenant's processor with its keys.
+type GetProcessorCredentialsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the tenant's id (also when it was named by slug).
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// Configured is whether the tenant has a processor; when false the
+	// other processor fields are empty.
+	Configured bool `protobuf:"varint,2,opt,name=configured,proto3" json:"configured,omitempty"`
+	// Provider is "stripe".
+	Provider string `protobuf:"bytes,3,opt,name=provider,proto3" json:"provider,omitempty"`
+	// Mode is "test" or "live".
+	Mode string `protobuf:"bytes,4,opt,name=mode,proto3" json:"mode,omitempty"`
+	// SecretKey is the processor API key in plain text.
+	SecretKey string `protobuf:"bytes,5,opt,name=secret_key,json=secretKey,proto3" json:"secret_key,omitempty"`
+	// WebhookSecret is the notifications' signing secret in plain text.
+	WebhookSecret string `protobuf:"bytes,6,opt,name=webhook_secret,json=webhookSecret,proto3" json:"webhook_secret,omitempty"`
+	// TenantActive is false for a deactivated tenant, which must not be
+	// charged.
+	TenantActive  bool `protobuf:"varint,7,opt,name=tenant_active,json=tenantActive,proto3" json:"tenant_active,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetProcessorCredentialsResponse) Reset() {
+	*x = GetProcessorCredentialsResponse{}
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetProcessorCredentialsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetProcessorCredentialsResponse) ProtoMessage() {}
+
+func (x *GetProcessorCredentialsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetProcessorCredentialsResponse.ProtoReflect.Descriptor instead.
+func (*GetProcessorCredentialsResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *GetProcessorCredentialsResponse) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *GetProcessorCredentialsResponse) GetConfigured() bool {
+	if x != nil {
+		return x.Configured
+	}
+	return false
+}
+
+func (x *GetProcessorCredentialsResponse) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *GetProcessorCredentialsResponse) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
+func (x *GetProcessorCredentialsResponse) GetSecretKey() string {
+	if x != nil {
+		return x.SecretKey
+	}
+	return ""
+}
+
+func (x *GetProcessorCredentialsResponse) GetWebhookSecret() string {
+	if x != nil {
+		return x.WebhookSecret
+	}
+	return ""
+}
+
+func (x *GetProcessorCredentialsResponse) GetTenantActive() bool {
+	if x != nil {
+		return x.TenantActive
+	}
+	return false
+}
+
 // Tenant is one organisation using Almoner.
 type Tenant struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -351,7 +901,7 @@ type Tenant struct {
 
 func (x *Tenant) Reset() {
 	*x = Tenant{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[5]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -363,7 +913,7 @@ func (x *Tenant) String() string {
 func (*Tenant) ProtoMessage() {}
 
 func (x *Tenant) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[5]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -376,7 +926,7 @@ func (x *Tenant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tenant.ProtoReflect.Descriptor instead.
 func (*Tenant) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{5}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Tenant) GetId() string {
@@ -445,7 +995,7 @@ type CreateTenantRequest struct {
 
 func (x *CreateTenantRequest) Reset() {
 	*x = CreateTenantRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[6]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -457,7 +1007,7 @@ func (x *CreateTenantRequest) String() string {
 func (*CreateTenantRequest) ProtoMessage() {}
 
 func (x *CreateTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[6]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -470,7 +1020,7 @@ func (x *CreateTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTenantRequest.ProtoReflect.Descriptor instead.
 func (*CreateTenantRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{6}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CreateTenantRequest) GetName() string {
@@ -512,7 +1062,7 @@ type CreateTenantResponse struct {
 
 func (x *CreateTenantResponse) Reset() {
 	*x = CreateTenantResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[7]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -524,7 +1074,7 @@ func (x *CreateTenantResponse) String() string {
 func (*CreateTenantResponse) ProtoMessage() {}
 
 func (x *CreateTenantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[7]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -537,7 +1087,7 @@ func (x *CreateTenantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTenantResponse.ProtoReflect.Descriptor instead.
 func (*CreateTenantResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{7}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CreateTenantResponse) GetTenant() *Tenant {
@@ -558,7 +1108,7 @@ type GetTenantRequest struct {
 
 func (x *GetTenantRequest) Reset() {
 	*x = GetTenantRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[8]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -570,7 +1120,7 @@ func (x *GetTenantRequest) String() string {
 func (*GetTenantRequest) ProtoMessage() {}
 
 func (x *GetTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[8]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -583,7 +1133,7 @@ func (x *GetTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTenantRequest.ProtoReflect.Descriptor instead.
 func (*GetTenantRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{8}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetTenantRequest) GetTenantId() string {
@@ -604,7 +1154,7 @@ type GetTenantResponse struct {
 
 func (x *GetTenantResponse) Reset() {
 	*x = GetTenantResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[9]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -616,7 +1166,7 @@ func (x *GetTenantResponse) String() string {
 func (*GetTenantResponse) ProtoMessage() {}
 
 func (x *GetTenantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[9]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -629,7 +1179,7 @@ func (x *GetTenantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTenantResponse.ProtoReflect.Descriptor instead.
 func (*GetTenantResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{9}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetTenantResponse) GetTenant() *Tenant {
@@ -654,7 +1204,7 @@ type SetTenantFeatureRequest struct {
 
 func (x *SetTenantFeatureRequest) Reset() {
 	*x = SetTenantFeatureRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[10]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -666,7 +1216,7 @@ func (x *SetTenantFeatureRequest) String() string {
 func (*SetTenantFeatureRequest) ProtoMessage() {}
 
 func (x *SetTenantFeatureRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[10]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -679,7 +1229,7 @@ func (x *SetTenantFeatureRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantFeatureRequest.ProtoReflect.Descriptor instead.
 func (*SetTenantFeatureRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{10}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SetTenantFeatureRequest) GetTenantId() string {
@@ -714,7 +1264,7 @@ type SetTenantFeatureResponse struct {
 
 func (x *SetTenantFeatureResponse) Reset() {
 	*x = SetTenantFeatureResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[11]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -726,7 +1276,7 @@ func (x *SetTenantFeatureResponse) String() string {
 func (*SetTenantFeatureResponse) ProtoMessage() {}
 
 func (x *SetTenantFeatureResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[11]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -739,7 +1289,7 @@ func (x *SetTenantFeatureResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantFeatureResponse.ProtoReflect.Descriptor instead.
 func (*SetTenantFeatureResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{11}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SetTenantFeatureResponse) GetTenant() *Tenant {
@@ -762,7 +1312,7 @@ type SetTenantActiveRequest struct {
 
 func (x *SetTenantActiveRequest) Reset() {
 	*x = SetTenantActiveRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[12]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -774,7 +1324,7 @@ func (x *SetTenantActiveRequest) String() string {
 func (*SetTenantActiveRequest) ProtoMessage() {}
 
 func (x *SetTenantActiveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[12]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -787,7 +1337,7 @@ func (x *SetTenantActiveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantActiveRequest.ProtoReflect.Descriptor instead.
 func (*SetTenantActiveRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{12}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SetTenantActiveRequest) GetTenantId() string {
@@ -815,7 +1365,7 @@ type SetTenantActiveResponse struct {
 
 func (x *SetTenantActiveResponse) Reset() {
 	*x = SetTenantActiveResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[13]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -827,7 +1377,7 @@ func (x *SetTenantActiveResponse) String() string {
 func (*SetTenantActiveResponse) ProtoMessage() {}
 
 func (x *SetTenantActiveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[13]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -840,7 +1390,7 @@ func (x *SetTenantActiveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantActiveResponse.ProtoReflect.Descriptor instead.
 func (*SetTenantActiveResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{13}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SetTenantActiveResponse) GetTenant() *Tenant {
@@ -867,7 +1417,7 @@ type CreateKeyRequest struct {
 
 func (x *CreateKeyRequest) Reset() {
 	*x = CreateKeyRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[14]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -879,7 +1429,7 @@ func (x *CreateKeyRequest) String() string {
 func (*CreateKeyRequest) ProtoMessage() {}
 
 func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[14]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -892,7 +1442,7 @@ func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyRequest.ProtoReflect.Descriptor instead.
 func (*CreateKeyRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{14}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CreateKeyRequest) GetTenantId() string {
@@ -934,7 +1484,7 @@ type CreateKeyResponse struct {
 
 func (x *CreateKeyResponse) Reset() {
 	*x = CreateKeyResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[15]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -946,7 +1496,7 @@ func (x *CreateKeyResponse) String() string {
 func (*CreateKeyResponse) ProtoMessage() {}
 
 func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[15]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -959,7 +1509,7 @@ func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyResponse.ProtoReflect.Descriptor instead.
 func (*CreateKeyResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{15}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CreateKeyResponse) GetApiKey() *CreatedApiKey {
@@ -993,7 +1543,46 @@ const file_almoner_auth_v1_internal_proto_rawDesc = "" +
 	"\x06scopes\x18\x04 \x03(\tR\x06scopes\x12\x1a\n" +
 	"\bfeatures\x18\x05 \x03(\tR\bfeatures\x129\n" +
 	"\n" +
-	"expires_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xda\x01\n" +
+	"expires_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\x99\x01\n" +
+	"\x0fTenantProcessor\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1a\n" +
+	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x12\n" +
+	"\x04mode\x18\x03 \x01(\tR\x04mode\x12\x1e\n" +
+	"\n" +
+	"configured\x18\x04 \x01(\bR\n" +
+	"configured\x12\x19\n" +
+	"\bkey_hint\x18\x05 \x01(\tR\akeyHint\"\x9a\x01\n" +
+	"\x19SetTenantProcessorRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1a\n" +
+	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x1d\n" +
+	"\n" +
+	"secret_key\x18\x03 \x01(\tR\tsecretKey\x12%\n" +
+	"\x0ewebhook_secret\x18\x04 \x01(\tR\rwebhookSecret\"\\\n" +
+	"\x1aSetTenantProcessorResponse\x12>\n" +
+	"\tprocessor\x18\x01 \x01(\v2 .almoner.auth.v1.TenantProcessorR\tprocessor\"8\n" +
+	"\x19GetTenantProcessorRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"\\\n" +
+	"\x1aGetTenantProcessorResponse\x12>\n" +
+	"\tprocessor\x18\x01 \x01(\v2 .almoner.auth.v1.TenantProcessorR\tprocessor\":\n" +
+	"\x1bClearTenantProcessorRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"^\n" +
+	"\x1cClearTenantProcessorResponse\x12>\n" +
+	"\tprocessor\x18\x01 \x01(\v2 .almoner.auth.v1.TenantProcessorR\tprocessor\"^\n" +
+	"\x1eGetProcessorCredentialsRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1f\n" +
+	"\vtenant_slug\x18\x02 \x01(\tR\n" +
+	"tenantSlug\"\xf9\x01\n" +
+	"\x1fGetProcessorCredentialsResponse\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1e\n" +
+	"\n" +
+	"configured\x18\x02 \x01(\bR\n" +
+	"configured\x12\x1a\n" +
+	"\bprovider\x18\x03 \x01(\tR\bprovider\x12\x12\n" +
+	"\x04mode\x18\x04 \x01(\tR\x04mode\x12\x1d\n" +
+	"\n" +
+	"secret_key\x18\x05 \x01(\tR\tsecretKey\x12%\n" +
+	"\x0ewebhook_secret\x18\x06 \x01(\tR\rwebhookSecret\x12#\n" +
+	"\rtenant_active\x18\a \x01(\bR\ftenantActive\"\xda\x01\n" +
 	"\x06Tenant\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
@@ -1035,13 +1624,18 @@ const file_almoner_auth_v1_internal_proto_rawDesc = "" +
 	"\aapi_key\x18\x01 \x01(\v2\x1e.almoner.auth.v1.CreatedApiKeyR\x06apiKey2\xdf\x01\n" +
 	"\x14KeyValidationService\x12X\n" +
 	"\vValidateKey\x12#.almoner.auth.v1.ValidateKeyRequest\x1a$.almoner.auth.v1.ValidateKeyResponse\x12m\n" +
-	"\x12GetValidationEpoch\x12*.almoner.auth.v1.GetValidationEpochRequest\x1a+.almoner.auth.v1.GetValidationEpochResponse2\xe8\x03\n" +
+	"\x12GetValidationEpoch\x12*.almoner.auth.v1.GetValidationEpochRequest\x1a+.almoner.auth.v1.GetValidationEpochResponse2\xbb\x06\n" +
 	"\x12TenantAdminService\x12[\n" +
 	"\fCreateTenant\x12$.almoner.auth.v1.CreateTenantRequest\x1a%.almoner.auth.v1.CreateTenantResponse\x12R\n" +
 	"\tGetTenant\x12!.almoner.auth.v1.GetTenantRequest\x1a\".almoner.auth.v1.GetTenantResponse\x12g\n" +
 	"\x10SetTenantFeature\x12(.almoner.auth.v1.SetTenantFeatureRequest\x1a).almoner.auth.v1.SetTenantFeatureResponse\x12d\n" +
 	"\x0fSetTenantActive\x12'.almoner.auth.v1.SetTenantActiveRequest\x1a(.almoner.auth.v1.SetTenantActiveResponse\x12R\n" +
-	"\tCreateKey\x12!.almoner.auth.v1.CreateKeyRequest\x1a\".almoner.auth.v1.CreateKeyResponseB;Z9github.com/almoner/almoner/pkg/api/almoner/auth/v1;authv1b\x06proto3"
+	"\tCreateKey\x12!.almoner.auth.v1.CreateKeyRequest\x1a\".almoner.auth.v1.CreateKeyResponse\x12m\n" +
+	"\x12SetTenantProcessor\x12*.almoner.auth.v1.SetTenantProcessorRequest\x1a+.almoner.auth.v1.SetTenantProcessorResponse\x12m\n" +
+	"\x12GetTenantProcessor\x12*.almoner.auth.v1.GetTenantProcessorRequest\x1a+.almoner.auth.v1.GetTenantProcessorResponse\x12s\n" +
+	"\x14ClearTenantProcessor\x12,.almoner.auth.v1.ClearTenantProcessorRequest\x1a-.almoner.auth.v1.ClearTenantProcessorResponse2\x9a\x01\n" +
+	"\x1aProcessorCredentialService\x12|\n" +
+	"\x17GetProcessorCredentials\x12/.almoner.auth.v1.GetProcessorCredentialsRequest\x1a0.almoner.auth.v1.GetProcessorCredentialsResponseB;Z9github.com/almoner/almoner/pkg/api/almoner/auth/v1;authv1b\x06proto3"
 
 var (
 	file_almoner_auth_v1_internal_proto_rawDescOnce sync.Once
@@ -1055,59 +1649,79 @@ func file_almoner_auth_v1_internal_proto_rawDescGZIP() []byte {
 	return file_almoner_auth_v1_internal_proto_rawDescData
 }
 
-var file_almoner_auth_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_almoner_auth_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_almoner_auth_v1_internal_proto_goTypes = []any{
-	(*GetValidationEpochRequest)(nil),  // 0: almoner.auth.v1.GetValidationEpochRequest
-	(*KeyUse)(nil),                     // 1: almoner.auth.v1.KeyUse
-	(*GetValidationEpochResponse)(nil), // 2: almoner.auth.v1.GetValidationEpochResponse
-	(*ValidateKeyRequest)(nil),         // 3: almoner.auth.v1.ValidateKeyRequest
-	(*ValidateKeyResponse)(nil),        // 4: almoner.auth.v1.ValidateKeyResponse
-	(*Tenant)(nil),                     // 5: almoner.auth.v1.Tenant
-	(*CreateTenantRequest)(nil),        // 6: almoner.auth.v1.CreateTenantRequest
-	(*CreateTenantResponse)(nil),       // 7: almoner.auth.v1.CreateTenantResponse
-	(*GetTenantRequest)(nil),           // 8: almoner.auth.v1.GetTenantRequest
-	(*GetTenantResponse)(nil),          // 9: almoner.auth.v1.GetTenantResponse
-	(*SetTenantFeatureRequest)(nil),    // 10: almoner.auth.v1.SetTenantFeatureRequest
-	(*SetTenantFeatureResponse)(nil),   // 11: almoner.auth.v1.SetTenantFeatureResponse
-	(*SetTenantActiveRequest)(nil),     // 12: almoner.auth.v1.SetTenantActiveRequest
-	(*SetTenantActiveResponse)(nil),    // 13: almoner.auth.v1.SetTenantActiveResponse
-	(*CreateKeyRequest)(nil),           // 14: almoner.auth.v1.CreateKeyRequest
-	(*CreateKeyResponse)(nil),          // 15: almoner.auth.v1.CreateKeyResponse
-	(*timestamppb.Timestamp)(nil),      // 16: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),        // 17: google.protobuf.Duration
-	(*CreatedApiKey)(nil),              // 18: almoner.auth.v1.CreatedApiKey
+	(*GetValidationEpochRequest)(nil),       // 0: almoner.auth.v1.GetValidationEpochRequest
+	(*KeyUse)(nil),                          // 1: almoner.auth.v1.KeyUse
+	(*GetValidationEpochResponse)(nil),      // 2: almoner.auth.v1.GetValidationEpochResponse
+	(*ValidateKeyRequest)(nil),              // 3: almoner.auth.v1.ValidateKeyRequest
+	(*ValidateKeyResponse)(nil),             // 4: almoner.auth.v1.ValidateKeyResponse
+	(*TenantProcessor)(nil),                 // 5: almoner.auth.v1.TenantProcessor
+	(*SetTenantProcessorRequest)(nil),       // 6: almoner.auth.v1.SetTenantProcessorRequest
+	(*SetTenantProcessorResponse)(nil),      // 7: almoner.auth.v1.SetTenantProcessorResponse
+	(*GetTenantProcessorRequest)(nil),       // 8: almoner.auth.v1.GetTenantProcessorRequest
+	(*GetTenantProcessorResponse)(nil),      // 9: almoner.auth.v1.GetTenantProcessorResponse
+	(*ClearTenantProcessorRequest)(nil),     // 10: almoner.auth.v1.ClearTenantProcessorRequest
+	(*ClearTenantProcessorResponse)(nil),    // 11: almoner.auth.v1.ClearTenantProcessorResponse
+	(*GetProcessorCredentialsRequest)(nil),  // 12: almoner.auth.v1.GetProcessorCredentialsRequest
+	(*GetProcessorCredentialsResponse)(nil), // 13: almoner.auth.v1.GetProcessorCredentialsResponse
+	(*Tenant)(nil),                          // 14: almoner.auth.v1.Tenant
+	(*CreateTenantRequest)(nil),             // 15: almoner.auth.v1.CreateTenantRequest
+	(*CreateTenantResponse)(nil),            // 16: almoner.auth.v1.CreateTenantResponse
+	(*GetTenantRequest)(nil),                // 17: almoner.auth.v1.GetTenantRequest
+	(*GetTenantResponse)(nil),               // 18: almoner.auth.v1.GetTenantResponse
+	(*SetTenantFeatureRequest)(nil),         // 19: almoner.auth.v1.SetTenantFeatureRequest
+	(*SetTenantFeatureResponse)(nil),        // 20: almoner.auth.v1.SetTenantFeatureResponse
+	(*SetTenantActiveRequest)(nil),          // 21: almoner.auth.v1.SetTenantActiveRequest
+	(*SetTenantActiveResponse)(nil),         // 22: almoner.auth.v1.SetTenantActiveResponse
+	(*CreateKeyRequest)(nil),                // 23: almoner.auth.v1.CreateKeyRequest
+	(*CreateKeyResponse)(nil),               // 24: almoner.auth.v1.CreateKeyResponse
+	(*timestamppb.Timestamp)(nil),           // 25: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),             // 26: google.protobuf.Duration
+	(*CreatedApiKey)(nil),                   // 27: almoner.auth.v1.CreatedApiKey
 }
 var file_almoner_auth_v1_internal_proto_depIdxs = []int32{
 	1,  // 0: almoner.auth.v1.GetValidationEpochRequest.key_uses:type_name -> almoner.auth.v1.KeyUse
-	16, // 1: almoner.auth.v1.KeyUse.used_at:type_name -> google.protobuf.Timestamp
-	17, // 2: almoner.auth.v1.GetValidationEpochResponse.cache_window:type_name -> google.protobuf.Duration
-	16, // 3: almoner.auth.v1.ValidateKeyResponse.expires_at:type_name -> google.protobuf.Timestamp
-	16, // 4: almoner.auth.v1.Tenant.created_at:type_name -> google.protobuf.Timestamp
-	5,  // 5: almoner.auth.v1.CreateTenantResponse.tenant:type_name -> almoner.auth.v1.Tenant
-	5,  // 6: almoner.auth.v1.GetTenantResponse.tenant:type_name -> almoner.auth.v1.Tenant
-	5,  // 7: almoner.auth.v1.SetTenantFeatureResponse.tenant:type_name -> almoner.auth.v1.Tenant
-	5,  // 8: almoner.auth.v1.SetTenantActiveResponse.tenant:type_name -> almoner.auth.v1.Tenant
-	16, // 9: almoner.auth.v1.CreateKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	18, // 10: almoner.auth.v1.CreateKeyResponse.api_key:type_name -> almoner.auth.v1.CreatedApiKey
-	3,  // 11: almoner.auth.v1.KeyValidationService.ValidateKey:input_type -> almoner.auth.v1.ValidateKeyRequest
-	0,  // 12: almoner.auth.v1.KeyValidationService.GetValidationEpoch:input_type -> almoner.auth.v1.GetValidationEpochRequest
-	6,  // 13: almoner.auth.v1.TenantAdminService.CreateTenant:input_type -> almoner.auth.v1.CreateTenantRequest
-	8,  // 14: almoner.auth.v1.TenantAdminService.GetTenant:input_type -> almoner.auth.v1.GetTenantRequest
-	10, // 15: almoner.auth.v1.TenantAdminService.SetTenantFeature:input_type -> almoner.auth.v1.SetTenantFeatureRequest
-	12, // 16: almoner.auth.v1.TenantAdminService.SetTenantActive:input_type -> almoner.auth.v1.SetTenantActiveRequest
-	14, // 17: almoner.auth.v1.TenantAdminService.CreateKey:input_type -> almoner.auth.v1.CreateKeyRequest
-	4,  // 18: almoner.auth.v1.KeyValidationService.ValidateKey:output_type -> almoner.auth.v1.ValidateKeyResponse
-	2,  // 19: almoner.auth.v1.KeyValidationService.GetValidationEpoch:output_type -> almoner.auth.v1.GetValidationEpochResponse
-	7,  // 20: almoner.auth.v1.TenantAdminService.CreateTenant:output_type -> almoner.auth.v1.CreateTenantResponse
-	9,  // 21: almoner.auth.v1.TenantAdminService.GetTenant:output_type -> almoner.auth.v1.GetTenantResponse
-	11, // 22: almoner.auth.v1.TenantAdminService.SetTenantFeature:output_type -> almoner.auth.v1.SetTenantFeatureResponse
-	13, // 23: almoner.auth.v1.TenantAdminService.SetTenantActive:output_type -> almoner.auth.v1.SetTenantActiveResponse
-	15, // 24: almoner.auth.v1.TenantAdminService.CreateKey:output_type -> almoner.auth.v1.CreateKeyResponse
-	18, // [18:25] is the sub-list for method output_type
-	11, // [11:18] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	25, // 1: almoner.auth.v1.KeyUse.used_at:type_name -> google.protobuf.Timestamp
+	26, // 2: almoner.auth.v1.GetValidationEpochResponse.cache_window:type_name -> google.protobuf.Duration
+	25, // 3: almoner.auth.v1.ValidateKeyResponse.expires_at:type_name -> google.protobuf.Timestamp
+	5,  // 4: almoner.auth.v1.SetTenantProcessorResponse.processor:type_name -> almoner.auth.v1.TenantProcessor
+	5,  // 5: almoner.auth.v1.GetTenantProcessorResponse.processor:type_name -> almoner.auth.v1.TenantProcessor
+	5,  // 6: almoner.auth.v1.ClearTenantProcessorResponse.processor:type_name -> almoner.auth.v1.TenantProcessor
+	25, // 7: almoner.auth.v1.Tenant.created_at:type_name -> google.protobuf.Timestamp
+	14, // 8: almoner.auth.v1.CreateTenantResponse.tenant:type_name -> almoner.auth.v1.Tenant
+	14, // 9: almoner.auth.v1.GetTenantResponse.tenant:type_name -> almoner.auth.v1.Tenant
+	14, // 10: almoner.auth.v1.SetTenantFeatureResponse.tenant:type_name -> almoner.auth.v1.Tenant
+	14, // 11: almoner.auth.v1.SetTenantActiveResponse.tenant:type_name -> almoner.auth.v1.Tenant
+	25, // 12: almoner.auth.v1.CreateKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	27, // 13: almoner.auth.v1.CreateKeyResponse.api_key:type_name -> almoner.auth.v1.CreatedApiKey
+	3,  // 14: almoner.auth.v1.KeyValidationService.ValidateKey:input_type -> almoner.auth.v1.ValidateKeyRequest
+	0,  // 15: almoner.auth.v1.KeyValidationService.GetValidationEpoch:input_type -> almoner.auth.v1.GetValidationEpochRequest
+	15, // 16: almoner.auth.v1.TenantAdminService.CreateTenant:input_type -> almoner.auth.v1.CreateTenantRequest
+	17, // 17: almoner.auth.v1.TenantAdminService.GetTenant:input_type -> almoner.auth.v1.GetTenantRequest
+	19, // 18: almoner.auth.v1.TenantAdminService.SetTenantFeature:input_type -> almoner.auth.v1.SetTenantFeatureRequest
+	21, // 19: almoner.auth.v1.TenantAdminService.SetTenantActive:input_type -> almoner.auth.v1.SetTenantActiveRequest
+	23, // 20: almoner.auth.v1.TenantAdminService.CreateKey:input_type -> almoner.auth.v1.CreateKeyRequest
+	6,  // 21: almoner.auth.v1.TenantAdminService.SetTenantProcessor:input_type -> almoner.auth.v1.SetTenantProcessorRequest
+	8,  // 22: almoner.auth.v1.TenantAdminService.GetTenantProcessor:input_type -> almoner.auth.v1.GetTenantProcessorRequest
+	10, // 23: almoner.auth.v1.TenantAdminService.ClearTenantProcessor:input_type -> almoner.auth.v1.ClearTenantProcessorRequest
+	12, // 24: almoner.auth.v1.ProcessorCredentialService.GetProcessorCredentials:input_type -> almoner.auth.v1.GetProcessorCredentialsRequest
+	4,  // 25: almoner.auth.v1.KeyValidationService.ValidateKey:output_type -> almoner.auth.v1.ValidateKeyResponse
+	2,  // 26: almoner.auth.v1.KeyValidationService.GetValidationEpoch:output_type -> almoner.auth.v1.GetValidationEpochResponse
+	16, // 27: almoner.auth.v1.TenantAdminService.CreateTenant:output_type -> almoner.auth.v1.CreateTenantResponse
+	18, // 28: almoner.auth.v1.TenantAdminService.GetTenant:output_type -> almoner.auth.v1.GetTenantResponse
+	20, // 29: almoner.auth.v1.TenantAdminService.SetTenantFeature:output_type -> almoner.auth.v1.SetTenantFeatureResponse
+	22, // 30: almoner.auth.v1.TenantAdminService.SetTenantActive:output_type -> almoner.auth.v1.SetTenantActiveResponse
+	24, // 31: almoner.auth.v1.TenantAdminService.CreateKey:output_type -> almoner.auth.v1.CreateKeyResponse
+	7,  // 32: almoner.auth.v1.TenantAdminService.SetTenantProcessor:output_type -> almoner.auth.v1.SetTenantProcessorResponse
+	9,  // 33: almoner.auth.v1.TenantAdminService.GetTenantProcessor:output_type -> almoner.auth.v1.GetTenantProcessorResponse
+	11, // 34: almoner.auth.v1.TenantAdminService.ClearTenantProcessor:output_type -> almoner.auth.v1.ClearTenantProcessorResponse
+	13, // 35: almoner.auth.v1.ProcessorCredentialService.GetProcessorCredentials:output_type -> almoner.auth.v1.GetProcessorCredentialsResponse
+	25, // [25:36] is the sub-list for method output_type
+	14, // [14:25] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_almoner_auth_v1_internal_proto_init() }
@@ -1122,9 +1736,9 @@ func file_almoner_auth_v1_internal_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_almoner_auth_v1_internal_proto_rawDesc), len(file_almoner_auth_v1_internal_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   25,
 			NumExtensions: 0,
-			NumServices:   2,
+			NumServices:   3,
 		},
 		GoTypes:           file_almoner_auth_v1_internal_proto_goTypes,
 		DependencyIndexes: file_almoner_auth_v1_internal_proto_depIdxs,

@@ -185,11 +185,14 @@ var KeyValidationService_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	TenantAdminService_CreateTenant_FullMethodName     = "/almoner.auth.v1.TenantAdminService/CreateTenant"
-	TenantAdminService_GetTenant_FullMethodName        = "/almoner.auth.v1.TenantAdminService/GetTenant"
-	TenantAdminService_SetTenantFeature_FullMethodName = "/almoner.auth.v1.TenantAdminService/SetTenantFeature"
-	TenantAdminService_SetTenantActive_FullMethodName  = "/almoner.auth.v1.TenantAdminService/SetTenantActive"
-	TenantAdminService_CreateKey_FullMethodName        = "/almoner.auth.v1.TenantAdminService/CreateKey"
+	TenantAdminService_CreateTenant_FullMethodName         = "/almoner.auth.v1.TenantAdminService/CreateTenant"
+	TenantAdminService_GetTenant_FullMethodName            = "/almoner.auth.v1.TenantAdminService/GetTenant"
+	TenantAdminService_SetTenantFeature_FullMethodName     = "/almoner.auth.v1.TenantAdminService/SetTenantFeature"
+	TenantAdminService_SetTenantActive_FullMethodName      = "/almoner.auth.v1.TenantAdminService/SetTenantActive"
+	TenantAdminService_CreateKey_FullMethodName            = "/almoner.auth.v1.TenantAdminService/CreateKey"
+	TenantAdminService_SetTenantProcessor_FullMethodName   = "/almoner.auth.v1.TenantAdminService/SetTenantProcessor"
+	TenantAdminService_GetTenantProcessor_FullMethodName   = "/almoner.auth.v1.TenantAdminService/GetTenantProcessor"
+	TenantAdminService_ClearTenantProcessor_FullMethodName = "/almoner.auth.v1.TenantAdminService/ClearTenantProcessor"
 )
 
 // TenantAdminServiceClient is the client API for TenantAdminService service.
@@ -209,6 +212,16 @@ type TenantAdminServiceClient interface {
 	SetTenantActive(ctx context.Context, in *SetTenantActiveRequest, opts ...grpc.CallOption) (*SetTenantActiveResponse, error)
 	// CreateKey creates an API key for a tenant, as an operator.
 	CreateKey(ctx context.Context, in *CreateKeyRequest, opts ...grpc.CallOption) (*CreateKeyResponse, error)
+	// SetTenantProcessor connects the tenant's own payment processor account,
+	// replacing any earlier one. The keys are sealed at rest and never
+	// returned by this service's admin RPCs.
+	SetTenantProcessor(ctx context.Context, in *SetTenantProcessorRequest, opts ...grpc.CallOption) (*SetTenantProcessorResponse, error)
+	// GetTenantProcessor reports whether and how the tenant's processor is
+	// configured, without its keys.
+	GetTenantProcessor(ctx context.Context, in *GetTenantProcessorRequest, opts ...grpc.CallOption) (*GetTenantProcessorResponse, error)
+	// ClearTenantProcessor disconnects the tenant's processor and forgets its
+	// keys; clearing a tenant without one succeeds.
+	ClearTenantProcessor(ctx context.Context, in *ClearTenantProcessorRequest, opts ...grpc.CallOption) (*ClearTenantProcessorResponse, error)
 }
 
 type tenantAdminServiceClient struct {
@@ -269,6 +282,36 @@ func (c *tenantAdminServiceClient) CreateKey(ctx context.Context, in *CreateKeyR
 	return out, nil
 }
 
+func (c *tenantAdminServiceClient) SetTenantProcessor(ctx context.Context, in *SetTenantProcessorRequest, opts ...grpc.CallOption) (*SetTenantProcessorResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetTenantProcessorResponse)
+	err := c.cc.Invoke(ctx, TenantAdminService_SetTenantProcessor_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tenantAdminServiceClient) GetTenantProcessor(ctx context.Context, in *GetTenantProcessorRequest, opts ...grpc.CallOption) (*GetTenantProcessorResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetTenantProcessorResponse)
+	err := c.cc.Invoke(ctx, TenantAdminService_GetTenantProcessor_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tenantAdminServiceClient) ClearTenantProcessor(ctx context.Context, in *ClearTenantProcessorRequest, opts ...grpc.CallOption) (*ClearTenantProcessorResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ClearTenantProcessorResponse)
+	err := c.cc.Invoke(ctx, TenantAdminService_ClearTenantProcessor_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TenantAdminServiceServer is the server API for TenantAdminService service.
 // All implementations must embed UnimplementedTenantAdminServiceServer
 // for forward compatibility.
@@ -286,6 +329,16 @@ type TenantAdminServiceServer interface {
 	SetTenantActive(context.Context, *SetTenantActiveRequest) (*SetTenantActiveResponse, error)
 	// CreateKey creates an API key for a tenant, as an operator.
 	CreateKey(context.Context, *CreateKeyRequest) (*CreateKeyResponse, error)
+	// SetTenantProcessor connects the tenant's own payment processor account,
+	// replacing any earlier one. The keys are sealed at rest and never
+	// returned by this service's admin RPCs.
+	SetTenantProcessor(context.Context, *SetTenantProcessorRequest) (*SetTenantProcessorResponse, error)
+	// GetTenantProcessor reports whether and how the tenant's processor is
+	// configured, without its keys.
+	GetTenantProcessor(context.Context, *GetTenantProcessorRequest) (*GetTenantProcessorResponse, error)
+	// ClearTenantProcessor disconnects the tenant's processor and forgets its
+	// keys; clearing a tenant without one succeeds.
+	ClearTenantProcessor(context.Context, *ClearTenantProcessorRequest) (*ClearTenantProcessorResponse, error)
 	mustEmbedUnimplementedTenantAdminServiceServer()
 }
 
@@ -310,6 +363,15 @@ func (UnimplementedTenantAdminServiceServer) SetTenantActive(context.Context, *S
 }
 func (UnimplementedTenantAdminServiceServer) CreateKey(context.Context, *CreateKeyRequest) (*CreateKeyResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateKey not implemented")
+}
+func (UnimplementedTenantAdminServiceServer) SetTenantProcessor(context.Context, *SetTenantProcessorRequest) (*SetTenantProcessorResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetTenantProcessor not implemented")
+}
+func (UnimplementedTenantAdminServiceServer) GetTenantProcessor(context.Context, *GetTenantProcessorRequest) (*GetTenantProcessorResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetTenantProcessor not implemented")
+}
+func (UnimplementedTenantAdminServiceServer) ClearTenantProcessor(context.Context, *ClearTenantProcessorRequest) (*ClearTenantProcessorResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ClearTenantProcessor not implemented")
 }
 func (UnimplementedTenantAdminServiceServer) mustEmbedUnimplementedTenantAdminServiceServer() {}
 func (UnimplementedTenantAdminServiceServer) testEmbeddedByValue()                            {}
@@ -422,6 +484,60 @@ func _TenantAdminService_CreateKey_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TenantAdminService_SetTenantProcessor_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetTenantProcessorRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TenantAdminServiceServer).SetTenantProcessor(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TenantAdminService_SetTenantProcessor_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TenantAdminServiceServer).SetTenantProcessor(ctx, req.(*SetTenantProcessorRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TenantAdminService_GetTenantProcessor_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetTenantProcessorRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TenantAdminServiceServer).GetTenantProcessor(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TenantAdminService_GetTenantProcessor_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TenantAdminServiceServer).GetTenantProcessor(ctx, req.(*GetTenantProcessorRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TenantAdminService_ClearTenantProcessor_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ClearTenantProcessorRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TenantAdminServiceServer).ClearTenantProcessor(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TenantAdminService_ClearTenantProcessor_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TenantAdminServiceServer).ClearTenantProcessor(ctx, req.(*ClearTenantProcessorRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // TenantAdminService_ServiceDesc is the grpc.ServiceDesc for TenantAdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -448,6 +564,141 @@ var TenantAdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CreateKey",
 			Handler:    _TenantAdminService_CreateKey_Handler,
+		},
+		{
+			MethodName: "SetTenantProcessor",
+			Handler:    _TenantAdminService_SetTenantProcessor_Handler,
+		},
+		{
+			MethodName: "GetTenantProcessor",
+			Handler:    _TenantAdminService_GetTenantProcessor_Handler,
+		},
+		{
+			MethodName: "ClearTenantProcessor",
+			Handler:    _TenantAdminService_ClearTenantProcessor_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "almoner/auth/v1/internal.proto",
+}
+
+const (
+	ProcessorCredentialService_GetProcessorCredentials_FullMethodName = "/almoner.auth.v1.ProcessorCredentialService/GetProcessorCredentials"
+)
+
+// ProcessorCredentialServiceClient is the client API for ProcessorCredentialService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// ProcessorCredentialService gives the orders service a tenant's payment
+// processor keys, to charge and to check the processor's notifications. It
+// is internal: the gateway never maps it to REST. A change of a tenant's
+// processor or status moves the validation epoch
+// (KeyValidationService.GetValidationEpoch), so a caller may cache answers
+// under that epoch as the gateway caches key validations.
+type ProcessorCredentialServiceClient interface {
+	// GetProcessorCredentials returns the tenant's processor keys in plain
+	// text. Exactly one of tenant_id and tenant_slug names the tenant; an
+	// unknown one is NOT_FOUND.
+	GetProcessorCredentials(ctx context.Context, in *GetProcessorCredentialsRequest, opts ...grpc.CallOption) (*GetProcessorCredentialsResponse, error)
+}
+
+type processorCredentialServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewProcessorCredentialServiceClient(cc grpc.ClientConnInterface) ProcessorCredentialServiceClient {
+	return &processorCredentialServiceClient{cc}
+}
+
+func (c *processorCredentialServiceClient) GetProcessorCredentials(ctx context.Context, in *GetProcessorCredentialsRequest, opts ...grpc.CallOption) (*GetProcessorCredentialsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetProcessorCredentialsResponse)
+	err := c.cc.Invoke(ctx, ProcessorCredentialService_GetProcessorCredentials_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ProcessorCredentialServiceServer is the server API for ProcessorCredentialService service.
+// All implementations must embed UnimplementedProcessorCredentialServiceServer
+// for forward compatibility.
+//
+// ProcessorCredentialService gives the orders service a tenant's payment
+// processor keys, to charge and to check the processor's notifications. It
+// is internal: the gateway never maps it to REST. A change of a tenant's
+// processor or status moves the validation epoch
+// (KeyValidationService.GetValidationEpoch), so a caller may cache answers
+// under that epoch as the gateway caches key validations.
+type ProcessorCredentialServiceServer interface {
+	// GetProcessorCredentials returns the tenant's processor keys in plain
+	// text. Exactly one of tenant_id and tenant_slug names the tenant; an
+	// unknown one is NOT_FOUND.
+	GetProcessorCredentials(context.Context, *GetProcessorCredentialsRequest) (*GetProcessorCredentialsResponse, error)
+	mustEmbedUnimplementedProcessorCredentialServiceServer()
+}
+
+// UnimplementedProcessorCredentialServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedProcessorCredentialServiceServer struct{}
+
+func (UnimplementedProcessorCredentialServiceServer) GetProcessorCredentials(context.Context, *GetProcessorCredentialsRequest) (*GetProcessorCredentialsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetProcessorCredentials not implemented")
+}
+func (UnimplementedProcessorCredentialServiceServer) mustEmbedUnimplementedProcessorCredentialServiceServer() {
+}
+func (UnimplementedProcessorCredentialServiceServer) testEmbeddedByValue() {}
+
+// UnsafeProcessorCredentialServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to ProcessorCredentialServiceServer will
+// result in compilation errors.
+type UnsafeProcessorCredentialServiceServer interface {
+	mustEmbedUnimplementedProcessorCredentialServiceServer()
+}
+
+func RegisterProcessorCredentialServiceServer(s grpc.ServiceRegistrar, srv ProcessorCredentialServiceServer) {
+	// If the following call panics, it indicates UnimplementedProcessorCredentialServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&ProcessorCredentialService_ServiceDesc, srv)
+}
+
+func _ProcessorCredentialService_GetProcessorCredentials_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetProcessorCredentialsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProcessorCredentialServiceServer).GetProcessorCredentials(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ProcessorCredentialService_GetProcessorCredentials_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProcessorCredentialServiceServer).GetProcessorCredentials(ctx, req.(*GetProcessorCredentialsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// ProcessorCredentialService_ServiceDesc is the grpc.ServiceDesc for ProcessorCredentialService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var ProcessorCredentialService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "almoner.auth.v1.ProcessorCredentialService",
+	HandlerType: (*ProcessorCredentialServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "GetProcessorCredentials",
+			Handler:    _ProcessorCredentialService_GetProcessorCredentials_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1,0 +1,262 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/almoner/almoner/cmd/almoner/apptest"
+	"github.com/almoner/almoner/cmd/almoner/internal/app"
+	"github.com/almoner/almoner/pkg/secretbox"
+	"github.com/almoner/almoner/pkg/testdb"
+	"github.com/almoner/almoner/pkg/webhook"
+)
+
+// served is an `almoner serve` child process of the test binary.
+type served struct {
+	t        *testing.T
+	cmd      *exec.Cmd
+	logs     *apptest.SyncBuffer
+	exited   chan error
+	httpAddr string
+	grpcAddr string
+}
+
+// startServe runs `almoner serve args…` in a child with env added to the
+// test's environment, and waits until it answers (ready) or exits.
+func startServe(t *testing.T, ready bool, env []string, args ...string) *served {
+	t.Helper()
+	s := &served{t: t, logs: &apptest.SyncBuffer{}, exited: make(chan error, 1), httpAddr: apptest.FreeAddr(t), grpcAddr: apptest.FreeAddr(t)}
+	s.cmd = exec.Command(os.Args[0])
+	s.cmd.Env = append(append(os.Environ(),
+		"ALMONER_TEST_RUN_MAIN="+strings.Join(append([]string{"serve", "--http-addr=" + s.httpAddr, "--grpc-addr=" + s.grpcAddr}, args...), "\x1f"),
+		"ALMONER_MIGRATE=false", "ALMONER_METRICS_ADDR=off", "ALMONER_LOG_FORMAT=json"), env...)
+	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.exited <- s.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = s.cmd.Process.Kill()
+		if t.Failed() {
+			t.Logf("serve %v logs:\n%s", args, s.logs.String())
+		}
+	})
+	if !ready {
+		return s
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, _, errOut := runCLI(t, "admin", "tenant", "get", "--tenant", "00000000-0000-0000-0000-000000000000", "--auth-addr="+s.grpcAddr)
+		if code == 1 && strings.Contains(errOut, "not found") {
+			return s
+		}
+		select {
+		case err := <-s.exited:
+			t.Fatalf("serve exited: %v\n%s", err, s.logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not come up: %s", s.logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (s *served) stop() {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		s.t.Fatal(err)
+	}
+	select {
+	case err := <-s.exited:
+		if err != nil {
+			s.t.Fatalf("exit: %v\n%s", err, s.logs.String())
+		}
+	case <-time.After(30 * time.Second):
+		s.t.Fatal("serve did not exit after SIGTERM")
+	}
+}
+
+// do sends a JSON request to the process's gateway and decodes the answer.
+func (s *served) do(method, path, key string, body any, wantStatus int) map[string]any {
+	s.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, "http://"+s.httpAddr+path, rd)
+	req.Header.Set("X-Api-Key", key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != wantStatus {
+		s.t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, raw, wantStatus)
+	}
+	m := map[string]any{}
+	_ = json.Unmarshal(raw, &m)
+	return m
+}
+
+// TestServeRequiresASharedSealingKey: only a sandbox process that runs
+// everything may start without ALMONER_WEBHOOK_SECRET_KEY; any other
+// process that seals secrets refuses, saying how to set one.
+func TestServeRequiresASharedSealingKey(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.New(t, app.AllMigrations()...)
+	noKey := []string{"DATABASE_URL=" + dbURL, secretbox.KeyVar + "="}
+	for _, tc := range []struct {
+		env  []string
+		args []string
+		msg  string
+	}{
+		{nil, []string{"--target=webhooks"}, "--target=webhooks: " + secretbox.KeyVar + " is not set"},
+		{nil, []string{"--target=auth,gateway"}, "--target=auth,gateway: " + secretbox.KeyVar + " is not set"},
+		{[]string{"ALMONER_ENVIRONMENT=production"}, nil, "production always needs one"},
+		{[]string{secretbox.KeyVar + "=short"}, []string{"--target=auth"}, "want 32 bytes in base64"},
+	} {
+		s := startServe(t, false, append(append([]string{}, noKey...), tc.env...), tc.args...)
+		select {
+		case err := <-s.exited:
+			logs := s.logs.String()
+			if err == nil || !strings.Contains(logs, tc.msg) {
+				t.Errorf("%v %v: exit %v, output %s; want a failure saying %q", tc.env, tc.args, err, logs, tc.msg)
+			}
+			if !strings.Contains(tc.msg, "32 bytes") && !strings.Contains(logs, "openssl rand -base64 32") {
+				t.Errorf("%v %v: the message does not say how to make a key: %s", tc.env, tc.args, logs)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("%v %v: still running without a usable key", tc.env, tc.args)
+		}
+	}
+	// A contacts-only process seals nothing and needs no key.
+	s := startServe(t, false, noKey, "--target=contacts")
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(s.logs.String(), "almoner serving") {
+		select {
+		case err := <-s.exited:
+			t.Fatalf("contacts alone exited: %v %s", err, s.logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("contacts alone did not start: %s", s.logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.stop()
+}
+
+// TestSealingKeySurvivesRestart registers a webhook endpoint, restarts the
+// process with the same key on the same database, and has the new process
+// deliver an event whose signature verifies with the secret the first one
+// returned. A third start without the key (a random one) cannot open the
+// secret: the delivery is a failed one with a clear error, and the log
+// says why.
+func TestSealingKeySurvivesRestart(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.New(t, app.AllMigrations()...)
+	type request struct {
+		header http.Header
+		body   []byte
+	}
+	got := make(chan request, 16)
+	rc := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- request{r.Header.Clone(), b}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer rc.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: rc.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"DATABASE_URL=" + dbURL, "ALMONER_WEBHOOK_ALLOW_PRIVATE=true", "ALMONER_WEBHOOK_CA_FILE=" + ca,
+		"ALMONER_WEBHOOK_TICK=50ms", "ALMONER_WEBHOOK_RETRY_BASE=1h"}
+	withKey := append(append([]string{}, env...), secretbox.KeyVar+"="+secretbox.NewKey())
+
+	first := startServe(t, true, withKey)
+	auth := "--auth-addr=" + first.grpcAddr
+	code, out, errOut := runCLI(t, "admin", "tenant", "create", "--name", "Restart", "--features", "api-access:enabled,webhooks:enabled", auth)
+	if code != 0 {
+		t.Fatalf("tenant create: %s", errOut)
+	}
+	tid := decodeObject(t, out)["id"].(string)
+	_, out, _ = runCLI(t, "admin", "key", "create", "--tenant", tid, "--name", "k", "--scopes", "all", auth)
+	key := decodeObject(t, out)["plainTextKey"].(string)
+	hook := first.do("POST", "/api/tenants/"+tid+"/webhooks", key,
+		map[string]any{"name": "restart", "url": rc.URL + "/hook", "eventTypes": []string{"contact.created"}}, http.StatusCreated)
+	secret, hookID := hook["secret"].(string), hook["id"].(string)
+	first.stop()
+
+	second := startServe(t, true, withKey)
+	second.do("POST", "/api/tenants/"+tid+"/contacts", key, map[string]any{"contactType": "Individual", "firstName": "Ada", "lastName": "After"}, http.StatusCreated)
+	select {
+	case r := <-got:
+		if err := webhook.Verify(secret, r.header.Get(webhook.HeaderSignature), r.header.Get(webhook.HeaderTimestamp), r.body, 5*time.Minute); err != nil {
+			t.Errorf("the delivery after the restart does not verify with the secret from before it: %v", err)
+		}
+		if ev := r.header.Get(webhook.HeaderEvent); ev != "contact.created" {
+			t.Errorf("event %q", ev)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("nothing delivered after the restart: %s", second.logs.String())
+	}
+	second.stop()
+
+	// Without the key: a random one, which cannot open the secret.
+	third := startServe(t, true, append(append([]string{}, env...), secretbox.KeyVar+"="))
+	if !strings.Contains(third.logs.String(), secretbox.KeyVar+" is not set") {
+		t.Errorf("no warning about the random key: %s", third.logs.String())
+	}
+	test := third.do("POST", "/api/tenants/"+tid+"/webhooks/"+hookID+"/test", key, nil, http.StatusOK)
+	const unsealable = "signing secret cannot be unsealed with the server's current key; re-create the endpoint for a new secret"
+	if test["success"] != false || test["error"] != unsealable {
+		t.Errorf("test delivery = %v, want a failure %q", test, unsealable)
+	}
+	third.do("POST", "/api/tenants/"+tid+"/contacts", key, map[string]any{"contactType": "Individual", "firstName": "Bo", "lastName": "Random"}, http.StatusCreated)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		page := third.do("GET", "/api/tenants/"+tid+"/webhooks/"+hookID+"/deliveries", key, nil, http.StatusOK)
+		var failed map[string]any
+		for _, it := range page["items"].([]any) {
+			if d := it.(map[string]any); d["eventType"] == "contact.created" && d["success"] == false {
+				failed = d
+			}
+		}
+		if failed != nil {
+			if failed["error"] != unsealable {
+				t.Errorf("failed delivery = %v", failed)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no failed contact.created delivery: %v\n%s", page, third.logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if logs := third.logs.String(); !strings.Contains(logs, "cannot be unsealed") || !strings.Contains(logs, hookID) {
+		t.Errorf("no log line naming the endpoint: %s", logs)
+	}
+	select {
+	case r := <-got:
+		t.Errorf("a request reached the receiver without a usable secret: %s", r.body)
+	default:
+	}
+	third.stop()
+}
