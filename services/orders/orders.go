@@ -452,7 +452,33 @@ func (a *orderServer) ListOrders(ctx context.Context, req *ordersv1.ListOrdersRe
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	filterKey := fmt.Sprintf("%x", sha256.Sum256([]byte(fmt.Sprintf("%+v|%v|%v|%v|%v|%v|%v|%v", f.ContactID, f.Status, f.LineKind, f.FundID, f.CampaignID, f.BatchID, f.ScheduleID, [4]any{f.From, f.To, f.MinAmount, f.MaxAmount}))))[:16]
+	// A token is valid for the list it was made for: the same filters, by
+	// value, and the same page size (a page number means nothing with
+	// another). The pointer filters are dereferenced: formatted with %v,
+	// contactId, minAmount and maxAmount printed their addresses, new on
+	// every request, so no token of a list filtered by them was accepted.
+	i64 := func(p *int64) string {
+		if p == nil {
+			return ""
+		}
+		return fmt.Sprint(*p)
+	}
+	id := func(p *uuid.UUID) string {
+		if p == nil {
+			return ""
+		}
+		return p.String()
+	}
+	at := func(p *time.Time) string {
+		if p == nil {
+			return ""
+		}
+		return p.UTC().Format(time.RFC3339Nano)
+	}
+	filterKey := fmt.Sprintf("%x", sha256.Sum256([]byte(strings.Join([]string{
+		i64(f.ContactID), f.Status, f.LineKind, id(f.FundID), f.CampaignID, id(f.BatchID), id(f.ScheduleID),
+		at(f.From), at(f.To), i64(f.MinAmount), i64(f.MaxAmount), fmt.Sprint(pg.Size),
+	}, "\x00"))))[:16]
 	var after *uuid.UUID
 	var carried int64
 	if pg.Token != nil {
@@ -461,7 +487,8 @@ func (a *orderServer) ListOrders(ctx context.Context, req *ordersv1.ListOrdersRe
 			return nil, err
 		}
 		if c.Filter != filterKey || c.Page < 2 || c.Total < 0 {
-			return nil, apperr.Invalid(apperr.Violation{Field: "PageToken", Message: "'PageToken' belongs to a list with other filters."})
+			return nil, apperr.Invalid(apperr.Violation{Field: "PageToken",
+				Message: "'PageToken' was made for other filters or another page size; send the same ones, or start again without it."})
 		}
 		after, pg.Number, carried = &c.After, c.Page, c.Total
 	}
