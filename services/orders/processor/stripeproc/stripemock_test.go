@@ -52,7 +52,7 @@ func stripeMockURL(t testing.TB) string {
 func findStripeMock() (string, error) {
 	if p := os.Getenv("STRIPE_MOCK_BIN"); p != "" {
 		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("STRIPE_MOCK_BIN=%s: %w", p, err)
+			return "", fmt.Errorf("stripe-mock: STRIPE_MOCK_BIN=%s: %w (unset it and run `make tools` at the repository root)", p, err)
 		}
 		return p, nil
 	}

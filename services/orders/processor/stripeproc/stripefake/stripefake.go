@@ -554,8 +554,8 @@ func missing(param, what, id string) *apiErr {
 var seqMu sync.Mutex
 var seqN int
 
-// newID returns a Stripe-like id, unique within the process so that ids
-// of different servers in one test never collide.
+// newID returns a Stripe-like id. It is random, so that the ids of two
+// fakes in one test (two tenants' end-to-end runs) never collide.
 func newID(prefix string) string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -514,5 +515,25 @@ func TestUnknownParameter(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != 400 || !strings.Contains(string(body), "parameter_unknown") {
 		t.Errorf("got %d %s", res.StatusCode, body)
+	}
+}
+
+// TestNotInTheBinaries: the fake is test support; no binary that ships
+// may link it (a fake Stripe answering real charges would be silent).
+func TestNotInTheBinaries(t *testing.T) {
+	const fake = "github.com/almoner/almoner/services/orders/processor/stripeproc/stripefake"
+	binaries := []string{"github.com/almoner/almoner/cmd/almoner", "github.com/almoner/almoner/services/orders/cmd/orders"}
+	out, err := exec.Command("go", append([]string{"list", "-e", "-deps"}, binaries...)...).Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 10 {
+		t.Fatalf("go list found only %v", deps)
+	}
+	for _, d := range deps {
+		if d == fake {
+			t.Errorf("%s is linked into %v", fake, binaries)
+		}
 	}
 }
