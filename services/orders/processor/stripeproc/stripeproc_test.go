@@ -3,6 +3,7 @@ package stripeproc_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -255,3 +256,37 @@ func TestDefaultAPIBase(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestFollowUpReadsStripeAccepts covers the reads Cancel and Detach make
+// after Stripe refuses them: the refusal is answered locally (stripe-mock
+// never refuses a valid cancel or detach), the read goes to stripe-mock.
+func TestFollowUpReadsStripeAccepts(t *testing.T) {
+	base := stripeMockURL(t)
+	var reads []string
+	rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if r.Method == http.MethodPost {
+			body := `{"error":{"type":"invalid_request_error","message":"refused here"}}`
+			return &http.Response{StatusCode: 400, Header: http.Header{"Content-Type": {"application/json"}},
+				Body: io.NopCloser(strings.NewReader(body)), Request: r}, nil
+		}
+		res, err := http.DefaultTransport.RoundTrip(r)
+		if err == nil {
+			reads = append(reads, r.URL.Path+" "+res.Status)
+		}
+		return res, err
+	})
+	p := stripeproc.New(stripeproc.Config{APIBase: base, SecretKey: testKey, HTTPClient: &http.Client{Transport: rt}})
+	ctx := context.Background()
+	// stripe-mock's PaymentIntent is not canceled: the refusal stands.
+	if _, ok := processor.AsRefused(p.Cancel(ctx, "pi_123", "k")); !ok {
+		t.Error("cancel: want the refusal to stand")
+	}
+	// stripe-mock's PaymentMethod has no customer: detached already.
+	if err := p.DetachPaymentMethod(ctx, "pm_123"); err != nil {
+		t.Errorf("detach: %v, want success", err)
+	}
+	want := []string{"/v1/payment_intents/pi_123 200 OK", "/v1/payment_methods/pm_123 200 OK"}
+	if strings.Join(reads, ",") != strings.Join(want, ",") {
+		t.Errorf("reads %v, want %v", reads, want)
+	}
+}
