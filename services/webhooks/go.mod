@@ -5,6 +5,7 @@ go 1.26.0
 replace github.com/almoner/almoner/pkg => ../../pkg
 
 require (
+	code.dny.dev/ssrf v0.3.0
 	github.com/almoner/almoner/pkg v0.0.0-00010101000000-000000000000
 	github.com/google/uuid v1.6.0
 	github.com/jackc/pgx/v5 v5.12.0
