@@ -72,11 +72,20 @@ func checkPod(t *testing.T, what string, spec corev1.PodSpec, needProbes bool) {
 		if needProbes && (c.ReadinessProbe == nil || c.LivenessProbe == nil) {
 			t.Errorf("%s/%s: missing readiness or liveness probe", what, c.Name)
 		}
-		hasDB := false
+		hasDB, hasSealingKey := false, false
 		for _, e := range c.Env {
 			if e.Name == "DATABASE_URL" {
 				hasDB = e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.Value == ""
 			}
+			if e.Name == "ALMONER_WEBHOOK_SECRET_KEY" {
+				hasSealingKey = e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil &&
+					e.ValueFrom.SecretKeyRef.Name == "almoner-webhook-secret-key" && e.Value == ""
+			}
+		}
+		// auth (processor keys) and webhooks (signing secrets) seal with
+		// one key; a split process without it refuses to start.
+		if (strings.HasSuffix(what, "-auth") || strings.HasSuffix(what, "-webhooks")) && !hasSealingKey {
+			t.Errorf("%s/%s: ALMONER_WEBHOOK_SECRET_KEY does not come from the almoner-webhook-secret-key Secret", what, c.Name)
 		}
 		if strings.Contains(what, "gateway") {
 			continue

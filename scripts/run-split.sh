@@ -12,6 +12,10 @@ if [ -z "${DATABASE_URL:-}" ]; then
   DATABASE_URL=$(echo "$server" | sed -E 's#/postgres(\?|$)#/almoner\1#')
 fi
 export DATABASE_URL ALMONER_ENVIRONMENT=${ALMONER_ENVIRONMENT:-sandbox} ALMONER_LOG_FORMAT=${ALMONER_LOG_FORMAT:-text}
+# auth and webhooks seal secrets with this key: every process needs the
+# same one, kept across runs in the data folder as make run keeps it.
+ALMONER_WEBHOOK_SECRET_KEY=${ALMONER_WEBHOOK_SECRET_KEY:-$(./scripts/secret-key.sh)}
+export ALMONER_WEBHOOK_SECRET_KEY
 ./bin/almoner migrate
 
 services=$(./bin/almoner services)

@@ -2,7 +2,9 @@
 # make run: find or start PostgreSQL, create the almoner database, serve
 # everything in one process, and on first run create a sandbox tenant "Demo"
 # with a key holding every scope (kept in .data/demo.json; ALMONER_DATA_DIR
-# names another folder, as scripts/quickstart-check.sh does).
+# names another folder, as scripts/quickstart-check.sh does) and the key
+# that seals webhook and processor secrets (.data/secret-key), so that a
+# restart can still sign for the endpoints registered before it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 data=${ALMONER_DATA_DIR:-.data}
@@ -18,6 +20,8 @@ export ALMONER_HTTP_ADDR=${ALMONER_HTTP_ADDR:-:8080}
 export ALMONER_GRPC_ADDR=${ALMONER_GRPC_ADDR:-127.0.0.1:9090}
 export ALMONER_ENVIRONMENT=${ALMONER_ENVIRONMENT:-sandbox}
 export ALMONER_LOG_FORMAT=${ALMONER_LOG_FORMAT:-text}
+ALMONER_WEBHOOK_SECRET_KEY=${ALMONER_WEBHOOK_SECRET_KEY:-$(./scripts/secret-key.sh)}
+export ALMONER_WEBHOOK_SECRET_KEY
 
 ./bin/almoner serve &
 pid=$!

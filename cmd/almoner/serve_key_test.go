@@ -114,6 +114,43 @@ func (s *served) do(method, path, key string, body any, wantStatus int) map[stri
 	return m
 }
 
+// TestDataFolderKeepsTheSealingKey: make run's key is made once per data
+// folder, readable by its owner only, and the same on every later start.
+func TestDataFolderKeepsTheSealingKey(t *testing.T) {
+	t.Parallel()
+	data := filepath.Join(t.TempDir(), "data")
+	read := func() string {
+		t.Helper()
+		cmd := exec.Command("../../scripts/secret-key.sh")
+		cmd.Env = append(os.Environ(), "ALMONER_DATA_DIR="+data)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("secret-key.sh: %v", err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	first := read()
+	if _, err := secretbox.ParseKey(first); err != nil {
+		t.Fatalf("key %q: %v", first, err)
+	}
+	if again := read(); again != first {
+		t.Errorf("second start got another key")
+	}
+	fi, err := os.Stat(filepath.Join(data, "secret-key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("key file mode %v, want 0600", fi.Mode().Perm())
+	}
+	other := filepath.Join(t.TempDir(), "other")
+	cmd := exec.Command("../../scripts/secret-key.sh")
+	cmd.Env = append(os.Environ(), "ALMONER_DATA_DIR="+other)
+	if out, err := cmd.Output(); err != nil || strings.TrimSpace(string(out)) == first {
+		t.Errorf("another data folder: %q, %v; want a key of its own", out, err)
+	}
+}
+
 // TestServeRequiresASharedSealingKey: only a sandbox process that runs
 // everything may start without ALMONER_WEBHOOK_SECRET_KEY; any other
 // process that seals secrets refuses, saying how to set one.
