@@ -392,3 +392,37 @@ func TestProcessorKeysSealedElsewhere(t *testing.T) {
 		t.Errorf("get with another key: %v, %v", got, err)
 	}
 }
+
+// BenchmarkGetProcessorCredentials is the orders service's read on a cache
+// miss: one primary-key join and two GCM opens.
+func BenchmarkGetProcessorCredentials(b *testing.B) {
+	pool, err := db.Open(context.Background(), testdb.New(b, Migrations()...))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	sl, _ := secretbox.New(make([]byte, secretbox.KeySize))
+	cfg := DefaultConfig()
+	cfg.KeyCacheWindow, cfg.Sealer = 0, sl
+	s, err := New(pool, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	admin, creds := &adminServer{s: s}, &processorServer{s: s}
+	ctx := context.Background()
+	t, err := admin.CreateTenant(ctx, &authv1.CreateTenantRequest{Name: "Bench", Slug: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	id := t.GetTenant().GetId()
+	if _, err := admin.SetTenantProcessor(ctx, &authv1.SetTenantProcessorRequest{TenantId: id, Provider: "stripe", SecretKey: testKey, WebhookSecret: webhookSecret}); err != nil {
+		b.Fatal(err)
+	}
+	req := &authv1.GetProcessorCredentialsRequest{TenantId: id}
+	b.ResetTimer()
+	for b.Loop() {
+		if c, err := creds.GetProcessorCredentials(ctx, req); err != nil || c.GetSecretKey() != testKey {
+			b.Fatalf("%v, %v", c, err)
+		}
+	}
+}
