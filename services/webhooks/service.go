@@ -38,6 +38,9 @@ const (
 	DefaultEnqueueLimit = 500
 	DefaultSendLimit    = 100
 	DefaultMaxAttempts  = 5
+	// DefaultFeatureCacheTTL is how long a tenant's webhooks:enabled flag
+	// is reused before the auth service is asked again.
+	DefaultFeatureCacheTTL = 10 * time.Second
 )
 
 // FeatureLookup reports whether a tenant has webhooks:enabled.
@@ -75,9 +78,8 @@ type Config struct {
 	SecretKey []byte
 	// Features tells whether a tenant has webhooks:enabled.
 	Features FeatureLookup
-	// Epoch reads the auth service's validation epoch, under which answers
-	// of Features are cached (featureCache); nil caches nothing.
-	Epoch EpochLookup
+	// FeatureCacheTTL is how long an answer of Features is reused.
+	FeatureCacheTTL time.Duration
 	// Resolver resolves hosts at registration; net.DefaultResolver if nil.
 	Resolver *net.Resolver
 }
@@ -95,6 +97,7 @@ func ConfigFrom(src config.Source, environment string) (Config, error) {
 		{"ALMONER_WEBHOOK_TICK", DefaultTick, &cfg.Tick},
 		{"ALMONER_WEBHOOK_RETRY_BASE", DefaultRetryBase, &cfg.RetryBase},
 		{"ALMONER_WEBHOOK_TIMEOUT", DefaultTimeout, &cfg.Timeout},
+		{"ALMONER_WEBHOOK_FEATURE_CACHE_TTL", DefaultFeatureCacheTTL, &cfg.FeatureCacheTTL},
 		{"ALMONER_WEBHOOK_LEASE", 0, &cfg.Lease},
 	}
 	for _, d := range durs {
@@ -197,6 +200,9 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) (*Service, error) 
 	if cfg.Lease <= cfg.Timeout {
 		return nil, fmt.Errorf("ALMONER_WEBHOOK_LEASE (%s) must exceed ALMONER_WEBHOOK_TIMEOUT (%s)", cfg.Lease, cfg.Timeout)
 	}
+	if cfg.FeatureCacheTTL <= 0 {
+		cfg.FeatureCacheTTL = DefaultFeatureCacheTTL
+	}
 	if cfg.Resolver == nil {
 		cfg.Resolver = net.DefaultResolver
 	}
@@ -217,7 +223,7 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) (*Service, error) 
 	s := &Service{
 		cfg: cfg, store: store.New(pool), sealer: sl, policy: policy, logger: logger,
 		sender:   newSender(policy, cfg.Timeout, cfg.RootCAs, cfg.SendLimit),
-		features: newFeatureCache(features, cfg.Epoch),
+		features: newFeatureCache(features, cfg.FeatureCacheTTL),
 	}
 	s.dispatcher = newDispatcher(s)
 	return s, nil
@@ -268,19 +274,6 @@ func AuthFeatureLookup(client authv1.TenantAdminServiceClient) FeatureLookup {
 	}
 }
 
-// AuthEpochLookup reads the validation epoch with the auth service's
-// internal KeyValidationService.GetValidationEpoch, the call gateways poll
-// for their key caches (it reports no key uses here).
-func AuthEpochLookup(client authv1.KeyValidationServiceClient) EpochLookup {
-	return func(ctx context.Context) (int64, time.Duration, error) {
-		resp, err := client.GetValidationEpoch(ctx, &authv1.GetValidationEpochRequest{})
-		if err != nil {
-			return 0, 0, err
-		}
-		return resp.GetEpoch(), resp.GetCacheWindow().AsDuration(), nil
-	}
-}
-
 // Module describes the webhooks service to the binaries that host it.
 var Module = service.Module{
 	Name:       Name,
@@ -295,7 +288,6 @@ var Module = service.Module{
 			return nil, err
 		}
 		cfg.Features = AuthFeatureLookup(authv1.NewTenantAdminServiceClient(conn))
-		cfg.Epoch = AuthEpochLookup(authv1.NewKeyValidationServiceClient(conn))
 		return New(d.DB, cfg, d.Logger)
 	},
 }
