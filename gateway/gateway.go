@@ -125,6 +125,10 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 			}
 		}
 	}
+	if err := g.registerNotifications(); err != nil {
+		g.Close()
+		return nil, fmt.Errorf("gateway: register processor notifications: %w", err)
+	}
 	g.keys = newKeyCache(authv1.NewKeyValidationServiceClient(g.conns[authName]), cfg.Logger)
 	var keysCtx context.Context
 	keysCtx, g.stopKeys = context.WithCancel(context.WithoutCancel(ctx))
@@ -242,6 +246,9 @@ func (g *Gateway) clientIP(_ context.Context, r *http.Request) metadata.MD {
 var forwardedHeaders = map[string]string{
 	"Idempotency-Key": "idempotency-key",
 	"If-Match":        "if-match",
+	// With the client's address, the record of a donor accepting a bank
+	// debit's mandate online (the orders service's processor payments).
+	"User-Agent": "client-user-agent",
 }
 
 // incomingHeader drops every client header except a short allow-list, so

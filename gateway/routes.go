@@ -27,7 +27,7 @@ var registry = map[string][]registerFunc{
 	authName:    {authv1.RegisterApiKeyServiceHandler},
 	"contacts":  {contactsv1.RegisterContactServiceHandler, contactsv1.RegisterContactFormServiceHandler},
 	"inventory": {inventoryv1.RegisterInventoryServiceHandler},
-	"orders":    {ordersv1.RegisterOrderServiceHandler, ordersv1.RegisterFundServiceHandler, ordersv1.RegisterBatchServiceHandler, ordersv1.RegisterRecurringDonationServiceHandler},
+	"orders":    {ordersv1.RegisterOrderServiceHandler, ordersv1.RegisterFundServiceHandler, ordersv1.RegisterBatchServiceHandler, ordersv1.RegisterRecurringDonationServiceHandler, ordersv1.RegisterPaymentMethodServiceHandler},
 	"reports":   {reportsv1.RegisterReportServiceHandler},
 	"webhooks":  {webhooksv1.RegisterWebhookServiceHandler},
 }

@@ -45,8 +45,25 @@ type Principal struct {
 	Features  []string
 }
 
-// Actor is the audit-log actor of the principal: api-key:<keyPrefix>.
-func (p Principal) Actor() string { return "api-key:" + p.KeyPrefix }
+// Actor is the audit-log actor of the principal: api-key:<keyPrefix>, or
+// the platform's own actor for a System principal.
+func (p Principal) Actor() string {
+	if a, ok := strings.CutPrefix(p.KeyID, systemKeyID); ok {
+		return a
+	}
+	return "api-key:" + p.KeyPrefix
+}
+
+// systemKeyID starts the key id of a System principal.
+const systemKeyID = "system:"
+
+// System is the principal of work the platform does for a tenant on its
+// own (a processor's notification releasing stock, say), with just the
+// scopes that work needs; its audit actor is actor (processor:stripe,
+// system).
+func System(tenantID, actor string, scopes ...string) Principal {
+	return Principal{TenantID: tenantID, KeyID: systemKeyID + actor, KeyPrefix: actor, Scopes: scopes}
+}
 
 // HasScope reports whether the key carries scope.
 func (p Principal) HasScope(scope string) bool { return slices.Contains(p.Scopes, scope) }

@@ -43,6 +43,7 @@ var entities = []entity{
 	{"Shipment", "A shipment", "deleted"},
 	{"RecurringDonation", "A recurring donation schedule", "deleted"},
 	{"InventoryItem", "An inventory item", "deleted"},
+	{"PaymentMethod", "A contact's saved payment method", "detached"},
 }
 
 var (

@@ -9,7 +9,7 @@ import (
 
 func TestCatalog(t *testing.T) {
 	t.Parallel()
-	want := []string{"contact", "order", "order_donation", "order_payment", "batch", "fund", "shipment", "recurring_donation", "inventory_item"}
+	want := []string{"contact", "order", "order_donation", "order_payment", "batch", "fund", "shipment", "recurring_donation", "inventory_item", "payment_method"}
 	for _, e := range want {
 		for _, a := range []string{"created", "updated", "deleted"} {
 			if !Known(e + "." + a) {

@@ -23,6 +23,7 @@ const (
 	OrdersCreate             = "orders:create"
 	OrdersVoid               = "orders:void"
 	OrdersRefund             = "orders:refund"
+	PaymentMethodsManage     = "payment-methods:manage"
 	RecurringDonationsView   = "recurring-donations:view"
 	RecurringDonationsCancel = "recurring-donations:cancel"
 	ReportsView              = "reports:view"
@@ -57,6 +58,7 @@ var Catalog = []Scope{
 	{OrdersCreate, "Create orders: gifts, item sales and recurring schedules."},
 	{OrdersVoid, "Void an order (operator-only)."},
 	{OrdersRefund, "Refund an order in full or in part (operator-only)."},
+	{PaymentMethodsManage, "Save a donor's card or bank account with a payment; list and remove a contact's saved payment methods."},
 	{RecurringDonationsView, "List and read recurring donation schedules."},
 	{RecurringDonationsCancel, "Cancel a recurring donation schedule."},
 	{ReportsView, "List report types and saved reports; run them."},

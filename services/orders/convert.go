@@ -58,7 +58,7 @@ func toOrder(o store.Order) *ordersv1.Order {
 	for _, p := range o.Payments {
 		out.Payments = append(out.Payments, &ordersv1.OrderPayment{Id: p.ID.String(), PaymentMethod: p.Method, Amount: decimal(p.AmountMinor, c),
 			PaymentStatus: p.Status, RefundedAmount: decimal(p.RefundedMinor, c), CheckNumber: p.CheckNumber, Reference: p.Reference,
-			ProcessorReference: p.ProcessorReference})
+			ProcessorReference: p.ProcessorReference, NextAction: nextAction(p)})
 	}
 	return out
 }
@@ -95,7 +95,7 @@ func toSchedule(s store.Schedule) *ordersv1.RecurringDonation {
 	return &ordersv1.RecurringDonation{Id: s.ID.String(), ContactId: s.ContactID, Amount: decimal(s.AmountMinor, s.Currency), Currency: s.Currency,
 		Frequency: s.Frequency, StartDate: s.StartDate.Format(time.DateOnly), EndDate: dateString(s.EndDate), FundId: s.FundID.String(),
 		CampaignId: s.CampaignID, PaymentMethod: s.PaymentMethod, Status: s.Status, NextChargeDate: dateString(s.NextChargeDate),
-		FailedAttempts: s.FailedAttempts, OriginOrderId: s.OriginOrderID.String(),
+		FailedAttempts: s.FailedAttempts, FailureReason: s.FailureReason, OriginOrderId: s.OriginOrderID.String(),
 		CreatedAt: timestamppb.New(s.CreatedAt), UpdatedAt: timestamppb.New(s.UpdatedAt)}
 }
 
@@ -106,4 +106,13 @@ func indexPath(field string, i int) string { return field + "[" + strconv.Itoa(i
 func parseID(s string) (uuid.UUID, bool) {
 	id, err := uuid.Parse(s)
 	return id, err == nil
+}
+
+// nextAction tells the donor's browser how to finish a payment that
+// waits for them (3-D Secure through Stripe.js).
+func nextAction(p store.Payment) *ordersv1.NextAction {
+	if p.Status != store.PaymentRequiresAction || p.ClientSecret == "" {
+		return nil
+	}
+	return &ordersv1.NextAction{Type: "use_stripe_sdk", ClientSecret: p.ClientSecret}
 }

@@ -28,5 +28,6 @@ const (
 	codeOverRefund            = "Order.RefundExceedsRefundable"
 	codeDeclined              = "Payment.DeclinedByProcessor"
 	codeProcessorUnavailable  = "Payment.ProcessorNotConfigured"
+	codeProcessorRefused      = "Payment.RefusedByProcessor"
 	codeDuplicateFundName     = "Fund.DuplicateName"
 )

@@ -22,6 +22,7 @@ import (
 	"github.com/almoner/almoner/pkg/money"
 	"github.com/almoner/almoner/pkg/paging"
 	"github.com/almoner/almoner/pkg/scopes"
+	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/store"
 )
 
@@ -72,7 +73,7 @@ func (a *orderServer) CreateOrder(ctx context.Context, req *ordersv1.CreateOrder
 	}
 	orderID := uuid.Must(uuid.NewV7())
 	if key == "" {
-		o, err := a.s.createOrder(ctx, p, req, orderID, nil, nil)
+		o, err := a.s.createOrder(ctx, p, req, orderID, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -103,13 +104,9 @@ func (a *orderServer) CreateOrder(ctx context.Context, req *ordersv1.CreateOrder
 		stored = b
 		return b, err
 	}}
-	o, err := a.s.createOrder(ctx, p, req, claim.OrderID, completion, nil)
+	o, err := a.s.createOrder(ctx, p, req, claim.OrderID, completion)
 	if err != nil {
-		// Nothing was recorded: give the key back so a corrected request
-		// may use it. (The order id goes with it; stock was released.)
-		if rerr := a.s.store.ReleaseKey(context.WithoutCancel(ctx), tenantID, key, claim.OrderID); rerr != nil {
-			a.s.logger.ErrorContext(ctx, "release idempotency key", "err", rerr)
-		}
+		a.s.giveBackKey(ctx, tenantID, key, claim.OrderID, err)
 		return nil, err
 	}
 	// Answer with exactly the bytes a replay will return.
@@ -120,64 +117,167 @@ func (a *orderServer) CreateOrder(ctx context.Context, req *ordersv1.CreateOrder
 	return &resp, nil
 }
 
-// installment carries what the runner adds to an order it creates.
-type installment struct {
-	scheduleID uuid.UUID
-	now        time.Time
+// giveBackKey frees a claimed key whose request recorded nothing. After a
+// failure that left a charge's outcome unknown, the claim keeps its order
+// id and only its lease ends, so the client's retry with the same key
+// takes it over at once and charges with the same processor idempotency
+// keys (the processor answers the first charge again). After any other
+// failure the key goes back, order id and all, so a corrected request
+// may use it.
+func (s *Service) giveBackKey(ctx context.Context, tenantID uuid.UUID, key string, orderID uuid.UUID, cause error) {
+	ctx = context.WithoutCancel(ctx)
+	var err error
+	if isUncertain(cause) {
+		err = s.store.ExpireKey(ctx, tenantID, key, orderID)
+	} else {
+		err = s.store.ReleaseKey(ctx, tenantID, key, orderID)
+	}
+	if err != nil {
+		s.logger.ErrorContext(ctx, "give back idempotency key", "error", err)
+	}
 }
 
 // createOrder validates, checks the contact and funds, reserves stock,
-// charges processor payments and records the order. Every side effect
-// before the final transaction is undone when a later step fails.
+// charges processor payments and records the order: each a step below.
+// Every side effect taken before the order is recorded (a reservation, a
+// charge, a saved card) registers its undo; when a later step fails, the
+// undo steps run in reverse, in this one place.
 func (s *Service) createOrder(ctx context.Context, p authctx.Principal, req *ordersv1.CreateOrderRequest, orderID uuid.UUID,
-	completion *store.Completion, inst *installment) (store.Order, error) {
-	tenantID := uuid.MustParse(p.TenantID)
+	completion *store.Completion) (_ store.Order, err error) {
 	now := s.cfg.Now()
-	if inst != nil {
-		now = inst.now
-	}
-	currency := strings.ToUpper(strings.TrimSpace(req.GetCurrency()))
-	if currency == "" {
-		c, err := s.currency.Get(ctx, p.TenantID)
-		if err != nil {
-			return store.Order{}, err
-		}
-		currency = c
+	currency, err := s.orderCurrency(ctx, p, req)
+	if err != nil {
+		return store.Order{}, err
 	}
 	d, err := validateCreate(req, currency, store.Day(now))
 	if err != nil {
 		return store.Order{}, err
 	}
-	for i, pd := range d.payments {
-		if (pd.Method == "Card" || pd.Method == "Ach") && !p.HasFeature(features.PaymentProcessor) {
-			return store.Order{}, apperr.Forbidden("Feature not enabled: " + features.PaymentProcessor)
+	tp, err := s.authorizePayments(ctx, p, d)
+	if err != nil {
+		return store.Order{}, err
+	}
+	if err := s.checkReferences(ctx, p, req.GetContactId(), &d); err != nil {
+		return store.Order{}, err
+	}
+	o := store.Order{TenantID: uuid.MustParse(p.TenantID), ID: orderID, ContactID: req.GetContactId(), Status: store.StatusCompleted, Currency: currency,
+		Billing: d.billing, Shipping: d.shipping, Notes: d.notes, Donations: d.donations, Items: d.items}
+	var u undo
+	defer func() {
+		if err != nil {
+			// A keyed request whose charge's outcome is unknown keeps its
+			// charges for the retry (same key, same order id); anything
+			// else undoes everything.
+			u.run(ctx, completion != nil && isUncertain(err))
 		}
-		if (pd.Method == "Card" || pd.Method == "Ach") && s.cfg.Processor == nil {
-			return store.Order{}, apperr.FieldRule(codeProcessorUnavailable, indexPath("Payments", i)+".PaymentMethod",
-				"No payment processor is configured for this environment; "+pd.Method+" payments cannot be taken.")
+	}()
+	if err := s.reserveStock(ctx, p, &o, &u); err != nil {
+		return store.Order{}, err
+	}
+	if err := settleTotals(&o, d); err != nil {
+		return store.Order{}, err
+	}
+	n := store.NewOrder{Order: o, RequestedBatch: d.batchID, Schedules: d.schedules, Idempotency: completion, Now: now}
+	if err := s.collect(ctx, p, tp, &n, d, &u); err != nil {
+		return store.Order{}, err
+	}
+	saved, err := s.record(ctx, p, n)
+	if err != nil {
+		return store.Order{}, err
+	}
+	// Saving addresses to the contact is a convenience after the fact: the
+	// order is recorded whatever happens here.
+	if req.GetSaveBillingToContact() {
+		s.saveAddress(ctx, p, o.ContactID, "Billing", d.billing)
+	}
+	if req.GetSaveShippingToContact() {
+		s.saveAddress(ctx, p, o.ContactID, "Shipping", d.shipping)
+	}
+	return saved, nil
+}
+
+// orderCurrency is the body's currency, else the tenant's default.
+func (s *Service) orderCurrency(ctx context.Context, p authctx.Principal, req *ordersv1.CreateOrderRequest) (string, error) {
+	if c := strings.ToUpper(strings.TrimSpace(req.GetCurrency())); c != "" {
+		return c, nil
+	}
+	return s.currency.Get(ctx, p.TenantID)
+}
+
+// authorizePayments checks what processor payments need: the tenant's
+// feature, the scope to save a method, and a processor to charge them.
+// It returns the tenant's processor, or a zero one when the order has no
+// processor payment.
+func (s *Service) authorizePayments(ctx context.Context, p authctx.Principal, d draft) (tenantProcessor, error) {
+	var needed bool
+	for _, pd := range d.payments {
+		if !pd.viaProcessor() {
+			continue
+		}
+		needed = true
+		if !p.HasFeature(features.PaymentProcessor) {
+			return tenantProcessor{}, apperr.Forbidden("Feature not enabled: " + features.PaymentProcessor)
+		}
+		if pd.save && !p.HasScope(scopes.PaymentMethodsManage) {
+			return tenantProcessor{}, apperr.MissingPermission(scopes.PaymentMethodsManage)
 		}
 	}
-	// The contact check is a gRPC call to contacts; it runs while the
-	// funds are read, which takes one round trip off the order's latency.
-	// Its answer is looked at after the funds', as before, and every return
-	// below waits for it, so it never outlives the request.
-	var contact struct {
+	if !needed {
+		return tenantProcessor{}, nil
+	}
+	tp, ok, err := s.processors().ForTenant(ctx, p.TenantID)
+	if err != nil {
+		return tenantProcessor{}, err
+	}
+	if !ok {
+		for i, pd := range d.payments {
+			if pd.viaProcessor() {
+				return tenantProcessor{}, apperr.FieldRule(codeProcessorUnavailable, indexPath("Payments", i)+".PaymentMethod",
+					"No payment processor is configured for this tenant; "+pd.Method+" payments cannot be taken.")
+			}
+		}
+	}
+	return tp, nil
+}
+
+// checkReferences checks that the funds exist and are active (copying
+// their names and deductibility onto the lines) and that the contact
+// exists and is active. The contact check is a gRPC call to contacts; it
+// runs while the funds are read, which takes one round trip off the
+// order's latency, and its answer is looked at after the funds'.
+func (s *Service) checkReferences(ctx context.Context, p authctx.Principal, contactID int64, d *draft) error {
+	type contactAnswer struct {
 		exists, active bool
 		err            error
 	}
-	var checked chan struct{}
-	if inst == nil {
-		checked = make(chan struct{})
-		go func() {
-			defer close(checked)
-			contact.exists, contact.active, contact.err = s.cfg.Contacts.Check(ctx, p, req.GetContactId())
-		}()
-		defer func() { <-checked }()
+	answer := make(chan contactAnswer, 1)
+	go func() {
+		var a contactAnswer
+		a.exists, a.active, a.err = s.cfg.Contacts.Check(ctx, p, contactID)
+		answer <- a
+	}()
+	fundErr := s.checkFunds(ctx, uuid.MustParse(p.TenantID), d)
+	c := <-answer // waited for on every path, so it never outlives the request
+	if fundErr != nil {
+		return fundErr
 	}
-	// Funds: exist, active; deductibility is copied from the fund.
+	switch {
+	case c.err != nil:
+		return c.err
+	case !c.exists:
+		return apperr.FieldRule(codeContactNotFound, "ContactId", fmt.Sprintf("Contact %d was not found.", contactID))
+	case !c.active:
+		return apperr.FieldRule(codeContactInactive, "ContactId", fmt.Sprintf("Contact %d is inactive.", contactID))
+	}
+	return nil
+}
+
+// checkFunds reads the order's funds: each must exist and be active;
+// deductibility is copied from the fund.
+func (s *Service) checkFunds(ctx context.Context, tenantID uuid.UUID, d *draft) error {
 	funds, err := s.store.GetFunds(ctx, tenantID, d.fundIDs)
 	if err != nil {
-		return store.Order{}, err
+		return err
 	}
 	var v apperr.Violations
 	for i := range d.donations {
@@ -197,68 +297,51 @@ func (s *Service) createOrder(ctx context.Context, p authctx.Principal, req *ord
 			v.Add(indexPath("RecurringDonations", i)+".FundId", "%s", codeFundNotFound+": Fund '"+sc.FundID.String()+"' was not found or is inactive.")
 		}
 	}
-	if err := v.Err(); err != nil {
-		return store.Order{}, err
-	}
-	if inst == nil {
-		<-checked
-		exists, active, err := contact.exists, contact.active, contact.err
-		if err != nil {
-			return store.Order{}, err
-		}
-		if !exists {
-			return store.Order{}, apperr.FieldRule(codeContactNotFound, "ContactId", fmt.Sprintf("Contact %d was not found.", req.GetContactId()))
-		}
-		if !active {
-			return store.Order{}, apperr.FieldRule(codeContactInactive, "ContactId", fmt.Sprintf("Contact %d is inactive.", req.GetContactId()))
-		}
-	}
+	return v.Err()
+}
 
-	o := store.Order{TenantID: tenantID, ID: orderID, ContactID: req.GetContactId(), Status: store.StatusCompleted, Currency: currency,
-		Billing: d.billing, Shipping: d.shipping, Notes: d.notes, Donations: d.donations, Items: d.items}
-	if inst != nil {
-		o.ScheduleID = &inst.scheduleID
+// reserveStock reserves the item lines' stock and copies their prices.
+// The reservation is idempotent by (order id, line), so a retry of this
+// very order (same claimed id) reuses it; its undo releases it.
+func (s *Service) reserveStock(ctx context.Context, p authctx.Principal, o *store.Order, u *undo) error {
+	if len(o.Items) == 0 {
+		return nil
 	}
-	// Stock first: the reservation is idempotent by (order id, line), so
-	// a retry of this very order (same claimed id) reuses it.
-	reserved := false
-	release := func() {
-		if !reserved {
-			return
-		}
-		if err := s.cfg.Stock.Release(context.WithoutCancel(ctx), p, &inventoryv1.ReleaseStockRequest{TenantId: p.TenantID, OrderId: orderID.String()}); err != nil {
-			s.logger.ErrorContext(ctx, "release stock of an order that was not recorded", "order_id", orderID, "err", err)
-		}
+	rreq := &inventoryv1.ReserveStockRequest{TenantId: p.TenantID, OrderId: o.ID.String()}
+	for _, it := range o.Items {
+		rreq.Items = append(rreq.Items, &inventoryv1.ReserveStockLine{LineNumber: it.LineNumber, ItemId: it.ItemID.String(), Quantity: it.Quantity})
 	}
-	if len(d.items) > 0 {
-		rreq := &inventoryv1.ReserveStockRequest{TenantId: p.TenantID, OrderId: orderID.String()}
-		for _, it := range d.items {
-			rreq.Items = append(rreq.Items, &inventoryv1.ReserveStockLine{LineNumber: it.LineNumber, ItemId: it.ItemID.String(), Quantity: it.Quantity})
+	resp, err := s.cfg.Stock.Reserve(ctx, p, rreq)
+	if err != nil {
+		if verr, ok := reserveViolation(err); ok {
+			return verr
 		}
-		resp, err := s.cfg.Stock.Reserve(ctx, p, rreq)
-		if err != nil {
-			if verr, ok := reserveViolation(err); ok {
-				return store.Order{}, verr
-			}
-			return store.Order{}, upstream("Stock cannot be reserved right now.", err)
-		}
-		reserved = true
-		for i, l := range resp.GetItems() {
-			if l.GetCurrency() != currency {
-				release()
-				return store.Order{}, apperr.FieldRule(codeCurrencyMismatch, indexPath("Items", i)+".ItemId",
-					fmt.Sprintf("Item '%s' is priced in %s but the order is in %s.", l.GetSku(), l.GetCurrency(), currency))
-			}
-			price, err1 := money.ParseMinor(l.GetUnitPrice().GetValue(), currency)
-			fmv, err2 := money.ParseMinor(l.GetFairMarketValue().GetValue(), currency)
-			if err1 != nil || err2 != nil {
-				release()
-				return store.Order{}, fmt.Errorf("inventory returned an unreadable price for line %d", l.GetLineNumber())
-			}
-			o.Items[i].SKU, o.Items[i].Name, o.Items[i].UnitPriceMinor, o.Items[i].FairMarketValueMinor = l.GetSku(), l.GetName(), price, fmv
-		}
+		return upstream("Stock cannot be reserved right now.", err)
 	}
-	// Totals are the server's, never the client's.
+	orderID := o.ID
+	u.add(func(ctx context.Context) {
+		if err := s.cfg.Stock.Release(ctx, p, &inventoryv1.ReleaseStockRequest{TenantId: p.TenantID, OrderId: orderID.String()}); err != nil {
+			s.logger.ErrorContext(ctx, "release stock of an order that was not recorded", "order_id", orderID, "error", err)
+		}
+	})
+	for i, l := range resp.GetItems() {
+		if l.GetCurrency() != o.Currency {
+			return apperr.FieldRule(codeCurrencyMismatch, indexPath("Items", i)+".ItemId",
+				fmt.Sprintf("Item '%s' is priced in %s but the order is in %s.", l.GetSku(), l.GetCurrency(), o.Currency))
+		}
+		price, err1 := money.ParseMinor(l.GetUnitPrice().GetValue(), o.Currency)
+		fmv, err2 := money.ParseMinor(l.GetFairMarketValue().GetValue(), o.Currency)
+		if err1 != nil || err2 != nil {
+			return fmt.Errorf("inventory returned an unreadable price for line %d", l.GetLineNumber())
+		}
+		o.Items[i].SKU, o.Items[i].Name, o.Items[i].UnitPriceMinor, o.Items[i].FairMarketValueMinor = l.GetSku(), l.GetName(), price, fmv
+	}
+	return nil
+}
+
+// settleTotals computes the order's totals (the server's, never the
+// client's) and checks that the payments add up to them.
+func settleTotals(o *store.Order, d draft) error {
 	for _, dn := range o.Donations {
 		o.DonationSubtotalMinor += dn.AmountMinor
 		if dn.IsTaxDeductible {
@@ -275,76 +358,33 @@ func (s *Service) createOrder(ctx context.Context, p authctx.Principal, req *ord
 		paid += pd.AmountMinor
 	}
 	if paid != o.TotalMinor {
-		release()
-		return store.Order{}, apperr.FieldRule(codePaymentsMismatch, "Payments",
-			fmt.Sprintf("The payments add up to %s but the order total is %s.", money.FormatMinor(paid, currency), money.FormatMinor(o.TotalMinor, currency)))
+		return apperr.FieldRule(codePaymentsMismatch, "Payments",
+			fmt.Sprintf("The payments add up to %s but the order total is %s.", money.FormatMinor(paid, o.Currency), money.FormatMinor(o.TotalMinor, o.Currency)))
 	}
-	// Charge processor payments last, after everything that can refuse
-	// the order without the donor's bank being involved.
-	var charged []string
-	voidCharges := func() {
-		for _, ref := range charged {
-			if err := s.cfg.Processor.Void(context.WithoutCancel(ctx), ref); err != nil {
-				s.logger.ErrorContext(ctx, "void charge of an order that was not recorded", "order_id", orderID, "err", err)
-			}
-		}
+	return nil
+}
+
+// record writes the order, its lines, payments, schedules, saved methods
+// and audit rows in one transaction.
+func (s *Service) record(ctx context.Context, p authctx.Principal, n store.NewOrder) (store.Order, error) {
+	for i := range n.Schedules {
+		n.Schedules[i].TenantID, n.Schedules[i].ContactID, n.Schedules[i].OriginOrderID = n.TenantID, n.ContactID, n.ID
 	}
-	for i, pd := range d.payments {
-		pay := pd.Payment
-		pay.Status = store.PaymentCaptured
-		if pd.Method == "Card" || pd.Method == "Ach" {
-			res, err := s.cfg.Processor.Charge(ctx, Charge{TenantID: p.TenantID, IdempotencyKey: fmt.Sprintf("%s/%d", orderID, i),
-				Method: pd.Method, Token: pd.token, AmountMinor: pd.AmountMinor, Currency: currency})
-			if err != nil {
-				voidCharges()
-				release()
-				return store.Order{}, apperr.Unavailable("The payment processor cannot be reached; nothing was charged.", err)
-			}
-			if res.Declined {
-				voidCharges()
-				release()
-				return store.Order{}, apperr.Rule(codeDeclined, res.Message)
-			}
-			charged = append(charged, res.Reference)
-			pay.ProcessorReference = res.Reference
-		}
-		o.Payments = append(o.Payments, pay)
+	saved, err := s.store.CreateOrder(ctx, n, p.Actor())
+	switch {
+	case errors.Is(err, store.ErrBatchClosed):
+		return store.Order{}, apperr.Rule(codeBatchClosed, "The batch is closed; orders can no longer be added to it.")
+	case errors.Is(err, store.ErrBatchNotFound):
+		return store.Order{}, apperr.FieldRule(codeBatchNotFound, "BatchId", "Batch '"+n.RequestedBatch.String()+"' was not found.")
 	}
-	for i := range d.schedules {
-		d.schedules[i].TenantID, d.schedules[i].ContactID, d.schedules[i].OriginOrderID = tenantID, o.ContactID, orderID
-	}
-	actor := p.Actor()
-	if inst != nil {
-		actor = authctx.SystemActor
-	}
-	saved, err := s.store.CreateOrder(ctx, store.NewOrder{Order: o, RequestedBatch: d.batchID, Schedules: d.schedules, Idempotency: completion, Now: now}, actor)
-	if err != nil {
-		voidCharges()
-		release()
-		switch {
-		case errors.Is(err, store.ErrBatchClosed):
-			return store.Order{}, apperr.Rule(codeBatchClosed, "The batch is closed; orders can no longer be added to it.")
-		case errors.Is(err, store.ErrBatchNotFound):
-			return store.Order{}, apperr.FieldRule(codeBatchNotFound, "BatchId", "Batch '"+d.batchID.String()+"' was not found.")
-		}
-		return store.Order{}, err
-	}
-	// Saving addresses to the contact is a convenience after the fact: the
-	// order is recorded whatever happens here.
-	if req.GetSaveBillingToContact() {
-		s.saveAddress(ctx, p, o.ContactID, "Billing", d.billing)
-	}
-	if req.GetSaveShippingToContact() {
-		s.saveAddress(ctx, p, o.ContactID, "Shipping", d.shipping)
-	}
-	return saved, nil
+	return saved, err
 }
 
 func (s *Service) saveAddress(ctx context.Context, p authctx.Principal, contactID int64, kind string, a *store.Address) {
 	err := s.cfg.Contacts.AddAddress(ctx, p, contactID, kind, &contactsv1.AddContactAddressRequest{Line1: a.Line1, Line2: a.Line2, City: a.City,
 		StateProvince: a.StateProvince, PostalCode: a.PostalCode, Country: a.Country})
 	if err != nil {
-		s.logger.WarnContext(ctx, "save order address to contact", "contact_id", contactID, "err", err)
+		s.logger.WarnContext(ctx, "save order address to contact", "contact_id", contactID, "error", err)
 	}
 }
 
@@ -521,7 +561,7 @@ func (a *orderServer) VoidOrder(ctx context.Context, req *ordersv1.VoidOrderRequ
 		return nil, errOrderNotFound
 	}
 	tenantID := uuid.MustParse(p.TenantID)
-	o, err := a.s.store.VoidOrder(ctx, tenantID, id, a.s.paymentAction(), p.Actor())
+	o, err := a.s.store.VoidOrder(ctx, tenantID, id, a.s.paymentAction(p.TenantID), p.Actor())
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil, errOrderNotFound
@@ -534,7 +574,7 @@ func (a *orderServer) VoidOrder(ctx context.Context, req *ordersv1.VoidOrderRequ
 		}
 		return nil, apperr.Rule(codeAlreadyVoided, "The order is already voided.")
 	case errors.Is(err, store.ErrIllegalState):
-		return nil, apperr.Rule(codeCannotVoid, "Only a Completed order with nothing refunded can be voided; refund the rest instead.")
+		return nil, apperr.Rule(codeCannotVoid, "Only a Completed or Pending order with nothing refunded can be voided; refund the rest instead.")
 	case err != nil:
 		return nil, err
 	}
@@ -574,7 +614,7 @@ func (a *orderServer) CreateOrderRefund(ctx context.Context, req *ordersv1.Creat
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	o, err := a.s.store.RefundOrder(ctx, tenantID, id, amt, reason, a.s.paymentAction(), p.Actor())
+	o, err := a.s.store.RefundOrder(ctx, tenantID, id, store.Refund{AmountMinor: amt, Reason: reason}, a.s.paymentAction(p.TenantID), p.Actor())
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil, errOrderNotFound
@@ -602,15 +642,37 @@ func (s *Service) releaseAll(ctx context.Context, p authctx.Principal, orderID u
 	return nil
 }
 
-// paymentAction voids or refunds processor payments at the processor.
-func (s *Service) paymentAction() store.PaymentAction {
-	return func(ctx context.Context, pay store.Payment, amountMinor int64) error {
-		if pay.ProcessorReference == "" || s.cfg.Processor == nil {
+// paymentAction voids or refunds processor payments at the processor that
+// collected them: a void cancels a charge that has not settled and
+// refunds one that has; a refund gives back its amount. Each call carries
+// the change's idempotency key, so a retried change is the same one at the
+// processor. A refusal (a refund the processor will not make) is a 400;
+// nothing is recorded then.
+func (s *Service) paymentAction(tenantID string) store.PaymentAction {
+	return func(ctx context.Context, pay store.Payment, amountMinor int64, key string) error {
+		if pay.Processor == "" || pay.ProcessorReference == "" {
 			return nil
 		}
-		if amountMinor == 0 {
-			return s.cfg.Processor.Void(ctx, pay.ProcessorReference)
+		proc, err := s.byName(ctx, tenantID, pay.Processor)
+		if err != nil {
+			return err
 		}
-		return s.cfg.Processor.Refund(ctx, pay.ProcessorReference, amountMinor)
+		meta := map[string]string{"tenant_id": tenantID, "payment_id": pay.ID.String()}
+		switch {
+		case amountMinor > 0:
+			_, err = proc.Refund(ctx, processor.RefundRequest{IdempotencyKey: key, Reference: pay.ProcessorReference, AmountMinor: amountMinor, Metadata: meta})
+		case pay.Status == store.PaymentCaptured:
+			_, err = proc.Refund(ctx, processor.RefundRequest{IdempotencyKey: key, Reference: pay.ProcessorReference,
+				AmountMinor: pay.AmountMinor - pay.RefundedMinor, Metadata: meta})
+		default:
+			err = proc.Cancel(ctx, pay.ProcessorReference, key)
+		}
+		if err == nil {
+			return nil
+		}
+		if r, ok := processor.AsRefused(err); ok {
+			return apperr.Rule(codeProcessorRefused, "The payment processor refused: "+firstNonEmpty(r.Message, "the request was not accepted."))
+		}
+		return apperr.Unavailable("The payment processor cannot be reached; nothing was changed. Retry the request.", err)
 	}
 }

@@ -43,7 +43,7 @@ func TestRefundStoresLineShares(t *testing.T) {
 		}
 	}
 	st := New(pool, Config{}, nil).Store()
-	noop := func(context.Context, store.Payment, int64) error { return nil }
+	noop := func(context.Context, store.Payment, int64, string) error { return nil }
 	for _, step := range []struct {
 		refund                 int64
 		d0, d1, item, donation int64
@@ -51,7 +51,7 @@ func TestRefundStoresLineShares(t *testing.T) {
 		{refund: 1000, d0: 166, d1: 333, item: 501, donation: 499},
 		{refund: 2000, d0: 499, d1: 1000, item: 1501, donation: 1499},
 	} {
-		if _, err := st.RefundOrder(ctx, tenant, order, step.refund, "", noop, "test"); err != nil {
+		if _, err := st.RefundOrder(ctx, tenant, order, store.Refund{AmountMinor: step.refund}, noop, "test"); err != nil {
 			t.Fatal(err)
 		}
 		var d0, d1, item, donation int64

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/almoner/almoner/pkg/telemetry"
+	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/store"
 )
 
@@ -161,38 +162,32 @@ var runnerTracer = otel.Tracer("github.com/almoner/almoner/services/orders/runne
 
 // installment builds the order for one period of a schedule: one donation
 // line to the schedule's fund, paid by the schedule's method. Processor
-// payments are charged with the key schedule/period, so a runner that dies
-// after charging charges nothing new when the period is tried again.
+// payments are charged off-session with the schedule's saved method, with
+// the key schedule/period/attempt: a runner that dies after charging
+// charges nothing new when the period is tried again (same attempt, same
+// key), while the retry of a decline is a new charge.
 func (s *Service) installment(ctx context.Context, sc store.Schedule, period time.Time, attempt int32) (store.Outcome, error) {
 	funds, err := s.store.GetFunds(ctx, sc.TenantID, []uuid.UUID{sc.FundID})
 	if err != nil {
 		return store.Outcome{}, err
 	}
 	f := funds[sc.FundID]
-	pay := store.Payment{ID: uuid.Must(uuid.NewV7()), Method: sc.PaymentMethod, AmountMinor: sc.AmountMinor, Status: store.PaymentCaptured}
-	switch sc.PaymentMethod {
-	case "Card", "Ach":
-		if s.cfg.Processor == nil {
-			runnerCharges.WithLabelValues("declined").Inc()
-			return store.Outcome{Declined: true}, nil
+	orderID := uuid.Must(uuid.NewV7())
+	pay := store.Payment{ID: uuid.Must(uuid.NewV7()), Method: sc.PaymentMethod, AmountMinor: sc.AmountMinor, Status: store.PaymentAuthorized}
+	status := store.StatusCompleted
+	if viaProcessor(sc.PaymentMethod) {
+		out, err := s.chargeInstallment(ctx, sc, period, attempt, orderID, &pay)
+		if err != nil || out.Declined || out.PastDue {
+			return out, err
 		}
-		res, err := s.cfg.Processor.Charge(ctx, Charge{TenantID: sc.TenantID.String(), IdempotencyKey: fmt.Sprintf("%s/%s", sc.ID, period.Format(time.DateOnly)),
-			Method: sc.PaymentMethod, Token: sc.PaymentToken, AmountMinor: sc.AmountMinor, Currency: sc.Currency})
-		if err != nil {
-			return store.Outcome{}, err
+		if pay.Status != store.PaymentCaptured {
+			status = store.StatusPending
 		}
-		if res.Declined {
-			runnerCharges.WithLabelValues("declined").Inc()
-			return store.Outcome{Declined: true}, nil
-		}
-		pay.ProcessorReference = res.Reference
-	default:
-		// Cash, check and external installments are pledged, not collected
-		// by us: recorded as Authorized until the tenant records receipt.
-		pay.Status = store.PaymentAuthorized
 	}
+	// Cash, check and external installments are pledged, not collected by
+	// us: recorded as Authorized until the tenant records receipt.
 	schedID := sc.ID
-	o := store.Order{TenantID: sc.TenantID, ID: uuid.Must(uuid.NewV7()), ContactID: sc.ContactID, Status: store.StatusCompleted, Currency: sc.Currency,
+	o := store.Order{TenantID: sc.TenantID, ID: orderID, ContactID: sc.ContactID, Status: status, Currency: sc.Currency,
 		DonationSubtotalMinor: sc.AmountMinor, TotalMinor: sc.AmountMinor, ScheduleID: &schedID,
 		Donations: []store.Donation{{ID: uuid.Must(uuid.NewV7()), FundID: sc.FundID, FundName: f.Name, AmountMinor: sc.AmountMinor,
 			IsTaxDeductible: f.IsTaxDeductible, CampaignID: sc.CampaignID}},
@@ -202,6 +197,64 @@ func (s *Service) installment(ctx context.Context, sc store.Schedule, period tim
 		o.DeductibleMinor = sc.AmountMinor
 	}
 	return store.Outcome{Order: &store.NewOrder{Order: o, Now: s.cfg.Now()}}, nil
+}
+
+// chargeInstallment charges a schedule's card or bank account without the
+// donor present and fills pay. A decline is retried on later days; a
+// charge that needs the donor to authenticate cannot succeed off-session,
+// so the schedule is past_due at once. An unreachable processor is an
+// error: the period is tried again on the next run, with the same key.
+func (s *Service) chargeInstallment(ctx context.Context, sc store.Schedule, period time.Time, attempt int32, orderID uuid.UUID, pay *store.Payment) (store.Outcome, error) {
+	tp, ok, err := s.processors().ForTenant(ctx, sc.TenantID.String())
+	if err != nil {
+		return store.Outcome{}, err
+	}
+	if !ok {
+		runnerCharges.WithLabelValues("declined").Inc()
+		return store.Outcome{Declined: true, Reason: "processor_not_configured"}, nil
+	}
+	req := processor.ChargeRequest{
+		IdempotencyKey:  fmt.Sprintf("%s/%s/%d", sc.ID, period.Format(time.DateOnly), attempt),
+		AmountMinor:     sc.AmountMinor,
+		Currency:        sc.Currency,
+		PaymentMethodID: sc.PaymentToken,
+		OffSession:      true,
+		Description:     fmt.Sprintf("Recurring gift of %s", period.Format(time.DateOnly)),
+		Metadata: map[string]string{"tenant_id": sc.TenantID.String(), "order_id": orderID.String(), "payment_id": pay.ID.String(),
+			"schedule_id": sc.ID.String(), "period": period.Format(time.DateOnly)},
+	}
+	if sc.PaymentMethod == "Ach" {
+		req.PaymentMethodType = "us_bank_account"
+	}
+	if m, err := s.store.GetPaymentMethod(ctx, sc.TenantID, sc.PaymentToken); err == nil && m.Provider == tp.Name {
+		req.CustomerID = m.CustomerID
+	}
+	res, err := tp.Charge(ctx, req)
+	if err != nil {
+		if r, ok := processor.AsRefused(err); ok {
+			// The method is gone or unusable: no retry can help.
+			runnerCharges.WithLabelValues("declined").Inc()
+			return store.Outcome{PastDue: true, Reason: firstNonEmpty(r.Code, "payment_method_refused")}, nil
+		}
+		return store.Outcome{}, err
+	}
+	pay.Processor, pay.ProcessorReference = tp.Name, res.Reference
+	switch {
+	case res.Outcome == processor.Succeeded:
+		pay.Status = store.PaymentCaptured
+	case res.Outcome == processor.Processing:
+		pay.Status = store.PaymentPending
+	case res.Outcome == processor.RequiresAction || res.DeclineCode == "authentication_required":
+		if res.Outcome == processor.RequiresAction {
+			s.undoCharge(ctx, tp, res.Reference, res.Outcome, sc.AmountMinor)
+		}
+		runnerCharges.WithLabelValues("declined").Inc()
+		return store.Outcome{PastDue: true, Reason: "authentication_required"}, nil
+	default:
+		runnerCharges.WithLabelValues("declined").Inc()
+		return store.Outcome{Declined: true, Reason: firstNonEmpty(res.DeclineCode, "declined")}, nil
+	}
+	return store.Outcome{}, nil
 }
 
 // runnerCharges counts the runner's installments by result: charged (an

@@ -10,6 +10,7 @@ import (
 
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/testdb"
+	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/store"
 )
 
@@ -106,7 +107,7 @@ func TestRunnerDeclines(t *testing.T) {
 	day := time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)
 	for i := range store.MaxAttempts {
 		now := day.AddDate(0, 0, i)
-		svc := New(pool, Config{Now: func() time.Time { return now }, Processor: TestProcessor{}}, nil)
+		svc := New(pool, Config{Now: func() time.Time { return now }, Processors: staticProcessors{tenantProcessor{Processor: processor.Test{}, Name: providerTest, Mode: "test"}}}, nil)
 		if n, err := svc.NewRunner(RunnerConfig{}).RunOnce(ctx); err != nil || n != 0 {
 			t.Fatalf("attempt %d: %d, %v", i+1, n, err)
 		}
@@ -115,7 +116,7 @@ func TestRunnerDeclines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sc.Status != store.SchedulePastDue || sc.FailedAttempts != store.MaxAttempts {
-		t.Errorf("schedule %s after %d declines (%d attempts)", sc.Status, store.MaxAttempts, sc.FailedAttempts)
+	if sc.Status != store.SchedulePastDue || sc.FailedAttempts != store.MaxAttempts || sc.FailureReason != "card_declined" {
+		t.Errorf("schedule %s after %d declines (%d attempts, reason %q)", sc.Status, store.MaxAttempts, sc.FailedAttempts, sc.FailureReason)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -22,6 +23,7 @@ import (
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/service"
 	"github.com/almoner/almoner/services/orders/migrations"
+	"github.com/almoner/almoner/services/orders/processor/stripeproc"
 	"github.com/almoner/almoner/services/orders/store"
 )
 
@@ -41,9 +43,10 @@ type Config struct {
 	Contacts ContactDirectory
 	// Stock reserves and releases inventory for item lines.
 	Stock StockReserver
-	// Processor charges Card and Ach payments; nil when none is configured
-	// (production until an adapter is wired), which makes them a 400.
-	Processor Processor
+	// Processors finds each tenant's payment processor for Card and Ach
+	// payments: its Stripe account, or in the sandbox the test processor;
+	// nil means none, which makes such payments a 400.
+	Processors ProcessorSource
 	// Now is the clock; time.Now when nil. Tests move it.
 	Now func() time.Time
 	// IdempotencyLease is how long a claimed key is held by a request
@@ -96,6 +99,8 @@ func (s *Service) Register(r grpc.ServiceRegistrar) {
 	ordersv1.RegisterBatchServiceServer(r, &batchServer{s: s})
 	ordersv1.RegisterRecurringDonationServiceServer(r, &scheduleServer{s: s})
 	ordersv1.RegisterGivingServiceServer(r, &givingServer{s: s})
+	ordersv1.RegisterPaymentMethodServiceServer(r, &paymentMethodServer{s: s})
+	ordersv1.RegisterProcessorNotificationServiceServer(r, &notificationServer{s: s})
 }
 
 // Start starts the recurring charge runner when configured.
@@ -157,10 +162,14 @@ var Module = service.Module{
 				return inventoryv1.NewStockReservationServiceClient(conn), nil
 			}},
 		}
-		if d.Environment != "production" {
-			// The sandbox ships the documented test processor; production
-			// has no live adapter here, so Card and Ach are a clear 400.
-			cfg.Processor = TestProcessor{}
+		// Each tenant's processor is read from auth (which keeps the keys
+		// sealed) per payment; a sandbox tenant without Stripe keeps the
+		// documented test processor.
+		cfg.Processors = authProcessors{
+			conn:    func() (grpc.ClientConnInterface, error) { return dial("auth") },
+			APIBase: d.Config.String("ALMONER_STRIPE_API_BASE", stripeproc.DefaultAPIBase),
+			Sandbox: d.Environment != "production",
+			HTTP:    &http.Client{Timeout: stripeproc.DefaultTimeout},
 		}
 		if runnerOn {
 			cfg.Runner = &RunnerConfig{Interval: interval}

@@ -125,7 +125,17 @@ type draft struct {
 type paymentDraft struct {
 	store.Payment
 	token string
+	// save keeps the method for later gifts (savePaymentMethod).
+	save bool
 }
+
+// viaProcessor reports whether a payment is collected by a processor.
+func (pd paymentDraft) viaProcessor() bool { return viaProcessor(pd.Method) }
+
+// viaProcessor reports whether a payment method is collected by a
+// processor: Card and Ach are; cash, checks and external payments are
+// recorded as received.
+func viaProcessor(method string) bool { return method == "Card" || method == "Ach" }
 
 // validateCreate checks everything a create body says on its own. The
 // currency is already resolved (the tenant's default when omitted).
@@ -198,6 +208,10 @@ func validateCreate(req *ordersv1.CreateOrderRequest, currency string, today tim
 			Reference:   text(&v, p+".Reference", in.GetReference(), maxText, m == "External")}, token: strings.TrimSpace(in.GetPaymentToken())}
 		if (m == "Card" || m == "Ach") && pd.token == "" {
 			v.Add(p+".PaymentToken", "'PaymentToken' must not be empty for %s payments.", m)
+		}
+		pd.save = in.GetSavePaymentMethod()
+		if pd.save && m != "" && !pd.viaProcessor() {
+			v.Add(p+".SavePaymentMethod", "'SavePaymentMethod' applies only to Card and Ach payments.")
 		}
 		d.payments = append(d.payments, pd)
 	}

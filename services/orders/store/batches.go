@@ -47,8 +47,9 @@ func scanBatch(row pgx.Row) (Batch, error) {
 	return b, err
 }
 
-// figures fills the batches' counts and totals. Voided orders count but
-// add nothing to the totals; refunds are netted out.
+// figures fills the batches' counts and totals. Voided, Pending and Failed
+// orders count but add nothing to the totals (a Pending charge has not
+// settled); refunds are netted out.
 func (s *Store) figures(ctx context.Context, q querier, tenantID uuid.UUID, bs []Batch) error {
 	if len(bs) == 0 {
 		return nil
@@ -60,7 +61,7 @@ func (s *Store) figures(ctx context.Context, q querier, tenantID uuid.UUID, bs [
 		bs[i].Totals = []CurrencyTotal{}
 	}
 	rows, err := q.Query(ctx, `SELECT batch_id, currency, count(*),
-			coalesce(sum(CASE WHEN status = 'Voided' THEN 0 ELSE total_minor - refunded_minor END), 0)::bigint
+			coalesce(sum(CASE WHEN status IN ('Voided', 'Pending', 'Failed') THEN 0 ELSE total_minor - refunded_minor END), 0)::bigint
 		FROM orders.orders WHERE tenant_id = $1 AND batch_id = ANY($2)
 		GROUP BY batch_id, currency ORDER BY batch_id, currency`, tenantID, ids)
 	if err != nil {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -11,12 +12,22 @@ import (
 )
 
 // PaymentAction is called inside a void or refund transaction for each
-// payment it touches (amount is the refund, 0 for a void), so a processor
-// payment is voided or refunded at the processor before the change
-// commits; an error rolls everything back.
-type PaymentAction func(ctx context.Context, p Payment, amountMinor int64) error
+// payment it touches, under the order's row lock, so a processor payment
+// is voided or refunded at the processor before the change commits; an
+// error rolls everything back. amountMinor is the refund, 0 for a void;
+// key is the idempotency key of the processor call (the refund's id and
+// the payment's, or the void's), the same on every retry of the same
+// change.
+type PaymentAction func(ctx context.Context, p Payment, amountMinor int64, key string) error
+
+// lockTimeout bounds how long a change waits for an order's row lock; a
+// refund holds it across its processor call.
+const lockTimeout = "15s"
 
 func lockOrder(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID) (Order, error) {
+	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+lockTimeout+`'`); err != nil {
+		return Order{}, err
+	}
 	o, err := scanOrder(tx.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders.orders WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, tenantID, id))
 	if db.IsNoRows(err) {
 		return Order{}, ErrNotFound
@@ -31,7 +42,8 @@ func lockOrder(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID) (Order, e
 	return os[0], nil
 }
 
-// VoidOrder voids an order that nothing was refunded from: its payments
+// VoidOrder voids an order that nothing was refunded from: a Completed
+// order, or a Pending one whose charge has not settled. Its payments
 // become Voided and the order Voided. Voiding is the soft delete of an
 // order, so its audit row is order.deleted.
 func (s *Store) VoidOrder(ctx context.Context, tenantID, id uuid.UUID, act PaymentAction, actor string) (Order, error) {
@@ -44,121 +56,230 @@ func (s *Store) VoidOrder(ctx context.Context, tenantID, id uuid.UUID, act Payme
 		switch o.Status {
 		case StatusVoided:
 			return ErrAlreadyVoided
-		case StatusCompleted:
+		case StatusCompleted, StatusPending:
 		default:
 			return ErrIllegalState
 		}
-		tenant := tenantID.String()
 		for i, p := range o.Payments {
-			if p.Status != PaymentCaptured && p.Status != PaymentAuthorized {
+			switch p.Status {
+			case PaymentCaptured, PaymentAuthorized, PaymentPending, PaymentRequiresAction:
+			default:
 				continue
 			}
-			if err := act(ctx, p, 0); err != nil {
+			if err := act(ctx, p, 0, "void/"+p.ID.String()); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, `UPDATE orders.order_payments SET status = 'Voided' WHERE tenant_id = $1 AND order_id = $2 AND id = $3`, tenantID, id, p.ID); err != nil {
-				return err
-			}
-			if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenant, EntityType: EntityOrderPayment, EntityID: p.ID.String(), Action: audit.Updated,
-				Changes: map[string]audit.Change{"paymentStatus": {Old: p.Status, New: PaymentVoided}}, Actor: actor}); err != nil {
+			if err := setPaymentStatus(ctx, tx, tenantID, id, p, PaymentVoided, actor); err != nil {
 				return err
 			}
 			o.Payments[i].Status = PaymentVoided
 		}
-		if err := tx.QueryRow(ctx, `UPDATE orders.orders SET status = 'Voided', updated_at = now() WHERE tenant_id = $1 AND id = $2 RETURNING updated_at`,
-			tenantID, id).Scan(&o.UpdatedAt); err != nil {
+		if err := setOrderStatus(ctx, tx, &o, StatusVoided, audit.Deleted, actor); err != nil {
 			return err
 		}
-		if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenant, EntityType: EntityOrder, EntityID: id.String(), Action: audit.Deleted, Actor: actor}); err != nil {
-			return err
-		}
-		o.Status = StatusVoided
 		out = o
 		return nil
 	})
 	return out, err
 }
 
-// RefundOrder refunds amountMinor of an order (0 means all that is left),
-// taking it from the payments in order. Over-refunding is ErrOverRefund;
-// a voided or fully refunded order is ErrIllegalState.
-func (s *Store) RefundOrder(ctx context.Context, tenantID, id uuid.UUID, amountMinor int64, reason string, act PaymentAction, actor string) (Order, error) {
+// setPaymentStatus moves one payment to status with its audit row.
+func setPaymentStatus(ctx context.Context, tx pgx.Tx, tenantID, orderID uuid.UUID, p Payment, status, actor string) error {
+	if _, err := tx.Exec(ctx, `UPDATE orders.order_payments SET status = $4 WHERE tenant_id = $1 AND order_id = $2 AND id = $3`,
+		tenantID, orderID, p.ID, status); err != nil {
+		return fmt.Errorf("orders: update payment status: %w", err)
+	}
+	return audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: EntityOrderPayment, EntityID: p.ID.String(), Action: audit.Updated,
+		Changes: map[string]audit.Change{"paymentStatus": {Old: p.Status, New: status}}, Actor: actor})
+}
+
+// setOrderStatus moves a locked order to status with its audit row
+// (action Updated, or Deleted for a void).
+func setOrderStatus(ctx context.Context, tx pgx.Tx, o *Order, status, action, actor string) error {
+	if err := tx.QueryRow(ctx, `UPDATE orders.orders SET status = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2 RETURNING updated_at`,
+		o.TenantID, o.ID, status).Scan(&o.UpdatedAt); err != nil {
+		return fmt.Errorf("orders: update order status: %w", err)
+	}
+	e := audit.Entry{TenantID: o.TenantID.String(), EntityType: EntityOrder, EntityID: o.ID.String(), Action: action, Actor: actor}
+	if action == audit.Updated {
+		e.Changes = map[string]audit.Change{"orderStatus": {Old: o.Status, New: status}}
+	}
+	if err := audit.Record(ctx, tx, e); err != nil {
+		return err
+	}
+	o.Status = status
+	return nil
+}
+
+// Refund says what to refund of an order.
+type Refund struct {
+	// AmountMinor is the amount; 0 means all that is left (of the payment
+	// when PaymentID is set, else of the order).
+	AmountMinor int64
+	// PaymentID takes the refund from this payment only; nil takes it from
+	// the payments in order.
+	PaymentID *uuid.UUID
+	Reason    string
+	// Source is "api", or "processor" for a refund made at the processor
+	// (its dashboard) and learnt from a notification.
+	Source string
+}
+
+// RefundOrder refunds part or all of an order. Over-refunding is
+// ErrOverRefund; a voided or fully refunded order is ErrIllegalState; a
+// payment id not of the order is ErrNotFound.
+func (s *Store) RefundOrder(ctx context.Context, tenantID, id uuid.UUID, r Refund, act PaymentAction, actor string) (Order, error) {
 	var out Order
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		o, err := lockOrder(ctx, tx, tenantID, id)
 		if err != nil {
 			return err
 		}
-		if o.Status != StatusCompleted && o.Status != StatusPartiallyRefunded {
-			return ErrIllegalState
-		}
-		left := o.TotalMinor - o.RefundedMinor
-		if amountMinor == 0 {
-			amountMinor = left
-		}
-		if amountMinor > left {
-			return ErrOverRefund
-		}
-		if amountMinor <= 0 {
-			return ErrNothingToApply
-		}
-		tenant := tenantID.String()
-		rest := amountMinor
-		for i, p := range o.Payments {
-			avail := p.AmountMinor - p.RefundedMinor
-			if rest == 0 || avail <= 0 || (p.Status != PaymentCaptured && p.Status != PaymentPartiallyRefunded) {
-				continue
-			}
-			take := min(avail, rest)
-			rest -= take
-			if err := act(ctx, p, take); err != nil {
-				return err
-			}
-			np := p
-			np.RefundedMinor += take
-			np.Status = PaymentPartiallyRefunded
-			if np.RefundedMinor == np.AmountMinor {
-				np.Status = PaymentRefunded
-			}
-			if _, err := tx.Exec(ctx, `UPDATE orders.order_payments SET refunded_minor = $4, status = $5 WHERE tenant_id = $1 AND order_id = $2 AND id = $3`,
-				tenantID, id, p.ID, np.RefundedMinor, np.Status); err != nil {
-				return err
-			}
-			if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenant, EntityType: EntityOrderPayment, EntityID: p.ID.String(), Action: audit.Updated,
-				Changes: map[string]audit.Change{"paymentStatus": {Old: p.Status, New: np.Status}, "refundedAmountMinor": {Old: p.RefundedMinor, New: np.RefundedMinor}}, Actor: actor}); err != nil {
-				return err
-			}
-			o.Payments[i] = np
-		}
-		if rest != 0 {
-			// Payments cover the total by construction; a leftover means the
-			// rows disagree with the order, which must not be papered over.
-			return ErrOverRefund
-		}
-		newStatus := StatusPartiallyRefunded
-		if o.RefundedMinor+amountMinor == o.TotalMinor {
-			newStatus = StatusRefunded
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO orders.refunds (tenant_id, order_id, id, amount_minor, reason, actor) VALUES ($1, $2, $3, $4, $5, $6)`,
-			tenantID, id, uuid.Must(uuid.NewV7()), amountMinor, reason, actor); err != nil {
-			return err
-		}
-		if err := tx.QueryRow(ctx, `UPDATE orders.orders SET status = $3, refunded_minor = refunded_minor + $4, updated_at = now()
-			WHERE tenant_id = $1 AND id = $2 RETURNING updated_at`, tenantID, id, newStatus, amountMinor).Scan(&o.UpdatedAt); err != nil {
-			return err
-		}
-		// Reports read each line's share of the refunds; it is stored here,
-		// under the order's lock, so the report views stay plain joins.
-		if _, err := tx.Exec(ctx, `SELECT orders.apportion_refund($1, $2)`, tenantID, id); err != nil {
-			return err
-		}
-		if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenant, EntityType: EntityOrder, EntityID: id.String(), Action: audit.Updated,
-			Changes: map[string]audit.Change{"orderStatus": {Old: o.Status, New: newStatus}, "refundedAmountMinor": {Old: o.RefundedMinor, New: o.RefundedMinor + amountMinor}}, Actor: actor}); err != nil {
-			return err
-		}
-		o.Status, o.RefundedMinor = newStatus, o.RefundedMinor+amountMinor
-		out = o
-		return nil
+		out, err = refundLocked(ctx, tx, o, r, act, actor)
+		return err
 	})
 	return out, err
+}
+
+// refundLocked refunds r of o, whose row the transaction holds: each
+// touched payment is refunded at the processor (act) and updated, the
+// refund row, the order and the lines' shares are written with their
+// audit rows.
+func refundLocked(ctx context.Context, tx pgx.Tx, o Order, r Refund, act PaymentAction, actor string) (Order, error) {
+	if o.Status != StatusCompleted && o.Status != StatusPartiallyRefunded {
+		return Order{}, ErrIllegalState
+	}
+	refundID := uuid.Must(uuid.NewV7())
+	plan, err := planRefund(o, r)
+	if err != nil {
+		return Order{}, err
+	}
+	tenant := o.TenantID.String()
+	var total int64
+	for _, take := range plan {
+		p := o.Payments[take.index]
+		if err := act(ctx, p, take.amount, refundID.String()+"/"+p.ID.String()); err != nil {
+			return Order{}, err
+		}
+		np := p
+		np.RefundedMinor += take.amount
+		np.Status = PaymentPartiallyRefunded
+		if np.RefundedMinor == np.AmountMinor {
+			np.Status = PaymentRefunded
+		}
+		if p.Status == PaymentDisputed {
+			np.Status = PaymentDisputed // a dispute outranks the refund in the status; the amount still shows it
+		}
+		if _, err := tx.Exec(ctx, `UPDATE orders.order_payments SET refunded_minor = $4, status = $5 WHERE tenant_id = $1 AND order_id = $2 AND id = $3`,
+			o.TenantID, o.ID, p.ID, np.RefundedMinor, np.Status); err != nil {
+			return Order{}, fmt.Errorf("orders: refund payment: %w", err)
+		}
+		if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenant, EntityType: EntityOrderPayment, EntityID: p.ID.String(), Action: audit.Updated,
+			Changes: map[string]audit.Change{"paymentStatus": {Old: p.Status, New: np.Status}, "refundedAmountMinor": {Old: p.RefundedMinor, New: np.RefundedMinor}}, Actor: actor}); err != nil {
+			return Order{}, err
+		}
+		o.Payments[take.index] = np
+		total += take.amount
+	}
+	newStatus := StatusPartiallyRefunded
+	if o.RefundedMinor+total == o.TotalMinor {
+		newStatus = StatusRefunded
+	}
+	var paymentID *uuid.UUID
+	if len(plan) == 1 {
+		paymentID = &o.Payments[plan[0].index].ID
+	}
+	source := r.Source
+	if source == "" {
+		source = "api"
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO orders.refunds (tenant_id, order_id, id, amount_minor, reason, actor, source, payment_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		o.TenantID, o.ID, refundID, total, r.Reason, actor, source, paymentID); err != nil {
+		return Order{}, fmt.Errorf("orders: insert refund: %w", err)
+	}
+	if err := tx.QueryRow(ctx, `UPDATE orders.orders SET status = $3, refunded_minor = refunded_minor + $4, updated_at = now()
+		WHERE tenant_id = $1 AND id = $2 RETURNING updated_at`, o.TenantID, o.ID, newStatus, total).Scan(&o.UpdatedAt); err != nil {
+		return Order{}, fmt.Errorf("orders: update refunded order: %w", err)
+	}
+	// Reports read each line's share of the refunds; it is stored here,
+	// under the order's lock, so the report views stay plain joins.
+	if _, err := tx.Exec(ctx, `SELECT orders.apportion_refund($1, $2)`, o.TenantID, o.ID); err != nil {
+		return Order{}, fmt.Errorf("orders: apportion refund: %w", err)
+	}
+	if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenant, EntityType: EntityOrder, EntityID: o.ID.String(), Action: audit.Updated,
+		Changes: map[string]audit.Change{"orderStatus": {Old: o.Status, New: newStatus}, "refundedAmountMinor": {Old: o.RefundedMinor, New: o.RefundedMinor + total}}, Actor: actor}); err != nil {
+		return Order{}, err
+	}
+	o.Status, o.RefundedMinor = newStatus, o.RefundedMinor+total
+	return o, nil
+}
+
+// refundTake is the part of a refund one payment gives back.
+type refundTake struct {
+	index  int
+	amount int64
+}
+
+// refundable reports whether a payment can give money back.
+func refundable(p Payment) bool {
+	switch p.Status {
+	case PaymentCaptured, PaymentPartiallyRefunded, PaymentDisputed:
+		return p.AmountMinor > p.RefundedMinor
+	}
+	return false
+}
+
+// planRefund splits a refund over o's payments: from the one named, or
+// from each in order until the amount is covered.
+func planRefund(o Order, r Refund) ([]refundTake, error) {
+	if r.PaymentID != nil {
+		for i, p := range o.Payments {
+			if p.ID != *r.PaymentID {
+				continue
+			}
+			left := p.AmountMinor - p.RefundedMinor
+			amt := r.AmountMinor
+			if amt == 0 {
+				amt = left
+			}
+			switch {
+			case !refundable(p) || amt > left:
+				return nil, ErrOverRefund
+			case amt <= 0:
+				return nil, ErrNothingToApply
+			}
+			return []refundTake{{i, amt}}, nil
+		}
+		return nil, ErrNotFound
+	}
+	left := o.TotalMinor - o.RefundedMinor
+	amt := r.AmountMinor
+	if amt == 0 {
+		amt = left
+	}
+	if amt > left {
+		return nil, ErrOverRefund
+	}
+	if amt <= 0 {
+		return nil, ErrNothingToApply
+	}
+	var plan []refundTake
+	rest := amt
+	for i, p := range o.Payments {
+		if rest == 0 {
+			break
+		}
+		if !refundable(p) {
+			continue
+		}
+		take := min(p.AmountMinor-p.RefundedMinor, rest)
+		rest -= take
+		plan = append(plan, refundTake{i, take})
+	}
+	if rest != 0 {
+		// Payments cover the total by construction; a leftover means the
+		// rows disagree with the order, which must not be papered over.
+		return nil, ErrOverRefund
+	}
+	return plan, nil
 }

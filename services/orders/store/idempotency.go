@@ -67,6 +67,14 @@ func (s *Store) ReleaseKey(ctx context.Context, tenantID uuid.UUID, key string, 
 	return err
 }
 
+// ExpireKey ends a pending claim's lease but keeps its order id, so the
+// next request with the key takes it over at once with the same order id.
+func (s *Store) ExpireKey(ctx context.Context, tenantID uuid.UUID, key string, orderID uuid.UUID) error {
+	_, err := s.pool.Exec(ctx, `UPDATE orders.idempotency_keys SET lease_until = now() - interval '1 second'
+		WHERE tenant_id = $1 AND key = $2 AND order_id = $3 AND state = 'pending'`, tenantID, key, orderID)
+	return err
+}
+
 // PurgeKeys deletes completed idempotency records older than keep.
 func (s *Store) PurgeKeys(ctx context.Context, keep time.Duration) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM orders.idempotency_keys WHERE state = 'completed' AND created_at < now() - make_interval(secs => $1)`, keep.Seconds())

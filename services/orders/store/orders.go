@@ -13,16 +13,26 @@ import (
 	"github.com/almoner/almoner/pkg/db"
 )
 
-// Order statuses.
+// Order statuses. Pending waits for a processor's notification (a bank
+// debit, 3-D Secure) and becomes Completed or Failed; only Completed and
+// PartiallyRefunded orders count in any figure.
 const (
+	StatusPending           = "Pending"
+	StatusFailed            = "Failed"
 	StatusCompleted         = "Completed"
 	StatusPartiallyRefunded = "PartiallyRefunded"
 	StatusRefunded          = "Refunded"
 	StatusVoided            = "Voided"
 )
 
-// Payment statuses.
+// Payment statuses. Pending and RequiresAction are processor payments
+// that have not settled; Failed ones never will; Disputed ones are
+// contested by the donor's bank.
 const (
+	PaymentPending           = "Pending"
+	PaymentRequiresAction    = "RequiresAction"
+	PaymentFailed            = "Failed"
+	PaymentDisputed          = "Disputed"
 	PaymentAuthorized        = "Authorized"
 	PaymentCaptured          = "Captured"
 	PaymentRefunded          = "Refunded"
@@ -82,6 +92,12 @@ type Payment struct {
 	CheckNumber        string
 	Reference          string
 	ProcessorReference string
+	// Processor collected the payment: "" (not us), "test" or "stripe".
+	Processor string
+	// ClientSecret lets the donor's browser finish a RequiresAction
+	// payment. It is not stored with the payment: only the create response
+	// (and its idempotent replays) carry it.
+	ClientSecret string
 }
 
 // Order is an order with its lines.
@@ -120,6 +136,13 @@ type NewOrder struct {
 	Idempotency *Completion
 	// Now is the order's clock (the runner's injectable one).
 	Now time.Time
+	// Number is the order number when the caller took it already (an order
+	// charged at a processor carries its number in the charge's metadata);
+	// 0 lets CreateOrder take one.
+	Number int64
+	// SavedMethods are payment methods the donor asked to keep, written
+	// with the order.
+	SavedMethods []PaymentMethod
 }
 
 // Completion is the claimed key an order completes, and how to render the
@@ -156,8 +179,8 @@ func (s *Store) CreateOrder(ctx context.Context, n NewOrder, actor string) (Orde
 	// trip fewer) once the tenant's sequence is known to exist, unless an
 	// idempotency record must hold the rendered answer, number included,
 	// before the batch is sent.
-	var number int64
-	if _, known := s.numbers.known.Load(n.TenantID); !known || n.Idempotency != nil {
+	number := n.Number
+	if _, known := s.numbers.known.Load(n.TenantID); number == 0 && (!known || n.Idempotency != nil) {
 		if number, err = s.nextOrderNumber(ctx, n.TenantID); err != nil {
 			return Order{}, err
 		}
@@ -265,9 +288,12 @@ func writeOrder(ctx context.Context, q batchSender, n NewOrder, batchID uuid.UUI
 			o.TenantID, o.ID, it.LineNumber, it.ItemID, it.SKU, it.Name, it.Quantity, it.UnitPriceMinor, it.FairMarketValueMinor)
 	}
 	for i, p := range o.Payments {
-		b.Queue(`INSERT INTO orders.order_payments (tenant_id, order_id, id, position, method, amount_minor, status, check_number, reference, processor_reference)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-			o.TenantID, o.ID, p.ID, i, p.Method, p.AmountMinor, p.Status, p.CheckNumber, p.Reference, p.ProcessorReference)
+		b.Queue(`INSERT INTO orders.order_payments (tenant_id, order_id, id, position, method, amount_minor, status, check_number, reference, processor_reference, processor)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+			o.TenantID, o.ID, p.ID, i, p.Method, p.AmountMinor, p.Status, p.CheckNumber, p.Reference, p.ProcessorReference, p.Processor)
+	}
+	for _, pm := range n.SavedMethods {
+		queueSaveMethod(b, pm)
 	}
 	for _, sc := range n.Schedules {
 		queueInsertSchedule(b, sc)
@@ -287,6 +313,9 @@ func writeOrder(ctx context.Context, q batchSender, n NewOrder, batchID uuid.UUI
 	}
 	for _, sc := range n.Schedules {
 		entries = append(entries, audit.Entry{TenantID: tenant, EntityType: EntityRecurringDonation, EntityID: sc.ID.String(), Action: audit.Created, Actor: actor})
+	}
+	for _, pm := range n.SavedMethods {
+		entries = append(entries, audit.Entry{TenantID: tenant, EntityType: EntityPaymentMethod, EntityID: pm.ID, Action: audit.Created, Actor: actor})
 	}
 	if err := audit.QueueAll(ctx, b, entries); err != nil {
 		return Order{}, err
@@ -395,7 +424,7 @@ func loadLines(ctx context.Context, q querier, tenantID uuid.UUID, os []Order) e
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	rows, err = q.Query(ctx, `SELECT order_id, id, method, amount_minor, refunded_minor, status, check_number, reference, processor_reference
+	rows, err = q.Query(ctx, `SELECT order_id, id, method, amount_minor, refunded_minor, status, check_number, reference, processor_reference, processor
 		FROM orders.order_payments WHERE tenant_id = $1 AND order_id = ANY($2) ORDER BY order_id, position`, tenantID, ids)
 	if err != nil {
 		return err
@@ -403,7 +432,7 @@ func loadLines(ctx context.Context, q querier, tenantID uuid.UUID, os []Order) e
 	for rows.Next() {
 		var oid uuid.UUID
 		var p Payment
-		if err := rows.Scan(&oid, &p.ID, &p.Method, &p.AmountMinor, &p.RefundedMinor, &p.Status, &p.CheckNumber, &p.Reference, &p.ProcessorReference); err != nil {
+		if err := rows.Scan(&oid, &p.ID, &p.Method, &p.AmountMinor, &p.RefundedMinor, &p.Status, &p.CheckNumber, &p.Reference, &p.ProcessorReference, &p.Processor); err != nil {
 			rows.Close()
 			return err
 		}

@@ -35,8 +35,14 @@ func (s *Store) DueSchedules(ctx context.Context, today time.Time, limit int) ([
 type Outcome struct {
 	// Order is the installment order to record; nil when declined.
 	Order *NewOrder
-	// Declined is set when the processor refused the payment.
+	// Declined is set when the processor refused the payment: the
+	// installment is tried again, then the schedule turns past_due.
 	Declined bool
+	// PastDue is set when trying again cannot help without the donor
+	// (authentication_required off-session): past_due at once.
+	PastDue bool
+	// Reason is the processor's code for a decline, kept on the schedule.
+	Reason string
 }
 
 // MaxAttempts is how many times a declined installment is tried (once a
@@ -86,22 +92,26 @@ func (s *Store) ChargeInstallment(ctx context.Context, tenantID, id uuid.UUID, t
 			return err
 		}
 		tenant := tenantID.String()
-		if out.Declined {
+		if out.Declined || out.PastDue {
 			// The period's row goes again: the next attempt charges it.
 			if _, err := tx.Exec(ctx, `DELETE FROM orders.recurring_charges WHERE tenant_id = $1 AND schedule_id = $2 AND period = $3`, tenantID, id, period); err != nil {
 				return err
 			}
 			status, retry := ScheduleActive, any(today.AddDate(0, 0, 1))
-			if sc.FailedAttempts+1 >= MaxAttempts {
+			if out.PastDue || sc.FailedAttempts+1 >= MaxAttempts {
 				status, retry = SchedulePastDue, nil
 			}
-			if _, err := tx.Exec(ctx, `UPDATE orders.recurring_donations SET failed_attempts = failed_attempts + 1, status = $3, retry_on = $4, updated_at = now()
-				WHERE tenant_id = $1 AND id = $2`, tenantID, id, status, retry); err != nil {
+			if _, err := tx.Exec(ctx, `UPDATE orders.recurring_donations SET failed_attempts = failed_attempts + 1, status = $3, retry_on = $4,
+					failure_reason = $5, updated_at = now()
+				WHERE tenant_id = $1 AND id = $2`, tenantID, id, status, retry, out.Reason); err != nil {
 				return err
 			}
+			changes := map[string]audit.Change{"failedAttempts": {Old: sc.FailedAttempts, New: sc.FailedAttempts + 1}, "status": {Old: sc.Status, New: status}}
+			if out.Reason != sc.FailureReason {
+				changes["failureReason"] = audit.Change{Old: sc.FailureReason, New: out.Reason}
+			}
 			return audit.Record(ctx, tx, audit.Entry{TenantID: tenant, EntityType: EntityRecurringDonation, EntityID: id.String(), Action: audit.Updated,
-				Changes: map[string]audit.Change{"failedAttempts": {Old: sc.FailedAttempts, New: sc.FailedAttempts + 1}, "status": {Old: sc.Status, New: status}},
-				Actor:   "system"})
+				Changes: changes, Actor: "system"})
 		}
 		o, err := s.insertOrder(ctx, tx, *out.Order, "system")
 		if err != nil {
@@ -135,7 +145,7 @@ func advance(ctx context.Context, tx pgx.Tx, sc Schedule, period time.Time) erro
 	if sc.EndDate != nil && next.After(*sc.EndDate) {
 		status, nextArg = ScheduleCompleted, nil
 	}
-	if _, err := tx.Exec(ctx, `UPDATE orders.recurring_donations SET next_charge_date = $3, status = $4, failed_attempts = 0, retry_on = NULL, updated_at = now()
+	if _, err := tx.Exec(ctx, `UPDATE orders.recurring_donations SET next_charge_date = $3, status = $4, failed_attempts = 0, retry_on = NULL, failure_reason = '', updated_at = now()
 		WHERE tenant_id = $1 AND id = $2`, sc.TenantID, sc.ID, nextArg, status); err != nil {
 		return err
 	}

@@ -36,18 +36,21 @@ type Schedule struct {
 	Status         string
 	NextChargeDate *time.Time
 	FailedAttempts int32
-	OriginOrderID  uuid.UUID
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// FailureReason is the processor's code for the last failed
+	// installment (authentication_required, card_declined, …).
+	FailureReason string
+	OriginOrderID uuid.UUID
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 const scheduleColumns = `tenant_id, id, contact_id, amount_minor, currency, frequency, start_date, end_date, fund_id, campaign_id,
-	payment_method, payment_token, status, next_charge_date, failed_attempts, origin_order_id, created_at, updated_at`
+	payment_method, payment_token, status, next_charge_date, failed_attempts, failure_reason, origin_order_id, created_at, updated_at`
 
 func scanSchedule(row pgx.Row) (Schedule, error) {
 	var s Schedule
 	err := row.Scan(&s.TenantID, &s.ID, &s.ContactID, &s.AmountMinor, &s.Currency, &s.Frequency, &s.StartDate, &s.EndDate, &s.FundID, &s.CampaignID,
-		&s.PaymentMethod, &s.PaymentToken, &s.Status, &s.NextChargeDate, &s.FailedAttempts, &s.OriginOrderID, &s.CreatedAt, &s.UpdatedAt)
+		&s.PaymentMethod, &s.PaymentToken, &s.Status, &s.NextChargeDate, &s.FailedAttempts, &s.FailureReason, &s.OriginOrderID, &s.CreatedAt, &s.UpdatedAt)
 	return s, err
 }
 

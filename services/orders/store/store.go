@@ -49,6 +49,7 @@ const (
 	EntityFund              = "Fund"
 	EntityRecurringDonation = "RecurringDonation"
 	EntityShipment          = "Shipment"
+	EntityPaymentMethod     = "PaymentMethod"
 )
 
 // Day truncates t to its UTC date.

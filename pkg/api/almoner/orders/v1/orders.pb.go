@@ -24,6 +24,427 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// PaymentMethod is a saved card or bank account.
+type PaymentMethod struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Id is the processor's id (`pm_…`); use it as a payment's token.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Type is `card` or `us_bank_account`.
+	Type string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	// Brand is the card brand (`visa`, …) or the bank's name.
+	Brand string `protobuf:"bytes,3,opt,name=brand,proto3" json:"brand,omitempty"`
+	// Last4 are the last four digits.
+	Last4 string `protobuf:"bytes,4,opt,name=last4,proto3" json:"last4,omitempty"`
+	// ExpMonth is a card's expiry month; 0 for bank accounts.
+	ExpMonth int32 `protobuf:"varint,5,opt,name=exp_month,json=expMonth,proto3" json:"exp_month,omitempty"`
+	// ExpYear is a card's expiry year; 0 for bank accounts.
+	ExpYear int32 `protobuf:"varint,6,opt,name=exp_year,json=expYear,proto3" json:"exp_year,omitempty"`
+	// IsDefault marks the contact's default method.
+	IsDefault bool `protobuf:"varint,7,opt,name=is_default,json=isDefault,proto3" json:"is_default,omitempty"`
+	// CreatedAt is when it was saved.
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PaymentMethod) Reset() {
+	*x = PaymentMethod{}
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaymentMethod) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaymentMethod) ProtoMessage() {}
+
+func (x *PaymentMethod) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaymentMethod.ProtoReflect.Descriptor instead.
+func (*PaymentMethod) Descriptor() ([]byte, []int) {
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *PaymentMethod) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *PaymentMethod) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *PaymentMethod) GetBrand() string {
+	if x != nil {
+		return x.Brand
+	}
+	return ""
+}
+
+func (x *PaymentMethod) GetLast4() string {
+	if x != nil {
+		return x.Last4
+	}
+	return ""
+}
+
+func (x *PaymentMethod) GetExpMonth() int32 {
+	if x != nil {
+		return x.ExpMonth
+	}
+	return 0
+}
+
+func (x *PaymentMethod) GetExpYear() int32 {
+	if x != nil {
+		return x.ExpYear
+	}
+	return 0
+}
+
+func (x *PaymentMethod) GetIsDefault() bool {
+	if x != nil {
+		return x.IsDefault
+	}
+	return false
+}
+
+func (x *PaymentMethod) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+// ListContactPaymentMethodsRequest names the contact.
+type ListContactPaymentMethodsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the tenant in the path.
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// ContactId is the contact.
+	ContactId     int64 `protobuf:"varint,2,opt,name=contact_id,json=contactId,proto3" json:"contact_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListContactPaymentMethodsRequest) Reset() {
+	*x = ListContactPaymentMethodsRequest{}
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListContactPaymentMethodsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListContactPaymentMethodsRequest) ProtoMessage() {}
+
+func (x *ListContactPaymentMethodsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListContactPaymentMethodsRequest.ProtoReflect.Descriptor instead.
+func (*ListContactPaymentMethodsRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ListContactPaymentMethodsRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *ListContactPaymentMethodsRequest) GetContactId() int64 {
+	if x != nil {
+		return x.ContactId
+	}
+	return 0
+}
+
+// ListContactPaymentMethodsResponse wraps the list; REST returns the array.
+type ListContactPaymentMethodsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// PaymentMethods are the saved methods.
+	PaymentMethods []*PaymentMethod `protobuf:"bytes,1,rep,name=payment_methods,json=paymentMethods,proto3" json:"payment_methods,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ListContactPaymentMethodsResponse) Reset() {
+	*x = ListContactPaymentMethodsResponse{}
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListContactPaymentMethodsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListContactPaymentMethodsResponse) ProtoMessage() {}
+
+func (x *ListContactPaymentMethodsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListContactPaymentMethodsResponse.ProtoReflect.Descriptor instead.
+func (*ListContactPaymentMethodsResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ListContactPaymentMethodsResponse) GetPaymentMethods() []*PaymentMethod {
+	if x != nil {
+		return x.PaymentMethods
+	}
+	return nil
+}
+
+// DeleteContactPaymentMethodRequest names the method.
+type DeleteContactPaymentMethodRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the tenant in the path.
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// ContactId is the contact.
+	ContactId int64 `protobuf:"varint,2,opt,name=contact_id,json=contactId,proto3" json:"contact_id,omitempty"`
+	// PaymentMethodId is the method (`pm_…`).
+	PaymentMethodId string `protobuf:"bytes,3,opt,name=payment_method_id,json=paymentMethodId,proto3" json:"payment_method_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *DeleteContactPaymentMethodRequest) Reset() {
+	*x = DeleteContactPaymentMethodRequest{}
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteContactPaymentMethodRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteContactPaymentMethodRequest) ProtoMessage() {}
+
+func (x *DeleteContactPaymentMethodRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteContactPaymentMethodRequest.ProtoReflect.Descriptor instead.
+func (*DeleteContactPaymentMethodRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *DeleteContactPaymentMethodRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *DeleteContactPaymentMethodRequest) GetContactId() int64 {
+	if x != nil {
+		return x.ContactId
+	}
+	return 0
+}
+
+func (x *DeleteContactPaymentMethodRequest) GetPaymentMethodId() string {
+	if x != nil {
+		return x.PaymentMethodId
+	}
+	return ""
+}
+
+// DeleteContactPaymentMethodResponse is empty (204).
+type DeleteContactPaymentMethodResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteContactPaymentMethodResponse) Reset() {
+	*x = DeleteContactPaymentMethodResponse{}
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteContactPaymentMethodResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteContactPaymentMethodResponse) ProtoMessage() {}
+
+func (x *DeleteContactPaymentMethodResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteContactPaymentMethodResponse.ProtoReflect.Descriptor instead.
+func (*DeleteContactPaymentMethodResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{4}
+}
+
+// ReceiveStripeEventRequest is one notification as received.
+type ReceiveStripeEventRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantSlug is the tenant in the notification URL.
+	TenantSlug string `protobuf:"bytes,1,opt,name=tenant_slug,json=tenantSlug,proto3" json:"tenant_slug,omitempty"`
+	// Payload is the raw request body.
+	Payload []byte `protobuf:"bytes,2,opt,name=payload,proto3" json:"payload,omitempty"`
+	// Signature is the Stripe-Signature header.
+	Signature     string `protobuf:"bytes,3,opt,name=signature,proto3" json:"signature,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReceiveStripeEventRequest) Reset() {
+	*x = ReceiveStripeEventRequest{}
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReceiveStripeEventRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReceiveStripeEventRequest) ProtoMessage() {}
+
+func (x *ReceiveStripeEventRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReceiveStripeEventRequest.ProtoReflect.Descriptor instead.
+func (*ReceiveStripeEventRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ReceiveStripeEventRequest) GetTenantSlug() string {
+	if x != nil {
+		return x.TenantSlug
+	}
+	return ""
+}
+
+func (x *ReceiveStripeEventRequest) GetPayload() []byte {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
+}
+
+func (x *ReceiveStripeEventRequest) GetSignature() string {
+	if x != nil {
+		return x.Signature
+	}
+	return ""
+}
+
+// ReceiveStripeEventResponse acknowledges the event.
+type ReceiveStripeEventResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Received is true.
+	Received      bool `protobuf:"varint,1,opt,name=received,proto3" json:"received,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReceiveStripeEventResponse) Reset() {
+	*x = ReceiveStripeEventResponse{}
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReceiveStripeEventResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReceiveStripeEventResponse) ProtoMessage() {}
+
+func (x *ReceiveStripeEventResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReceiveStripeEventResponse.ProtoReflect.Descriptor instead.
+func (*ReceiveStripeEventResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ReceiveStripeEventResponse) GetReceived() bool {
+	if x != nil {
+		return x.Received
+	}
+	return false
+}
+
 // Address is a postal address on an order.
 type Address struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -45,7 +466,7 @@ type Address struct {
 
 func (x *Address) Reset() {
 	*x = Address{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[0]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -57,7 +478,7 @@ func (x *Address) String() string {
 func (*Address) ProtoMessage() {}
 
 func (x *Address) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[0]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -70,7 +491,7 @@ func (x *Address) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Address.ProtoReflect.Descriptor instead.
 func (*Address) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{0}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Address) GetLine1() string {
@@ -132,7 +553,7 @@ type Tribute struct {
 
 func (x *Tribute) Reset() {
 	*x = Tribute{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[1]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -144,7 +565,7 @@ func (x *Tribute) String() string {
 func (*Tribute) ProtoMessage() {}
 
 func (x *Tribute) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[1]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -157,7 +578,7 @@ func (x *Tribute) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tribute.ProtoReflect.Descriptor instead.
 func (*Tribute) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{1}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Tribute) GetTributeType() string {
@@ -207,7 +628,7 @@ type DonationInput struct {
 
 func (x *DonationInput) Reset() {
 	*x = DonationInput{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[2]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -219,7 +640,7 @@ func (x *DonationInput) String() string {
 func (*DonationInput) ProtoMessage() {}
 
 func (x *DonationInput) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[2]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -232,7 +653,7 @@ func (x *DonationInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DonationInput.ProtoReflect.Descriptor instead.
 func (*DonationInput) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{2}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DonationInput) GetFundId() string {
@@ -283,7 +704,7 @@ type ItemInput struct {
 
 func (x *ItemInput) Reset() {
 	*x = ItemInput{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[3]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -295,7 +716,7 @@ func (x *ItemInput) String() string {
 func (*ItemInput) ProtoMessage() {}
 
 func (x *ItemInput) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[3]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -308,7 +729,7 @@ func (x *ItemInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ItemInput.ProtoReflect.Descriptor instead.
 func (*ItemInput) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{3}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ItemInput) GetItemId() string {
@@ -336,15 +757,20 @@ type PaymentInput struct {
 	CheckNumber string `protobuf:"bytes,3,opt,name=check_number,json=checkNumber,proto3" json:"check_number,omitempty"`
 	// Reference is required for External: where it was collected.
 	Reference string `protobuf:"bytes,4,opt,name=reference,proto3" json:"reference,omitempty"`
-	// PaymentToken is the processor token for Card and Ach.
-	PaymentToken  string `protobuf:"bytes,5,opt,name=payment_token,json=paymentToken,proto3" json:"payment_token,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// PaymentToken is the processor token for Card and Ach: a Stripe
+	// PaymentMethod id (`pm_…`) from Stripe.js when the tenant has connected
+	// Stripe, else a sandbox test token (`tok_visa`, `ach_success`, …).
+	PaymentToken string `protobuf:"bytes,5,opt,name=payment_token,json=paymentToken,proto3" json:"payment_token,omitempty"`
+	// SavePaymentMethod keeps the card or bank account for later gifts
+	// (needs `payment-methods:manage` besides `orders:create`).
+	SavePaymentMethod bool `protobuf:"varint,6,opt,name=save_payment_method,json=savePaymentMethod,proto3" json:"save_payment_method,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *PaymentInput) Reset() {
 	*x = PaymentInput{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[4]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -356,7 +782,7 @@ func (x *PaymentInput) String() string {
 func (*PaymentInput) ProtoMessage() {}
 
 func (x *PaymentInput) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[4]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -369,7 +795,7 @@ func (x *PaymentInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentInput.ProtoReflect.Descriptor instead.
 func (*PaymentInput) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{4}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PaymentInput) GetPaymentMethod() string {
@@ -407,6 +833,13 @@ func (x *PaymentInput) GetPaymentToken() string {
 	return ""
 }
 
+func (x *PaymentInput) GetSavePaymentMethod() bool {
+	if x != nil {
+		return x.SavePaymentMethod
+	}
+	return false
+}
+
 // RecurringDonationInput asks for a recurring schedule with the order.
 type RecurringDonationInput struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -433,7 +866,7 @@ type RecurringDonationInput struct {
 
 func (x *RecurringDonationInput) Reset() {
 	*x = RecurringDonationInput{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[5]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -445,7 +878,7 @@ func (x *RecurringDonationInput) String() string {
 func (*RecurringDonationInput) ProtoMessage() {}
 
 func (x *RecurringDonationInput) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[5]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -458,7 +891,7 @@ func (x *RecurringDonationInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecurringDonationInput.ProtoReflect.Descriptor instead.
 func (*RecurringDonationInput) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{5}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RecurringDonationInput) GetFundId() string {
@@ -554,7 +987,7 @@ type CreateOrderRequest struct {
 
 func (x *CreateOrderRequest) Reset() {
 	*x = CreateOrderRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[6]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -566,7 +999,7 @@ func (x *CreateOrderRequest) String() string {
 func (*CreateOrderRequest) ProtoMessage() {}
 
 func (x *CreateOrderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[6]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -579,7 +1012,7 @@ func (x *CreateOrderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateOrderRequest.ProtoReflect.Descriptor instead.
 func (*CreateOrderRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{6}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CreateOrderRequest) GetTenantId() string {
@@ -691,7 +1124,7 @@ type CreateOrderResponse struct {
 
 func (x *CreateOrderResponse) Reset() {
 	*x = CreateOrderResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[7]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -703,7 +1136,7 @@ func (x *CreateOrderResponse) String() string {
 func (*CreateOrderResponse) ProtoMessage() {}
 
 func (x *CreateOrderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[7]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -716,7 +1149,7 @@ func (x *CreateOrderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateOrderResponse.ProtoReflect.Descriptor instead.
 func (*CreateOrderResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{7}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CreateOrderResponse) GetOrder() *Order {
@@ -751,7 +1184,7 @@ type OrderDonation struct {
 
 func (x *OrderDonation) Reset() {
 	*x = OrderDonation{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[8]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -763,7 +1196,7 @@ func (x *OrderDonation) String() string {
 func (*OrderDonation) ProtoMessage() {}
 
 func (x *OrderDonation) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[8]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -776,7 +1209,7 @@ func (x *OrderDonation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OrderDonation.ProtoReflect.Descriptor instead.
 func (*OrderDonation) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{8}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *OrderDonation) GetId() string {
@@ -860,7 +1293,7 @@ type OrderItem struct {
 
 func (x *OrderItem) Reset() {
 	*x = OrderItem{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[9]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -872,7 +1305,7 @@ func (x *OrderItem) String() string {
 func (*OrderItem) ProtoMessage() {}
 
 func (x *OrderItem) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[9]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -885,7 +1318,7 @@ func (x *OrderItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OrderItem.ProtoReflect.Descriptor instead.
 func (*OrderItem) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{9}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *OrderItem) GetLineNumber() int32 {
@@ -953,8 +1386,8 @@ type OrderPayment struct {
 	PaymentMethod string `protobuf:"bytes,2,opt,name=payment_method,json=paymentMethod,proto3" json:"payment_method,omitempty"`
 	// Amount is the amount paid.
 	Amount *v1.Decimal `protobuf:"bytes,3,opt,name=amount,proto3" json:"amount,omitempty"`
-	// PaymentStatus is Authorized, Captured, Refunded, PartiallyRefunded,
-	// Voided or Declined.
+	// PaymentStatus is Pending, RequiresAction, Authorized, Captured,
+	// Refunded, PartiallyRefunded, Voided, Failed, Disputed or Declined.
 	PaymentStatus string `protobuf:"bytes,4,opt,name=payment_status,json=paymentStatus,proto3" json:"payment_status,omitempty"`
 	// RefundedAmount is the amount refunded so far.
 	RefundedAmount *v1.Decimal `protobuf:"bytes,5,opt,name=refunded_amount,json=refundedAmount,proto3" json:"refunded_amount,omitempty"`
@@ -962,15 +1395,20 @@ type OrderPayment struct {
 	CheckNumber string `protobuf:"bytes,6,opt,name=check_number,json=checkNumber,proto3" json:"check_number,omitempty"`
 	// Reference is set for External.
 	Reference string `protobuf:"bytes,7,opt,name=reference,proto3" json:"reference,omitempty"`
-	// ProcessorReference is the processor's id for Card and Ach.
+	// ProcessorReference is the processor's id for Card and Ach (a Stripe
+	// PaymentIntent id, `pi_…`, whatever the outcome).
 	ProcessorReference string `protobuf:"bytes,8,opt,name=processor_reference,json=processorReference,proto3" json:"processor_reference,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// NextAction is set when the payment is RequiresAction: what the
+	// donor's browser must do to finish it (Stripe.js handleNextAction with
+	// the client secret). Only the create response carries it.
+	NextAction    *NextAction `protobuf:"bytes,9,opt,name=next_action,json=nextAction,proto3" json:"next_action,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *OrderPayment) Reset() {
 	*x = OrderPayment{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[10]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -982,7 +1420,7 @@ func (x *OrderPayment) String() string {
 func (*OrderPayment) ProtoMessage() {}
 
 func (x *OrderPayment) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[10]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -995,7 +1433,7 @@ func (x *OrderPayment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OrderPayment.ProtoReflect.Descriptor instead.
 func (*OrderPayment) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{10}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *OrderPayment) GetId() string {
@@ -1054,6 +1492,68 @@ func (x *OrderPayment) GetProcessorReference() string {
 	return ""
 }
 
+func (x *OrderPayment) GetNextAction() *NextAction {
+	if x != nil {
+		return x.NextAction
+	}
+	return nil
+}
+
+// NextAction is what the donor must do to finish a payment.
+type NextAction struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Type is `use_stripe_sdk`.
+	Type string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	// ClientSecret is the PaymentIntent's client secret for Stripe.js.
+	ClientSecret  string `protobuf:"bytes,2,opt,name=client_secret,json=clientSecret,proto3" json:"client_secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NextAction) Reset() {
+	*x = NextAction{}
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NextAction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NextAction) ProtoMessage() {}
+
+func (x *NextAction) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NextAction.ProtoReflect.Descriptor instead.
+func (*NextAction) Descriptor() ([]byte, []int) {
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *NextAction) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *NextAction) GetClientSecret() string {
+	if x != nil {
+		return x.ClientSecret
+	}
+	return ""
+}
+
 // Order is a recorded order.
 type Order struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1063,7 +1563,8 @@ type Order struct {
 	OrderNumber int64 `protobuf:"varint,2,opt,name=order_number,json=orderNumber,proto3" json:"order_number,omitempty"`
 	// ContactId is the contact.
 	ContactId int64 `protobuf:"varint,3,opt,name=contact_id,json=contactId,proto3" json:"contact_id,omitempty"`
-	// OrderStatus is Completed, PartiallyRefunded, Refunded or Voided.
+	// OrderStatus is Pending (a processor charge has not settled),
+	// Completed, PartiallyRefunded, Refunded, Voided or Failed.
 	OrderStatus string `protobuf:"bytes,4,opt,name=order_status,json=orderStatus,proto3" json:"order_status,omitempty"`
 	// Currency is the ISO 4217 code of every amount.
 	Currency string `protobuf:"bytes,5,opt,name=currency,proto3" json:"currency,omitempty"`
@@ -1105,7 +1606,7 @@ type Order struct {
 
 func (x *Order) Reset() {
 	*x = Order{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[11]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1117,7 +1618,7 @@ func (x *Order) String() string {
 func (*Order) ProtoMessage() {}
 
 func (x *Order) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[11]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1130,7 +1631,7 @@ func (x *Order) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Order.ProtoReflect.Descriptor instead.
 func (*Order) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{11}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Order) GetId() string {
@@ -1312,7 +1813,7 @@ type ListOrdersRequest struct {
 
 func (x *ListOrdersRequest) Reset() {
 	*x = ListOrdersRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[12]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1324,7 +1825,7 @@ func (x *ListOrdersRequest) String() string {
 func (*ListOrdersRequest) ProtoMessage() {}
 
 func (x *ListOrdersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[12]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1337,7 +1838,7 @@ func (x *ListOrdersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrdersRequest.ProtoReflect.Descriptor instead.
 func (*ListOrdersRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{12}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListOrdersRequest) GetTenantId() string {
@@ -1464,7 +1965,7 @@ type ListOrdersResponse struct {
 
 func (x *ListOrdersResponse) Reset() {
 	*x = ListOrdersResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[13]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1476,7 +1977,7 @@ func (x *ListOrdersResponse) String() string {
 func (*ListOrdersResponse) ProtoMessage() {}
 
 func (x *ListOrdersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[13]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1489,7 +1990,7 @@ func (x *ListOrdersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrdersResponse.ProtoReflect.Descriptor instead.
 func (*ListOrdersResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{13}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListOrdersResponse) GetItems() []*Order {
@@ -1540,7 +2041,7 @@ type GetOrderRequest struct {
 
 func (x *GetOrderRequest) Reset() {
 	*x = GetOrderRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[14]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1552,7 +2053,7 @@ func (x *GetOrderRequest) String() string {
 func (*GetOrderRequest) ProtoMessage() {}
 
 func (x *GetOrderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[14]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1565,7 +2066,7 @@ func (x *GetOrderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrderRequest.ProtoReflect.Descriptor instead.
 func (*GetOrderRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{14}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetOrderRequest) GetTenantId() string {
@@ -1593,7 +2094,7 @@ type GetOrderResponse struct {
 
 func (x *GetOrderResponse) Reset() {
 	*x = GetOrderResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[15]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1605,7 +2106,7 @@ func (x *GetOrderResponse) String() string {
 func (*GetOrderResponse) ProtoMessage() {}
 
 func (x *GetOrderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[15]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1618,7 +2119,7 @@ func (x *GetOrderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrderResponse.ProtoReflect.Descriptor instead.
 func (*GetOrderResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{15}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetOrderResponse) GetOrder() *Order {
@@ -1643,7 +2144,7 @@ type VoidOrderRequest struct {
 
 func (x *VoidOrderRequest) Reset() {
 	*x = VoidOrderRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[16]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1655,7 +2156,7 @@ func (x *VoidOrderRequest) String() string {
 func (*VoidOrderRequest) ProtoMessage() {}
 
 func (x *VoidOrderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[16]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1668,7 +2169,7 @@ func (x *VoidOrderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VoidOrderRequest.ProtoReflect.Descriptor instead.
 func (*VoidOrderRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{16}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *VoidOrderRequest) GetTenantId() string {
@@ -1703,7 +2204,7 @@ type VoidOrderResponse struct {
 
 func (x *VoidOrderResponse) Reset() {
 	*x = VoidOrderResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[17]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1715,7 +2216,7 @@ func (x *VoidOrderResponse) String() string {
 func (*VoidOrderResponse) ProtoMessage() {}
 
 func (x *VoidOrderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[17]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1728,7 +2229,7 @@ func (x *VoidOrderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VoidOrderResponse.ProtoReflect.Descriptor instead.
 func (*VoidOrderResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{17}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *VoidOrderResponse) GetOrder() *Order {
@@ -1755,7 +2256,7 @@ type CreateOrderRefundRequest struct {
 
 func (x *CreateOrderRefundRequest) Reset() {
 	*x = CreateOrderRefundRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[18]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1767,7 +2268,7 @@ func (x *CreateOrderRefundRequest) String() string {
 func (*CreateOrderRefundRequest) ProtoMessage() {}
 
 func (x *CreateOrderRefundRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[18]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1780,7 +2281,7 @@ func (x *CreateOrderRefundRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateOrderRefundRequest.ProtoReflect.Descriptor instead.
 func (*CreateOrderRefundRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{18}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CreateOrderRefundRequest) GetTenantId() string {
@@ -1822,7 +2323,7 @@ type CreateOrderRefundResponse struct {
 
 func (x *CreateOrderRefundResponse) Reset() {
 	*x = CreateOrderRefundResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[19]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1834,7 +2335,7 @@ func (x *CreateOrderRefundResponse) String() string {
 func (*CreateOrderRefundResponse) ProtoMessage() {}
 
 func (x *CreateOrderRefundResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[19]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1847,7 +2348,7 @@ func (x *CreateOrderRefundResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateOrderRefundResponse.ProtoReflect.Descriptor instead.
 func (*CreateOrderRefundResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{19}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CreateOrderRefundResponse) GetOrder() *Order {
@@ -1882,7 +2383,7 @@ type Fund struct {
 
 func (x *Fund) Reset() {
 	*x = Fund{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[20]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1894,7 +2395,7 @@ func (x *Fund) String() string {
 func (*Fund) ProtoMessage() {}
 
 func (x *Fund) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[20]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1907,7 +2408,7 @@ func (x *Fund) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Fund.ProtoReflect.Descriptor instead.
 func (*Fund) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{20}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Fund) GetId() string {
@@ -1977,7 +2478,7 @@ type ListFundsRequest struct {
 
 func (x *ListFundsRequest) Reset() {
 	*x = ListFundsRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[21]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1989,7 +2490,7 @@ func (x *ListFundsRequest) String() string {
 func (*ListFundsRequest) ProtoMessage() {}
 
 func (x *ListFundsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[21]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2002,7 +2503,7 @@ func (x *ListFundsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFundsRequest.ProtoReflect.Descriptor instead.
 func (*ListFundsRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{21}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListFundsRequest) GetTenantId() string {
@@ -2023,7 +2524,7 @@ type ListFundsResponse struct {
 
 func (x *ListFundsResponse) Reset() {
 	*x = ListFundsResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[22]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2035,7 +2536,7 @@ func (x *ListFundsResponse) String() string {
 func (*ListFundsResponse) ProtoMessage() {}
 
 func (x *ListFundsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[22]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2048,7 +2549,7 @@ func (x *ListFundsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFundsResponse.ProtoReflect.Descriptor instead.
 func (*ListFundsResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{22}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListFundsResponse) GetFunds() []*Fund {
@@ -2079,7 +2580,7 @@ type CreateFundRequest struct {
 
 func (x *CreateFundRequest) Reset() {
 	*x = CreateFundRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[23]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2091,7 +2592,7 @@ func (x *CreateFundRequest) String() string {
 func (*CreateFundRequest) ProtoMessage() {}
 
 func (x *CreateFundRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[23]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2104,7 +2605,7 @@ func (x *CreateFundRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateFundRequest.ProtoReflect.Descriptor instead.
 func (*CreateFundRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{23}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CreateFundRequest) GetTenantId() string {
@@ -2160,7 +2661,7 @@ type CreateFundResponse struct {
 
 func (x *CreateFundResponse) Reset() {
 	*x = CreateFundResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[24]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2172,7 +2673,7 @@ func (x *CreateFundResponse) String() string {
 func (*CreateFundResponse) ProtoMessage() {}
 
 func (x *CreateFundResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[24]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2185,7 +2686,7 @@ func (x *CreateFundResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateFundResponse.ProtoReflect.Descriptor instead.
 func (*CreateFundResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{24}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CreateFundResponse) GetFund() *Fund {
@@ -2218,7 +2719,7 @@ type UpdateFundRequest struct {
 
 func (x *UpdateFundRequest) Reset() {
 	*x = UpdateFundRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[25]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2230,7 +2731,7 @@ func (x *UpdateFundRequest) String() string {
 func (*UpdateFundRequest) ProtoMessage() {}
 
 func (x *UpdateFundRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[25]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2243,7 +2744,7 @@ func (x *UpdateFundRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateFundRequest.ProtoReflect.Descriptor instead.
 func (*UpdateFundRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{25}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *UpdateFundRequest) GetTenantId() string {
@@ -2306,7 +2807,7 @@ type UpdateFundResponse struct {
 
 func (x *UpdateFundResponse) Reset() {
 	*x = UpdateFundResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[26]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2318,7 +2819,7 @@ func (x *UpdateFundResponse) String() string {
 func (*UpdateFundResponse) ProtoMessage() {}
 
 func (x *UpdateFundResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[26]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2331,7 +2832,7 @@ func (x *UpdateFundResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateFundResponse.ProtoReflect.Descriptor instead.
 func (*UpdateFundResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{26}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *UpdateFundResponse) GetFund() *Fund {
@@ -2356,7 +2857,7 @@ type CurrencyTotal struct {
 
 func (x *CurrencyTotal) Reset() {
 	*x = CurrencyTotal{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[27]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2368,7 +2869,7 @@ func (x *CurrencyTotal) String() string {
 func (*CurrencyTotal) ProtoMessage() {}
 
 func (x *CurrencyTotal) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[27]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2381,7 +2882,7 @@ func (x *CurrencyTotal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CurrencyTotal.ProtoReflect.Descriptor instead.
 func (*CurrencyTotal) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{27}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CurrencyTotal) GetCurrency() string {
@@ -2432,7 +2933,7 @@ type Batch struct {
 
 func (x *Batch) Reset() {
 	*x = Batch{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[28]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2444,7 +2945,7 @@ func (x *Batch) String() string {
 func (*Batch) ProtoMessage() {}
 
 func (x *Batch) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[28]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2457,7 +2958,7 @@ func (x *Batch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Batch.ProtoReflect.Descriptor instead.
 func (*Batch) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{28}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Batch) GetId() string {
@@ -2540,7 +3041,7 @@ type ListBatchesRequest struct {
 
 func (x *ListBatchesRequest) Reset() {
 	*x = ListBatchesRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[29]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2552,7 +3053,7 @@ func (x *ListBatchesRequest) String() string {
 func (*ListBatchesRequest) ProtoMessage() {}
 
 func (x *ListBatchesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[29]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2565,7 +3066,7 @@ func (x *ListBatchesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBatchesRequest.ProtoReflect.Descriptor instead.
 func (*ListBatchesRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{29}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ListBatchesRequest) GetTenantId() string {
@@ -2613,7 +3114,7 @@ type ListBatchesResponse struct {
 
 func (x *ListBatchesResponse) Reset() {
 	*x = ListBatchesResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[30]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2625,7 +3126,7 @@ func (x *ListBatchesResponse) String() string {
 func (*ListBatchesResponse) ProtoMessage() {}
 
 func (x *ListBatchesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[30]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2638,7 +3139,7 @@ func (x *ListBatchesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBatchesResponse.ProtoReflect.Descriptor instead.
 func (*ListBatchesResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{30}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListBatchesResponse) GetItems() []*Batch {
@@ -2682,7 +3183,7 @@ type GetBatchRequest struct {
 
 func (x *GetBatchRequest) Reset() {
 	*x = GetBatchRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[31]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2694,7 +3195,7 @@ func (x *GetBatchRequest) String() string {
 func (*GetBatchRequest) ProtoMessage() {}
 
 func (x *GetBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[31]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2707,7 +3208,7 @@ func (x *GetBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBatchRequest.ProtoReflect.Descriptor instead.
 func (*GetBatchRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{31}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetBatchRequest) GetTenantId() string {
@@ -2735,7 +3236,7 @@ type GetBatchResponse struct {
 
 func (x *GetBatchResponse) Reset() {
 	*x = GetBatchResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[32]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2747,7 +3248,7 @@ func (x *GetBatchResponse) String() string {
 func (*GetBatchResponse) ProtoMessage() {}
 
 func (x *GetBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[32]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2760,7 +3261,7 @@ func (x *GetBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBatchResponse.ProtoReflect.Descriptor instead.
 func (*GetBatchResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{32}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *GetBatchResponse) GetBatch() *Batch {
@@ -2783,7 +3284,7 @@ type CreateBatchRequest struct {
 
 func (x *CreateBatchRequest) Reset() {
 	*x = CreateBatchRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[33]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2795,7 +3296,7 @@ func (x *CreateBatchRequest) String() string {
 func (*CreateBatchRequest) ProtoMessage() {}
 
 func (x *CreateBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[33]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2808,7 +3309,7 @@ func (x *CreateBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateBatchRequest.ProtoReflect.Descriptor instead.
 func (*CreateBatchRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{33}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CreateBatchRequest) GetTenantId() string {
@@ -2836,7 +3337,7 @@ type CreateBatchResponse struct {
 
 func (x *CreateBatchResponse) Reset() {
 	*x = CreateBatchResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[34]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2848,7 +3349,7 @@ func (x *CreateBatchResponse) String() string {
 func (*CreateBatchResponse) ProtoMessage() {}
 
 func (x *CreateBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[34]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2861,7 +3362,7 @@ func (x *CreateBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateBatchResponse.ProtoReflect.Descriptor instead.
 func (*CreateBatchResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{34}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *CreateBatchResponse) GetBatch() *Batch {
@@ -2884,7 +3385,7 @@ type CloseBatchRequest struct {
 
 func (x *CloseBatchRequest) Reset() {
 	*x = CloseBatchRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[35]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2896,7 +3397,7 @@ func (x *CloseBatchRequest) String() string {
 func (*CloseBatchRequest) ProtoMessage() {}
 
 func (x *CloseBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[35]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2909,7 +3410,7 @@ func (x *CloseBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseBatchRequest.ProtoReflect.Descriptor instead.
 func (*CloseBatchRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{35}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *CloseBatchRequest) GetTenantId() string {
@@ -2937,7 +3438,7 @@ type CloseBatchResponse struct {
 
 func (x *CloseBatchResponse) Reset() {
 	*x = CloseBatchResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[36]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2949,7 +3450,7 @@ func (x *CloseBatchResponse) String() string {
 func (*CloseBatchResponse) ProtoMessage() {}
 
 func (x *CloseBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[36]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2962,7 +3463,7 @@ func (x *CloseBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseBatchResponse.ProtoReflect.Descriptor instead.
 func (*CloseBatchResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{36}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *CloseBatchResponse) GetBatch() *Batch {
@@ -3001,6 +3502,10 @@ type RecurringDonation struct {
 	NextChargeDate string `protobuf:"bytes,12,opt,name=next_charge_date,json=nextChargeDate,proto3" json:"next_charge_date,omitempty"`
 	// FailedAttempts counts consecutive declines of the current installment.
 	FailedAttempts int32 `protobuf:"varint,13,opt,name=failed_attempts,json=failedAttempts,proto3" json:"failed_attempts,omitempty"`
+	// FailureReason is the processor's code for the last failed installment
+	// (`card_declined`, `authentication_required`, …); empty while the
+	// schedule collects.
+	FailureReason string `protobuf:"bytes,17,opt,name=failure_reason,json=failureReason,proto3" json:"failure_reason,omitempty"`
 	// OriginOrderId is the order that created the schedule.
 	OriginOrderId string `protobuf:"bytes,14,opt,name=origin_order_id,json=originOrderId,proto3" json:"origin_order_id,omitempty"`
 	// CreatedAt is when the schedule was created.
@@ -3013,7 +3518,7 @@ type RecurringDonation struct {
 
 func (x *RecurringDonation) Reset() {
 	*x = RecurringDonation{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[37]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3025,7 +3530,7 @@ func (x *RecurringDonation) String() string {
 func (*RecurringDonation) ProtoMessage() {}
 
 func (x *RecurringDonation) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[37]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3038,7 +3543,7 @@ func (x *RecurringDonation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecurringDonation.ProtoReflect.Descriptor instead.
 func (*RecurringDonation) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{37}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *RecurringDonation) GetId() string {
@@ -3132,6 +3637,13 @@ func (x *RecurringDonation) GetFailedAttempts() int32 {
 	return 0
 }
 
+func (x *RecurringDonation) GetFailureReason() string {
+	if x != nil {
+		return x.FailureReason
+	}
+	return ""
+}
+
 func (x *RecurringDonation) GetOriginOrderId() string {
 	if x != nil {
 		return x.OriginOrderId
@@ -3172,7 +3684,7 @@ type ListRecurringDonationsRequest struct {
 
 func (x *ListRecurringDonationsRequest) Reset() {
 	*x = ListRecurringDonationsRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[38]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3184,7 +3696,7 @@ func (x *ListRecurringDonationsRequest) String() string {
 func (*ListRecurringDonationsRequest) ProtoMessage() {}
 
 func (x *ListRecurringDonationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[38]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3197,7 +3709,7 @@ func (x *ListRecurringDonationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRecurringDonationsRequest.ProtoReflect.Descriptor instead.
 func (*ListRecurringDonationsRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{38}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListRecurringDonationsRequest) GetTenantId() string {
@@ -3252,7 +3764,7 @@ type ListRecurringDonationsResponse struct {
 
 func (x *ListRecurringDonationsResponse) Reset() {
 	*x = ListRecurringDonationsResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[39]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3264,7 +3776,7 @@ func (x *ListRecurringDonationsResponse) String() string {
 func (*ListRecurringDonationsResponse) ProtoMessage() {}
 
 func (x *ListRecurringDonationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[39]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3277,7 +3789,7 @@ func (x *ListRecurringDonationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRecurringDonationsResponse.ProtoReflect.Descriptor instead.
 func (*ListRecurringDonationsResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{39}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListRecurringDonationsResponse) GetItems() []*RecurringDonation {
@@ -3321,7 +3833,7 @@ type GetRecurringDonationRequest struct {
 
 func (x *GetRecurringDonationRequest) Reset() {
 	*x = GetRecurringDonationRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[40]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3333,7 +3845,7 @@ func (x *GetRecurringDonationRequest) String() string {
 func (*GetRecurringDonationRequest) ProtoMessage() {}
 
 func (x *GetRecurringDonationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[40]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3346,7 +3858,7 @@ func (x *GetRecurringDonationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRecurringDonationRequest.ProtoReflect.Descriptor instead.
 func (*GetRecurringDonationRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{40}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *GetRecurringDonationRequest) GetTenantId() string {
@@ -3374,7 +3886,7 @@ type GetRecurringDonationResponse struct {
 
 func (x *GetRecurringDonationResponse) Reset() {
 	*x = GetRecurringDonationResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[41]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3386,7 +3898,7 @@ func (x *GetRecurringDonationResponse) String() string {
 func (*GetRecurringDonationResponse) ProtoMessage() {}
 
 func (x *GetRecurringDonationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[41]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3399,7 +3911,7 @@ func (x *GetRecurringDonationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRecurringDonationResponse.ProtoReflect.Descriptor instead.
 func (*GetRecurringDonationResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{41}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *GetRecurringDonationResponse) GetRecurringDonation() *RecurringDonation {
@@ -3422,7 +3934,7 @@ type CancelRecurringDonationRequest struct {
 
 func (x *CancelRecurringDonationRequest) Reset() {
 	*x = CancelRecurringDonationRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[42]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3434,7 +3946,7 @@ func (x *CancelRecurringDonationRequest) String() string {
 func (*CancelRecurringDonationRequest) ProtoMessage() {}
 
 func (x *CancelRecurringDonationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[42]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3447,7 +3959,7 @@ func (x *CancelRecurringDonationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRecurringDonationRequest.ProtoReflect.Descriptor instead.
 func (*CancelRecurringDonationRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{42}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *CancelRecurringDonationRequest) GetTenantId() string {
@@ -3475,7 +3987,7 @@ type CancelRecurringDonationResponse struct {
 
 func (x *CancelRecurringDonationResponse) Reset() {
 	*x = CancelRecurringDonationResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[43]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3487,7 +3999,7 @@ func (x *CancelRecurringDonationResponse) String() string {
 func (*CancelRecurringDonationResponse) ProtoMessage() {}
 
 func (x *CancelRecurringDonationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[43]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3500,7 +4012,7 @@ func (x *CancelRecurringDonationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRecurringDonationResponse.ProtoReflect.Descriptor instead.
 func (*CancelRecurringDonationResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{43}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *CancelRecurringDonationResponse) GetRecurringDonation() *RecurringDonation {
@@ -3514,7 +4026,37 @@ var File_almoner_orders_v1_orders_proto protoreflect.FileDescriptor
 
 const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\n" +
-	"\x1ealmoner/orders/v1/orders.proto\x12\x11almoner.orders.v1\x1a\x1dalmoner/type/v1/decimal.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xab\x01\n" +
+	"\x1ealmoner/orders/v1/orders.proto\x12\x11almoner.orders.v1\x1a\x1dalmoner/type/v1/decimal.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf1\x01\n" +
+	"\rPaymentMethod\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\x14\n" +
+	"\x05brand\x18\x03 \x01(\tR\x05brand\x12\x14\n" +
+	"\x05last4\x18\x04 \x01(\tR\x05last4\x12\x1b\n" +
+	"\texp_month\x18\x05 \x01(\x05R\bexpMonth\x12\x19\n" +
+	"\bexp_year\x18\x06 \x01(\x05R\aexpYear\x12\x1d\n" +
+	"\n" +
+	"is_default\x18\a \x01(\bR\tisDefault\x129\n" +
+	"\n" +
+	"created_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"^\n" +
+	" ListContactPaymentMethodsRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1d\n" +
+	"\n" +
+	"contact_id\x18\x02 \x01(\x03R\tcontactId\"n\n" +
+	"!ListContactPaymentMethodsResponse\x12I\n" +
+	"\x0fpayment_methods\x18\x01 \x03(\v2 .almoner.orders.v1.PaymentMethodR\x0epaymentMethods\"\x8b\x01\n" +
+	"!DeleteContactPaymentMethodRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1d\n" +
+	"\n" +
+	"contact_id\x18\x02 \x01(\x03R\tcontactId\x12*\n" +
+	"\x11payment_method_id\x18\x03 \x01(\tR\x0fpaymentMethodId\"$\n" +
+	"\"DeleteContactPaymentMethodResponse\"t\n" +
+	"\x19ReceiveStripeEventRequest\x12\x1f\n" +
+	"\vtenant_slug\x18\x01 \x01(\tR\n" +
+	"tenantSlug\x12\x18\n" +
+	"\apayload\x18\x02 \x01(\fR\apayload\x12\x1c\n" +
+	"\tsignature\x18\x03 \x01(\tR\tsignature\"8\n" +
+	"\x1aReceiveStripeEventResponse\x12\x1a\n" +
+	"\breceived\x18\x01 \x01(\bR\breceived\"\xab\x01\n" +
 	"\aAddress\x12\x14\n" +
 	"\x05line1\x18\x01 \x01(\tR\x05line1\x12\x14\n" +
 	"\x05line2\x18\x02 \x01(\tR\x05line2\x12\x12\n" +
@@ -3538,13 +4080,14 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\atribute\x18\x05 \x01(\v2\x1a.almoner.orders.v1.TributeR\atribute\"@\n" +
 	"\tItemInput\x12\x17\n" +
 	"\aitem_id\x18\x01 \x01(\tR\x06itemId\x12\x1a\n" +
-	"\bquantity\x18\x02 \x01(\x05R\bquantity\"\xcd\x01\n" +
+	"\bquantity\x18\x02 \x01(\x05R\bquantity\"\xfd\x01\n" +
 	"\fPaymentInput\x12%\n" +
 	"\x0epayment_method\x18\x01 \x01(\tR\rpaymentMethod\x120\n" +
 	"\x06amount\x18\x02 \x01(\v2\x18.almoner.type.v1.DecimalR\x06amount\x12!\n" +
 	"\fcheck_number\x18\x03 \x01(\tR\vcheckNumber\x12\x1c\n" +
 	"\treference\x18\x04 \x01(\tR\treference\x12#\n" +
-	"\rpayment_token\x18\x05 \x01(\tR\fpaymentToken\"\xa8\x02\n" +
+	"\rpayment_token\x18\x05 \x01(\tR\fpaymentToken\x12.\n" +
+	"\x13save_payment_method\x18\x06 \x01(\bR\x11savePaymentMethod\"\xa8\x02\n" +
 	"\x16RecurringDonationInput\x12\x17\n" +
 	"\afund_id\x18\x01 \x01(\tR\x06fundId\x120\n" +
 	"\x06amount\x18\x02 \x01(\v2\x18.almoner.type.v1.DecimalR\x06amount\x12\x1c\n" +
@@ -3596,7 +4139,7 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"unit_price\x18\x06 \x01(\v2\x18.almoner.type.v1.DecimalR\tunitPrice\x12D\n" +
 	"\x11fair_market_value\x18\a \x01(\v2\x18.almoner.type.v1.DecimalR\x0ffairMarketValue\x127\n" +
 	"\n" +
-	"line_total\x18\b \x01(\v2\x18.almoner.type.v1.DecimalR\tlineTotal\"\xd3\x02\n" +
+	"line_total\x18\b \x01(\v2\x18.almoner.type.v1.DecimalR\tlineTotal\"\x93\x03\n" +
 	"\fOrderPayment\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12%\n" +
 	"\x0epayment_method\x18\x02 \x01(\tR\rpaymentMethod\x120\n" +
@@ -3605,7 +4148,13 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\x0frefunded_amount\x18\x05 \x01(\v2\x18.almoner.type.v1.DecimalR\x0erefundedAmount\x12!\n" +
 	"\fcheck_number\x18\x06 \x01(\tR\vcheckNumber\x12\x1c\n" +
 	"\treference\x18\a \x01(\tR\treference\x12/\n" +
-	"\x13processor_reference\x18\b \x01(\tR\x12processorReference\"\xff\a\n" +
+	"\x13processor_reference\x18\b \x01(\tR\x12processorReference\x12>\n" +
+	"\vnext_action\x18\t \x01(\v2\x1d.almoner.orders.v1.NextActionR\n" +
+	"nextAction\"E\n" +
+	"\n" +
+	"NextAction\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12#\n" +
+	"\rclient_secret\x18\x02 \x01(\tR\fclientSecret\"\xff\a\n" +
 	"\x05Order\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\forder_number\x18\x02 \x01(\x03R\vorderNumber\x12\x1d\n" +
@@ -3769,7 +4318,7 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x19\n" +
 	"\bbatch_id\x18\x02 \x01(\tR\abatchId\"D\n" +
 	"\x12CloseBatchResponse\x12.\n" +
-	"\x05batch\x18\x01 \x01(\v2\x18.almoner.orders.v1.BatchR\x05batch\"\xd2\x04\n" +
+	"\x05batch\x18\x01 \x01(\v2\x18.almoner.orders.v1.BatchR\x05batch\"\xf9\x04\n" +
 	"\x11RecurringDonation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -3787,7 +4336,8 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	" \x01(\tR\rpaymentMethod\x12\x16\n" +
 	"\x06status\x18\v \x01(\tR\x06status\x12(\n" +
 	"\x10next_charge_date\x18\f \x01(\tR\x0enextChargeDate\x12'\n" +
-	"\x0ffailed_attempts\x18\r \x01(\x05R\x0efailedAttempts\x12&\n" +
+	"\x0ffailed_attempts\x18\r \x01(\x05R\x0efailedAttempts\x12%\n" +
+	"\x0efailure_reason\x18\x11 \x01(\tR\rfailureReason\x12&\n" +
 	"\x0forigin_order_id\x18\x0e \x01(\tR\roriginOrderId\x129\n" +
 	"\n" +
 	"created_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
@@ -3828,7 +4378,12 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"ListOrders\x12$.almoner.orders.v1.ListOrdersRequest\x1a%.almoner.orders.v1.ListOrdersResponse\"'\x82\xd3\xe4\x93\x02!\x12\x1f/api/tenants/{tenant_id}/orders\x12\x8e\x01\n" +
 	"\bGetOrder\x12\".almoner.orders.v1.GetOrderRequest\x1a#.almoner.orders.v1.GetOrderResponse\"9\x82\xd3\xe4\x93\x023b\x05order\x12*/api/tenants/{tenant_id}/orders/{order_id}\x12\x99\x01\n" +
 	"\tVoidOrder\x12#.almoner.orders.v1.VoidOrderRequest\x1a$.almoner.orders.v1.VoidOrderResponse\"A\x82\xd3\xe4\x93\x02;:\x01*b\x05order\"//api/tenants/{tenant_id}/orders/{order_id}/void\x12\xb4\x01\n" +
-	"\x11CreateOrderRefund\x12+.almoner.orders.v1.CreateOrderRefundRequest\x1a,.almoner.orders.v1.CreateOrderRefundResponse\"D\x82\xd3\xe4\x93\x02>:\x01*b\x05order\"2/api/tenants/{tenant_id}/orders/{order_id}/refunds2\xb9\x03\n" +
+	"\x11CreateOrderRefund\x12+.almoner.orders.v1.CreateOrderRefundRequest\x1a,.almoner.orders.v1.CreateOrderRefundResponse\"D\x82\xd3\xe4\x93\x02>:\x01*b\x05order\"2/api/tenants/{tenant_id}/orders/{order_id}/refunds2\xe0\x03\n" +
+	"\x14PaymentMethodService\x12\xdf\x01\n" +
+	"\x19ListContactPaymentMethods\x123.almoner.orders.v1.ListContactPaymentMethodsRequest\x1a4.almoner.orders.v1.ListContactPaymentMethodsResponse\"W\x82\xd3\xe4\x93\x02Qb\x0fpayment_methods\x12>/api/tenants/{tenant_id}/contacts/{contact_id}/payment-methods\x12\xe5\x01\n" +
+	"\x1aDeleteContactPaymentMethod\x124.almoner.orders.v1.DeleteContactPaymentMethodRequest\x1a5.almoner.orders.v1.DeleteContactPaymentMethodResponse\"Z\x82\xd3\xe4\x93\x02T*R/api/tenants/{tenant_id}/contacts/{contact_id}/payment-methods/{payment_method_id}2\x91\x01\n" +
+	"\x1cProcessorNotificationService\x12q\n" +
+	"\x12ReceiveStripeEvent\x12,.almoner.orders.v1.ReceiveStripeEventRequest\x1a-.almoner.orders.v1.ReceiveStripeEventResponse2\xb9\x03\n" +
 	"\vFundService\x12\x85\x01\n" +
 	"\tListFunds\x12#.almoner.orders.v1.ListFundsRequest\x1a$.almoner.orders.v1.ListFundsResponse\"-\x82\xd3\xe4\x93\x02'b\x05funds\x12\x1e/api/tenants/{tenant_id}/funds\x12\x8a\x01\n" +
 	"\n" +
@@ -3858,150 +4413,167 @@ func file_almoner_orders_v1_orders_proto_rawDescGZIP() []byte {
 	return file_almoner_orders_v1_orders_proto_rawDescData
 }
 
-var file_almoner_orders_v1_orders_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_almoner_orders_v1_orders_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_almoner_orders_v1_orders_proto_goTypes = []any{
-	(*Address)(nil),                         // 0: almoner.orders.v1.Address
-	(*Tribute)(nil),                         // 1: almoner.orders.v1.Tribute
-	(*DonationInput)(nil),                   // 2: almoner.orders.v1.DonationInput
-	(*ItemInput)(nil),                       // 3: almoner.orders.v1.ItemInput
-	(*PaymentInput)(nil),                    // 4: almoner.orders.v1.PaymentInput
-	(*RecurringDonationInput)(nil),          // 5: almoner.orders.v1.RecurringDonationInput
-	(*CreateOrderRequest)(nil),              // 6: almoner.orders.v1.CreateOrderRequest
-	(*CreateOrderResponse)(nil),             // 7: almoner.orders.v1.CreateOrderResponse
-	(*OrderDonation)(nil),                   // 8: almoner.orders.v1.OrderDonation
-	(*OrderItem)(nil),                       // 9: almoner.orders.v1.OrderItem
-	(*OrderPayment)(nil),                    // 10: almoner.orders.v1.OrderPayment
-	(*Order)(nil),                           // 11: almoner.orders.v1.Order
-	(*ListOrdersRequest)(nil),               // 12: almoner.orders.v1.ListOrdersRequest
-	(*ListOrdersResponse)(nil),              // 13: almoner.orders.v1.ListOrdersResponse
-	(*GetOrderRequest)(nil),                 // 14: almoner.orders.v1.GetOrderRequest
-	(*GetOrderResponse)(nil),                // 15: almoner.orders.v1.GetOrderResponse
-	(*VoidOrderRequest)(nil),                // 16: almoner.orders.v1.VoidOrderRequest
-	(*VoidOrderResponse)(nil),               // 17: almoner.orders.v1.VoidOrderResponse
-	(*CreateOrderRefundRequest)(nil),        // 18: almoner.orders.v1.CreateOrderRefundRequest
-	(*CreateOrderRefundResponse)(nil),       // 19: almoner.orders.v1.CreateOrderRefundResponse
-	(*Fund)(nil),                            // 20: almoner.orders.v1.Fund
-	(*ListFundsRequest)(nil),                // 21: almoner.orders.v1.ListFundsRequest
-	(*ListFundsResponse)(nil),               // 22: almoner.orders.v1.ListFundsResponse
-	(*CreateFundRequest)(nil),               // 23: almoner.orders.v1.CreateFundRequest
-	(*CreateFundResponse)(nil),              // 24: almoner.orders.v1.CreateFundResponse
-	(*UpdateFundRequest)(nil),               // 25: almoner.orders.v1.UpdateFundRequest
-	(*UpdateFundResponse)(nil),              // 26: almoner.orders.v1.UpdateFundResponse
-	(*CurrencyTotal)(nil),                   // 27: almoner.orders.v1.CurrencyTotal
-	(*Batch)(nil),                           // 28: almoner.orders.v1.Batch
-	(*ListBatchesRequest)(nil),              // 29: almoner.orders.v1.ListBatchesRequest
-	(*ListBatchesResponse)(nil),             // 30: almoner.orders.v1.ListBatchesResponse
-	(*GetBatchRequest)(nil),                 // 31: almoner.orders.v1.GetBatchRequest
-	(*GetBatchResponse)(nil),                // 32: almoner.orders.v1.GetBatchResponse
-	(*CreateBatchRequest)(nil),              // 33: almoner.orders.v1.CreateBatchRequest
-	(*CreateBatchResponse)(nil),             // 34: almoner.orders.v1.CreateBatchResponse
-	(*CloseBatchRequest)(nil),               // 35: almoner.orders.v1.CloseBatchRequest
-	(*CloseBatchResponse)(nil),              // 36: almoner.orders.v1.CloseBatchResponse
-	(*RecurringDonation)(nil),               // 37: almoner.orders.v1.RecurringDonation
-	(*ListRecurringDonationsRequest)(nil),   // 38: almoner.orders.v1.ListRecurringDonationsRequest
-	(*ListRecurringDonationsResponse)(nil),  // 39: almoner.orders.v1.ListRecurringDonationsResponse
-	(*GetRecurringDonationRequest)(nil),     // 40: almoner.orders.v1.GetRecurringDonationRequest
-	(*GetRecurringDonationResponse)(nil),    // 41: almoner.orders.v1.GetRecurringDonationResponse
-	(*CancelRecurringDonationRequest)(nil),  // 42: almoner.orders.v1.CancelRecurringDonationRequest
-	(*CancelRecurringDonationResponse)(nil), // 43: almoner.orders.v1.CancelRecurringDonationResponse
-	(*v1.Decimal)(nil),                      // 44: almoner.type.v1.Decimal
-	(*timestamppb.Timestamp)(nil),           // 45: google.protobuf.Timestamp
+	(*PaymentMethod)(nil),                      // 0: almoner.orders.v1.PaymentMethod
+	(*ListContactPaymentMethodsRequest)(nil),   // 1: almoner.orders.v1.ListContactPaymentMethodsRequest
+	(*ListContactPaymentMethodsResponse)(nil),  // 2: almoner.orders.v1.ListContactPaymentMethodsResponse
+	(*DeleteContactPaymentMethodRequest)(nil),  // 3: almoner.orders.v1.DeleteContactPaymentMethodRequest
+	(*DeleteContactPaymentMethodResponse)(nil), // 4: almoner.orders.v1.DeleteContactPaymentMethodResponse
+	(*ReceiveStripeEventRequest)(nil),          // 5: almoner.orders.v1.ReceiveStripeEventRequest
+	(*ReceiveStripeEventResponse)(nil),         // 6: almoner.orders.v1.ReceiveStripeEventResponse
+	(*Address)(nil),                            // 7: almoner.orders.v1.Address
+	(*Tribute)(nil),                            // 8: almoner.orders.v1.Tribute
+	(*DonationInput)(nil),                      // 9: almoner.orders.v1.DonationInput
+	(*ItemInput)(nil),                          // 10: almoner.orders.v1.ItemInput
+	(*PaymentInput)(nil),                       // 11: almoner.orders.v1.PaymentInput
+	(*RecurringDonationInput)(nil),             // 12: almoner.orders.v1.RecurringDonationInput
+	(*CreateOrderRequest)(nil),                 // 13: almoner.orders.v1.CreateOrderRequest
+	(*CreateOrderResponse)(nil),                // 14: almoner.orders.v1.CreateOrderResponse
+	(*OrderDonation)(nil),                      // 15: almoner.orders.v1.OrderDonation
+	(*OrderItem)(nil),                          // 16: almoner.orders.v1.OrderItem
+	(*OrderPayment)(nil),                       // 17: almoner.orders.v1.OrderPayment
+	(*NextAction)(nil),                         // 18: almoner.orders.v1.NextAction
+	(*Order)(nil),                              // 19: almoner.orders.v1.Order
+	(*ListOrdersRequest)(nil),                  // 20: almoner.orders.v1.ListOrdersRequest
+	(*ListOrdersResponse)(nil),                 // 21: almoner.orders.v1.ListOrdersResponse
+	(*GetOrderRequest)(nil),                    // 22: almoner.orders.v1.GetOrderRequest
+	(*GetOrderResponse)(nil),                   // 23: almoner.orders.v1.GetOrderResponse
+	(*VoidOrderRequest)(nil),                   // 24: almoner.orders.v1.VoidOrderRequest
+	(*VoidOrderResponse)(nil),                  // 25: almoner.orders.v1.VoidOrderResponse
+	(*CreateOrderRefundRequest)(nil),           // 26: almoner.orders.v1.CreateOrderRefundRequest
+	(*CreateOrderRefundResponse)(nil),          // 27: almoner.orders.v1.CreateOrderRefundResponse
+	(*Fund)(nil),                               // 28: almoner.orders.v1.Fund
+	(*ListFundsRequest)(nil),                   // 29: almoner.orders.v1.ListFundsRequest
+	(*ListFundsResponse)(nil),                  // 30: almoner.orders.v1.ListFundsResponse
+	(*CreateFundRequest)(nil),                  // 31: almoner.orders.v1.CreateFundRequest
+	(*CreateFundResponse)(nil),                 // 32: almoner.orders.v1.CreateFundResponse
+	(*UpdateFundRequest)(nil),                  // 33: almoner.orders.v1.UpdateFundRequest
+	(*UpdateFundResponse)(nil),                 // 34: almoner.orders.v1.UpdateFundResponse
+	(*CurrencyTotal)(nil),                      // 35: almoner.orders.v1.CurrencyTotal
+	(*Batch)(nil),                              // 36: almoner.orders.v1.Batch
+	(*ListBatchesRequest)(nil),                 // 37: almoner.orders.v1.ListBatchesRequest
+	(*ListBatchesResponse)(nil),                // 38: almoner.orders.v1.ListBatchesResponse
+	(*GetBatchRequest)(nil),                    // 39: almoner.orders.v1.GetBatchRequest
+	(*GetBatchResponse)(nil),                   // 40: almoner.orders.v1.GetBatchResponse
+	(*CreateBatchRequest)(nil),                 // 41: almoner.orders.v1.CreateBatchRequest
+	(*CreateBatchResponse)(nil),                // 42: almoner.orders.v1.CreateBatchResponse
+	(*CloseBatchRequest)(nil),                  // 43: almoner.orders.v1.CloseBatchRequest
+	(*CloseBatchResponse)(nil),                 // 44: almoner.orders.v1.CloseBatchResponse
+	(*RecurringDonation)(nil),                  // 45: almoner.orders.v1.RecurringDonation
+	(*ListRecurringDonationsRequest)(nil),      // 46: almoner.orders.v1.ListRecurringDonationsRequest
+	(*ListRecurringDonationsResponse)(nil),     // 47: almoner.orders.v1.ListRecurringDonationsResponse
+	(*GetRecurringDonationRequest)(nil),        // 48: almoner.orders.v1.GetRecurringDonationRequest
+	(*GetRecurringDonationResponse)(nil),       // 49: almoner.orders.v1.GetRecurringDonationResponse
+	(*CancelRecurringDonationRequest)(nil),     // 50: almoner.orders.v1.CancelRecurringDonationRequest
+	(*CancelRecurringDonationResponse)(nil),    // 51: almoner.orders.v1.CancelRecurringDonationResponse
+	(*timestamppb.Timestamp)(nil),              // 52: google.protobuf.Timestamp
+	(*v1.Decimal)(nil),                         // 53: almoner.type.v1.Decimal
 }
 var file_almoner_orders_v1_orders_proto_depIdxs = []int32{
-	44, // 0: almoner.orders.v1.DonationInput.amount:type_name -> almoner.type.v1.Decimal
-	1,  // 1: almoner.orders.v1.DonationInput.tribute:type_name -> almoner.orders.v1.Tribute
-	44, // 2: almoner.orders.v1.PaymentInput.amount:type_name -> almoner.type.v1.Decimal
-	44, // 3: almoner.orders.v1.RecurringDonationInput.amount:type_name -> almoner.type.v1.Decimal
-	3,  // 4: almoner.orders.v1.CreateOrderRequest.items:type_name -> almoner.orders.v1.ItemInput
-	2,  // 5: almoner.orders.v1.CreateOrderRequest.donations:type_name -> almoner.orders.v1.DonationInput
-	0,  // 6: almoner.orders.v1.CreateOrderRequest.billing_address:type_name -> almoner.orders.v1.Address
-	0,  // 7: almoner.orders.v1.CreateOrderRequest.shipping_address:type_name -> almoner.orders.v1.Address
-	4,  // 8: almoner.orders.v1.CreateOrderRequest.payments:type_name -> almoner.orders.v1.PaymentInput
-	5,  // 9: almoner.orders.v1.CreateOrderRequest.recurring_donations:type_name -> almoner.orders.v1.RecurringDonationInput
-	11, // 10: almoner.orders.v1.CreateOrderResponse.order:type_name -> almoner.orders.v1.Order
-	44, // 11: almoner.orders.v1.OrderDonation.amount:type_name -> almoner.type.v1.Decimal
-	1,  // 12: almoner.orders.v1.OrderDonation.tribute:type_name -> almoner.orders.v1.Tribute
-	44, // 13: almoner.orders.v1.OrderItem.unit_price:type_name -> almoner.type.v1.Decimal
-	44, // 14: almoner.orders.v1.OrderItem.fair_market_value:type_name -> almoner.type.v1.Decimal
-	44, // 15: almoner.orders.v1.OrderItem.line_total:type_name -> almoner.type.v1.Decimal
-	44, // 16: almoner.orders.v1.OrderPayment.amount:type_name -> almoner.type.v1.Decimal
-	44, // 17: almoner.orders.v1.OrderPayment.refunded_amount:type_name -> almoner.type.v1.Decimal
-	44, // 18: almoner.orders.v1.Order.donation_subtotal:type_name -> almoner.type.v1.Decimal
-	44, // 19: almoner.orders.v1.Order.item_subtotal:type_name -> almoner.type.v1.Decimal
-	44, // 20: almoner.orders.v1.Order.total_amount:type_name -> almoner.type.v1.Decimal
-	44, // 21: almoner.orders.v1.Order.deductible_amount:type_name -> almoner.type.v1.Decimal
-	44, // 22: almoner.orders.v1.Order.refunded_amount:type_name -> almoner.type.v1.Decimal
-	8,  // 23: almoner.orders.v1.Order.donations:type_name -> almoner.orders.v1.OrderDonation
-	9,  // 24: almoner.orders.v1.Order.items:type_name -> almoner.orders.v1.OrderItem
-	10, // 25: almoner.orders.v1.Order.payments:type_name -> almoner.orders.v1.OrderPayment
-	0,  // 26: almoner.orders.v1.Order.billing_address:type_name -> almoner.orders.v1.Address
-	0,  // 27: almoner.orders.v1.Order.shipping_address:type_name -> almoner.orders.v1.Address
-	45, // 28: almoner.orders.v1.Order.created_at:type_name -> google.protobuf.Timestamp
-	45, // 29: almoner.orders.v1.Order.updated_at:type_name -> google.protobuf.Timestamp
-	44, // 30: almoner.orders.v1.ListOrdersRequest.min_amount:type_name -> almoner.type.v1.Decimal
-	44, // 31: almoner.orders.v1.ListOrdersRequest.max_amount:type_name -> almoner.type.v1.Decimal
-	11, // 32: almoner.orders.v1.ListOrdersResponse.items:type_name -> almoner.orders.v1.Order
-	11, // 33: almoner.orders.v1.GetOrderResponse.order:type_name -> almoner.orders.v1.Order
-	11, // 34: almoner.orders.v1.VoidOrderResponse.order:type_name -> almoner.orders.v1.Order
-	44, // 35: almoner.orders.v1.CreateOrderRefundRequest.amount:type_name -> almoner.type.v1.Decimal
-	11, // 36: almoner.orders.v1.CreateOrderRefundResponse.order:type_name -> almoner.orders.v1.Order
-	44, // 37: almoner.orders.v1.Fund.processing_fee_percent:type_name -> almoner.type.v1.Decimal
-	45, // 38: almoner.orders.v1.Fund.created_at:type_name -> google.protobuf.Timestamp
-	45, // 39: almoner.orders.v1.Fund.updated_at:type_name -> google.protobuf.Timestamp
-	20, // 40: almoner.orders.v1.ListFundsResponse.funds:type_name -> almoner.orders.v1.Fund
-	44, // 41: almoner.orders.v1.CreateFundRequest.processing_fee_percent:type_name -> almoner.type.v1.Decimal
-	20, // 42: almoner.orders.v1.CreateFundResponse.fund:type_name -> almoner.orders.v1.Fund
-	44, // 43: almoner.orders.v1.UpdateFundRequest.processing_fee_percent:type_name -> almoner.type.v1.Decimal
-	20, // 44: almoner.orders.v1.UpdateFundResponse.fund:type_name -> almoner.orders.v1.Fund
-	44, // 45: almoner.orders.v1.CurrencyTotal.total:type_name -> almoner.type.v1.Decimal
-	27, // 46: almoner.orders.v1.Batch.totals:type_name -> almoner.orders.v1.CurrencyTotal
-	45, // 47: almoner.orders.v1.Batch.created_at:type_name -> google.protobuf.Timestamp
-	45, // 48: almoner.orders.v1.Batch.closed_at:type_name -> google.protobuf.Timestamp
-	28, // 49: almoner.orders.v1.ListBatchesResponse.items:type_name -> almoner.orders.v1.Batch
-	28, // 50: almoner.orders.v1.GetBatchResponse.batch:type_name -> almoner.orders.v1.Batch
-	28, // 51: almoner.orders.v1.CreateBatchResponse.batch:type_name -> almoner.orders.v1.Batch
-	28, // 52: almoner.orders.v1.CloseBatchResponse.batch:type_name -> almoner.orders.v1.Batch
-	44, // 53: almoner.orders.v1.RecurringDonation.amount:type_name -> almoner.type.v1.Decimal
-	45, // 54: almoner.orders.v1.RecurringDonation.created_at:type_name -> google.protobuf.Timestamp
-	45, // 55: almoner.orders.v1.RecurringDonation.updated_at:type_name -> google.protobuf.Timestamp
-	37, // 56: almoner.orders.v1.ListRecurringDonationsResponse.items:type_name -> almoner.orders.v1.RecurringDonation
-	37, // 57: almoner.orders.v1.GetRecurringDonationResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
-	37, // 58: almoner.orders.v1.CancelRecurringDonationResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
-	6,  // 59: almoner.orders.v1.OrderService.CreateOrder:input_type -> almoner.orders.v1.CreateOrderRequest
-	12, // 60: almoner.orders.v1.OrderService.ListOrders:input_type -> almoner.orders.v1.ListOrdersRequest
-	14, // 61: almoner.orders.v1.OrderService.GetOrder:input_type -> almoner.orders.v1.GetOrderRequest
-	16, // 62: almoner.orders.v1.OrderService.VoidOrder:input_type -> almoner.orders.v1.VoidOrderRequest
-	18, // 63: almoner.orders.v1.OrderService.CreateOrderRefund:input_type -> almoner.orders.v1.CreateOrderRefundRequest
-	21, // 64: almoner.orders.v1.FundService.ListFunds:input_type -> almoner.orders.v1.ListFundsRequest
-	23, // 65: almoner.orders.v1.FundService.CreateFund:input_type -> almoner.orders.v1.CreateFundRequest
-	25, // 66: almoner.orders.v1.FundService.UpdateFund:input_type -> almoner.orders.v1.UpdateFundRequest
-	29, // 67: almoner.orders.v1.BatchService.ListBatches:input_type -> almoner.orders.v1.ListBatchesRequest
-	31, // 68: almoner.orders.v1.BatchService.GetBatch:input_type -> almoner.orders.v1.GetBatchRequest
-	33, // 69: almoner.orders.v1.BatchService.CreateBatch:input_type -> almoner.orders.v1.CreateBatchRequest
-	35, // 70: almoner.orders.v1.BatchService.CloseBatch:input_type -> almoner.orders.v1.CloseBatchRequest
-	38, // 71: almoner.orders.v1.RecurringDonationService.ListRecurringDonations:input_type -> almoner.orders.v1.ListRecurringDonationsRequest
-	40, // 72: almoner.orders.v1.RecurringDonationService.GetRecurringDonation:input_type -> almoner.orders.v1.GetRecurringDonationRequest
-	42, // 73: almoner.orders.v1.RecurringDonationService.CancelRecurringDonation:input_type -> almoner.orders.v1.CancelRecurringDonationRequest
-	7,  // 74: almoner.orders.v1.OrderService.CreateOrder:output_type -> almoner.orders.v1.CreateOrderResponse
-	13, // 75: almoner.orders.v1.OrderService.ListOrders:output_type -> almoner.orders.v1.ListOrdersResponse
-	15, // 76: almoner.orders.v1.OrderService.GetOrder:output_type -> almoner.orders.v1.GetOrderResponse
-	17, // 77: almoner.orders.v1.OrderService.VoidOrder:output_type -> almoner.orders.v1.VoidOrderResponse
-	19, // 78: almoner.orders.v1.OrderService.CreateOrderRefund:output_type -> almoner.orders.v1.CreateOrderRefundResponse
-	22, // 79: almoner.orders.v1.FundService.ListFunds:output_type -> almoner.orders.v1.ListFundsResponse
-	24, // 80: almoner.orders.v1.FundService.CreateFund:output_type -> almoner.orders.v1.CreateFundResponse
-	26, // 81: almoner.orders.v1.FundService.UpdateFund:output_type -> almoner.orders.v1.UpdateFundResponse
-	30, // 82: almoner.orders.v1.BatchService.ListBatches:output_type -> almoner.orders.v1.ListBatchesResponse
-	32, // 83: almoner.orders.v1.BatchService.GetBatch:output_type -> almoner.orders.v1.GetBatchResponse
-	34, // 84: almoner.orders.v1.BatchService.CreateBatch:output_type -> almoner.orders.v1.CreateBatchResponse
-	36, // 85: almoner.orders.v1.BatchService.CloseBatch:output_type -> almoner.orders.v1.CloseBatchResponse
-	39, // 86: almoner.orders.v1.RecurringDonationService.ListRecurringDonations:output_type -> almoner.orders.v1.ListRecurringDonationsResponse
-	41, // 87: almoner.orders.v1.RecurringDonationService.GetRecurringDonation:output_type -> almoner.orders.v1.GetRecurringDonationResponse
-	43, // 88: almoner.orders.v1.RecurringDonationService.CancelRecurringDonation:output_type -> almoner.orders.v1.CancelRecurringDonationResponse
-	74, // [74:89] is the sub-list for method output_type
-	59, // [59:74] is the sub-list for method input_type
-	59, // [59:59] is the sub-list for extension type_name
-	59, // [59:59] is the sub-list for extension extendee
-	0,  // [0:59] is the sub-list for field type_name
+	52, // 0: almoner.orders.v1.PaymentMethod.created_at:type_name -> google.protobuf.Timestamp
+	0,  // 1: almoner.orders.v1.ListContactPaymentMethodsResponse.payment_methods:type_name -> almoner.orders.v1.PaymentMethod
+	53, // 2: almoner.orders.v1.DonationInput.amount:type_name -> almoner.type.v1.Decimal
+	8,  // 3: almoner.orders.v1.DonationInput.tribute:type_name -> almoner.orders.v1.Tribute
+	53, // 4: almoner.orders.v1.PaymentInput.amount:type_name -> almoner.type.v1.Decimal
+	53, // 5: almoner.orders.v1.RecurringDonationInput.amount:type_name -> almoner.type.v1.Decimal
+	10, // 6: almoner.orders.v1.CreateOrderRequest.items:type_name -> almoner.orders.v1.ItemInput
+	9,  // 7: almoner.orders.v1.CreateOrderRequest.donations:type_name -> almoner.orders.v1.DonationInput
+	7,  // 8: almoner.orders.v1.CreateOrderRequest.billing_address:type_name -> almoner.orders.v1.Address
+	7,  // 9: almoner.orders.v1.CreateOrderRequest.shipping_address:type_name -> almoner.orders.v1.Address
+	11, // 10: almoner.orders.v1.CreateOrderRequest.payments:type_name -> almoner.orders.v1.PaymentInput
+	12, // 11: almoner.orders.v1.CreateOrderRequest.recurring_donations:type_name -> almoner.orders.v1.RecurringDonationInput
+	19, // 12: almoner.orders.v1.CreateOrderResponse.order:type_name -> almoner.orders.v1.Order
+	53, // 13: almoner.orders.v1.OrderDonation.amount:type_name -> almoner.type.v1.Decimal
+	8,  // 14: almoner.orders.v1.OrderDonation.tribute:type_name -> almoner.orders.v1.Tribute
+	53, // 15: almoner.orders.v1.OrderItem.unit_price:type_name -> almoner.type.v1.Decimal
+	53, // 16: almoner.orders.v1.OrderItem.fair_market_value:type_name -> almoner.type.v1.Decimal
+	53, // 17: almoner.orders.v1.OrderItem.line_total:type_name -> almoner.type.v1.Decimal
+	53, // 18: almoner.orders.v1.OrderPayment.amount:type_name -> almoner.type.v1.Decimal
+	53, // 19: almoner.orders.v1.OrderPayment.refunded_amount:type_name -> almoner.type.v1.Decimal
+	18, // 20: almoner.orders.v1.OrderPayment.next_action:type_name -> almoner.orders.v1.NextAction
+	53, // 21: almoner.orders.v1.Order.donation_subtotal:type_name -> almoner.type.v1.Decimal
+	53, // 22: almoner.orders.v1.Order.item_subtotal:type_name -> almoner.type.v1.Decimal
+	53, // 23: almoner.orders.v1.Order.total_amount:type_name -> almoner.type.v1.Decimal
+	53, // 24: almoner.orders.v1.Order.deductible_amount:type_name -> almoner.type.v1.Decimal
+	53, // 25: almoner.orders.v1.Order.refunded_amount:type_name -> almoner.type.v1.Decimal
+	15, // 26: almoner.orders.v1.Order.donations:type_name -> almoner.orders.v1.OrderDonation
+	16, // 27: almoner.orders.v1.Order.items:type_name -> almoner.orders.v1.OrderItem
+	17, // 28: almoner.orders.v1.Order.payments:type_name -> almoner.orders.v1.OrderPayment
+	7,  // 29: almoner.orders.v1.Order.billing_address:type_name -> almoner.orders.v1.Address
+	7,  // 30: almoner.orders.v1.Order.shipping_address:type_name -> almoner.orders.v1.Address
+	52, // 31: almoner.orders.v1.Order.created_at:type_name -> google.protobuf.Timestamp
+	52, // 32: almoner.orders.v1.Order.updated_at:type_name -> google.protobuf.Timestamp
+	53, // 33: almoner.orders.v1.ListOrdersRequest.min_amount:type_name -> almoner.type.v1.Decimal
+	53, // 34: almoner.orders.v1.ListOrdersRequest.max_amount:type_name -> almoner.type.v1.Decimal
+	19, // 35: almoner.orders.v1.ListOrdersResponse.items:type_name -> almoner.orders.v1.Order
+	19, // 36: almoner.orders.v1.GetOrderResponse.order:type_name -> almoner.orders.v1.Order
+	19, // 37: almoner.orders.v1.VoidOrderResponse.order:type_name -> almoner.orders.v1.Order
+	53, // 38: almoner.orders.v1.CreateOrderRefundRequest.amount:type_name -> almoner.type.v1.Decimal
+	19, // 39: almoner.orders.v1.CreateOrderRefundResponse.order:type_name -> almoner.orders.v1.Order
+	53, // 40: almoner.orders.v1.Fund.processing_fee_percent:type_name -> almoner.type.v1.Decimal
+	52, // 41: almoner.orders.v1.Fund.created_at:type_name -> google.protobuf.Timestamp
+	52, // 42: almoner.orders.v1.Fund.updated_at:type_name -> google.protobuf.Timestamp
+	28, // 43: almoner.orders.v1.ListFundsResponse.funds:type_name -> almoner.orders.v1.Fund
+	53, // 44: almoner.orders.v1.CreateFundRequest.processing_fee_percent:type_name -> almoner.type.v1.Decimal
+	28, // 45: almoner.orders.v1.CreateFundResponse.fund:type_name -> almoner.orders.v1.Fund
+	53, // 46: almoner.orders.v1.UpdateFundRequest.processing_fee_percent:type_name -> almoner.type.v1.Decimal
+	28, // 47: almoner.orders.v1.UpdateFundResponse.fund:type_name -> almoner.orders.v1.Fund
+	53, // 48: almoner.orders.v1.CurrencyTotal.total:type_name -> almoner.type.v1.Decimal
+	35, // 49: almoner.orders.v1.Batch.totals:type_name -> almoner.orders.v1.CurrencyTotal
+	52, // 50: almoner.orders.v1.Batch.created_at:type_name -> google.protobuf.Timestamp
+	52, // 51: almoner.orders.v1.Batch.closed_at:type_name -> google.protobuf.Timestamp
+	36, // 52: almoner.orders.v1.ListBatchesResponse.items:type_name -> almoner.orders.v1.Batch
+	36, // 53: almoner.orders.v1.GetBatchResponse.batch:type_name -> almoner.orders.v1.Batch
+	36, // 54: almoner.orders.v1.CreateBatchResponse.batch:type_name -> almoner.orders.v1.Batch
+	36, // 55: almoner.orders.v1.CloseBatchResponse.batch:type_name -> almoner.orders.v1.Batch
+	53, // 56: almoner.orders.v1.RecurringDonation.amount:type_name -> almoner.type.v1.Decimal
+	52, // 57: almoner.orders.v1.RecurringDonation.created_at:type_name -> google.protobuf.Timestamp
+	52, // 58: almoner.orders.v1.RecurringDonation.updated_at:type_name -> google.protobuf.Timestamp
+	45, // 59: almoner.orders.v1.ListRecurringDonationsResponse.items:type_name -> almoner.orders.v1.RecurringDonation
+	45, // 60: almoner.orders.v1.GetRecurringDonationResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
+	45, // 61: almoner.orders.v1.CancelRecurringDonationResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
+	13, // 62: almoner.orders.v1.OrderService.CreateOrder:input_type -> almoner.orders.v1.CreateOrderRequest
+	20, // 63: almoner.orders.v1.OrderService.ListOrders:input_type -> almoner.orders.v1.ListOrdersRequest
+	22, // 64: almoner.orders.v1.OrderService.GetOrder:input_type -> almoner.orders.v1.GetOrderRequest
+	24, // 65: almoner.orders.v1.OrderService.VoidOrder:input_type -> almoner.orders.v1.VoidOrderRequest
+	26, // 66: almoner.orders.v1.OrderService.CreateOrderRefund:input_type -> almoner.orders.v1.CreateOrderRefundRequest
+	1,  // 67: almoner.orders.v1.PaymentMethodService.ListContactPaymentMethods:input_type -> almoner.orders.v1.ListContactPaymentMethodsRequest
+	3,  // 68: almoner.orders.v1.PaymentMethodService.DeleteContactPaymentMethod:input_type -> almoner.orders.v1.DeleteContactPaymentMethodRequest
+	5,  // 69: almoner.orders.v1.ProcessorNotificationService.ReceiveStripeEvent:input_type -> almoner.orders.v1.ReceiveStripeEventRequest
+	29, // 70: almoner.orders.v1.FundService.ListFunds:input_type -> almoner.orders.v1.ListFundsRequest
+	31, // 71: almoner.orders.v1.FundService.CreateFund:input_type -> almoner.orders.v1.CreateFundRequest
+	33, // 72: almoner.orders.v1.FundService.UpdateFund:input_type -> almoner.orders.v1.UpdateFundRequest
+	37, // 73: almoner.orders.v1.BatchService.ListBatches:input_type -> almoner.orders.v1.ListBatchesRequest
+	39, // 74: almoner.orders.v1.BatchService.GetBatch:input_type -> almoner.orders.v1.GetBatchRequest
+	41, // 75: almoner.orders.v1.BatchService.CreateBatch:input_type -> almoner.orders.v1.CreateBatchRequest
+	43, // 76: almoner.orders.v1.BatchService.CloseBatch:input_type -> almoner.orders.v1.CloseBatchRequest
+	46, // 77: almoner.orders.v1.RecurringDonationService.ListRecurringDonations:input_type -> almoner.orders.v1.ListRecurringDonationsRequest
+	48, // 78: almoner.orders.v1.RecurringDonationService.GetRecurringDonation:input_type -> almoner.orders.v1.GetRecurringDonationRequest
+	50, // 79: almoner.orders.v1.RecurringDonationService.CancelRecurringDonation:input_type -> almoner.orders.v1.CancelRecurringDonationRequest
+	14, // 80: almoner.orders.v1.OrderService.CreateOrder:output_type -> almoner.orders.v1.CreateOrderResponse
+	21, // 81: almoner.orders.v1.OrderService.ListOrders:output_type -> almoner.orders.v1.ListOrdersResponse
+	23, // 82: almoner.orders.v1.OrderService.GetOrder:output_type -> almoner.orders.v1.GetOrderResponse
+	25, // 83: almoner.orders.v1.OrderService.VoidOrder:output_type -> almoner.orders.v1.VoidOrderResponse
+	27, // 84: almoner.orders.v1.OrderService.CreateOrderRefund:output_type -> almoner.orders.v1.CreateOrderRefundResponse
+	2,  // 85: almoner.orders.v1.PaymentMethodService.ListContactPaymentMethods:output_type -> almoner.orders.v1.ListContactPaymentMethodsResponse
+	4,  // 86: almoner.orders.v1.PaymentMethodService.DeleteContactPaymentMethod:output_type -> almoner.orders.v1.DeleteContactPaymentMethodResponse
+	6,  // 87: almoner.orders.v1.ProcessorNotificationService.ReceiveStripeEvent:output_type -> almoner.orders.v1.ReceiveStripeEventResponse
+	30, // 88: almoner.orders.v1.FundService.ListFunds:output_type -> almoner.orders.v1.ListFundsResponse
+	32, // 89: almoner.orders.v1.FundService.CreateFund:output_type -> almoner.orders.v1.CreateFundResponse
+	34, // 90: almoner.orders.v1.FundService.UpdateFund:output_type -> almoner.orders.v1.UpdateFundResponse
+	38, // 91: almoner.orders.v1.BatchService.ListBatches:output_type -> almoner.orders.v1.ListBatchesResponse
+	40, // 92: almoner.orders.v1.BatchService.GetBatch:output_type -> almoner.orders.v1.GetBatchResponse
+	42, // 93: almoner.orders.v1.BatchService.CreateBatch:output_type -> almoner.orders.v1.CreateBatchResponse
+	44, // 94: almoner.orders.v1.BatchService.CloseBatch:output_type -> almoner.orders.v1.CloseBatchResponse
+	47, // 95: almoner.orders.v1.RecurringDonationService.ListRecurringDonations:output_type -> almoner.orders.v1.ListRecurringDonationsResponse
+	49, // 96: almoner.orders.v1.RecurringDonationService.GetRecurringDonation:output_type -> almoner.orders.v1.GetRecurringDonationResponse
+	51, // 97: almoner.orders.v1.RecurringDonationService.CancelRecurringDonation:output_type -> almoner.orders.v1.CancelRecurringDonationResponse
+	80, // [80:98] is the sub-list for method output_type
+	62, // [62:80] is the sub-list for method input_type
+	62, // [62:62] is the sub-list for extension type_name
+	62, // [62:62] is the sub-list for extension extendee
+	0,  // [0:62] is the sub-list for field type_name
 }
 
 func init() { file_almoner_orders_v1_orders_proto_init() }
@@ -4009,20 +4581,20 @@ func file_almoner_orders_v1_orders_proto_init() {
 	if File_almoner_orders_v1_orders_proto != nil {
 		return
 	}
-	file_almoner_orders_v1_orders_proto_msgTypes[12].OneofWrappers = []any{}
-	file_almoner_orders_v1_orders_proto_msgTypes[23].OneofWrappers = []any{}
-	file_almoner_orders_v1_orders_proto_msgTypes[25].OneofWrappers = []any{}
-	file_almoner_orders_v1_orders_proto_msgTypes[29].OneofWrappers = []any{}
-	file_almoner_orders_v1_orders_proto_msgTypes[38].OneofWrappers = []any{}
+	file_almoner_orders_v1_orders_proto_msgTypes[20].OneofWrappers = []any{}
+	file_almoner_orders_v1_orders_proto_msgTypes[31].OneofWrappers = []any{}
+	file_almoner_orders_v1_orders_proto_msgTypes[33].OneofWrappers = []any{}
+	file_almoner_orders_v1_orders_proto_msgTypes[37].OneofWrappers = []any{}
+	file_almoner_orders_v1_orders_proto_msgTypes[46].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_almoner_orders_v1_orders_proto_rawDesc), len(file_almoner_orders_v1_orders_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   44,
+			NumMessages:   52,
 			NumExtensions: 0,
-			NumServices:   4,
+			NumServices:   6,
 		},
 		GoTypes:           file_almoner_orders_v1_orders_proto_goTypes,
 		DependencyIndexes: file_almoner_orders_v1_orders_proto_depIdxs,

@@ -310,6 +310,132 @@ func local_request_OrderService_CreateOrderRefund_0(ctx context.Context, marshal
 	return msg, metadata, err
 }
 
+func request_PaymentMethodService_ListContactPaymentMethods_0(ctx context.Context, marshaler runtime.Marshaler, client PaymentMethodServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq ListContactPaymentMethodsRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	val, ok := pathParams["tenant_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "tenant_id")
+	}
+	protoReq.TenantId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "tenant_id", err)
+	}
+	val, ok = pathParams["contact_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "contact_id")
+	}
+	protoReq.ContactId, err = runtime.Int64(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "contact_id", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.ListContactPaymentMethods(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_PaymentMethodService_ListContactPaymentMethods_0(ctx context.Context, marshaler runtime.Marshaler, server PaymentMethodServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq ListContactPaymentMethodsRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	val, ok := pathParams["tenant_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "tenant_id")
+	}
+	protoReq.TenantId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "tenant_id", err)
+	}
+	val, ok = pathParams["contact_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "contact_id")
+	}
+	protoReq.ContactId, err = runtime.Int64(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "contact_id", err)
+	}
+	msg, err := server.ListContactPaymentMethods(ctx, &protoReq)
+	return msg, metadata, err
+}
+
+func request_PaymentMethodService_DeleteContactPaymentMethod_0(ctx context.Context, marshaler runtime.Marshaler, client PaymentMethodServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq DeleteContactPaymentMethodRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	val, ok := pathParams["tenant_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "tenant_id")
+	}
+	protoReq.TenantId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "tenant_id", err)
+	}
+	val, ok = pathParams["contact_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "contact_id")
+	}
+	protoReq.ContactId, err = runtime.Int64(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "contact_id", err)
+	}
+	val, ok = pathParams["payment_method_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "payment_method_id")
+	}
+	protoReq.PaymentMethodId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "payment_method_id", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.DeleteContactPaymentMethod(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_PaymentMethodService_DeleteContactPaymentMethod_0(ctx context.Context, marshaler runtime.Marshaler, server PaymentMethodServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq DeleteContactPaymentMethodRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	val, ok := pathParams["tenant_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "tenant_id")
+	}
+	protoReq.TenantId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "tenant_id", err)
+	}
+	val, ok = pathParams["contact_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "contact_id")
+	}
+	protoReq.ContactId, err = runtime.Int64(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "contact_id", err)
+	}
+	val, ok = pathParams["payment_method_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "payment_method_id")
+	}
+	protoReq.PaymentMethodId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "payment_method_id", err)
+	}
+	msg, err := server.DeleteContactPaymentMethod(ctx, &protoReq)
+	return msg, metadata, err
+}
+
 func request_FundService_ListFunds_0(ctx context.Context, marshaler runtime.Marshaler, client FundServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
 		protoReq ListFundsRequest
@@ -948,6 +1074,56 @@ func RegisterOrderServiceHandlerServer(ctx context.Context, mux *runtime.ServeMu
 	return nil
 }
 
+// RegisterPaymentMethodServiceHandlerServer registers the http handlers for service PaymentMethodService to "mux".
+// UnaryRPC     :call PaymentMethodServiceServer directly.
+// StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
+// Note that using this registration option will cause many gRPC library features to stop working. Consider using RegisterPaymentMethodServiceHandlerFromEndpoint instead.
+// GRPC interceptors will not work for this type of registration. To use interceptors, you must use the "runtime.WithMiddlewares" option in the "runtime.NewServeMux" call.
+func RegisterPaymentMethodServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux, server PaymentMethodServiceServer) error {
+	mux.Handle(http.MethodGet, pattern_PaymentMethodService_ListContactPaymentMethods_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/almoner.orders.v1.PaymentMethodService/ListContactPaymentMethods", runtime.WithHTTPPathPattern("/api/tenants/{tenant_id}/contacts/{contact_id}/payment-methods"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_PaymentMethodService_ListContactPaymentMethods_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_PaymentMethodService_ListContactPaymentMethods_0(annotatedContext, mux, outboundMarshaler, w, req, response_PaymentMethodService_ListContactPaymentMethods_0{resp.(*ListContactPaymentMethodsResponse)}, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodDelete, pattern_PaymentMethodService_DeleteContactPaymentMethod_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/almoner.orders.v1.PaymentMethodService/DeleteContactPaymentMethod", runtime.WithHTTPPathPattern("/api/tenants/{tenant_id}/contacts/{contact_id}/payment-methods/{payment_method_id}"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_PaymentMethodService_DeleteContactPaymentMethod_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_PaymentMethodService_DeleteContactPaymentMethod_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+
+	return nil
+}
+
 // RegisterFundServiceHandlerServer registers the http handlers for service FundService to "mux".
 // UnaryRPC     :call FundServiceServer directly.
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
@@ -1352,6 +1528,98 @@ var (
 	forward_OrderService_GetOrder_0          = runtime.ForwardResponseMessage
 	forward_OrderService_VoidOrder_0         = runtime.ForwardResponseMessage
 	forward_OrderService_CreateOrderRefund_0 = runtime.ForwardResponseMessage
+)
+
+// RegisterPaymentMethodServiceHandlerFromEndpoint is same as RegisterPaymentMethodServiceHandler but
+// automatically dials to "endpoint" and closes the connection when "ctx" gets done.
+func RegisterPaymentMethodServiceHandlerFromEndpoint(ctx context.Context, mux *runtime.ServeMux, endpoint string, opts []grpc.DialOption) (err error) {
+	conn, err := grpc.NewClient(endpoint, opts...)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			if cerr := conn.Close(); cerr != nil {
+				grpclog.Errorf("Failed to close conn to %s: %v", endpoint, cerr)
+			}
+			return
+		}
+		go func() {
+			<-ctx.Done()
+			if cerr := conn.Close(); cerr != nil {
+				grpclog.Errorf("Failed to close conn to %s: %v", endpoint, cerr)
+			}
+		}()
+	}()
+	return RegisterPaymentMethodServiceHandler(ctx, mux, conn)
+}
+
+// RegisterPaymentMethodServiceHandler registers the http handlers for service PaymentMethodService to "mux".
+// The handlers forward requests to the grpc endpoint over "conn".
+func RegisterPaymentMethodServiceHandler(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
+	return RegisterPaymentMethodServiceHandlerClient(ctx, mux, NewPaymentMethodServiceClient(conn))
+}
+
+// RegisterPaymentMethodServiceHandlerClient registers the http handlers for service PaymentMethodService
+// to "mux". The handlers forward requests to the grpc endpoint over the given implementation of "PaymentMethodServiceClient".
+// Note: the gRPC framework executes interceptors within the gRPC handler. If the passed in "PaymentMethodServiceClient"
+// doesn't go through the normal gRPC flow (creating a gRPC client etc.) then it will be up to the passed in
+// "PaymentMethodServiceClient" to call the correct interceptors. This client ignores the HTTP middlewares.
+func RegisterPaymentMethodServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux, client PaymentMethodServiceClient) error {
+	mux.Handle(http.MethodGet, pattern_PaymentMethodService_ListContactPaymentMethods_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/almoner.orders.v1.PaymentMethodService/ListContactPaymentMethods", runtime.WithHTTPPathPattern("/api/tenants/{tenant_id}/contacts/{contact_id}/payment-methods"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_PaymentMethodService_ListContactPaymentMethods_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_PaymentMethodService_ListContactPaymentMethods_0(annotatedContext, mux, outboundMarshaler, w, req, response_PaymentMethodService_ListContactPaymentMethods_0{resp.(*ListContactPaymentMethodsResponse)}, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodDelete, pattern_PaymentMethodService_DeleteContactPaymentMethod_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/almoner.orders.v1.PaymentMethodService/DeleteContactPaymentMethod", runtime.WithHTTPPathPattern("/api/tenants/{tenant_id}/contacts/{contact_id}/payment-methods/{payment_method_id}"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_PaymentMethodService_DeleteContactPaymentMethod_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_PaymentMethodService_DeleteContactPaymentMethod_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+	return nil
+}
+
+type response_PaymentMethodService_ListContactPaymentMethods_0 struct {
+	*ListContactPaymentMethodsResponse
+}
+
+func (m response_PaymentMethodService_ListContactPaymentMethods_0) XXX_ResponseBody() interface{} {
+	response := m.ListContactPaymentMethodsResponse
+	return response.PaymentMethods
+}
+
+var (
+	pattern_PaymentMethodService_ListContactPaymentMethods_0  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5}, []string{"api", "tenants", "tenant_id", "contacts", "contact_id", "payment-methods"}, ""))
+	pattern_PaymentMethodService_DeleteContactPaymentMethod_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5, 1, 0, 4, 1, 5, 6}, []string{"api", "tenants", "tenant_id", "contacts", "contact_id", "payment-methods", "payment_method_id"}, ""))
+)
+
+var (
+	forward_PaymentMethodService_ListContactPaymentMethods_0  = runtime.ForwardResponseMessage
+	forward_PaymentMethodService_DeleteContactPaymentMethod_0 = runtime.ForwardResponseMessage
 )
 
 // RegisterFundServiceHandlerFromEndpoint is same as RegisterFundServiceHandler but

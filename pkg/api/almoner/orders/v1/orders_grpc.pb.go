@@ -295,6 +295,273 @@ var OrderService_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
+	PaymentMethodService_ListContactPaymentMethods_FullMethodName  = "/almoner.orders.v1.PaymentMethodService/ListContactPaymentMethods"
+	PaymentMethodService_DeleteContactPaymentMethod_FullMethodName = "/almoner.orders.v1.PaymentMethodService/DeleteContactPaymentMethod"
+)
+
+// PaymentMethodServiceClient is the client API for PaymentMethodService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// PaymentMethodService lists and removes a contact's saved cards and bank
+// accounts. Both need `payment-methods:manage`.
+type PaymentMethodServiceClient interface {
+	// ListContactPaymentMethods returns the contact's saved methods as a
+	// plain JSON array, oldest first.
+	ListContactPaymentMethods(ctx context.Context, in *ListContactPaymentMethodsRequest, opts ...grpc.CallOption) (*ListContactPaymentMethodsResponse, error)
+	// DeleteContactPaymentMethod detaches a saved method at the processor.
+	DeleteContactPaymentMethod(ctx context.Context, in *DeleteContactPaymentMethodRequest, opts ...grpc.CallOption) (*DeleteContactPaymentMethodResponse, error)
+}
+
+type paymentMethodServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewPaymentMethodServiceClient(cc grpc.ClientConnInterface) PaymentMethodServiceClient {
+	return &paymentMethodServiceClient{cc}
+}
+
+func (c *paymentMethodServiceClient) ListContactPaymentMethods(ctx context.Context, in *ListContactPaymentMethodsRequest, opts ...grpc.CallOption) (*ListContactPaymentMethodsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListContactPaymentMethodsResponse)
+	err := c.cc.Invoke(ctx, PaymentMethodService_ListContactPaymentMethods_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *paymentMethodServiceClient) DeleteContactPaymentMethod(ctx context.Context, in *DeleteContactPaymentMethodRequest, opts ...grpc.CallOption) (*DeleteContactPaymentMethodResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteContactPaymentMethodResponse)
+	err := c.cc.Invoke(ctx, PaymentMethodService_DeleteContactPaymentMethod_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// PaymentMethodServiceServer is the server API for PaymentMethodService service.
+// All implementations must embed UnimplementedPaymentMethodServiceServer
+// for forward compatibility.
+//
+// PaymentMethodService lists and removes a contact's saved cards and bank
+// accounts. Both need `payment-methods:manage`.
+type PaymentMethodServiceServer interface {
+	// ListContactPaymentMethods returns the contact's saved methods as a
+	// plain JSON array, oldest first.
+	ListContactPaymentMethods(context.Context, *ListContactPaymentMethodsRequest) (*ListContactPaymentMethodsResponse, error)
+	// DeleteContactPaymentMethod detaches a saved method at the processor.
+	DeleteContactPaymentMethod(context.Context, *DeleteContactPaymentMethodRequest) (*DeleteContactPaymentMethodResponse, error)
+	mustEmbedUnimplementedPaymentMethodServiceServer()
+}
+
+// UnimplementedPaymentMethodServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedPaymentMethodServiceServer struct{}
+
+func (UnimplementedPaymentMethodServiceServer) ListContactPaymentMethods(context.Context, *ListContactPaymentMethodsRequest) (*ListContactPaymentMethodsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListContactPaymentMethods not implemented")
+}
+func (UnimplementedPaymentMethodServiceServer) DeleteContactPaymentMethod(context.Context, *DeleteContactPaymentMethodRequest) (*DeleteContactPaymentMethodResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteContactPaymentMethod not implemented")
+}
+func (UnimplementedPaymentMethodServiceServer) mustEmbedUnimplementedPaymentMethodServiceServer() {}
+func (UnimplementedPaymentMethodServiceServer) testEmbeddedByValue()                              {}
+
+// UnsafePaymentMethodServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to PaymentMethodServiceServer will
+// result in compilation errors.
+type UnsafePaymentMethodServiceServer interface {
+	mustEmbedUnimplementedPaymentMethodServiceServer()
+}
+
+func RegisterPaymentMethodServiceServer(s grpc.ServiceRegistrar, srv PaymentMethodServiceServer) {
+	// If the following call panics, it indicates UnimplementedPaymentMethodServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&PaymentMethodService_ServiceDesc, srv)
+}
+
+func _PaymentMethodService_ListContactPaymentMethods_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListContactPaymentMethodsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PaymentMethodServiceServer).ListContactPaymentMethods(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PaymentMethodService_ListContactPaymentMethods_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PaymentMethodServiceServer).ListContactPaymentMethods(ctx, req.(*ListContactPaymentMethodsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PaymentMethodService_DeleteContactPaymentMethod_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteContactPaymentMethodRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PaymentMethodServiceServer).DeleteContactPaymentMethod(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PaymentMethodService_DeleteContactPaymentMethod_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PaymentMethodServiceServer).DeleteContactPaymentMethod(ctx, req.(*DeleteContactPaymentMethodRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// PaymentMethodService_ServiceDesc is the grpc.ServiceDesc for PaymentMethodService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var PaymentMethodService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "almoner.orders.v1.PaymentMethodService",
+	HandlerType: (*PaymentMethodServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "ListContactPaymentMethods",
+			Handler:    _PaymentMethodService_ListContactPaymentMethods_Handler,
+		},
+		{
+			MethodName: "DeleteContactPaymentMethod",
+			Handler:    _PaymentMethodService_DeleteContactPaymentMethod_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "almoner/orders/v1/orders.proto",
+}
+
+const (
+	ProcessorNotificationService_ReceiveStripeEvent_FullMethodName = "/almoner.orders.v1.ProcessorNotificationService/ReceiveStripeEvent"
+)
+
+// ProcessorNotificationServiceClient is the client API for ProcessorNotificationService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// ProcessorNotificationService receives payment processors' notifications
+// (`POST /api/webhooks/stripe/{tenantSlug}`: public, outside the supported
+// surface). The gateway passes the raw body and the signature header
+// through unchanged, because the signature covers the exact bytes.
+type ProcessorNotificationServiceClient interface {
+	// ReceiveStripeEvent verifies and applies one Stripe event, once.
+	ReceiveStripeEvent(ctx context.Context, in *ReceiveStripeEventRequest, opts ...grpc.CallOption) (*ReceiveStripeEventResponse, error)
+}
+
+type processorNotificationServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewProcessorNotificationServiceClient(cc grpc.ClientConnInterface) ProcessorNotificationServiceClient {
+	return &processorNotificationServiceClient{cc}
+}
+
+func (c *processorNotificationServiceClient) ReceiveStripeEvent(ctx context.Context, in *ReceiveStripeEventRequest, opts ...grpc.CallOption) (*ReceiveStripeEventResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReceiveStripeEventResponse)
+	err := c.cc.Invoke(ctx, ProcessorNotificationService_ReceiveStripeEvent_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ProcessorNotificationServiceServer is the server API for ProcessorNotificationService service.
+// All implementations must embed UnimplementedProcessorNotificationServiceServer
+// for forward compatibility.
+//
+// ProcessorNotificationService receives payment processors' notifications
+// (`POST /api/webhooks/stripe/{tenantSlug}`: public, outside the supported
+// surface). The gateway passes the raw body and the signature header
+// through unchanged, because the signature covers the exact bytes.
+type ProcessorNotificationServiceServer interface {
+	// ReceiveStripeEvent verifies and applies one Stripe event, once.
+	ReceiveStripeEvent(context.Context, *ReceiveStripeEventRequest) (*ReceiveStripeEventResponse, error)
+	mustEmbedUnimplementedProcessorNotificationServiceServer()
+}
+
+// UnimplementedProcessorNotificationServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedProcessorNotificationServiceServer struct{}
+
+func (UnimplementedProcessorNotificationServiceServer) ReceiveStripeEvent(context.Context, *ReceiveStripeEventRequest) (*ReceiveStripeEventResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReceiveStripeEvent not implemented")
+}
+func (UnimplementedProcessorNotificationServiceServer) mustEmbedUnimplementedProcessorNotificationServiceServer() {
+}
+func (UnimplementedProcessorNotificationServiceServer) testEmbeddedByValue() {}
+
+// UnsafeProcessorNotificationServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to ProcessorNotificationServiceServer will
+// result in compilation errors.
+type UnsafeProcessorNotificationServiceServer interface {
+	mustEmbedUnimplementedProcessorNotificationServiceServer()
+}
+
+func RegisterProcessorNotificationServiceServer(s grpc.ServiceRegistrar, srv ProcessorNotificationServiceServer) {
+	// If the following call panics, it indicates UnimplementedProcessorNotificationServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&ProcessorNotificationService_ServiceDesc, srv)
+}
+
+func _ProcessorNotificationService_ReceiveStripeEvent_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReceiveStripeEventRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProcessorNotificationServiceServer).ReceiveStripeEvent(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ProcessorNotificationService_ReceiveStripeEvent_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProcessorNotificationServiceServer).ReceiveStripeEvent(ctx, req.(*ReceiveStripeEventRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// ProcessorNotificationService_ServiceDesc is the grpc.ServiceDesc for ProcessorNotificationService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var ProcessorNotificationService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "almoner.orders.v1.ProcessorNotificationService",
+	HandlerType: (*ProcessorNotificationServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "ReceiveStripeEvent",
+			Handler:    _ProcessorNotificationService_ReceiveStripeEvent_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "almoner/orders/v1/orders.proto",
+}
+
+const (
 	FundService_ListFunds_FullMethodName  = "/almoner.orders.v1.FundService/ListFunds"
 	FundService_CreateFund_FullMethodName = "/almoner.orders.v1.FundService/CreateFund"
 	FundService_UpdateFund_FullMethodName = "/almoner.orders.v1.FundService/UpdateFund"

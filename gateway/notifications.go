@@ -1,0 +1,54 @@
+package gateway
+
+import (
+	"io"
+	"net/http"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+
+	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
+	"github.com/almoner/almoner/pkg/wirejson"
+)
+
+// stripeNotificationPath is where a tenant's Stripe account sends its
+// events: public (Stripe holds no API key), outside the supported surface.
+const stripeNotificationPath = "/api/webhooks/stripe/{tenant_slug}"
+
+// registerNotifications routes processor notifications to the orders
+// service. They are not grpc-gateway routes of a proto mapping because
+// the signature covers the exact bytes received: the body goes through
+// raw, never decoded and re-encoded, with the Stripe-Signature header.
+func (g *Gateway) registerNotifications() error {
+	conn := g.conns["orders"]
+	if conn == nil {
+		return nil
+	}
+	client := ordersv1.NewProcessorNotificationServiceClient(conn)
+	return g.mux.HandlePath(http.MethodPost, stripeNotificationPath, func(w http.ResponseWriter, r *http.Request, params map[string]string) {
+		payload, err := io.ReadAll(r.Body) // limitBody bounded it already
+		if err != nil {
+			g.handleError(r.Context(), g.mux, codec{}, w, r, err)
+			return
+		}
+		ctx, err := runtime.AnnotateContext(r.Context(), g.mux, r, ordersv1.ProcessorNotificationService_ReceiveStripeEvent_FullMethodName,
+			runtime.WithHTTPPathPattern(stripeNotificationPath))
+		if err != nil {
+			g.handleError(r.Context(), g.mux, codec{}, w, r, err)
+			return
+		}
+		resp, err := client.ReceiveStripeEvent(ctx, &ordersv1.ReceiveStripeEventRequest{
+			TenantSlug: params["tenant_slug"], Payload: payload, Signature: r.Header.Get("Stripe-Signature")})
+		if err != nil {
+			g.handleError(ctx, g.mux, codec{}, w, r, err)
+			return
+		}
+		b, err := wirejson.Marshal(resp)
+		if err != nil {
+			g.handleError(ctx, g.mux, codec{}, w, r, err)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(b)
+	})
+}

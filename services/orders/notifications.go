@@ -1,0 +1,99 @@
+package orders
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+
+	inventoryv1 "github.com/almoner/almoner/pkg/api/almoner/inventory/v1"
+	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
+	"github.com/almoner/almoner/pkg/apperr"
+	"github.com/almoner/almoner/pkg/authctx"
+	"github.com/almoner/almoner/pkg/scopes"
+	"github.com/almoner/almoner/services/orders/processor"
+	"github.com/almoner/almoner/services/orders/processor/stripeproc"
+	"github.com/almoner/almoner/services/orders/store"
+)
+
+// notificationServer receives processor notifications
+// (POST /api/webhooks/stripe/{tenantSlug}, public).
+type notificationServer struct {
+	ordersv1.UnimplementedProcessorNotificationServiceServer
+	s *Service
+}
+
+// processorActor is the actor of changes a processor's notification makes.
+const processorActor = "processor:stripe"
+
+// errBadNotification is the one answer to a notification that cannot be
+// trusted: a missing or wrong signature, a stale timestamp and an unknown
+// slug look the same, so the URL tells a prober nothing.
+var errBadNotification = apperr.Rule("Processor.InvalidNotification", "The notification could not be verified.")
+
+// ReceiveStripeEvent verifies a Stripe event with the tenant's webhook
+// secret and applies it once. It makes no call to Stripe: everything it
+// needs is in the signed event.
+func (n *notificationServer) ReceiveStripeEvent(ctx context.Context, req *ordersv1.ReceiveStripeEventRequest) (*ordersv1.ReceiveStripeEventResponse, error) {
+	target, ok, err := n.s.processors().ForNotification(ctx, providerStripe, req.GetTenantSlug())
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errBadNotification
+	}
+	ev, err := stripeproc.ParseEvent(req.GetPayload(), req.GetSignature(), target.WebhookSecret)
+	switch {
+	case errors.Is(err, processor.ErrBadSignature):
+		return nil, errBadNotification
+	case err != nil:
+		return nil, apperr.Rule("Processor.UnreadableNotification", "The notification is not an event this endpoint can read.")
+	}
+	if err := n.s.applyEvent(ctx, target.TenantID, ev); err != nil {
+		return nil, err
+	}
+	return &ordersv1.ReceiveStripeEventResponse{Received: true}, nil
+}
+
+// settlements maps what an event means to what it does to a payment.
+var settlements = map[processor.EventKind]store.Settlement{
+	processor.EventPaymentSucceeded: store.SettleSucceeded,
+	processor.EventPaymentFailed:    store.SettleFailed,
+	processor.EventPaymentCanceled:  store.SettleFailed,
+	processor.EventChargeRefunded:   store.SettleRefunded,
+	processor.EventDisputeCreated:   store.SettleDisputed,
+}
+
+// applyEvent records the event's effect, then gives back the stock of an
+// order that stopped standing. The stock release is the inventory
+// service's (idempotent by order), after the commit; when it fails the
+// order's stock stays reserved and the log says so, as for a void.
+func (s *Service) applyEvent(ctx context.Context, tenantID string, ev processor.Event) error {
+	settle, ok := settlements[ev.Kind]
+	if !ok {
+		s.logger.DebugContext(ctx, "processor event ignored", "event_id", ev.ID, "event_type", ev.Type)
+		return nil
+	}
+	tid, err := uuid.Parse(tenantID)
+	if err != nil {
+		return err
+	}
+	applied, err := s.store.ApplyNotification(ctx, tid, store.Notification{Provider: providerStripe, EventID: ev.ID, EventType: ev.Type,
+		Reference: ev.Reference, Settle: settle, RefundedMinor: ev.AmountRefundedMinor, Reason: ev.FailureCode}, processorActor)
+	if err != nil {
+		return err
+	}
+	switch {
+	case applied.Duplicate:
+		s.logger.InfoContext(ctx, "processor event already applied", "event_id", ev.ID, "event_type", ev.Type)
+	case applied.Unknown:
+		s.logger.WarnContext(ctx, "processor event for an unknown charge", "tenant_id", tenantID, "event_id", ev.ID,
+			"event_type", ev.Type, "processor_reference", ev.Reference)
+	case applied.ReleaseStock:
+		p := authctx.System(tenantID, processorActor, scopes.OrdersVoid)
+		if err := s.cfg.Stock.Release(ctx, p, &inventoryv1.ReleaseStockRequest{TenantId: tenantID, OrderId: applied.Order.ID.String()}); err != nil {
+			s.logger.ErrorContext(ctx, "release stock of an order the processor failed or refunded", "order_id", applied.Order.ID, "error", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,64 @@
+package processor
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
+
+// The sandbox test processor's documented tokens. Any token starting with
+// "tok_decline" or "ach_decline" is declined; every other non-empty token
+// succeeds (tok_visa, tok_mastercard, ach_success, ...).
+const (
+	TestTokenCardOK      = "tok_visa"
+	TestTokenCardDecline = "tok_decline"
+	TestTokenAchOK       = "ach_success"
+	TestTokenAchDecline  = "ach_decline"
+)
+
+// Test is the sandbox's built-in processor for tenants that have not
+// connected Stripe: no money moves, and the documented test tokens succeed
+// or decline deterministically. Every reference is derived from the
+// idempotency key, so a retried charge is the same charge.
+type Test struct{}
+
+var _ Processor = Test{}
+
+func testID(prefix, key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return prefix + hex.EncodeToString(sum[:12])
+}
+
+// Charge succeeds or declines by token.
+func (Test) Charge(_ context.Context, r ChargeRequest) (ChargeResult, error) {
+	ref := testID("test_ch_", r.IdempotencyKey)
+	if strings.HasPrefix(r.PaymentMethodID, TestTokenCardDecline) || strings.HasPrefix(r.PaymentMethodID, TestTokenAchDecline) {
+		return ChargeResult{Reference: ref, Outcome: Declined, DeclineCode: "card_declined", Message: "The payment was declined by the processor."}, nil
+	}
+	return ChargeResult{Reference: ref, Outcome: Succeeded}, nil
+}
+
+// Cancel always succeeds.
+func (Test) Cancel(context.Context, string, string) error { return nil }
+
+// Refund always succeeds.
+func (Test) Refund(_ context.Context, r RefundRequest) (Refund, error) {
+	return Refund{ID: testID("test_re_", r.IdempotencyKey)}, nil
+}
+
+// CreateCustomer returns a customer id derived from the key.
+func (Test) CreateCustomer(_ context.Context, r CustomerRequest) (string, error) {
+	return testID("test_cus_", r.IdempotencyKey), nil
+}
+
+// AttachPaymentMethod describes a test token as a card or bank account.
+func (Test) AttachPaymentMethod(_ context.Context, pm, customer, _ string) (PaymentMethod, error) {
+	if strings.HasPrefix(pm, "ach_") {
+		return PaymentMethod{ID: pm, Type: "us_bank_account", Brand: "STRIPE TEST BANK", Last4: "6789", CustomerID: customer}, nil
+	}
+	return PaymentMethod{ID: pm, Type: "card", Brand: "visa", Last4: "4242", ExpMonth: 12, ExpYear: 2034, CustomerID: customer}, nil
+}
+
+// DetachPaymentMethod always succeeds.
+func (Test) DetachPaymentMethod(context.Context, string) error { return nil }

@@ -1,0 +1,310 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/almoner/almoner/pkg/audit"
+	"github.com/almoner/almoner/pkg/db"
+)
+
+// NextOrderNumber takes the tenant's next order number ahead of the order
+// (an order charged at a processor names its number in the charge).
+func (s *Store) NextOrderNumber(ctx context.Context, tenantID uuid.UUID) (int64, error) {
+	return s.nextOrderNumber(ctx, tenantID)
+}
+
+// PaymentMethod is a saved card or bank account of a contact.
+type PaymentMethod struct {
+	TenantID   uuid.UUID
+	ID         string
+	ContactID  int64
+	Provider   string
+	Mode       string
+	CustomerID string
+	Type       string
+	Brand      string
+	Last4      string
+	ExpMonth   int32
+	ExpYear    int32
+	IsDefault  bool
+	CreatedAt  time.Time
+}
+
+const methodColumns = `tenant_id, id, contact_id, provider, mode, customer_id, type, brand, last4, exp_month, exp_year, is_default, created_at`
+
+func scanMethod(row pgx.Row) (PaymentMethod, error) {
+	var m PaymentMethod
+	err := row.Scan(&m.TenantID, &m.ID, &m.ContactID, &m.Provider, &m.Mode, &m.CustomerID, &m.Type, &m.Brand, &m.Last4,
+		&m.ExpMonth, &m.ExpYear, &m.IsDefault, &m.CreatedAt)
+	return m, err
+}
+
+// queueSaveMethod saves a method with the order that attached it. A method
+// saved again (a second order with the same card) is attached again if it
+// had been detached; the contact's first active method is its default.
+func queueSaveMethod(b *pgx.Batch, m PaymentMethod) {
+	b.Queue(`INSERT INTO orders.payment_methods (tenant_id, id, contact_id, provider, mode, customer_id, type, brand, last4, exp_month, exp_year, is_default)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
+			NOT EXISTS (SELECT 1 FROM orders.payment_methods WHERE tenant_id = $1 AND contact_id = $3 AND detached_at IS NULL))
+		ON CONFLICT (tenant_id, id) DO UPDATE SET detached_at = NULL, customer_id = EXCLUDED.customer_id`,
+		m.TenantID, m.ID, m.ContactID, m.Provider, m.Mode, m.CustomerID, m.Type, m.Brand, m.Last4, m.ExpMonth, m.ExpYear)
+}
+
+// ListPaymentMethods returns a contact's saved methods, oldest first.
+func (s *Store) ListPaymentMethods(ctx context.Context, tenantID uuid.UUID, contactID int64) ([]PaymentMethod, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+methodColumns+` FROM orders.payment_methods
+		WHERE tenant_id = $1 AND contact_id = $2 AND detached_at IS NULL ORDER BY created_at, id`, tenantID, contactID)
+	if err != nil {
+		return nil, fmt.Errorf("orders: list payment methods: %w", err)
+	}
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (PaymentMethod, error) { return scanMethod(r) })
+	if err != nil {
+		return nil, fmt.Errorf("orders: list payment methods: %w", err)
+	}
+	return list, nil
+}
+
+// GetPaymentMethod reads one saved (not detached) method.
+func (s *Store) GetPaymentMethod(ctx context.Context, tenantID uuid.UUID, id string) (PaymentMethod, error) {
+	m, err := scanMethod(s.pool.QueryRow(ctx, `SELECT `+methodColumns+` FROM orders.payment_methods
+		WHERE tenant_id = $1 AND id = $2 AND detached_at IS NULL`, tenantID, id))
+	if db.IsNoRows(err) {
+		return PaymentMethod{}, ErrNotFound
+	}
+	if err != nil {
+		return PaymentMethod{}, fmt.Errorf("orders: get payment method: %w", err)
+	}
+	return m, nil
+}
+
+// DetachPaymentMethod marks a contact's method detached, with its audit
+// row; detach is called first (at the processor) inside the transaction,
+// so the row changes only when the processor let go of it. The default
+// passes to the contact's oldest remaining method.
+func (s *Store) DetachPaymentMethod(ctx context.Context, tenantID uuid.UUID, contactID int64, id string,
+	detach func(PaymentMethod) error, actor string) error {
+	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		m, err := scanMethod(tx.QueryRow(ctx, `SELECT `+methodColumns+` FROM orders.payment_methods
+			WHERE tenant_id = $1 AND contact_id = $2 AND id = $3 AND detached_at IS NULL FOR UPDATE`, tenantID, contactID, id))
+		if db.IsNoRows(err) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("orders: lock payment method: %w", err)
+		}
+		if err := detach(m); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE orders.payment_methods SET detached_at = now(), is_default = false WHERE tenant_id = $1 AND id = $2`, tenantID, id); err != nil {
+			return fmt.Errorf("orders: detach payment method: %w", err)
+		}
+		if m.IsDefault {
+			if _, err := tx.Exec(ctx, `UPDATE orders.payment_methods SET is_default = true WHERE tenant_id = $1 AND id = (
+					SELECT id FROM orders.payment_methods WHERE tenant_id = $1 AND contact_id = $2 AND detached_at IS NULL ORDER BY created_at, id LIMIT 1)`,
+				tenantID, contactID); err != nil {
+				return fmt.Errorf("orders: move default payment method: %w", err)
+			}
+		}
+		return audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: EntityPaymentMethod, EntityID: id, Action: audit.Deleted, Actor: actor})
+	})
+}
+
+// Customer returns the processor customer of a contact, if one was made.
+func (s *Store) Customer(ctx context.Context, tenantID uuid.UUID, contactID int64, provider, mode string) (string, bool, error) {
+	var id string
+	err := s.pool.QueryRow(ctx, `SELECT customer_id FROM orders.processor_customers
+		WHERE tenant_id = $1 AND contact_id = $2 AND provider = $3 AND mode = $4`, tenantID, contactID, provider, mode).Scan(&id)
+	if db.IsNoRows(err) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("orders: read processor customer: %w", err)
+	}
+	return id, true, nil
+}
+
+// SaveCustomer keeps a contact's processor customer and returns the one
+// kept: when two requests made one at once, the first saved wins (both
+// made the same one anyway: its creation is idempotent by contact).
+func (s *Store) SaveCustomer(ctx context.Context, tenantID uuid.UUID, contactID int64, provider, mode, customerID string) (string, error) {
+	var kept string
+	err := s.pool.QueryRow(ctx, `INSERT INTO orders.processor_customers (tenant_id, contact_id, provider, mode, customer_id)
+		VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (tenant_id, contact_id, provider, mode) DO UPDATE SET customer_id = orders.processor_customers.customer_id
+		RETURNING customer_id`, tenantID, contactID, provider, mode, customerID).Scan(&kept)
+	if err != nil {
+		return "", fmt.Errorf("orders: save processor customer: %w", err)
+	}
+	return kept, nil
+}
+
+// Settlement is what a processor notification does to a payment.
+type Settlement int
+
+const (
+	// SettleSucceeded: the charge succeeded.
+	SettleSucceeded Settlement = iota + 1
+	// SettleFailed: the charge failed or was cancelled.
+	SettleFailed
+	// SettleRefunded: the processor has refunded RefundedMinor in all.
+	SettleRefunded
+	// SettleDisputed: the donor's bank disputes the charge.
+	SettleDisputed
+)
+
+// Notification is a verified processor event for one charge.
+type Notification struct {
+	Provider  string
+	EventID   string
+	EventType string
+	Reference string
+	Settle    Settlement
+	// RefundedMinor is, for SettleRefunded, the charge's total refunded
+	// at the processor.
+	RefundedMinor int64
+	// Reason is the processor's reason for a failure, kept in the log of
+	// changes.
+	Reason string
+}
+
+// Applied says what a notification did.
+type Applied struct {
+	// Duplicate: the event was applied before; nothing changed.
+	Duplicate bool
+	// Unknown: no payment of the tenant has the event's charge.
+	Unknown bool
+	// Order is the order after the change (zero when none).
+	Order Order
+	// Changed is false when the order was already where the event says.
+	Changed bool
+	// ReleaseStock: the order stopped standing (Failed or fully refunded)
+	// and has item lines whose stock goes back.
+	ReleaseStock bool
+}
+
+// ErrUnknownCharge means no payment of the tenant has the charge.
+var errUnknownCharge = errors.New("unknown charge")
+
+// ApplyNotification applies a processor event exactly once: the event id
+// is recorded in the same transaction as its effect, so a redelivered
+// event changes nothing. An event for a charge the tenant does not have
+// leaves no trace (it may belong to another system on the same account).
+func (s *Store) ApplyNotification(ctx context.Context, tenantID uuid.UUID, n Notification, actor string) (Applied, error) {
+	var out Applied
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO orders.processor_events (tenant_id, provider, event_id, event_type) VALUES ($1, $2, $3, $4)
+			ON CONFLICT DO NOTHING`, tenantID, n.Provider, n.EventID, n.EventType)
+		if err != nil {
+			return fmt.Errorf("orders: record processor event: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			out.Duplicate = true
+			return nil
+		}
+		var orderID, paymentID uuid.UUID
+		err = tx.QueryRow(ctx, `SELECT order_id, id FROM orders.order_payments
+			WHERE tenant_id = $1 AND processor_reference = $2 AND processor = $3`, tenantID, n.Reference, n.Provider).Scan(&orderID, &paymentID)
+		if db.IsNoRows(err) {
+			return errUnknownCharge
+		}
+		if err != nil {
+			return fmt.Errorf("orders: find payment by processor reference: %w", err)
+		}
+		o, err := lockOrder(ctx, tx, tenantID, orderID)
+		if err != nil {
+			return err
+		}
+		out, err = settle(ctx, tx, o, paymentID, n, actor)
+		return err
+	})
+	if errors.Is(err, errUnknownCharge) {
+		return Applied{Unknown: true}, nil
+	}
+	return out, err
+}
+
+// settle applies one notification to a locked order.
+func settle(ctx context.Context, tx pgx.Tx, o Order, paymentID uuid.UUID, n Notification, actor string) (Applied, error) {
+	idx := -1
+	for i, p := range o.Payments {
+		if p.ID == paymentID {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		return Applied{}, fmt.Errorf("orders: payment %s not on its order %s", paymentID, o.ID)
+	}
+	p := o.Payments[idx]
+	unsettled := p.Status == PaymentPending || p.Status == PaymentRequiresAction
+	out := Applied{Order: o}
+	switch n.Settle {
+	case SettleSucceeded:
+		if !unsettled {
+			return out, nil
+		}
+		if err := setPaymentStatus(ctx, tx, o.TenantID, o.ID, p, PaymentCaptured, actor); err != nil {
+			return Applied{}, err
+		}
+		o.Payments[idx].Status = PaymentCaptured
+		if o.Status == StatusPending && !anyUnsettled(o.Payments) {
+			if err := setOrderStatus(ctx, tx, &o, StatusCompleted, audit.Updated, actor); err != nil {
+				return Applied{}, err
+			}
+		}
+	case SettleFailed:
+		if !unsettled {
+			return out, nil
+		}
+		if err := setPaymentStatus(ctx, tx, o.TenantID, o.ID, p, PaymentFailed, actor); err != nil {
+			return Applied{}, err
+		}
+		o.Payments[idx].Status = PaymentFailed
+		if o.Status == StatusPending {
+			if err := setOrderStatus(ctx, tx, &o, StatusFailed, audit.Updated, actor); err != nil {
+				return Applied{}, err
+			}
+			out.ReleaseStock = len(o.Items) > 0
+		}
+	case SettleRefunded:
+		delta := n.RefundedMinor - p.RefundedMinor
+		if delta <= 0 || !refundable(p) || (o.Status != StatusCompleted && o.Status != StatusPartiallyRefunded) {
+			return out, nil
+		}
+		// A refund made at the processor: recorded, not made again.
+		none := func(context.Context, Payment, int64, string) error { return nil }
+		ro, err := refundLocked(ctx, tx, o, Refund{AmountMinor: min(delta, p.AmountMinor-p.RefundedMinor), PaymentID: &p.ID,
+			Reason: "Refunded at the payment processor.", Source: "processor"}, none, actor)
+		if err != nil {
+			return Applied{}, err
+		}
+		o = ro
+		out.ReleaseStock = o.Status == StatusRefunded && len(o.Items) > 0
+	case SettleDisputed:
+		if p.Status == PaymentDisputed {
+			return out, nil
+		}
+		if err := setPaymentStatus(ctx, tx, o.TenantID, o.ID, p, PaymentDisputed, actor); err != nil {
+			return Applied{}, err
+		}
+		o.Payments[idx].Status = PaymentDisputed
+	default:
+		return out, nil
+	}
+	out.Order, out.Changed = o, true
+	return out, nil
+}
+
+func anyUnsettled(ps []Payment) bool {
+	for _, p := range ps {
+		if p.Status == PaymentPending || p.Status == PaymentRequiresAction {
+			return true
+		}
+	}
+	return false
+}
