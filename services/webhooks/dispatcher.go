@@ -214,13 +214,8 @@ func (d *Dispatcher) enqueue(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		on, err := d.s.features.enabled(ctx, ep.TenantID.String())
-		if err != nil {
-			d.s.logger.Warn("webhooks: tenant features unknown; endpoint skipped this tick", "tenant_id", ep.TenantID.String(), "error", err.Error())
-			continue
-		}
 		for left := d.s.cfg.EnqueueLimit; left > 0; {
-			n, more := d.enqueueChunk(ctx, &ep, on, min(left, enqueueChunk))
+			n, more := d.enqueueChunk(ctx, &ep, min(left, enqueueChunk))
 			if !more {
 				break
 			}
@@ -232,7 +227,12 @@ func (d *Dispatcher) enqueue(ctx context.Context) {
 // enqueueChunk reads up to limit of the endpoint's new events and queues
 // them (or, with the flag off, passes over them), moving ep.Cursor on. It
 // returns how many events it read and whether the endpoint may have more.
-func (d *Dispatcher) enqueueChunk(ctx context.Context, ep *store.LiveEndpoint, on bool, limit int) (int, bool) {
+//
+// The flag is checked after the events are read, never before: the answer
+// is then at least as new as every event of the page (see featureCache),
+// so an event committed after webhooks:enabled was turned off is passed
+// over, not queued on an answer from before the switch.
+func (d *Dispatcher) enqueueChunk(ctx context.Context, ep *store.LiveEndpoint, limit int) (int, bool) {
 	page, err := audit.Read(ctx, d.s.store.Pool(), audit.ReadQuery{
 		After: ep.Cursor, TenantID: ep.TenantID.String(), Events: ep.EventTypes, Limit: limit,
 	})
@@ -243,6 +243,13 @@ func (d *Dispatcher) enqueueChunk(ctx context.Context, ep *store.LiveEndpoint, o
 		return 0, false
 	}
 	if page.Next == ep.Cursor {
+		return 0, false
+	}
+	on, err := d.s.features.enabled(ctx, ep.TenantID.String())
+	if err != nil {
+		if ctx.Err() == nil {
+			d.s.logger.Warn("webhooks: tenant features unknown; endpoint skipped this tick", "tenant_id", ep.TenantID.String(), "error", err.Error())
+		}
 		return 0, false
 	}
 	var ds []store.NewDelivery

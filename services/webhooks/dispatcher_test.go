@@ -313,59 +313,138 @@ func TestDispatcherSmallLimits(t *testing.T) {
 	}
 }
 
-// TestDispatcherFeatureFlag checks webhooks:enabled: while it is off the
-// tenant's events are passed over and never queued; once it is on, those
-// events still never arrive and the events written after it do.
+// fakeAuth answers the feature lookup and the validation epoch as the auth
+// service does: turning the flag moves the epoch, and the change is
+// answered one window after it (here: the fake clock moves a window on).
+type fakeAuth struct {
+	mu      sync.Mutex
+	on      bool
+	epoch   int64
+	now     time.Time
+	window  time.Duration
+	lookups int
+	// during, when set, runs inside the next lookup after the flag was
+	// read (and is then cleared): what happens while the answer travels.
+	during func()
+}
+
+func (f *fakeAuth) lookup(context.Context, string) (bool, error) {
+	f.mu.Lock()
+	f.lookups++
+	on, during := f.on, f.during
+	f.during = nil
+	f.mu.Unlock()
+	if during != nil {
+		during()
+	}
+	return on, nil
+}
+
+func (f *fakeAuth) readEpoch(context.Context) (int64, time.Duration, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.epoch, f.window, nil
+}
+
+func (f *fakeAuth) clock() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.now
+}
+
+// set turns the flag and returns once the change is answered.
+func (f *fakeAuth) set(on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.on = on
+	f.epoch++
+	f.now = f.now.Add(f.window)
+}
+
+func (f *fakeAuth) lookupCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lookups
+}
+
+// TestDispatcherFeatureFlag checks webhooks:enabled: the flag is cached
+// under the validation epoch, so an event written once turning it off has
+// been answered is never queued; while it is off the tenant's events are
+// passed over, and once it is on again those events still never arrive and
+// the events written after it do.
 func TestDispatcherFeatureFlag(t *testing.T) {
 	t.Parallel()
-	var on atomic.Bool
-	var lookups atomic.Int32
-	h := newHarness(t, Config{Features: func(context.Context, string) (bool, error) {
-		lookups.Add(1)
-		return on.Load(), nil
-	}})
-	// The flag is cached for a TTL; the test moves the cache's clock
-	// instead of waiting for it.
-	now := time.Now()
-	var clock sync.Mutex
-	h.s.features.SetClock(func() time.Time { clock.Lock(); defer clock.Unlock(); return now })
+	auth := &fakeAuth{on: true, epoch: 1, now: time.Now(), window: time.Hour}
+	h := newHarness(t, Config{Features: auth.lookup, Epoch: auth.readEpoch})
+	h.s.features.now = auth.clock
 	ep := h.endpoint(t, "contact.created")
 	ctx := context.Background()
 
+	h.write(t, "first", 1)
+	h.d.tick(ctx)
+	if got := h.settle(t, 1); len(got) != 1 {
+		t.Fatalf("flag on: %d sent, want 1", len(got))
+	}
+	h.d.tick(ctx)
+	before := auth.lookupCount()
+	h.write(t, "second", 1)
+	h.d.tick(ctx)
+	if got := h.settle(t, 2); len(got) != 2 || auth.lookupCount() != before {
+		t.Fatalf("flag on, within the lease: %d sent, %d lookups; want 2 sent from the cached answer", len(got), auth.lookupCount()-before)
+	}
+
+	// Off, answered; then at once an event. The cached "on" is within an
+	// hour's lease by its own clock, yet must not be used.
+	auth.set(false)
 	h.write(t, "off", 3)
 	h.d.tick(ctx)
 	h.d.tick(ctx)
-	if got := h.settle(t, 0); len(got) != 0 || h.queued(t, ep) != 0 {
-		t.Fatalf("flag off: %d sent, %d queued; want none", len(got), h.queued(t, ep))
+	if got := h.settle(t, 2); len(got) != 2 || h.queued(t, ep) != 2 {
+		t.Fatalf("flag off: %d sent, %d queued; want only the two from before", len(got), h.queued(t, ep))
 	}
 
-	on.Store(true)
-	clock.Lock()
-	now = now.Add(h.s.cfg.FeatureCacheTTL + time.Second)
-	clock.Unlock()
-	before := lookups.Load()
+	auth.set(true)
 	h.d.tick(ctx)
-	if lookups.Load() == before {
-		t.Fatal("the flag was not looked up again after its TTL")
+	if got := h.settle(t, 2); len(got) != 2 {
+		t.Fatalf("flag turned on: %d events of the off period sent", len(got)-2)
 	}
-	if got := h.settle(t, 0); len(got) != 0 {
-		t.Fatalf("flag turned on: %d events of the off period sent", len(got))
-	}
-
 	h.write(t, "on", 2)
 	h.d.tick(ctx)
-	got := h.settle(t, 2)
-	if len(got) != 2 {
-		t.Fatalf("flag on: %d sent, want 2", len(got))
+	got := h.settle(t, 4)
+	if len(got) != 4 {
+		t.Fatalf("flag on again: %d sent, want 4", len(got))
 	}
-	for _, g := range got {
+	for _, g := range got[2:] {
 		if id := g.body.Data.EntityID; id != "on-0" && id != "on-1" {
 			t.Errorf("delivered %s; only on-0 and on-1 were written with the flag on", id)
 		}
 	}
+
+	// The flag is read after the events: an event committed after the
+	// flag went off, while the last "on" answer was on its way, is not in
+	// the page that answer decides (the page was read before), and the
+	// next page meets the new epoch.
+	h.write(t, "edge", 1) // a page for the next tick, so that it asks
+	auth.mu.Lock()
+	// Another tenant change moved the epoch and was answered: the next
+	// check asks again.
+	auth.epoch++
+	auth.now = auth.now.Add(auth.window)
+	auth.during = func() {
+		auth.set(false)
+		h.write(t, "late", 1)
+	}
+	auth.mu.Unlock()
 	h.d.tick(ctx)
-	if got := h.settle(t, 2); len(got) != 2 {
-		t.Errorf("a later tick sent more: %d", len(got))
+	h.d.tick(ctx)
+	got = h.settle(t, 5)
+	for _, g := range got {
+		if g.body.Data.EntityID == "late-0" {
+			t.Errorf("an event committed after the flag went off was delivered")
+		}
+	}
+	if len(got) != 5 {
+		t.Errorf("%d sent, want 5 (the edge event read with the flag on, not the late one)", len(got))
 	}
 }
 

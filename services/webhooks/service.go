@@ -38,9 +38,6 @@ const (
 	DefaultEnqueueLimit = 500
 	DefaultSendLimit    = 100
 	DefaultMaxAttempts  = 5
-	// DefaultFeatureCacheTTL is how long a tenant's webhooks:enabled flag
-	// is reused before the auth service is asked again.
-	DefaultFeatureCacheTTL = 10 * time.Second
 )
 
 // FeatureLookup reports whether a tenant has webhooks:enabled.
@@ -78,8 +75,9 @@ type Config struct {
 	SecretKey []byte
 	// Features tells whether a tenant has webhooks:enabled.
 	Features FeatureLookup
-	// FeatureCacheTTL is how long an answer of Features is reused.
-	FeatureCacheTTL time.Duration
+	// Epoch reads the auth service's validation epoch, under which answers
+	// of Features are cached (featureCache); nil caches nothing.
+	Epoch EpochLookup
 	// Resolver resolves hosts at registration; net.DefaultResolver if nil.
 	Resolver *net.Resolver
 }
@@ -97,7 +95,6 @@ func ConfigFrom(src config.Source, environment string) (Config, error) {
 		{"ALMONER_WEBHOOK_TICK", DefaultTick, &cfg.Tick},
 		{"ALMONER_WEBHOOK_RETRY_BASE", DefaultRetryBase, &cfg.RetryBase},
 		{"ALMONER_WEBHOOK_TIMEOUT", DefaultTimeout, &cfg.Timeout},
-		{"ALMONER_WEBHOOK_FEATURE_CACHE_TTL", DefaultFeatureCacheTTL, &cfg.FeatureCacheTTL},
 		{"ALMONER_WEBHOOK_LEASE", 0, &cfg.Lease},
 	}
 	for _, d := range durs {
@@ -200,9 +197,6 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) (*Service, error) 
 	if cfg.Lease <= cfg.Timeout {
 		return nil, fmt.Errorf("ALMONER_WEBHOOK_LEASE (%s) must exceed ALMONER_WEBHOOK_TIMEOUT (%s)", cfg.Lease, cfg.Timeout)
 	}
-	if cfg.FeatureCacheTTL <= 0 {
-		cfg.FeatureCacheTTL = DefaultFeatureCacheTTL
-	}
 	if cfg.Resolver == nil {
 		cfg.Resolver = net.DefaultResolver
 	}
@@ -223,7 +217,7 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) (*Service, error) 
 	s := &Service{
 		cfg: cfg, store: store.New(pool), sealer: sl, policy: policy, logger: logger,
 		sender:   newSender(policy, cfg.Timeout, cfg.RootCAs, cfg.SendLimit),
-		features: newFeatureCache(features, cfg.FeatureCacheTTL),
+		features: newFeatureCache(features, cfg.Epoch),
 	}
 	s.dispatcher = newDispatcher(s)
 	return s, nil
@@ -274,6 +268,19 @@ func AuthFeatureLookup(client authv1.TenantAdminServiceClient) FeatureLookup {
 	}
 }
 
+// AuthEpochLookup reads the validation epoch with the auth service's
+// internal KeyValidationService.GetValidationEpoch, the call gateways poll
+// for their key caches (it reports no key uses here).
+func AuthEpochLookup(client authv1.KeyValidationServiceClient) EpochLookup {
+	return func(ctx context.Context) (int64, time.Duration, error) {
+		resp, err := client.GetValidationEpoch(ctx, &authv1.GetValidationEpochRequest{})
+		if err != nil {
+			return 0, 0, err
+		}
+		return resp.GetEpoch(), resp.GetCacheWindow().AsDuration(), nil
+	}
+}
+
 // Module describes the webhooks service to the binaries that host it.
 var Module = service.Module{
 	Name:       Name,
@@ -288,6 +295,7 @@ var Module = service.Module{
 			return nil, err
 		}
 		cfg.Features = AuthFeatureLookup(authv1.NewTenantAdminServiceClient(conn))
+		cfg.Epoch = AuthEpochLookup(authv1.NewKeyValidationServiceClient(conn))
 		return New(d.DB, cfg, d.Logger)
 	},
 }
