@@ -37,18 +37,17 @@ func (s *Service) collect(ctx context.Context, p authctx.Principal, tp tenantPro
 			n.Schedules[i].PaymentToken = m.ID
 		}
 	}
-	var number int64
 	for i, pd := range d.payments {
+		pd.ID = paymentID(n.ID, i)
 		pay := pd.Payment
 		pay.Status = store.PaymentCaptured
 		if pd.viaProcessor() {
-			if number == 0 {
+			if n.Number == 0 {
 				// The charge names the order's number, so it is taken now.
 				var err error
-				if number, err = s.store.NextOrderNumber(ctx, n.TenantID); err != nil {
+				if n.Number, err = s.orderNumber(ctx, n); err != nil {
 					return err
 				}
-				n.Number = number
 			}
 			var err error
 			if pay, err = s.charge(ctx, tp, n, i, pd, kept, u); err != nil {
@@ -61,6 +60,22 @@ func (s *Service) collect(ctx context.Context, p authctx.Principal, tp tenantPro
 		n.Payments = append(n.Payments, pay)
 	}
 	return nil
+}
+
+// paymentID is the id of payment i of an order: derived from the order id,
+// so the retry of a keyed request (same order id) names the same payment
+// in the charge it repeats.
+func paymentID(orderID uuid.UUID, i int) uuid.UUID {
+	return uuid.NewSHA1(orderID, []byte("payment/"+strconv.Itoa(i)))
+}
+
+// orderNumber takes the order's number ahead of recording it; a keyed
+// request's claim keeps it for the retry.
+func (s *Service) orderNumber(ctx context.Context, n *store.NewOrder) (int64, error) {
+	if n.Idempotency != nil {
+		return s.store.ClaimNumber(ctx, n.TenantID, n.Idempotency.Key, n.ID)
+	}
+	return s.store.NextOrderNumber(ctx, n.TenantID)
 }
 
 // methodsToKeep are the tokens to attach to the contact's customer: those

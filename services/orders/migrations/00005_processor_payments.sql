@@ -73,11 +73,18 @@ CREATE TABLE orders.payment_methods (
 );
 CREATE INDEX payment_methods_contact ON orders.payment_methods (tenant_id, contact_id, created_at) WHERE detached_at IS NULL;
 
+-- An order charged at a processor names its number in the charge. A
+-- keyed request keeps the number with its claim, so its retry (same key,
+-- same order id) sends the very same charge again: the processor answers
+-- a repeated idempotency key only when the parameters are the same.
+ALTER TABLE orders.idempotency_keys ADD COLUMN order_number bigint;
+
 -- Why a schedule stopped collecting (authentication_required, the last
 -- decline's code); empty while it collects.
 ALTER TABLE orders.recurring_donations ADD COLUMN failure_reason text NOT NULL DEFAULT '';
 
 -- +goose Down
+ALTER TABLE orders.idempotency_keys DROP COLUMN order_number;
 ALTER TABLE orders.recurring_donations DROP COLUMN failure_reason;
 DROP TABLE orders.payment_methods;
 DROP TABLE orders.processor_customers;

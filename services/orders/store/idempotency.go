@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -73,6 +74,30 @@ func (s *Store) ExpireKey(ctx context.Context, tenantID uuid.UUID, key string, o
 	_, err := s.pool.Exec(ctx, `UPDATE orders.idempotency_keys SET lease_until = now() - interval '1 second'
 		WHERE tenant_id = $1 AND key = $2 AND order_id = $3 AND state = 'pending'`, tenantID, key, orderID)
 	return err
+}
+
+// ClaimNumber gives the order of a claimed key its number: the one the
+// claim holds from an earlier attempt, else the next of the tenant's
+// (which the claim then keeps).
+func (s *Store) ClaimNumber(ctx context.Context, tenantID uuid.UUID, key string, orderID uuid.UUID) (int64, error) {
+	var held *int64
+	if err := s.pool.QueryRow(ctx, `SELECT order_number FROM orders.idempotency_keys WHERE tenant_id = $1 AND key = $2 AND order_id = $3`,
+		tenantID, key, orderID).Scan(&held); err != nil {
+		return 0, fmt.Errorf("orders: read claimed order number: %w", err)
+	}
+	if held != nil {
+		return *held, nil
+	}
+	n, err := s.nextOrderNumber(ctx, tenantID)
+	if err != nil {
+		return 0, err
+	}
+	var kept int64
+	if err := s.pool.QueryRow(ctx, `UPDATE orders.idempotency_keys SET order_number = coalesce(order_number, $4)
+		WHERE tenant_id = $1 AND key = $2 AND order_id = $3 RETURNING order_number`, tenantID, key, orderID, n).Scan(&kept); err != nil {
+		return 0, fmt.Errorf("orders: keep claimed order number: %w", err)
+	}
+	return kept, nil
 }
 
 // PurgeKeys deletes completed idempotency records older than keep.
