@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -31,6 +32,9 @@ func TestToStatus(t *testing.T) {
 		{context.Canceled, codes.Canceled, "The request was cancelled."},
 		{status.Error(codes.NotFound, "from downstream"), codes.NotFound, "from downstream"},
 		{status.Error(codes.Internal, "downstream internals"), codes.Internal, "An unexpected error occurred."},
+		{fmt.Errorf("store: %w", &pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}), codes.Unavailable, "The database is unavailable."},
+		{(&Error{Kind: KindInternal, Message: "list failed"}).Wrap(fmt.Errorf("list: %w", &pgconn.PgError{Code: "57P03"})), codes.Unavailable, "The database is unavailable."},
+		{&pgconn.PgError{Code: "23505", Message: "duplicate key value violates unique constraint"}, codes.Internal, "An unexpected error occurred."},
 	}
 	for _, c := range cases {
 		st := ToStatus(c.err)

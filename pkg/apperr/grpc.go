@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/protoadapt"
+
+	"github.com/almoner/almoner/pkg/db"
 )
 
 // ErrorDomain is the domain of every errdetails.ErrorInfo we attach.
@@ -31,8 +33,9 @@ var kindCodes = map[Kind]codes.Code{
 
 // ToStatus maps err to the status a caller may see. Domain errors keep their
 // message, typed code and violations; context errors keep their codes; a
-// status error from a downstream call passes through; everything else is
-// masked as INTERNAL with no text of the original.
+// database that cannot be reached or is not taking work (db.IsUnavailable)
+// is UNAVAILABLE; a status error from a downstream call passes through;
+// everything else is masked as INTERNAL with no text of the original.
 func ToStatus(err error) *status.Status {
 	if err == nil {
 		return status.New(codes.OK, "")
@@ -62,6 +65,10 @@ func ToStatus(err error) *status.Status {
 		return status.New(codes.Canceled, "The request was cancelled.")
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.New(codes.DeadlineExceeded, "The request took too long.")
+	case db.IsUnavailable(err):
+		// PostgreSQL restarting or failing over: transient, so the client
+		// should retry rather than report a bug (503 at the gateway).
+		return status.New(codes.Unavailable, "The database is unavailable.")
 	}
 	if st, ok := status.FromError(err); ok && st.Code() != codes.Unknown && st.Code() != codes.Internal {
 		// A downstream service already mapped this one.

@@ -235,6 +235,9 @@ func Unauthorized(r Renderer) Document {
 }
 
 // Write sends d. The caller has set Instance and TraceID as it wants them.
+// A 503 (a service or its database unreachable for now) carries
+// `Retry-After: 1`: the outage is transient and a retry a second later is
+// what the client should do, reads and idempotent order creations alike.
 func Write(w http.ResponseWriter, d Document) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -244,6 +247,9 @@ func Write(w http.ResponseWriter, d Document) {
 	h.Set("Content-Type", ContentType)
 	h.Set("Content-Length", strconv.Itoa(buf.Len()))
 	h.Set("Cache-Control", "no-store")
+	if d.Status == http.StatusServiceUnavailable {
+		h.Set("Retry-After", "1")
+	}
 	w.WriteHeader(d.Status)
 	_, _ = w.Write(buf.Bytes())
 }

@@ -71,3 +71,23 @@ func TestWrite(t *testing.T) {
 		t.Errorf("body %s, want %s", got, want)
 	}
 }
+
+// TestUnavailableHasRetryAfter: a 503 tells the client to retry in a
+// second; no other status carries the header.
+func TestUnavailableHasRetryAfter(t *testing.T) {
+	for _, st := range []*status.Status{status.New(codes.Unavailable, "The database is unavailable."), status.New(codes.Internal, "boom")} {
+		w := httptest.NewRecorder()
+		d := Renderer{}.FromStatus(st)
+		Write(w, d)
+		want := ""
+		if st.Code() == codes.Unavailable {
+			want = "1"
+			if w.Code != http.StatusServiceUnavailable || d.Title != "Service Unavailable" || d.Type != "/errors/unavailable" {
+				t.Errorf("unavailable: %d %+v", w.Code, d)
+			}
+		}
+		if got := w.Header().Get("Retry-After"); got != want {
+			t.Errorf("%v: Retry-After %q, want %q", st.Code(), got, want)
+		}
+	}
+}
