@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -61,5 +62,42 @@ func TestDocsSite(t *testing.T) {
 	}
 	if w := get("/errors/no-such-category"); w.Code != http.StatusNotFound {
 		t.Errorf("unknown category: %d", w.Code)
+	}
+}
+
+// TestOpenAPIHasNoInternalComments walks every summary, description and
+// title of the published document: lint directives and the protos'
+// internal comments, (-- … --), stay out of it (remove_internal_comments
+// in buf.gen.yaml; the directives live inside such comments).
+func TestOpenAPIHasNoInternalComments(t *testing.T) {
+	var doc any
+	if err := json.Unmarshal(openAPIDoc, &doc); err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, e := range v {
+				if s, ok := e.(string); ok && (k == "summary" || k == "description" || k == "title") {
+					checked++
+					for _, bad := range []string{"buf:lint", "(--", "--)"} {
+						if strings.Contains(s, bad) {
+							t.Errorf("%s/%s holds %q: %q", path, k, bad, s)
+						}
+					}
+				}
+				walk(path+"/"+k, e)
+			}
+		case []any:
+			for i, e := range v {
+				walk(fmt.Sprintf("%s/%d", path, i), e)
+			}
+		}
+	}
+	walk("", doc)
+	if checked < 100 {
+		t.Errorf("only %d texts checked", checked)
 	}
 }

@@ -56,25 +56,31 @@ type ReportServiceClient interface {
 	// RunReport runs a saved definition, one page of rows plus the totals.
 	// Parameters given here override the saved ones for this run. Needs
 	// `reports:view`. The run is recorded.
-	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
-	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
+	// (--
+	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME the response is a document, google.api.HttpBody
+	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE google.api.HttpBody answers several RPCs
+	// --)
 	RunReport(ctx context.Context, in *RunReportRequest, opts ...grpc.CallOption) (*httpbody.HttpBody, error)
 	// ExportReport streams every row of a saved definition as a file (csv,
 	// xlsx or pdf). The first message carries the content type; the file name
 	// is in the `content-disposition` response header. Needs
 	// `reports:export`. The run is recorded.
-	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
-	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
+	// (--
+	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME the response is a document, google.api.HttpBody
+	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE google.api.HttpBody answers several RPCs
+	// --)
 	ExportReport(ctx context.Context, in *ExportReportRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[httpbody.HttpBody], error)
-	// The type routes come last: grpc-gateway tries the routes registered
-	// last first, so /reports/types wins over /reports/{report_id}.
+	// (-- The type routes come last: grpc-gateway tries the routes registered
+	// last first, so /reports/types wins over /reports/{report_id}. --)
 	// ListReportTypes lists the pre-built report types with their parameters
 	// and columns. Needs `reports:view`.
 	ListReportTypes(ctx context.Context, in *ListReportTypesRequest, opts ...grpc.CallOption) (*ListReportTypesResponse, error)
 	// RunReportType runs a report type with the given parameters without
 	// saving a definition. Needs `reports:view`. The run is recorded.
-	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
-	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
+	// (--
+	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME the response is a document, google.api.HttpBody
+	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE google.api.HttpBody answers several RPCs
+	// --)
 	RunReportType(ctx context.Context, in *RunReportTypeRequest, opts ...grpc.CallOption) (*httpbody.HttpBody, error)
 }
 
@@ -210,25 +216,31 @@ type ReportServiceServer interface {
 	// RunReport runs a saved definition, one page of rows plus the totals.
 	// Parameters given here override the saved ones for this run. Needs
 	// `reports:view`. The run is recorded.
-	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
-	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
+	// (--
+	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME the response is a document, google.api.HttpBody
+	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE google.api.HttpBody answers several RPCs
+	// --)
 	RunReport(context.Context, *RunReportRequest) (*httpbody.HttpBody, error)
 	// ExportReport streams every row of a saved definition as a file (csv,
 	// xlsx or pdf). The first message carries the content type; the file name
 	// is in the `content-disposition` response header. Needs
 	// `reports:export`. The run is recorded.
-	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
-	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
+	// (--
+	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME the response is a document, google.api.HttpBody
+	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE google.api.HttpBody answers several RPCs
+	// --)
 	ExportReport(*ExportReportRequest, grpc.ServerStreamingServer[httpbody.HttpBody]) error
-	// The type routes come last: grpc-gateway tries the routes registered
-	// last first, so /reports/types wins over /reports/{report_id}.
+	// (-- The type routes come last: grpc-gateway tries the routes registered
+	// last first, so /reports/types wins over /reports/{report_id}. --)
 	// ListReportTypes lists the pre-built report types with their parameters
 	// and columns. Needs `reports:view`.
 	ListReportTypes(context.Context, *ListReportTypesRequest) (*ListReportTypesResponse, error)
 	// RunReportType runs a report type with the given parameters without
 	// saving a definition. Needs `reports:view`. The run is recorded.
-	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
-	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
+	// (--
+	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME the response is a document, google.api.HttpBody
+	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE google.api.HttpBody answers several RPCs
+	// --)
 	RunReportType(context.Context, *RunReportTypeRequest) (*httpbody.HttpBody, error)
 	mustEmbedUnimplementedReportServiceServer()
 }
