@@ -47,7 +47,11 @@ func (n *notificationServer) ReceiveStripeEvent(ctx context.Context, req *orders
 	case errors.Is(err, processor.ErrBadSignature):
 		return nil, errBadNotification
 	case err != nil:
-		return nil, apperr.Rule("Processor.UnreadableNotification", "The notification is not an event this endpoint can read.")
+		// Signed by the tenant's account but without what its type needs:
+		// answered 2xx, because Stripe would otherwise send it again for
+		// days, and logged for the operator.
+		n.s.logger.WarnContext(ctx, "processor event cannot be applied", "tenant_id", target.TenantID, "error", err)
+		return &ordersv1.ReceiveStripeEventResponse{Received: true}, nil
 	}
 	if err := n.s.applyEvent(ctx, target.TenantID, ev); err != nil {
 		return nil, err

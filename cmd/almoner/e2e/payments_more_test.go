@@ -184,6 +184,17 @@ func TestStripeUndoAfterCharge(t *testing.T) {
 	if first.ID == "" || first.AmountRefunded != 1000 {
 		t.Errorf("first payment of a declined order: %+v, want refunded in full", first)
 	}
+	// A declined item order gives its reserved stock back.
+	stock := func() float64 {
+		return c.Do(t, "GET", tPath(st.tn.ID, "/inventory/", st.item), st.tn.Key, nil).Expect(t, http.StatusOK).Map(t)["stockOnHand"].(float64)
+	}
+	before := stock()
+	items := map[string]any{"contactId": st.contactID, "currency": "USD", "items": []any{map[string]any{"itemId": st.item, "quantity": 3}},
+		"payments": []any{map[string]any{"paymentMethod": "Card", "amount": 75, "paymentToken": "pm_card_chargeDeclined"}}}
+	c.Do(t, "POST", orders, st.tn.Key, items).Expect(t, http.StatusBadRequest)
+	if s := stock(); s != before {
+		t.Errorf("stock %v after a declined item order, want %v", s, before)
+	}
 	// The order's batch closes between its charge and its record: the
 	// named batch is closed, so the charge is refunded and the 400 stands.
 	batch := c.Do(t, "POST", tPath(st.tn.ID, "/batches"), st.tn.Key, map[string]any{"name": "Closed gala"}).Expect(t, http.StatusCreated).Map(t)

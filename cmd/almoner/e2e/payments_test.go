@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -313,6 +314,25 @@ func TestStripeNotificationsRefused(t *testing.T) {
 	if !strings.Contains(c.Logs.String(), "processor event for an unknown charge") {
 		t.Error("the unknown charge's event was not logged")
 	}
+	// Signed, but stale (older than Stripe's five-minute tolerance): 400.
+	if r := send(st.slug, st.webhookSecret, nil, ptr(staleSignature(ev, st.webhookSecret))); r.Status != http.StatusBadRequest {
+		t.Errorf("stale notification answered %d", r.Status)
+	}
+	// Signed by the tenant's account but lacking what its type needs: 200
+	// (Stripe would send it again for days), logged, nothing changed.
+	incomplete := stripefake.Event{ID: "evt_incomplete_" + traceid.New()[:8], Type: "payment_intent.succeeded", APIVersion: "2020-08-27",
+		Created: time.Now(), Object: []byte(`{"object":"payment_intent","status":"succeeded"}`)}
+	if code := st.notify(t, c, incomplete); code != http.StatusOK {
+		t.Errorf("incomplete event answered %d", code)
+	}
+	if !strings.Contains(c.Logs.String(), "processor event cannot be applied") {
+		t.Error("the incomplete event was not logged")
+	}
+}
+
+func staleSignature(ev stripefake.Event, secret string) string {
+	_, sig := ev.SignAt(secret, time.Now().Add(-6*time.Minute))
+	return sig
 }
 
 func ptr(s string) *string { return &s }
