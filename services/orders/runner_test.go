@@ -120,3 +120,44 @@ func TestRunnerDeclines(t *testing.T) {
 		t.Errorf("schedule %s after %d declines (%d attempts, reason %q)", sc.Status, store.MaxAttempts, sc.FailedAttempts, sc.FailureReason)
 	}
 }
+
+// TestRunnerAfterDailyBatchClosed: an installment due on a day whose daily
+// batch staff closed lands in the day's next daily batch.
+func TestRunnerAfterDailyBatchClosed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, err := db.Open(ctx, testdb.New(t, Migrations()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	tenant, fund, id := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
+	if _, err := pool.Exec(ctx, `INSERT INTO orders.funds (tenant_id, id, name) VALUES ($1, $2, 'General')`, tenant, fund); err != nil {
+		t.Fatal(err)
+	}
+	day := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	closed := uuid.Must(uuid.NewV7())
+	if _, err := pool.Exec(ctx, `INSERT INTO orders.batches (tenant_id, id, name, batch_date, is_daily, state, closed_at)
+		VALUES ($1, $2, 'Daily 2026-03-02', $3, true, 'Closed', now())`, tenant, closed, day); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO orders.recurring_donations (tenant_id, id, contact_id, amount_minor, currency, frequency, start_date,
+			fund_id, payment_method, status, next_charge_date, origin_order_id)
+		VALUES ($1, $2, 1, 500, 'USD', 'weekly', $4, $3, 'Cash', 'active', $4, gen_random_uuid())`, tenant, id, fund, day); err != nil {
+		t.Fatal(err)
+	}
+	now := day.Add(9 * time.Hour)
+	svc := New(pool, Config{Now: func() time.Time { return now }}, nil)
+	if n, err := svc.NewRunner(RunnerConfig{}).RunOnce(ctx); err != nil || n != 1 {
+		t.Fatalf("runner: %d installments, %v; want 1", n, err)
+	}
+	var batch uuid.UUID
+	var state string
+	if err := pool.QueryRow(ctx, `SELECT b.id, b.state FROM orders.orders o JOIN orders.batches b ON b.tenant_id = o.tenant_id AND b.id = o.batch_id
+		WHERE o.tenant_id = $1 AND o.schedule_id = $2`, tenant, id).Scan(&batch, &state); err != nil {
+		t.Fatal(err)
+	}
+	if batch == closed || state != store.BatchOpen {
+		t.Errorf("installment joined batch %v (%s), want a new open daily batch", batch, state)
+	}
+}

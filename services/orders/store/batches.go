@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -161,7 +162,8 @@ func (s *Store) CloseBatch(ctx context.Context, tenantID, id uuid.UUID, actor st
 
 // attachBatch returns the id of the batch a new order joins, holding a
 // key-share lock on it until the order commits: batchID when given (it
-// must be open), else the tenant's daily batch of day, opened on first use.
+// must be open), else the tenant's open daily batch of day, opened on
+// first use and opened again when staff closed the day's batch.
 func attachBatch(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, batchID *uuid.UUID, day time.Time, actor string) (uuid.UUID, error) {
 	if batchID != nil {
 		var state string
@@ -176,35 +178,43 @@ func attachBatch(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, batchID *uu
 		}
 		return *batchID, nil
 	}
-	var id uuid.UUID
-	var state string
-	err := tx.QueryRow(ctx, `SELECT id, state FROM orders.batches WHERE tenant_id = $1 AND is_daily AND batch_date = $2 FOR KEY SHARE`, tenantID, day).Scan(&id, &state)
-	if db.IsNoRows(err) {
-		newID := uuid.Must(uuid.NewV7())
-		// ON CONFLICT: another order may open the same day's batch at once;
-		// then the row it made is read and locked below.
-		tag, err := tx.Exec(ctx, `INSERT INTO orders.batches (tenant_id, id, name, batch_date, is_daily)
-			VALUES ($1, $2, $3, $4, true) ON CONFLICT (tenant_id, batch_date) WHERE is_daily DO NOTHING`,
-			tenantID, newID, "Daily "+day.Format(time.DateOnly), day)
-		if err != nil {
+	// A close that commits while this waits for the row makes the locked
+	// read find nothing (the row no longer matches state = 'Open'); the
+	// next round opens a new batch. Two rounds always suffice unless staff
+	// close the day's batch again within the same instant.
+	for range 3 {
+		var id uuid.UUID
+		err := tx.QueryRow(ctx, `SELECT id FROM orders.batches WHERE tenant_id = $1 AND is_daily AND batch_date = $2 AND state = 'Open' FOR KEY SHARE`,
+			tenantID, day).Scan(&id)
+		if err == nil {
+			return id, nil
+		}
+		if !db.IsNoRows(err) {
+			return uuid.Nil, fmt.Errorf("orders: read daily batch: %w", err)
+		}
+		if err := openDailyBatch(ctx, tx, tenantID, day, actor); err != nil {
 			return uuid.Nil, err
 		}
-		if tag.RowsAffected() == 1 {
-			if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: EntityBatch, EntityID: newID.String(), Action: audit.Created, Actor: actor}); err != nil {
-				return uuid.Nil, err
-			}
-		}
-		err = tx.QueryRow(ctx, `SELECT id, state FROM orders.batches WHERE tenant_id = $1 AND is_daily AND batch_date = $2 FOR KEY SHARE`, tenantID, day).Scan(&id, &state)
-		if err != nil {
-			return uuid.Nil, err
-		}
-	} else if err != nil {
-		return uuid.Nil, err
 	}
-	if state != BatchOpen {
-		return uuid.Nil, ErrBatchClosed
+	return uuid.Nil, ErrBatchClosed
+}
+
+// openDailyBatch opens the day's daily batch unless another order just did
+// (ON CONFLICT on the one open daily batch per day). The day's second
+// batch, after staff closed the first, is named "Daily <day> (2)".
+func openDailyBatch(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, day time.Time, actor string) error {
+	newID := uuid.Must(uuid.NewV7())
+	tag, err := tx.Exec(ctx, `INSERT INTO orders.batches (tenant_id, id, name, batch_date, is_daily)
+		SELECT $1, $2, 'Daily ' || $3::date::text || CASE WHEN n > 0 THEN ' (' || (n + 1) || ')' ELSE '' END, $3, true
+		FROM (SELECT count(*) AS n FROM orders.batches WHERE tenant_id = $1 AND is_daily AND batch_date = $3) c
+		ON CONFLICT (tenant_id, batch_date) WHERE is_daily AND state = 'Open' DO NOTHING`, tenantID, newID, day)
+	if err != nil {
+		return fmt.Errorf("orders: open daily batch: %w", err)
 	}
-	return id, nil
+	if tag.RowsAffected() == 0 {
+		return nil
+	}
+	return audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: EntityBatch, EntityID: newID.String(), Action: audit.Created, Actor: actor})
 }
 
 // batchFor returns the batch a new API order joins: batchID when given,
@@ -222,9 +232,9 @@ func (s *Store) batchFor(ctx context.Context, tenantID uuid.UUID, batchID *uuid.
 	err := s.pool.QueryRow(ctx, `SELECT id FROM orders.batches WHERE tenant_id = $1 AND is_daily AND batch_date = $2 AND state = 'Open'`,
 		tenantID, day).Scan(&id)
 	if db.IsNoRows(err) {
-		// Not opened yet (or closed): open it in a transaction of its own,
-		// with its audit row, or learn that it is closed. An order that
-		// then fails leaves an empty daily batch, which is harmless.
+		// Not opened yet (or closed by staff): open one in a transaction
+		// of its own, with its audit row. An order that then fails leaves
+		// an empty daily batch, which is harmless.
 		err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 			var err error
 			id, err = attachBatch(ctx, tx, tenantID, nil, day, actor)

@@ -71,8 +71,7 @@ func TestCreateOrderAllOrNothing(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 	first := gift(tenant, fund, now)
-	saved, err := s.CreateOrder(ctx, first, actor)
-	if err != nil {
+	if _, err := s.CreateOrder(ctx, first, actor); err != nil {
 		t.Fatal(err)
 	}
 	if got := written(t, pool, first); got != 6 {
@@ -105,11 +104,6 @@ func TestCreateOrderAllOrNothing(t *testing.T) {
 			}
 			o.Idempotency = &store.Completion{Key: key, Render: func(store.Order) ([]byte, error) { return []byte("response"), nil }}
 		}, store.ErrClaimLost},
-		{"daily batch closed after it was remembered", func(*store.NewOrder) {
-			if _, err := s.CloseBatch(ctx, tenant, saved.BatchID, actor); err != nil {
-				t.Fatal(err)
-			}
-		}, store.ErrBatchClosed},
 	}
 	for _, tc := range tests {
 		o := gift(tenant, fund, now)
@@ -120,6 +114,47 @@ func TestCreateOrderAllOrNothing(t *testing.T) {
 		if got := written(t, pool, o); got != 0 {
 			t.Errorf("%s: %d rows written, want none", tc.name, got)
 		}
+	}
+}
+
+// TestDailyBatchReopens: once staff close the day's daily batch (even the
+// one the store remembers), the next order without a batch opens the day's
+// next daily batch instead of failing until midnight; an order naming the
+// closed batch is still refused.
+func TestDailyBatchReopens(t *testing.T) {
+	t.Parallel()
+	s, _, tenant, fund := newStore(t)
+	ctx := context.Background()
+	now := time.Now()
+	first, err := s.CreateOrder(ctx, gift(tenant, fund, now), actor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CloseBatch(ctx, tenant, first.BatchID, actor); err != nil {
+		t.Fatal(err)
+	}
+	second, err := s.CreateOrder(ctx, gift(tenant, fund, now), actor)
+	if err != nil {
+		t.Fatalf("order after the daily batch closed: %v", err)
+	}
+	if second.BatchID == first.BatchID {
+		t.Fatal("the order joined the closed daily batch")
+	}
+	b, err := s.GetBatch(ctx, tenant, second.BatchID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "Daily " + store.Day(now).Format(time.DateOnly) + " (2)"; !b.IsDaily || b.State != store.BatchOpen || b.Name != want {
+		t.Errorf("new daily batch = %+v, want an open daily batch named %q", b, want)
+	}
+	third, err := s.CreateOrder(ctx, gift(tenant, fund, now), actor)
+	if err != nil || third.BatchID != second.BatchID {
+		t.Errorf("the next order joined %v (%v), want the reopened batch %v", third.BatchID, err, second.BatchID)
+	}
+	named := gift(tenant, fund, now)
+	named.RequestedBatch = &first.BatchID
+	if _, err := s.CreateOrder(ctx, named, actor); !errors.Is(err, store.ErrBatchClosed) {
+		t.Errorf("order naming the closed batch: %v, want ErrBatchClosed", err)
 	}
 }
 

@@ -171,28 +171,35 @@ func scanOrder(row pgx.Row) (Order, error) {
 // round trips and locks").
 func (s *Store) CreateOrder(ctx context.Context, n NewOrder, actor string) (Order, error) {
 	day := Day(n.Now)
-	batchID, err := s.batchFor(ctx, n.TenantID, n.RequestedBatch, day, actor)
-	if err != nil {
-		return Order{}, err
-	}
 	// The number is taken by the order's INSERT itself (number 0: one round
 	// trip fewer) once the tenant's sequence is known to exist, unless an
 	// idempotency record must hold the rendered answer, number included,
 	// before the batch is sent.
 	number := n.Number
 	if _, known := s.numbers.known.Load(n.TenantID); number == 0 && (!known || n.Idempotency != nil) {
+		var err error
 		if number, err = s.nextOrderNumber(ctx, n.TenantID); err != nil {
 			return Order{}, err
 		}
 	}
-	out, err := writeOrder(ctx, s.pool, n, batchID, number, actor)
-	if errors.Is(err, errBatchNotOpen) {
-		if n.RequestedBatch == nil {
-			s.daily.forget(n.TenantID, day)
+	// A daily batch closed by staff after it was looked up makes the
+	// order's INSERT fail; the next round opens the day's next one. A
+	// named batch that is closed is the caller's error.
+	for range 3 {
+		batchID, err := s.batchFor(ctx, n.TenantID, n.RequestedBatch, day, actor)
+		if err != nil {
+			return Order{}, err
 		}
-		return Order{}, s.batchError(ctx, n.TenantID, batchID)
+		out, err := writeOrder(ctx, s.pool, n, batchID, number, actor)
+		if !errors.Is(err, errBatchNotOpen) {
+			return out, err
+		}
+		if n.RequestedBatch != nil {
+			return Order{}, s.batchError(ctx, n.TenantID, batchID)
+		}
+		s.daily.forget(n.TenantID, day)
 	}
-	return out, err
+	return Order{}, ErrBatchClosed
 }
 
 // insertOrder records an order inside tx, the recurring runner's
