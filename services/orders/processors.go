@@ -47,7 +47,6 @@ type ProcessorSource interface {
 	ForNotification(ctx context.Context, provider, slug string) (t notificationTarget, ok bool, err error)
 }
 
-
 // authProcessors reads each tenant's processor from the auth service (it
 // owns tenant administration and keeps the keys sealed) on every use, so
 // an operator's change applies to the very next payment. The lookup is

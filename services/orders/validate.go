@@ -138,7 +138,9 @@ func (pd paymentDraft) viaProcessor() bool { return viaProcessor(pd.Method) }
 func viaProcessor(method string) bool { return method == "Card" || method == "Ach" }
 
 // validateCreate checks everything a create body says on its own. The
-// currency is already resolved (the tenant's default when omitted).
+// currency is already resolved (the tenant's default when omitted). Each
+// part of the body is checked by its own step; all violations are
+// reported together.
 func validateCreate(req *ordersv1.CreateOrderRequest, currency string, today time.Time) (draft, error) {
 	var v apperr.Violations
 	d := draft{currency: currency}
@@ -149,74 +151,116 @@ func validateCreate(req *ordersv1.CreateOrderRequest, currency string, today tim
 		v.Add("Currency", "'%s' is not an ISO 4217 currency code.", truncate(currency, 8))
 		return d, v.Err()
 	}
+	if !checkLineCounts(&v, req) {
+		return d, v.Err()
+	}
+	validateDonations(&v, &d, req.GetDonations())
+	validateItems(&v, &d, req.GetItems())
+	validatePayments(&v, &d, req.GetPayments())
+	validateEnvelope(&v, &d, req)
+	if len(req.GetRecurringDonations()) > maxSchedules {
+		v.Add("RecurringDonations", "An order creates at most %d recurring donations.", maxSchedules)
+		return d, v.Err()
+	}
+	for i, in := range req.GetRecurringDonations() {
+		sc := validateSchedule(&v, indexPath("RecurringDonations", i), in, d, today)
+		d.schedules = append(d.schedules, sc)
+		d.fundIDs = append(d.fundIDs, sc.FundID)
+	}
+	return d, v.Err()
+}
+
+// checkLineCounts needs at least one line; it reports false when there are
+// so many lines that checking each is not worth it.
+func checkLineCounts(v *apperr.Violations, req *ordersv1.CreateOrderRequest) bool {
 	switch n := len(req.GetDonations()) + len(req.GetItems()); {
 	case n == 0:
 		v.Add("", "An order needs at least one donation or item line.")
 	case len(req.GetDonations()) > maxLines || len(req.GetItems()) > maxLines:
 		v.Add("", "An order holds at most %d donation lines and %d item lines.", maxLines, maxLines)
-		return d, v.Err()
+		return false
 	}
-	for i, in := range req.GetDonations() {
+	return true
+}
+
+// validateDonations checks the donation lines and their tributes.
+func validateDonations(v *apperr.Violations, d *draft, in []*ordersv1.DonationInput) {
+	for i, dl := range in {
 		p := indexPath("Donations", i)
-		fid, err := uuid.Parse(strings.TrimSpace(in.GetFundId()))
+		fid, err := uuid.Parse(strings.TrimSpace(dl.GetFundId()))
 		if err != nil {
 			v.Add(p+".FundId", "'FundId' must be the id of a fund.")
 		}
-		dn := store.Donation{ID: uuid.Must(uuid.NewV7()), FundID: fid, AmountMinor: amount(&v, p+".Amount", in.GetAmount(), currency),
-			CampaignID: text(&v, p+".CampaignId", in.GetCampaignId(), maxText, false), AppealID: text(&v, p+".AppealId", in.GetAppealId(), maxText, false)}
-		if t := in.GetTribute(); t != nil {
+		dn := store.Donation{ID: uuid.Must(uuid.NewV7()), FundID: fid, AmountMinor: amount(v, p+".Amount", dl.GetAmount(), d.currency),
+			CampaignID: text(v, p+".CampaignId", dl.GetCampaignId(), maxText, false), AppealID: text(v, p+".AppealId", dl.GetAppealId(), maxText, false)}
+		if t := dl.GetTribute(); t != nil {
 			tt := canonical(tributeTypes, t.GetTributeType())
 			if tt == "" {
 				v.Add(p+".Tribute.TributeType", "'TributeType' must be InHonorOf or InMemoryOf.")
 			}
-			dn.Tribute = &store.Tribute{Type: tt, Name: text(&v, p+".Tribute.Name", t.GetName(), maxText, true),
-				NotifyName: text(&v, p+".Tribute.NotifyName", t.GetNotifyName(), maxText, false), NotifyEmail: text(&v, p+".Tribute.NotifyEmail", t.GetNotifyEmail(), 320, false)}
+			dn.Tribute = &store.Tribute{Type: tt, Name: text(v, p+".Tribute.Name", t.GetName(), maxText, true),
+				NotifyName: text(v, p+".Tribute.NotifyName", t.GetNotifyName(), maxText, false), NotifyEmail: text(v, p+".Tribute.NotifyEmail", t.GetNotifyEmail(), 320, false)}
 		}
 		d.donations = append(d.donations, dn)
 		d.fundIDs = append(d.fundIDs, fid)
 	}
-	for i, in := range req.GetItems() {
+}
+
+// validateItems checks the item lines; prices come from inventory later.
+func validateItems(v *apperr.Violations, d *draft, in []*ordersv1.ItemInput) {
+	for i, il := range in {
 		p := indexPath("Items", i)
-		id, err := uuid.Parse(strings.TrimSpace(in.GetItemId()))
+		id, err := uuid.Parse(strings.TrimSpace(il.GetItemId()))
 		if err != nil {
 			v.Add(p+".ItemId", "'ItemId' must be the id of an inventory item.")
 		}
-		switch q := in.GetQuantity(); {
+		switch q := il.GetQuantity(); {
 		case q < 1:
 			v.Add(p+".Quantity", "'Quantity' must be greater than 0.")
 		case q > maxQuantity:
 			v.Add(p+".Quantity", "'Quantity' must be %d or less.", maxQuantity)
 		}
-		d.items = append(d.items, store.Item{LineNumber: int32(i + 1), ItemID: id, Quantity: in.GetQuantity()})
+		d.items = append(d.items, store.Item{LineNumber: int32(i + 1), ItemID: id, Quantity: il.GetQuantity()})
 	}
-	if len(req.GetPayments()) > maxPayments {
+}
+
+// validatePayments checks the payments: a known method, what each method
+// needs (a check number, a reference, a processor token) and that only
+// processor payments ask to be saved.
+func validatePayments(v *apperr.Violations, d *draft, in []*ordersv1.PaymentInput) {
+	if len(in) > maxPayments {
 		v.Add("Payments", "An order holds at most %d payments.", maxPayments)
-	} else if len(req.GetPayments()) == 0 {
+	} else if len(in) == 0 {
 		v.Add("Payments", "'Payments' must hold at least one payment.")
 	}
-	for i, in := range req.GetPayments() {
+	for i, pl := range in {
 		if i >= maxPayments {
 			break
 		}
 		p := indexPath("Payments", i)
-		m := canonical(paymentMethods, in.GetPaymentMethod())
+		m := canonical(paymentMethods, pl.GetPaymentMethod())
 		if m == "" {
 			v.Add(p+".PaymentMethod", "'PaymentMethod' must be one of Cash, Check, Card, Ach, External.")
 		}
-		pd := paymentDraft{Payment: store.Payment{ID: uuid.Must(uuid.NewV7()), Method: m, AmountMinor: amount(&v, p+".Amount", in.GetAmount(), currency),
-			CheckNumber: text(&v, p+".CheckNumber", in.GetCheckNumber(), 50, m == "Check"),
-			Reference:   text(&v, p+".Reference", in.GetReference(), maxText, m == "External")}, token: strings.TrimSpace(in.GetPaymentToken())}
+		pd := paymentDraft{Payment: store.Payment{ID: uuid.Must(uuid.NewV7()), Method: m, AmountMinor: amount(v, p+".Amount", pl.GetAmount(), d.currency),
+			CheckNumber: text(v, p+".CheckNumber", pl.GetCheckNumber(), 50, m == "Check"),
+			Reference:   text(v, p+".Reference", pl.GetReference(), maxText, m == "External")}, token: strings.TrimSpace(pl.GetPaymentToken())}
 		if (m == "Card" || m == "Ach") && pd.token == "" {
 			v.Add(p+".PaymentToken", "'PaymentToken' must not be empty for %s payments.", m)
 		}
-		pd.save = in.GetSavePaymentMethod()
+		pd.save = pl.GetSavePaymentMethod()
 		if pd.save && m != "" && !pd.viaProcessor() {
 			v.Add(p+".SavePaymentMethod", "'SavePaymentMethod' applies only to Card and Ach payments.")
 		}
 		d.payments = append(d.payments, pd)
 	}
-	d.billing = address(&v, "BillingAddress", req.GetBillingAddress())
-	d.shipping = address(&v, "ShippingAddress", req.GetShippingAddress())
+}
+
+// validateEnvelope checks what surrounds the lines: addresses (and that
+// one is given when it is to be saved), the batch and the notes.
+func validateEnvelope(v *apperr.Violations, d *draft, req *ordersv1.CreateOrderRequest) {
+	d.billing = address(v, "BillingAddress", req.GetBillingAddress())
+	d.shipping = address(v, "ShippingAddress", req.GetShippingAddress())
 	if req.GetSaveBillingToContact() && d.billing == nil {
 		v.Add("BillingAddress", "'BillingAddress' must be given to save it to the contact.")
 	}
@@ -230,62 +274,65 @@ func validateCreate(req *ordersv1.CreateOrderRequest, currency string, today tim
 		}
 		d.batchID = &id
 	}
-	d.notes = text(&v, "Notes", req.GetNotes(), maxNotes, false)
-	if len(req.GetRecurringDonations()) > maxSchedules {
-		v.Add("RecurringDonations", "An order creates at most %d recurring donations.", maxSchedules)
-		return d, v.Err()
+	d.notes = text(v, "Notes", req.GetNotes(), maxNotes, false)
+}
+
+// validateSchedule checks one recurring donation of the body. Its payment
+// method defaults to the order's first payment's.
+func validateSchedule(v *apperr.Violations, p string, in *ordersv1.RecurringDonationInput, d draft, today time.Time) store.Schedule {
+	fid, err := uuid.Parse(strings.TrimSpace(in.GetFundId()))
+	if err != nil {
+		v.Add(p+".FundId", "'FundId' must be the id of a fund.")
 	}
-	for i, in := range req.GetRecurringDonations() {
-		p := indexPath("RecurringDonations", i)
-		fid, err := uuid.Parse(strings.TrimSpace(in.GetFundId()))
-		if err != nil {
-			v.Add(p+".FundId", "'FundId' must be the id of a fund.")
-		}
-		freq := canonical(frequencies, in.GetFrequency())
-		if freq == "" {
-			v.Add(p+".Frequency", "'Frequency' must be one of weekly, monthly, quarterly, annually.")
-		}
-		sc := store.Schedule{ID: uuid.Must(uuid.NewV7()), AmountMinor: amount(&v, p+".Amount", in.GetAmount(), currency), Currency: currency,
-			Frequency: freq, FundID: fid, CampaignID: text(&v, p+".CampaignId", in.GetCampaignId(), maxText, false),
-			PaymentToken: strings.TrimSpace(in.GetPaymentToken()), Status: store.ScheduleActive}
-		sc.PaymentMethod = canonical(paymentMethods, in.GetPaymentMethod())
-		if in.GetPaymentMethod() == "" && len(d.payments) > 0 {
-			sc.PaymentMethod, sc.PaymentToken = d.payments[0].Method, firstNonEmpty(sc.PaymentToken, d.payments[0].token)
-		}
-		if sc.PaymentMethod == "" {
-			v.Add(p+".PaymentMethod", "'PaymentMethod' must be one of Cash, Check, Card, Ach, External.")
-		}
-		// Not the creating order: by default the first installment is one
-		// period after today (the order itself is today's gift).
-		sc.StartDate = nextDate(today, freq, 1)
-		if s := strings.TrimSpace(in.GetStartDate()); s != "" {
-			t, err := time.Parse(time.DateOnly, s)
-			switch {
-			case err != nil:
-				v.Add(p+".StartDate", "'StartDate' must be a date such as 2026-05-01.")
-			case t.Before(today):
-				v.Add(p+".StartDate", "'StartDate' must not be in the past.")
-			default:
-				sc.StartDate = t
-			}
-		}
-		if s := strings.TrimSpace(in.GetEndDate()); s != "" {
-			t, err := time.Parse(time.DateOnly, s)
-			switch {
-			case err != nil:
-				v.Add(p+".EndDate", "'EndDate' must be a date such as 2027-05-01.")
-			case t.Before(sc.StartDate):
-				v.Add(p+".EndDate", "'EndDate' must not be before 'StartDate'.")
-			default:
-				sc.EndDate = &t
-			}
-		}
-		next := sc.StartDate
-		sc.NextChargeDate = &next
-		d.schedules = append(d.schedules, sc)
-		d.fundIDs = append(d.fundIDs, fid)
+	freq := canonical(frequencies, in.GetFrequency())
+	if freq == "" {
+		v.Add(p+".Frequency", "'Frequency' must be one of weekly, monthly, quarterly, annually.")
 	}
-	return d, v.Err()
+	sc := store.Schedule{ID: uuid.Must(uuid.NewV7()), AmountMinor: amount(v, p+".Amount", in.GetAmount(), d.currency), Currency: d.currency,
+		Frequency: freq, FundID: fid, CampaignID: text(v, p+".CampaignId", in.GetCampaignId(), maxText, false),
+		PaymentToken: strings.TrimSpace(in.GetPaymentToken()), Status: store.ScheduleActive}
+	sc.PaymentMethod = canonical(paymentMethods, in.GetPaymentMethod())
+	if in.GetPaymentMethod() == "" && len(d.payments) > 0 {
+		sc.PaymentMethod, sc.PaymentToken = d.payments[0].Method, firstNonEmpty(sc.PaymentToken, d.payments[0].token)
+	}
+	if sc.PaymentMethod == "" {
+		v.Add(p+".PaymentMethod", "'PaymentMethod' must be one of Cash, Check, Card, Ach, External.")
+	}
+	sc.StartDate, sc.EndDate = scheduleDates(v, p, in, freq, today)
+	next := sc.StartDate
+	sc.NextChargeDate = &next
+	return sc
+}
+
+// scheduleDates reads a schedule's start and end dates. Not the creating
+// order: by default the first installment is one period after today (the
+// order itself is today's gift).
+func scheduleDates(v *apperr.Violations, p string, in *ordersv1.RecurringDonationInput, freq string, today time.Time) (time.Time, *time.Time) {
+	start := nextDate(today, freq, 1)
+	if s := strings.TrimSpace(in.GetStartDate()); s != "" {
+		t, err := time.Parse(time.DateOnly, s)
+		switch {
+		case err != nil:
+			v.Add(p+".StartDate", "'StartDate' must be a date such as 2026-05-01.")
+		case t.Before(today):
+			v.Add(p+".StartDate", "'StartDate' must not be in the past.")
+		default:
+			start = t
+		}
+	}
+	var end *time.Time
+	if s := strings.TrimSpace(in.GetEndDate()); s != "" {
+		t, err := time.Parse(time.DateOnly, s)
+		switch {
+		case err != nil:
+			v.Add(p+".EndDate", "'EndDate' must be a date such as 2027-05-01.")
+		case t.Before(start):
+			v.Add(p+".EndDate", "'EndDate' must not be before 'StartDate'.")
+		default:
+			end = &t
+		}
+	}
+	return start, end
 }
 
 func firstNonEmpty(a, b string) string {
