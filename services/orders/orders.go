@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 	"google.golang.org/grpc"
@@ -20,7 +19,6 @@ import (
 	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/features"
 	"github.com/almoner/almoner/pkg/money"
-	"github.com/almoner/almoner/pkg/paging"
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/store"
@@ -406,147 +404,6 @@ func (a *orderServer) GetOrder(ctx context.Context, req *ordersv1.GetOrderReques
 		return nil, err
 	}
 	return &ordersv1.GetOrderResponse{Order: toOrder(o)}, nil
-}
-
-// listCursor is the keyset token of the order list: the last id served,
-// the page it leads to, the filters it was made for, and the total counted
-// when the listing started.
-//
-// Carrying the total (as the contacts list does) keeps deep pages cheap:
-// the keyset page is an index range scan whatever its depth, but the
-// exact count of a large tenant's orders is the one cost that grows with
-// the tenant (docs/performance.md), and a client paging through them
-// would otherwise pay it on every page. A token without a total (made
-// before it was carried) counts again.
-type listCursor struct {
-	After  uuid.UUID `json:"a"`
-	Page   int32     `json:"p"`
-	Filter string    `json:"f"`
-	Total  int64     `json:"n,omitempty"`
-}
-
-var orderStatuses = []string{store.StatusCompleted, store.StatusPartiallyRefunded, store.StatusRefunded, store.StatusVoided}
-
-// ListOrders returns a page of the tenant's orders, newest first.
-func (a *orderServer) ListOrders(ctx context.Context, req *ordersv1.ListOrdersRequest) (*ordersv1.ListOrdersResponse, error) {
-	p, err := authctx.RequireAny(ctx, req.GetTenantId(), scopes.DonationsView, scopes.OrdersView)
-	if err != nil {
-		return nil, err
-	}
-	pg, err := paging.Parse(req.Page, req.PageSize, req.GetPageToken(), paging.Standard)
-	if err != nil {
-		return nil, err
-	}
-	var v apperr.Violations
-	f := store.OrderFilter{ContactID: req.ContactId, CampaignID: strings.TrimSpace(req.GetCampaignId())}
-	if s := req.GetStatus(); s != "" {
-		if f.Status = canonical(orderStatuses, s); f.Status == "" {
-			v.Add("Status", "'Status' must be one of %s.", strings.Join(orderStatuses, ", "))
-		}
-	}
-	if s := req.GetLineKind(); s != "" {
-		if f.LineKind = canonical([]string{"Donation", "Item"}, s); f.LineKind == "" {
-			v.Add("LineKind", "'LineKind' must be Donation or Item.")
-		}
-	}
-	optID := func(field, s string) *uuid.UUID {
-		if s = strings.TrimSpace(s); s == "" {
-			return nil
-		}
-		id, err := uuid.Parse(s)
-		if err != nil {
-			v.Add(field, "'%s' must be a UUID.", field)
-			return nil
-		}
-		return &id
-	}
-	f.FundID, f.BatchID, f.ScheduleID = optID("FundId", req.GetFundId()), optID("BatchId", req.GetBatchId()), optID("RecurringDonationId", req.GetRecurringDonationId())
-	optTime := func(field, s string) *time.Time {
-		if s = strings.TrimSpace(s); s == "" {
-			return nil
-		}
-		for _, layout := range []string{time.RFC3339Nano, time.DateOnly} {
-			if t, err := time.Parse(layout, s); err == nil {
-				return &t
-			}
-		}
-		v.Add(field, "'%s' must be a date (2026-04-12) or an RFC 3339 time.", field)
-		return nil
-	}
-	f.From, f.To = optTime("CreatedFrom", req.GetCreatedFrom()), optTime("CreatedTo", req.GetCreatedTo())
-	optAmount := func(field, s string) *int64 {
-		if s == "" {
-			return nil
-		}
-		m, err := money.ParseMinor(s, "USD")
-		if err != nil || m < 0 {
-			v.Add(field, "'%s' must be an amount such as 100.00.", field)
-			return nil
-		}
-		return &m
-	}
-	// Amount filters compare in minor units of two decimals, the exponent
-	// of nearly every currency; an exact filter for JPY orders uses whole
-	// numbers, which parse the same.
-	f.MinAmount, f.MaxAmount = optAmount("MinAmount", req.GetMinAmount().GetValue()), optAmount("MaxAmount", req.GetMaxAmount().GetValue())
-	if err := v.Err(); err != nil {
-		return nil, err
-	}
-	// A token is valid for the list it was made for: the same filters, by
-	// value, and the same page size (a page number means nothing with
-	// another). The pointer filters are dereferenced: formatted with %v,
-	// contactId, minAmount and maxAmount printed their addresses, new on
-	// every request, so no token of a list filtered by them was accepted.
-	i64 := func(p *int64) string {
-		if p == nil {
-			return ""
-		}
-		return fmt.Sprint(*p)
-	}
-	id := func(p *uuid.UUID) string {
-		if p == nil {
-			return ""
-		}
-		return p.String()
-	}
-	at := func(p *time.Time) string {
-		if p == nil {
-			return ""
-		}
-		return p.UTC().Format(time.RFC3339Nano)
-	}
-	filterKey := fmt.Sprintf("%x", sha256.Sum256([]byte(strings.Join([]string{
-		i64(f.ContactID), f.Status, f.LineKind, id(f.FundID), f.CampaignID, id(f.BatchID), id(f.ScheduleID),
-		at(f.From), at(f.To), i64(f.MinAmount), i64(f.MaxAmount), fmt.Sprint(pg.Size),
-	}, "\x00"))))[:16]
-	var after *uuid.UUID
-	var carried int64
-	if pg.Token != nil {
-		var c listCursor
-		if err := paging.DecodeToken(pg.Token, &c); err != nil {
-			return nil, err
-		}
-		if c.Filter != filterKey || c.Page < 2 || c.Total < 0 {
-			return nil, apperr.Invalid(apperr.Violation{Field: "PageToken",
-				Message: "'PageToken' was made for other filters or another page size; send the same ones, or start again without it."})
-		}
-		after, pg.Number, carried = &c.After, c.Page, c.Total
-	}
-	list, total, err := a.s.store.ListOrders(ctx, uuid.MustParse(p.TenantID), f, pg.Size, pg.Offset(), after, carried > 0)
-	if err != nil {
-		return nil, err
-	}
-	if carried > 0 {
-		total = carried
-	}
-	out := &ordersv1.ListOrdersResponse{Items: make([]*ordersv1.Order, 0, len(list)), TotalCount: total, Page: pg.Number, PageSize: pg.Size}
-	for _, o := range list {
-		out.Items = append(out.Items, toOrder(o))
-	}
-	if len(list) == int(pg.Size) && int64(pg.Number)*int64(pg.Size) < total {
-		out.NextPageToken = paging.EncodeToken(listCursor{After: list[len(list)-1].ID, Page: pg.Number + 1, Filter: filterKey, Total: total})
-	}
-	return out, nil
 }
 
 // VoidOrder voids an order: Completed → Voided, payments voided (at the

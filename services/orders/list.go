@@ -1,0 +1,185 @@
+package orders
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
+	"github.com/almoner/almoner/pkg/apperr"
+	"github.com/almoner/almoner/pkg/authctx"
+	"github.com/almoner/almoner/pkg/money"
+	"github.com/almoner/almoner/pkg/paging"
+	"github.com/almoner/almoner/pkg/scopes"
+	"github.com/almoner/almoner/services/orders/store"
+)
+
+// listCursor is the keyset token of the order list: the last id served,
+// the page it leads to, the filters it was made for, and the total counted
+// when the listing started.
+//
+// Carrying the total (as the contacts list does) keeps deep pages cheap:
+// the keyset page is an index range scan whatever its depth, but the
+// exact count of a large tenant's orders is the one cost that grows with
+// the tenant (docs/performance.md), and a client paging through them
+// would otherwise pay it on every page. A token without a total (made
+// before it was carried) counts again.
+type listCursor struct {
+	After  uuid.UUID `json:"a"`
+	Page   int32     `json:"p"`
+	Filter string    `json:"f"`
+	Total  int64     `json:"n,omitempty"`
+}
+
+var orderStatuses = []string{store.StatusPending, store.StatusCompleted, store.StatusPartiallyRefunded, store.StatusRefunded, store.StatusVoided, store.StatusFailed}
+
+// ListOrders returns a page of the tenant's orders, newest first: the
+// filters are read, a page token is checked against them, the page is
+// read by keyset (after a token) or offset, and the next token made.
+func (a *orderServer) ListOrders(ctx context.Context, req *ordersv1.ListOrdersRequest) (*ordersv1.ListOrdersResponse, error) {
+	p, err := authctx.RequireAny(ctx, req.GetTenantId(), scopes.DonationsView, scopes.OrdersView)
+	if err != nil {
+		return nil, err
+	}
+	pg, err := paging.Parse(req.Page, req.PageSize, req.GetPageToken(), paging.Standard)
+	if err != nil {
+		return nil, err
+	}
+	f, err := orderFilter(req)
+	if err != nil {
+		return nil, err
+	}
+	key := filterKey(f, pg.Size)
+	after, carried, err := resumeList(&pg, key)
+	if err != nil {
+		return nil, err
+	}
+	list, total, err := a.s.store.ListOrders(ctx, uuid.MustParse(p.TenantID), f, pg.Size, pg.Offset(), after, carried > 0)
+	if err != nil {
+		return nil, err
+	}
+	if carried > 0 {
+		total = carried
+	}
+	out := &ordersv1.ListOrdersResponse{Items: make([]*ordersv1.Order, 0, len(list)), TotalCount: total, Page: pg.Number, PageSize: pg.Size}
+	for _, o := range list {
+		out.Items = append(out.Items, toOrder(o))
+	}
+	if len(list) == int(pg.Size) && int64(pg.Number)*int64(pg.Size) < total {
+		out.NextPageToken = paging.EncodeToken(listCursor{After: list[len(list)-1].ID, Page: pg.Number + 1, Filter: key, Total: total})
+	}
+	return out, nil
+}
+
+// orderFilter reads the list's query filters; every unreadable one is a
+// violation under its name.
+func orderFilter(req *ordersv1.ListOrdersRequest) (store.OrderFilter, error) {
+	var v apperr.Violations
+	f := store.OrderFilter{ContactID: req.ContactId, CampaignID: strings.TrimSpace(req.GetCampaignId())}
+	if s := req.GetStatus(); s != "" {
+		if f.Status = canonical(orderStatuses, s); f.Status == "" {
+			v.Add("Status", "'Status' must be one of %s.", strings.Join(orderStatuses, ", "))
+		}
+	}
+	if s := req.GetLineKind(); s != "" {
+		if f.LineKind = canonical([]string{"Donation", "Item"}, s); f.LineKind == "" {
+			v.Add("LineKind", "'LineKind' must be Donation or Item.")
+		}
+	}
+	f.FundID, f.BatchID = optionalID(&v, "FundId", req.GetFundId()), optionalID(&v, "BatchId", req.GetBatchId())
+	f.ScheduleID = optionalID(&v, "RecurringDonationId", req.GetRecurringDonationId())
+	f.From, f.To = optionalTime(&v, "CreatedFrom", req.GetCreatedFrom()), optionalTime(&v, "CreatedTo", req.GetCreatedTo())
+	// Amount filters compare in minor units of two decimals, the exponent
+	// of nearly every currency; an exact filter for JPY orders uses whole
+	// numbers, which parse the same.
+	f.MinAmount, f.MaxAmount = optionalAmount(&v, "MinAmount", req.GetMinAmount().GetValue()), optionalAmount(&v, "MaxAmount", req.GetMaxAmount().GetValue())
+	return f, v.Err()
+}
+
+func optionalID(v *apperr.Violations, field, s string) *uuid.UUID {
+	if s = strings.TrimSpace(s); s == "" {
+		return nil
+	}
+	id, err := uuid.Parse(s)
+	if err != nil {
+		v.Add(field, "'%s' must be a UUID.", field)
+		return nil
+	}
+	return &id
+}
+
+func optionalTime(v *apperr.Violations, field, s string) *time.Time {
+	if s = strings.TrimSpace(s); s == "" {
+		return nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, time.DateOnly} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return &t
+		}
+	}
+	v.Add(field, "'%s' must be a date (2026-04-12) or an RFC 3339 time.", field)
+	return nil
+}
+
+func optionalAmount(v *apperr.Violations, field, s string) *int64 {
+	if s == "" {
+		return nil
+	}
+	m, err := money.ParseMinor(s, "USD")
+	if err != nil || m < 0 {
+		v.Add(field, "'%s' must be an amount such as 100.00.", field)
+		return nil
+	}
+	return &m
+}
+
+// filterKey fingerprints a list: a token is valid for the list it was made
+// for, the same filters by value and the same page size (a page number
+// means nothing with another). The pointer filters are dereferenced:
+// formatted with %v, they printed their addresses, new on every request.
+func filterKey(f store.OrderFilter, size int32) string {
+	i64 := func(p *int64) string {
+		if p == nil {
+			return ""
+		}
+		return fmt.Sprint(*p)
+	}
+	id := func(p *uuid.UUID) string {
+		if p == nil {
+			return ""
+		}
+		return p.String()
+	}
+	at := func(p *time.Time) string {
+		if p == nil {
+			return ""
+		}
+		return p.UTC().Format(time.RFC3339Nano)
+	}
+	return fmt.Sprintf("%x", sha256.Sum256([]byte(strings.Join([]string{
+		i64(f.ContactID), f.Status, f.LineKind, id(f.FundID), f.CampaignID, id(f.BatchID), id(f.ScheduleID),
+		at(f.From), at(f.To), i64(f.MinAmount), i64(f.MaxAmount), fmt.Sprint(size),
+	}, "\x00"))))[:16]
+}
+
+// resumeList reads a page token: where the keyset page starts, its page
+// number (set in pg) and the total counted when the listing started.
+func resumeList(pg *paging.Page, key string) (*uuid.UUID, int64, error) {
+	if pg.Token == nil {
+		return nil, 0, nil
+	}
+	var c listCursor
+	if err := paging.DecodeToken(pg.Token, &c); err != nil {
+		return nil, 0, err
+	}
+	if c.Filter != key || c.Page < 2 || c.Total < 0 {
+		return nil, 0, apperr.Invalid(apperr.Violation{Field: "PageToken",
+			Message: "'PageToken' was made for other filters or another page size; send the same ones, or start again without it."})
+	}
+	pg.Number = c.Page
+	return &c.After, c.Total, nil
+}
