@@ -169,7 +169,10 @@ func (a *adminServer) CreateKey(ctx context.Context, req *authv1.CreateKeyReques
 	if err != nil {
 		return nil, err
 	}
-	created, err := a.s.createKey(ctx, id, req.GetName(), grant, req.GetExpiresAt(), authctx.SystemActor)
+	// An operator is not bound by the tenant's key cap: the admin command
+	// is how a tenant at its cap, or with no working key left, gets one
+	// again.
+	created, err := a.s.createKey(ctx, id, req.GetName(), grant, req.GetExpiresAt(), authctx.SystemActor, 0)
 	if err != nil {
 		return nil, err
 	}

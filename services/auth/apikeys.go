@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 	"unicode/utf8"
 
@@ -61,7 +62,7 @@ func (a *apiKeyServer) CreateApiKey(ctx context.Context, req *authv1.CreateApiKe
 			return nil, apperr.MissingPermission(sc)
 		}
 	}
-	created, err := a.s.createKey(ctx, uuid.MustParse(p.TenantID), req.GetName(), grant, req.GetExpiresAt(), p.Actor())
+	created, err := a.s.createKey(ctx, uuid.MustParse(p.TenantID), req.GetName(), grant, req.GetExpiresAt(), p.Actor(), a.s.cfg.KeyLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -129,8 +130,9 @@ func validateKeyRequest(name string, requested []string, expiresAt *timestamppb.
 	return grant, nil
 }
 
-// createKey makes, stores and returns a new key with its plain text.
-func (s *Service) createKey(ctx context.Context, tenantID uuid.UUID, name string, grant []string, expiresAt *timestamppb.Timestamp, actor string) (*authv1.CreatedApiKey, error) {
+// createKey makes, stores and returns a new key with its plain text. With
+// limit > 0 it refuses a tenant that already has limit active keys.
+func (s *Service) createKey(ctx context.Context, tenantID uuid.UUID, name string, grant []string, expiresAt *timestamppb.Timestamp, actor string, limit int) (*authv1.CreatedApiKey, error) {
 	key, err := keyformat.New(s.cfg.Environment)
 	if err != nil {
 		return nil, err
@@ -143,9 +145,13 @@ func (s *Service) createKey(ctx context.Context, tenantID uuid.UUID, name string
 		t := expiresAt.AsTime()
 		row.ExpiresAt = &t
 	}
-	saved, err := s.store.CreateKey(ctx, row, actor)
+	saved, err := s.store.CreateKey(ctx, row, actor, limit)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, apperr.NotFound("Tenant")
+	}
+	if errors.Is(err, store.ErrKeyLimit) {
+		return nil, apperr.Rule(codeKeyLimit, fmt.Sprintf(
+			"The tenant already has %d active API keys, the most it may have; revoke one before creating another.", limit))
 	}
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ package auth
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -42,15 +43,24 @@ type Config struct {
 	// that also seals webhook secrets (ALMONER_WEBHOOK_SECRET_KEY).
 	// Required.
 	Sealer *secretbox.Sealer
+	// KeyLimit is the most active (not revoked, not expired) API keys a
+	// tenant may hold before CreateApiKey refuses; keys are validated on
+	// every request and each one is a credential to track, so a tenant
+	// must not mint them without bound. The admin command is not held to
+	// it. Zero takes DefaultKeyLimit.
+	KeyLimit int
 }
 
 // DefaultKeyCacheWindow is the default KeyCacheWindow.
 const DefaultKeyCacheWindow = 500 * time.Millisecond
 
+// DefaultKeyLimit is the default KeyLimit (ALMONER_API_KEY_LIMIT).
+const DefaultKeyLimit = 200
+
 // DefaultConfig returns the defaults: sandbox, a 30 s usage flush, a
-// 500 ms key cache window; no Sealer.
+// 500 ms key cache window, 200 active keys per tenant; no Sealer.
 func DefaultConfig() Config {
-	return Config{Environment: keyformat.Sandbox, UsageFlushInterval: 30 * time.Second, KeyCacheWindow: DefaultKeyCacheWindow}
+	return Config{Environment: keyformat.Sandbox, UsageFlushInterval: 30 * time.Second, KeyCacheWindow: DefaultKeyCacheWindow, KeyLimit: DefaultKeyLimit}
 }
 
 // Migrations are the schemas the service needs: its own and the audit log.
@@ -79,6 +89,9 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) (*Service, error) 
 	}
 	if cfg.UsageFlushInterval <= 0 {
 		cfg.UsageFlushInterval = DefaultConfig().UsageFlushInterval
+	}
+	if cfg.KeyLimit <= 0 {
+		cfg.KeyLimit = DefaultKeyLimit
 	}
 	st := store.New(pool)
 	return &Service{cfg: cfg, store: st, usage: newUsageTracker(st), logger: logger, now: time.Now}, nil
@@ -139,6 +152,12 @@ var Module = service.Module{
 			return nil, err
 		}
 		cfg.UsageFlushInterval = flush
+		if cfg.KeyLimit, err = d.Config.Int("ALMONER_API_KEY_LIMIT", cfg.KeyLimit); err != nil {
+			return nil, err
+		}
+		if cfg.KeyLimit < 1 {
+			return nil, fmt.Errorf("ALMONER_API_KEY_LIMIT: %d is not a positive number of keys", cfg.KeyLimit)
+		}
 		// "off" (or 0) turns gateway caching off: every request validates.
 		if v := d.Config.String("ALMONER_KEY_CACHE_WINDOW", ""); v == "off" || v == "0" {
 			cfg.KeyCacheWindow = 0

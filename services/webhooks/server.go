@@ -54,10 +54,13 @@ func (a *server) CreateWebhook(ctx context.Context, req *webhooksv1.CreateWebhoo
 		return nil, err
 	}
 	secret := newSecret()
-	e, err := a.s.store.CreateEndpoint(ctx, store.Endpoint{
+	e, err := a.s.store.CreateEndpointLimited(ctx, store.Endpoint{
 		TenantID: uuid.MustParse(p.TenantID), ID: id, Name: in.Name, URL: in.URL, Description: in.Description,
 		EventTypes: in.EventTypes, SecretBox: a.s.sealer.Seal([]byte(secret), id[:]),
-	}, p.Actor())
+	}, p.Actor(), a.s.cfg.EndpointLimit)
+	if errors.Is(err, store.ErrEndpointLimit) {
+		return nil, a.s.endpointLimitError()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -93,9 +96,12 @@ func (a *server) UpdateWebhook(ctx context.Context, req *webhooksv1.UpdateWebhoo
 	}
 	e, err := a.s.store.UpdateEndpoint(ctx, store.Endpoint{
 		TenantID: tenantID, ID: id, Name: in.Name, URL: in.URL, Description: in.Description, EventTypes: in.EventTypes, Active: active,
-	}, p.Actor())
+	}, p.Actor(), a.s.cfg.EndpointLimit)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errWebhookNotFound
+	}
+	if errors.Is(err, store.ErrEndpointLimit) {
+		return nil, a.s.endpointLimitError()
 	}
 	if err != nil {
 		return nil, err

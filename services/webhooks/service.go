@@ -40,6 +40,10 @@ const (
 	DefaultMaxAttempts  = 5
 )
 
+// DefaultEndpointLimit is the default Config.EndpointLimit
+// (ALMONER_WEBHOOK_ENDPOINT_LIMIT).
+const DefaultEndpointLimit = 50
+
 // FeatureLookup reports whether a tenant has webhooks:enabled.
 type FeatureLookup func(ctx context.Context, tenantID string) (bool, error)
 
@@ -58,6 +62,11 @@ type Config struct {
 	SendLimit int
 	// MaxAttempts is the number of attempts before a delivery is abandoned.
 	MaxAttempts int
+	// EndpointLimit is the most active endpoints a tenant may have: every
+	// event is delivered once per subscribed endpoint, so endpoints
+	// multiply the dispatcher's work. Registering one more, or switching
+	// an inactive one back on, past it is a 400.
+	EndpointLimit int
 	// Lease is how long a claimed delivery is left alone before another
 	// dispatcher may assume its claimer died; it must exceed Timeout.
 	Lease time.Duration
@@ -110,11 +119,15 @@ func ConfigFrom(src config.Source, environment string) (Config, error) {
 		{"ALMONER_WEBHOOK_ENQUEUE_LIMIT", DefaultEnqueueLimit, &cfg.EnqueueLimit},
 		{"ALMONER_WEBHOOK_SEND_LIMIT", DefaultSendLimit, &cfg.SendLimit},
 		{"ALMONER_WEBHOOK_MAX_ATTEMPTS", DefaultMaxAttempts, &cfg.MaxAttempts},
+		{"ALMONER_WEBHOOK_ENDPOINT_LIMIT", DefaultEndpointLimit, &cfg.EndpointLimit},
 	}
 	for _, i := range ints {
 		if *i.dst, err = src.Int(i.key, i.def); err != nil {
 			return Config{}, err
 		}
+	}
+	if cfg.EndpointLimit < 1 {
+		return Config{}, fmt.Errorf("ALMONER_WEBHOOK_ENDPOINT_LIMIT: %d is not a positive number of endpoints", cfg.EndpointLimit)
 	}
 	if cfg.EnqueueLimit > audit.MaxReadLimit {
 		return Config{}, fmt.Errorf("ALMONER_WEBHOOK_ENQUEUE_LIMIT: at most %d", audit.MaxReadLimit)
@@ -188,6 +201,9 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) (*Service, error) 
 	}
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = DefaultMaxAttempts
+	}
+	if cfg.EndpointLimit <= 0 {
+		cfg.EndpointLimit = DefaultEndpointLimit
 	}
 	if cfg.Lease <= 0 {
 		// Long enough for the attempt and for recording it; short enough

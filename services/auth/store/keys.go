@@ -36,14 +36,25 @@ func scanKey(row pgx.Row) (APIKey, error) {
 	return k, err
 }
 
-// CreateKey inserts k (ID is set here) and its audit row.
-func (s *Store) CreateKey(ctx context.Context, k APIKey, actor string) (APIKey, error) {
+// ErrKeyLimit is returned by CreateKey when the tenant already has as many
+// active keys as the limit allows.
+var ErrKeyLimit = errors.New("api key limit reached")
+
+// CreateKey inserts k (ID is set here) and its audit row. With limit > 0 it
+// refuses (ErrKeyLimit) when the tenant already has limit active keys:
+// not revoked and not expired, the keys that can still authenticate.
+func (s *Store) CreateKey(ctx context.Context, k APIKey, actor string, limit int) (APIKey, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
 		return APIKey{}, err
 	}
 	var out APIKey
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if limit > 0 {
+			if err := checkKeyLimit(ctx, tx, k.TenantID, limit); err != nil {
+				return err
+			}
+		}
 		out, err = scanKey(tx.QueryRow(ctx, `
 			INSERT INTO auth.api_keys (tenant_id, id, name, lookup_id, key_prefix, key_hash, environment, scopes, expires_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
@@ -57,10 +68,42 @@ func (s *Store) CreateKey(ctx context.Context, k APIKey, actor string) (APIKey, 
 	if db.Code(err) == db.ForeignKeyViolation {
 		return APIKey{}, ErrNotFound
 	}
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrKeyLimit) {
+		return APIKey{}, err
+	}
 	if err != nil {
 		return APIKey{}, fmt.Errorf("create api key: %w", err)
 	}
 	return out, nil
+}
+
+// checkKeyLimit fails with ErrKeyLimit when the tenant has limit active
+// keys. Creations for one tenant queue on the tenant's row lock, held to the
+// end of the transaction, so two of them at limit-1 cannot both pass. The
+// count is a statement of its own on purpose: under READ COMMITTED each
+// statement sees what committed before it began, so counting after the
+// lock is granted sees the key the previous holder inserted; a count in the
+// locking statement would use the snapshot from before the wait.
+func checkKeyLimit(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, limit int) error {
+	var one int
+	err := tx.QueryRow(ctx, `SELECT 1 FROM auth.tenants WHERE id = $1 FOR NO KEY UPDATE`, tenantID).Scan(&one)
+	if db.IsNoRows(err) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	var n int
+	if err := tx.QueryRow(ctx, `
+		SELECT count(*) FROM auth.api_keys
+		WHERE tenant_id = $1 AND active AND deleted_at IS NULL AND (expires_at IS NULL OR expires_at > now())`,
+		tenantID).Scan(&n); err != nil {
+		return err
+	}
+	if n >= limit {
+		return ErrKeyLimit
+	}
+	return nil
 }
 
 // ListKeys returns the tenant's keys that are not revoked, newest first.

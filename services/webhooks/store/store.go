@@ -73,10 +73,54 @@ func snapshot(e Endpoint) map[string]any {
 	return map[string]any{"name": e.Name, "url": e.URL, "description": e.Description, "eventTypes": e.EventTypes, "active": e.Active}
 }
 
-// CreateEndpoint inserts e (ID, TenantID set) and its audit row.
+// ErrEndpointLimit is returned when a change would give a tenant more active
+// endpoints than the limit allows.
+var ErrEndpointLimit = errors.New("webhook endpoint limit reached")
+
+// lockTenantEndpoints takes the tenant's endpoint-count lock, a transaction
+// advisory lock (this schema has no tenant row to lock). Every change that
+// adds an active endpoint takes it before counting, so two of them at the
+// limit minus one cannot both pass.
+func lockTenantEndpoints(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "webhooks.endpoints:"+tenantID.String())
+	return err
+}
+
+// checkEndpointLimit fails with ErrEndpointLimit when the tenant already has
+// limit active endpoints. Run it after lockTenantEndpoints, as a statement of
+// its own: under READ COMMITTED it then sees the endpoint that the previous
+// holder of the lock committed.
+func checkEndpointLimit(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, limit int) error {
+	var n int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM webhooks.endpoints WHERE tenant_id = $1 AND active AND deleted_at IS NULL`,
+		tenantID).Scan(&n); err != nil {
+		return err
+	}
+	if n >= limit {
+		return ErrEndpointLimit
+	}
+	return nil
+}
+
+// CreateEndpoint inserts e (ID, TenantID set) and its audit row, whatever
+// the tenant already has; the API registers with CreateEndpointLimited.
 func (s *Store) CreateEndpoint(ctx context.Context, e Endpoint, actor string) (Endpoint, error) {
+	return s.CreateEndpointLimited(ctx, e, actor, 0)
+}
+
+// CreateEndpointLimited is CreateEndpoint that, with limit > 0, refuses
+// (ErrEndpointLimit) a tenant that already has limit active endpoints.
+func (s *Store) CreateEndpointLimited(ctx context.Context, e Endpoint, actor string, limit int) (Endpoint, error) {
 	var out Endpoint
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if limit > 0 {
+			if err := lockTenantEndpoints(ctx, tx, e.TenantID); err != nil {
+				return err
+			}
+			if err := checkEndpointLimit(ctx, tx, e.TenantID, limit); err != nil {
+				return err
+			}
+		}
 		cur, err := horizon(ctx, tx)
 		if err != nil {
 			return err
@@ -116,10 +160,18 @@ func (s *Store) GetEndpoint(ctx context.Context, tenantID, id uuid.UUID, withDel
 
 // UpdateEndpoint replaces the editable fields of a live endpoint. An
 // endpoint switched back on starts from the current audit horizon: events
-// of the time it was off are not delivered.
-func (s *Store) UpdateEndpoint(ctx context.Context, e Endpoint, actor string) (Endpoint, error) {
+// of the time it was off are not delivered; with limit > 0 it is refused
+// (ErrEndpointLimit) when the tenant already has limit active endpoints.
+func (s *Store) UpdateEndpoint(ctx context.Context, e Endpoint, actor string, limit int) (Endpoint, error) {
 	var out Endpoint
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		// The count lock comes before the row lock, in the order creation
+		// takes them, whenever the update may switch the endpoint on.
+		if e.Active && limit > 0 {
+			if err := lockTenantEndpoints(ctx, tx, e.TenantID); err != nil {
+				return err
+			}
+		}
 		before, err := scanEndpoint(tx.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhooks.endpoints
 			WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE`, e.TenantID, e.ID))
 		if db.IsNoRows(err) {
@@ -130,6 +182,11 @@ func (s *Store) UpdateEndpoint(ctx context.Context, e Endpoint, actor string) (E
 		}
 		cur := ""
 		if e.Active && !before.Active {
+			if limit > 0 {
+				if err := checkEndpointLimit(ctx, tx, e.TenantID, limit); err != nil {
+					return err
+				}
+			}
 			if cur, err = horizon(ctx, tx); err != nil {
 				return err
 			}

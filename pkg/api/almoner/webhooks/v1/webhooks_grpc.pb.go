@@ -40,10 +40,13 @@ type WebhookServiceClient interface {
 	// without their secrets.
 	ListWebhooks(ctx context.Context, in *ListWebhooksRequest, opts ...grpc.CallOption) (*ListWebhooksResponse, error)
 	// CreateWebhook registers an endpoint. The response is the only place
-	// the signing secret is ever shown.
+	// the signing secret is ever shown. A tenant at its cap of active
+	// endpoints (50 by default) gets a 400 under "" naming the cap.
 	CreateWebhook(ctx context.Context, in *CreateWebhookRequest, opts ...grpc.CallOption) (*CreateWebhookResponse, error)
 	// UpdateWebhook replaces an endpoint's name, url, eventTypes, description
-	// and active flag. The secret never changes.
+	// and active flag. The secret never changes. Switching an inactive
+	// endpoint back on is refused like a registration when the tenant is at
+	// its cap of active endpoints.
 	UpdateWebhook(ctx context.Context, in *UpdateWebhookRequest, opts ...grpc.CallOption) (*UpdateWebhookResponse, error)
 	// DeleteWebhook revokes an endpoint: nothing more is delivered to it,
 	// and its delivery records stay readable.
@@ -148,10 +151,13 @@ type WebhookServiceServer interface {
 	// without their secrets.
 	ListWebhooks(context.Context, *ListWebhooksRequest) (*ListWebhooksResponse, error)
 	// CreateWebhook registers an endpoint. The response is the only place
-	// the signing secret is ever shown.
+	// the signing secret is ever shown. A tenant at its cap of active
+	// endpoints (50 by default) gets a 400 under "" naming the cap.
 	CreateWebhook(context.Context, *CreateWebhookRequest) (*CreateWebhookResponse, error)
 	// UpdateWebhook replaces an endpoint's name, url, eventTypes, description
-	// and active flag. The secret never changes.
+	// and active flag. The secret never changes. Switching an inactive
+	// endpoint back on is refused like a registration when the tenant is at
+	// its cap of active endpoints.
 	UpdateWebhook(context.Context, *UpdateWebhookRequest) (*UpdateWebhookResponse, error)
 	// DeleteWebhook revokes an endpoint: nothing more is delivered to it,
 	// and its delivery records stay readable.
