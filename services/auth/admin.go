@@ -165,13 +165,13 @@ func (a *adminServer) CreateKey(ctx context.Context, req *authv1.CreateKeyReques
 	if len(requested) == 1 && requested[0] == "all" {
 		requested = scopes.All()
 	}
-	grant, err := validateKeyRequest(req.GetName(), requested, req.GetExpiresAt(), a.s.now())
+	// An operator is bound neither by a creating key's expiry (there is
+	// none) nor by the tenant's key cap: the admin command is how a tenant
+	// at its cap, or with no working key left, gets one again.
+	grant, err := validateKeyRequest(req.GetName(), requested, req.GetExpiresAt(), a.s.now(), nil)
 	if err != nil {
 		return nil, err
 	}
-	// An operator is not bound by the tenant's key cap: the admin command
-	// is how a tenant at its cap, or with no working key left, gets one
-	// again.
 	created, err := a.s.createKey(ctx, id, req.GetName(), grant, req.GetExpiresAt(), authctx.SystemActor, 0)
 	if err != nil {
 		return nil, err

@@ -53,7 +53,15 @@ func (a *apiKeyServer) CreateApiKey(ctx context.Context, req *authv1.CreateApiKe
 	if err != nil {
 		return nil, err
 	}
-	grant, err := validateKeyRequest(req.GetName(), req.GetScopes(), req.GetExpiresAt(), a.s.now())
+	tenantID := uuid.MustParse(p.TenantID)
+	creator, err := a.callerKey(ctx, tenantID, p)
+	if err != nil {
+		return nil, err
+	}
+	// A key that expires may only make keys that expire no later than it
+	// does: otherwise a short-lived key could outlive itself through a
+	// copy of its scopes with no expiry.
+	grant, err := validateKeyRequest(req.GetName(), req.GetScopes(), req.GetExpiresAt(), a.s.now(), creator.ExpiresAt)
 	if err != nil {
 		return nil, err
 	}
@@ -62,11 +70,28 @@ func (a *apiKeyServer) CreateApiKey(ctx context.Context, req *authv1.CreateApiKe
 			return nil, apperr.MissingPermission(sc)
 		}
 	}
-	created, err := a.s.createKey(ctx, uuid.MustParse(p.TenantID), req.GetName(), grant, req.GetExpiresAt(), p.Actor(), a.s.cfg.KeyLimit)
+	created, err := a.s.createKey(ctx, tenantID, req.GetName(), grant, req.GetExpiresAt(), p.Actor(), a.s.cfg.KeyLimit)
 	if err != nil {
 		return nil, err
 	}
 	return &authv1.CreateApiKeyResponse{ApiKey: created}, nil
+}
+
+// callerKey reads the row of the key that made the call, by the key id the
+// gateway put in the principal after validating it: the caller cannot
+// choose it, and the row, not the request, says when the key expires. A
+// principal without a live key row (revoked since the gateway validated
+// it) is refused as any unusable key is.
+func (a *apiKeyServer) callerKey(ctx context.Context, tenantID uuid.UUID, p authctx.Principal) (store.APIKey, error) {
+	id, err := uuid.Parse(p.KeyID)
+	if err != nil {
+		return store.APIKey{}, apperr.Unauthenticated()
+	}
+	k, revoked, err := a.s.store.GetKey(ctx, tenantID, id)
+	if errors.Is(err, store.ErrNotFound) || revoked {
+		return store.APIKey{}, apperr.Unauthenticated()
+	}
+	return k, err
 }
 
 // RevokeApiKey revokes a key; the next request with it gets 401.
@@ -91,8 +116,10 @@ func (a *apiKeyServer) RevokeApiKey(ctx context.Context, req *authv1.RevokeApiKe
 }
 
 // validateKeyRequest checks a key's name, scopes and expiry and returns the
-// scopes to grant, de-duplicated in catalog order.
-func validateKeyRequest(name string, requested []string, expiresAt *timestamppb.Timestamp, now time.Time) ([]string, error) {
+// scopes to grant, de-duplicated in catalog order. notAfter, when set, is
+// the latest expiry allowed (the creating key's own); an omitted expiry is
+// then refused as well.
+func validateKeyRequest(name string, requested []string, expiresAt *timestamppb.Timestamp, now time.Time, notAfter *time.Time) ([]string, error) {
 	var v apperr.Violations
 	switch n := utf8.RuneCountInString(name); {
 	case n == 0 || len(trimSpace(name)) == 0:
@@ -115,8 +142,13 @@ func validateKeyRequest(name string, requested []string, expiresAt *timestamppb.
 			want[sc] = true
 		}
 	}
-	if expiresAt != nil && !expiresAt.AsTime().After(now) {
+	switch {
+	case expiresAt != nil && !expiresAt.AsTime().After(now):
 		v.Add("ExpiresAt", "'ExpiresAt' must be in the future.")
+	case notAfter != nil && expiresAt == nil:
+		v.Add("ExpiresAt", "'ExpiresAt' is required: the key making this request expires at %s, and a key it creates must expire no later.", notAfter.UTC().Format(time.RFC3339Nano))
+	case notAfter != nil && expiresAt.AsTime().After(*notAfter):
+		v.Add("ExpiresAt", "'ExpiresAt' must be no later than %s, when the key making this request expires.", notAfter.UTC().Format(time.RFC3339Nano))
 	}
 	if err := v.Err(); err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/almoner/almoner/cmd/almoner/apptest"
 	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
@@ -577,4 +578,90 @@ func TestRevocationReachesEveryReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Do(t, "GET", keysPath(tn.ID), tn.Key, nil).Expect(t, http.StatusUnauthorized)
+}
+
+// keyExpiring makes a key as an operator with the scopes, expiring at at.
+func keyExpiring(t *testing.T, c *apptest.Cluster, tenantID string, at time.Time, scopes ...string) string {
+	t.Helper()
+	resp, err := c.Admin.CreateKey(context.Background(), &authv1.CreateKeyRequest{
+		TenantId: tenantID, Name: "expiring", Scopes: scopes, ExpiresAt: timestamppb.New(at)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apptest.RegisterSecret(resp.GetApiKey().GetPlainTextKey())
+	return resp.GetApiKey().GetPlainTextKey()
+}
+
+// TestAPIKeyCannotOutliveItsCreator: a key that expires creates only keys
+// that expire no later than it does; an omitted or later expiresAt is a
+// 400 under ExpiresAt. The expiry is read from the creator's own row, so a
+// header naming another key changes nothing; the admin command is free.
+func TestAPIKeyCannotOutliveItsCreator(t *testing.T) {
+	t.Parallel()
+	c := apptest.Start(t, apptest.Options{})
+	tn := c.NewTenant(t)
+	expires := time.Now().Add(3 * time.Minute).UTC().Truncate(time.Second)
+	short := keyExpiring(t, c, tn.ID, expires, "api-keys:manage", "contacts:view")
+	stamp := func(at time.Time) string { return at.Format(time.RFC3339Nano) }
+	body := func(expiresAt ...string) map[string]any {
+		b := map[string]any{"name": "copy", "scopes": []string{"api-keys:manage", "contacts:view"}}
+		if len(expiresAt) > 0 {
+			b["expiresAt"] = expiresAt[0]
+		}
+		return b
+	}
+	refused := func(r *apptest.Response, fragment string) {
+		t.Helper()
+		r.Expect(t, http.StatusBadRequest)
+		e := errorsOf(t, r)
+		if len(e) != 1 || len(e["ExpiresAt"]) != 1 || !strings.Contains(e["ExpiresAt"][0], fragment) || !strings.Contains(e["ExpiresAt"][0], stamp(expires)) {
+			t.Errorf("errors = %v, want one ExpiresAt message with %q and the creator's expiry %s", e, fragment, stamp(expires))
+		}
+	}
+	refused(c.Do(t, "POST", keysPath(tn.ID), short, body()), "is required")
+	refused(c.Do(t, "POST", keysPath(tn.ID), short, body(stamp(expires.Add(time.Second)))), "no later than")
+	refused(c.Do(t, "POST", keysPath(tn.ID), short, body(stamp(expires.Add(time.Microsecond)))), "no later than")
+	refused(c.Do(t, "POST", keysPath(tn.ID), short, body(stamp(expires.AddDate(10, 0, 0)))), "no later than")
+	// Headers that look like the principal's never reach the service: the
+	// creator is still the short key.
+	var items []map[string]any
+	c.Do(t, "GET", keysPath(tn.ID), tn.Key, nil).Expect(t, http.StatusOK).JSON(t, &items)
+	var forever string
+	for _, it := range items {
+		if it["expiresAt"] == nil {
+			forever = it["id"].(string)
+		}
+	}
+	refused(c.Do(t, "POST", keysPath(tn.ID), short, body(), "X-Almoner-Key-Id", forever, "Grpc-Metadata-X-Almoner-Key-Id", forever), "is required")
+	// Nothing was created by any of them.
+	c.Do(t, "GET", keysPath(tn.ID), tn.Key, nil).Expect(t, http.StatusOK).JSON(t, &items)
+	if len(items) != 2 {
+		t.Fatalf("refused requests created keys: %d listed", len(items))
+	}
+
+	// At the creator's expiry or before: created, and the child is bound
+	// in turn by its own expiry.
+	same := createKeyWith(t, c, tn.ID, short, body(stamp(expires)))
+	if same["expiresAt"] != stamp(expires) {
+		t.Errorf("expiresAt = %v, want %s", same["expiresAt"], stamp(expires))
+	}
+	earlier := expires.Add(-time.Minute)
+	child := createKeyWith(t, c, tn.ID, short, body(stamp(earlier)))["plainTextKey"].(string)
+	r := c.Do(t, "POST", keysPath(tn.ID), child, body(stamp(expires))).Expect(t, http.StatusBadRequest)
+	if e := errorsOf(t, r); len(e["ExpiresAt"]) != 1 || !strings.Contains(e["ExpiresAt"][0], stamp(earlier)) {
+		t.Errorf("grandchild past its creator: errors = %v, want the child's expiry %s", e, stamp(earlier))
+	}
+	createKeyWith(t, c, tn.ID, child, body(stamp(earlier)))
+
+	// A key without expiry still creates keys without expiry, and the
+	// admin command is held to nothing of this.
+	createKey(t, c, tn, body())
+	if _, err := c.Admin.CreateKey(context.Background(), &authv1.CreateKeyRequest{TenantId: tn.ID, Name: "operator", Scopes: []string{"contacts:view"}}); err != nil {
+		t.Errorf("admin key without expiry: %v", err)
+	}
+}
+
+func createKeyWith(t *testing.T, c *apptest.Cluster, tenantID, key string, body any) map[string]any {
+	t.Helper()
+	return c.Do(t, "POST", keysPath(tenantID), key, body).Expect(t, http.StatusCreated).Map(t)
 }

@@ -106,6 +106,22 @@ func checkKeyLimit(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, limit int
 	return nil
 }
 
+// GetKey reads one key of the tenant, revoked or not; ErrNotFound when the
+// tenant has no key with id.
+func (s *Store) GetKey(ctx context.Context, tenantID, id uuid.UUID) (key APIKey, revoked bool, err error) {
+	var deletedAt *time.Time
+	err = s.pool.QueryRow(ctx, `SELECT `+keyColumns+`, deleted_at FROM auth.api_keys WHERE tenant_id = $1 AND id = $2`, tenantID, id).Scan(
+		&key.TenantID, &key.ID, &key.Name, &key.LookupID, &key.KeyPrefix, &key.KeyHash, &key.Environment, &key.Scopes,
+		&key.ExpiresAt, &key.LastUsedAt, &key.CreatedAt, &deletedAt)
+	if db.IsNoRows(err) {
+		return APIKey{}, false, ErrNotFound
+	}
+	if err != nil {
+		return APIKey{}, false, fmt.Errorf("read api key: %w", err)
+	}
+	return key, deletedAt != nil, nil
+}
+
 // ListKeys returns the tenant's keys that are not revoked, newest first.
 func (s *Store) ListKeys(ctx context.Context, tenantID uuid.UUID) ([]APIKey, error) {
 	rows, err := s.pool.Query(ctx, `

@@ -318,7 +318,8 @@ type CreateApiKeyRequest struct {
 	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	// Scopes are permission names from the scope catalog (at least one).
 	Scopes []string `protobuf:"bytes,3,rep,name=scopes,proto3" json:"scopes,omitempty"`
-	// ExpiresAt is optional; it must be in the future.
+	// ExpiresAt is optional; it must be in the future, and when the calling
+	// key expires it is required and may not be later than that key's expiry.
 	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -35,9 +35,10 @@ type ApiKeyServiceClient interface {
 	// itself and its hash are never returned.
 	ListApiKeys(ctx context.Context, in *ListApiKeysRequest, opts ...grpc.CallOption) (*ListApiKeysResponse, error)
 	// CreateApiKey creates a key and returns its plain text once. It may
-	// grant only scopes the calling key holds (403 otherwise); a tenant at
-	// its cap of active keys (200 by default) gets a 400 under "" naming the
-	// cap.
+	// grant only scopes the calling key holds (403 otherwise); a calling key
+	// that expires may create only keys that expire no later than it does
+	// (400 under ExpiresAt otherwise); a tenant at its cap of active keys
+	// (200 by default) gets a 400 under "" naming the cap.
 	CreateApiKey(ctx context.Context, in *CreateApiKeyRequest, opts ...grpc.CallOption) (*CreateApiKeyResponse, error)
 	// RevokeApiKey revokes a key: it is rejected with 401 from the very next
 	// request on. There is no undelete.
@@ -93,9 +94,10 @@ type ApiKeyServiceServer interface {
 	// itself and its hash are never returned.
 	ListApiKeys(context.Context, *ListApiKeysRequest) (*ListApiKeysResponse, error)
 	// CreateApiKey creates a key and returns its plain text once. It may
-	// grant only scopes the calling key holds (403 otherwise); a tenant at
-	// its cap of active keys (200 by default) gets a 400 under "" naming the
-	// cap.
+	// grant only scopes the calling key holds (403 otherwise); a calling key
+	// that expires may create only keys that expire no later than it does
+	// (400 under ExpiresAt otherwise); a tenant at its cap of active keys
+	// (200 by default) gets a 400 under "" naming the cap.
 	CreateApiKey(context.Context, *CreateApiKeyRequest) (*CreateApiKeyResponse, error)
 	// RevokeApiKey revokes a key: it is rejected with 401 from the very next
 	// request on. There is no undelete.
