@@ -100,11 +100,28 @@ func (a *apiKeyServer) RevokeApiKey(ctx context.Context, req *authv1.RevokeApiKe
 	if err != nil {
 		return nil, err
 	}
+	tenantID := uuid.MustParse(p.TenantID)
 	id, err := uuid.Parse(req.GetApiKeyId())
 	if err != nil {
 		return nil, errKeyNotFound
 	}
-	if err := a.s.store.RevokeKey(ctx, uuid.MustParse(p.TenantID), id, p.Actor()); err != nil {
+	// Revoking needs every scope the target holds, as creating needs every
+	// scope granted: otherwise a narrow key with api-keys:manage could
+	// take away the tenant's broader keys. A key's scopes never change, so
+	// this read cannot go stale before the revocation below.
+	target, revoked, err := a.s.store.GetKey(ctx, tenantID, id)
+	if errors.Is(err, store.ErrNotFound) || revoked {
+		return nil, errKeyNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, sc := range target.Scopes {
+		if !p.HasScope(sc) {
+			return nil, apperr.MissingPermission(sc)
+		}
+	}
+	if err := a.s.store.RevokeKey(ctx, tenantID, id, p.Actor()); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, errKeyNotFound
 		}

@@ -665,3 +665,72 @@ func createKeyWith(t *testing.T, c *apptest.Cluster, tenantID, key string, body 
 	t.Helper()
 	return c.Do(t, "POST", keysPath(tenantID), key, body).Expect(t, http.StatusCreated).Map(t)
 }
+
+// TestRevokeNeedsEveryScopeOfTheTarget: a key with api-keys:manage and
+// contacts:view cannot revoke the tenant's all-scope key (403 naming the
+// first scope it lacks, in catalog order), and the target keeps working;
+// it may revoke keys whose scopes it holds, itself included.
+func TestRevokeNeedsEveryScopeOfTheTarget(t *testing.T) {
+	t.Parallel()
+	c := apptest.Start(t, apptest.Options{})
+	tn := c.NewTenant(t)
+	narrow := c.NewKey(t, tn.ID, "api-keys:manage", "contacts:view")
+	var items []map[string]any
+	c.Do(t, "GET", keysPath(tn.ID), tn.Key, nil).Expect(t, http.StatusOK).JSON(t, &items)
+	var all, self map[string]any
+	for _, it := range items {
+		if len(it["scopes"].([]any)) > 2 {
+			all = it
+		} else {
+			self = it
+		}
+	}
+	if all == nil || self == nil {
+		t.Fatalf("keys = %v", items)
+	}
+	var missing string
+	for _, s := range all["scopes"].([]any) {
+		if s != "api-keys:manage" && s != "contacts:view" {
+			missing = s.(string)
+			break
+		}
+	}
+	r := c.Do(t, "DELETE", keysPath(tn.ID)+"/"+all["id"].(string), narrow, nil).Expect(t, http.StatusForbidden)
+	if p := r.Map(t); p["title"] != "Missing required permission: "+missing || p["type"] != "/errors/forbidden" {
+		t.Errorf("problem = %v, want the missing %s", p, missing)
+	}
+	// One scope short is enough to be refused.
+	almost := c.NewKey(t, tn.ID, "api-keys:manage", "contacts:view", "contacts:edit")
+	r = c.Do(t, "DELETE", keysPath(tn.ID)+"/"+idOfKey(t, c, tn, almost), narrow, nil).Expect(t, http.StatusForbidden)
+	if title := r.Map(t)["title"]; title != "Missing required permission: contacts:edit" {
+		t.Errorf("title = %v", title)
+	}
+	c.Do(t, "GET", keysPath(tn.ID), tn.Key, nil).Expect(t, http.StatusOK)
+	c.Do(t, "GET", keysPath(tn.ID), almost, nil).Expect(t, http.StatusOK)
+
+	// Unknown ids are still 404, whatever the scopes.
+	c.Do(t, "DELETE", keysPath(tn.ID)+"/0190a4d6-0000-7000-8000-000000000000", narrow, nil).Expect(t, http.StatusNotFound)
+
+	// Keys within its scopes it may revoke, itself last.
+	viewer := createKeyWith(t, c, tn.ID, narrow, map[string]any{"name": "viewer", "scopes": []string{"contacts:view"}})
+	c.Do(t, "DELETE", keysPath(tn.ID)+"/"+viewer["id"].(string), narrow, nil).Expect(t, http.StatusNoContent)
+	c.Do(t, "DELETE", keysPath(tn.ID)+"/"+self["id"].(string), narrow, nil).Expect(t, http.StatusNoContent)
+	c.Do(t, "GET", keysPath(tn.ID), narrow, nil).Expect(t, http.StatusUnauthorized)
+	// The broad key revokes the narrower one it could not be revoked by.
+	c.Do(t, "DELETE", keysPath(tn.ID)+"/"+idOfKey(t, c, tn, almost), tn.Key, nil).Expect(t, http.StatusNoContent)
+}
+
+// idOfKey finds the id of the key whose plain text is key in the tenant's
+// list, by its prefix.
+func idOfKey(t *testing.T, c *apptest.Cluster, tn apptest.Tenant, key string) string {
+	t.Helper()
+	var items []map[string]any
+	c.Do(t, "GET", keysPath(tn.ID), tn.Key, nil).Expect(t, http.StatusOK).JSON(t, &items)
+	for _, it := range items {
+		if strings.HasPrefix(key, it["keyPrefix"].(string)+"_") {
+			return it["id"].(string)
+		}
+	}
+	t.Fatalf("no key with the prefix of %.20s listed", key)
+	return ""
+}

@@ -41,7 +41,8 @@ type ApiKeyServiceClient interface {
 	// (200 by default) gets a 400 under "" naming the cap.
 	CreateApiKey(ctx context.Context, in *CreateApiKeyRequest, opts ...grpc.CallOption) (*CreateApiKeyResponse, error)
 	// RevokeApiKey revokes a key: it is rejected with 401 from the very next
-	// request on. There is no undelete.
+	// request on. There is no undelete. The calling key must hold every scope
+	// of the key it revokes (403 naming a missing one otherwise).
 	RevokeApiKey(ctx context.Context, in *RevokeApiKeyRequest, opts ...grpc.CallOption) (*RevokeApiKeyResponse, error)
 }
 
@@ -100,7 +101,8 @@ type ApiKeyServiceServer interface {
 	// (200 by default) gets a 400 under "" naming the cap.
 	CreateApiKey(context.Context, *CreateApiKeyRequest) (*CreateApiKeyResponse, error)
 	// RevokeApiKey revokes a key: it is rejected with 401 from the very next
-	// request on. There is no undelete.
+	// request on. There is no undelete. The calling key must hold every scope
+	// of the key it revokes (403 naming a missing one otherwise).
 	RevokeApiKey(context.Context, *RevokeApiKeyRequest) (*RevokeApiKeyResponse, error)
 	mustEmbedUnimplementedApiKeyServiceServer()
 }
