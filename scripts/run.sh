@@ -4,7 +4,10 @@
 # with a key holding every scope (kept in .data/demo.json; ALMONER_DATA_DIR
 # names another folder, as scripts/quickstart-check.sh does) and the key
 # that seals webhook and processor secrets (.data/secret-key), so that a
-# restart can still sign for the endpoints registered before it.
+# restart can still sign for the endpoints registered before it. The demo
+# tenant has payment-processor:enabled, so that Card and ACH payments reach
+# the sandbox's test processor. While the server runs, .data/run.json holds
+# its addresses: `almoner admin` in another shell finds it there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 data=${ALMONER_DATA_DIR:-.data}
@@ -23,9 +26,13 @@ export ALMONER_LOG_FORMAT=${ALMONER_LOG_FORMAT:-text}
 ALMONER_WEBHOOK_SECRET_KEY=${ALMONER_WEBHOOK_SECRET_KEY:-$(./scripts/secret-key.sh)}
 export ALMONER_WEBHOOK_SECRET_KEY
 
+run_file=$data/run.json
 ./bin/almoner serve &
 pid=$!
-trap 'kill -TERM $pid 2>/dev/null; wait $pid' INT TERM
+# The run file goes with the server, unless a later make run on the same
+# data folder has written its own since.
+forget() { grep -qs "\"pid\":$pid}" "$run_file" && rm -f "$run_file"; true; }
+trap 'kill -TERM $pid 2>/dev/null; wait $pid; forget' INT TERM
 
 # Ready once the auth service answers (a made-up tenant is "not found").
 for _ in $(seq 1 150); do
@@ -39,7 +46,7 @@ demo=$data/demo.json
 if [ -s "$demo" ] && ./bin/almoner admin tenant get --tenant "$(sed -n 's/.*"tenantId":"\([^"]*\)".*/\1/p' "$demo")" >/dev/null 2>&1; then
   :
 else
-  tenant=$(./bin/almoner admin tenant create --name Demo --slug "demo-$(date +%s)")
+  tenant=$(./bin/almoner admin tenant create --name Demo --slug "demo-$(date +%s)" --features api-access:enabled,payment-processor:enabled)
   tid=$(echo "$tenant" | sed -n 's/^{"id":"\([^"]*\)".*/\1/p')
   key=$(./bin/almoner admin key create --tenant "$tid" --name demo --scopes all)
   plain=$(echo "$key" | sed -n 's/.*"plainTextKey":"\([^"]*\)".*/\1/p')
@@ -48,6 +55,12 @@ else
 fi
 tid=$(sed -n 's/.*"tenantId":"\([^"]*\)".*/\1/p' "$demo")
 plain=$(sed -n 's/.*"apiKey":"\([^"]*\)".*/\1/p' "$demo")
+# The demo tenant starts with the processor feature on every time: one made
+# before make run set it, or turned off since, gets it back. Only a missing
+# flag is written (a change waits out the key cache window).
+./bin/almoner admin tenant get --tenant "$tid" | grep -q '"payment-processor:enabled"' ||
+  ./bin/almoner admin tenant feature --tenant "$tid" --set payment-processor:enabled=true >/dev/null
+printf '{"grpcAddr":"%s","httpAddr":"%s","pid":%d}\n' "$ALMONER_GRPC_ADDR" "$ALMONER_HTTP_ADDR" "$pid" >"$run_file"
 port=${ALMONER_HTTP_ADDR##*:}
 cat <<MSG
 
@@ -58,5 +71,11 @@ cat <<MSG
   Try:
     curl -s -H "X-Api-Key: $plain" http://localhost:$port/api/tenants/$tid/api-keys
 
+  ./bin/almoner admin … in another shell finds this server through $run_file
+  (or set ALMONER_AUTH_ADDR=$ALMONER_GRPC_ADDR).
+
 MSG
-wait $pid
+status=0
+wait $pid || status=$?
+forget
+exit $status

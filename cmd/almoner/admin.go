@@ -2,16 +2,21 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -82,11 +87,114 @@ func describe(err error) error {
 	return fmt.Errorf("%s: %s", strings.ToLower(strings.ReplaceAll(st.Code().String(), "_", " ")), msg)
 }
 
-func newFlags(name string) (*flag.FlagSet, *string) {
+// authTarget is the auth service address an admin command dials and where
+// that address came from, which the message for an address where nothing
+// answers names, with what to set instead.
+type authTarget struct {
+	addr   string
+	source string
+	// runFile is the data folder's run file, when source is one.
+	runFile string
+}
+
+// defaultAuthAddr is make run's and almoner serve's gRPC address.
+const defaultAuthAddr = "127.0.0.1:9090"
+
+// runFileName is the file in the data folder where scripts/run.sh records
+// the addresses of the server it started (and removes it when it stops),
+// so that admin commands in a fresh shell find that server.
+const runFileName = "run.json"
+
+// resolveAuthTarget picks the auth service's address, first of:
+// ALMONER_AUTH_ADDR (a split deployment's auth service), ALMONER_GRPC_ADDR
+// (the one-process server's address), the gRPC address make run recorded
+// in its data folder (ALMONER_DATA_DIR, else .data), 127.0.0.1:9090.
+// --auth-addr overrides all of them.
+func resolveAuthTarget(env config.Source) authTarget {
+	for _, v := range []string{config.ServiceAddrVar("auth"), "ALMONER_GRPC_ADDR"} {
+		if addr := env.String(v, ""); addr != "" {
+			return authTarget{addr: dialable(addr), source: v}
+		}
+	}
+	file := filepath.Join(env.String("ALMONER_DATA_DIR", ".data"), runFileName)
+	if b, err := os.ReadFile(file); err == nil {
+		var run struct {
+			GRPCAddr string `json:"grpcAddr"`
+		}
+		if json.Unmarshal(b, &run) == nil && run.GRPCAddr != "" {
+			return authTarget{addr: dialable(run.GRPCAddr), source: file, runFile: file}
+		}
+	}
+	return authTarget{addr: defaultAuthAddr, source: "default", runFile: file}
+}
+
+// dialable turns a listen address into one to dial: a listener on every
+// interface (":9090", "0.0.0.0:9090", "[::]:9090") is reached on loopback.
+func dialable(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	switch host {
+	case "", "0.0.0.0":
+		return net.JoinHostPort("127.0.0.1", port)
+	case "::":
+		return net.JoinHostPort("::1", port)
+	}
+	return addr
+}
+
+// unreachableError is an admin command's failure to reach the auth
+// service: it names the address, where it came from and what to set.
+type unreachableError struct {
+	target authTarget
+	cause  string
+}
+
+func (e unreachableError) Error() string {
+	t := e.target
+	var where, fix string
+	switch {
+	case t.source == "--auth-addr":
+		where = "given with --auth-addr"
+		fix = "Check that the server is running and that this is its gRPC address."
+	case t.runFile != "" && t.source == t.runFile:
+		where = "recorded in " + t.runFile + " by make run"
+		fix = "That make run has stopped: start it again, or set ALMONER_AUTH_ADDR (or --auth-addr) to the gRPC address of the server you mean."
+	case t.source == "default":
+		where = "the default: ALMONER_AUTH_ADDR and ALMONER_GRPC_ADDR are unset and there is no " + t.runFile
+		fix = "Start the server with make run, which records its address in " + t.runFile + "; if make run was given ALMONER_DATA_DIR, set the same ALMONER_DATA_DIR here; otherwise set ALMONER_AUTH_ADDR (or --auth-addr) to the server's gRPC address (its ALMONER_GRPC_ADDR)."
+	default:
+		where = "from " + t.source
+		fix = "Check that the server is running and that " + t.source + " is its gRPC address (ALMONER_AUTH_ADDR, when set, wins over ALMONER_GRPC_ADDR; --auth-addr over both)."
+	}
+	return fmt.Sprintf("unavailable: no auth service answers at %s (%s): %s. %s", t.addr, where, e.cause, fix)
+}
+
+// reachability turns an RPC that failed because nothing answered at the
+// target into an unreachableError. An UNAVAILABLE that the auth service
+// itself returned (its database is down) comes over a ready connection and
+// is left as it is.
+func reachability(t authTarget) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		if st, ok := status.FromError(err); ok && st.Code() == codes.Unavailable && cc.GetState() != connectivity.Ready {
+			return unreachableError{target: t, cause: st.Message()}
+		}
+		return err
+	}
+}
+
+func newFlags(name string) (*flag.FlagSet, *authTarget) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	addr := fs.String("auth-addr", config.String(config.ServiceAddrVar("auth"), config.String("ALMONER_GRPC_ADDR", "127.0.0.1:9090")), "auth service gRPC address")
-	return fs, addr
+	t := resolveAuthTarget(config.Env)
+	fs.Func("auth-addr", "auth service gRPC address (default: ALMONER_AUTH_ADDR, ALMONER_GRPC_ADDR, make run's data folder, "+defaultAuthAddr+")",
+		func(v string) error {
+			t = authTarget{addr: v, source: "--auth-addr"}
+			return nil
+		})
+	return fs, &t
 }
 
 func parse(fs *flag.FlagSet, args []string) error {
@@ -99,10 +207,10 @@ func parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-func adminClient(addr string) (authv1.TenantAdminServiceClient, func(), error) {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+func adminClient(t authTarget) (authv1.TenantAdminServiceClient, func(), error) {
+	conn, err := grpc.NewClient(t.addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithUnaryInterceptor(reachability(t)))
 	if err != nil {
-		return nil, nil, fmt.Errorf("connect to auth service at %s: %w", addr, err)
+		return nil, nil, fmt.Errorf("connect to auth service at %s: %w", t.addr, err)
 	}
 	return authv1.NewTenantAdminServiceClient(conn), func() { _ = conn.Close() }, nil
 }
