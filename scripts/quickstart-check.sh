@@ -5,7 +5,8 @@
 # `# <status>` must print exactly that status, and one followed by
 # `# <status> <body>` must print that body (… stands for anything, members
 # it leaves out may come between those it shows, spaces are layout). On top of that: a key created, refused and revoked; a first
-# gift (orderNumber 1, totalAmount 100.00); a Card payment of the demo
+# gift (orderNumber 1, totalAmount 100.00); the README's card gift and
+# declined card with the test tokens; a Card payment of the demo
 # tenant taken by the sandbox's test processor, also after make run
 # restarted with the feature turned off meanwhile; make run restarted for
 # webhooks with the demo tenant kept; the admin commands run as from a fresh
@@ -184,9 +185,11 @@ card_gift() {
 make build >/dev/null
 blocks "Five minutes with curl" five
 blocks "Quick start" block
+blocks "Charge a card in the sandbox" card
 [ -s "$data/five4.sh" ] || fail "README's Five minutes with curl has fewer than 4 sh blocks"
 [ -s "$data/block4.sh" ] || fail "README's Quick start has fewer than 4 sh blocks"
-for b in "$data"/five*.sh "$data"/block*.sh; do substitute "$b"; done
+[ -s "$data/card1.sh" ] || fail "README's Charge a card in the sandbox has no sh block"
+for b in "$data"/five*.sh "$data"/block*.sh "$data"/card*.sh; do substitute "$b"; done
 grep -q '^ALMONER_WEBHOOK_ALLOW_PRIVATE=true ALMONER_WEBHOOK_CA_FILE=.* ALMONER_WEBHOOK_TICK=2s make run$' "$data/block2.sh" ||
   fail "block 2 no longer starts make run with the webhook settings; update this check"
 
@@ -216,6 +219,10 @@ run_block block1
 grep -q '"orderNumber":1,' "$log" && grep -q '"totalAmount":100.00' "$log" || fail "the first gift is not order 1 of 100.00"
 [ -n "${FUND:-}" ] && [ -n "${CONTACT:-}" ] || fail "block 1 did not set FUND and CONTACT"
 card_gift first-run
+# Charge a card in the sandbox: the test processor's tokens as the README
+# shows them (a Captured card gift, a declined one refused).
+run_block card1
+grep -q '"processorReference":"test_ch_' "$log" || fail "the README's card gift has no test processor reference"
 
 # make run turns the processor feature back on for the demo tenant.
 ./bin/almoner admin tenant feature --tenant "$TID" --set payment-processor:enabled=false >>"$log" 2>&1 ||

@@ -34,7 +34,7 @@ func testID(prefix, key string) string {
 func (Test) Charge(_ context.Context, r ChargeRequest) (ChargeResult, error) {
 	ref := testID("test_ch_", r.IdempotencyKey)
 	if strings.HasPrefix(r.PaymentMethodID, TestTokenCardDecline) || strings.HasPrefix(r.PaymentMethodID, TestTokenAchDecline) {
-		return ChargeResult{Reference: ref, Outcome: Declined, DeclineCode: "card_declined", Message: "The payment was declined by the processor."}, nil
+		return ChargeResult{Reference: ref, Outcome: Declined, DeclineCode: "card_declined", Message: "Your card was declined."}, nil
 	}
 	return ChargeResult{Reference: ref, Outcome: Succeeded}, nil
 }
