@@ -85,6 +85,15 @@ func (d *directoryServer) AddContactAddress(ctx context.Context, req *contactsv1
 		return &s
 	}
 	tenant := uuid.MustParse(p.TenantID)
+	// The new row's id is set aside before the transaction, which must
+	// not wait for a second pooled connection to refill the tenant's
+	// block (pkg/counter); unused when the address is there already, it
+	// goes back.
+	ids, err := d.s.store.IDs().Reserve(ctx, tenant, store.CounterAddress, 1)
+	if err != nil {
+		return nil, err
+	}
+	defer ids.Release()
 	out := &contactsv1.AddContactAddressResponse{}
 	err = db.InTx(ctx, d.s.store.Pool(), func(tx pgx.Tx) error {
 		var exists bool
@@ -103,12 +112,16 @@ func (d *directoryServer) AddContactAddress(ctx context.Context, req *contactsv1
 		if !db.IsNoRows(err) {
 			return err
 		}
-		if err := tx.QueryRow(ctx, `INSERT INTO contacts.contact_addresses (tenant_id, contact_id, position, address_type, is_primary,
+		id, err := ids.Next()
+		if err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, `INSERT INTO contacts.contact_addresses (tenant_id, id, contact_id, position, address_type, is_primary,
 				line1, line2, city, state_province, postal_code, postal_key, country)
-			SELECT $1, $2, coalesce(max(position) + 1, 0), $3, false, $4, $5, $6, $7, $8, $9, $10
+			SELECT $1, $11, $2, coalesce(max(position) + 1, 0), $3, false, $4, $5, $6, $7, $8, $9, $10
 			FROM contacts.contact_addresses WHERE tenant_id = $1 AND contact_id = $2
 			RETURNING id`, tenant, req.GetContactId(), kind, line1, nullable(req.GetLine2()), nullable(req.GetCity()),
-			nullable(req.GetStateProvince()), nullable(postal), nullable(postalKey), nullable(country)).Scan(&out.AddressId); err != nil {
+			nullable(req.GetStateProvince()), nullable(postal), nullable(postalKey), nullable(country), id).Scan(&out.AddressId); err != nil {
 			return err
 		}
 		out.Added = true

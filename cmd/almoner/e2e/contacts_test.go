@@ -336,7 +336,21 @@ func TestContactScopesAndTenants(t *testing.T) {
 	c := apptest.Start(t, apptest.Options{})
 	a, b := c.NewTenant(t), c.NewTenant(t)
 	id := num(createContact(t, c, a, janeBody())["id"])
-	bID := num(createContact(t, c, b, janeBody())["id"])
+	// Ids are per tenant: B's first contact has A's id too. B makes five,
+	// so its last is none of A's (A makes one more below).
+	bBody := janeBody()
+	bBody["lastName"] = "Bee"
+	var bID int64
+	for range 5 {
+		bID = num(createContact(t, c, b, bBody)["id"])
+	}
+	// The same id in each tenant is each tenant's own contact.
+	if got := c.Do(t, "GET", contactPath(a.ID, id), a.Key, nil).Expect(t, http.StatusOK).Map(t); got["lastName"] != "Donor" {
+		t.Errorf("A's contact %d reads %v", id, got["lastName"])
+	}
+	if got := c.Do(t, "GET", contactPath(b.ID, id), b.Key, nil).Expect(t, http.StatusOK).Map(t); got["lastName"] != "Bee" {
+		t.Errorf("B's contact %d reads %v", id, got["lastName"])
+	}
 
 	routes := []struct {
 		method, path string
@@ -389,6 +403,44 @@ func TestContactScopesAndTenants(t *testing.T) {
 	c.Do(t, "GET", contactPath(a.ID, 987654321), a.Key, nil).Expect(t, http.StatusNotFound)
 	// Without a key: 401.
 	c.Do(t, "GET", contactsPath(a.ID), "", nil).Expect(t, http.StatusUnauthorized)
+}
+
+// TestContactIDsPerTenant: contact ids are numbered per tenant, so a
+// tenant's ids tell nothing of the others' activity: A's second contact is
+// its first + 1 however many contacts B created in between, and a tenant's
+// first contact is 1, as are its first phone, email and address rows.
+func TestContactIDsPerTenant(t *testing.T) {
+	t.Parallel()
+	c := apptest.Start(t, apptest.Options{})
+	a, b := c.NewTenant(t), c.NewTenant(t)
+	first := createContact(t, c, a, janeBody())
+	for range 7 {
+		createContact(t, c, b, janeBody())
+	}
+	second := createContact(t, c, a, janeBody())
+	if num(first["id"]) != 1 || num(second["id"]) != num(first["id"])+1 {
+		t.Errorf("A's contacts %v then %v with 7 of B's between, want 1 and 2", first["id"], second["id"])
+	}
+	rowIDs := func(contact map[string]any, list string) []int64 {
+		var ids []int64
+		for _, r := range contact[list].([]any) {
+			ids = append(ids, num(r.(map[string]any)["id"]))
+		}
+		return ids
+	}
+	// janeBody has one phone, two emails and one address.
+	for _, x := range []struct {
+		list          string
+		first, second []int64
+	}{{"phones", []int64{1}, []int64{2}}, {"emails", []int64{1, 2}, []int64{3, 4}}, {"addresses", []int64{1}, []int64{2}}} {
+		if got1, got2 := rowIDs(first, x.list), rowIDs(second, x.list); fmt.Sprint(got1, got2) != fmt.Sprint(x.first, x.second) {
+			t.Errorf("A's %s ids %v then %v, want %v then %v", x.list, got1, got2, x.first, x.second)
+		}
+	}
+	// B's own count went on meanwhile: its eighth contact is 8.
+	if got := num(createContact(t, c, b, janeBody())["id"]); got != 8 {
+		t.Errorf("B's eighth contact is %d", got)
+	}
 }
 
 func TestContactDuplicatesRelationshipsDashboard(t *testing.T) {

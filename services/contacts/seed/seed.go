@@ -134,23 +134,6 @@ func mix(x uint64) uint64 {
 	return x ^ (x >> 31)
 }
 
-// reserve takes n consecutive ids from the identity sequence of table,
-// blocking other writers of the table for the instant it takes, so no
-// concurrent insert can take an id inside the range.
-func reserve(ctx context.Context, pool *pgxpool.Pool, table string, n int) (int64, error) {
-	var last int64
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "LOCK TABLE "+table+" IN EXCLUSIVE MODE"); err != nil {
-			return err
-		}
-		return tx.QueryRow(ctx, `SELECT setval(pg_get_serial_sequence($1, 'id'), nextval(pg_get_serial_sequence($1, 'id')) + $2 - 1)`, table, n).Scan(&last)
-	})
-	if err != nil {
-		return 0, fmt.Errorf("reserve ids of %s: %w", table, err)
-	}
-	return last - int64(n) + 1, nil
-}
-
 // Seed loads n synthetic contacts (Contact(0) … Contact(n-1)) into tenant.
 //
 // The four tables load concurrently, each with one COPY on its own
@@ -165,21 +148,20 @@ func Seed(ctx context.Context, pool *pgxpool.Pool, tenant uuid.UUID, n int) (Res
 	}
 	start := time.Now()
 	phones := (n + 1) / 2
-	first, err := reserve(ctx, pool, "contacts.contacts", n)
-	if err != nil {
-		return Result{}, err
-	}
-	emailID, err := reserve(ctx, pool, "contacts.contact_emails", n)
-	if err != nil {
-		return Result{}, err
-	}
-	phoneID, err := reserve(ctx, pool, "contacts.contact_phones", phones)
-	if err != nil {
-		return Result{}, err
-	}
-	addressID, err := reserve(ctx, pool, "contacts.contact_addresses", n)
-	if err != nil {
-		return Result{}, err
+	// Each kind of id comes in one consecutive range of the tenant's
+	// counter, taken with one statement (pkg/counter's bulk Take), so
+	// API writes of the same tenant meanwhile never take an id inside it.
+	ids := store.New(pool).IDs()
+	var first, emailID, phoneID, addressID int64
+	for _, r := range []struct {
+		into *int64
+		name string
+		n    int
+	}{{&first, store.CounterContact, n}, {&emailID, store.CounterEmail, n}, {&phoneID, store.CounterPhone, phones}, {&addressID, store.CounterAddress, n}} {
+		var err error
+		if *r.into, err = ids.Take(ctx, tenant, r.name, int64(r.n)); err != nil {
+			return Result{}, fmt.Errorf("seed: reserve %s ids: %w", r.name, err)
+		}
 	}
 	now := time.Now().UTC()
 	// pgtype.UUID encodes straight to binary; uuid.UUID would go through

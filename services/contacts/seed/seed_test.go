@@ -26,7 +26,8 @@ func TestSeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Contacts != 2001 || res.LastID-res.FirstID != 2000 {
+	// A tenant's ids start at 1, its own.
+	if res.Contacts != 2001 || res.FirstID != 1 || res.LastID != 2001 {
 		t.Fatalf("result %+v", res)
 	}
 	var contactsN, emails, phones, addresses, orphans int
@@ -54,8 +55,18 @@ func TestSeed(t *testing.T) {
 		c.LastName != want.LastName || store.NameKey(c.Fields) != store.NameKey(want) {
 		t.Errorf("contact 10 = %+v, want %+v", c, want)
 	}
-	// A second tenant loads next to the first one.
-	if _, err := seed.Seed(ctx, pool, uuid.New(), 10); err != nil {
+	// A second tenant loads next to the first one, numbered from 1 too.
+	if other, err := seed.Seed(ctx, pool, uuid.New(), 10); err != nil || other.FirstID != 1 {
+		t.Fatalf("second tenant: %+v, %v", other, err)
+	}
+	// A contact created through the store after the load continues the
+	// tenant's counters: after the loaded contacts and their rows.
+	made, err := store.New(pool).Create(ctx, tenant, store.Fields{Type: store.Individual, LastName: "After",
+		Emails: []store.Email{{Address: "after@example.org", Key: "after@example.org", Type: "Personal", IsPrimary: true}}}, "test")
+	if err != nil {
 		t.Fatal(err)
+	}
+	if made.ID != 2002 || made.Emails[0].ID != 2002 {
+		t.Errorf("contact after the load: id %d, email id %d; want 2002 and 2002", made.ID, made.Emails[0].ID)
 	}
 }

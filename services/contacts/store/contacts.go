@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/almoner/almoner/pkg/audit"
+	"github.com/almoner/almoner/pkg/counter"
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/services/contacts/normalize"
 )
@@ -196,26 +197,37 @@ func loadRelationshipsOf(ctx context.Context, q querier, tenant uuid.UUID, ids [
 // Create inserts a contact with its rows and relationships, and the audit
 // rows: Created for the contact, Updated for each related contact whose
 // relationships it changes. Row ids in f are ignored: every row is new.
+// The contact and its rows take the tenant's next ids (ids.go), set aside
+// before the transaction; a create refused for its relationships gives
+// them back.
 func (s *Store) Create(ctx context.Context, tenant uuid.UUID, f Fields, actor string) (Contact, error) {
+	f.Phones, f.Emails, f.Addresses = withoutIDs(f.Phones, f.Emails, f.Addresses)
+	ids, err := s.reserveIDs(ctx, tenant, 1, f)
+	if err != nil {
+		return Contact{}, fmt.Errorf("create contact: %w", err)
+	}
+	defer ids.release()
 	var out Contact
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		ids.rewind()
 		related, err := lockRelated(ctx, tx, tenant, 0, f)
 		if err != nil {
 			return err
 		}
-		var id int64
-		err = tx.QueryRow(ctx, `
-			INSERT INTO contacts.contacts (tenant_id, contact_type, first_name, last_name, organization_name, external_id, notes,
-				tags, tag_keys, do_not_email, do_not_mail, do_not_call, is_active, name_key, search_text)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
-			RETURNING id`,
-			tenant, f.Type, nullable(f.FirstName), nullable(f.LastName), nullable(f.OrganizationName), nullable(f.ExternalID), nullable(f.Notes),
-			nonNil(f.Tags), tagKeys(f.Tags), f.DoNotEmail, f.DoNotMail, f.DoNotCall, f.IsActive, NameKey(f), SearchText(f)).Scan(&id)
+		id, err := ids.contact.Next()
 		if err != nil {
 			return err
 		}
-		f.Phones, f.Emails, f.Addresses = withoutIDs(f.Phones, f.Emails, f.Addresses)
-		if err := writeRows(ctx, tx, tenant, id, f, nil); err != nil {
+		_, err = tx.Exec(ctx, `
+			INSERT INTO contacts.contacts (tenant_id, id, contact_type, first_name, last_name, organization_name, external_id, notes,
+				tags, tag_keys, do_not_email, do_not_mail, do_not_call, is_active, name_key, search_text)
+			VALUES ($1, $16, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+			tenant, f.Type, nullable(f.FirstName), nullable(f.LastName), nullable(f.OrganizationName), nullable(f.ExternalID), nullable(f.Notes),
+			nonNil(f.Tags), tagKeys(f.Tags), f.DoNotEmail, f.DoNotMail, f.DoNotCall, f.IsActive, NameKey(f), SearchText(f), id)
+		if err != nil {
+			return err
+		}
+		if err := writeRows(ctx, tx, tenant, id, f, nil, ids); err != nil {
 			return err
 		}
 		if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenant.String(), EntityType: EntityType, EntityID: EntityID(id), Action: audit.Created, Actor: actor}); err != nil {
@@ -367,12 +379,20 @@ func touchRelated(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, related []re
 // code; the rest are new, and rows not kept are removed. When nothing
 // changes, nothing is written: no new version, no audit row.
 func (s *Store) Update(ctx context.Context, tenant uuid.UUID, id int64, f Fields, actor string, check func(version int64) error) (Contact, error) {
+	// Ids for every row of f, in case all are new; those kept by existing
+	// rows go back.
+	ids, err := s.reserveIDs(ctx, tenant, 0, f)
+	if err != nil {
+		return Contact{}, fmt.Errorf("update contact: %w", err)
+	}
+	defer ids.release()
 	var (
 		out     Contact
 		refused error
 	)
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		refused = nil
+		ids.rewind()
 		before, err := get(ctx, tx, tenant, id, true)
 		if err != nil {
 			return err
@@ -410,7 +430,7 @@ func (s *Store) Update(ctx context.Context, tenant uuid.UUID, id int64, f Fields
 		if err != nil {
 			return err
 		}
-		if err := writeRows(ctx, tx, tenant, id, f, &before); err != nil {
+		if err := writeRows(ctx, tx, tenant, id, f, &before, ids); err != nil {
 			return err
 		}
 		out, err = get(ctx, tx, tenant, id, false)
@@ -436,43 +456,61 @@ func (s *Store) Update(ctx context.Context, tenant uuid.UUID, id int64, f Fields
 
 // writeRows writes the phone, email and address rows and the relationships
 // of contact id. before is the stored contact on an update (nil on create):
-// its rows that f does not keep are removed.
-func writeRows(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, id int64, f Fields, before *Contact) error {
+// its rows that f does not keep are removed. A row of f with an id is one
+// of the contact's own (matched above) and is updated in place; a row
+// without one takes the next of ids.
+func writeRows(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, id int64, f Fields, before *Contact, ids *newIDs) error {
+	// Copies: f's rows are the request's, which a retried transaction
+	// matches again from the start.
+	phones, emails, addresses := slices.Clone(f.Phones), slices.Clone(f.Emails), slices.Clone(f.Addresses)
+	for i := range phones {
+		if err := assignID(&phones[i].ID, ids.phone); err != nil {
+			return err
+		}
+	}
+	for i := range emails {
+		if err := assignID(&emails[i].ID, ids.email); err != nil {
+			return err
+		}
+	}
+	for i := range addresses {
+		if err := assignID(&addresses[i].ID, ids.address); err != nil {
+			return err
+		}
+	}
 	b := &pgx.Batch{}
 	if before != nil {
-		b.Queue(`DELETE FROM contacts.contact_phones WHERE tenant_id = $1 AND contact_id = $2 AND NOT (id = ANY($3))`, tenant, id, phoneIDs(f.Phones))
-		b.Queue(`DELETE FROM contacts.contact_emails WHERE tenant_id = $1 AND contact_id = $2 AND NOT (id = ANY($3))`, tenant, id, emailIDs(f.Emails))
-		b.Queue(`DELETE FROM contacts.contact_addresses WHERE tenant_id = $1 AND contact_id = $2 AND NOT (id = ANY($3))`, tenant, id, addressIDs(f.Addresses))
+		b.Queue(`DELETE FROM contacts.contact_phones WHERE tenant_id = $1 AND contact_id = $2 AND NOT (id = ANY($3))`, tenant, id, phoneIDs(phones))
+		b.Queue(`DELETE FROM contacts.contact_emails WHERE tenant_id = $1 AND contact_id = $2 AND NOT (id = ANY($3))`, tenant, id, emailIDs(emails))
+		b.Queue(`DELETE FROM contacts.contact_addresses WHERE tenant_id = $1 AND contact_id = $2 AND NOT (id = ANY($3))`, tenant, id, addressIDs(addresses))
 		b.Queue(`DELETE FROM contacts.contact_relationships WHERE tenant_id = $1 AND (contact_id = $2 OR related_contact_id = $2)`, tenant, id)
 	}
-	// A row with an id is one of the contact's own (matched above) and is
-	// updated in place; a row without one takes the next id.
-	for i, p := range f.Phones {
+	for i, p := range phones {
 		b.Queue(`
 			INSERT INTO contacts.contact_phones (tenant_id, id, contact_id, position, phone_number, phone_key, phone_type, is_primary)
-			VALUES ($1, coalesce($2, nextval(pg_get_serial_sequence('contacts.contact_phones', 'id'))), $3, $4, $5, $6, $7, $8)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 			ON CONFLICT (tenant_id, contact_id, id) DO UPDATE SET position = excluded.position, phone_number = excluded.phone_number,
 				phone_key = excluded.phone_key, phone_type = excluded.phone_type, is_primary = excluded.is_primary`,
-			tenant, optionalID(p.ID), id, i, p.Number, p.Key, p.Type, p.IsPrimary)
+			tenant, p.ID, id, i, p.Number, p.Key, p.Type, p.IsPrimary)
 	}
-	for i, e := range f.Emails {
+	for i, e := range emails {
 		b.Queue(`
 			INSERT INTO contacts.contact_emails (tenant_id, id, contact_id, position, email_address, email_key, email_type, is_primary)
-			VALUES ($1, coalesce($2, nextval(pg_get_serial_sequence('contacts.contact_emails', 'id'))), $3, $4, $5, $6, $7, $8)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 			ON CONFLICT (tenant_id, contact_id, id) DO UPDATE SET position = excluded.position, email_address = excluded.email_address,
 				email_key = excluded.email_key, email_type = excluded.email_type, is_primary = excluded.is_primary`,
-			tenant, optionalID(e.ID), id, i, e.Address, e.Key, e.Type, e.IsPrimary)
+			tenant, e.ID, id, i, e.Address, e.Key, e.Type, e.IsPrimary)
 	}
-	for i, a := range f.Addresses {
+	for i, a := range addresses {
 		b.Queue(`
 			INSERT INTO contacts.contact_addresses (tenant_id, id, contact_id, position, address_type, is_primary, line1, line2,
 				city, state_province, postal_code, postal_key, country)
-			VALUES ($1, coalesce($2, nextval(pg_get_serial_sequence('contacts.contact_addresses', 'id'))), $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 			ON CONFLICT (tenant_id, contact_id, id) DO UPDATE SET position = excluded.position, address_type = excluded.address_type,
 				is_primary = excluded.is_primary, line1 = excluded.line1, line2 = excluded.line2, city = excluded.city,
 				state_province = excluded.state_province, postal_code = excluded.postal_code, postal_key = excluded.postal_key,
 				country = excluded.country`,
-			tenant, optionalID(a.ID), id, i, a.Type, a.IsPrimary, a.Line1, nullable(a.Line2), nullable(a.City),
+			tenant, a.ID, id, i, a.Type, a.IsPrimary, a.Line1, nullable(a.Line2), nullable(a.City),
 			nullable(a.StateProvince), nullable(a.PostalCode), nullable(a.PostalKey), nullable(a.Country))
 	}
 	for _, r := range f.Relationships {
@@ -487,11 +525,17 @@ func writeRows(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, id int64, f Fie
 	return tx.SendBatch(ctx, b).Close()
 }
 
-func optionalID(id int64) *int64 {
-	if id == 0 {
+// assignID gives a new row (id 0) the next id of r.
+func assignID(id *int64, r *counter.Reservation) error {
+	if *id != 0 {
 		return nil
 	}
-	return &id
+	n, err := r.Next()
+	if err != nil {
+		return err
+	}
+	*id = n
+	return nil
 }
 
 func phoneIDs(rows []Phone) []int64 {

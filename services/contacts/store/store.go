@@ -16,16 +16,21 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/almoner/almoner/pkg/counter"
 	"github.com/almoner/almoner/pkg/db"
 )
 
 // Store reads and writes the contacts schema.
 type Store struct {
 	pool *pgxpool.Pool
+	// ids numbers contacts and their rows per tenant (ids.go).
+	ids *counter.Counter
 }
 
 // New returns a Store on pool.
-func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+func New(pool *pgxpool.Pool) *Store {
+	return &Store{pool: pool, ids: counter.New(pool, CounterTable, counter.Options{})}
+}
 
 // Pool is the store's pool (for readers of other schemas, such as the
 // audit feed).

@@ -159,11 +159,12 @@ func TestDailyBatchReopens(t *testing.T) {
 }
 
 // TestOrderNumbersUnderConcurrency: orders of one tenant created at once
-// get distinct, increasing numbers with no gap when none fails, every one
-// in the same daily batch, each with its idempotency record completed.
-// Half have an idempotency key (the number is taken before the order's
-// batch) and half none (the order's INSERT takes it); each answer carries
-// the number stored.
+// through one store (one replica) get distinct numbers with no gap when
+// none fails (the store's blocks of the tenant's counter are used up, not
+// skipped), every one in the same daily batch, each with its idempotency
+// record completed. Half have an idempotency key (whose stored answer is
+// rendered with the number) and half none; each answer carries the number
+// stored.
 func TestOrderNumbersUnderConcurrency(t *testing.T) {
 	t.Parallel()
 	s, pool, tenant, fund := newStore(t)

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/almoner/almoner/pkg/audit"
+	"github.com/almoner/almoner/pkg/counter"
 	"github.com/almoner/almoner/pkg/db"
 )
 
@@ -171,12 +172,11 @@ func scanOrder(row pgx.Row) (Order, error) {
 // round trips and locks").
 func (s *Store) CreateOrder(ctx context.Context, n NewOrder, actor string) (Order, error) {
 	day := Day(n.Now)
-	// The number is taken by the order's INSERT itself (number 0: one round
-	// trip fewer) once the tenant's sequence is known to exist, unless an
-	// idempotency record must hold the rendered answer, number included,
-	// before the batch is sent.
+	// The number comes from this process's block of the tenant's numbers
+	// (no round trip but once per block), before the batch: the
+	// idempotency record holds the rendered answer, number included.
 	number := n.Number
-	if _, known := s.numbers.known.Load(n.TenantID); number == 0 && (!known || n.Idempotency != nil) {
+	if number == 0 {
 		var err error
 		if number, err = s.nextOrderNumber(ctx, n.TenantID); err != nil {
 			return Order{}, err
@@ -206,18 +206,25 @@ func (s *Store) CreateOrder(ctx context.Context, n NewOrder, actor string) (Orde
 // transaction that also records the charged period. The batch is locked
 // up front because the runner's transaction holds other locks too.
 //
-// The order's INSERT takes the number on tx (writeOrder with 0), not
-// nextOrderNumber: that would need a second pooled connection while this
-// transaction holds one and its locks, and requests waiting behind those
-// locks with every other connection could then keep it from ever getting
-// one. nextval holds no lock, so API orders of the tenant never wait for
-// the installment. ChargeInstallment makes the sequence before tx.
-func (s *Store) insertOrder(ctx context.Context, tx pgx.Tx, n NewOrder, actor string) (Order, error) {
+// The number comes from number, reserved before tx began
+// (ChargeInstallment), not from nextOrderNumber: refilling the tenant's
+// block needs a second pooled connection while this transaction holds one
+// and its locks, and requests waiting behind those locks with every other
+// connection could then keep it from ever getting one. The counter row is
+// never locked by tx, so API orders of the tenant never wait for the
+// installment.
+func (s *Store) insertOrder(ctx context.Context, tx pgx.Tx, n NewOrder, number *counter.Reservation, actor string) (Order, error) {
 	batchID, err := attachBatch(ctx, tx, n.TenantID, n.RequestedBatch, Day(n.Now), actor)
 	if err != nil {
 		return Order{}, err
 	}
-	o, err := writeOrder(ctx, tx, n, batchID, 0, actor)
+	num := n.Number
+	if num == 0 {
+		if num, err = number.Next(); err != nil {
+			return Order{}, err
+		}
+	}
+	o, err := writeOrder(ctx, tx, n, batchID, num, actor)
 	if errors.Is(err, errBatchNotOpen) {
 		// attachBatch holds a key-share lock, so the batch cannot have
 		// closed since; kept for completeness.
@@ -238,8 +245,7 @@ type batchSender interface {
 
 // writeOrder sends the order with everything it writes as one batch on
 // q: one round trip whatever the number of lines, payments, schedules and
-// audit rows. A number of 0 is taken from the tenant's sequence by the
-// order's INSERT (the sequence must exist). Every failure is an error of a
+// audit rows, the order numbered number. Every failure is an error of a
 // statement, which aborts the whole batch, so nothing of it stays when one
 // statement fails, whether q is the pool's implicit transaction or the
 // caller's. The order row goes first and takes a key-share lock on its
@@ -267,23 +273,16 @@ func writeOrder(ctx context.Context, q batchSender, n NewOrder, batchID uuid.UUI
 		}
 	}
 	b := &pgx.Batch{}
-	var given *int64
-	if number != 0 {
-		given = &number
-	}
 	// A batch that is not open makes the subquery NULL and the NOT NULL
-	// batch_id fails the statement (errBatchNotOpen below). COALESCE
-	// evaluates nextval only when no number was given.
+	// batch_id fails the statement (errBatchNotOpen below).
 	b.Queue(`INSERT INTO orders.orders (tenant_id, id, order_number, contact_id, status, currency,
 			donation_subtotal_minor, item_subtotal_minor, total_minor, deductible_minor, has_donations, has_items, batch_id, schedule_id,
 			schedule_ids, billing_address, shipping_address, notes, created_at, updated_at)
-		VALUES ($1, $2, COALESCE($3::bigint, nextval($20::text::regclass)), $4, $5, $6, $7, $8, $9, $10, $11, $12,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
 			(SELECT id FROM orders.batches WHERE tenant_id = $1 AND id = $13 AND state = 'Open' FOR KEY SHARE),
-			$14, $15, $16, $17, $18, $19, $19)
-		RETURNING order_number`,
-		o.TenantID, o.ID, given, o.ContactID, o.Status, o.Currency, o.DonationSubtotalMinor, o.ItemSubtotalMinor, o.TotalMinor,
-		o.DeductibleMinor, len(o.Donations) > 0, len(o.Items) > 0, o.BatchID, o.ScheduleID, o.ScheduleIDs, o.Billing, o.Shipping, o.Notes, o.CreatedAt,
-		sequenceName(o.TenantID))
+			$14, $15, $16, $17, $18, $19, $19)`,
+		o.TenantID, o.ID, number, o.ContactID, o.Status, o.Currency, o.DonationSubtotalMinor, o.ItemSubtotalMinor, o.TotalMinor,
+		o.DeductibleMinor, len(o.Donations) > 0, len(o.Items) > 0, o.BatchID, o.ScheduleID, o.ScheduleIDs, o.Billing, o.Shipping, o.Notes, o.CreatedAt)
 	for i, d := range o.Donations {
 		b.Queue(`INSERT INTO orders.order_donations (tenant_id, order_id, id, position, fund_id, fund_name, amount_minor, is_tax_deductible, campaign_id, appeal_id, tribute)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
@@ -338,13 +337,7 @@ func writeOrder(ctx context.Context, q batchSender, n NewOrder, batchID uuid.UUI
 	}
 	br := q.SendBatch(ctx, b)
 	for i := range b.Len() {
-		var err error
-		if i == 0 {
-			err = br.QueryRow().Scan(&o.OrderNumber)
-		} else {
-			_, err = br.Exec()
-		}
-		if err != nil {
+		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
 			var pe *pgconn.PgError
 			switch {

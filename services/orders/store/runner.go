@@ -60,13 +60,17 @@ const MaxAttempts = 3
 func (s *Store) ChargeInstallment(ctx context.Context, tenantID, id uuid.UUID, today time.Time,
 	charge func(sc Schedule, period time.Time, attempt int32) (Outcome, error)) (bool, error) {
 	recorded := false
-	// The installment's number is taken inside the transaction below; a
-	// missing sequence there would abort it, so make it first (a tenant
-	// with a schedule has had an order, so it nearly always exists).
-	if err := s.ensureNumbers(ctx, tenantID); err != nil {
+	// The installment's number is set aside before the transaction, which
+	// must not ask the pool for a second connection (insertOrder), and
+	// goes back when the transaction records no order (the schedule taken
+	// by another runner or no longer due, a decline, a failure before the
+	// order's statement).
+	number, err := s.reserveNumber(ctx, tenantID)
+	if err != nil {
 		return false, err
 	}
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+	defer number.Release()
+	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		sc, err := scanSchedule(tx.QueryRow(ctx, `SELECT `+scheduleColumns+` FROM orders.recurring_donations
 			WHERE tenant_id = $1 AND id = $2 AND status = 'active' AND coalesce(retry_on, next_charge_date) <= $3
 			FOR UPDATE SKIP LOCKED`, tenantID, id, today))
@@ -113,7 +117,7 @@ func (s *Store) ChargeInstallment(ctx context.Context, tenantID, id uuid.UUID, t
 			return audit.Record(ctx, tx, audit.Entry{TenantID: tenant, EntityType: EntityRecurringDonation, EntityID: id.String(), Action: audit.Updated,
 				Changes: changes, Actor: "system"})
 		}
-		o, err := s.insertOrder(ctx, tx, *out.Order, "system")
+		o, err := s.insertOrder(ctx, tx, *out.Order, number, "system")
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/almoner/almoner/pkg/counter"
 )
 
 // Store reads and writes the orders schema.
@@ -16,13 +18,12 @@ type Store struct {
 	pool *pgxpool.Pool
 	// daily remembers each tenant's open daily batch (batches.go).
 	daily dailyBatches
-	// numbers remembers the tenants whose order-number sequence exists
-	// (numbers.go).
-	numbers numberSequences
+	// numbers hands out each tenant's order numbers (numbers.go).
+	numbers *counter.Counter
 }
 
 // New returns a Store on pool.
-func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool, numbers: newNumbers(pool)} }
 
 // Pool is the store's pool, for tests and tools.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
