@@ -169,13 +169,62 @@ func TestOnlyTheGatewayIsExposed(t *testing.T) {
 		var np networkingv1.NetworkPolicy
 		strict(t, o, &np)
 		for _, rule := range np.Spec.Ingress {
-			if len(rule.From) == 0 && np.Name != "almoner-gateway-ingress" {
+			if len(rule.From) == 0 {
 				for _, p := range rule.Ports {
-					if p.Port.IntValue() != 9464 {
+					// Anyone may reach the API and the metrics port
+					// (which no Service routes to); services' gRPC only
+					// Almoner's pods.
+					if port := p.Port.IntValue(); port != 9464 && (port != 8080 || np.Name != "almoner-gateway-ingress") {
 						t.Errorf("%s admits outside traffic to port %s", np.Name, p.Port.String())
 					}
 				}
 			}
 		}
+	}
+}
+
+// TestMetricsOnTheirOwnPort: every Deployment, the gateway's included,
+// serves /metrics on ALMONER_METRICS_ADDR=:9464, a container port named
+// metrics that the scrape annotations name, and no Service exposes it:
+// never the API port, where /metrics is a 404.
+func TestMetricsOnTheirOwnPort(t *testing.T) {
+	deployments := 0
+	for _, o := range render(t, "production") {
+		switch o["kind"] {
+		case "Deployment":
+			deployments++
+			var d appsv1.Deployment
+			strict(t, o, &d)
+			ann := d.Spec.Template.Annotations
+			if ann["prometheus.io/scrape"] != "true" || ann["prometheus.io/port"] != "9464" ||
+				(ann["prometheus.io/path"] != "" && ann["prometheus.io/path"] != "/metrics") {
+				t.Errorf("%s: scrape annotations %v", d.Name, ann)
+			}
+			for _, c := range d.Spec.Template.Spec.Containers {
+				addr := ""
+				for _, e := range c.Env {
+					if e.Name == "ALMONER_METRICS_ADDR" {
+						addr = e.Value
+					}
+				}
+				if addr != ":9464" {
+					t.Errorf("%s/%s: ALMONER_METRICS_ADDR = %q, want :9464 (the default listens on loopback only)", d.Name, c.Name, addr)
+				}
+				if !slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "metrics" && p.ContainerPort == 9464 }) {
+					t.Errorf("%s/%s: no container port metrics 9464", d.Name, c.Name)
+				}
+			}
+		case "Service":
+			var s corev1.Service
+			strict(t, o, &s)
+			for _, p := range s.Spec.Ports {
+				if p.Port == 9464 || p.TargetPort.String() == "metrics" || p.TargetPort.IntValue() == 9464 {
+					t.Errorf("Service %s exposes the metrics port", s.Name)
+				}
+			}
+		}
+	}
+	if deployments != 1+len(services) {
+		t.Errorf("%d Deployments", deployments)
 	}
 }

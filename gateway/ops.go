@@ -4,24 +4,26 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/almoner/almoner/pkg/telemetry"
 )
 
-// opsHandler serves the operational endpoints (/healthz, /readyz,
-// /metrics) ahead of the API, without authentication: they carry no tenant
-// data. Everything else goes to next.
+// opsHandler serves the probes' endpoints (/healthz, /readyz) ahead of the
+// API, without authentication: they carry no tenant data. /metrics is not
+// among them: platform-wide volumes and the build are for operators, so
+// every process serves them on its own listener (ALMONER_METRICS_ADDR),
+// and on this port /metrics is an unknown path like any other.
+// Everything else goes to next.
 func (g *Gateway) opsHandler(next http.Handler) http.Handler {
-	metrics := telemetry.MetricsHandler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/healthz":
@@ -29,8 +31,6 @@ func (g *Gateway) opsHandler(next http.Handler) http.Handler {
 			writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
 		case "/readyz":
 			g.ready(w, r)
-		case "/metrics":
-			metrics.ServeHTTP(w, r)
 		default:
 			if !g.docsHandler(w, r) {
 				next.ServeHTTP(w, r)
@@ -90,7 +90,12 @@ type routeKey struct{}
 // (not the raw path, which would make one series per tenant).
 type routeHolder struct{ route string }
 
-// observe records the request's span name, metrics and status.
+// observe records the request's span name, metrics and status. Every
+// label comes from a fixed set, whatever the client sends: the method
+// (methodLabel), the route template or one of a few fixed names, and the
+// status the gateway chose. A label taken from the request itself would
+// let anyone add series, which the registry keeps for the life of the
+// process.
 func (g *Gateway) observe(next http.Handler) http.Handler {
 	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := &routeHolder{route: "unmatched"}
@@ -100,17 +105,34 @@ func (g *Gateway) observe(next http.Handler) http.Handler {
 		route := h.route
 		if route == "unmatched" {
 			switch r.URL.Path {
-			case "/healthz", "/readyz", "/metrics":
+			case "/healthz", "/readyz":
 				route = r.URL.Path
 			}
 		}
-		trace.SpanFromContext(r.Context()).SetName(r.Method + " " + route)
-		telemetry.HTTPRequests.WithLabelValues(route, r.Method, strconv.Itoa(sw.status)).Inc()
-		telemetry.HTTPDuration.WithLabelValues(route, r.Method).Observe(time.Since(start).Seconds())
+		method := methodLabel(r.Method)
+		trace.SpanFromContext(r.Context()).SetName(method + " " + route)
+		telemetry.HTTPRequests.WithLabelValues(route, method, strconv.Itoa(sw.status)).Inc()
+		telemetry.HTTPDuration.WithLabelValues(route, method).Observe(time.Since(start).Seconds())
 	})
-	return otelhttp.NewHandler(inner, "gateway", otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
-		return r.Method
-	}))
+	return otelhttp.NewHandler(inner, "gateway",
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return methodLabel(r.Method) }),
+		// otelhttp's own metrics would be labelled with the client's Host
+		// header (server.address), another value anyone can vary; the
+		// Prometheus metrics above are the gateway's. Explicitly no-op, so
+		// that a global meter provider set later cannot turn them on.
+		otelhttp.WithMeterProvider(noop.NewMeterProvider()))
+}
+
+// methodLabel names a request method for metrics and span names: the
+// methods of RFC 9110 and PATCH by name, anything else (any token a client
+// makes up, of any length) as OTHER.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return m
+	}
+	return "OTHER"
 }
 
 // noteRoute records the matched route template for observe.

@@ -35,9 +35,11 @@ for s in $services; do
   echo "split: $s on ${!var} (metrics 127.0.0.1:$metrics, log .data/split/$s.log)"
   metrics=$((metrics + 1))
 done
-ALMONER_HTTP_ADDR=${ALMONER_HTTP_ADDR:-:8080} ./bin/almoner serve --target=gateway >".data/split/gateway.log" 2>&1 &
+# The gateway's /metrics is on its own listener too, never on the API port.
+ALMONER_HTTP_ADDR=${ALMONER_HTTP_ADDR:-:8080} ALMONER_METRICS_ADDR=127.0.0.1:$metrics \
+  ./bin/almoner serve --target=gateway >".data/split/gateway.log" 2>&1 &
 pids+=($!)
-echo "split: gateway on ${ALMONER_HTTP_ADDR:-:8080} (log .data/split/gateway.log)"
+echo "split: gateway on ${ALMONER_HTTP_ADDR:-:8080} (metrics 127.0.0.1:$metrics, log .data/split/gateway.log)"
 echo "split: create a tenant with: ./bin/almoner admin tenant create --name Demo --auth-addr=\$ALMONER_AUTH_ADDR"
 wait -n "${pids[@]}"
 echo "split: a process exited; stopping the others" >&2

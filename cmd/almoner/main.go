@@ -29,7 +29,6 @@ import (
 	"github.com/almoner/almoner/cmd/almoner/internal/app"
 	"github.com/almoner/almoner/pkg/config"
 	"github.com/almoner/almoner/pkg/db"
-	"github.com/almoner/almoner/pkg/service"
 	"github.com/almoner/almoner/pkg/telemetry"
 )
 
@@ -138,13 +137,8 @@ func serve(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	logger.Info("almoner serving", "targets", *target, "http_addr", a.HTTPAddr(), "grpc_addr", a.GRPCAddr(), "environment", cfg.Environment)
-	if a.HTTPAddr() == "" {
-		// No gateway here to serve /metrics: serve it on its own port.
-		if addr := config.String("ALMONER_METRICS_ADDR", "127.0.0.1:9464"); addr != "off" {
-			go service.ServeMetrics(ctx, addr, logger)
-		}
-	}
+	logger.Info("almoner serving", "targets", *target, "http_addr", a.HTTPAddr(), "grpc_addr", a.GRPCAddr(),
+		"metrics_addr", a.MetricsAddr(), "environment", cfg.Environment)
 	if addr := config.String("ALMONER_DEBUG_ADDR", ""); addr != "" {
 		// net/http/pprof registers on the default mux, which serves only
 		// this separate, operator-only listener.

@@ -129,7 +129,7 @@ func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(),
 		"ALMONER_TEST_RUN_MAIN="+strings.Join([]string{"serve", "--http-addr=" + httpAddr, "--grpc-addr=" + grpcAddr}, "\x1f"),
-		"DATABASE_URL="+dbURL, "ALMONER_MIGRATE=false")
+		"DATABASE_URL="+dbURL, "ALMONER_MIGRATE=false", "ALMONER_METRICS_ADDR=off")
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
@@ -208,5 +208,55 @@ func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 	// New connections are refused once it has gone.
 	if _, err := http.Get("http://" + httpAddr + "/"); err == nil {
 		t.Error("server still accepts connections")
+	}
+}
+
+// TestServeMetricsOnItsOwnListener runs `almoner serve --target=gateway`
+// as an operator would: /metrics answers on ALMONER_METRICS_ADDR and is a
+// 404 on the API port, where the probes' /healthz stays.
+func TestServeMetricsOnItsOwnListener(t *testing.T) {
+	t.Parallel()
+	httpAddr, metricsAddr := apptest.FreeAddr(t), apptest.FreeAddr(t)
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(),
+		"ALMONER_TEST_RUN_MAIN="+strings.Join([]string{"serve", "--target=gateway", "--http-addr=" + httpAddr}, "\x1f"),
+		// The gateway dials lazily: no auth service is needed to start.
+		"ALMONER_AUTH_ADDR=127.0.0.1:1", "ALMONER_METRICS_ADDR="+metricsAddr)
+	var logs apptest.SyncBuffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	get := func(url string) (int, string) {
+		resp, err := http.Get(url)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if code, _ := get("http://" + httpAddr + "/healthz"); code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server did not come up: %s", logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code, body := get("http://" + metricsAddr + "/metrics"); code != http.StatusOK || !strings.Contains(body, "go_goroutines") {
+		t.Errorf("/metrics on ALMONER_METRICS_ADDR: %d %.200s", code, body)
+	}
+	if code, body := get("http://" + httpAddr + "/metrics"); code != http.StatusNotFound || strings.Contains(body, "go_goroutines") {
+		t.Errorf("/metrics on the API port: %d %.200s", code, body)
+	}
+	if !strings.Contains(logs.String(), `"metrics_addr":"`+metricsAddr+`"`) {
+		t.Errorf("the start-up line does not name the metrics address: %s", logs.String())
 	}
 }

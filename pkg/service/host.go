@@ -284,8 +284,9 @@ func runMain(m Module, logger *slog.Logger) error {
 	return h.Stop(shutdown)
 }
 
-// ServeMetrics serves /metrics (Prometheus) on addr until ctx ends; for
-// processes without the gateway, whose own listener serves it.
+// ServeMetrics serves /metrics (Prometheus) on addr until ctx ends: the
+// listener of a single-service binary (cmd/<service>). `almoner serve`
+// processes serve theirs from cmd/almoner's app, gateway included.
 func ServeMetrics(ctx context.Context, addr string, logger *slog.Logger) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", telemetry.MetricsHandler())

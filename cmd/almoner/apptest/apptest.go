@@ -38,6 +38,11 @@ import (
 type Cluster struct {
 	// URL is the gateway's base URL, e.g. http://127.0.0.1:41234.
 	URL string
+	// MetricsURL is the gateway process's /metrics, on its own listener
+	// (ALMONER_METRICS_ADDR), e.g. http://127.0.0.1:41235/metrics. Every
+	// process of a split cluster has one; in a test binary they all show
+	// the same registry.
+	MetricsURL string
 	// GRPCAddr is the auth service's gRPC address (in one-process mode,
 	// every service's); see ServiceAddr.
 	GRPCAddr string
@@ -123,10 +128,13 @@ func Start(t testing.TB, opts Options) *Cluster {
 	logger := slog.New(telemetry.LogHandler(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	ctx := context.Background()
 	cfg := app.Config{
-		Targets:       []string{"all"},
-		DatabaseURL:   dbURL,
-		HTTPAddr:      "127.0.0.1:0",
-		GRPCAddr:      "127.0.0.1:0",
+		Targets:     []string{"all"},
+		DatabaseURL: dbURL,
+		HTTPAddr:    "127.0.0.1:0",
+		GRPCAddr:    "127.0.0.1:0",
+		// A port of its own per process, picked when it listens, as
+		// ALMONER_METRICS_ADDR gives each process of a deployment.
+		MetricsAddr:   "127.0.0.1:0",
 		Environment:   opts.Environment,
 		ErrorsBaseURL: "/errors",
 		Migrate:       opts.DatabaseURL != "",
@@ -184,6 +192,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 	}
 	c := &Cluster{
 		URL:         "http://" + gw.HTTPAddr(),
+		MetricsURL:  "http://" + gw.MetricsAddr() + "/metrics",
 		GRPCAddr:    addrs["auth"],
 		DatabaseURL: dbURL,
 		Admin:       authv1.NewTenantAdminServiceClient(conn),

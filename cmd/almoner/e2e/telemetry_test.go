@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -89,7 +90,12 @@ func TestOperationalEndpoints(t *testing.T) {
 	if checks["auth"] != "SERVING" {
 		t.Errorf("readyz = %v", ready)
 	}
-	metrics := string(c.Do(t, "GET", "/metrics", "", nil).Expect(t, http.StatusOK).Body)
+	// /metrics is the operators', on the process's own listener: on the
+	// API port it is an unknown path.
+	if r := c.Do(t, "GET", "/metrics", "", nil).Expect(t, http.StatusNotFound); strings.Contains(string(r.Body), "go_goroutines") {
+		t.Errorf("/metrics on the API port: %s", r.Body)
+	}
+	metrics := scrape(t, c)
 	for _, want := range []string{
 		`almoner_http_requests_total{method="GET",route="/api/tenants/{tenant_id}/api-keys",status="200"}`,
 		`almoner_http_request_duration_seconds_bucket{method="GET",route="/api/tenants/{tenant_id}/api-keys"`,
@@ -101,4 +107,19 @@ func TestOperationalEndpoints(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
+}
+
+// scrape reads the cluster's /metrics from its metrics listener.
+func scrape(t *testing.T, c *apptest.Cluster) string {
+	t.Helper()
+	resp, err := c.HTTP.Get(c.MetricsURL)
+	if err != nil {
+		t.Fatalf("scrape %s: %v", c.MetricsURL, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("scrape %s: %d %v", c.MetricsURL, resp.StatusCode, err)
+	}
+	return string(b)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/almoner/almoner/pkg/ratelimit"
 	"github.com/almoner/almoner/pkg/secretbox"
 	"github.com/almoner/almoner/pkg/service"
+	"github.com/almoner/almoner/pkg/telemetry"
 	"github.com/almoner/almoner/services/auth"
 	"github.com/almoner/almoner/services/contacts"
 	"github.com/almoner/almoner/services/inventory"
@@ -55,10 +56,14 @@ func Targets() []string {
 // Config configures a process.
 type Config struct {
 	// Targets: "all", "gateway", or service names.
-	Targets       []string
-	DatabaseURL   string
-	HTTPAddr      string
-	GRPCAddr      string
+	Targets     []string
+	DatabaseURL string
+	HTTPAddr    string
+	GRPCAddr    string
+	// MetricsAddr is where this process serves /metrics
+	// (ALMONER_METRICS_ADDR), on a listener of its own: never on the API
+	// port, which anyone can reach. "" or "off" serves none.
+	MetricsAddr   string
 	Environment   string
 	ErrorsBaseURL string
 	Migrate       bool
@@ -82,6 +87,7 @@ func FromEnv() (Config, error) {
 		DatabaseURL:   config.String("DATABASE_URL", ""),
 		HTTPAddr:      config.String("ALMONER_HTTP_ADDR", ":8080"),
 		GRPCAddr:      config.String("ALMONER_GRPC_ADDR", "127.0.0.1:9090"),
+		MetricsAddr:   config.String("ALMONER_METRICS_ADDR", DefaultMetricsAddr),
 		Environment:   config.String("ALMONER_ENVIRONMENT", "sandbox"),
 		ErrorsBaseURL: config.String("ALMONER_ERRORS_BASE_URL", "/errors"),
 		Migrate:       migrate,
@@ -95,14 +101,21 @@ func FromEnv() (Config, error) {
 	return cfg, nil
 }
 
+// DefaultMetricsAddr is where /metrics is served unless
+// ALMONER_METRICS_ADDR says otherwise: loopback only, so that nothing
+// outside the machine (or the pod) reads it until an operator opens it.
+const DefaultMetricsAddr = "127.0.0.1:9464"
+
 // App is a running process.
 type App struct {
-	cfg     Config
-	host    *service.Host
-	gw      *gateway.Gateway
-	httpSrv *http.Server
-	httpLis net.Listener
-	served  chan error
+	cfg        Config
+	host       *service.Host
+	gw         *gateway.Gateway
+	httpSrv    *http.Server
+	httpLis    net.Listener
+	metricsSrv *http.Server
+	metricsLis net.Listener
+	served     chan error
 }
 
 // Start starts what cfg.Targets names.
@@ -172,7 +185,38 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		}
 		go func() { a.served <- a.httpSrv.Serve(a.httpLis) }()
 	}
+	a.serveMetrics()
 	return a, nil
+}
+
+// serveMetrics serves /metrics on cfg.MetricsAddr. A listener that cannot
+// be opened (the port taken by another process on a developer's machine)
+// is logged and the process serves on without metrics: losing the
+// scrape must not take the API down with it, and the scrape target shows
+// as down to whoever watches it.
+func (a *App) serveMetrics() {
+	addr := a.cfg.MetricsAddr
+	if addr == "" || addr == "off" {
+		return
+	}
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		a.cfg.Logger.Error("metrics listener not started: serving without /metrics (ALMONER_METRICS_ADDR; off disables it)",
+			"addr", addr, "error", err.Error())
+		return
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", telemetry.MetricsHandler())
+	a.metricsLis = lis
+	a.metricsSrv = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		ErrorLog:          slog.NewLogLogger(a.cfg.Logger.Handler(), slog.LevelWarn),
+	}
+	a.cfg.Logger.Info("metrics listener", "addr", lis.Addr().String())
+	go func() { _ = a.metricsSrv.Serve(lis) }()
 }
 
 func resolve(targets []string) ([]service.Module, bool, error) {
@@ -278,6 +322,15 @@ func (a *App) HTTPAddr() string {
 	return a.httpLis.Addr().String()
 }
 
+// MetricsAddr is the /metrics listener's address, or "" when there is
+// none.
+func (a *App) MetricsAddr() string {
+	if a.metricsLis == nil {
+		return ""
+	}
+	return a.metricsLis.Addr().String()
+}
+
 // GRPCAddr is the gRPC listener's address, or "".
 func (a *App) GRPCAddr() string {
 	if a.host == nil {
@@ -304,6 +357,11 @@ func (a *App) Stop(ctx context.Context) error {
 	}
 	if err := a.stopHost(ctx); err != nil {
 		errs = append(errs, err)
+	}
+	if a.metricsSrv != nil {
+		// Last, so that the drain above can still be scraped. Scrapes are
+		// short reads of memory: no need to let one finish.
+		_ = a.metricsSrv.Close()
 	}
 	return errors.Join(errs...)
 }

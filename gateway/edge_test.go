@@ -1,0 +1,180 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
+	contactsv1 "github.com/almoner/almoner/pkg/api/almoner/contacts/v1"
+	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
+)
+
+// These tests run requests through the whole gateway (New, ServeHTTP) in
+// front of one fake gRPC upstream standing in for every service.
+
+const (
+	edgeTenant  = "7b0e4c1e-3f7a-4d0e-9a51-1f1e2d3c4b5a"
+	otherTenant = "0d7f3a52-8c1b-4e5f-9a2d-6b4c3e2f1a00"
+	goodKey     = "ak_test_good"
+	keysURL     = "/api/tenants/" + edgeTenant + "/api-keys"
+)
+
+// upstream is every service the edge tests call, recording what arrives.
+type upstream struct {
+	authv1.UnimplementedKeyValidationServiceServer
+	authv1.UnimplementedApiKeyServiceServer
+	contactsv1.UnimplementedContactFormServiceServer
+	ordersv1.UnimplementedProcessorNotificationServiceServer
+
+	mu        sync.Mutex
+	calls     int
+	lastName  string
+	lastEvent []byte
+}
+
+func (u *upstream) ValidateKey(_ context.Context, req *authv1.ValidateKeyRequest) (*authv1.ValidateKeyResponse, error) {
+	if req.GetApiKey() != goodKey {
+		return nil, status.Error(codes.Unauthenticated, "no")
+	}
+	return &authv1.ValidateKeyResponse{TenantId: edgeTenant, KeyId: "k1", KeyPrefix: "ak_test_", Scopes: []string{"api-keys:manage"}}, nil
+}
+
+func (u *upstream) GetValidationEpoch(context.Context, *authv1.GetValidationEpochRequest) (*authv1.GetValidationEpochResponse, error) {
+	return &authv1.GetValidationEpochResponse{Epoch: 1}, nil
+}
+
+func (u *upstream) note(name string, event []byte) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.calls++
+	if name != "" {
+		u.lastName = name
+	}
+	if event != nil {
+		u.lastEvent = event
+	}
+}
+
+func (u *upstream) seen() (int, string, []byte) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.calls, u.lastName, u.lastEvent
+}
+
+func (u *upstream) ListApiKeys(context.Context, *authv1.ListApiKeysRequest) (*authv1.ListApiKeysResponse, error) {
+	u.note("", nil)
+	return &authv1.ListApiKeysResponse{}, nil
+}
+
+func (u *upstream) CreateApiKey(_ context.Context, req *authv1.CreateApiKeyRequest) (*authv1.CreateApiKeyResponse, error) {
+	u.note(req.GetName(), nil)
+	return &authv1.CreateApiKeyResponse{}, nil
+}
+
+func (u *upstream) CreateContactFormSubmission(_ context.Context, req *contactsv1.CreateContactFormSubmissionRequest) (*contactsv1.CreateContactFormSubmissionResponse, error) {
+	u.note(req.GetName(), nil)
+	return &contactsv1.CreateContactFormSubmissionResponse{}, nil
+}
+
+func (u *upstream) ReceiveStripeEvent(_ context.Context, req *ordersv1.ReceiveStripeEventRequest) (*ordersv1.ReceiveStripeEventResponse, error) {
+	u.note("", req.GetPayload())
+	return &ordersv1.ReceiveStripeEventResponse{Received: true}, nil
+}
+
+// startEdge starts the fake upstream and a gateway routing every service
+// to it, configured by cfg (Upstreams and Logger are filled in).
+func startEdge(t *testing.T, cfg Config) (*Gateway, *upstream) {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &upstream{}
+	srv := grpc.NewServer()
+	authv1.RegisterKeyValidationServiceServer(srv, u)
+	authv1.RegisterApiKeyServiceServer(srv, u)
+	contactsv1.RegisterContactFormServiceServer(srv, u)
+	ordersv1.RegisterProcessorNotificationServiceServer(srv, u)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	cfg.Upstreams = map[string]string{}
+	for _, name := range Services() {
+		cfg.Upstreams[name] = lis.Addr().String()
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	g, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	return g, u
+}
+
+// watchedBody is a request body that counts the reads made of it and,
+// when hold is set, blocks its first read until hold is closed (after
+// closing reading, when that is set).
+type watchedBody struct {
+	r       io.Reader
+	reads   atomic.Int64
+	hold    chan struct{}
+	reading chan struct{}
+	once    sync.Once
+}
+
+func newWatchedBody(content string) *watchedBody { return &watchedBody{r: strings.NewReader(content)} }
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	b.reads.Add(1)
+	if b.hold != nil {
+		b.once.Do(func() {
+			if b.reading != nil {
+				close(b.reading)
+			}
+			<-b.hold
+		})
+	}
+	return b.r.Read(p)
+}
+
+func (b *watchedBody) Close() error { return nil }
+
+// request builds a request with body as its body and contentLength as its
+// declared length (-1: unknown, as chunked).
+func request(method, path, key, contentType string, body io.ReadCloser, contentLength int64) *http.Request {
+	r := httptest.NewRequest(method, path, nil)
+	if body != nil {
+		r.Body, r.ContentLength = body, contentLength
+	}
+	if key != "" {
+		r.Header.Set("X-Api-Key", key)
+	}
+	if contentType != "" {
+		r.Header.Set("Content-Type", contentType)
+	}
+	return r
+}
+
+func serve(g *Gateway, r *http.Request) *httptest.ResponseRecorder {
+	w := httptest.NewRecorder()
+	g.ServeHTTP(w, r)
+	return w
+}
+
+// errReader fails every read, as a client that went away.
+type errReader struct{}
+
+func (errReader) Read([]byte) (int, error) { return 0, errors.New("connection reset") }
+func (errReader) Close() error             { return nil }
