@@ -45,6 +45,14 @@ func (codec) Unmarshal(data []byte, v any) error {
 
 func (c codec) NewDecoder(r io.Reader) runtime.Decoder {
 	return runtime.DecoderFunc(func(v any) error {
+		if b, ok := r.(*bufferedBody); ok {
+			// admitBody read the body already: decode those bytes rather
+			// than a second copy, so a body in flight takes what the body
+			// budget counts and no more.
+			data := b.unread()
+			_, _ = b.Seek(0, io.SeekEnd)
+			return c.Unmarshal(data, v)
+		}
 		data, err := io.ReadAll(r)
 		if err != nil {
 			return err

@@ -7,14 +7,17 @@
 // answered from the gateway's epoch-leased cache of successes), a
 // tenant in the path that is not the key's answers 404, and the principal
 // travels to the service in gRPC metadata. Services check scopes themselves.
+//
+// No body is read before that: a request's body is read only once its key
+// and tenant are accepted (or its route is public) and its path and method
+// match a route, within a per-request limit and a budget for all bodies
+// held at once (body.go). docs/gateway.md describes the order of checks.
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -51,6 +54,11 @@ type Config struct {
 	ErrorsBaseURL string
 	// MaxBodyBytes limits request bodies; DefaultMaxBodyBytes by default.
 	MaxBodyBytes int64
+	// BodyMemoryBytes bounds the bytes of all request bodies held at once
+	// (ALMONER_BODY_MEMORY_BYTES); DefaultBodyMemoryBytes by default. It
+	// must hold at least one body of MaxBodyBytes. Routes without an API
+	// key may hold a quarter of it.
+	BodyMemoryBytes int64
 	// Logger receives one line per failed request.
 	Logger *slog.Logger
 	// TrustedProxies are the peers (load balancers, ingress) whose
@@ -70,6 +78,7 @@ type Gateway struct {
 	problems problem.Renderer
 	logger   *slog.Logger
 	handler  http.Handler
+	budget   *bodyBudget
 }
 
 type principalKey struct{}
@@ -78,6 +87,12 @@ type principalKey struct{}
 func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.BodyMemoryBytes <= 0 {
+		cfg.BodyMemoryBytes = DefaultBodyMemoryBytes
+	}
+	if cfg.BodyMemoryBytes < cfg.MaxBodyBytes {
+		return nil, fmt.Errorf("gateway: the body budget (%d bytes) cannot hold one body of the largest size (%d bytes)", cfg.BodyMemoryBytes, cfg.MaxBodyBytes)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -90,6 +105,7 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		conns:    map[string]*grpc.ClientConn{},
 		problems: problem.Renderer{BaseURL: cfg.ErrorsBaseURL},
 		logger:   cfg.Logger,
+		budget:   newBodyBudget(cfg.BodyMemoryBytes, cfg.MaxBodyBytes),
 	}
 	g.mux = runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, bodyCodec{&runtime.HTTPBodyMarshaler{Marshaler: codec{}}}),
@@ -103,6 +119,11 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		runtime.WithStreamErrorHandler(g.streamError),
 		runtime.WithRoutingErrorHandler(g.handleRoutingError),
 		runtime.WithWriteContentLength(),
+		runtime.WithMiddlewares(g.routed),
+		// Otherwise a form-encoded POST to a GET route would run the GET
+		// (and X-HTTP-Method-Override could make it any method): every
+		// route answers its own method only, and a body must be JSON.
+		runtime.WithDisablePathLengthFallback(),
 	)
 	for name, addr := range cfg.Upstreams {
 		regs, ok := registry[name]
@@ -137,7 +158,7 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		defer close(g.keysDone)
 		g.keys.run(keysCtx)
 	}()
-	g.handler = g.observe(g.recoverPanics(g.withTrace(g.opsHandler(g.limitBody(http.HandlerFunc(g.route))))))
+	g.handler = g.observe(g.recoverPanics(g.withTrace(g.opsHandler(http.HandlerFunc(g.route)))))
 	return g, nil
 }
 
@@ -180,14 +201,16 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request) {
 	g.mux.ServeHTTP(sw, r)
 }
 
-// authenticate validates X-Api-Key and checks the tenant in the path. It
-// writes the response and returns false when the request must stop.
+// authenticate validates X-Api-Key and checks the tenant in the path, from
+// the headers and the path alone: the body is not read yet. It writes the
+// response and returns false when the request must stop.
 func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
 	// ValidateKey runs even without a header, so that a missing key takes
 	// the same path (and about the same time) as a wrong one. Only
 	// successes are cached, so every failure still takes that path.
 	resp, err := g.keys.Validate(r.Context(), r.Header.Get("X-Api-Key"))
 	if err != nil {
+		closeUnread(w, r)
 		if status.Code(err) == codes.Unauthenticated {
 			g.writeUnauthorized(w)
 			return r, false
@@ -199,6 +222,7 @@ func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request) (*http.Re
 	pathTenant, perr := uuid.Parse(tid)
 	keyTenant, kerr := uuid.Parse(resp.GetTenantId())
 	if perr != nil || kerr != nil || pathTenant != keyTenant {
+		closeUnread(w, r)
 		g.writeProblem(w, r, g.problems.New(problem.CategoryNotFound, http.StatusNotFound, "Not Found"))
 		return r, false
 	}
@@ -321,10 +345,18 @@ func (g *Gateway) handleError(ctx context.Context, _ *runtime.ServeMux, _ runtim
 	g.writeProblem(w, r, d)
 }
 
-func (g *Gateway) handleRoutingError(ctx context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, httpStatus int) {
+// handleRoutingError answers a request no route matched, before its body
+// is read.
+func (g *Gateway) handleRoutingError(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, httpStatus int) {
+	if isProbe(r) {
+		// The method is not routed for this path: allowedMethods reads
+		// that from the probe, and no response is wanted.
+		return
+	}
+	closeUnread(w, r)
 	switch httpStatus {
 	case http.StatusMethodNotAllowed:
-		g.writeProblem(w, r, g.problems.New(problem.CategoryMethodNotAllowed, http.StatusMethodNotAllowed, "Method Not Allowed"))
+		g.writeMethodNotAllowed(w, r)
 	case http.StatusBadRequest:
 		d := g.problems.New(problem.CategoryValidation, http.StatusBadRequest, "One or more validation errors occurred.")
 		d.Errors = map[string][]string{"": {"The request path is not valid."}}
@@ -368,42 +400,6 @@ func traceFromParent(tp string) string {
 		}
 	}
 	return parts[1]
-}
-
-// limitBody reads the body up front, at most MaxBodyBytes, and answers 413
-// past that, so that no handler ever sees a partial or oversized body.
-func (g *Gateway) limitBody(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body == nil || r.Body == http.NoBody {
-			next.ServeHTTP(w, r)
-			return
-		}
-		if r.ContentLength > g.cfg.MaxBodyBytes {
-			g.writeTooLarge(w, r)
-			return
-		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, g.cfg.MaxBodyBytes+1))
-		_ = r.Body.Close()
-		if err != nil {
-			d := g.problems.New(problem.CategoryValidation, http.StatusBadRequest, "One or more validation errors occurred.")
-			d.Errors = map[string][]string{"$": {"The request body could not be read."}}
-			g.writeProblem(w, r, d)
-			return
-		}
-		if int64(len(body)) > g.cfg.MaxBodyBytes {
-			g.writeTooLarge(w, r)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
-		next.ServeHTTP(w, r)
-	})
-}
-
-func (g *Gateway) writeTooLarge(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Connection", "close")
-	g.writeProblem(w, r, g.problems.New(problem.CategoryTooLarge, http.StatusRequestEntityTooLarge,
-		fmt.Sprintf("The request body is larger than %d bytes.", g.cfg.MaxBodyBytes)))
 }
 
 // recoverPanics turns a panic in the edge into a sanitized 500.

@@ -32,28 +32,6 @@ func TestPanicBecomesSanitized500(t *testing.T) {
 	}
 }
 
-func TestLimitBody(t *testing.T) {
-	g := testGateway()
-	var seen string
-	h := g.limitBody(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		seen = string(b)
-	}))
-	w := httptest.NewRecorder()
-	h.ServeHTTP(w, httptest.NewRequest("POST", "/", strings.NewReader("0123456789abcdef")))
-	if w.Code != 200 || seen != "0123456789abcdef" {
-		t.Errorf("16 bytes: %d %q", w.Code, seen)
-	}
-	// Without a Content-Length the limit still holds.
-	w = httptest.NewRecorder()
-	req := httptest.NewRequest("POST", "/", io.NopCloser(strings.NewReader("0123456789abcdefX")))
-	req.ContentLength = -1
-	h.ServeHTTP(w, req)
-	if w.Code != http.StatusRequestEntityTooLarge {
-		t.Errorf("17 bytes: %d", w.Code)
-	}
-}
-
 func TestTraceFromParent(t *testing.T) {
 	cases := map[string]string{
 		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01": "4bf92f3577b34da6a3ce929d0e0e4736",

@@ -25,7 +25,7 @@ func (g *Gateway) registerNotifications() error {
 	}
 	client := ordersv1.NewProcessorNotificationServiceClient(conn)
 	return g.mux.HandlePath(http.MethodPost, stripeNotificationPath, func(w http.ResponseWriter, r *http.Request, params map[string]string) {
-		payload, err := io.ReadAll(r.Body) // limitBody bounded it already
+		payload, err := io.ReadAll(r.Body) // admitBody read and bounded it already
 		if err != nil {
 			g.handleError(r.Context(), g.mux, codec{}, w, r, err)
 			return

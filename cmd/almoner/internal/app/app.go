@@ -164,7 +164,13 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 			a.stopHost(ctx)
 			return nil, fmt.Errorf("ALMONER_TRUSTED_PROXIES: %w", terr)
 		}
-		a.gw, err = gateway.New(ctx, gateway.Config{Upstreams: gwUpstreams, ErrorsBaseURL: cfg.ErrorsBaseURL, Logger: cfg.Logger, TrustedProxies: trusted})
+		bodyMemory, berr := cfg.ServiceConfig.Int("ALMONER_BODY_MEMORY_BYTES", gateway.DefaultBodyMemoryBytes)
+		if berr != nil {
+			a.stopHost(ctx)
+			return nil, berr
+		}
+		a.gw, err = gateway.New(ctx, gateway.Config{Upstreams: gwUpstreams, ErrorsBaseURL: cfg.ErrorsBaseURL, Logger: cfg.Logger,
+			TrustedProxies: trusted, BodyMemoryBytes: int64(bodyMemory)})
 		if err != nil {
 			a.stopHost(ctx)
 			return nil, err

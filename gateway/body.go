@@ -1,0 +1,268 @@
+package gateway
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/almoner/almoner/pkg/authctx"
+	"github.com/almoner/almoner/pkg/problem"
+	"github.com/almoner/almoner/pkg/telemetry"
+)
+
+// DefaultBodyMemoryBytes bounds the request bodies one gateway holds at
+// once: 64 MiB, 64 bodies of the largest size. The gateway's container
+// limit is 512 MiB, and a decoded body takes about as much again.
+const DefaultBodyMemoryBytes = 64 << 20
+
+// bodyBudget counts the bytes of request bodies the gateway holds, from
+// the moment a body is admitted until its request is answered, against a
+// total for all requests and a smaller one for public routes (no API
+// key), so that anonymous uploaders, however slow and however many, can
+// hold at most that share and never starve keyed callers. It refuses
+// rather than waits: a refused request answers 503 at once and holds
+// nothing.
+type bodyBudget struct {
+	mu               sync.Mutex
+	total, public    int64
+	used, publicUsed int64
+}
+
+var (
+	bodyBytesHeld = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "almoner_gateway_request_body_bytes_held",
+		Help: "Bytes of request bodies the gateway holds (reserved in its body budget, ALMONER_BODY_MEMORY_BYTES).",
+	})
+	bodyRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "almoner_gateway_request_body_refusals_total",
+		Help: "Requests answered 503 because the body budget was spent, by route access (public: no API key; keyed).",
+	}, []string{"access"})
+)
+
+func init() { telemetry.Register(bodyBytesHeld, bodyRefusals) }
+
+// newBodyBudget returns a budget of total bytes; public routes may hold a
+// quarter of it, but always at least one body of maxBody bytes.
+func newBodyBudget(total, maxBody int64) *bodyBudget {
+	return &bodyBudget{total: total, public: min(total, max(total/4, maxBody))}
+}
+
+// acquire reserves n bytes, or reports false when that would exceed the
+// total or, for a public route, the public share.
+func (b *bodyBudget) acquire(n int64, public bool) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.total || public && b.publicUsed+n > b.public {
+		access := "keyed"
+		if public {
+			access = "public"
+		}
+		bodyRefusals.WithLabelValues(access).Inc()
+		return false
+	}
+	bodyBytesHeld.Add(float64(n))
+	b.used += n
+	if public {
+		b.publicUsed += n
+	}
+	return true
+}
+
+// release returns n bytes reserved with acquire.
+func (b *bodyBudget) release(n int64, public bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	bodyBytesHeld.Sub(float64(n))
+	b.used -= n
+	if public {
+		b.publicUsed -= n
+	}
+}
+
+// inUse reports the bytes held, for tests.
+func (b *bodyBudget) inUse() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
+
+// bufferedBody is a request body read in full by the gateway. The codec
+// decodes its bytes in place instead of copying them again.
+type bufferedBody struct {
+	*bytes.Reader
+	data []byte
+}
+
+func (*bufferedBody) Close() error { return nil }
+
+// unread returns the bytes not yet read, without copying them.
+func (b *bufferedBody) unread() []byte { return b.data[len(b.data)-b.Len():] }
+
+// hasBody reports whether r may carry body bytes: a Content-Length above
+// zero, or a body of unknown length (chunked).
+func hasBody(r *http.Request) bool {
+	return r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
+}
+
+// closeUnread makes the server close the connection after this response
+// when it is sent before r's body was read (or read to the end). Otherwise
+// net/http, to keep the connection, reads and discards up to 256 KiB of
+// what is left once the handler returns, waiting up to the server's read
+// timeout for a client that sent only its headers: work and a connection
+// held for a caller already refused. A read deadline in the past makes
+// that read end at once; Connection: close tells the client why the
+// connection ends.
+func closeUnread(w http.ResponseWriter, r *http.Request) {
+	if !hasBody(r) {
+		return
+	}
+	w.Header().Set("Connection", "close")
+	// Not every writer reaches a connection (tests' recorders): then
+	// there is nothing to stop.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Unix(1, 0))
+}
+
+// jsonMediaType reports whether a Content-Type names JSON:
+// application/json or any application/*+json, in UTF-8 (RFC 8259's only
+// encoding) when it names a charset at all. Stripe's notifications carry
+// "application/json; charset=utf-8".
+func jsonMediaType(contentType string) bool {
+	mt, params, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return false
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return false
+	}
+	sub, ok := strings.CutPrefix(mt, "application/")
+	return ok && (sub == "json" || strings.HasSuffix(sub, "+json"))
+}
+
+// errBodyBudget is readBody's refusal when the budget is spent.
+var errBodyBudget = errors.New("gateway: request body budget exhausted")
+
+// errBodyTooLarge is readBody's refusal of a body over MaxBodyBytes.
+var errBodyTooLarge = errors.New("gateway: request body too large")
+
+// unknownLengthStep is the first reservation for a body of unknown length;
+// each further one doubles what is held, up to MaxBodyBytes.
+const unknownLengthStep = 32 << 10
+
+// readBody reads r's body in full and returns it with the bytes it holds
+// in the budget, which the caller releases once the request is answered.
+// A declared Content-Length is reserved whole before the first byte is
+// read, and one over MaxBodyBytes is refused unread; a body of unknown
+// length is reserved as it grows, and refused at the first byte past the
+// limit.
+func (g *Gateway) readBody(r *http.Request, public bool) ([]byte, int64, error) {
+	limit := g.cfg.MaxBodyBytes
+	if r.ContentLength > limit {
+		return nil, 0, errBodyTooLarge
+	}
+	if r.ContentLength > 0 {
+		if !g.budget.acquire(r.ContentLength, public) {
+			return nil, 0, errBodyBudget
+		}
+		buf := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(r.Body, buf); err != nil {
+			g.budget.release(r.ContentLength, public)
+			return nil, 0, err
+		}
+		return buf, r.ContentLength, nil
+	}
+	var held int64
+	var buf []byte
+	for {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) == limit {
+				// Full at the limit: one more byte makes it too large.
+				var one [1]byte
+				n, err := io.ReadFull(r.Body, one[:])
+				if n > 0 {
+					g.budget.release(held, public)
+					return nil, 0, errBodyTooLarge
+				}
+				if err != io.EOF {
+					g.budget.release(held, public)
+					return nil, 0, err
+				}
+				return buf, held, nil
+			}
+			next := min(max(2*int64(cap(buf)), unknownLengthStep), limit)
+			if !g.budget.acquire(next-held, public) {
+				g.budget.release(held, public)
+				return nil, 0, errBodyBudget
+			}
+			held = next
+			grown := make([]byte, len(buf), next)
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := r.Body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, held, nil
+		}
+		if err != nil {
+			g.budget.release(held, public)
+			return nil, 0, err
+		}
+	}
+}
+
+// admitBody checks and reads the body of a request the mux routed, before
+// its handler runs: so only after the key and the tenant were checked
+// (route) and the path and method matched a route, and never for a
+// request that is refused anyway. It answers 415 for a body that is not
+// JSON, 413 past MaxBodyBytes, 503 when the body budget is spent, and
+// otherwise runs next with the body in memory, holding its budget until
+// next returns.
+func (g *Gateway) admitBody(w http.ResponseWriter, r *http.Request, next func(*http.Request)) {
+	if !hasBody(r) {
+		next(r)
+		return
+	}
+	if !jsonMediaType(r.Header.Get("Content-Type")) {
+		closeUnread(w, r)
+		g.writeProblem(w, r, g.problems.New(problem.CategoryUnsupportedMedia, http.StatusUnsupportedMediaType,
+			"The request body must be JSON: Content-Type application/json."))
+		return
+	}
+	_, keyed := r.Context().Value(principalKey{}).(authctx.Principal)
+	public := !keyed
+	body, held, err := g.readBody(r, public)
+	switch {
+	case errors.Is(err, errBodyTooLarge):
+		closeUnread(w, r)
+		g.writeProblem(w, r, g.problems.New(problem.CategoryTooLarge, http.StatusRequestEntityTooLarge,
+			fmt.Sprintf("The request body is larger than %d bytes.", g.cfg.MaxBodyBytes)))
+		return
+	case errors.Is(err, errBodyBudget):
+		closeUnread(w, r)
+		// problem.Write may set it too; a refusal of this kind must
+		// carry it whatever that does.
+		w.Header().Set("Retry-After", "1")
+		g.writeProblem(w, r, g.problems.New(problem.CategoryUnavailable, http.StatusServiceUnavailable,
+			"The server is receiving too many request bodies at once; retry shortly."))
+		return
+	case err != nil:
+		closeUnread(w, r)
+		d := g.problems.New(problem.CategoryValidation, http.StatusBadRequest, "One or more validation errors occurred.")
+		d.Errors = map[string][]string{"$": {"The request body could not be read."}}
+		g.writeProblem(w, r, d)
+		return
+	}
+	defer g.budget.release(held, public)
+	_ = r.Body.Close()
+	r.Body = &bufferedBody{Reader: bytes.NewReader(body), data: body}
+	r.ContentLength = int64(len(body))
+	next(r)
+}

@@ -1,0 +1,73 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+
+	"github.com/almoner/almoner/pkg/problem"
+)
+
+// routed is the mux's middleware: it runs once a request has matched a
+// route, before the route's handler. A request that only asks which
+// methods its path accepts (allowedMethods) stops here; every other one
+// has its body admitted (admitBody) and goes on.
+func (g *Gateway) routed(next runtime.HandlerFunc) runtime.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, params map[string]string) {
+		if p, ok := r.Context().Value(routeProbeKey{}).(*routeProbe); ok {
+			p.matched = true
+			return
+		}
+		g.admitBody(w, r, func(r *http.Request) { next(w, r, params) })
+	}
+}
+
+type routeProbeKey struct{}
+
+// routeProbe asks the mux whether a method and path match a route.
+type routeProbe struct{ matched bool }
+
+// probeMethods are the methods a 405's Allow header may name: those the
+// gateway's routes use (grpc-gateway routes no HEAD or OPTIONS).
+var probeMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+
+// allowedMethods returns the methods the mux routes for r's path, asking
+// the mux itself (grpc-gateway keeps its routes private): each probe is a
+// copy of r with another method and no body, which routed stops before
+// any handler runs and handleRoutingError answers with nothing. Only a 405
+// pays for it.
+func (g *Gateway) allowedMethods(r *http.Request) []string {
+	var allowed []string
+	for _, m := range probeMethods {
+		p := &routeProbe{}
+		probe := r.Clone(context.WithValue(r.Context(), routeProbeKey{}, p))
+		probe.Method, probe.Header, probe.Body, probe.ContentLength = m, http.Header{}, http.NoBody, 0
+		g.mux.ServeHTTP(discardResponse{}, probe)
+		if p.matched {
+			allowed = append(allowed, m)
+		}
+	}
+	return allowed
+}
+
+// isProbe reports whether r is one of allowedMethods' probes.
+func isProbe(r *http.Request) bool {
+	_, ok := r.Context().Value(routeProbeKey{}).(*routeProbe)
+	return ok
+}
+
+// writeMethodNotAllowed answers 405 naming the path's methods in Allow
+// (RFC 9110 §15.5.6).
+func (g *Gateway) writeMethodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Allow", strings.Join(g.allowedMethods(r), ", "))
+	g.writeProblem(w, r, g.problems.New(problem.CategoryMethodNotAllowed, http.StatusMethodNotAllowed, "Method Not Allowed"))
+}
+
+// discardResponse is where probes' responses (none, normally) go.
+type discardResponse struct{}
+
+func (discardResponse) Header() http.Header         { return http.Header{} }
+func (discardResponse) Write(b []byte) (int, error) { return len(b), nil }
+func (discardResponse) WriteHeader(int)             {}
