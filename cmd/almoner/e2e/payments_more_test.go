@@ -317,10 +317,16 @@ func TestStripeRecurringOffSession(t *testing.T) {
 	}
 	_, visa := schedule("pm_card_visa")
 	_, auth := schedule("pm_card_authenticationRequired")
+	// A schedule with a card of its own that attaches but declines later
+	// (the order itself paid by another card).
+	b := st.cardOrder("Card", "pm_card_mastercard", 10)
+	b["recurringDonations"] = []any{map[string]any{"fundId": st.fund, "amount": 10, "frequency": "monthly",
+		"paymentMethod": "Card", "paymentToken": "pm_card_chargeCustomerFail"}}
+	declining := c.Do(t, "POST", orders, st.tn.Key, b).Expect(t, http.StatusCreated).Map(t)["recurringDonationIds"].([]any)[0].(string)
 	var list []map[string]any
 	c.Do(t, "GET", contactPath(st.tn.ID, int64(st.contactID))+"/payment-methods", st.tn.Key, nil).Expect(t, http.StatusOK).JSON(t, &list)
-	if len(list) != 2 {
-		t.Fatalf("a card schedule saves its card: %d methods, want 2", len(list))
+	if len(list) != 3 {
+		t.Fatalf("a card schedule saves its card: %d methods, want 3", len(list))
 	}
 	withDB(t, c, func(conn *pgx.Conn) {
 		if _, err := conn.Exec(context.Background(), `UPDATE orders.recurring_donations SET next_charge_date = (now() AT TIME ZONE 'UTC')::date
@@ -363,6 +369,14 @@ func TestStripeRecurringOffSession(t *testing.T) {
 	sc := c.Do(t, "GET", tPath(st.tn.ID, "/recurring-donations/", auth), st.tn.Key, nil).Expect(t, http.StatusOK).Map(t)
 	if sc["status"] != "past_due" || sc["failureReason"] != "authentication_required" || sc["failedAttempts"] != 1.0 {
 		t.Errorf("schedule whose card needs authentication = %v", sc)
+	}
+	// A decline is retried on a later day: still active, one attempt made.
+	sc = c.Do(t, "GET", tPath(st.tn.ID, "/recurring-donations/", declining), st.tn.Key, nil).Expect(t, http.StatusOK).Map(t)
+	if sc["status"] != "active" || sc["failureReason"] != "generic_decline" || sc["failedAttempts"] != 1.0 {
+		t.Errorf("schedule whose card declined = %v", sc)
+	}
+	if n := len(installments(declining)); n != 0 {
+		t.Errorf("%d succeeded charges of the declining schedule", n)
 	}
 }
 
