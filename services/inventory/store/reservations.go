@@ -224,78 +224,16 @@ func (s *Store) Release(ctx context.Context, tenantID, orderID uuid.UUID, lineNu
 		if err := lockOrder(ctx, tx, tenantID, orderID); err != nil {
 			return err
 		}
-		var filter []int32
-		if len(lineNumbers) > 0 {
-			filter = lineNumbers
-		}
-		existing, err := readReservations(ctx, tx, tenantID, orderID, filter)
-		if err != nil {
+		var err error
+		if out, err = releaseTargets(ctx, tx, tenantID, orderID, lineNumbers); err != nil {
 			return err
 		}
-		if filter == nil {
-			for _, r := range existing {
-				out = append(out, r)
-			}
-			slices.SortFunc(out, func(a, b Reservation) int { return int(a.LineNumber - b.LineNumber) })
-		} else {
-			seen := map[int32]bool{}
-			for i, n := range filter {
-				r, ok := existing[n]
-				if !ok {
-					return &LineError{Index: i, Reason: ReservationNotFound, LineNumber: n}
-				}
-				if !seen[n] {
-					seen[n] = true
-					out = append(out, r)
-				}
-			}
-		}
-		given := map[uuid.UUID]int64{}
-		var release []int32
-		for i, r := range out {
-			if r.State == StateReleased {
-				out[i].Replayed = true
-				continue
-			}
-			release = append(release, r.LineNumber)
-			if r.StockMoved {
-				given[r.ItemID] += int64(r.Quantity)
-			}
-		}
+		release, given := pendingReleases(out)
 		if len(release) == 0 {
 			return nil
 		}
-		ids := make([]uuid.UUID, 0, len(given))
-		for id := range given {
-			ids = append(ids, id)
-		}
-		locked, err := lockItems(ctx, tx, tenantID, ids)
+		at, err := releaseLines(ctx, tx, tenantID, orderID, release, given, actor)
 		if err != nil {
-			return err
-		}
-		b := &pgx.Batch{}
-		moves, err := queueStockMoves(ctx, b, tenantID, locked, given, +1, actor)
-		if err != nil {
-			return err
-		}
-		b.Queue(`
-			WITH u AS (
-				UPDATE inventory.reservations SET state = 'released', released_at = now()
-				WHERE tenant_id = $1 AND order_id = $2 AND line_number = ANY($3) AND state = 'reserved'
-				RETURNING released_at)
-			SELECT coalesce(max(released_at), now()) FROM u`, tenantID, orderID, release)
-		br := tx.SendBatch(ctx, b)
-		defer br.Close()
-		for range moves {
-			if _, err := br.Exec(); err != nil {
-				return err
-			}
-		}
-		var at time.Time
-		if err := br.QueryRow().Scan(&at); err != nil {
-			return err
-		}
-		if err := br.Close(); err != nil {
 			return err
 		}
 		for i := range out {
@@ -309,6 +247,96 @@ func (s *Store) Release(ctx context.Context, tenantID, orderID uuid.UUID, lineNu
 		return nil, callError("release stock", err)
 	}
 	return out, nil
+}
+
+// releaseTargets reads the reservations a release is about: every line of
+// the order, in line order, or the lines asked for, in the order asked
+// (each once); a line asked for that was never reserved is a LineError.
+func releaseTargets(ctx context.Context, tx pgx.Tx, tenantID, orderID uuid.UUID, lineNumbers []int32) ([]Reservation, error) {
+	var filter []int32
+	if len(lineNumbers) > 0 {
+		filter = lineNumbers
+	}
+	existing, err := readReservations(ctx, tx, tenantID, orderID, filter)
+	if err != nil {
+		return nil, err
+	}
+	var out []Reservation
+	if filter == nil {
+		for _, r := range existing {
+			out = append(out, r)
+		}
+		slices.SortFunc(out, func(a, b Reservation) int { return int(a.LineNumber - b.LineNumber) })
+		return out, nil
+	}
+	seen := map[int32]bool{}
+	for i, n := range filter {
+		r, ok := existing[n]
+		if !ok {
+			return nil, &LineError{Index: i, Reason: ReservationNotFound, LineNumber: n}
+		}
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// pendingReleases marks the lines released before as replayed and returns
+// the lines still to release with the stock each item gets back (only
+// lines whose reservation moved stock give any).
+func pendingReleases(out []Reservation) ([]int32, map[uuid.UUID]int64) {
+	given := map[uuid.UUID]int64{}
+	var release []int32
+	for i, r := range out {
+		if r.State == StateReleased {
+			out[i].Replayed = true
+			continue
+		}
+		release = append(release, r.LineNumber)
+		if r.StockMoved {
+			given[r.ItemID] += int64(r.Quantity)
+		}
+	}
+	return release, given
+}
+
+// releaseLines locks the items getting stock back, then sends their stock
+// moves (with audit rows) and the reservations' release as one batch, and
+// returns when the lines were released.
+func releaseLines(ctx context.Context, tx pgx.Tx, tenantID, orderID uuid.UUID, release []int32, given map[uuid.UUID]int64, actor string) (time.Time, error) {
+	ids := make([]uuid.UUID, 0, len(given))
+	for id := range given {
+		ids = append(ids, id)
+	}
+	locked, err := lockItems(ctx, tx, tenantID, ids)
+	if err != nil {
+		return time.Time{}, err
+	}
+	b := &pgx.Batch{}
+	moves, err := queueStockMoves(ctx, b, tenantID, locked, given, +1, actor)
+	if err != nil {
+		return time.Time{}, err
+	}
+	b.Queue(`
+		WITH u AS (
+			UPDATE inventory.reservations SET state = 'released', released_at = now()
+			WHERE tenant_id = $1 AND order_id = $2 AND line_number = ANY($3) AND state = 'reserved'
+			RETURNING released_at)
+		SELECT coalesce(max(released_at), now()) FROM u`, tenantID, orderID, release)
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	for range moves {
+		if _, err := br.Exec(); err != nil {
+			return time.Time{}, err
+		}
+	}
+	var at time.Time
+	if err := br.QueryRow().Scan(&at); err != nil {
+		return time.Time{}, err
+	}
+	return at, br.Close()
 }
 
 // beginReserve opens the transaction and, in the same round trip, turns
