@@ -358,3 +358,27 @@ func chargeOutsideAlmoner(t *testing.T, fake *stripefake.Server, secretKey strin
 	}
 	return res.Reference
 }
+
+// TestStripeProduction: a production tenant without Stripe cannot take
+// cards (no test processor there); once its live account is connected, its
+// charges go to that account with its live key.
+func TestStripeProduction(t *testing.T) {
+	t.Parallel()
+	fake := stripefake.New()
+	t.Cleanup(fake.Close)
+	c := apptest.Start(t, apptest.Options{Environment: "production", Settings: map[string]string{"ALMONER_STRIPE_API_BASE": fake.URL}})
+	f := newOrderFixture(t, c, "api-access:enabled", "payment-processor:enabled")
+	st := stripeTenant{orderFixture: f}
+	r := c.Do(t, "POST", tPath(f.tn.ID, "/orders"), f.tn.Key, st.cardOrder("Card", "tok_visa", 20)).Expect(t, http.StatusBadRequest)
+	if e := errorsOf(t, r); len(e["Payments[0].PaymentMethod"]) != 1 || !strings.HasPrefix(e["Payments[0].PaymentMethod"][0], "Payment.ProcessorNotConfigured") {
+		t.Errorf("card payment without a processor in production: %v", e)
+	}
+	live := "sk_live_" + traceid.New()[:24]
+	if p := c.SetProcessor(t, f.tn.ID, live, "whsec_"+traceid.New()); p.GetMode() != "live" {
+		t.Fatalf("processor = %v", p)
+	}
+	o := c.Do(t, "POST", tPath(f.tn.ID, "/orders"), f.tn.Key, st.cardOrder("Card", "pm_card_visa", 20)).Expect(t, http.StatusCreated).Map(t)
+	if reqs := chargesOf(fake, o["id"].(string)); len(reqs) != 1 || reqs[0].SecretKey != live {
+		t.Errorf("live charge = %+v", reqs)
+	}
+}
