@@ -116,3 +116,29 @@ func TestStreamInterceptorLogsTraceID(t *testing.T) {
 		}
 	}
 }
+
+// TestFailureLogLevels: the platform's failures are logged at error, the
+// caller's (4xx) at debug, each with the request's trace id.
+func TestFailureLogLevels(t *testing.T) {
+	const id = "0af7651916cd43dd8448eb211c80319c"
+	ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs(traceid.MetadataKey, id))
+	info := &grpc.UnaryServerInfo{FullMethod: "/x.v1.S/M"}
+	for _, tc := range []struct {
+		name  string
+		err   error
+		level string
+	}{
+		{"masked", errors.New("boom"), "ERROR"},
+		{"unavailable", Unavailable("Stock cannot be reserved right now.", errors.New("dial")), "ERROR"},
+		{"not found", NotFound("Order"), "DEBUG"},
+		{"invalid", Invalid(Violation{Field: "Amount", Message: "bad"}), "DEBUG"},
+		{"forbidden", Forbidden("Missing required permission: orders:void"), "DEBUG"},
+	} {
+		var logs strings.Builder
+		logger := slog.New(telemetry.LogHandler(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+		_, _ = UnaryServerInterceptor(logger)(ctx, nil, info, func(context.Context, any) (any, error) { return nil, tc.err })
+		if !strings.Contains(logs.String(), `"level":"`+tc.level+`"`) || !strings.Contains(logs.String(), `"trace_id":"`+id+`"`) {
+			t.Errorf("%s: log %s, want level %s with the trace id", tc.name, logs.String(), tc.level)
+		}
+	}
+}

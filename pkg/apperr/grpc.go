@@ -95,12 +95,23 @@ func UnaryServerInterceptor(logger *slog.Logger) grpc.UnaryServerInterceptor {
 			return resp, nil
 		}
 		st := ToStatus(err)
-		switch st.Code() {
-		case codes.Internal, codes.Unknown, codes.Unavailable:
-			logger.ErrorContext(ctx, "request failed", "method", info.FullMethod, "code", st.Code().String(),
-				"error", err.Error())
-		}
+		logFailure(ctx, logger, "request failed", info.FullMethod, st, err)
 		return nil, st.Err()
+	}
+}
+
+// logFailure logs a failed call at the level its kind deserves, as
+// Zitadel's error mapping does: what the platform got wrong (masked
+// internal errors, unavailable dependencies) at error with the original
+// error, what the caller got wrong (4xx: invalid, not found, forbidden, …)
+// at debug, where an operator turns it on to follow one client's trace id.
+// Both carry the request's context, so the trace id is on the line.
+func logFailure(ctx context.Context, logger *slog.Logger, msg, method string, st *status.Status, err error) {
+	switch st.Code() {
+	case codes.Internal, codes.Unknown, codes.Unavailable, codes.DataLoss:
+		logger.ErrorContext(ctx, msg, "method", method, "code", st.Code().String(), "error", err.Error())
+	default:
+		logger.DebugContext(ctx, msg, "method", method, "code", st.Code().String(), "error", st.Message())
 	}
 }
 
@@ -120,11 +131,7 @@ func StreamServerInterceptor(logger *slog.Logger) grpc.StreamServerInterceptor {
 		}()
 		if err = handler(srv, ss); err != nil {
 			st := ToStatus(err)
-			switch st.Code() {
-			case codes.Internal, codes.Unknown, codes.Unavailable:
-				logger.ErrorContext(ctx, "stream failed", "method", info.FullMethod, "code", st.Code().String(),
-					"error", err.Error())
-			}
+			logFailure(ctx, logger, "stream failed", info.FullMethod, st, err)
 			return st.Err()
 		}
 		return nil

@@ -57,11 +57,11 @@ func (r *Runner) Start() {
 			case <-t.C:
 				ctx, cancel := context.WithTimeout(context.Background(), 10*r.cfg.Interval)
 				if _, err := r.RunOnce(ctx); err != nil {
-					r.logger.ErrorContext(ctx, "recurring charge run", "err", err)
+					r.logger.ErrorContext(ctx, "recurring charge run", "error", err)
 				}
 				// Idempotency records are kept two days: the promise is 24 hours.
 				if _, err := r.s.store.PurgeKeys(ctx, 48*time.Hour); err != nil {
-					r.logger.ErrorContext(ctx, "purge idempotency keys", "err", err)
+					r.logger.ErrorContext(ctx, "purge idempotency keys", "error", err)
 				}
 				cancel()
 			}
@@ -144,7 +144,7 @@ func (r *Runner) charge(ctx context.Context, tenantID, scheduleID uuid.UUID, tod
 	case err != nil:
 		span.RecordError(err)
 		span.SetStatus(codes.Error, "charge failed")
-		r.logger.ErrorContext(ctx, "charge recurring installment", "schedule_id", scheduleID, "err", err)
+		r.logger.ErrorContext(ctx, "charge recurring installment", "schedule_id", scheduleID, "error", err)
 		return false
 	case ok:
 		span.SetAttributes(attribute.String("almoner.recurring.result", "charged"))

@@ -206,7 +206,7 @@ func (d *Dispatcher) enqueue(ctx context.Context) {
 	eps, err := d.s.store.LiveEndpoints(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
-			d.s.logger.Error("webhooks: list endpoints", "error", err.Error())
+			d.s.logger.ErrorContext(ctx, "webhooks: list endpoints", "error", err.Error())
 		}
 		return
 	}
@@ -238,7 +238,7 @@ func (d *Dispatcher) enqueueChunk(ctx context.Context, ep *store.LiveEndpoint, l
 	})
 	if err != nil {
 		if ctx.Err() == nil {
-			d.s.logger.Error("webhooks: read audit log", "error", err.Error())
+			d.s.logger.ErrorContext(ctx, "webhooks: read audit log", "error", err.Error())
 		}
 		return 0, false
 	}
@@ -248,7 +248,7 @@ func (d *Dispatcher) enqueueChunk(ctx context.Context, ep *store.LiveEndpoint, l
 	on, err := d.s.features.enabled(ctx, ep.TenantID.String())
 	if err != nil {
 		if ctx.Err() == nil {
-			d.s.logger.Warn("webhooks: tenant features unknown; endpoint skipped this tick", "tenant_id", ep.TenantID.String(), "error", err.Error())
+			d.s.logger.WarnContext(ctx, "webhooks: tenant features unknown; endpoint skipped this tick", "tenant_id", ep.TenantID.String(), "error", err.Error())
 		}
 		return 0, false
 	}
@@ -258,7 +258,7 @@ func (d *Dispatcher) enqueueChunk(ctx context.Context, ep *store.LiveEndpoint, l
 		for _, e := range page.Events {
 			body, err := buildBody(e)
 			if err != nil {
-				d.s.logger.Error("webhooks: encode event", "event_id", e.EventID, "error", err.Error())
+				d.s.logger.ErrorContext(ctx, "webhooks: encode event", "event_id", e.EventID, "error", err.Error())
 				return 0, false // do not move the cursor past an event not queued
 			}
 			ds = append(ds, store.NewDelivery{EventID: uuid.MustParse(e.EventID), Event: e.Event, Body: body, OccurredAt: e.OccurredAt, TraceParent: e.TraceParent})
@@ -267,7 +267,7 @@ func (d *Dispatcher) enqueueChunk(ctx context.Context, ep *store.LiveEndpoint, l
 	moved, err := d.s.store.Enqueue(ctx, *ep, ep.Cursor, page.Next, ds)
 	if err != nil {
 		if ctx.Err() == nil {
-			d.s.logger.Error("webhooks: enqueue", "endpoint_id", ep.ID.String(), "error", err.Error())
+			d.s.logger.ErrorContext(ctx, "webhooks: enqueue", "endpoint_id", ep.ID.String(), "error", err.Error())
 		}
 		return 0, false
 	}
@@ -288,7 +288,7 @@ func (d *Dispatcher) dispatch(ctx context.Context) {
 	claimed, err := d.s.store.Claim(ctx, free, d.s.cfg.Lease)
 	if err != nil {
 		if ctx.Err() == nil {
-			d.s.logger.Error("webhooks: claim deliveries", "error", err.Error())
+			d.s.logger.ErrorContext(ctx, "webhooks: claim deliveries", "error", err.Error())
 		}
 		return
 	}
@@ -395,7 +395,7 @@ func (d *Dispatcher) record() {
 		err := d.s.store.Record(ctx, batch)
 		cancel()
 		if err != nil {
-			d.s.logger.Error("webhooks: record attempts", "attempts", len(batch), "error", err.Error())
+			d.s.logger.ErrorContext(ctx, "webhooks: record attempts", "attempts", len(batch), "error", err.Error())
 		}
 	}
 }
