@@ -229,7 +229,9 @@ func (s *Store) ApplyNotification(ctx context.Context, tenantID uuid.UUID, n Not
 	return out, err
 }
 
-// settle applies one notification to a locked order.
+// settle applies one notification to a locked order: each settlement is a
+// step of its own, and each leaves the order as it is when the event is
+// already reflected (Changed false).
 func settle(ctx context.Context, tx pgx.Tx, o Order, paymentID uuid.UUID, n Notification, actor string) (Applied, error) {
 	idx := -1
 	for i, p := range o.Payments {
@@ -240,69 +242,97 @@ func settle(ctx context.Context, tx pgx.Tx, o Order, paymentID uuid.UUID, n Noti
 	if idx < 0 {
 		return Applied{}, fmt.Errorf("orders: payment %s not on its order %s", paymentID, o.ID)
 	}
-	p := o.Payments[idx]
-	unsettled := p.Status == PaymentPending || p.Status == PaymentRequiresAction
-	out := Applied{Order: o}
 	switch n.Settle {
 	case SettleSucceeded:
-		if !unsettled {
-			return out, nil
-		}
-		if err := setPaymentStatus(ctx, tx, o.TenantID, o.ID, p, PaymentCaptured, actor); err != nil {
-			return Applied{}, err
-		}
-		o.Payments[idx].Status = PaymentCaptured
-		if o.Status == StatusPending && !anyUnsettled(o.Payments) {
-			if err := setOrderStatus(ctx, tx, &o, StatusCompleted, audit.Updated, actor); err != nil {
-				return Applied{}, err
-			}
-		}
+		return settleSucceeded(ctx, tx, o, idx, actor)
 	case SettleFailed:
-		if !unsettled {
-			return out, nil
-		}
-		if err := setPaymentStatus(ctx, tx, o.TenantID, o.ID, p, PaymentFailed, actor); err != nil {
-			return Applied{}, err
-		}
-		o.Payments[idx].Status = PaymentFailed
-		if o.Status == StatusPending {
-			if err := setOrderStatus(ctx, tx, &o, StatusFailed, audit.Updated, actor); err != nil {
-				return Applied{}, err
-			}
-			out.ReleaseStock = len(o.Items) > 0
-		}
+		return settleFailed(ctx, tx, o, idx, actor)
 	case SettleRefunded:
-		delta := n.RefundedMinor - p.RefundedMinor
-		if delta <= 0 || !refundable(p) || (o.Status != StatusCompleted && o.Status != StatusPartiallyRefunded) {
-			return out, nil
-		}
-		// A refund made at the processor: recorded, not made again.
-		none := func(context.Context, Payment, int64, string) error { return nil }
-		ro, err := refundLocked(ctx, tx, o, Refund{AmountMinor: min(delta, p.AmountMinor-p.RefundedMinor), PaymentID: &p.ID,
-			Reason: "Refunded at the payment processor.", Source: "processor"}, none, actor)
-		if err != nil {
-			return Applied{}, err
-		}
-		o = ro
-		out.ReleaseStock = o.Status == StatusRefunded && len(o.Items) > 0
+		return settleRefunded(ctx, tx, o, idx, n.RefundedMinor, actor)
 	case SettleDisputed:
-		if p.Status == PaymentDisputed {
-			return out, nil
-		}
-		if err := setPaymentStatus(ctx, tx, o.TenantID, o.ID, p, PaymentDisputed, actor); err != nil {
+		return settleDisputed(ctx, tx, o, idx, actor)
+	}
+	return Applied{Order: o}, nil
+}
+
+func unsettled(p Payment) bool {
+	return p.Status == PaymentPending || p.Status == PaymentRequiresAction
+}
+
+// settleSucceeded captures an unsettled payment; the order completes once
+// none of its payments is unsettled.
+func settleSucceeded(ctx context.Context, tx pgx.Tx, o Order, idx int, actor string) (Applied, error) {
+	p := o.Payments[idx]
+	if !unsettled(p) {
+		return Applied{Order: o}, nil
+	}
+	if err := setPaymentStatus(ctx, tx, o.TenantID, o.ID, p, PaymentCaptured, actor); err != nil {
+		return Applied{}, err
+	}
+	o.Payments[idx].Status = PaymentCaptured
+	if o.Status == StatusPending && !anyUnsettled(o.Payments) {
+		if err := setOrderStatus(ctx, tx, &o, StatusCompleted, audit.Updated, actor); err != nil {
 			return Applied{}, err
 		}
-		o.Payments[idx].Status = PaymentDisputed
-	default:
-		return out, nil
 	}
-	out.Order, out.Changed = o, true
+	return Applied{Order: o, Changed: true}, nil
+}
+
+// settleFailed fails an unsettled payment and its Pending order, whose
+// stock then goes back.
+func settleFailed(ctx context.Context, tx pgx.Tx, o Order, idx int, actor string) (Applied, error) {
+	p := o.Payments[idx]
+	if !unsettled(p) {
+		return Applied{Order: o}, nil
+	}
+	if err := setPaymentStatus(ctx, tx, o.TenantID, o.ID, p, PaymentFailed, actor); err != nil {
+		return Applied{}, err
+	}
+	o.Payments[idx].Status = PaymentFailed
+	out := Applied{Order: o, Changed: true}
+	if o.Status == StatusPending {
+		if err := setOrderStatus(ctx, tx, &o, StatusFailed, audit.Updated, actor); err != nil {
+			return Applied{}, err
+		}
+		out.Order, out.ReleaseStock = o, len(o.Items) > 0
+	}
 	return out, nil
+}
+
+// settleRefunded records a refund made at the processor (its dashboard):
+// the processor's cumulative refunded amount beyond what the payment has
+// recorded, never made again.
+func settleRefunded(ctx context.Context, tx pgx.Tx, o Order, idx int, refundedMinor int64, actor string) (Applied, error) {
+	p := o.Payments[idx]
+	delta := refundedMinor - p.RefundedMinor
+	if delta <= 0 || !refundable(p) || (o.Status != StatusCompleted && o.Status != StatusPartiallyRefunded) {
+		return Applied{Order: o}, nil
+	}
+	none := func(context.Context, Payment, int64, string) error { return nil }
+	ro, err := refundLocked(ctx, tx, o, Refund{AmountMinor: min(delta, p.AmountMinor-p.RefundedMinor), PaymentID: &p.ID,
+		Reason: "Refunded at the payment processor.", Source: "processor"}, none, actor)
+	if err != nil {
+		return Applied{}, err
+	}
+	return Applied{Order: ro, Changed: true, ReleaseStock: ro.Status == StatusRefunded && len(ro.Items) > 0}, nil
+}
+
+// settleDisputed marks a payment the donor's bank disputes.
+func settleDisputed(ctx context.Context, tx pgx.Tx, o Order, idx int, actor string) (Applied, error) {
+	p := o.Payments[idx]
+	if p.Status == PaymentDisputed {
+		return Applied{Order: o}, nil
+	}
+	if err := setPaymentStatus(ctx, tx, o.TenantID, o.ID, p, PaymentDisputed, actor); err != nil {
+		return Applied{}, err
+	}
+	o.Payments[idx].Status = PaymentDisputed
+	return Applied{Order: o, Changed: true}, nil
 }
 
 func anyUnsettled(ps []Payment) bool {
 	for _, p := range ps {
-		if p.Status == PaymentPending || p.Status == PaymentRequiresAction {
+		if unsettled(p) {
 			return true
 		}
 	}
