@@ -255,16 +255,7 @@ type batchSender interface {
 // the idempotency record before sending, so the record and the order
 // commit together.
 func writeOrder(ctx context.Context, q batchSender, n NewOrder, batchID uuid.UUID, number int64, actor string) (Order, error) {
-	o := n.Order
-	tenant := o.TenantID.String()
-	o.BatchID, o.OrderNumber = batchID, number
-	// PostgreSQL keeps microseconds: the answer carries the stored time.
-	o.CreatedAt = n.Now.Truncate(time.Microsecond)
-	o.UpdatedAt, o.RefundedMinor = o.CreatedAt, 0
-	o.ScheduleIDs = make([]uuid.UUID, 0, len(n.Schedules))
-	for _, sc := range n.Schedules {
-		o.ScheduleIDs = append(o.ScheduleIDs, sc.ID)
-	}
+	o := orderAsWritten(n, batchID, number)
 	var resp []byte
 	if n.Idempotency != nil {
 		var err error
@@ -273,15 +264,52 @@ func writeOrder(ctx context.Context, q batchSender, n NewOrder, batchID uuid.UUI
 		}
 	}
 	b := &pgx.Batch{}
-	// A batch that is not open makes the subquery NULL and the NOT NULL
-	// batch_id fails the statement (errBatchNotOpen below).
+	queueOrderRows(b, n, o)
+	if err := audit.QueueAll(ctx, b, orderAudit(n, o, actor)); err != nil {
+		return Order{}, err
+	}
+	if n.Idempotency != nil {
+		// The claim must still be this request's. A claim found otherwise
+		// has to fail the statement, not just update nothing, for the
+		// batch to be undone: with no row, count(*) is 0 and the division
+		// raises division_by_zero, read below as ErrClaimLost.
+		b.Queue(`WITH done AS (UPDATE orders.idempotency_keys SET state = 'completed', response = $4
+				WHERE tenant_id = $1 AND key = $2 AND order_id = $3 AND state = 'pending' RETURNING 1)
+			SELECT 1 / count(*)::integer FROM done`, o.TenantID, n.Idempotency.Key, o.ID, resp)
+	}
+	if err := sendOrder(ctx, q, b, n.Idempotency != nil); err != nil {
+		return Order{}, err
+	}
+	return o, nil
+}
+
+// orderAsWritten is the order as its rows will read back: its batch, its
+// number, the stored time (PostgreSQL keeps microseconds) and the
+// schedules it creates.
+func orderAsWritten(n NewOrder, batchID uuid.UUID, number int64) Order {
+	o := n.Order
+	o.BatchID, o.OrderNumber = batchID, number
+	o.CreatedAt = n.Now.Truncate(time.Microsecond)
+	o.UpdatedAt, o.RefundedMinor = o.CreatedAt, 0
+	o.ScheduleIDs = make([]uuid.UUID, 0, len(n.Schedules))
+	for _, sc := range n.Schedules {
+		o.ScheduleIDs = append(o.ScheduleIDs, sc.ID)
+	}
+	return o
+}
+
+// queueOrderRows queues the order row first, then its lines, payments,
+// saved methods and schedules. A batch that is not open makes the order
+// row's batch subquery NULL and the NOT NULL batch_id fails the first
+// statement (errBatchNotOpen).
+func queueOrderRows(b *pgx.Batch, n NewOrder, o Order) {
 	b.Queue(`INSERT INTO orders.orders (tenant_id, id, order_number, contact_id, status, currency,
 			donation_subtotal_minor, item_subtotal_minor, total_minor, deductible_minor, has_donations, has_items, batch_id, schedule_id,
 			schedule_ids, billing_address, shipping_address, notes, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
 			(SELECT id FROM orders.batches WHERE tenant_id = $1 AND id = $13 AND state = 'Open' FOR KEY SHARE),
 			$14, $15, $16, $17, $18, $19, $19)`,
-		o.TenantID, o.ID, number, o.ContactID, o.Status, o.Currency, o.DonationSubtotalMinor, o.ItemSubtotalMinor, o.TotalMinor,
+		o.TenantID, o.ID, o.OrderNumber, o.ContactID, o.Status, o.Currency, o.DonationSubtotalMinor, o.ItemSubtotalMinor, o.TotalMinor,
 		o.DeductibleMinor, len(o.Donations) > 0, len(o.Items) > 0, o.BatchID, o.ScheduleID, o.ScheduleIDs, o.Billing, o.Shipping, o.Notes, o.CreatedAt)
 	for i, d := range o.Donations {
 		b.Queue(`INSERT INTO orders.order_donations (tenant_id, order_id, id, position, fund_id, fund_name, amount_minor, is_tax_deductible, campaign_id, appeal_id, tribute)
@@ -304,37 +332,40 @@ func writeOrder(ctx context.Context, q batchSender, n NewOrder, batchID uuid.UUI
 	for _, sc := range n.Schedules {
 		queueInsertSchedule(b, sc)
 	}
-	// Audit rows: the order, then its lines in order.
-	entries := []audit.Entry{{TenantID: tenant, EntityType: EntityOrder, EntityID: o.ID.String(), Action: audit.Created, Actor: actor}}
+}
+
+// orderAudit is the order's audit rows: the order, then its lines in
+// order, its shipment, schedules and saved methods.
+func orderAudit(n NewOrder, o Order, actor string) []audit.Entry {
+	tenant := o.TenantID.String()
+	created := func(entity, id string) audit.Entry {
+		return audit.Entry{TenantID: tenant, EntityType: entity, EntityID: id, Action: audit.Created, Actor: actor}
+	}
+	entries := []audit.Entry{created(EntityOrder, o.ID.String())}
 	for _, d := range o.Donations {
-		entries = append(entries, audit.Entry{TenantID: tenant, EntityType: EntityOrderDonation, EntityID: d.ID.String(), Action: audit.Created, Actor: actor})
+		entries = append(entries, created(EntityOrderDonation, d.ID.String()))
 	}
 	for _, p := range o.Payments {
-		entries = append(entries, audit.Entry{TenantID: tenant, EntityType: EntityOrderPayment, EntityID: p.ID.String(), Action: audit.Created, Actor: actor})
+		entries = append(entries, created(EntityOrderPayment, p.ID.String()))
 	}
 	if len(o.Items) > 0 && o.Shipping != nil {
 		// One shipment per item order with a shipping address; it shares
 		// the order's id.
-		entries = append(entries, audit.Entry{TenantID: tenant, EntityType: EntityShipment, EntityID: o.ID.String(), Action: audit.Created, Actor: actor})
+		entries = append(entries, created(EntityShipment, o.ID.String()))
 	}
 	for _, sc := range n.Schedules {
-		entries = append(entries, audit.Entry{TenantID: tenant, EntityType: EntityRecurringDonation, EntityID: sc.ID.String(), Action: audit.Created, Actor: actor})
+		entries = append(entries, created(EntityRecurringDonation, sc.ID.String()))
 	}
 	for _, pm := range n.SavedMethods {
-		entries = append(entries, audit.Entry{TenantID: tenant, EntityType: EntityPaymentMethod, EntityID: pm.ID, Action: audit.Created, Actor: actor})
+		entries = append(entries, created(EntityPaymentMethod, pm.ID))
 	}
-	if err := audit.QueueAll(ctx, b, entries); err != nil {
-		return Order{}, err
-	}
-	if n.Idempotency != nil {
-		// The claim must still be this request's. A claim found otherwise
-		// has to fail the statement, not just update nothing, for the
-		// batch to be undone: with no row, count(*) is 0 and the division
-		// raises division_by_zero, read below as ErrClaimLost.
-		b.Queue(`WITH done AS (UPDATE orders.idempotency_keys SET state = 'completed', response = $4
-				WHERE tenant_id = $1 AND key = $2 AND order_id = $3 AND state = 'pending' RETURNING 1)
-			SELECT 1 / count(*)::integer FROM done`, o.TenantID, n.Idempotency.Key, o.ID, resp)
-	}
+	return entries
+}
+
+// sendOrder sends the batch and reads every statement's result: the
+// first statement failing on its batch is errBatchNotOpen, the last on
+// its claim (keyed) ErrClaimLost.
+func sendOrder(ctx context.Context, q batchSender, b *pgx.Batch, keyed bool) error {
 	br := q.SendBatch(ctx, b)
 	for i := range b.Len() {
 		if _, err := br.Exec(); err != nil {
@@ -342,17 +373,14 @@ func writeOrder(ctx context.Context, q batchSender, n NewOrder, batchID uuid.UUI
 			var pe *pgconn.PgError
 			switch {
 			case i == 0 && errors.As(err, &pe) && pe.Code == notNullViolation && pe.ColumnName == "batch_id":
-				return Order{}, errBatchNotOpen
-			case n.Idempotency != nil && i == b.Len()-1 && errors.As(err, &pe) && pe.Code == divisionByZero:
-				return Order{}, ErrClaimLost
+				return errBatchNotOpen
+			case keyed && i == b.Len()-1 && errors.As(err, &pe) && pe.Code == divisionByZero:
+				return ErrClaimLost
 			}
-			return Order{}, err
+			return err
 		}
 	}
-	if err := br.Close(); err != nil {
-		return Order{}, err
-	}
-	return o, nil
+	return br.Close()
 }
 
 // SQLSTATEs writeOrder reads: a NULL in a NOT NULL column, and the
