@@ -16,6 +16,7 @@ import (
 	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/problem"
 	"github.com/almoner/almoner/pkg/telemetry"
+	"github.com/almoner/almoner/pkg/wirejson"
 )
 
 // DefaultBodyMemoryBytes bounds the request bodies one gateway holds at
@@ -95,10 +96,13 @@ func (b *bodyBudget) inUse() int64 {
 }
 
 // bufferedBody is a request body read in full by the gateway. The codec
-// decodes its bytes in place instead of copying them again.
+// decodes its bytes in place instead of copying them again, under the
+// route's options (routed sets them): what the body may carry besides the
+// fields of its message.
 type bufferedBody struct {
 	*bytes.Reader
 	data []byte
+	opts wirejson.Options
 }
 
 func (*bufferedBody) Close() error { return nil }

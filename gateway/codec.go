@@ -23,7 +23,11 @@ func (codec) ContentType(any) string { return "application/json" }
 
 func (codec) Marshal(v any) ([]byte, error) { return wirejson.Marshal(v) }
 
-func (codec) Unmarshal(data []byte, v any) error {
+// Unmarshal decodes a body with the strictest options: every property
+// must be a field of v's message.
+func (c codec) Unmarshal(data []byte, v any) error { return c.unmarshal(data, v, wirejson.Options{}) }
+
+func (codec) unmarshal(data []byte, v any, opts wirejson.Options) error {
 	m, ok := v.(proto.Message)
 	if !ok {
 		// A body bound to one field (`body: "contact"`) arrives as a
@@ -40,7 +44,7 @@ func (codec) Unmarshal(data []byte, v any) error {
 			return io.ErrUnexpectedEOF
 		}
 	}
-	return wirejson.Unmarshal(data, m)
+	return opts.Unmarshal(data, m)
 }
 
 func (c codec) NewDecoder(r io.Reader) runtime.Decoder {
@@ -48,10 +52,11 @@ func (c codec) NewDecoder(r io.Reader) runtime.Decoder {
 		if b, ok := r.(*bufferedBody); ok {
 			// admitBody read the body already: decode those bytes rather
 			// than a second copy, so a body in flight takes what the body
-			// budget counts and no more.
+			// budget counts and no more; routed gave it the route's
+			// options.
 			data := b.unread()
 			_, _ = b.Seek(0, io.SeekEnd)
-			return c.Unmarshal(data, v)
+			return c.unmarshal(data, v, b.opts)
 		}
 		data, err := io.ReadAll(r)
 		if err != nil {
@@ -73,7 +78,11 @@ func (c codec) NewEncoder(w io.Writer) runtime.Encoder {
 }
 
 // queryParser fills request messages from query strings with wirejson's
-// rules, so a bad `page=abc` is a 400 keyed `Page`, not a Go parse error.
+// rules, so a bad `page=abc` is a 400 keyed `Page`, not a Go parse error,
+// and a parameter the request does not read (`statuss`), or one its path
+// or body sets (filter), a 400 under its name. routed has refused those
+// already, before the body was read (requestRule.checkQuery); this keeps
+// the parser strict on its own.
 type queryParser struct{}
 
 func (queryParser) Parse(msg proto.Message, values url.Values, filter *utilities.DoubleArray) error {

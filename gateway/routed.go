@@ -13,14 +13,35 @@ import (
 // routed is the mux's middleware: it runs once a request has matched a
 // route, before the route's handler. A request that only asks which
 // methods its path accepts (allowedMethods) stops here; every other one
-// has its body admitted (admitBody) and goes on.
+// has its query string checked against the route's request (a parameter
+// it does not read is a 400, before any body is read), its body admitted
+// (admitBody) and given the route's decoding options, and goes on.
 func (g *Gateway) routed(next runtime.HandlerFunc) runtime.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, params map[string]string) {
 		if p, ok := r.Context().Value(routeProbeKey{}).(*routeProbe); ok {
 			p.matched = true
 			return
 		}
-		g.admitBody(w, r, func(r *http.Request) { next(w, r, params) })
+		rule := ruleFor(r)
+		if rule != nil {
+			if err := rule.checkQuery(r.URL.RawQuery); err != nil {
+				closeUnread(w, r)
+				g.handleError(r.Context(), g.mux, codec{}, w, r, err)
+				return
+			}
+		}
+		g.admitBody(w, r, func(r *http.Request) {
+			if b, ok := r.Body.(*bufferedBody); ok && rule != nil {
+				if rule.bodyField == "" {
+					if err := rule.checkBodyless(b.data); err != nil {
+						g.handleError(r.Context(), g.mux, codec{}, w, r, err)
+						return
+					}
+				}
+				b.opts = rule.body
+			}
+			next(w, r, params)
+		})
 	}
 }
 

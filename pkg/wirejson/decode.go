@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
@@ -22,15 +23,36 @@ import (
 // RootPath is the error key for a body that is not JSON or not an object.
 const RootPath = "$"
 
-// Unmarshal decodes a JSON request body into m. Every problem is reported
-// as an *apperr.Error of kind Invalid whose violations are keyed by the
-// PascalCase property path (`Items[0].Quantity`), so the gateway can answer
-// 400 with the same `errors` map a service's own validation would produce.
+// Unmarshal decodes a JSON request body into m with the zero Options: every
+// property must be a field of m. Every problem is reported as a
+// *DecodeError whose violations are keyed by the PascalCase property path
+// (`Items[0].Quantity`), so the gateway can answer 400 with the same
+// `errors` map a service's own validation would produce.
 //
 // Property names match case-insensitively (both `idempotencyKey` and
-// `IdempotencyKey` reach the same field), unknown properties are ignored so
-// that clients may send more than we read, and null leaves a field unset.
-func Unmarshal(data []byte, m proto.Message) error {
+// `IdempotencyKey` reach the same field) and null leaves a field unset.
+func Unmarshal(data []byte, m proto.Message) error { return Options{}.Unmarshal(data, m) }
+
+// Options say what a request body may carry besides the fields of the
+// message it is decoded into. A property that is neither a field nor
+// allowed here is refused (`'Quantty' is not a property of this
+// request.`): ignoring it would let a misspelt `ammount` read as omitted,
+// and an omitted amount refunds everything.
+type Options struct {
+	// Resource is the message a create or a replace returns (Contact for
+	// CreateContact and UpdateContact). A property the request does not
+	// define but Resource does, at the same path (`createdAt`,
+	// `items[0].lineTotal`), is accepted and ignored, so that what a GET
+	// returned can be sent back.
+	Resource protoreflect.MessageDescriptor
+	// Bound reports the top-level fields (by proto name) the request takes
+	// from elsewhere, its path: the body may not set them, since the path's
+	// value would silently win.
+	Bound func(protoName string) bool
+}
+
+// Unmarshal decodes a JSON request body into m under o.
+func (o Options) Unmarshal(data []byte, m proto.Message) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return io.EOF
 	}
@@ -47,8 +69,8 @@ func Unmarshal(data []byte, m proto.Message) error {
 	if !ok {
 		return &DecodeError{Violations: []apperr.Violation{{Field: RootPath, Message: "The request body must be a JSON object."}}}
 	}
-	d := &decoder{}
-	d.object(obj, m.ProtoReflect(), "")
+	d := &decoder{bound: o.Bound}
+	d.object(obj, m.ProtoReflect(), "", o.Resource)
 	if len(d.violations) > 0 {
 		return &DecodeError{Violations: d.violations}
 	}
@@ -103,6 +125,8 @@ func syntaxMessage(err error) string {
 
 type decoder struct {
 	violations []apperr.Violation
+	// bound is Options.Bound, for the top-level object only.
+	bound func(protoName string) bool
 }
 
 func (d *decoder) fail(path, format string, args ...any) {
@@ -117,12 +141,31 @@ func (d *decoder) fail(path, format string, args ...any) {
 func PascalPath(prefix, jsonName string) string {
 	name := jsonName
 	if name != "" {
-		name = strings.ToUpper(name[:1]) + name[1:]
+		// By rune: a name the client made up may start with any letter.
+		r, size := utf8.DecodeRuneInString(name)
+		name = string(unicode.ToUpper(r)) + name[size:]
 	}
 	if prefix == "" {
 		return name
 	}
 	return prefix + "." + name
+}
+
+// maxNameInError bounds a client's property or parameter name as it is
+// repeated in an error: a made-up name may be as long as the body.
+const maxNameInError = 64
+
+// shownName returns a name the client sent, cut to maxNameInError bytes
+// (at a rune boundary, marked with an ellipsis).
+func shownName(name string) string {
+	if len(name) <= maxNameInError {
+		return name
+	}
+	cut := maxNameInError
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return name[:cut] + "…"
 }
 
 func fieldByJSONName(fields protoreflect.FieldDescriptors, key string) protoreflect.FieldDescriptor {
@@ -138,13 +181,29 @@ func fieldByJSONName(fields protoreflect.FieldDescriptors, key string) protorefl
 	return nil
 }
 
-func (d *decoder) object(obj map[string]any, m protoreflect.Message, prefix string) {
+// object fills m from obj. resource is the part of Options.Resource at
+// the same path, or nil: its properties are accepted and ignored where m
+// has no field of that name.
+func (d *decoder) object(obj map[string]any, m protoreflect.Message, prefix string, resource protoreflect.MessageDescriptor) {
 	fields := m.Descriptor().Fields()
 	for key, raw := range obj {
 		fd := fieldByJSONName(fields, key)
-		if fd == nil {
+		bound := fd != nil && prefix == "" && d.bound != nil && d.bound(string(fd.Name()))
+		if fd == nil || bound {
+			if resource != nil && fieldByJSONName(resource.Fields(), key) != nil {
+				// The resource returns it: read-only, or written elsewhere.
+				continue
+			}
+			if bound {
+				path := PascalPath(prefix, fd.JSONName())
+				d.fail(path, "'%s' is set by the request's path, not its body.", lastSegment(path))
+				continue
+			}
+			name := PascalPath("", shownName(key))
+			d.fail(PascalPath(prefix, shownName(key)), "'%s' is not a property of this request.", name)
 			continue
 		}
+		sub := resourceOf(resource, fd)
 		path := PascalPath(prefix, fd.JSONName())
 		if raw == nil {
 			m.Clear(fd)
@@ -160,7 +219,7 @@ func (d *decoder) object(obj map[string]any, m protoreflect.Message, prefix stri
 			list := m.Mutable(fd).List()
 			for i, el := range arr {
 				elPath := fmt.Sprintf("%s[%d]", path, i)
-				if v, ok := d.value(fd, el, elPath, list.NewElement); ok {
+				if v, ok := d.value(fd, el, elPath, list.NewElement, sub); ok {
 					list.Append(v)
 				}
 			}
@@ -181,17 +240,34 @@ func (d *decoder) object(obj map[string]any, m protoreflect.Message, prefix stri
 				if !ok {
 					continue
 				}
-				if v, ok := d.value(fd.MapValue(), el, path+"."+k, mp.NewValue); ok {
+				if v, ok := d.value(fd.MapValue(), el, path+"."+k, mp.NewValue, sub); ok {
 					mp.Set(mk, v)
 				}
 			}
 		default:
 			newMsg := func() protoreflect.Value { return m.NewField(fd) }
-			if v, ok := d.value(fd, raw, path, newMsg); ok {
+			if v, ok := d.value(fd, raw, path, newMsg, sub); ok {
 				m.Set(fd, v)
 			}
 		}
 	}
+}
+
+// resourceOf returns the message of resource's field named like fd (the
+// element's for a list, the value's for a map), or nil when resource has
+// none: what the resource returns under fd's property.
+func resourceOf(resource protoreflect.MessageDescriptor, fd protoreflect.FieldDescriptor) protoreflect.MessageDescriptor {
+	if resource == nil {
+		return nil
+	}
+	rf := fieldByJSONName(resource.Fields(), fd.JSONName())
+	if rf == nil {
+		return nil
+	}
+	if rf.IsMap() {
+		rf = rf.MapValue()
+	}
+	return rf.Message()
 }
 
 // text reports whether s may be stored as text, and otherwise records why
@@ -237,8 +313,9 @@ func (d *decoder) mapKey(fd protoreflect.FieldDescriptor, k, path string) (proto
 	}
 }
 
-// value converts one JSON value for a singular field or a list/map element.
-func (d *decoder) value(fd protoreflect.FieldDescriptor, raw any, path string, newMsg func() protoreflect.Value) (protoreflect.Value, bool) {
+// value converts one JSON value for a singular field or a list/map element;
+// resource is what the resource returns there (see object).
+func (d *decoder) value(fd protoreflect.FieldDescriptor, raw any, path string, newMsg func() protoreflect.Value, resource protoreflect.MessageDescriptor) (protoreflect.Value, bool) {
 	name := lastSegment(path)
 	switch fd.Kind() {
 	case protoreflect.BoolKind:
@@ -300,7 +377,7 @@ func (d *decoder) value(fd protoreflect.FieldDescriptor, raw any, path string, n
 		d.fail(path, "The value '%s' is not valid for %s.", s, name)
 		return protoreflect.Value{}, false
 	case protoreflect.MessageKind, protoreflect.GroupKind:
-		return d.message(fd.Message(), raw, path, newMsg)
+		return d.message(fd.Message(), raw, path, newMsg, resource)
 	default:
 		return d.integer(fd, raw, path)
 	}
@@ -358,7 +435,7 @@ func (d *decoder) integer(fd protoreflect.FieldDescriptor, raw any, path string)
 	}
 }
 
-func (d *decoder) message(md protoreflect.MessageDescriptor, raw any, path string, newMsg func() protoreflect.Value) (protoreflect.Value, bool) {
+func (d *decoder) message(md protoreflect.MessageDescriptor, raw any, path string, newMsg func() protoreflect.Value, resource protoreflect.MessageDescriptor) (protoreflect.Value, bool) {
 	name := lastSegment(path)
 	v := newMsg()
 	m := v.Message()
@@ -402,7 +479,7 @@ func (d *decoder) message(md protoreflect.MessageDescriptor, raw any, path strin
 		d.fail(path, "'%s' must be an object.", name)
 		return protoreflect.Value{}, false
 	}
-	d.object(obj, m, path)
+	d.object(obj, m, path, resource)
 	return v, true
 }
 

@@ -12,16 +12,30 @@ import (
 // UnmarshalQuery fills top-level fields of m from a query string, with the
 // same case-insensitive names, PascalCase error paths and DecodeError as
 // Unmarshal. Repeated fields take the parameter once per element
-// (`status=a&status=b`) or comma-separated (`status=a,b`). Unknown parameters
-// are ignored, and so are fields for which skip (if not nil) returns true:
-// the gateway passes the path parameters there, so a query string can never
+// (`status=a&status=b`) or comma-separated (`status=a,b`).
+//
+// A parameter that names no field of m is refused (`?statuss=Voided`
+// would otherwise list every order), and so is one naming a field for
+// which skip (if not nil) returns true, or a map: the gateway passes the
+// fields the path and the body set there, so a query string can never
 // override the tenant in the path.
 func UnmarshalQuery(values url.Values, m proto.Message, skip func(protoName string) bool) error {
 	fields := m.ProtoReflect().Descriptor().Fields()
 	obj := make(map[string]any, len(values))
+	d := &decoder{}
 	for key, vs := range values {
 		fd := fieldByJSONName(fields, key)
-		if fd == nil || len(vs) == 0 || fd.IsMap() || (skip != nil && skip(string(fd.Name()))) {
+		if fd == nil {
+			name := PascalPath("", shownName(key))
+			d.fail(name, "'%s' is not a query parameter of this request.", name)
+			continue
+		}
+		if fd.IsMap() || (skip != nil && skip(string(fd.Name()))) {
+			name := PascalPath("", fd.JSONName())
+			d.fail(name, "'%s' cannot be set in the query string.", name)
+			continue
+		}
+		if len(vs) == 0 {
 			continue
 		}
 		if fd.IsList() {
@@ -38,8 +52,7 @@ func UnmarshalQuery(values url.Values, m proto.Message, skip func(protoName stri
 		}
 		obj[fd.JSONName()] = queryValue(fd, vs[len(vs)-1])
 	}
-	d := &decoder{}
-	d.object(obj, m.ProtoReflect(), "")
+	d.object(obj, m.ProtoReflect(), "", nil)
 	if len(d.violations) > 0 {
 		return &DecodeError{Violations: d.violations}
 	}

@@ -14,6 +14,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
+	contactsv1 "github.com/almoner/almoner/pkg/api/almoner/contacts/v1"
+	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
 	reportsv1 "github.com/almoner/almoner/pkg/api/almoner/reports/v1"
 	typev1 "github.com/almoner/almoner/pkg/api/almoner/type/v1"
 )
@@ -89,7 +91,7 @@ func TestMarshalRejectsBadDecimal(t *testing.T) {
 
 func TestUnmarshal(t *testing.T) {
 	var req authv1.CreateApiKeyRequest
-	err := Unmarshal([]byte(`{"Name":"job","SCOPES":["a","b"],"expiresAt":"2027-01-02T03:04:05.5Z","unknown":{"x":1},"tenantId":null}`), &req)
+	err := Unmarshal([]byte(`{"Name":"job","SCOPES":["a","b"],"expiresAt":"2027-01-02T03:04:05.5Z","tenant_id":null}`), &req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,13 +151,13 @@ func TestDecimalFromJSON(t *testing.T) {
 	// Decimal fields keep the literal digits of the JSON number.
 	var v typev1.Decimal
 	dec := &decoder{}
-	val, ok := dec.message(v.ProtoReflect().Descriptor(), json.Number("100.10"), "Amount", newDecimal)
+	val, ok := dec.message(v.ProtoReflect().Descriptor(), json.Number("100.10"), "Amount", newDecimal, nil)
 	if !ok || val.Message().Interface().(*typev1.Decimal).GetValue() != "100.10" {
 		t.Fatalf("got %v %v", val, dec.violations)
 	}
 	for _, bad := range []any{json.Number("1e3"), "abc", true, json.Number("01")} {
 		dec := &decoder{}
-		if _, ok := dec.message(v.ProtoReflect().Descriptor(), bad, "Amount", newDecimal); ok || len(dec.violations) != 1 || dec.violations[0].Field != "Amount" {
+		if _, ok := dec.message(v.ProtoReflect().Descriptor(), bad, "Amount", newDecimal, nil); ok || len(dec.violations) != 1 || dec.violations[0].Field != "Amount" {
 			t.Errorf("%v accepted: %v", bad, dec.violations)
 		}
 	}
@@ -163,13 +165,137 @@ func TestDecimalFromJSON(t *testing.T) {
 
 func TestUnmarshalQuery(t *testing.T) {
 	var req authv1.CreateApiKeyRequest
-	err := UnmarshalQuery(url.Values{"name": {"x"}, "scopes": {"a,b", "c"}, "tenantId": {"evil"}}, &req,
+	err := UnmarshalQuery(url.Values{"name": {"x"}, "scopes": {"a,b", "c"}}, &req,
 		func(name string) bool { return name == "tenant_id" })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if req.GetName() != "x" || strings.Join(req.GetScopes(), ",") != "a,b,c" || req.GetTenantId() != "" {
 		t.Errorf("got %v", &req)
+	}
+}
+
+// TestUnmarshalQueryRefusesUnknownNames: a parameter that names no field,
+// or one the path sets, is a violation under its name; the request's own
+// names pass in either spelling.
+func TestUnmarshalQueryRefusesUnknownNames(t *testing.T) {
+	skipTenant := func(name string) bool { return name == "tenant_id" }
+	cases := []struct {
+		query url.Values
+		want  map[string]string // violation key -> part of its message
+	}{
+		{url.Values{"statuss": {"Voided"}}, map[string]string{"Statuss": "'Statuss' is not a query parameter of this request."}},
+		{url.Values{"status": {"Voided"}, "minAmount.value": {"5"}}, map[string]string{"MinAmount.value": "is not a query parameter"}},
+		{url.Values{"tenantId": {"evil"}}, map[string]string{"TenantId": "'TenantId' cannot be set in the query string."}},
+		{url.Values{"TENANT_ID": {"evil"}, "x": {""}}, map[string]string{"TenantId": "cannot be set", "X": "not a query parameter"}},
+		{url.Values{strings.Repeat("q", 500): {"1"}}, map[string]string{"Q" + strings.Repeat("q", 63) + "…": "not a query parameter"}},
+		{url.Values{"status": {"Voided"}, "MinAmount": {"5.00"}, "max_amount": {"9"}, "PAGE": {"2"}, "pageSize": {"10"}}, nil},
+	}
+	for _, c := range cases {
+		var req ordersv1.ListOrdersRequest
+		err := UnmarshalQuery(c.query, &req, skipTenant)
+		if c.want == nil {
+			if err != nil || req.GetMinAmount().GetValue() != "5.00" || req.GetMaxAmount().GetValue() != "9" || req.GetPage() != 2 {
+				t.Errorf("%v: err %v, request %v", c.query, err, &req)
+			}
+			continue
+		}
+		de, ok := err.(*DecodeError)
+		if !ok {
+			t.Errorf("%v: err = %v, want a DecodeError", c.query, err)
+			continue
+		}
+		got := map[string]string{}
+		for _, v := range de.Violations {
+			got[v.Field] = v.Message
+		}
+		if len(got) != len(c.want) {
+			t.Errorf("%v: violations %v, want keys of %v", c.query, got, c.want)
+		}
+		for k, msg := range c.want {
+			if !strings.Contains(got[k], msg) {
+				t.Errorf("%v: violation under %q is %q, want it to say %q", c.query, k, got[k], msg)
+			}
+		}
+	}
+}
+
+// TestUnmarshalRefusesUnknownProperties: a property that is not a field of
+// the request is a violation under its path at any depth, unless the
+// resource the request creates returns it there; a property the path sets
+// is refused at the top.
+func TestUnmarshalRefusesUnknownProperties(t *testing.T) {
+	orderOpts := Options{
+		Resource: (&ordersv1.Order{}).ProtoReflect().Descriptor(),
+		Bound:    func(name string) bool { return name == "tenant_id" },
+	}
+	contactOpts := Options{Resource: (&contactsv1.Contact{}).ProtoReflect().Descriptor()}
+	cases := []struct {
+		name string
+		opts Options
+		msg  proto.Message
+		body string
+		want map[string]string // violation key -> part of its message; nil: accepted
+	}{
+		{"a misspelt refund amount", Options{}, &ordersv1.CreateOrderRefundRequest{}, `{"ammount":5}`,
+			map[string]string{"Ammount": "'Ammount' is not a property of this request."}},
+		{"a misspelt schedule list", orderOpts, &ordersv1.CreateOrderRequest{}, `{"contactId":1,"recurringDonation":[{"amount":5}]}`,
+			map[string]string{"RecurringDonation": "is not a property"}},
+		{"in a list element", orderOpts, &ordersv1.CreateOrderRequest{}, `{"items":[{"itemId":"a","quantity":1},{"itemId":"b","quantty":2}]}`,
+			map[string]string{"Items[1].Quantty": "'Quantty' is not a property of this request."}},
+		{"in a nested object", orderOpts, &ordersv1.CreateOrderRequest{}, `{"donations":[{"fundId":"f","amount":1,"tribute":{"name":"A","notifyPhone":"1"}}],"billingAddress":{"line1":"x","zip":"1"}}`,
+			map[string]string{"Donations[0].Tribute.NotifyPhone": "is not a property", "BillingAddress.Zip": "is not a property"}},
+		{"set by the path", orderOpts, &ordersv1.CreateOrderRequest{}, `{"contactId":1,"tenantId":"x"}`,
+			map[string]string{"TenantId": "'TenantId' is set by the request's path, not its body."}},
+		{"a misspelt first name", contactOpts, &contactsv1.ContactInput{}, `{"contactType":"Individual","frstName":"Jane"}`,
+			map[string]string{"FrstName": "is not a property"}},
+		{"a name too long to repeat", Options{}, &ordersv1.CreateOrderRefundRequest{}, `{"` + strings.Repeat("é", 100) + `":1}`,
+			map[string]string{"É" + strings.Repeat("é", 31) + "…": "is not a property"}},
+		{"without a resource, its properties are unknown", Options{}, &ordersv1.CreateOrderRequest{}, `{"contactId":1,"orderNumber":3}`,
+			map[string]string{"OrderNumber": "is not a property"}},
+		{"what the order returns", orderOpts, &ordersv1.CreateOrderRequest{},
+			`{"id":"o1","orderNumber":3,"contactId":1,"orderStatus":"Completed","TotalAmount":5.00,"created_at":"2026-01-01T00:00:00Z","refundedAmount":null,
+			  "items":[{"lineNumber":1,"itemId":"a","sku":"S","quantity":1,"unitPrice":5.00,"lineTotal":5.00}],
+			  "donations":[{"id":"d","fundId":"f","fundName":"General","amount":1,"isTaxDeductible":true,"tribute":null}],
+			  "payments":[{"id":"p","paymentMethod":"Cash","amount":6,"paymentStatus":"Captured","nextAction":{"type":"x"}}]}`, nil},
+		{"what the contact returns", contactOpts, &contactsv1.ContactInput{},
+			`{"id":7,"contactType":"Individual","firstName":"Jane","createdAt":"2026-01-01T00:00:00Z","updatedAt":"x",
+			  "relationships":[{"relatedContactId":8,"relationshipType":"Spouse","relatedContactName":"John","relatedContactType":"Individual"}]}`, nil},
+		{"free-form parameters", Options{}, &reportsv1.CreateReportRequest{}, `{"name":"x","parameters":{"Anything":1,"Else":{"deep":[1]}}}`, nil},
+	}
+	for _, c := range cases {
+		err := c.opts.Unmarshal([]byte(c.body), c.msg)
+		if c.want == nil {
+			if err != nil {
+				t.Errorf("%s: %v", c.name, err)
+			}
+			continue
+		}
+		de, ok := err.(*DecodeError)
+		if !ok {
+			t.Errorf("%s: err = %v, want a DecodeError", c.name, err)
+			continue
+		}
+		got := map[string]string{}
+		for _, v := range de.Violations {
+			got[v.Field] = v.Message
+		}
+		if len(got) != len(c.want) {
+			t.Errorf("%s: violations %v, want keys of %v", c.name, got, c.want)
+		}
+		for k, msg := range c.want {
+			if !strings.Contains(got[k], msg) {
+				t.Errorf("%s: violation under %q is %q, want it to say %q", c.name, k, got[k], msg)
+			}
+		}
+	}
+	// What was accepted was read: the known fields, not the returned ones.
+	var order ordersv1.CreateOrderRequest
+	if err := orderOpts.Unmarshal([]byte(`{"contactId":1,"id":"o1","items":[{"itemId":"a","quantity":2,"lineTotal":9}]}`), &order); err != nil {
+		t.Fatal(err)
+	}
+	if order.GetContactId() != 1 || len(order.GetItems()) != 1 || order.GetItems()[0].GetQuantity() != 2 {
+		t.Errorf("decoded %v", &order)
 	}
 }
 
@@ -257,17 +383,78 @@ func badText(m protoreflect.Message) string {
 	return bad
 }
 
-// FuzzUnmarshal: no body panics; whatever decodes encodes again and holds
-// no string PostgreSQL would refuse (NUL) or protobuf could not carry; a
+// definedOnly reports the first property of raw, at any depth, that is
+// neither a field of md nor returned by resource at that path: what a
+// body that decoded must not contain. It reads the JSON on its own
+// (encoding/json), apart from the decoder it checks.
+func definedOnly(raw any, md, resource protoreflect.MessageDescriptor) string {
+	obj, ok := raw.(map[string]any)
+	if !ok {
+		return ""
+	}
+	switch md.FullName() {
+	case structName, valueName, listValueName, decimalName, timestampName:
+		return ""
+	}
+	find := func(fields protoreflect.FieldDescriptors, key string) protoreflect.FieldDescriptor {
+		for i := range fields.Len() {
+			fd := fields.Get(i)
+			if strings.EqualFold(fd.JSONName(), key) || strings.EqualFold(string(fd.Name()), key) {
+				return fd
+			}
+		}
+		return nil
+	}
+	for key, v := range obj {
+		fd := find(md.Fields(), key)
+		if fd == nil {
+			if resource == nil || find(resource.Fields(), key) == nil {
+				return key
+			}
+			continue
+		}
+		if fd.Message() == nil || fd.IsMap() {
+			continue
+		}
+		var sub protoreflect.MessageDescriptor
+		if resource != nil {
+			if rf := find(resource.Fields(), fd.JSONName()); rf != nil && !rf.IsMap() {
+				sub = rf.Message()
+			}
+		}
+		els := []any{v}
+		if fd.IsList() {
+			els, _ = v.([]any)
+		}
+		for _, el := range els {
+			if bad := definedOnly(el, fd.Message(), sub); bad != "" {
+				return key + "." + bad
+			}
+		}
+	}
+	return ""
+}
+
+// FuzzUnmarshal: no body panics; whatever decodes encodes again, holds no
+// string PostgreSQL would refuse (NUL) or protobuf could not carry, and
+// named only properties the request defines or its resource returns; a
 // refusal's text survives the trip through a status message.
 func FuzzUnmarshal(f *testing.F) {
 	for _, s := range []string{`{}`, `{"name":"a","scopes":["x"],"expiresAt":"2027-01-01T00:00:00Z"}`, `{"scopes":[1,{}]}`, `[`, `null`,
-		`{"name":"a\u0000b"}`, `{"parameters":{"a\u0000":["\u0000",{"b":"\u0000"}]}}`, "{\"name\":\"\xff\"}"} {
+		`{"name":"a\u0000b"}`, `{"parameters":{"a\u0000":["\u0000",{"b":"\u0000"}]}}`, "{\"name\":\"\xff\"}",
+		`{"nmae":"a"}`, `{"Name":"a","createdAt":"x","id":1}`, `{"items":[{"itemId":"a","quantty":1,"lineTotal":1}],"recurringDonation":[]}`,
+		`{"donations":[{"fundId":"f","amount":1,"tribute":{"name":"x","notify":1}}],"orderNumber":1,"tenantId":"t"}`} {
 		f.Add([]byte(s))
 	}
+	orderOpts := Options{Resource: (&ordersv1.Order{}).ProtoReflect().Descriptor(), Bound: func(n string) bool { return n == "tenant_id" }}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, m := range []proto.Message{&authv1.CreateApiKeyRequest{}, &reportsv1.CreateReportRequest{}} {
-			err := Unmarshal(data, m)
+		for _, c := range []struct {
+			opts Options
+			m    proto.Message
+		}{{Options{}, &authv1.CreateApiKeyRequest{}}, {Options{}, &reportsv1.CreateReportRequest{}}, {orderOpts, &ordersv1.CreateOrderRequest{}}} {
+			m := c.m
+			proto.Reset(m)
+			err := c.opts.Unmarshal(data, m)
 			if err == nil {
 				// Whatever decoded must encode again.
 				if _, err := Marshal(m); err != nil {
@@ -275,6 +462,19 @@ func FuzzUnmarshal(f *testing.F) {
 				}
 				if b := badText(m.ProtoReflect()); b != "" {
 					t.Fatalf("decoded %q with the string %q", data, b)
+				}
+				var raw any
+				if json.Unmarshal(data, &raw) == nil {
+					if bad := definedOnly(raw, m.ProtoReflect().Descriptor(), c.opts.Resource); bad != "" {
+						t.Fatalf("decoded %q with the unknown property %q into %T", data, bad, m)
+					}
+					if obj, ok := raw.(map[string]any); ok && c.opts.Bound != nil {
+						for k := range obj {
+							if strings.EqualFold(k, "tenantId") || strings.EqualFold(k, "tenant_id") {
+								t.Fatalf("decoded %q with the path's %q set", data, k)
+							}
+						}
+					}
 				}
 				continue
 			}
@@ -288,25 +488,42 @@ func FuzzUnmarshal(f *testing.F) {
 }
 
 // FuzzUnmarshalQuery: a query string decodes to strings PostgreSQL and
-// protobuf accept, or is refused with a violation.
+// protobuf accept and names only the request's own parameters, or is
+// refused with a violation.
 func FuzzUnmarshalQuery(f *testing.F) {
-	for _, s := range []string{"name=x", "name=%00", "scopes=a,%00", "name=%ff", "expiresAt=2027-01-01T00:00:00Z"} {
+	for _, s := range []string{"name=x", "name=%00", "scopes=a,%00", "name=%ff", "expiresAt=2027-01-01T00:00:00Z",
+		"statuss=Voided", "status=Voided&minAmount.value=5", "tenantId=x", "Page=2&page_size=3&minAmount=1.00", "%ff=1", "=1"} {
 		f.Add(s)
 	}
+	skip := func(n string) bool { return n == "tenant_id" }
 	f.Fuzz(func(t *testing.T, raw string) {
 		q, err := url.ParseQuery(raw)
 		if err != nil {
 			return
 		}
-		var req authv1.CreateApiKeyRequest
-		if err := UnmarshalQuery(q, &req, nil); err != nil {
-			if _, ok := err.(*DecodeError); !ok {
-				t.Fatalf("%q: %v is not a DecodeError", raw, err)
+		for _, m := range []proto.Message{&authv1.CreateApiKeyRequest{}, &ordersv1.ListOrdersRequest{}} {
+			if err := UnmarshalQuery(q, m, skip); err != nil {
+				de, ok := err.(*DecodeError)
+				if !ok {
+					t.Fatalf("%q: %v is not a DecodeError", raw, err)
+				}
+				if _, ok := ParseDecodeError(de.Error()); !ok {
+					t.Fatalf("DecodeError text does not parse: %q", de.Error())
+				}
+				continue
 			}
-			return
-		}
-		if b := badText(req.ProtoReflect()); b != "" {
-			t.Fatalf("decoded %q with the string %q", raw, b)
+			if b := badText(m.ProtoReflect()); b != "" {
+				t.Fatalf("decoded %q with the string %q", raw, b)
+			}
+			for name := range q {
+				fd := m.ProtoReflect().Descriptor().Fields().ByJSONName(name)
+				if fd == nil {
+					fd = fieldByJSONName(m.ProtoReflect().Descriptor().Fields(), name)
+				}
+				if fd == nil || skip(string(fd.Name())) {
+					t.Fatalf("decoded %q although %q is not a parameter of %T", raw, name, m)
+				}
+			}
 		}
 	})
 }

@@ -67,7 +67,7 @@ func (a *batchServer) GetBatch(ctx context.Context, req *ordersv1.GetBatchReques
 	return &ordersv1.GetBatchResponse{Batch: toBatch(b)}, nil
 }
 
-// CreateBatch opens a named batch.
+// CreateBatch opens a named batch, with an optional description.
 func (a *batchServer) CreateBatch(ctx context.Context, req *ordersv1.CreateBatchRequest) (*ordersv1.CreateBatchResponse, error) {
 	p, err := authctx.Require(ctx, req.GetTenantId(), scopes.BatchesManage)
 	if err != nil {
@@ -75,10 +75,11 @@ func (a *batchServer) CreateBatch(ctx context.Context, req *ordersv1.CreateBatch
 	}
 	var v apperr.Violations
 	name := text(&v, "Name", req.GetName(), maxText, true)
+	description := text(&v, "Description", req.GetDescription(), maxNotes, false)
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	b, err := a.s.store.CreateBatch(ctx, uuid.MustParse(p.TenantID), name, p.Actor())
+	b, err := a.s.store.CreateBatch(ctx, uuid.MustParse(p.TenantID), name, description, p.Actor())
 	if err != nil {
 		return nil, err
 	}

@@ -70,7 +70,7 @@ func toFund(f store.Fund) *ordersv1.Fund {
 }
 
 func toBatch(b store.Batch) *ordersv1.Batch {
-	out := &ordersv1.Batch{Id: b.ID.String(), Name: b.Name, IsDaily: b.IsDaily, State: b.State, OrderCount: b.OrderCount,
+	out := &ordersv1.Batch{Id: b.ID.String(), Name: b.Name, Description: b.Description, IsDaily: b.IsDaily, State: b.State, OrderCount: b.OrderCount,
 		Totals: make([]*ordersv1.CurrencyTotal, 0, len(b.Totals)), CreatedAt: timestamppb.New(b.CreatedAt)}
 	if b.BatchDate != nil {
 		out.BatchDate = b.BatchDate.Format(time.DateOnly)

@@ -443,7 +443,8 @@ func (a *orderServer) VoidOrder(ctx context.Context, req *ordersv1.VoidOrderRequ
 	return &ordersv1.VoidOrderResponse{Order: toOrder(o)}, nil
 }
 
-// CreateOrderRefund refunds part or all of an order. A full refund (the
+// CreateOrderRefund refunds part or all of an order, from the payment the
+// request names or else from its payments in order. A full refund (the
 // order reaches Refunded) releases its stock.
 func (a *orderServer) CreateOrderRefund(ctx context.Context, req *ordersv1.CreateOrderRefundRequest) (*ordersv1.CreateOrderRefundResponse, error) {
 	p, err := authctx.Require(ctx, req.GetTenantId(), scopes.OrdersRefund)
@@ -468,15 +469,23 @@ func (a *orderServer) CreateOrderRefund(ctx context.Context, req *ordersv1.Creat
 		amt = amount(&v, "Amount", req.GetAmount(), cur.Currency)
 	}
 	reason := text(&v, "Reason", req.GetReason(), maxText, false)
+	payment := refundedPayment(&v, cur, req.GetPaymentId())
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	o, err := a.s.store.RefundOrder(ctx, tenantID, id, store.Refund{AmountMinor: amt, Reason: reason}, a.s.paymentAction(p.TenantID), p.Actor())
+	r := store.Refund{AmountMinor: amt, Reason: reason}
+	if payment != nil {
+		r.PaymentID = &payment.ID
+	}
+	o, err := a.s.store.RefundOrder(ctx, tenantID, id, r, a.s.paymentAction(p.TenantID), p.Actor())
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil, errOrderNotFound
 	case errors.Is(err, store.ErrIllegalState):
 		return nil, apperr.Rule(codeCannotRefund, "Only a Completed or PartiallyRefunded order can be refunded.")
+	case errors.Is(err, store.ErrOverRefund) && payment != nil:
+		return nil, apperr.FieldRule(codeOverRefund, "Amount",
+			fmt.Sprintf("At most %s can still be refunded from this payment.", money.FormatMinor(payment.RefundableMinor(), cur.Currency)))
 	case errors.Is(err, store.ErrOverRefund):
 		return nil, apperr.FieldRule(codeOverRefund, "Amount",
 			fmt.Sprintf("At most %s can still be refunded.", money.FormatMinor(cur.TotalMinor-cur.RefundedMinor, cur.Currency)))
@@ -489,6 +498,26 @@ func (a *orderServer) CreateOrderRefund(ctx context.Context, req *ordersv1.Creat
 		}
 	}
 	return &ordersv1.CreateOrderRefundResponse{Order: toOrder(o)}, nil
+}
+
+// refundedPayment returns the payment of o a refund names by paymentId, or
+// nil when it names none. An id that is not one of o's payments (another
+// order's, or none at all) is a violation under PaymentId: refunding from
+// the order's payments in order instead would give back money from a
+// payment the caller did not mean.
+func refundedPayment(v *apperr.Violations, o store.Order, paymentID string) *store.Payment {
+	if paymentID == "" {
+		return nil
+	}
+	if id, ok := parseID(paymentID); ok {
+		for i := range o.Payments {
+			if o.Payments[i].ID == id {
+				return &o.Payments[i]
+			}
+		}
+	}
+	v.Add("PaymentId", "'PaymentId' is not a payment of this order.")
+	return nil
 }
 
 func (s *Service) releaseAll(ctx context.Context, p authctx.Principal, orderID uuid.UUID) error {

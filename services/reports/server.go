@@ -250,6 +250,28 @@ func (x *server) validateDefinition(name, description, typeKey string, params *s
 	return clean, err
 }
 
+// definitionType reads a definition's type from typeKey and from
+// dataSourceKey, the reference system's name for it (what integrators of
+// that system send, and what the list returns): either may be given, and
+// both only when equal. isShared, the reference system's flag for a
+// definition its whole organization sees, may be given as true, which
+// every definition is: it belongs to the tenant, not to a key. false is
+// refused rather than ignored, since the definition would be shared
+// anyway.
+func definitionType(typeKey, dataSourceKey string, isShared *bool) (string, error) {
+	var v apperr.Violations
+	if typeKey != "" && dataSourceKey != "" && typeKey != dataSourceKey {
+		v.Add("DataSourceKey", "'DataSourceKey' names the report type too; it must equal 'TypeKey' when both are given.")
+	}
+	if isShared != nil && !*isShared {
+		v.Add("IsShared", "'IsShared' cannot be false: saved reports belong to the tenant and every key with reports:view sees them.")
+	}
+	if typeKey == "" {
+		typeKey = dataSourceKey
+	}
+	return typeKey, v.Err()
+}
+
 func (x *server) CreateReport(ctx context.Context, req *reportsv1.CreateReportRequest) (*reportsv1.CreateReportResponse, error) {
 	p, err := authctx.Require(ctx, req.GetTenantId(), scopes.ReportsManage)
 	if err != nil {
@@ -259,7 +281,11 @@ func (x *server) CreateReport(ctx context.Context, req *reportsv1.CreateReportRe
 	if err != nil {
 		return nil, err
 	}
-	params, err := x.validateDefinition(req.GetName(), req.GetDescription(), req.GetTypeKey(), req.GetParameters())
+	typeKey, err := definitionType(req.GetTypeKey(), req.GetDataSourceKey(), req.IsShared)
+	if err != nil {
+		return nil, err
+	}
+	params, err := x.validateDefinition(req.GetName(), req.GetDescription(), typeKey, req.GetParameters())
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +294,7 @@ func (x *server) CreateReport(ctx context.Context, req *reportsv1.CreateReportRe
 		return nil, err
 	}
 	d, err := x.s.store.Create(ctx, store.Definition{TenantID: tenant, ID: id, Name: strings.TrimSpace(req.GetName()), Description: req.GetDescription(),
-		TypeKey: req.GetTypeKey(), Parameters: params}, p.Actor())
+		TypeKey: typeKey, Parameters: params}, p.Actor())
 	if err != nil {
 		return nil, err
 	}
@@ -284,7 +310,10 @@ func (x *server) UpdateReport(ctx context.Context, req *reportsv1.UpdateReportRe
 	if err != nil {
 		return nil, err
 	}
-	typeKey := req.GetTypeKey()
+	typeKey, err := definitionType(req.GetTypeKey(), req.GetDataSourceKey(), req.IsShared)
+	if err != nil {
+		return nil, err
+	}
 	if typeKey == "" {
 		typeKey = d.TypeKey
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -21,6 +22,9 @@ func TestNULIsRejectedEverywhere(t *testing.T) {
 	t.Parallel()
 	c := apptest.Start(t, apptest.Options{})
 	tn := c.NewTenant(t, "api-access:enabled", "webhooks:enabled")
+	// The codec refuses before any service looks: the ids in these paths
+	// and bodies need not exist.
+	const anyID = "0190a4d6-0000-7000-8000-000000000000"
 	bodies := []struct {
 		path, field string
 		body        map[string]any
@@ -34,9 +38,24 @@ func TestNULIsRejectedEverywhere(t *testing.T) {
 		{"/batches", "Name", map[string]any{"name": "a\x00b"}},
 		{"/contacts", "FirstName", map[string]any{"contactType": "Individual", "firstName": "a\x00b", "lastName": "Donor"}},
 		{"/webhooks", "Name", map[string]any{"name": "a\x00b", "url": "https://8.8.8.8/h", "eventTypes": []string{"order.created"}}},
+		{"/webhooks", "Description", map[string]any{"name": "n", "url": "https://8.8.8.8/h", "eventTypes": []string{"order.created"}, "description": "a\x00"}},
+		{"PUT /webhooks/" + anyID, "Name", map[string]any{"name": "a\x00b", "url": "https://8.8.8.8/h", "eventTypes": []string{"order.created"}}},
+		{"PUT /webhooks/" + anyID, "Description", map[string]any{"name": "n", "url": "https://8.8.8.8/h", "eventTypes": []string{"order.created"}, "description": "\x00"}},
+		{"/orders", "Notes", map[string]any{"contactId": 1, "notes": "a\x00b"}},
+		{"/orders", "IdempotencyKey", map[string]any{"contactId": 1, "idempotencyKey": "k\x00"}},
+		{"/orders", "Donations[0].CampaignId", map[string]any{"contactId": 1, "donations": []any{map[string]any{"fundId": anyID, "amount": 1, "campaignId": "spring\x00"}}}},
+		{"/orders", "Payments[0].CheckNumber", map[string]any{"contactId": 1, "payments": []any{map[string]any{"paymentMethod": "Check", "amount": 1, "checkNumber": "1\x00"}}}},
+		{"/orders/" + anyID + "/refunds", "Reason", map[string]any{"amount": 1, "reason": "a\x00b"}},
+		{"/orders/" + anyID + "/void", "Reason", map[string]any{"reason": "\x00"}},
+		{"/reports/types/top-donors/run", "Parameters.From", map[string]any{"parameters": map[string]any{"From": "\x00"}}},
+		{"PUT /reports/" + anyID, "Parameters.From", map[string]any{"name": "x", "parameters": map[string]any{"From": "2026\x00"}}},
 	}
 	for _, b := range bodies {
-		r := c.Do(t, "POST", tPath(tn.ID, b.path), tn.Key, b.body)
+		method, path := "POST", b.path
+		if m, rest, ok := strings.Cut(b.path, " "); ok {
+			method, path = m, rest
+		}
+		r := c.Do(t, method, tPath(tn.ID, path), tn.Key, b.body)
 		if r.Status != http.StatusBadRequest || r.Header.Get("Content-Type") != "application/problem+json" {
 			t.Errorf("POST %s: %d %s, want a 400 problem document", b.path, r.Status, r.Body)
 			continue
@@ -69,6 +88,36 @@ func TestNULIsRejectedEverywhere(t *testing.T) {
 			t.Errorf("GET %s: errors %v, want one message under %s", q.path, e, q.field)
 		}
 	}
+	// Every text query parameter of every route, as the published document
+	// names them.
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Parameters []struct{ Name, In, Type string } `json:"parameters"`
+		} `json:"paths"`
+	}
+	c.Do(t, "GET", "/openapi.json", "", nil).Expect(t, http.StatusOK).JSON(t, &doc)
+	checked := 0
+	for path, ops := range doc.Paths {
+		for method, op := range ops {
+			for _, p := range op.Parameters {
+				if p.In != "query" || p.Type != "string" {
+					continue
+				}
+				target := strings.NewReplacer("{tenantId}", tn.ID, "{contactId}", "1").Replace(path)
+				target = regexp.MustCompile(`\{[^}]+\}`).ReplaceAllString(target, anyID)
+				r := c.Do(t, strings.ToUpper(method), target+"?"+p.Name+"=a%00b", tn.Key, nil)
+				field := strings.ToUpper(p.Name[:1]) + p.Name[1:]
+				// A timestamp's message says it is not one; text ones name NUL.
+				if e := errorsOf(t, r); r.Status != http.StatusBadRequest || len(e[field]) != 1 {
+					t.Errorf("%s %s?%s=a%%00b: %d %s, want a 400 under %s", strings.ToUpper(method), path, p.Name, r.Status, r.Body, field)
+				}
+				checked++
+			}
+		}
+	}
+	if checked < 15 {
+		t.Errorf("only %d text query parameters checked", checked)
+	}
 }
 
 // mutationSeeds are valid bodies of seven create endpoints, the starting
@@ -100,7 +149,8 @@ var mutationValues = []any{
 // (258 for each of seven endpoints: values replaced by other types, edge
 // numbers, NUL and other awkward strings; properties removed or added;
 // arrays grown; the JSON itself cut or padded) and requires that none is
-// answered with a 5xx, and that every refusal is a problem document. The
+// answered with a 5xx, that every refusal is a problem document, and that
+// no body with a made-up property is accepted. The
 // run that found the NUL 500s did this by hand; this keeps it, with a
 // fixed seed so a failure reproduces.
 func TestRequestBodyMutations(t *testing.T) {
@@ -120,6 +170,8 @@ func TestRequestBodyMutations(t *testing.T) {
 				t.Errorf("POST %s #%d: %d %s\nbody: %q", seed.path, i, r.Status, r.Body, body)
 			case r.Status >= 400 && r.Header.Get("Content-Type") != "application/problem+json":
 				t.Errorf("POST %s #%d: %d with %s, not a problem document\nbody: %q", seed.path, i, r.Status, r.Header.Get("Content-Type"), body)
+			case r.Status < 300 && hasExtraProperty(body):
+				t.Errorf("POST %s #%d: %d, but the body has a property the request does not define\nbody: %q", seed.path, i, r.Status, body)
 			}
 		}
 	}
@@ -127,6 +179,23 @@ func TestRequestBodyMutations(t *testing.T) {
 	if statuses[http.StatusBadRequest] == 0 || statuses[http.StatusCreated] == 0 {
 		t.Errorf("statuses %v: the mutations should both pass and fail validation", statuses)
 	}
+}
+
+// hasExtraProperty reports whether body is a JSON object with one of the
+// made-up properties mutateValue adds (extra0…extra2) at its top level,
+// where every seed's object is the request itself (deeper, one may be in
+// a report's free-form parameters).
+func hasExtraProperty(body []byte) bool {
+	var obj map[string]any
+	if json.Unmarshal(body, &obj) != nil {
+		return false
+	}
+	for k := range obj {
+		if strings.HasPrefix(k, "extra") {
+			return true
+		}
+	}
+	return false
 }
 
 // mutate returns body with one to three random mutations.

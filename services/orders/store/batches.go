@@ -28,23 +28,24 @@ type CurrencyTotal struct {
 
 // Batch is a row of orders.batches with its figures.
 type Batch struct {
-	TenantID   uuid.UUID
-	ID         uuid.UUID
-	Name       string
-	BatchDate  *time.Time
-	IsDaily    bool
-	State      string
-	CreatedAt  time.Time
-	ClosedAt   *time.Time
-	OrderCount int64
-	Totals     []CurrencyTotal
+	TenantID    uuid.UUID
+	ID          uuid.UUID
+	Name        string
+	Description string
+	BatchDate   *time.Time
+	IsDaily     bool
+	State       string
+	CreatedAt   time.Time
+	ClosedAt    *time.Time
+	OrderCount  int64
+	Totals      []CurrencyTotal
 }
 
-const batchColumns = `tenant_id, id, name, batch_date, is_daily, state, created_at, closed_at`
+const batchColumns = `tenant_id, id, name, description, batch_date, is_daily, state, created_at, closed_at`
 
 func scanBatch(row pgx.Row) (Batch, error) {
 	var b Batch
-	err := row.Scan(&b.TenantID, &b.ID, &b.Name, &b.BatchDate, &b.IsDaily, &b.State, &b.CreatedAt, &b.ClosedAt)
+	err := row.Scan(&b.TenantID, &b.ID, &b.Name, &b.Description, &b.BatchDate, &b.IsDaily, &b.State, &b.CreatedAt, &b.ClosedAt)
 	return b, err
 }
 
@@ -114,13 +115,13 @@ func (s *Store) GetBatch(ctx context.Context, tenantID, id uuid.UUID) (Batch, er
 	return bs[0], err
 }
 
-// CreateBatch opens a named batch.
-func (s *Store) CreateBatch(ctx context.Context, tenantID uuid.UUID, name, actor string) (Batch, error) {
+// CreateBatch opens a named batch with its description.
+func (s *Store) CreateBatch(ctx context.Context, tenantID uuid.UUID, name, description, actor string) (Batch, error) {
 	var b Batch
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		b, err = scanBatch(tx.QueryRow(ctx, `INSERT INTO orders.batches (tenant_id, id, name) VALUES ($1, $2, $3) RETURNING `+batchColumns,
-			tenantID, uuid.Must(uuid.NewV7()), name))
+		b, err = scanBatch(tx.QueryRow(ctx, `INSERT INTO orders.batches (tenant_id, id, name, description) VALUES ($1, $2, $3, $4) RETURNING `+batchColumns,
+			tenantID, uuid.Must(uuid.NewV7()), name, description))
 		if err != nil {
 			return err
 		}

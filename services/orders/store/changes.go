@@ -229,6 +229,15 @@ func refundable(p Payment) bool {
 	return false
 }
 
+// RefundableMinor is what a refund naming p may still give back: nothing
+// unless p was collected.
+func (p Payment) RefundableMinor() int64 {
+	if !refundable(p) {
+		return 0
+	}
+	return p.AmountMinor - p.RefundedMinor
+}
+
 // planRefund splits a refund over o's payments: from the one named, or
 // from each in order until the amount is covered.
 func planRefund(o Order, r Refund) ([]refundTake, error) {

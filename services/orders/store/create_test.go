@@ -77,7 +77,7 @@ func TestCreateOrderAllOrNothing(t *testing.T) {
 	if got := written(t, pool, first); got != 6 {
 		t.Errorf("a recorded order left %d rows, want 6 (order, donation, payment, three audit rows)", got)
 	}
-	closed, err := s.CreateBatch(ctx, tenant, "Closed", actor)
+	closed, err := s.CreateBatch(ctx, tenant, "Closed", "", actor)
 	if err != nil {
 		t.Fatal(err)
 	}

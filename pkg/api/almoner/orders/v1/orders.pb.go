@@ -8,6 +8,7 @@ package ordersv1
 
 import (
 	v1 "github.com/almoner/almoner/pkg/api/almoner/type/v1"
+	_ "github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-openapiv2/options"
 	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -2246,10 +2247,15 @@ type CreateOrderRefundRequest struct {
 	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
 	// OrderId is the order's id.
 	OrderId string `protobuf:"bytes,2,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
-	// Amount is the amount to refund; omitted means everything not yet refunded.
+	// Amount is the amount to refund; omitted means everything not yet
+	// refunded (of the payment when paymentId is given, else of the order).
 	Amount *v1.Decimal `protobuf:"bytes,3,opt,name=amount,proto3" json:"amount,omitempty"`
 	// Reason is an optional note.
-	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	// PaymentId refunds that payment of the order only (an id from the
+	// order's `payments`). Without it the refund is taken from the order's
+	// payments in order.
+	PaymentId     string `protobuf:"bytes,5,opt,name=payment_id,json=paymentId,proto3" json:"payment_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2308,6 +2314,13 @@ func (x *CreateOrderRefundRequest) GetAmount() *v1.Decimal {
 func (x *CreateOrderRefundRequest) GetReason() string {
 	if x != nil {
 		return x.Reason
+	}
+	return ""
+}
+
+func (x *CreateOrderRefundRequest) GetPaymentId() string {
+	if x != nil {
+		return x.PaymentId
 	}
 	return ""
 }
@@ -2913,6 +2926,9 @@ type Batch struct {
 	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	// Name is the batch's label; the daily batch is named for its date.
 	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// Description is free text given when the batch was opened; empty for
+	// the daily batch.
+	Description string `protobuf:"bytes,10,opt,name=description,proto3" json:"description,omitempty"`
 	// BatchDate is the day of a daily batch, YYYY-MM-DD; empty otherwise.
 	BatchDate string `protobuf:"bytes,3,opt,name=batch_date,json=batchDate,proto3" json:"batch_date,omitempty"`
 	// IsDaily marks the automatic daily batch.
@@ -2971,6 +2987,13 @@ func (x *Batch) GetId() string {
 func (x *Batch) GetName() string {
 	if x != nil {
 		return x.Name
+	}
+	return ""
+}
+
+func (x *Batch) GetDescription() string {
+	if x != nil {
+		return x.Description
 	}
 	return ""
 }
@@ -3277,7 +3300,10 @@ type CreateBatchRequest struct {
 	// TenantId is the tenant in the path.
 	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
 	// Name is required.
-	Name          string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// Description is optional free text (at most 2000 characters), e.g.
+	// what the batch holds.
+	Description   string `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3322,6 +3348,13 @@ func (x *CreateBatchRequest) GetTenantId() string {
 func (x *CreateBatchRequest) GetName() string {
 	if x != nil {
 		return x.Name
+	}
+	return ""
+}
+
+func (x *CreateBatchRequest) GetDescription() string {
+	if x != nil {
+		return x.Description
 	}
 	return ""
 }
@@ -4026,7 +4059,7 @@ var File_almoner_orders_v1_orders_proto protoreflect.FileDescriptor
 
 const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\n" +
-	"\x1ealmoner/orders/v1/orders.proto\x12\x11almoner.orders.v1\x1a\x1dalmoner/type/v1/decimal.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf1\x01\n" +
+	"\x1ealmoner/orders/v1/orders.proto\x12\x11almoner.orders.v1\x1a\x1dalmoner/type/v1/decimal.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\xf1\x01\n" +
 	"\rPaymentMethod\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x14\n" +
@@ -4179,7 +4212,7 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xc6\x04\n" +
+	"updated_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xd8\x04\n" +
 	"\x11ListOrdersRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x17\n" +
 	"\x04page\x18\x02 \x01(\x05H\x00R\x04page\x88\x01\x01\x12 \n" +
@@ -4198,11 +4231,11 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\x15recurring_donation_id\x18\v \x01(\tR\x13recurringDonationId\x12!\n" +
 	"\fcreated_from\x18\f \x01(\tR\vcreatedFrom\x12\x1d\n" +
 	"\n" +
-	"created_to\x18\r \x01(\tR\tcreatedTo\x127\n" +
+	"created_to\x18\r \x01(\tR\tcreatedTo\x12@\n" +
 	"\n" +
-	"min_amount\x18\x0e \x01(\v2\x18.almoner.type.v1.DecimalR\tminAmount\x127\n" +
+	"min_amount\x18\x0e \x01(\v2\x18.almoner.type.v1.DecimalB\a\x92A\x04\x9a\x02\x01\x05R\tminAmount\x12@\n" +
 	"\n" +
-	"max_amount\x18\x0f \x01(\v2\x18.almoner.type.v1.DecimalR\tmaxAmountB\a\n" +
+	"max_amount\x18\x0f \x01(\v2\x18.almoner.type.v1.DecimalB\a\x92A\x04\x9a\x02\x01\x05R\tmaxAmountB\a\n" +
 	"\x05_pageB\f\n" +
 	"\n" +
 	"_page_sizeB\r\n" +
@@ -4224,12 +4257,14 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\border_id\x18\x02 \x01(\tR\aorderId\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\"C\n" +
 	"\x11VoidOrderResponse\x12.\n" +
-	"\x05order\x18\x01 \x01(\v2\x18.almoner.orders.v1.OrderR\x05order\"\x9c\x01\n" +
+	"\x05order\x18\x01 \x01(\v2\x18.almoner.orders.v1.OrderR\x05order\"\xbb\x01\n" +
 	"\x18CreateOrderRefundRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x19\n" +
 	"\border_id\x18\x02 \x01(\tR\aorderId\x120\n" +
 	"\x06amount\x18\x03 \x01(\v2\x18.almoner.type.v1.DecimalR\x06amount\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason\"K\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x1d\n" +
+	"\n" +
+	"payment_id\x18\x05 \x01(\tR\tpaymentId\"K\n" +
 	"\x19CreateOrderRefundResponse\x12.\n" +
 	"\x05order\x18\x01 \x01(\v2\x18.almoner.orders.v1.OrderR\x05order\"\xdb\x02\n" +
 	"\x04Fund\x12\x0e\n" +
@@ -4276,10 +4311,12 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\bcurrency\x18\x01 \x01(\tR\bcurrency\x12\x1f\n" +
 	"\vorder_count\x18\x02 \x01(\x03R\n" +
 	"orderCount\x12.\n" +
-	"\x05total\x18\x03 \x01(\v2\x18.almoner.type.v1.DecimalR\x05total\"\xca\x02\n" +
+	"\x05total\x18\x03 \x01(\v2\x18.almoner.type.v1.DecimalR\x05total\"\xec\x02\n" +
 	"\x05Batch\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1d\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\n" +
+	" \x01(\tR\vdescription\x12\x1d\n" +
 	"\n" +
 	"batch_date\x18\x03 \x01(\tR\tbatchDate\x12\x19\n" +
 	"\bis_daily\x18\x04 \x01(\bR\aisDaily\x12\x14\n" +
@@ -4308,10 +4345,11 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x19\n" +
 	"\bbatch_id\x18\x02 \x01(\tR\abatchId\"B\n" +
 	"\x10GetBatchResponse\x12.\n" +
-	"\x05batch\x18\x01 \x01(\v2\x18.almoner.orders.v1.BatchR\x05batch\"E\n" +
+	"\x05batch\x18\x01 \x01(\v2\x18.almoner.orders.v1.BatchR\x05batch\"g\n" +
 	"\x12CreateBatchRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"E\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\"E\n" +
 	"\x13CreateBatchResponse\x12.\n" +
 	"\x05batch\x18\x01 \x01(\v2\x18.almoner.orders.v1.BatchR\x05batch\"K\n" +
 	"\x11CloseBatchRequest\x12\x1b\n" +

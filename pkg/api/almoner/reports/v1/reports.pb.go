@@ -887,7 +887,14 @@ type CreateReportRequest struct {
 	// TypeKey is a report type key.
 	TypeKey string `protobuf:"bytes,4,opt,name=type_key,json=typeKey,proto3" json:"type_key,omitempty"`
 	// Parameters are validated against the type.
-	Parameters    *structpb.Struct `protobuf:"bytes,5,opt,name=parameters,proto3" json:"parameters,omitempty"`
+	Parameters *structpb.Struct `protobuf:"bytes,5,opt,name=parameters,proto3" json:"parameters,omitempty"`
+	// DataSourceKey is the reference system's name for typeKey: either may
+	// be given; when both are, they must be equal.
+	DataSourceKey string `protobuf:"bytes,6,opt,name=data_source_key,json=dataSourceKey,proto3" json:"data_source_key,omitempty"`
+	// IsShared may be given as true (what every definition is: it belongs
+	// to the tenant and every key sees it); false is refused, as Almoner
+	// keeps no definitions private to one key.
+	IsShared      *bool `protobuf:"varint,7,opt,name=is_shared,json=isShared,proto3,oneof" json:"is_shared,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -957,6 +964,20 @@ func (x *CreateReportRequest) GetParameters() *structpb.Struct {
 	return nil
 }
 
+func (x *CreateReportRequest) GetDataSourceKey() string {
+	if x != nil {
+		return x.DataSourceKey
+	}
+	return ""
+}
+
+func (x *CreateReportRequest) GetIsShared() bool {
+	if x != nil && x.IsShared != nil {
+		return *x.IsShared
+	}
+	return false
+}
+
 // CreateReportResponse is the saved definition.
 type CreateReportResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1017,7 +1038,13 @@ type UpdateReportRequest struct {
 	// TypeKey, when given, must be a report type key; empty keeps the type.
 	TypeKey string `protobuf:"bytes,5,opt,name=type_key,json=typeKey,proto3" json:"type_key,omitempty"`
 	// Parameters replace the saved ones, validated against the type.
-	Parameters    *structpb.Struct `protobuf:"bytes,6,opt,name=parameters,proto3" json:"parameters,omitempty"`
+	Parameters *structpb.Struct `protobuf:"bytes,6,opt,name=parameters,proto3" json:"parameters,omitempty"`
+	// DataSourceKey is the reference system's name for typeKey: either may
+	// be given; when both are, they must be equal.
+	DataSourceKey string `protobuf:"bytes,7,opt,name=data_source_key,json=dataSourceKey,proto3" json:"data_source_key,omitempty"`
+	// IsShared may be given as true (what every definition is); false is
+	// refused, as Almoner keeps no definitions private to one key.
+	IsShared      *bool `protobuf:"varint,8,opt,name=is_shared,json=isShared,proto3,oneof" json:"is_shared,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1092,6 +1119,20 @@ func (x *UpdateReportRequest) GetParameters() *structpb.Struct {
 		return x.Parameters
 	}
 	return nil
+}
+
+func (x *UpdateReportRequest) GetDataSourceKey() string {
+	if x != nil {
+		return x.DataSourceKey
+	}
+	return ""
+}
+
+func (x *UpdateReportRequest) GetIsShared() bool {
+	if x != nil && x.IsShared != nil {
+		return *x.IsShared
+	}
+	return false
 }
 
 // UpdateReportResponse is the updated definition.
@@ -1522,7 +1563,7 @@ const file_almoner_reports_v1_reports_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1b\n" +
 	"\treport_id\x18\x02 \x01(\tR\breportId\"G\n" +
 	"\x11GetReportResponse\x122\n" +
-	"\x06report\x18\x01 \x01(\v2\x1a.almoner.reports.v1.ReportR\x06report\"\xbc\x01\n" +
+	"\x06report\x18\x01 \x01(\v2\x1a.almoner.reports.v1.ReportR\x06report\"\x94\x02\n" +
 	"\x13CreateReportRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12 \n" +
@@ -1530,9 +1571,13 @@ const file_almoner_reports_v1_reports_proto_rawDesc = "" +
 	"\btype_key\x18\x04 \x01(\tR\atypeKey\x127\n" +
 	"\n" +
 	"parameters\x18\x05 \x01(\v2\x17.google.protobuf.StructR\n" +
-	"parameters\"J\n" +
+	"parameters\x12&\n" +
+	"\x0fdata_source_key\x18\x06 \x01(\tR\rdataSourceKey\x12 \n" +
+	"\tis_shared\x18\a \x01(\bH\x00R\bisShared\x88\x01\x01B\f\n" +
+	"\n" +
+	"_is_shared\"J\n" +
 	"\x14CreateReportResponse\x122\n" +
-	"\x06report\x18\x01 \x01(\v2\x1a.almoner.reports.v1.ReportR\x06report\"\xd9\x01\n" +
+	"\x06report\x18\x01 \x01(\v2\x1a.almoner.reports.v1.ReportR\x06report\"\xb1\x02\n" +
 	"\x13UpdateReportRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1b\n" +
 	"\treport_id\x18\x02 \x01(\tR\breportId\x12\x12\n" +
@@ -1541,7 +1586,11 @@ const file_almoner_reports_v1_reports_proto_rawDesc = "" +
 	"\btype_key\x18\x05 \x01(\tR\atypeKey\x127\n" +
 	"\n" +
 	"parameters\x18\x06 \x01(\v2\x17.google.protobuf.StructR\n" +
-	"parameters\"J\n" +
+	"parameters\x12&\n" +
+	"\x0fdata_source_key\x18\a \x01(\tR\rdataSourceKey\x12 \n" +
+	"\tis_shared\x18\b \x01(\bH\x00R\bisShared\x88\x01\x01B\f\n" +
+	"\n" +
+	"_is_shared\"J\n" +
 	"\x14UpdateReportResponse\x122\n" +
 	"\x06report\x18\x01 \x01(\v2\x1a.almoner.reports.v1.ReportR\x06report\"O\n" +
 	"\x13DeleteReportRequest\x12\x1b\n" +
@@ -1668,6 +1717,8 @@ func file_almoner_reports_v1_reports_proto_init() {
 	}
 	file_almoner_reports_v1_reports_proto_msgTypes[5].OneofWrappers = []any{}
 	file_almoner_reports_v1_reports_proto_msgTypes[6].OneofWrappers = []any{}
+	file_almoner_reports_v1_reports_proto_msgTypes[12].OneofWrappers = []any{}
+	file_almoner_reports_v1_reports_proto_msgTypes[14].OneofWrappers = []any{}
 	file_almoner_reports_v1_reports_proto_msgTypes[18].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
