@@ -72,8 +72,12 @@ func checkPod(t *testing.T, what string, spec corev1.PodSpec, needProbes bool) {
 		if needProbes && (c.ReadinessProbe == nil || c.LivenessProbe == nil) {
 			t.Errorf("%s/%s: missing readiness or liveness probe", what, c.Name)
 		}
-		hasDB, hasSealingKey := false, false
+		hasDB, hasSealingKey, hasInternalKey := false, false, false
 		for _, e := range c.Env {
+			if e.Name == "ALMONER_INTERNAL_KEY" {
+				hasInternalKey = e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil &&
+					e.ValueFrom.SecretKeyRef.Name == "almoner-internal-key" && e.ValueFrom.SecretKeyRef.Key == "key" && e.Value == ""
+			}
 			if e.Name == "DATABASE_URL" {
 				hasDB = e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.Value == ""
 			}
@@ -86,6 +90,12 @@ func checkPod(t *testing.T, what string, spec corev1.PodSpec, needProbes bool) {
 		// one key; a split process without it refuses to start.
 		if (strings.HasSuffix(what, "-auth") || strings.HasSuffix(what, "-webhooks")) && !hasSealingKey {
 			t.Errorf("%s/%s: ALMONER_WEBHOOK_SECRET_KEY does not come from the almoner-webhook-secret-key Secret", what, c.Name)
+		}
+		// Every serving process signs and verifies internal calls with one
+		// key; without it a split process refuses to start. The migrate
+		// Job serves nothing.
+		if needProbes && !hasInternalKey {
+			t.Errorf("%s/%s: ALMONER_INTERNAL_KEY does not come from the almoner-internal-key Secret", what, c.Name)
 		}
 		if strings.Contains(what, "gateway") {
 			continue

@@ -20,6 +20,7 @@ import (
 	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
 	contactsv1 "github.com/almoner/almoner/pkg/api/almoner/contacts/v1"
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
+	"github.com/almoner/almoner/pkg/authctx"
 )
 
 // These tests run requests through the whole gateway (New, ServeHTTP) in
@@ -43,9 +44,36 @@ type upstream struct {
 	calls     int
 	lastName  string
 	lastEvent []byte
+	// principals are what each call's verified assertion said, by method:
+	// a principal, or ok false for the gateway's own assertion.
+	principals map[string]seenPrincipal
 }
 
-func (u *upstream) ValidateKey(_ context.Context, req *authv1.ValidateKeyRequest) (*authv1.ValidateKeyResponse, error) {
+type seenPrincipal struct {
+	p  authctx.Principal
+	ok bool
+}
+
+// record notes the principal a call was verified to carry.
+func (u *upstream) record(ctx context.Context, method string) {
+	p, ok := authctx.FromIncoming(ctx)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.principals == nil {
+		u.principals = map[string]seenPrincipal{}
+	}
+	u.principals[method] = seenPrincipal{p, ok}
+}
+
+func (u *upstream) principal(method string) (seenPrincipal, bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	sp, ok := u.principals[method]
+	return sp, ok
+}
+
+func (u *upstream) ValidateKey(ctx context.Context, req *authv1.ValidateKeyRequest) (*authv1.ValidateKeyResponse, error) {
+	u.record(ctx, "ValidateKey")
 	if req.GetApiKey() != goodKey {
 		return nil, status.Error(codes.Unauthenticated, "no")
 	}
@@ -74,7 +102,8 @@ func (u *upstream) seen() (int, string, []byte) {
 	return u.calls, u.lastName, u.lastEvent
 }
 
-func (u *upstream) ListApiKeys(context.Context, *authv1.ListApiKeysRequest) (*authv1.ListApiKeysResponse, error) {
+func (u *upstream) ListApiKeys(ctx context.Context, _ *authv1.ListApiKeysRequest) (*authv1.ListApiKeysResponse, error) {
+	u.record(ctx, "ListApiKeys")
 	u.note("", nil)
 	return &authv1.ListApiKeysResponse{}, nil
 }
@@ -84,7 +113,8 @@ func (u *upstream) CreateApiKey(_ context.Context, req *authv1.CreateApiKeyReque
 	return &authv1.CreateApiKeyResponse{}, nil
 }
 
-func (u *upstream) CreateContactFormSubmission(_ context.Context, req *contactsv1.CreateContactFormSubmissionRequest) (*contactsv1.CreateContactFormSubmissionResponse, error) {
+func (u *upstream) CreateContactFormSubmission(ctx context.Context, req *contactsv1.CreateContactFormSubmissionRequest) (*contactsv1.CreateContactFormSubmissionResponse, error) {
+	u.record(ctx, "CreateContactFormSubmission")
 	u.note(req.GetName(), nil)
 	return &contactsv1.CreateContactFormSubmissionResponse{}, nil
 }
@@ -95,7 +125,8 @@ func (u *upstream) ReceiveStripeEvent(_ context.Context, req *ordersv1.ReceiveSt
 }
 
 // startEdge starts the fake upstream and a gateway routing every service
-// to it, configured by cfg (Upstreams and Logger are filled in).
+// to it, configured by cfg (Upstreams, Logger and InternalKey are filled
+// in). The upstream verifies every call's assertion, as services do.
 func startEdge(t *testing.T, cfg Config) (*Gateway, *upstream) {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -103,7 +134,13 @@ func startEdge(t *testing.T, cfg Config) (*Gateway, *upstream) {
 		t.Fatal(err)
 	}
 	u := &upstream{}
-	srv := grpc.NewServer()
+	key, err := authctx.ParseKey(authctx.NewKeyHex())
+	if err != nil {
+		t.Fatal(err)
+	}
+	discard := slog.New(slog.DiscardHandler)
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(key.UnaryServerInterceptor(discard)),
+		grpc.ChainStreamInterceptor(key.StreamServerInterceptor(discard)))
 	authv1.RegisterKeyValidationServiceServer(srv, u)
 	authv1.RegisterApiKeyServiceServer(srv, u)
 	contactsv1.RegisterContactFormServiceServer(srv, u)
@@ -115,6 +152,9 @@ func startEdge(t *testing.T, cfg Config) (*Gateway, *upstream) {
 		cfg.Upstreams[name] = lis.Addr().String()
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if cfg.InternalKey == nil {
+		cfg.InternalKey = key
+	}
 	g, err := New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -178,3 +218,41 @@ type errReader struct{}
 
 func (errReader) Read([]byte) (int, error) { return 0, errors.New("connection reset") }
 func (errReader) Close() error             { return nil }
+
+// TestGatewaySignsWhatItAsserts: the upstream, which verifies every call,
+// receives a keyed route's call with the key's principal, and key
+// validation and a public route with the gateway's own assertion. A
+// gateway with another key gets nothing past the upstream: every
+// validation is refused, so every keyed request is the one 401.
+func TestGatewaySignsWhatItAsserts(t *testing.T) {
+	g, u := startEdge(t, Config{})
+	if w := serve(g, request(http.MethodGet, keysURL, goodKey, "", nil, 0)); w.Code != http.StatusOK {
+		t.Fatalf("keyed GET: %d %s", w.Code, w.Body)
+	}
+	if sp, ok := u.principal("ListApiKeys"); !ok || !sp.ok || sp.p.TenantID != edgeTenant || sp.p.KeyID != "k1" ||
+		!sp.p.HasScope("api-keys:manage") {
+		t.Errorf("ListApiKeys saw %+v (called %v)", sp, ok)
+	}
+	if sp, ok := u.principal("ValidateKey"); !ok || sp.ok {
+		t.Errorf("ValidateKey saw %+v (called %v), want the gateway's own assertion", sp, ok)
+	}
+	form := `{"name":"Ada","email":"ada@example.org","message":"hi"}`
+	if w := serve(g, request(http.MethodPost, "/api/contact-form", "", "application/json", io.NopCloser(strings.NewReader(form)), int64(len(form)))); w.Code >= 300 {
+		t.Fatalf("contact form: %d %s", w.Code, w.Body)
+	}
+	if sp, ok := u.principal("CreateContactFormSubmission"); !ok || sp.ok {
+		t.Errorf("contact form saw %+v (called %v), want the gateway's own assertion", sp, ok)
+	}
+
+	wrong, err := authctx.ParseKey(authctx.NewKeyHex())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g2, u2 := startEdge(t, Config{InternalKey: wrong})
+	if w := serve(g2, request(http.MethodGet, keysURL, goodKey, "", nil, 0)); w.Code != http.StatusUnauthorized {
+		t.Errorf("gateway with another key: %d %s, want 401", w.Code, w.Body)
+	}
+	if calls, _, _ := u2.seen(); calls != 0 {
+		t.Errorf("%d calls reached the upstream from a gateway with another key", calls)
+	}
+}

@@ -6,7 +6,9 @@
 // X-Api-Key header goes to the auth service's ValidateKey over gRPC (or is
 // answered from the gateway's epoch-leased cache of successes), a
 // tenant in the path that is not the key's answers 404, and the principal
-// travels to the service in gRPC metadata. Services check scopes themselves.
+// travels to the service as an assertion signed with the deployment's
+// internal key (pkg/authctx), as every call the gateway makes is signed.
+// Services verify it and check scopes themselves.
 //
 // No body is read before that: a request's body is read only once its key
 // and tenant are accepted (or its route is public) and its path and method
@@ -65,6 +67,10 @@ type Config struct {
 	// X-Forwarded-For names the client (ALMONER_TRUSTED_PROXIES). From any
 	// other peer the header is ignored and the peer is the client.
 	TrustedProxies []netip.Prefix
+	// InternalKey signs every call to the services (ALMONER_INTERNAL_KEY):
+	// the principal of a validated key, or the gateway's own assertion
+	// for key validation and the public routes. Required.
+	InternalKey *authctx.Key
 }
 
 // Gateway is the REST edge as an http.Handler.
@@ -100,6 +106,9 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	if cfg.Upstreams[authName] == "" {
 		return nil, errors.New("gateway: the auth service address is required")
 	}
+	if cfg.InternalKey == nil {
+		return nil, fmt.Errorf("gateway: %w", authctx.ErrNoKey)
+	}
 	g := &Gateway{
 		cfg:      cfg,
 		conns:    map[string]*grpc.ClientConn{},
@@ -132,8 +141,11 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 			return nil, fmt.Errorf("gateway: unknown service %q", name)
 		}
 		// One shared connection per upstream: the REST routes, key
-		// validation and health checks all use it.
-		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), telemetry.GRPCClientOption())
+		// validation and health checks all use it, and every call on it
+		// is signed.
+		opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), telemetry.GRPCClientOption()},
+			cfg.InternalKey.DialOptions()...)
+		conn, err := grpc.NewClient(addr, opts...)
 		if err != nil {
 			g.Close()
 			return nil, fmt.Errorf("gateway: dial %s at %s: %w", name, addr, err)
@@ -230,7 +242,11 @@ func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request) (*http.Re
 		TenantID: resp.GetTenantId(), KeyID: resp.GetKeyId(), KeyPrefix: resp.GetKeyPrefix(),
 		Scopes: resp.GetScopes(), Features: resp.GetFeatures(),
 	}
-	return r.WithContext(context.WithValue(r.Context(), principalKey{}, p)), true
+	// The route's gRPC call is made with this context (grpc-gateway's
+	// handlers derive theirs from the request's): the connection's
+	// interceptor signs p for it.
+	ctx := authctx.NewOutgoingContext(context.WithValue(r.Context(), principalKey{}, p), p)
+	return r.WithContext(ctx), true
 }
 
 // writeUnauthorized sends the one 401: the same status, headers and bytes
@@ -240,15 +256,13 @@ func (g *Gateway) writeUnauthorized(w http.ResponseWriter) {
 	problem.Write(w, problem.Unauthorized(g.problems))
 }
 
-// annotate puts the principal and the trace id into gRPC metadata. It is
-// also the first place that knows the matched route template (grpc-gateway
-// adds it to ctx just before annotating), so it notes it for observe.
+// annotate puts the trace id into gRPC metadata (the principal goes as
+// a signed assertion: authenticate). It is also the first place that
+// knows the matched route template (grpc-gateway adds it to ctx just
+// before annotating), so it notes it for observe.
 func annotate(ctx context.Context, r *http.Request) metadata.MD {
 	noteRoute(ctx, r)
 	md := metadata.MD{}
-	if p, ok := r.Context().Value(principalKey{}).(authctx.Principal); ok {
-		md = p.MD()
-	}
 	if id := traceid.FromContext(r.Context()); id != "" {
 		md.Set(traceid.MetadataKey, id)
 	}
@@ -276,7 +290,7 @@ var forwardedHeaders = map[string]string{
 }
 
 // incomingHeader drops every client header except a short allow-list, so
-// no client can smuggle principal metadata (x-almoner-*) to a service.
+// no client can smuggle metadata of its own (x-almoner-*) to a service.
 func incomingHeader(key string) (string, bool) {
 	v, ok := forwardedHeaders[http.CanonicalHeaderKey(key)]
 	return v, ok

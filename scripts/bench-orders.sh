@@ -15,6 +15,10 @@
 # Results: bin/bench/orders/*.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The servers this script starts sign their internal calls with this key,
+# and its admin commands sign theirs with it too: one of this run's own.
+ALMONER_INTERNAL_KEY=${ALMONER_INTERNAL_KEY:-$(head -c 32 /dev/urandom | od -An -vtx1 | tr -d ' \n')}
+export ALMONER_INTERNAL_KEY
 server=${1:?usage: scripts/bench-orders.sh <postgres server URL>}
 DURATION=${BENCH_DURATION:-10s}
 CLIENTS=${BENCH_CLIENTS:-16}

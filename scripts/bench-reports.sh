@@ -18,6 +18,10 @@
 # database only); without that file a new export tenant is made and loaded.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The servers this script starts sign their internal calls with this key,
+# and its admin commands sign theirs with it too: one of this run's own.
+ALMONER_INTERNAL_KEY=${ALMONER_INTERNAL_KEY:-$(head -c 32 /dev/urandom | od -An -vtx1 | tr -d ' \n')}
+export ALMONER_INTERNAL_KEY
 server=${1:?usage: scripts/bench-reports.sh <postgres server url>}
 orders=${REPORTS_BENCH_ORDERS:-1000000}
 runs=${REPORTS_BENCH_RUNS:-5}

@@ -62,7 +62,7 @@ fail() { echo "quickstart-check: $*" >&3; echo "--- session log" >&3; cat "$log"
 
 # Every variable make run reads is in the README's configuration table.
 table=$(sed -n '/^## Configuration/,/^## /p' README.md)
-for v in $(grep -ho '\${ALMONER_[A-Z_]*' scripts/run.sh scripts/secret-key.sh | sed 's/^..//' | sort -u); do
+for v in $(grep -ho '\${ALMONER_[A-Z_]*' scripts/run.sh scripts/secret-key.sh scripts/internal-key.sh | sed 's/^..//' | sort -u); do
   grep -q "^| \`$v\`" <<<"$table" || fail "README's configuration table lacks $v, which make run reads"
 done
 
@@ -193,13 +193,15 @@ for b in "$data"/five*.sh "$data"/block*.sh "$data"/card*.sh; do substitute "$b"
 grep -q '^ALMONER_WEBHOOK_ALLOW_PRIVATE=true ALMONER_WEBHOOK_CA_FILE=.* ALMONER_WEBHOOK_TICK=2s make run$' "$data/block2.sh" ||
   fail "block 2 no longer starts make run with the webhook settings; update this check"
 
-# The admin commands below run as from a fresh shell: no address set, only
-# make run's data folder (elsewhere, as the README says to export then).
-unset ALMONER_GRPC_ADDR ALMONER_AUTH_ADDR
+# The admin commands below run as from a fresh shell: no address or key set,
+# only make run's data folder (elsewhere, as the README says to export
+# then), where they find the server's address and its internal key.
+unset ALMONER_GRPC_ADDR ALMONER_AUTH_ADDR ALMONER_INTERNAL_KEY
 export ALMONER_DATA_DIR=$data
 
 make_run
 [ -s "$data/run.json" ] || fail "make run wrote no $data/run.json"
+[ "$(stat -c %a "$data/internal-key" 2>/dev/null)" = 600 ] || fail "make run kept no internal key readable by its owner only in $data/internal-key"
 
 # Five minutes with curl: the tenant id and key make run printed, a key
 # created, refused, listed and revoked.
@@ -264,4 +266,4 @@ run_block block4
 grep -qx '201' "$log" || fail "the second gift did not answer 201"
 for _ in $(seq 1 100); do grep -q 'order.created: Order ' "$log" && break; sleep 0.2; done
 grep -q 'order.created: Order ' "$log" || fail "the receiver printed no verified order.created within 20 s"
-echo "quickstart-check: README followed end to end: a key created, refused and revoked as the comments say; first gift order 1; Card payments taken for the demo tenant; admin found make run through its data folder; demo tenant kept across the restart; order.created verified by the example receiver"
+echo "quickstart-check: README followed end to end: a key created, refused and revoked as the comments say; first gift order 1; Card payments taken for the demo tenant; admin found make run and its internal key through its data folder; demo tenant kept across the restart; order.created verified by the example receiver"

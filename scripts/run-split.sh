@@ -16,6 +16,10 @@ export DATABASE_URL ALMONER_ENVIRONMENT=${ALMONER_ENVIRONMENT:-sandbox} ALMONER_
 # same one, kept across runs in the data folder as make run keeps it.
 ALMONER_WEBHOOK_SECRET_KEY=${ALMONER_WEBHOOK_SECRET_KEY:-$(./scripts/secret-key.sh)}
 export ALMONER_WEBHOOK_SECRET_KEY
+# Every process signs its calls and verifies the calls it gets with this
+# key; admin commands find it in the data folder (.data/internal-key).
+ALMONER_INTERNAL_KEY=${ALMONER_INTERNAL_KEY:-$(./scripts/internal-key.sh)}
+export ALMONER_INTERNAL_KEY
 ./bin/almoner migrate
 
 services=$(./bin/almoner services)

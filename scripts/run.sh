@@ -2,12 +2,15 @@
 # make run: find or start PostgreSQL, create the almoner database, serve
 # everything in one process, and on first run create a sandbox tenant "Demo"
 # with a key holding every scope (kept in .data/demo.json; ALMONER_DATA_DIR
-# names another folder, as scripts/quickstart-check.sh does) and the key
+# names another folder, as scripts/quickstart-check.sh does), the key
 # that seals webhook and processor secrets (.data/secret-key), so that a
-# restart can still sign for the endpoints registered before it. The demo
+# restart can still sign for the endpoints registered before it, and the
+# internal key that signs the calls between the server's parts and the
+# admin commands' calls to it (.data/internal-key). The demo
 # tenant has payment-processor:enabled, so that Card and ACH payments reach
 # the sandbox's test processor. While the server runs, .data/run.json holds
-# its addresses: `almoner admin` in another shell finds it there.
+# its addresses: `almoner admin` in another shell finds it there, and
+# signs with the internal key it finds beside it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 data=${ALMONER_DATA_DIR:-.data}
@@ -25,6 +28,8 @@ export ALMONER_ENVIRONMENT=${ALMONER_ENVIRONMENT:-sandbox}
 export ALMONER_LOG_FORMAT=${ALMONER_LOG_FORMAT:-text}
 ALMONER_WEBHOOK_SECRET_KEY=${ALMONER_WEBHOOK_SECRET_KEY:-$(./scripts/secret-key.sh)}
 export ALMONER_WEBHOOK_SECRET_KEY
+ALMONER_INTERNAL_KEY=${ALMONER_INTERNAL_KEY:-$(./scripts/internal-key.sh)}
+export ALMONER_INTERNAL_KEY
 
 run_file=$data/run.json
 ./bin/almoner serve &
@@ -72,7 +77,8 @@ cat <<MSG
     curl -s -H "X-Api-Key: $plain" http://localhost:$port/api/tenants/$tid/api-keys
 
   ./bin/almoner admin … in another shell finds this server through $run_file
-  (or set ALMONER_AUTH_ADDR=$ALMONER_GRPC_ADDR).
+  and its internal key in $data/internal-key
+  (or set ALMONER_AUTH_ADDR=$ALMONER_GRPC_ADDR and ALMONER_INTERNAL_KEY).
 
 MSG
 status=0

@@ -18,11 +18,13 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
+	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/config"
 	"github.com/almoner/almoner/pkg/wirejson"
 )
@@ -207,12 +209,93 @@ func parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// internalKeyFileName is the file in the data folder where
+// scripts/internal-key.sh keeps make run's internal key, where admin
+// commands in a fresh shell find it.
+const internalKeyFileName = "internal-key"
+
+// signingKey is the internal key admin commands sign their calls with and
+// where it came from, which the message for a refused call names.
+type signingKey struct {
+	key    *authctx.Key
+	source string
+}
+
+// resolveInternalKey reads the deployment's internal key: ALMONER_INTERNAL_KEY
+// (a deployment's operators, a pod's environment), else the key file make
+// run keeps in its data folder (ALMONER_DATA_DIR, else .data).
+func resolveInternalKey(env config.Source) (signingKey, error) {
+	if v := env.String(authctx.KeyVar, ""); v != "" {
+		k, err := authctx.ParseKey(v)
+		return signingKey{k, authctx.KeyVar}, err
+	}
+	file := filepath.Join(env.String("ALMONER_DATA_DIR", ".data"), internalKeyFileName)
+	b, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return signingKey{}, fmt.Errorf("%s is not set and there is no %s: admin commands sign their calls with the deployment's "+
+			"internal key. Set %s to the key the server was given; make run keeps its key in %s (if make run was given "+
+			"ALMONER_DATA_DIR, set the same ALMONER_DATA_DIR here)", authctx.KeyVar, file, authctx.KeyVar, file)
+	}
+	if err != nil {
+		return signingKey{}, fmt.Errorf("read the internal key: %w", err)
+	}
+	k, err := authctx.ParseKey(string(b))
+	if err != nil {
+		return signingKey{}, fmt.Errorf("%s: %w", file, err)
+	}
+	return signingKey{k, file}, nil
+}
+
+// refusedSignature turns the auth service's Unauthenticated, which it
+// answers only to a call whose signature does not verify, into a message
+// naming the key used and what to set.
+func refusedSignature(t authTarget, k signingKey) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		if status.Code(err) == codes.Unauthenticated {
+			return fmt.Errorf("unauthenticated: the auth service at %s refused this command's signature: the internal key from %s is not "+
+				"the one the server was started with; set %s to the server's key", t.addr, k.source, authctx.KeyVar)
+		}
+		return err
+	}
+}
+
 func adminClient(t authTarget) (authv1.TenantAdminServiceClient, func(), error) {
-	conn, err := grpc.NewClient(t.addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithUnaryInterceptor(reachability(t)))
+	k, err := resolveInternalKey(config.Env)
+	if err != nil {
+		// A server that is not running is the more basic problem, and the
+		// health check needs no key: say that first when it is so.
+		if uerr := unreachable(t); uerr != nil {
+			return nil, nil, uerr
+		}
+		return nil, nil, err
+	}
+	// Outermost first: the messages see the call as signed and sent.
+	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithChainUnaryInterceptor(reachability(t), refusedSignature(t, k))}, k.key.DialOptions()...)
+	conn, err := grpc.NewClient(t.addr, opts...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to auth service at %s: %w", t.addr, err)
 	}
 	return authv1.NewTenantAdminServiceClient(conn), func() { _ = conn.Close() }, nil
+}
+
+// unreachable returns the unreachableError of an auth target where no
+// server answers a health check, else nil.
+func unreachable(t authTarget) error {
+	conn, err := grpc.NewClient(t.addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithUnaryInterceptor(reachability(t)))
+	if err != nil {
+		return nil
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+	var ue unreachableError
+	if errors.As(err, &ue) {
+		return ue
+	}
+	return nil
 }
 
 func splitList(s string) []string {

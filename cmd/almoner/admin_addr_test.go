@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/almoner/almoner/cmd/almoner/apptest"
+	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/config"
 )
 
@@ -50,19 +51,39 @@ func TestResolveAuthTarget(t *testing.T) {
 }
 
 // TestAdminFindsMakeRunsServer runs admin commands as from a fresh shell:
-// no ALMONER_AUTH_ADDR or ALMONER_GRPC_ADDR, only the data folder where
-// make run recorded its server. One that has stopped, or none at all, is
-// an error naming the address, where it came from and what to set.
+// no ALMONER_AUTH_ADDR, ALMONER_GRPC_ADDR or ALMONER_INTERNAL_KEY, only
+// the data folder where make run recorded its server and keeps its
+// internal key. One that has stopped, or none at all, is an error naming
+// the address, where it came from and what to set; so is a missing key
+// file, and a key the server does not sign with.
 func TestAdminFindsMakeRunsServer(t *testing.T) {
-	c := apptest.Start(t, apptest.Options{})
+	key := authctx.NewKeyHex()
+	c := apptest.Start(t, apptest.Options{Settings: map[string]string{authctx.KeyVar: key}})
 	data := t.TempDir()
 	t.Setenv("ALMONER_AUTH_ADDR", "")
 	t.Setenv("ALMONER_GRPC_ADDR", "")
+	t.Setenv(authctx.KeyVar, "")
 	t.Setenv("ALMONER_DATA_DIR", data)
 	const nobody = "00000000-0000-0000-0000-000000000000"
 
 	runFile := writeRunFile(t, data, `{"grpcAddr":"`+c.GRPCAddr+`"}`)
+	keyFile := filepath.Join(data, internalKeyFileName)
 	code, out, errOut := runCLI(t, "admin", "tenant", "get", "--tenant", nobody)
+	for _, want := range []string{authctx.KeyVar + " is not set and there is no " + keyFile, "make run keeps its key in " + keyFile, "ALMONER_DATA_DIR"} {
+		if code != 1 || out != "" || !strings.Contains(errOut, want) {
+			t.Errorf("no key: exit %d, stdout %q, stderr %q; want it to mention %q", code, out, errOut, want)
+		}
+	}
+	// Another deployment's key: the server refuses the signature.
+	writeKeyFile(t, keyFile, authctx.NewKeyHex())
+	code, _, errOut = runCLI(t, "admin", "tenant", "get", "--tenant", nobody)
+	for _, want := range []string{"unauthenticated", "refused this command's signature", "the internal key from " + keyFile, "set " + authctx.KeyVar} {
+		if code != 1 || !strings.Contains(errOut, want) {
+			t.Errorf("another key: exit %d, stderr %q; want it to mention %q", code, errOut, want)
+		}
+	}
+	writeKeyFile(t, keyFile, key)
+	code, out, errOut = runCLI(t, "admin", "tenant", "get", "--tenant", nobody)
 	if code != 1 || out != "" || !strings.Contains(errOut, "not found") {
 		t.Errorf("through the run file: exit %d, stdout %q, stderr %q; want the server's not found", code, out, errOut)
 	}
@@ -89,6 +110,20 @@ func TestAdminFindsMakeRunsServer(t *testing.T) {
 	code, _, errOut = runCLI(t, "admin", "tenant", "get", "--tenant", nobody, "--auth-addr", c.GRPCAddr)
 	if code != 1 || !strings.Contains(errOut, "not found") {
 		t.Errorf("--auth-addr over ALMONER_GRPC_ADDR: exit %d, stderr %q", code, errOut)
+	}
+	// ALMONER_INTERNAL_KEY wins over the data folder's file.
+	t.Setenv(authctx.KeyVar, authctx.NewKeyHex())
+	code, _, errOut = runCLI(t, "admin", "tenant", "get", "--tenant", nobody, "--auth-addr", c.GRPCAddr)
+	if code != 1 || !strings.Contains(errOut, "the internal key from "+authctx.KeyVar+" is not") {
+		t.Errorf("%s over the key file: exit %d, stderr %q", authctx.KeyVar, code, errOut)
+	}
+}
+
+// writeKeyFile writes a key file as scripts/internal-key.sh does.
+func writeKeyFile(t *testing.T, path, key string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/almoner/almoner/cmd/almoner/apptest"
 	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
 )
 
@@ -14,7 +13,7 @@ import (
 // in the services' logs. Not parallel: one step passes the keys in the
 // environment (t.Setenv).
 func TestAdminProcessorCommands(t *testing.T) {
-	c := apptest.Start(t, apptest.Options{})
+	c := startCluster(t)
 	addr := "--auth-addr=" + c.GRPCAddr
 	const (
 		secretKey     = "sk_test_51AdminCommandTest0123456789wxyz"

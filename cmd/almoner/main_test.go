@@ -15,16 +15,31 @@ import (
 
 	"github.com/almoner/almoner/cmd/almoner/apptest"
 	"github.com/almoner/almoner/cmd/almoner/internal/app"
+	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/testdb"
 )
 
 // TestMain lets a test run the binary's main in a child process of the
-// test binary itself, for tests that need real signals.
+// test binary itself, for tests that need real signals. The tests' admin
+// commands run in this process and read the internal key from its
+// environment, as an operator's shell gives it: every server of these
+// tests (children inherit the environment; clusters: startCluster) signs
+// with that one key.
 func TestMain(m *testing.M) {
 	if args := os.Getenv("ALMONER_TEST_RUN_MAIN"); args != "" {
 		os.Exit(run(strings.Split(args, "\x1f"), os.Stdout, os.Stderr))
 	}
+	if os.Getenv(authctx.KeyVar) == "" {
+		_ = os.Setenv(authctx.KeyVar, authctx.NewKeyHex())
+	}
 	os.Exit(m.Run())
+}
+
+// startCluster starts a cluster that signs with this process's internal
+// key, so that runCLI's admin commands can call it.
+func startCluster(t *testing.T) *apptest.Cluster {
+	t.Helper()
+	return apptest.Start(t, apptest.Options{Settings: map[string]string{authctx.KeyVar: os.Getenv(authctx.KeyVar)}})
 }
 
 func runCLI(t *testing.T, args ...string) (int, string, string) {
@@ -48,7 +63,7 @@ func decodeObject(t *testing.T, s string) map[string]any {
 
 func TestAdminCommands(t *testing.T) {
 	t.Parallel()
-	c := apptest.Start(t, apptest.Options{})
+	c := startCluster(t)
 	addr := "--auth-addr=" + c.GRPCAddr
 
 	code, out, errOut := runCLI(t, "admin", "tenant", "create", "--name", "Friends of the Library", "--features", "api-access:enabled,webhooks:enabled", addr)

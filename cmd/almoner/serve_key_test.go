@@ -17,6 +17,7 @@ import (
 
 	"github.com/almoner/almoner/cmd/almoner/apptest"
 	"github.com/almoner/almoner/cmd/almoner/internal/app"
+	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/secretbox"
 	"github.com/almoner/almoner/pkg/testdb"
 	"github.com/almoner/almoner/pkg/webhook"
@@ -118,36 +119,47 @@ func (s *served) do(method, path, key string, body any, wantStatus int) map[stri
 // folder, readable by its owner only, and the same on every later start.
 func TestDataFolderKeepsTheSealingKey(t *testing.T) {
 	t.Parallel()
+	checkDataFolderKey(t, "secret-key.sh", "secret-key", func(k string) error { _, err := secretbox.ParseKey(k); return err })
+}
+
+// TestDataFolderKeepsTheInternalKey: likewise make run's internal key,
+// which admin commands read from the same file.
+func TestDataFolderKeepsTheInternalKey(t *testing.T) {
+	t.Parallel()
+	checkDataFolderKey(t, "internal-key.sh", internalKeyFileName, func(k string) error { _, err := authctx.ParseKey(k); return err })
+}
+
+// checkDataFolderKey runs scripts/<script> on two data folders: a key that
+// parses, kept in <data>/<file> with mode 0600, the same on a second run,
+// another in another folder.
+func checkDataFolderKey(t *testing.T, script, file string, parse func(string) error) {
 	data := filepath.Join(t.TempDir(), "data")
-	read := func() string {
+	read := func(data string) string {
 		t.Helper()
-		cmd := exec.Command("../../scripts/secret-key.sh")
+		cmd := exec.Command("../../scripts/" + script)
 		cmd.Env = append(os.Environ(), "ALMONER_DATA_DIR="+data)
 		out, err := cmd.Output()
 		if err != nil {
-			t.Fatalf("secret-key.sh: %v", err)
+			t.Fatalf("%s: %v", script, err)
 		}
 		return strings.TrimSpace(string(out))
 	}
-	first := read()
-	if _, err := secretbox.ParseKey(first); err != nil {
+	first := read(data)
+	if err := parse(first); err != nil {
 		t.Fatalf("key %q: %v", first, err)
 	}
-	if again := read(); again != first {
+	if again := read(data); again != first {
 		t.Errorf("second start got another key")
 	}
-	fi, err := os.Stat(filepath.Join(data, "secret-key"))
+	fi, err := os.Stat(filepath.Join(data, file))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("key file mode %v, want 0600", fi.Mode().Perm())
 	}
-	other := filepath.Join(t.TempDir(), "other")
-	cmd := exec.Command("../../scripts/secret-key.sh")
-	cmd.Env = append(os.Environ(), "ALMONER_DATA_DIR="+other)
-	if out, err := cmd.Output(); err != nil || strings.TrimSpace(string(out)) == first {
-		t.Errorf("another data folder: %q, %v; want a key of its own", out, err)
+	if other := read(filepath.Join(t.TempDir(), "other")); other == first {
+		t.Errorf("another data folder got the same key")
 	}
 }
 
@@ -184,18 +196,7 @@ func TestServeRequiresASharedSealingKey(t *testing.T) {
 	}
 	// A contacts-only process seals nothing and needs no key.
 	s := startServe(t, false, noKey, "--target=contacts")
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(s.logs.String(), "almoner serving") {
-		select {
-		case err := <-s.exited:
-			t.Fatalf("contacts alone exited: %v %s", err, s.logs.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("contacts alone did not start: %s", s.logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	s.waitServing()
 	s.stop()
 }
 
@@ -296,4 +297,68 @@ func TestSealingKeySurvivesRestart(t *testing.T) {
 	default:
 	}
 	third.stop()
+}
+
+// waitServing waits for the process's "almoner serving" line.
+func (s *served) waitServing() {
+	s.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(s.logs.String(), "almoner serving") {
+		select {
+		case err := <-s.exited:
+			s.t.Fatalf("exited: %v %s", err, s.logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("did not start: %s", s.logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestServeRequiresTheInternalKey: every process signs and verifies its
+// internal calls with ALMONER_INTERNAL_KEY. Only a sandbox process that
+// runs everything may start without it, with a random key that no admin
+// command knows (its calls are refused, saying which key to set); any
+// other process refuses to start, saying how to make one, and so does a
+// malformed key.
+func TestServeRequiresTheInternalKey(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.New(t, app.AllMigrations()...)
+	sealing := secretbox.KeyVar + "=" + secretbox.NewKey()
+	noKey := []string{"DATABASE_URL=" + dbURL, sealing, authctx.KeyVar + "="}
+	for _, tc := range []struct {
+		env  []string
+		args []string
+		msg  string
+	}{
+		{nil, []string{"--target=contacts"}, "--target=contacts: " + authctx.KeyVar + " is not set"},
+		{nil, []string{"--target=gateway"}, "--target=gateway: " + authctx.KeyVar + " is not set"},
+		{nil, []string{"--target=auth,contacts,inventory,orders,reports,webhooks"}, authctx.KeyVar + " is not set"},
+		{[]string{"ALMONER_ENVIRONMENT=production"}, nil, "production always needs one"},
+		{[]string{authctx.KeyVar + "=abcd"}, []string{"--target=contacts"}, "want at least 32 random bytes in hex"},
+	} {
+		s := startServe(t, false, append(append([]string{}, noKey...), tc.env...), tc.args...)
+		select {
+		case err := <-s.exited:
+			logs := s.logs.String()
+			if err == nil || !strings.Contains(logs, tc.msg) || !strings.Contains(logs, "openssl rand -hex 32") {
+				t.Errorf("%v %v: exit %v, output %s; want a failure saying %q and how to make a key", tc.env, tc.args, err, logs, tc.msg)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("%v %v: still running without a usable key", tc.env, tc.args)
+		}
+	}
+	// A sandbox process running everything starts with a key of its own;
+	// the admin command (this process's key) is refused and told so.
+	s := startServe(t, false, noKey)
+	s.waitServing()
+	if !strings.Contains(s.logs.String(), authctx.KeyVar+" is not set: this process signs its internal calls with a random key") {
+		t.Errorf("no warning about the random key: %s", s.logs.String())
+	}
+	code, _, errOut := runCLI(t, "admin", "tenant", "get", "--tenant", "00000000-0000-0000-0000-000000000000", "--auth-addr="+s.grpcAddr)
+	if code != 1 || !strings.Contains(errOut, "refused this command's signature") || !strings.Contains(errOut, "from "+authctx.KeyVar) {
+		t.Errorf("admin against a random key: exit %d, stderr %q", code, errOut)
+	}
+	s.stop()
 }

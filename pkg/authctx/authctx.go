@@ -1,12 +1,19 @@
 // Package authctx carries the authenticated caller from the gateway to the
-// services in gRPC metadata, and checks it in the services.
+// services, and checks it in the services.
 //
-// The gateway validates X-Api-Key with the auth service and writes the
-// principal into outgoing metadata; it strips every client-supplied header
-// that could collide with these keys. Services trust this metadata only
-// because they are reachable from the gateway alone (loopback in one
-// process, a NetworkPolicy on Kubernetes), and still check the scope each
-// RPC needs, so calling a service directly is no way around authorization.
+// The gateway validates X-Api-Key with the auth service and sends the
+// principal with each call as a signed assertion (assertion.go): the
+// tenant, the key, its scopes and the tenant's features, with a short
+// expiry and the method it is for, under an HMAC-SHA256 of the
+// deployment's internal key (ALMONER_INTERNAL_KEY). Every service's gRPC
+// server verifies it once per call (grpc.go) before any handler runs, and
+// FromIncoming, Require and RequireAny read only what was verified, never
+// raw metadata: a caller that reaches a service's port without the key can
+// assert nothing. Services still check the scope each RPC needs.
+//
+// Calls without a principal (key validation, the admin commands, work the
+// platform does without a tenant) carry a signed service assertion, so an
+// unsigned call is refused on every method but health checks.
 package authctx
 
 import (
@@ -14,23 +21,8 @@ import (
 	"slices"
 	"strings"
 
-	"google.golang.org/grpc/metadata"
-
 	"github.com/almoner/almoner/pkg/apperr"
 )
-
-// Metadata keys of the principal.
-const (
-	keyTenant   = "x-almoner-tenant-id"
-	keyKeyID    = "x-almoner-key-id"
-	keyPrefix   = "x-almoner-key-prefix"
-	keyScopes   = "x-almoner-scopes"
-	keyFeatures = "x-almoner-features"
-)
-
-// Keys lists the metadata keys this package owns, so the gateway can refuse
-// to forward any client header that maps onto one of them.
-var Keys = []string{keyTenant, keyKeyID, keyPrefix, keyScopes, keyFeatures}
 
 // SystemActor is the audit actor of work the platform does by itself
 // (recurring charges, the dispatcher).
@@ -60,7 +52,7 @@ const systemKeyID = "system:"
 // System is the principal of work the platform does for a tenant on its
 // own (a processor's notification releasing stock, say), with just the
 // scopes that work needs; its audit actor is actor (processor:stripe,
-// system).
+// system). The process doing the work signs it, as it signs every call.
 func System(tenantID, actor string, scopes ...string) Principal {
 	return Principal{TenantID: tenantID, KeyID: systemKeyID + actor, KeyPrefix: actor, Scopes: scopes}
 }
@@ -71,35 +63,44 @@ func (p Principal) HasScope(scope string) bool { return slices.Contains(p.Scopes
 // HasFeature reports whether the tenant has feature enabled.
 func (p Principal) HasFeature(feature string) bool { return slices.Contains(p.Features, feature) }
 
-// MD returns the metadata that carries p.
-func (p Principal) MD() metadata.MD {
-	return metadata.Pairs(
-		keyTenant, p.TenantID,
-		keyKeyID, p.KeyID,
-		keyPrefix, p.KeyPrefix,
-		keyScopes, strings.Join(p.Scopes, ","),
-		keyFeatures, strings.Join(p.Features, ","),
-	)
+// tenant reports whether p names a tenant's key: a service assertion names
+// none.
+func (p Principal) tenant() bool { return p.TenantID != "" && p.KeyID != "" }
+
+type incomingKey struct{}
+
+type outgoingKey struct{}
+
+// NewIncomingContext returns ctx as the server interceptor leaves it once
+// it has verified an assertion of p: for handlers called in process, as
+// tests call them. Nothing that arrives over the network comes here
+// unverified.
+func NewIncomingContext(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, incomingKey{}, p)
 }
 
-// FromIncoming reads the principal of a gRPC server call. It reads the
-// five keys one by one: metadata.FromIncomingContext copies the whole
-// metadata map on every call, and every RPC of every service comes here.
+// FromIncoming returns the verified principal of a gRPC server call; false
+// when the call carries none (a service assertion, or a handler called
+// without the interceptor).
 func FromIncoming(ctx context.Context) (Principal, bool) {
-	one := func(k string) string {
-		v := metadata.ValueFromIncomingContext(ctx, k)
-		if len(v) != 1 {
-			return ""
-		}
-		return v[0]
-	}
-	p := Principal{TenantID: one(keyTenant), KeyID: one(keyKeyID), KeyPrefix: one(keyPrefix)}
-	if p.TenantID == "" || p.KeyID == "" {
+	p, ok := ctx.Value(incomingKey{}).(Principal)
+	if !ok || !p.tenant() {
 		return Principal{}, false
 	}
-	p.Scopes = splitList(one(keyScopes))
-	p.Features = splitList(one(keyFeatures))
 	return p, true
+}
+
+// NewOutgoingContext returns ctx whose gRPC calls assert p: the connection's
+// signing interceptor (Key.DialOptions) signs p for each call made with it.
+// Calls made without it assert the calling service only, no tenant.
+func NewOutgoingContext(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, outgoingKey{}, p)
+}
+
+// outgoing returns the principal NewOutgoingContext put in ctx.
+func outgoing(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(outgoingKey{}).(Principal)
+	return p, ok
 }
 
 func splitList(s string) []string {

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/config"
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/telemetry"
@@ -40,6 +41,9 @@ type HostConfig struct {
 	Upstreams map[string]string
 	// Config is the services' settings source; the environment when nil.
 	Config config.Source
+	// InternalKey signs the calls the services make and verifies the
+	// calls they receive (ALMONER_INTERNAL_KEY, pkg/authctx). Required.
+	InternalKey *authctx.Key
 }
 
 // Host is a running gRPC server with its services.
@@ -69,6 +73,9 @@ func StartHost(ctx context.Context, cfg HostConfig, modules ...Module) (*Host, e
 	if cfg.DatabaseURL == "" {
 		return nil, errors.New("DATABASE_URL is required")
 	}
+	if cfg.InternalKey == nil {
+		return nil, authctx.ErrNoKey
+	}
 	if cfg.Migrate {
 		var sets []db.Migrations
 		for _, m := range modules {
@@ -83,7 +90,7 @@ func StartHost(ctx context.Context, cfg HostConfig, modules ...Module) (*Host, e
 		return nil, err
 	}
 	h := &Host{cfg: cfg, pool: pool, conns: map[string]*grpc.ClientConn{}, served: make(chan error, 1)}
-	h.server, h.health = NewGRPCServer(cfg.Logger)
+	h.server, h.health = NewGRPCServer(cfg.Logger, cfg.InternalKey)
 	lis, err := net.Listen("tcp", cfg.GRPCAddr)
 	if err != nil {
 		pool.Close()
@@ -193,7 +200,9 @@ func (h *Host) dial(name string) (grpc.ClientConnInterface, error) {
 	if addr == "" {
 		return nil, fmt.Errorf("no address for service %s (set %s)", name, config.ServiceAddrVar(name))
 	}
-	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), telemetry.GRPCClientOption())
+	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), telemetry.GRPCClientOption()},
+		h.cfg.InternalKey.DialOptions()...)
+	c, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +244,8 @@ func (h *Host) Stop(ctx context.Context) error {
 
 // Main runs one module as its own process, configured by environment
 // variables (DATABASE_URL, ALMONER_GRPC_ADDR, ALMONER_ENVIRONMENT,
-// ALMONER_MIGRATE, ALMONER_<SERVICE>_ADDR), until SIGTERM or SIGINT.
+// ALMONER_MIGRATE, ALMONER_INTERNAL_KEY, ALMONER_<SERVICE>_ADDR), until
+// SIGTERM or SIGINT.
 func Main(m Module) {
 	logger := slog.New(telemetry.LogHandler(slog.NewJSONHandler(os.Stderr, nil)))
 	shutdown, err := telemetry.Setup(context.Background(), "almoner-"+m.Name)
@@ -263,7 +273,14 @@ func runMain(m Module, logger *slog.Logger) error {
 			upstreams[name] = v
 		}
 	}
+	// A service alone is never the only process: it needs the key the
+	// gateway and the other services sign with.
+	key, err := authctx.KeyFromConfig(config.Env)
+	if err != nil {
+		return err
+	}
 	h, err := StartHost(ctx, HostConfig{
+		InternalKey: key,
 		DatabaseURL: config.String("DATABASE_URL", ""),
 		GRPCAddr:    config.String("ALMONER_GRPC_ADDR", "127.0.0.1:9090"),
 		Environment: config.String("ALMONER_ENVIRONMENT", "sandbox"),

@@ -13,6 +13,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/almoner/almoner/pkg/apperr"
+	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/config"
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/telemetry"
@@ -35,7 +36,10 @@ type Deps struct {
 	// Environment is sandbox or production.
 	Environment string
 	// Dial returns a connection to another service by name, for the
-	// generated clients a service calls.
+	// generated clients a service calls. Every call made on it is signed
+	// with the deployment's internal key: it asserts the principal the
+	// caller put in its context (authctx.NewOutgoingContext), else the
+	// calling service itself.
 	Dial func(service string) (grpc.ClientConnInterface, error)
 	// Config is where the service reads its own settings.
 	Config config.Source
@@ -56,12 +60,16 @@ type Module struct {
 const streamWorkers = 64
 
 // NewGRPCServer returns a gRPC server with the interceptors every service
-// shares (error mapping, panic recovery) and grpc.health.v1 registered.
-func NewGRPCServer(logger *slog.Logger, opts ...grpc.ServerOption) (*grpc.Server, *health.Server) {
+// shares (error mapping, panic recovery, and the check of every call's
+// signed assertion with key: authctx) and grpc.health.v1 registered, the
+// one service open without an assertion.
+func NewGRPCServer(logger *slog.Logger, key *authctx.Key, opts ...grpc.ServerOption) (*grpc.Server, *health.Server) {
 	opts = append([]grpc.ServerOption{
 		grpc.StatsHandler(telemetry.GRPCServerHandler()),
-		grpc.ChainUnaryInterceptor(telemetry.UnaryServerMetrics(), apperr.UnaryServerInterceptor(logger)),
-		grpc.ChainStreamInterceptor(telemetry.StreamServerMetrics(), apperr.StreamServerInterceptor(logger)),
+		// The assertion is checked innermost: a refusal is mapped and
+		// counted like any other failure.
+		grpc.ChainUnaryInterceptor(telemetry.UnaryServerMetrics(), apperr.UnaryServerInterceptor(logger), key.UnaryServerInterceptor(logger)),
+		grpc.ChainStreamInterceptor(telemetry.StreamServerMetrics(), apperr.StreamServerInterceptor(logger), key.StreamServerInterceptor(logger)),
 		// Long-lived workers run the calls instead of a new goroutine per
 		// call, whose stack grew again on every call: runtime.newstack was
 		// 4.6 % of the server's CPU under item-order load. Calls beyond

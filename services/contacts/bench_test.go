@@ -22,7 +22,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"google.golang.org/grpc/metadata"
 
 	contactsv1 "github.com/almoner/almoner/pkg/api/almoner/contacts/v1"
 	"github.com/almoner/almoner/pkg/authctx"
@@ -111,7 +110,7 @@ func newBenchEnv() (*benchEnv, error) {
 	return &benchEnv{
 		pool:    pool,
 		cs:      &contactServer{s: New(pool, Config{}, nil, nil)},
-		ctx:     metadata.NewIncomingContext(ctx, p.MD()),
+		ctx:     authctx.NewIncomingContext(ctx, p),
 		firstID: *first,
 	}, nil
 }

@@ -325,13 +325,14 @@ func (c *contactServer) GetContactDashboard(ctx context.Context, req *contactsv1
 	if err != nil {
 		return nil, err
 	}
-	// The orders service authorizes the same principal, and the trace id
-	// follows the call so one id finds both services' log lines.
-	md := p.MD()
+	// The orders service authorizes the same principal (this process signs
+	// it for the call), and the trace id follows the call so one id finds
+	// both services' log lines.
+	callCtx := authctx.NewOutgoingContext(ctx, p)
 	if id := traceid.FromIncoming(ctx); id != "" {
-		md.Set(traceid.MetadataKey, id)
+		callCtx = metadata.AppendToOutgoingContext(callCtx, traceid.MetadataKey, id)
 	}
-	callCtx, cancel := context.WithTimeout(metadata.NewOutgoingContext(ctx, md), c.s.cfg.GivingTimeout)
+	callCtx, cancel := context.WithTimeout(callCtx, c.s.cfg.GivingTimeout)
 	defer cancel()
 	summary, err := giving.GetContactGivingSummary(callCtx, &ordersv1.GetContactGivingSummaryRequest{
 		TenantId: p.TenantID, ContactId: ct.ID, RecentOrderLimit: 5,

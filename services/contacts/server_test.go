@@ -49,7 +49,14 @@ func newFixture(t *testing.T, giving ordersv1.GivingServiceServer) *fixture {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := grpc.NewServer(grpc.ChainUnaryInterceptor(apperr.UnaryServerInterceptor(slog.New(slog.DiscardHandler))))
+		// Both ends as the host builds them: the orders side verifies
+		// the assertion the contacts side signs.
+		key, err := authctx.ParseKey(authctx.NewKeyHex())
+		if err != nil {
+			t.Fatal(err)
+		}
+		discard := slog.New(slog.DiscardHandler)
+		srv := grpc.NewServer(grpc.ChainUnaryInterceptor(apperr.UnaryServerInterceptor(discard), key.UnaryServerInterceptor(discard)))
 		ordersv1.RegisterGivingServiceServer(srv, giving)
 		go func() { _ = srv.Serve(lis) }()
 		t.Cleanup(srv.Stop)
@@ -57,7 +64,7 @@ func newFixture(t *testing.T, giving ordersv1.GivingServiceServer) *fixture {
 			if name != OrdersService {
 				return nil, fmt.Errorf("no %s", name)
 			}
-			return grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+			return grpc.NewClient(lis.Addr().String(), append(key.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 		}
 	}
 	svc := New(pool, Config{}, nil, dial)
@@ -71,7 +78,7 @@ func (f *fixture) as(sc ...string) context.Context {
 		sc = scopes.All()
 	}
 	p := authctx.Principal{TenantID: f.tenant, KeyID: uuid.NewString(), KeyPrefix: "ak_test_fixture", Scopes: sc}
-	return metadata.NewIncomingContext(context.Background(), p.MD())
+	return authctx.NewIncomingContext(context.Background(), p)
 }
 
 func (f *fixture) create(t *testing.T, in *contactsv1.ContactInput) *contactsv1.Contact {
@@ -201,10 +208,7 @@ func TestIfMatch(t *testing.T) {
 	f := newFixture(t, nil)
 	c := f.create(t, jane())
 	withIfMatch := func(v string) context.Context {
-		md, _ := metadata.FromIncomingContext(f.as())
-		md = md.Copy()
-		md.Set("if-match", v)
-		return metadata.NewIncomingContext(context.Background(), md)
+		return metadata.NewIncomingContext(f.as(), metadata.Pairs("if-match", v))
 	}
 	in := jane()
 	in.FirstName = str("Janet")

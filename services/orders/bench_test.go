@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"google.golang.org/grpc/metadata"
 
 	contactsv1 "github.com/almoner/almoner/pkg/api/almoner/contacts/v1"
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
@@ -52,7 +51,7 @@ func BenchmarkCreateOrderDonation(b *testing.B) {
 	svc := New(pool, Config{Contacts: benchContacts{}, TenantCurrency: func(context.Context, string) (string, error) { return "USD", nil }}, nil)
 	srv := &orderServer{s: svc}
 	p := authctx.Principal{TenantID: tenant.String(), KeyID: "k", KeyPrefix: "ak_test_bench", Scopes: []string{"orders:create"}}
-	ctx := metadata.NewIncomingContext(context.Background(), p.MD())
+	ctx := authctx.NewIncomingContext(context.Background(), p)
 	req := &ordersv1.CreateOrderRequest{TenantId: tenant.String(), ContactId: 1,
 		Donations: []*ordersv1.DonationInput{{FundId: fund.String(), Amount: &typev1.Decimal{Value: "25.00"}}},
 		Payments:  []*ordersv1.PaymentInput{{PaymentMethod: "Cash", Amount: &typev1.Decimal{Value: "25.00"}}}}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	contactsv1 "github.com/almoner/almoner/pkg/api/almoner/contacts/v1"
@@ -30,9 +29,11 @@ type StockReserver interface {
 	Release(ctx context.Context, p authctx.Principal, req *inventoryv1.ReleaseStockRequest) error
 }
 
-// outgoing forwards the caller's principal to another service.
+// outgoing forwards the caller's principal to another service: this
+// process signs it afresh for each call (authctx), so it is the caller's
+// verified principal, or a System one for work the platform does itself.
 func outgoing(ctx context.Context, p authctx.Principal) context.Context {
-	return metadata.NewOutgoingContext(ctx, p.MD())
+	return authctx.NewOutgoingContext(ctx, p)
 }
 
 type grpcContacts struct {

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	"google.golang.org/grpc/metadata"
 
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
 	typev1 "github.com/almoner/almoner/pkg/api/almoner/type/v1"
@@ -33,7 +32,7 @@ func TestListTokenCarriesTotal(t *testing.T) {
 	}
 	srv := &orderServer{s: New(pool, Config{Contacts: benchContacts{}, TenantCurrency: func(context.Context, string) (string, error) { return "USD", nil }}, nil)}
 	p := authctx.Principal{TenantID: tenant.String(), KeyID: "k", KeyPrefix: "ak_test_list", Scopes: []string{"orders:create", "orders:view"}}
-	pctx := metadata.NewIncomingContext(ctx, p.MD())
+	pctx := authctx.NewIncomingContext(ctx, p)
 	create := func(n int) {
 		for range n {
 			_, err := srv.CreateOrder(pctx, &ordersv1.CreateOrderRequest{TenantId: tenant.String(), ContactId: 1,

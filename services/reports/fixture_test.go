@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"google.golang.org/grpc/metadata"
 
 	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/db"
@@ -191,5 +190,5 @@ func (f *fixture) ctx(scope ...string) context.Context {
 		scope = []string{scopes.ReportsView, scopes.ReportsExport, scopes.ReportsManage}
 	}
 	p := authctx.Principal{TenantID: f.tenant.String(), KeyID: "k1", KeyPrefix: "ak_test_k1", Scopes: scope}
-	return metadata.NewIncomingContext(context.Background(), p.MD())
+	return authctx.NewIncomingContext(context.Background(), p)
 }

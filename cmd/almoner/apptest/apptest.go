@@ -27,6 +27,7 @@ import (
 
 	"github.com/almoner/almoner/cmd/almoner/internal/app"
 	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
+	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/config"
 	"github.com/almoner/almoner/pkg/secretbox"
 	"github.com/almoner/almoner/pkg/telemetry"
@@ -53,6 +54,15 @@ type Cluster struct {
 	// Credentials is the auth service's internal API that gives the orders
 	// service tenants' payment processor keys.
 	Credentials authv1.ProcessorCredentialServiceClient
+	// InternalKey is the cluster's ALMONER_INTERNAL_KEY: Admin and
+	// Credentials sign their calls with it, as `almoner admin` does, and
+	// a test calling a service's gRPC port directly needs it
+	// (DialOptions, authctx.NewOutgoingContext).
+	InternalKey *authctx.Key
+	// Settings are the settings the cluster's processes run with, the keys
+	// it made included: a child process joining the cluster
+	// (StartChild) needs them.
+	Settings map[string]string
 	// Logs holds everything the processes logged.
 	Logs *SyncBuffer
 	// App is the process serving the gateway.
@@ -107,17 +117,27 @@ func Start(t testing.TB, opts Options) *Cluster {
 		opts.Environment = "sandbox"
 	}
 	split := opts.Split || os.Getenv("ALMONER_E2E_SPLIT") == "1"
+	// Every cluster has an internal key of its own unless the test gives
+	// one, as `make run` keeps one: the admin client signs with it (a
+	// sandbox process that runs everything would otherwise make one that
+	// nothing else knows). Clusters of one test binary differ in key, as
+	// two deployments do.
+	settings := map[string]string{authctx.KeyVar: authctx.NewKeyHex()}
 	if opts.Environment == "production" || split {
 		// Production, and every process that does not run everything,
 		// refuses to run auth or webhooks without the key that seals
 		// webhook and processor secrets; the cluster's processes share
 		// one. A one-process sandbox cluster goes without, as a newcomer's
 		// `almoner serve` does: its services share a random key.
-		settings := map[string]string{secretbox.KeyVar: secretbox.NewKey()}
-		for k, v := range opts.Settings {
-			settings[k] = v
-		}
-		opts.Settings = settings
+		settings[secretbox.KeyVar] = secretbox.NewKey()
+	}
+	for k, v := range opts.Settings {
+		settings[k] = v
+	}
+	opts.Settings = settings
+	internalKey, err := authctx.KeyFromConfig(config.Overlay(opts.Settings, nil))
+	if err != nil {
+		t.Fatalf("apptest: %v", err)
 	}
 	dbURL := opts.DatabaseURL
 	if dbURL == "" {
@@ -186,7 +206,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 		}
 	}
 	gw := apps[len(apps)-1]
-	conn, err := grpc.NewClient(addrs["auth"], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(addrs["auth"], append(internalKey.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 	if err != nil {
 		t.Fatalf("apptest: dial: %v", err)
 	}
@@ -197,6 +217,8 @@ func Start(t testing.TB, opts Options) *Cluster {
 		DatabaseURL: dbURL,
 		Admin:       authv1.NewTenantAdminServiceClient(conn),
 		Credentials: authv1.NewProcessorCredentialServiceClient(conn),
+		InternalKey: internalKey,
+		Settings:    settings,
 		Logs:        logs,
 		App:         gw,
 		HTTP:        &http.Client{Timeout: 30 * time.Second},

@@ -13,7 +13,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/almoner/almoner/cmd/almoner/apptest"
@@ -302,7 +301,7 @@ func TestInventoryValidation(t *testing.T) {
 
 	// Zero is a price, and the boundaries are inclusive.
 	ok := invCreate(t, c, tn, map[string]any{"sku": "FREE", "name": "Sticker", "price": 0, "stockOnHand": 1000000000,
-		"fairMarketValue": 0})
+		"fairMarketValue": 0, "sku2": "ignored"})
 	if ok["price"] != float64(0) || ok["trackStock"] != false || ok["active"] != true {
 		t.Errorf("free item = %v", ok)
 	}
@@ -357,11 +356,7 @@ func TestInventoryScopesAndTenants(t *testing.T) {
 		{"POST", invPath(a.ID), "inventory:create"},
 		{"PUT", invPath(a.ID, "/", mine["id"].(string)), "inventory:edit"},
 	} {
-		var body any
-		if req.method != "GET" {
-			body = invItem("NEW")
-		}
-		r := c.Do(t, req.method, req.path, allBut(req.scope), body).Expect(t, http.StatusForbidden)
+		r := c.Do(t, req.method, req.path, allBut(req.scope), invItem("NEW")).Expect(t, http.StatusForbidden)
 		if p := r.Map(t); p["title"] != "Missing required permission: "+req.scope || p["type"] != "/errors/forbidden" {
 			t.Errorf("%s %s: %v", req.method, req.path, p)
 		}
@@ -399,10 +394,10 @@ func TestInventoryScopesAndTenants(t *testing.T) {
 }
 
 // invReservations is a gRPC client of the internal reservation API, as the
-// orders service holds one.
+// orders service holds one: its calls are signed with the cluster's key.
 func invReservations(t *testing.T, c *apptest.Cluster) inventoryv1.StockReservationServiceClient {
 	t.Helper()
-	conn, err := grpc.NewClient(c.ServiceAddr("inventory"), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(c.ServiceAddr("inventory"), append(c.InternalKey.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,11 +405,11 @@ func invReservations(t *testing.T, c *apptest.Cluster) inventoryv1.StockReservat
 	return inventoryv1.NewStockReservationServiceClient(conn)
 }
 
-// invAs returns a context carrying the principal metadata the orders
+// invAs returns a context whose calls assert the principal the orders
 // service forwards for a caller of tenantID with the scopes.
 func invAs(tenantID string, scopes ...string) context.Context {
 	p := authctx.Principal{TenantID: tenantID, KeyID: "0190a4d6-0000-7000-8000-0000000000aa", KeyPrefix: "ak_test_ordersvc", Scopes: scopes}
-	return metadata.NewOutgoingContext(context.Background(), p.MD())
+	return authctx.NewOutgoingContext(context.Background(), p)
 }
 
 // invRule returns the typed code and the field of a business-rule status.

@@ -72,7 +72,9 @@ func TestWebhookDispatchNoLossUnderCrashes(t *testing.T) {
 		// behaviour but not what is tested here.
 		"ALMONER_HTTP_ADDR=", "ALMONER_WEBHOOK_TICK=5ms", "ALMONER_WEBHOOK_LEASE=10s", "ALMONER_WEBHOOK_TIMEOUT=5s",
 		"ALMONER_WEBHOOK_RETRY_BASE=50ms", "ALMONER_WEBHOOK_MAX_ATTEMPTS=20", "ALMONER_WEBHOOK_SEND_LIMIT=50", "ALMONER_WEBHOOK_ENQUEUE_LIMIT=2000"}
-	for k, v := range settings {
+	// The cluster's settings, its internal key included: the children
+	// call its auth service.
+	for k, v := range c.Settings {
 		if k != "ALMONER_WEBHOOK_DISPATCH" && k != "ALMONER_WEBHOOK_TICK" {
 			env = append(env, k+"="+v)
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/almoner/almoner/gateway"
+	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/config"
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/ratelimit"
@@ -133,6 +134,10 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	if cfg.ServiceConfig, err = sealingKey(cfg, mods, withGateway); err != nil {
 		return nil, err
 	}
+	key, err := internalKey(cfg, mods, withGateway)
+	if err != nil {
+		return nil, err
+	}
 	a := &App{cfg: cfg, served: make(chan error, 1)}
 	upstreams := map[string]string{}
 	for k, v := range cfg.Upstreams {
@@ -141,7 +146,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	if len(mods) > 0 {
 		a.host, err = service.StartHost(ctx, service.HostConfig{
 			DatabaseURL: cfg.DatabaseURL, GRPCAddr: cfg.GRPCAddr, Environment: cfg.Environment,
-			Migrate: cfg.Migrate, Logger: cfg.Logger, Upstreams: cfg.Upstreams, Config: cfg.ServiceConfig,
+			Migrate: cfg.Migrate, Logger: cfg.Logger, Upstreams: cfg.Upstreams, Config: cfg.ServiceConfig, InternalKey: key,
 		}, mods...)
 		if err != nil {
 			return nil, err
@@ -170,7 +175,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 			return nil, berr
 		}
 		a.gw, err = gateway.New(ctx, gateway.Config{Upstreams: gwUpstreams, ErrorsBaseURL: cfg.ErrorsBaseURL, Logger: cfg.Logger,
-			TrustedProxies: trusted, BodyMemoryBytes: int64(bodyMemory)})
+			TrustedProxies: trusted, BodyMemoryBytes: int64(bodyMemory), InternalKey: key})
 		if err != nil {
 			a.stopHost(ctx)
 			return nil, err
@@ -291,6 +296,33 @@ func sealingKey(cfg Config, mods []service.Module, withGateway bool) (config.Sou
 	cfg.Logger.Warn(secretbox.KeyVar + " is not set: webhook signing secrets and payment processor keys are sealed with a random key " +
 		"of this process, and no process can open them after it stops (`make run` keeps a key in .data/secret-key)")
 	return config.Overlay(map[string]string{secretbox.KeyVar: secretbox.NewKey()}, src), nil
+}
+
+// internalKey returns the key that signs and verifies this process's
+// internal calls (authctx.KeyVar). Every process of a deployment needs the
+// same one: the gateway signs what the services verify, and the services
+// sign their calls to each other. Only a sandbox process that runs
+// everything may go without, since it calls no other process: it signs
+// with a random key of its own, which no admin command knows. Every other
+// process without the key refuses to start, saying how to set one.
+func internalKey(cfg Config, mods []service.Module, withGateway bool) (*authctx.Key, error) {
+	src := cfg.ServiceConfig
+	if src == nil {
+		src = config.Env
+	}
+	key, err := authctx.KeyFromConfig(src)
+	if !errors.Is(err, authctx.ErrNoKey) {
+		return key, err
+	}
+	if cfg.Environment == "production" {
+		return nil, fmt.Errorf("%w (production always needs one)", err)
+	}
+	if !withGateway || len(mods) != len(Modules) {
+		return nil, fmt.Errorf("--target=%s: %w", strings.Join(cfg.Targets, ","), err)
+	}
+	cfg.Logger.Warn(authctx.KeyVar + " is not set: this process signs its internal calls with a random key of its own, " +
+		"so `almoner admin` cannot call it (`make run` keeps a key in .data/internal-key, where admin finds it)")
+	return authctx.ParseKey(authctx.NewKeyHex())
 }
 
 func appendModule(mods []service.Module, m service.Module) []service.Module {
