@@ -77,7 +77,7 @@ func (u *upstream) ValidateKey(ctx context.Context, req *authv1.ValidateKeyReque
 	if req.GetApiKey() != goodKey {
 		return nil, status.Error(codes.Unauthenticated, "no")
 	}
-	return &authv1.ValidateKeyResponse{TenantId: edgeTenant, KeyId: "k1", KeyPrefix: "ak_test_", Scopes: []string{"api-keys:manage"}}, nil
+	return &authv1.ValidateKeyResponse{TenantId: edgeTenant, KeyId: "k1", KeyPrefix: "ak_test_", Scopes: []string{"api-keys:manage"}, DefaultCurrency: "EUR"}, nil
 }
 
 func (u *upstream) GetValidationEpoch(context.Context, *authv1.GetValidationEpochRequest) (*authv1.GetValidationEpochResponse, error) {
@@ -220,7 +220,8 @@ func (errReader) Read([]byte) (int, error) { return 0, errors.New("connection re
 func (errReader) Close() error             { return nil }
 
 // TestGatewaySignsWhatItAsserts: the upstream, which verifies every call,
-// receives a keyed route's call with the key's principal, and key
+// receives a keyed route's call with the key's principal (the tenant's
+// default currency included), and key
 // validation and a public route with the gateway's own assertion. A
 // gateway with another key gets nothing past the upstream: every
 // validation is refused, so every keyed request is the one 401.
@@ -230,7 +231,7 @@ func TestGatewaySignsWhatItAsserts(t *testing.T) {
 		t.Fatalf("keyed GET: %d %s", w.Code, w.Body)
 	}
 	if sp, ok := u.principal("ListApiKeys"); !ok || !sp.ok || sp.p.TenantID != edgeTenant || sp.p.KeyID != "k1" ||
-		!sp.p.HasScope("api-keys:manage") {
+		!sp.p.HasScope("api-keys:manage") || sp.p.Currency != "EUR" {
 		t.Errorf("ListApiKeys saw %+v (called %v)", sp, ok)
 	}
 	if sp, ok := u.principal("ValidateKey"); !ok || sp.ok {

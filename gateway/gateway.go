@@ -240,7 +240,7 @@ func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request) (*http.Re
 	}
 	p := authctx.Principal{
 		TenantID: resp.GetTenantId(), KeyID: resp.GetKeyId(), KeyPrefix: resp.GetKeyPrefix(),
-		Scopes: resp.GetScopes(), Features: resp.GetFeatures(),
+		Scopes: resp.GetScopes(), Features: resp.GetFeatures(), Currency: resp.GetDefaultCurrency(),
 	}
 	// The route's gRPC call is made with this context (grpc-gateway's
 	// handlers derive theirs from the request's): the connection's

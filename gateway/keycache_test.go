@@ -27,6 +27,8 @@ type fakeValidator struct {
 	expiresAt *time.Time
 	validates int
 	reported  []*authv1.KeyUse
+	// currency is the tenant's default currency the validation answers.
+	currency string
 	// during runs inside ValidateKey, as if the call were in flight.
 	during func()
 }
@@ -37,6 +39,7 @@ func (f *fakeValidator) ValidateKey(_ context.Context, req *authv1.ValidateKeyRe
 	during := f.during
 	f.during = nil
 	exp := f.expiresAt
+	currency := f.currency
 	f.mu.Unlock()
 	if during != nil {
 		during()
@@ -44,7 +47,7 @@ func (f *fakeValidator) ValidateKey(_ context.Context, req *authv1.ValidateKeyRe
 	if req.GetApiKey() != "good" {
 		return nil, status.Error(codes.Unauthenticated, "no")
 	}
-	r := &authv1.ValidateKeyResponse{TenantId: "t1", KeyId: "k1", KeyPrefix: "ak_test_x", Scopes: []string{"a"}}
+	r := &authv1.ValidateKeyResponse{TenantId: "t1", KeyId: "k1", KeyPrefix: "ak_test_x", Scopes: []string{"a"}, DefaultCurrency: currency}
 	if exp != nil {
 		r.ExpiresAt = timestamppb.New(*exp)
 	}
@@ -96,6 +99,41 @@ func validateTimes(t *testing.T, c *keyCache, f *fakeValidator, n int) int {
 		}
 	}
 	return f.calls() - before
+}
+
+// TestKeyCacheRefreshesTheCurrency: the tenant's default currency is
+// answered from the cache with the rest of the principal, and a tenant
+// change (which moves the epoch) is followed by the new currency on the
+// next request, not by the cached one.
+func TestKeyCacheRefreshesTheCurrency(t *testing.T) {
+	f := &fakeValidator{epoch: 1, window: 500 * time.Millisecond, currency: "USD"}
+	c, _ := newTestCache(f)
+	c.poll(context.Background())
+	currency := func() string {
+		t.Helper()
+		r, err := c.Validate(context.Background(), "good")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.GetDefaultCurrency()
+	}
+	if got := currency(); got != "USD" {
+		t.Fatalf("first validation: %q", got)
+	}
+	// Changed at the auth service, the epoch not yet read: the lease
+	// still holds, and the cache answers as it was.
+	f.set(func(f *fakeValidator) { f.currency = "EUR" })
+	if got := currency(); got != "USD" {
+		t.Fatalf("within the lease: %q, want the cached USD", got)
+	}
+	f.set(func(f *fakeValidator) { f.epoch++ })
+	c.poll(context.Background())
+	if got := currency(); got != "EUR" {
+		t.Errorf("after the epoch moved: %q, want EUR", got)
+	}
+	if n := f.calls(); n != 2 {
+		t.Errorf("%d validations reached the auth service, want 2", n)
+	}
 }
 
 func TestKeyCache(t *testing.T) {

@@ -18,6 +18,7 @@ package authctx
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 
@@ -35,6 +36,23 @@ type Principal struct {
 	KeyPrefix string
 	Scopes    []string
 	Features  []string
+	// Currency is the tenant's default ISO 4217 currency, as the auth
+	// service answered the key's validation: what money given without a
+	// currency is in. A System principal carries none.
+	Currency string
+}
+
+// DefaultCurrency returns the tenant's default currency the principal
+// carries, for money given without one. A principal without it (a System
+// principal, or an asserting process that did not know it) is a 503 the
+// client can answer by naming the currency: guessing one would record the
+// gift in the wrong money.
+func (p Principal) DefaultCurrency() (string, error) {
+	if p.Currency == "" {
+		return "", apperr.Unavailable("The tenant's default currency is not known; name the currency.",
+			errors.New("the principal carries no default currency"))
+	}
+	return p.Currency, nil
 }
 
 // Actor is the audit-log actor of the principal: api-key:<keyPrefix>, or

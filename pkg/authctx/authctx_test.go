@@ -49,7 +49,7 @@ func TestSignVerify(t *testing.T) {
 	now := time.Now()
 	for _, p := range []Principal{
 		{TenantID: "7b0e4c1e-3f7a-4d0e-9a51-1f1e2d3c4b5a", KeyID: "0190a4d6-0000-7000-8000-0000000000aa", KeyPrefix: "ak_test_abcdefghijkl",
-			Scopes: []string{"contacts:view", "orders:void"}, Features: []string{"api-access:enabled", "webhooks:enabled"}},
+			Scopes: []string{"contacts:view", "orders:void"}, Features: []string{"api-access:enabled", "webhooks:enabled"}, Currency: "EUR"},
 		{TenantID: "t", KeyID: "k", KeyPrefix: "p"},
 		{}, // a service assertion
 	} {
@@ -61,7 +61,7 @@ func TestSignVerify(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%+v: %v", p, err)
 		}
-		if got.TenantID != p.TenantID || got.KeyID != p.KeyID || got.KeyPrefix != p.KeyPrefix ||
+		if got.TenantID != p.TenantID || got.KeyID != p.KeyID || got.KeyPrefix != p.KeyPrefix || got.Currency != p.Currency ||
 			strings.Join(got.Scopes, ",") != strings.Join(p.Scopes, ",") || strings.Join(got.Features, ",") != strings.Join(p.Features, ",") {
 			t.Errorf("got %+v, want %+v", got, p)
 		}
@@ -72,7 +72,7 @@ func TestVerifyRefuses(t *testing.T) {
 	t.Parallel()
 	k, other := testKey(t), testKey(t)
 	now := time.Now()
-	p := Principal{TenantID: "tenant-a", KeyID: "k1", KeyPrefix: "ak_test_x", Scopes: []string{"contacts:view"}}
+	p := Principal{TenantID: "tenant-a", KeyID: "k1", KeyPrefix: "ak_test_x", Scopes: []string{"contacts:view"}, Currency: "USD"}
 	good, err := k.Sign(p, method, now.Add(Lifetime))
 	if err != nil {
 		t.Fatal(err)
@@ -84,6 +84,8 @@ func TestVerifyRefuses(t *testing.T) {
 	retargeted := strings.Replace(good, "tenant-a", "tenant-b", 1)
 	// More scopes, likewise.
 	widened := strings.Replace(good, "contacts:view", "orders:voidxx", 1)
+	// Another currency, likewise: money recorded in the wrong one.
+	recurrenced := strings.Replace(good, "\nUSD\n", "\nEUR\n", 1)
 	flipped := good[:len(good)-1] + string(good[len(good)-1]^1)
 	for name, tc := range map[string]struct {
 		assertion, method string
@@ -92,6 +94,7 @@ func TestVerifyRefuses(t *testing.T) {
 		"signed with another key": {byOther, method, errForged},
 		"tenant changed":          {retargeted, method, errForged},
 		"scopes changed":          {widened, method, errForged},
+		"currency changed":        {recurrenced, method, errForged},
 		"MAC changed":             {flipped, method, errForged},
 		"cut short":               {good[:20], method, errMalformed},
 		"empty":                   {"", method, errMalformed},
@@ -113,6 +116,7 @@ func TestSignRefusesFieldsThatWouldShift(t *testing.T) {
 	k := testKey(t)
 	for _, p := range []Principal{
 		{TenantID: "t\nk", KeyID: "k"},
+		{TenantID: "t", KeyID: "k", Currency: "US\nD"},
 		{TenantID: "t", KeyID: "k", Scopes: []string{"a,b"}},
 		{TenantID: "t", KeyID: "k", Features: []string{""}},
 	} {
@@ -162,12 +166,22 @@ func TestFromIncomingReadsOnlyVerified(t *testing.T) {
 	}
 }
 
+func TestDefaultCurrency(t *testing.T) {
+	t.Parallel()
+	if c, err := (Principal{TenantID: "t", KeyID: "k", Currency: "EUR"}).DefaultCurrency(); c != "EUR" || err != nil {
+		t.Errorf("EUR principal: %q %v", c, err)
+	}
+	if c, err := System("t", "processor:stripe").DefaultCurrency(); c != "" || !apperr.IsKind(err, apperr.KindUnavailable) {
+		t.Errorf("a principal without a currency: %q %v; want a 503", c, err)
+	}
+}
+
 // BenchmarkSignVerify is what one internal call costs for its assertion:
 // the caller signs, the server verifies (a gateway key's full principal).
 func BenchmarkSignVerify(b *testing.B) {
 	k := testKey(b)
 	p := Principal{TenantID: "7b0e4c1e-3f7a-4d0e-9a51-1f1e2d3c4b5a", KeyID: "0190a4d6-0000-7000-8000-0000000000aa",
-		KeyPrefix: "ak_test_abcdefghijkl", Features: []string{"api-access:enabled", "payment-processor:enabled", "webhooks:enabled"},
+		KeyPrefix: "ak_test_abcdefghijkl", Currency: "USD", Features: []string{"api-access:enabled", "payment-processor:enabled", "webhooks:enabled"},
 		Scopes: strings.Split("api-keys:manage,audit-logs:view,batches:manage,contacts:create,contacts:delete,contacts:update,contacts:view,donations:view,funds:manage,inventory:manage,inventory:view,orders:create,orders:refund,orders:view,orders:void,recurring:manage,recurring:view,reports:run,reports:manage,webhooks:manage", ",")}
 	b.Run("sign", func(b *testing.B) {
 		b.ReportAllocs()

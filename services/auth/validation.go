@@ -61,6 +61,9 @@ func (v *validationServer) ValidateKey(ctx context.Context, req *authv1.Validate
 		KeyPrefix: cred.KeyPrefix,
 		Scopes:    cred.Scopes,
 		Features:  cred.TenantFeature,
+		// The services take money given without a currency in this one:
+		// it travels with the principal instead of each asking for it.
+		DefaultCurrency: cred.TenantCurrency,
 	}
 	if cred.ExpiresAt != nil {
 		resp.ExpiresAt = timestamppb.New(*cred.ExpiresAt)

@@ -135,9 +135,11 @@ func (a *itemServer) UpdateInventoryItem(ctx context.Context, req *inventoryv1.U
 	return &inventoryv1.UpdateInventoryItemResponse{Item: toItem(saved)}, nil
 }
 
-// tenantCurrency returns the default-currency reader for p's tenant.
+// tenantCurrency returns the default-currency reader for p's tenant: the
+// currency the principal carries (the gateway asserts it with the key's
+// validation), read only for an item given without one.
 func (s *Service) tenantCurrency(p authctx.Principal) func(context.Context) (string, error) {
-	return func(ctx context.Context) (string, error) { return s.currency.Get(ctx, p.TenantID) }
+	return func(context.Context) (string, error) { return p.DefaultCurrency() }
 }
 
 func duplicateSKU(sku string) error {

@@ -5,14 +5,11 @@ package inventory
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"google.golang.org/grpc"
 
-	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
 	inventoryv1 "github.com/almoner/almoner/pkg/api/almoner/inventory/v1"
 	"github.com/almoner/almoner/pkg/audit"
 	"github.com/almoner/almoner/pkg/db"
@@ -24,49 +21,21 @@ import (
 // Name is the service's name in --target.
 const Name = "inventory"
 
-// CurrencyLookup returns a tenant's default ISO 4217 currency.
-type CurrencyLookup func(ctx context.Context, tenantID string) (string, error)
-
-// Config is the inventory service's configuration.
-type Config struct {
-	// TenantCurrency reads a tenant's default currency, for items created
-	// or replaced without one. The principal does not carry it; the auth
-	// service owns it.
-	TenantCurrency CurrencyLookup
-	// CurrencyCacheTTL is how long a tenant's default currency is reused
-	// before it is read again.
-	CurrencyCacheTTL time.Duration
-}
-
-// DefaultCurrencyCacheTTL is how long a tenant's default currency is
-// cached: it changes (if ever) by operator action, and a minute of
-// staleness only affects items created without a currency.
-const DefaultCurrencyCacheTTL = time.Minute
-
 // Migrations are the schemas the service needs: the audit log and its own.
 func Migrations() []db.Migrations {
 	return []db.Migrations{audit.Migrations(), migrations.Set()}
 }
 
-// Service is the inventory service.
+// Service is the inventory service. It calls no other service: a tenant's
+// default currency, for items given without one, comes with the principal.
 type Service struct {
-	store    *store.Store
-	currency *currencyCache
-	logger   *slog.Logger
+	store  *store.Store
+	logger *slog.Logger
 }
 
 // New returns the inventory service on pool.
-func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *Service {
-	if cfg.CurrencyCacheTTL <= 0 {
-		cfg.CurrencyCacheTTL = DefaultCurrencyCacheTTL
-	}
-	lookup := cfg.TenantCurrency
-	if lookup == nil {
-		lookup = func(context.Context, string) (string, error) {
-			return "", errors.New("no tenant currency lookup configured")
-		}
-	}
-	return &Service{store: store.New(pool), currency: newCurrencyCache(lookup, cfg.CurrencyCacheTTL), logger: logger}
+func New(pool *pgxpool.Pool, logger *slog.Logger) *Service {
+	return &Service{store: store.New(pool), logger: logger}
 }
 
 // Register adds the service's gRPC servers to r.
@@ -81,34 +50,11 @@ func (s *Service) Start(context.Context) error { return nil }
 // Stop does nothing: the service has no background work.
 func (s *Service) Stop(context.Context) error { return nil }
 
-// AuthCurrencyLookup reads default currencies with the auth service's
-// internal TenantAdminService.GetTenant.
-func AuthCurrencyLookup(client authv1.TenantAdminServiceClient) CurrencyLookup {
-	return func(ctx context.Context, tenantID string) (string, error) {
-		resp, err := client.GetTenant(ctx, &authv1.GetTenantRequest{TenantId: tenantID})
-		if err != nil {
-			return "", err
-		}
-		return resp.GetTenant().GetDefaultCurrency(), nil
-	}
-}
-
 // Module describes the inventory service to the binaries that host it.
 var Module = service.Module{
 	Name:       Name,
 	Migrations: Migrations,
-	New: func(ctx context.Context, d service.Deps) (service.Service, error) {
-		ttl, err := d.Config.Duration("ALMONER_INVENTORY_CURRENCY_CACHE_TTL", DefaultCurrencyCacheTTL)
-		if err != nil {
-			return nil, err
-		}
-		// Fail at start-up, not at the first create, when the deployment
-		// does not say where the auth service is.
-		conn, err := d.Dial("auth")
-		if err != nil {
-			return nil, err
-		}
-		cfg := Config{TenantCurrency: AuthCurrencyLookup(authv1.NewTenantAdminServiceClient(conn)), CurrencyCacheTTL: ttl}
-		return New(d.DB, cfg, d.Logger), nil
+	New: func(_ context.Context, d service.Deps) (service.Service, error) {
+		return New(d.DB, d.Logger), nil
 	},
 }

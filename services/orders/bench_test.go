@@ -48,9 +48,9 @@ func BenchmarkCreateOrderDonation(b *testing.B) {
 	if _, err := pool.Exec(context.Background(), `INSERT INTO orders.funds (tenant_id, id, name) VALUES ($1, $2, 'General')`, tenant, fund); err != nil {
 		b.Fatal(err)
 	}
-	svc := New(pool, Config{Contacts: benchContacts{}, TenantCurrency: func(context.Context, string) (string, error) { return "USD", nil }}, nil)
+	svc := New(pool, Config{Contacts: benchContacts{}}, nil)
 	srv := &orderServer{s: svc}
-	p := authctx.Principal{TenantID: tenant.String(), KeyID: "k", KeyPrefix: "ak_test_bench", Scopes: []string{"orders:create"}}
+	p := authctx.Principal{TenantID: tenant.String(), KeyID: "k", KeyPrefix: "ak_test_bench", Scopes: []string{"orders:create"}, Currency: "USD"}
 	ctx := authctx.NewIncomingContext(context.Background(), p)
 	req := &ordersv1.CreateOrderRequest{TenantId: tenant.String(), ContactId: 1,
 		Donations: []*ordersv1.DonationInput{{FundId: fund.String(), Amount: &typev1.Decimal{Value: "25.00"}}},

@@ -2,8 +2,6 @@ package orders
 
 import (
 	"context"
-	"errors"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -12,7 +10,6 @@ import (
 	inventoryv1 "github.com/almoner/almoner/pkg/api/almoner/inventory/v1"
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
-	"github.com/almoner/almoner/pkg/ttlcache"
 )
 
 // ContactDirectory is what orders needs from the contacts service.
@@ -103,26 +100,4 @@ func reserveViolation(err error) (error, bool) {
 		return nil, false
 	}
 	return err, true
-}
-
-// currencyCache remembers tenants' default currencies for a short while
-// (pkg/ttlcache, as the inventory service does).
-type currencyCache struct {
-	*ttlcache.Cache[string]
-}
-
-func newCurrencyCache(lookup func(context.Context, string) (string, error), ttl time.Duration) *currencyCache {
-	return &currencyCache{ttlcache.New(ttl, lookup)}
-}
-
-// Get returns tenantID's default currency; a failed lookup is a 503.
-func (c *currencyCache) Get(ctx context.Context, tenantID string) (string, error) {
-	code, err := c.Cache.Get(ctx, tenantID)
-	if err != nil {
-		return "", apperr.Unavailable("The tenant's default currency could not be read.", err)
-	}
-	if code == "" {
-		return "", apperr.Unavailable("The tenant has no default currency.", errors.New("empty default currency"))
-	}
-	return code, nil
 }

@@ -30,8 +30,8 @@ func TestListTokenCarriesTotal(t *testing.T) {
 	if _, err := pool.Exec(ctx, `INSERT INTO orders.funds (tenant_id, id, name) VALUES ($1, $2, 'General')`, tenant, fund); err != nil {
 		t.Fatal(err)
 	}
-	srv := &orderServer{s: New(pool, Config{Contacts: benchContacts{}, TenantCurrency: func(context.Context, string) (string, error) { return "USD", nil }}, nil)}
-	p := authctx.Principal{TenantID: tenant.String(), KeyID: "k", KeyPrefix: "ak_test_list", Scopes: []string{"orders:create", "orders:view"}}
+	srv := &orderServer{s: New(pool, Config{Contacts: benchContacts{}}, nil)}
+	p := authctx.Principal{TenantID: tenant.String(), KeyID: "k", KeyPrefix: "ak_test_list", Scopes: []string{"orders:create", "orders:view"}, Currency: "USD"}
 	pctx := authctx.NewIncomingContext(ctx, p)
 	create := func(n int) {
 		for range n {

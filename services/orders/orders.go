@@ -143,7 +143,7 @@ func (s *Service) giveBackKey(ctx context.Context, tenantID uuid.UUID, key strin
 func (s *Service) createOrder(ctx context.Context, p authctx.Principal, req *ordersv1.CreateOrderRequest, orderID uuid.UUID,
 	completion *store.Completion) (_ store.Order, err error) {
 	now := s.cfg.Now()
-	currency, err := s.orderCurrency(ctx, p, req)
+	currency, err := s.orderCurrency(p, req)
 	if err != nil {
 		return store.Order{}, err
 	}
@@ -194,12 +194,14 @@ func (s *Service) createOrder(ctx context.Context, p authctx.Principal, req *ord
 	return saved, nil
 }
 
-// orderCurrency is the body's currency, else the tenant's default.
-func (s *Service) orderCurrency(ctx context.Context, p authctx.Principal, req *ordersv1.CreateOrderRequest) (string, error) {
+// orderCurrency is the body's currency, else the tenant's default, which
+// the principal carries (the gateway asserts it with the key's
+// validation).
+func (s *Service) orderCurrency(p authctx.Principal, req *ordersv1.CreateOrderRequest) (string, error) {
 	if c := strings.ToUpper(strings.TrimSpace(req.GetCurrency())); c != "" {
 		return c, nil
 	}
-	return s.currency.Get(ctx, p.TenantID)
+	return p.DefaultCurrency()
 }
 
 // authorizePayments checks what processor payments need: the tenant's

@@ -15,7 +15,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"google.golang.org/grpc"
 
-	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
 	contactsv1 "github.com/almoner/almoner/pkg/api/almoner/contacts/v1"
 	inventoryv1 "github.com/almoner/almoner/pkg/api/almoner/inventory/v1"
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
@@ -37,8 +36,6 @@ func Migrations() []db.Migrations {
 
 // Config is the orders service's configuration and dependencies.
 type Config struct {
-	// TenantCurrency reads a tenant's default currency.
-	TenantCurrency func(ctx context.Context, tenantID string) (string, error)
 	// Contacts checks contacts and saves addresses to them.
 	Contacts ContactDirectory
 	// Stock reserves and releases inventory for item lines.
@@ -58,11 +55,10 @@ type Config struct {
 
 // Service is the orders service.
 type Service struct {
-	store    *store.Store
-	cfg      Config
-	currency *currencyCache
-	logger   *slog.Logger
-	runner   *Runner
+	store  *store.Store
+	cfg    Config
+	logger *slog.Logger
+	runner *Runner
 }
 
 // New returns the orders service on pool.
@@ -73,16 +69,10 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *Service {
 	if cfg.IdempotencyLease <= 0 {
 		cfg.IdempotencyLease = 30 * time.Second
 	}
-	lookup := cfg.TenantCurrency
-	if lookup == nil {
-		lookup = func(context.Context, string) (string, error) {
-			return "", errors.New("no tenant currency lookup configured")
-		}
-	}
 	if logger == nil {
 		logger = slog.Default()
 	}
-	s := &Service{store: store.New(pool), cfg: cfg, currency: newCurrencyCache(lookup, time.Minute), logger: logger}
+	s := &Service{store: store.New(pool), cfg: cfg, logger: logger}
 	if cfg.Runner != nil {
 		s.runner = s.NewRunner(*cfg.Runner)
 	}
@@ -136,17 +126,6 @@ var Module = service.Module{
 		// may start before them, and each call says when one is missing.
 		dial := lazyConn(d.Dial)
 		cfg := Config{
-			TenantCurrency: func(ctx context.Context, tenantID string) (string, error) {
-				conn, err := dial("auth")
-				if err != nil {
-					return "", err
-				}
-				resp, err := authv1.NewTenantAdminServiceClient(conn).GetTenant(ctx, &authv1.GetTenantRequest{TenantId: tenantID})
-				if err != nil {
-					return "", err
-				}
-				return resp.GetTenant().GetDefaultCurrency(), nil
-			},
 			Contacts: grpcContacts{conn: func() (contactsv1.ContactDirectoryServiceClient, error) {
 				conn, err := dial("contacts")
 				if err != nil {

@@ -176,6 +176,9 @@ type Credential struct {
 	KeyUsable     bool
 	TenantActive  bool
 	TenantFeature []string
+	// TenantCurrency is the tenant's default currency, which the principal
+	// carries to the services.
+	TenantCurrency string
 }
 
 // CredentialByLookup reads the key with lookupID and its tenant's state.
@@ -183,11 +186,11 @@ func (s *Store) CredentialByLookup(ctx context.Context, lookupID string) (Creden
 	var c Credential
 	err := s.pool.QueryRow(ctx, `
 		SELECT k.tenant_id, k.id, k.key_prefix, k.key_hash, k.environment, k.scopes, k.expires_at,
-		       k.active AND k.deleted_at IS NULL, t.active, t.features
+		       k.active AND k.deleted_at IS NULL, t.active, t.features, t.default_currency
 		FROM auth.api_keys k JOIN auth.tenants t ON t.id = k.tenant_id
 		WHERE k.lookup_id = $1`, lookupID).Scan(
 		&c.TenantID, &c.KeyID, &c.KeyPrefix, &c.KeyHash, &c.Environment, &c.Scopes, &c.ExpiresAt,
-		&c.KeyUsable, &c.TenantActive, &c.TenantFeature)
+		&c.KeyUsable, &c.TenantActive, &c.TenantFeature, &c.TenantCurrency)
 	if db.IsNoRows(err) {
 		return Credential{}, ErrNotFound
 	}

@@ -77,7 +77,9 @@ func (s *Store) GetTenant(ctx context.Context, id uuid.UUID) (Tenant, error) {
 }
 
 // UpdateTenant applies change to the tenant under a row lock and records
-// what changed.
+// what changed: its active flag, features and default currency, each of
+// which a validation carries to the services, so any change of them moves
+// the validation epoch (cached validations are dropped).
 func (s *Store) UpdateTenant(ctx context.Context, id uuid.UUID, actor string, change func(*Tenant)) (Tenant, error) {
 	var out Tenant
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
@@ -89,14 +91,14 @@ func (s *Store) UpdateTenant(ctx context.Context, id uuid.UUID, actor string, ch
 		after.Features = append([]string(nil), before.Features...)
 		change(&after)
 		out, err = scanTenant(tx.QueryRow(ctx, `
-			UPDATE auth.tenants SET active = $2, features = $3, updated_at = now()
-			WHERE id = $1 RETURNING `+tenantColumns, id, after.Active, after.Features))
+			UPDATE auth.tenants SET active = $2, features = $3, default_currency = $4, updated_at = now()
+			WHERE id = $1 RETURNING `+tenantColumns, id, after.Active, after.Features, after.DefaultCurrency))
 		if err != nil {
 			return err
 		}
 		changes := audit.Diff(
-			map[string]any{"active": before.Active, "features": before.Features},
-			map[string]any{"active": out.Active, "features": out.Features})
+			map[string]any{"active": before.Active, "features": before.Features, "defaultCurrency": before.DefaultCurrency},
+			map[string]any{"active": out.Active, "features": out.Features, "defaultCurrency": out.DefaultCurrency})
 		if changes == nil {
 			return nil
 		}

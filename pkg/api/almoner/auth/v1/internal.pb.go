@@ -251,9 +251,13 @@ type ValidateKeyResponse struct {
 	Features []string `protobuf:"bytes,5,rep,name=features,proto3" json:"features,omitempty"`
 	// ExpiresAt is the key's expiry, unset when it never expires; a cache
 	// stops answering for the key before then.
-	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// DefaultCurrency is the tenant's default ISO 4217 currency: the
+	// gateway asserts it with the principal, so that services use it for
+	// money given without a currency without asking the auth service.
+	DefaultCurrency string `protobuf:"bytes,7,opt,name=default_currency,json=defaultCurrency,proto3" json:"default_currency,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ValidateKeyResponse) Reset() {
@@ -326,6 +330,13 @@ func (x *ValidateKeyResponse) GetExpiresAt() *timestamppb.Timestamp {
 		return x.ExpiresAt
 	}
 	return nil
+}
+
+func (x *ValidateKeyResponse) GetDefaultCurrency() string {
+	if x != nil {
+		return x.DefaultCurrency
+	}
+	return ""
 }
 
 // TenantProcessor is a tenant's payment processor configuration as
@@ -1534,7 +1545,7 @@ const file_almoner_auth_v1_internal_proto_rawDesc = "" +
 	"\x05epoch\x18\x01 \x01(\x03R\x05epoch\x12<\n" +
 	"\fcache_window\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\vcacheWindow\"-\n" +
 	"\x12ValidateKeyRequest\x12\x17\n" +
-	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\"\xd7\x01\n" +
+	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\"\x82\x02\n" +
 	"\x13ValidateKeyResponse\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x15\n" +
 	"\x06key_id\x18\x02 \x01(\tR\x05keyId\x12\x1d\n" +
@@ -1543,7 +1554,8 @@ const file_almoner_auth_v1_internal_proto_rawDesc = "" +
 	"\x06scopes\x18\x04 \x03(\tR\x06scopes\x12\x1a\n" +
 	"\bfeatures\x18\x05 \x03(\tR\bfeatures\x129\n" +
 	"\n" +
-	"expires_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\x99\x01\n" +
+	"expires_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12)\n" +
+	"\x10default_currency\x18\a \x01(\tR\x0fdefaultCurrency\"\x99\x01\n" +
 	"\x0fTenantProcessor\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1a\n" +
 	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x12\n" +
