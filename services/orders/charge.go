@@ -2,6 +2,7 @@ package orders
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -107,7 +108,9 @@ func (s *Service) keepMethods(ctx context.Context, tp tenantProcessor, n *store.
 		return nil, err
 	}
 	for pm := range keep {
-		if m, err := s.store.GetPaymentMethod(ctx, n.TenantID, pm); err == nil && m.ContactID == n.ContactID && m.Provider == tp.Name {
+		if m, ok, err := s.savedMethod(ctx, n.TenantID, pm, tp.Name, n.ContactID); err != nil {
+			return nil, err
+		} else if ok {
 			kept[pm] = m
 			continue
 		}
@@ -121,6 +124,31 @@ func (s *Service) keepMethods(ctx context.Context, tp tenantProcessor, n *store.
 		kept[pm] = m
 	}
 	return kept, nil
+}
+
+// savedMethod returns the method a token names when it is saved at the
+// processor provider, for contactID (0: any contact of the tenant, as a
+// schedule's own method). Not saved is not an error; a failed read is.
+func (s *Service) savedMethod(ctx context.Context, tenantID uuid.UUID, token, provider string, contactID int64) (store.PaymentMethod, bool, error) {
+	m, err := s.store.GetPaymentMethod(ctx, tenantID, token)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.PaymentMethod{}, false, nil
+	}
+	if err != nil {
+		return store.PaymentMethod{}, false, err
+	}
+	return m, m.Provider == provider && (contactID == 0 || m.ContactID == contactID), nil
+}
+
+// changeError maps a processor failure of a change made after the fact (a
+// refund, a void, a detach): a refusal is a 400 under "" with the
+// processor's reason (else fallback), anything else a sanitized 503 that
+// says what did not happen.
+func changeError(err error, fallback, unavailable string) error {
+	if r, ok := processor.AsRefused(err); ok {
+		return apperr.Rule(codeProcessorRefused, "The payment processor refused: "+firstNonEmpty(r.Message, fallback))
+	}
+	return apperr.Unavailable(unavailable, err)
 }
 
 // tokenField is the property path of the first payment (or else
@@ -181,10 +209,10 @@ func (s *Service) charge(ctx context.Context, tp tenantProcessor, n *store.NewOr
 	// one kept for later is marked so the processor allows later charges.
 	if m, ok := kept[pd.token]; ok {
 		req.PaymentMethodID, req.CustomerID, req.SaveForFutureUse = m.ID, m.CustomerID, true
-	} else {
-		if m, err := s.store.GetPaymentMethod(ctx, n.TenantID, pd.token); err == nil && m.ContactID == n.ContactID && m.Provider == tp.Name {
-			req.CustomerID = m.CustomerID
-		}
+	} else if m, ok, err := s.savedMethod(ctx, n.TenantID, pd.token, tp.Name, n.ContactID); err != nil {
+		return store.Payment{}, err
+	} else if ok {
+		req.CustomerID = m.CustomerID
 	}
 	res, err := tp.Charge(ctx, req)
 	if err != nil {

@@ -558,9 +558,6 @@ func (s *Service) paymentAction(tenantID string) store.PaymentAction {
 		if err == nil {
 			return nil
 		}
-		if r, ok := processor.AsRefused(err); ok {
-			return apperr.Rule(codeProcessorRefused, "The payment processor refused: "+firstNonEmpty(r.Message, "the request was not accepted."))
-		}
-		return apperr.Unavailable("The payment processor cannot be reached; nothing was changed. Retry the request.", err)
+		return changeError(err, "the request was not accepted.", "The payment processor cannot be reached; nothing was changed. Retry the request.")
 	}
 }

@@ -63,13 +63,12 @@ func (a *paymentMethodServer) DeleteContactPaymentMethod(ctx context.Context, re
 		if err != nil {
 			return err
 		}
-		if err := proc.DetachPaymentMethod(ctx, m.ID); err != nil {
-			if r, ok := processor.AsRefused(err); ok && r.Code != "resource_missing" {
-				return apperr.Rule(codeProcessorRefused, "The payment processor refused: "+firstNonEmpty(r.Message, "the method was not detached."))
-			} else if !ok {
-				return apperr.Unavailable("The payment processor cannot be reached; the method was not removed. Retry the request.", err)
-			}
-			// Already gone at the processor: detached here too.
+		err = proc.DetachPaymentMethod(ctx, m.ID)
+		if r, ok := processor.AsRefused(err); ok && r.Code == "resource_missing" {
+			return nil // already gone at the processor: detached here too
+		}
+		if err != nil {
+			return changeError(err, "the method was not detached.", "The payment processor cannot be reached; the method was not removed. Retry the request.")
 		}
 		return nil
 	}, p.Actor())

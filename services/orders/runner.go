@@ -226,7 +226,9 @@ func (s *Service) chargeInstallment(ctx context.Context, sc store.Schedule, peri
 	if sc.PaymentMethod == "Ach" {
 		req.PaymentMethodType = "us_bank_account"
 	}
-	if m, err := s.store.GetPaymentMethod(ctx, sc.TenantID, sc.PaymentToken); err == nil && m.Provider == tp.Name {
+	if m, ok, err := s.savedMethod(ctx, sc.TenantID, sc.PaymentToken, tp.Name, 0); err != nil {
+		return store.Outcome{}, err
+	} else if ok {
 		req.CustomerID = m.CustomerID
 	}
 	res, err := tp.Charge(ctx, req)
