@@ -6,12 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
-	"os"
-	"os/signal"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -240,79 +236,4 @@ func (h *Host) Stop(ctx context.Context) error {
 	h.mu.Unlock()
 	h.pool.Close()
 	return errors.Join(errs...)
-}
-
-// Main runs one module as its own process, configured by environment
-// variables (DATABASE_URL, ALMONER_GRPC_ADDR, ALMONER_ENVIRONMENT,
-// ALMONER_MIGRATE, ALMONER_INTERNAL_KEY, ALMONER_<SERVICE>_ADDR), until
-// SIGTERM or SIGINT.
-func Main(m Module) {
-	logger := slog.New(telemetry.LogHandler(slog.NewJSONHandler(os.Stderr, nil)))
-	shutdown, err := telemetry.Setup(context.Background(), "almoner-"+m.Name)
-	if err != nil {
-		logger.Error("telemetry", "error", err.Error())
-		os.Exit(1)
-	}
-	defer shutdown(context.Background()) //nolint:errcheck
-	if err := runMain(m, logger); err != nil {
-		logger.Error("exit", "service", m.Name, "error", err.Error())
-		os.Exit(1)
-	}
-}
-
-func runMain(m Module, logger *slog.Logger) error {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	migrate, err := config.Bool("ALMONER_MIGRATE", true)
-	if err != nil {
-		return err
-	}
-	upstreams := map[string]string{}
-	for _, name := range []string{"auth", "contacts", "orders", "inventory", "reports", "webhooks"} {
-		if v := config.String(config.ServiceAddrVar(name), ""); v != "" {
-			upstreams[name] = v
-		}
-	}
-	// A service alone is never the only process: it needs the key the
-	// gateway and the other services sign with.
-	key, err := authctx.KeyFromConfig(config.Env)
-	if err != nil {
-		return err
-	}
-	h, err := StartHost(ctx, HostConfig{
-		InternalKey: key,
-		DatabaseURL: config.String("DATABASE_URL", ""),
-		GRPCAddr:    config.String("ALMONER_GRPC_ADDR", "127.0.0.1:9090"),
-		Environment: config.String("ALMONER_ENVIRONMENT", "sandbox"),
-		Migrate:     migrate,
-		Logger:      logger,
-		Upstreams:   upstreams,
-	}, m)
-	if err != nil {
-		return err
-	}
-	logger.Info("serving", "service", m.Name, "grpc_addr", h.Addr())
-	if addr := config.String("ALMONER_METRICS_ADDR", "127.0.0.1:9464"); addr != "off" {
-		go ServeMetrics(ctx, addr, logger)
-	}
-	<-ctx.Done()
-	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	return h.Stop(shutdown)
-}
-
-// ServeMetrics serves /metrics (Prometheus) on addr until ctx ends: the
-// listener of a single-service binary (cmd/<service>). `almoner serve`
-// processes serve theirs from cmd/almoner's app, gateway included.
-func ServeMetrics(ctx context.Context, addr string, logger *slog.Logger) {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", telemetry.MetricsHandler())
-	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		_ = srv.Close()
-	}()
-	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		logger.Error("metrics server", "addr", addr, "error", err.Error())
-	}
 }
