@@ -8,12 +8,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/telemetry"
 	"github.com/almoner/almoner/pkg/traceid"
 )
@@ -35,6 +37,13 @@ func TestToStatus(t *testing.T) {
 		{fmt.Errorf("store: %w", &pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}), codes.Unavailable, "The database is unavailable."},
 		{(&Error{Kind: KindInternal, Message: "list failed"}).Wrap(fmt.Errorf("list: %w", &pgconn.PgError{Code: "57P03"})), codes.Unavailable, "The database is unavailable."},
 		{&pgconn.PgError{Code: "23505", Message: "duplicate key value violates unique constraint"}, codes.Internal, "An unexpected error occurred."},
+		// The database's kinds that a server did not turn into a domain
+		// error (dbKinds): only an outage reaches the caller as such.
+		{fmt.Errorf("orders: get order 7: %w", db.ErrNotFound), codes.Internal, "An unexpected error occurred."},
+		{fmt.Errorf("orders: get order 7: %w", pgx.ErrNoRows), codes.Internal, "An unexpected error occurred."},
+		{db.Interpret(&pgconn.PgError{Code: "23503", ConstraintName: "orders_fund_fk"}), codes.Internal, "An unexpected error occurred."},
+		{fmt.Errorf("contacts: update contact: %w", &pgconn.PgError{Code: "40P01"}), codes.Internal, "An unexpected error occurred."},
+		{fmt.Errorf("contacts: update contact: %w", db.Interpret(&pgconn.PgError{Code: "08006"})), codes.Unavailable, "The database is unavailable."},
 	}
 	for _, c := range cases {
 		st := ToStatus(c.err)

@@ -31,10 +31,46 @@ var kindCodes = map[Kind]codes.Code{
 	KindUnavailable:      codes.Unavailable,
 }
 
+// dbKinds is the one mapping of the database's error kinds (db.Interpret)
+// to ours, for a database error that reaches a caller without a server
+// having turned it into a domain error first. Only an outage is the
+// caller's business: PostgreSQL restarting or failing over is transient,
+// so the client should retry rather than report a bug (503 with
+// Retry-After at the gateway). A not-found is a 404 only where a server
+// names the path resource that did not resolve (errors.Is(err,
+// db.ErrNotFound) → its own NotFound); a unique or foreign-key violation
+// is a domain error only where a store expects that constraint; and a
+// serialization failure a store did not run again is ours. Left to this
+// table, each of these is a fault of ours: INTERNAL, as before the kinds
+// existed. docs/architecture.md, "Database errors", has the table.
+var dbKinds = []struct {
+	err     error
+	kind    Kind
+	message string
+}{
+	{db.ErrUnavailable, KindUnavailable, "The database is unavailable."},
+	{db.ErrNotFound, KindInternal, ""},
+	{db.ErrUniqueViolation, KindInternal, ""},
+	{db.ErrForeignKey, KindInternal, ""},
+	{db.ErrSerialization, KindInternal, ""},
+}
+
+// fromDB returns the domain error a database error becomes (dbKinds), or
+// nil when err is no database error of a known kind.
+func fromDB(err error) *Error {
+	err = db.Interpret(err)
+	for _, k := range dbKinds {
+		if errors.Is(err, k.err) {
+			return &Error{Kind: k.kind, Message: k.message, cause: err}
+		}
+	}
+	return nil
+}
+
 // ToStatus maps err to the status a caller may see. Domain errors keep their
 // message, typed code and violations; context errors keep their codes; a
-// database that cannot be reached or is not taking work (db.IsUnavailable)
-// is UNAVAILABLE; a status error from a downstream call passes through;
+// database error takes the kind dbKinds gives it (an outage is
+// UNAVAILABLE); a status error from a downstream call passes through;
 // everything else is masked as INTERNAL with no text of the original.
 func ToStatus(err error) *status.Status {
 	if err == nil {
@@ -65,10 +101,9 @@ func ToStatus(err error) *status.Status {
 		return status.New(codes.Canceled, "The request was cancelled.")
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.New(codes.DeadlineExceeded, "The request took too long.")
-	case db.IsUnavailable(err):
-		// PostgreSQL restarting or failing over: transient, so the client
-		// should retry rather than report a bug (503 at the gateway).
-		return status.New(codes.Unavailable, "The database is unavailable.")
+	}
+	if e := fromDB(err); e != nil && e.Kind != KindInternal {
+		return status.New(kindCodes[e.Kind], e.Message)
 	}
 	if st, ok := status.FromError(err); ok && st.Code() != codes.Unknown && st.Code() != codes.Internal {
 		// A downstream service already mapped this one.

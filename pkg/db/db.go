@@ -78,11 +78,9 @@ func Code(err error) string {
 }
 
 // IsUniqueViolation reports whether err violates the named unique
-// constraint (any unique constraint when constraint is "").
+// constraint (any unique constraint when constraint is ""): Interpret's
+// ErrUniqueViolation with that constraint.
 func IsUniqueViolation(err error, constraint string) bool {
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || pe.Code != UniqueViolation {
-		return false
-	}
-	return constraint == "" || pe.ConstraintName == constraint
+	c, ok := constraintOf(err, ErrUniqueViolation)
+	return ok && (constraint == "" || c == constraint)
 }

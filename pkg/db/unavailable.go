@@ -1,13 +1,6 @@
 package db
 
-import (
-	"errors"
-	"io"
-	"net"
-	"strings"
-
-	"github.com/jackc/pgx/v5/pgconn"
-)
+import "errors"
 
 // SQLSTATEs of a server that is going away or not yet accepting work.
 const (
@@ -20,9 +13,9 @@ const (
 // IsUnavailable reports whether err means that PostgreSQL cannot be
 // reached or is not taking work right now — a transient outage, such as a
 // restart or a failover, rather than a fault of the request or of our
-// code. It is the one place that tells the two apart; the gRPC error
-// mapping (pkg/apperr) answers such errors UNAVAILABLE, which the gateway
-// turns into 503 with Retry-After, instead of a 500.
+// code: Interpret's ErrUnavailable. The gRPC error mapping (pkg/apperr)
+// answers such errors UNAVAILABLE, which the gateway turns into 503 with
+// Retry-After, instead of a 500.
 //
 // Unavailable are: a failed connection attempt (refused, unreachable,
 // timed out, or the server's own refusal while starting up), the server's
@@ -30,22 +23,4 @@ const (
 // 08, 57P01-57P03) and too_many_connections (53300), and a connection lost
 // in the middle of a query (a network error or an unexpected end of the
 // stream, which pgconn wraps).
-func IsUnavailable(err error) bool {
-	if err == nil {
-		return false
-	}
-	var ce *pgconn.ConnectError
-	if errors.As(err, &ce) {
-		return true
-	}
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		switch pe.Code {
-		case AdminShutdown, CrashShutdown, CannotConnectNow, TooManyConnections:
-			return true
-		}
-		return strings.HasPrefix(pe.Code, "08")
-	}
-	var ne *net.OpError
-	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF)
-}
+func IsUnavailable(err error) bool { return errors.Is(Interpret(err), ErrUnavailable) }
