@@ -16,6 +16,7 @@ import (
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/audit"
 	"github.com/almoner/almoner/pkg/authctx"
+	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/paging"
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/pkg/traceid"
@@ -44,7 +45,7 @@ func authorize(ctx context.Context, tenantID, scope string) (authctx.Principal, 
 func storeError(err error) error {
 	var re *store.RefError
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, db.ErrNotFound):
 		return errContactNotFound
 	case errors.As(err, &re):
 		return refViolation(re)

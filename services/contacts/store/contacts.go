@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -28,20 +27,20 @@ func scanContact(row pgx.Row) (Contact, error) {
 	var first, last, org, ext, notes *string
 	err := row.Scan(&c.TenantID, &c.ID, &c.Type, &first, &last, &org, &ext, &notes,
 		&c.Tags, &c.DoNotEmail, &c.DoNotMail, &c.DoNotCall, &c.IsActive, &c.Version, &c.CreatedAt, &c.UpdatedAt)
-	if db.IsNoRows(err) {
-		return Contact{}, ErrNotFound
+	if err != nil {
+		return Contact{}, fmt.Errorf("read contact: %w", db.Interpret(err))
 	}
 	c.FirstName, c.LastName, c.OrganizationName, c.ExternalID, c.Notes = deref(first), deref(last), deref(org), deref(ext), deref(notes)
-	return c, err
+	return c, nil
 }
 
 // Get reads one contact with its rows and relationships.
 func (s *Store) Get(ctx context.Context, tenant uuid.UUID, id int64) (Contact, error) {
 	c, err := get(ctx, s.pool, tenant, id, false)
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return Contact{}, fmt.Errorf("get contact: %w", err)
+	if err != nil {
+		return Contact{}, fmt.Errorf("contacts: get contact %d: %w", id, err)
 	}
-	return c, err
+	return c, nil
 }
 
 func get(ctx context.Context, q querier, tenant uuid.UUID, id int64, forUpdate bool) (Contact, error) {
@@ -53,8 +52,7 @@ func get(ctx context.Context, q querier, tenant uuid.UUID, id int64, forUpdate b
 	if err != nil {
 		return Contact{}, err
 	}
-	list := []*Contact{&c}
-	if err := loadRows(ctx, q, tenant, list); err != nil {
+	if err := loadRows(ctx, q, tenant, []*Contact{&c}); err != nil {
 		return Contact{}, err
 	}
 	return c, nil
@@ -204,7 +202,7 @@ func (s *Store) Create(ctx context.Context, tenant uuid.UUID, f Fields, actor st
 	f.Phones, f.Emails, f.Addresses = withoutIDs(f.Phones, f.Emails, f.Addresses)
 	ids, err := s.reserveIDs(ctx, tenant, 1, f)
 	if err != nil {
-		return Contact{}, fmt.Errorf("create contact: %w", err)
+		return Contact{}, fmt.Errorf("contacts: create contact: %w", err)
 	}
 	defer ids.release()
 	var out Contact
@@ -216,7 +214,7 @@ func (s *Store) Create(ctx context.Context, tenant uuid.UUID, f Fields, actor st
 		}
 		id, err := ids.contact.Next()
 		if err != nil {
-			return err
+			return fmt.Errorf("next contact id: %w", err)
 		}
 		_, err = tx.Exec(ctx, `
 			INSERT INTO contacts.contacts (tenant_id, id, contact_type, first_name, last_name, organization_name, external_id, notes,
@@ -225,13 +223,13 @@ func (s *Store) Create(ctx context.Context, tenant uuid.UUID, f Fields, actor st
 			tenant, f.Type, nullable(f.FirstName), nullable(f.LastName), nullable(f.OrganizationName), nullable(f.ExternalID), nullable(f.Notes),
 			nonNil(f.Tags), tagKeys(f.Tags), f.DoNotEmail, f.DoNotMail, f.DoNotCall, f.IsActive, NameKey(f), SearchText(f), id)
 		if err != nil {
-			return err
+			return fmt.Errorf("insert contact: %w", err)
 		}
 		if err := writeRows(ctx, tx, tenant, id, f, nil, ids); err != nil {
 			return err
 		}
 		if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenant.String(), EntityType: EntityType, EntityID: EntityID(id), Action: audit.Created, Actor: actor}); err != nil {
-			return err
+			return fmt.Errorf("record audit: %w", err)
 		}
 		if err := touchRelated(ctx, tx, tenant, related, actor); err != nil {
 			return err
@@ -240,11 +238,7 @@ func (s *Store) Create(ctx context.Context, tenant uuid.UUID, f Fields, actor st
 		return err
 	})
 	if err != nil {
-		var re *RefError
-		if errors.As(err, &re) {
-			return Contact{}, err
-		}
-		return Contact{}, fmt.Errorf("create contact: %w", err)
+		return Contact{}, fmt.Errorf("contacts: create contact: %w", err)
 	}
 	return out, nil
 }
@@ -286,11 +280,11 @@ func lockRelated(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, self int64, f
 			SELECT related_contact_id FROM contacts.contact_relationships WHERE tenant_id = $1 AND contact_id = $2
 			UNION SELECT contact_id FROM contacts.contact_relationships WHERE tenant_id = $1 AND related_contact_id = $2`, tenant, self)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("read related contacts: %w", err)
 		}
 		old, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("read related contacts: %w", err)
 		}
 		for _, id := range old {
 			idSet[id] = true
@@ -307,7 +301,7 @@ func lockRelated(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, self int64, f
 	slices.Sort(ids)
 	rows, err := tx.Query(ctx, `SELECT id, contact_type FROM contacts.contacts WHERE tenant_id = $1 AND id = ANY($2) ORDER BY id FOR UPDATE`, tenant, ids)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("lock related contacts: %w", err)
 	}
 	types := map[int64]string{}
 	var (
@@ -315,7 +309,7 @@ func lockRelated(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, self int64, f
 		typ string
 	)
 	if _, err := pgx.ForEachRow(rows, []any{&id, &typ}, func() error { types[id] = typ; return nil }); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("lock related contacts: %w", err)
 	}
 	for i, r := range f.Relationships {
 		t, ok := types[r.RelatedID]
@@ -330,7 +324,7 @@ func lockRelated(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, self int64, f
 	}
 	before, err := loadRelationshipsOf(ctx, tx, tenant, ids)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("related contacts: %w", err)
 	}
 	out := make([]relatedState, len(ids))
 	for i, id := range ids {
@@ -352,7 +346,7 @@ func touchRelated(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, related []re
 	}
 	after, err := loadRelationshipsOf(ctx, tx, tenant, ids)
 	if err != nil {
-		return err
+		return fmt.Errorf("touch related contacts: %w", err)
 	}
 	for _, r := range related {
 		changes := audit.Diff(
@@ -362,11 +356,11 @@ func touchRelated(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, related []re
 			continue
 		}
 		if _, err := tx.Exec(ctx, `UPDATE contacts.contacts SET version = version + 1, updated_at = now() WHERE tenant_id = $1 AND id = $2`, tenant, r.id); err != nil {
-			return err
+			return fmt.Errorf("touch related contact %d: %w", r.id, err)
 		}
 		if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenant.String(), EntityType: EntityType, EntityID: EntityID(r.id),
 			Action: audit.Updated, Changes: changes, Actor: actor}); err != nil {
-			return err
+			return fmt.Errorf("record audit of related contact %d: %w", r.id, err)
 		}
 	}
 	return nil
@@ -383,23 +377,19 @@ func (s *Store) Update(ctx context.Context, tenant uuid.UUID, id int64, f Fields
 	// rows go back.
 	ids, err := s.reserveIDs(ctx, tenant, 0, f)
 	if err != nil {
-		return Contact{}, fmt.Errorf("update contact: %w", err)
+		return Contact{}, fmt.Errorf("contacts: update contact %d: %w", id, err)
 	}
 	defer ids.release()
-	var (
-		out     Contact
-		refused error
-	)
+	var out Contact
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		refused = nil
 		ids.rewind()
 		before, err := get(ctx, tx, tenant, id, true)
 		if err != nil {
 			return err
 		}
 		if check != nil {
-			if refused = check(before.Version); refused != nil {
-				return refused
+			if err := check(before.Version); err != nil {
+				return err
 			}
 		}
 		if f.Phones, err = matchPhones(before.Phones, f.Phones); err != nil {
@@ -428,7 +418,7 @@ func (s *Store) Update(ctx context.Context, tenant uuid.UUID, id int64, f Fields
 			tenant, id, f.Type, nullable(f.FirstName), nullable(f.LastName), nullable(f.OrganizationName), nullable(f.ExternalID), nullable(f.Notes),
 			nonNil(f.Tags), tagKeys(f.Tags), f.DoNotEmail, f.DoNotMail, f.DoNotCall, f.IsActive, NameKey(f), SearchText(f))
 		if err != nil {
-			return err
+			return fmt.Errorf("update contact row: %w", err)
 		}
 		if err := writeRows(ctx, tx, tenant, id, f, &before, ids); err != nil {
 			return err
@@ -439,17 +429,14 @@ func (s *Store) Update(ctx context.Context, tenant uuid.UUID, id int64, f Fields
 		}
 		if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenant.String(), EntityType: EntityType, EntityID: EntityID(id),
 			Action: audit.Updated, Changes: audit.Diff(before.Snapshot(), out.Snapshot()), Actor: actor}); err != nil {
-			return err
+			return fmt.Errorf("record audit: %w", err)
 		}
 		return touchRelated(ctx, tx, tenant, related, actor)
 	})
 	if err != nil {
-		var re *RefError
-		if refused != nil || errors.Is(err, ErrNotFound) || errors.As(err, &re) {
-			// check's refusal (a domain error) passes through as it is.
-			return Contact{}, err
-		}
-		return Contact{}, fmt.Errorf("update contact: %w", err)
+		// check's refusal (a domain error), a not-found and a RefError
+		// stay in the chain for the server.
+		return Contact{}, fmt.Errorf("contacts: update contact %d: %w", id, err)
 	}
 	return out, nil
 }
@@ -465,17 +452,17 @@ func writeRows(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, id int64, f Fie
 	phones, emails, addresses := slices.Clone(f.Phones), slices.Clone(f.Emails), slices.Clone(f.Addresses)
 	for i := range phones {
 		if err := assignID(&phones[i].ID, ids.phone); err != nil {
-			return err
+			return fmt.Errorf("next phone id: %w", err)
 		}
 	}
 	for i := range emails {
 		if err := assignID(&emails[i].ID, ids.email); err != nil {
-			return err
+			return fmt.Errorf("next email id: %w", err)
 		}
 	}
 	for i := range addresses {
 		if err := assignID(&addresses[i].ID, ids.address); err != nil {
-			return err
+			return fmt.Errorf("next address id: %w", err)
 		}
 	}
 	b := &pgx.Batch{}
@@ -522,7 +509,10 @@ func writeRows(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, id int64, f Fie
 	if b.Len() == 0 {
 		return nil
 	}
-	return tx.SendBatch(ctx, b).Close()
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("write contact rows: %w", err)
+	}
+	return nil
 }
 
 // assignID gives a new row (id 0) the next id of r.

@@ -58,7 +58,7 @@ func (s *Store) FindDuplicates(ctx context.Context, tenant uuid.UUID, c Candidat
 		 GROUP BY c.id ORDER BY sim DESC LIMIT `+fmt.Sprint(maxNameHits)+`)`,
 		tenant, emails, phones, c.NameKey, postals, c.ExcludeID, minSimilarity)
 	if err != nil {
-		return nil, fmt.Errorf("find duplicates: %w", err)
+		return nil, fmt.Errorf("contacts: find duplicates: %w", err)
 	}
 	hits, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Hit, error) {
 		var h Hit
@@ -66,7 +66,7 @@ func (s *Store) FindDuplicates(ctx context.Context, tenant uuid.UUID, c Candidat
 		return h, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("find duplicates: %w", err)
+		return nil, fmt.Errorf("contacts: find duplicates: %w", err)
 	}
 	return hits, nil
 }
@@ -79,11 +79,11 @@ func (s *Store) GetMany(ctx context.Context, tenant uuid.UUID, ids []int64) ([]C
 	}
 	rows, err := s.pool.Query(ctx, `SELECT `+contactColumns+` FROM contacts.contacts c WHERE c.tenant_id = $1 AND c.id = ANY($2)`, tenant, ids)
 	if err != nil {
-		return nil, fmt.Errorf("get contacts: %w", err)
+		return nil, fmt.Errorf("contacts: get contacts: %w", err)
 	}
 	found, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Contact, error) { return scanContact(r) })
 	if err != nil {
-		return nil, fmt.Errorf("get contacts: %w", err)
+		return nil, fmt.Errorf("contacts: get contacts: %w", err)
 	}
 	byID := make(map[int64]*Contact, len(found))
 	ptrs := make([]*Contact, len(found))
@@ -92,7 +92,7 @@ func (s *Store) GetMany(ctx context.Context, tenant uuid.UUID, ids []int64) ([]C
 		ptrs[i] = &found[i]
 	}
 	if err := loadRows(ctx, s.pool, tenant, ptrs); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("contacts: get contacts: %w", err)
 	}
 	out := make([]Contact, 0, len(found))
 	for _, id := range ids {

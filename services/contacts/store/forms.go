@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/almoner/almoner/pkg/audit"
+	"github.com/almoner/almoner/pkg/db"
 )
 
 // FormSubmission is a row of contact_form_submissions.
@@ -39,15 +40,18 @@ func scanForm(row pgx.Row) (FormSubmission, error) {
 	var f FormSubmission
 	var org, phone *string
 	err := row.Scan(&f.ID, &f.Name, &f.Email, &org, &phone, &f.Message, &f.ClientIP, &f.CreatedAt)
+	if err != nil {
+		return FormSubmission{}, fmt.Errorf("read form submission: %w", db.Interpret(err))
+	}
 	f.Organization, f.Phone = deref(org), deref(phone)
-	return f, err
+	return f, nil
 }
 
 // CreateFormSubmission stores a form post and its audit row.
 func (s *Store) CreateFormSubmission(ctx context.Context, f FormSubmission) (FormSubmission, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
-		return FormSubmission{}, err
+		return FormSubmission{}, fmt.Errorf("contacts: create form submission: %w", err)
 	}
 	var out FormSubmission
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
@@ -56,13 +60,16 @@ func (s *Store) CreateFormSubmission(ctx context.Context, f FormSubmission) (For
 			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING `+formColumns,
 			id, f.Name, f.Email, nullable(f.Organization), nullable(f.Phone), f.Message, f.ClientIP))
 		if err != nil {
-			return err
+			return fmt.Errorf("insert form submission: %w", err)
 		}
-		return audit.Record(ctx, tx, audit.Entry{TenantID: PlatformTenant.String(), EntityType: FormEntityType, EntityID: id.String(),
-			Action: audit.Created, Actor: FormActor})
+		if err := audit.Record(ctx, tx, audit.Entry{TenantID: PlatformTenant.String(), EntityType: FormEntityType, EntityID: id.String(),
+			Action: audit.Created, Actor: FormActor}); err != nil {
+			return fmt.Errorf("record audit: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
-		return FormSubmission{}, fmt.Errorf("create form submission: %w", err)
+		return FormSubmission{}, fmt.Errorf("contacts: create form submission: %w", err)
 	}
 	return out, nil
 }
@@ -76,11 +83,11 @@ func (s *Store) ListFormSubmissions(ctx context.Context, before uuid.UUID, limit
 	}
 	rows, err := s.pool.Query(ctx, `SELECT `+formColumns+` FROM contacts.contact_form_submissions `+cond+` ORDER BY id DESC LIMIT $1`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list form submissions: %w", err)
+		return nil, fmt.Errorf("contacts: list form submissions: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (FormSubmission, error) { return scanForm(r) })
 	if err != nil {
-		return nil, fmt.Errorf("list form submissions: %w", err)
+		return nil, fmt.Errorf("contacts: list form submissions: %w", err)
 	}
 	return out, nil
 }

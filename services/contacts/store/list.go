@@ -72,7 +72,7 @@ func (s *Store) List(ctx context.Context, tenant uuid.UUID, f ListFilter, p List
 		})
 	}
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return nil, false, 0, fmt.Errorf("list contacts: %w", err)
+		return nil, false, 0, fmt.Errorf("contacts: list contacts: %w", err)
 	}
 	more := len(contacts) > p.Limit
 	if more {
@@ -83,7 +83,7 @@ func (s *Store) List(ctx context.Context, tenant uuid.UUID, f ListFilter, p List
 		ptrs[i] = &contacts[i]
 	}
 	if err := loadRows(ctx, s.pool, tenant, ptrs); err != nil {
-		return nil, false, 0, err
+		return nil, false, 0, fmt.Errorf("contacts: list contacts: %w", err)
 	}
 	return contacts, more, total, nil
 }

@@ -36,9 +36,6 @@ func New(pool *pgxpool.Pool) *Store {
 // audit feed).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// ErrNotFound is returned when a contact does not exist in the tenant.
-var ErrNotFound = errors.New("not found")
-
 // RefError is a request row that names something that does not resolve or
 // does not fit: a phone id of another contact, a related contact that does
 // not exist. List, Index and Prop locate it in the request body.
@@ -263,14 +260,15 @@ type querier interface {
 }
 
 // inTx runs fn in a transaction, again (up to three times) when PostgreSQL
-// aborts it for a deadlock or a serialization failure: writes that touch
-// several contacts (relationships) lock them in id order, but a contact's
-// old relationships are only known after its own lock is taken.
+// aborts it for a deadlock or a serialization failure (db.ErrSerialization):
+// writes that touch several contacts (relationships) lock them in id
+// order, but a contact's old relationships are only known after its own
+// lock is taken. Its callers wrap what it returns.
 func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		err = db.InTx(ctx, s.pool, fn)
-		if c := db.Code(err); c != db.DeadlockDetected && c != db.SerializationFail {
+		if !errors.Is(db.Interpret(err), db.ErrSerialization) {
 			return err
 		}
 	}
@@ -285,7 +283,7 @@ func (s *Store) Exists(ctx context.Context, tenant uuid.UUID, id int64) (bool, e
 	var ok bool
 	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM contacts.contacts WHERE tenant_id = $1 AND id = $2)`, tenant, id).Scan(&ok)
 	if err != nil {
-		return false, fmt.Errorf("contact exists: %w", err)
+		return false, fmt.Errorf("contacts: check contact exists: %w", err)
 	}
 	return ok, nil
 }
