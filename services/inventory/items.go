@@ -10,6 +10,7 @@ import (
 	inventoryv1 "github.com/almoner/almoner/pkg/api/almoner/inventory/v1"
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
+	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/paging"
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/services/inventory/store"
@@ -62,7 +63,7 @@ func (a *itemServer) GetInventoryItem(ctx context.Context, req *inventoryv1.GetI
 		return nil, errItemNotFound
 	}
 	it, err := a.s.store.GetItem(ctx, uuid.MustParse(p.TenantID), id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, db.ErrNotFound) {
 		return nil, errItemNotFound
 	}
 	if err != nil {
@@ -116,7 +117,7 @@ func (a *itemServer) UpdateInventoryItem(ctx context.Context, req *inventoryv1.U
 		// A path that does not resolve is 404 whatever the body holds;
 		// the read costs nothing on the valid path.
 		if apperr.IsKind(err, apperr.KindInvalid) {
-			if _, gerr := a.s.store.GetItem(ctx, tenantID, id); errors.Is(gerr, store.ErrNotFound) {
+			if _, gerr := a.s.store.GetItem(ctx, tenantID, id); errors.Is(gerr, db.ErrNotFound) {
 				return nil, errItemNotFound
 			}
 		}
@@ -125,7 +126,7 @@ func (a *itemServer) UpdateInventoryItem(ctx context.Context, req *inventoryv1.U
 	it.TenantID, it.ID = tenantID, id
 	saved, err := a.s.store.UpdateItem(ctx, it, p.Actor())
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, db.ErrNotFound):
 		return nil, errItemNotFound
 	case errors.Is(err, store.ErrDuplicateSKU):
 		return nil, duplicateSKU(it.SKU)

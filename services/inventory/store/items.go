@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -42,10 +41,10 @@ func scanItem(row pgx.Row, extra ...any) (Item, error) {
 	var it Item
 	err := row.Scan(append([]any{&it.TenantID, &it.ID, &it.SKU, &it.Name, &it.Description, &it.PriceMinor, &it.Currency,
 		&it.FairMarketValueMinor, &it.TrackStock, &it.StockOnHand, &it.Active, &it.Category, &it.CreatedAt, &it.UpdatedAt}, extra...)...)
-	if db.IsNoRows(err) {
-		return Item{}, ErrNotFound
+	if err != nil {
+		return Item{}, fmt.Errorf("read inventory item: %w", db.Interpret(err))
 	}
-	return it, err
+	return it, nil
 }
 
 // snapshot is the item's editable properties under their wire names, the
@@ -70,7 +69,7 @@ func (it Item) snapshot() map[string]any {
 func (s *Store) CreateItem(ctx context.Context, it Item, actor string) (Item, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
-		return Item{}, err
+		return Item{}, fmt.Errorf("inventory: create item: %w", err)
 	}
 	var out Item
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
@@ -82,16 +81,19 @@ func (s *Store) CreateItem(ctx context.Context, it Item, actor string) (Item, er
 			it.TenantID, id, it.SKU, it.Name, it.Description, it.PriceMinor, it.Currency,
 			it.FairMarketValueMinor, it.TrackStock, it.StockOnHand, it.Active, it.Category))
 		if err != nil {
-			return err
+			return fmt.Errorf("insert item: %w", err)
 		}
-		return audit.Record(ctx, tx, audit.Entry{TenantID: it.TenantID.String(), EntityType: EntityType,
-			EntityID: id.String(), Action: audit.Created, Actor: actor})
+		if err := audit.Record(ctx, tx, audit.Entry{TenantID: it.TenantID.String(), EntityType: EntityType,
+			EntityID: id.String(), Action: audit.Created, Actor: actor}); err != nil {
+			return fmt.Errorf("record audit: %w", err)
+		}
+		return nil
 	})
 	if db.IsUniqueViolation(err, "items_tenant_sku_key") {
-		return Item{}, ErrDuplicateSKU
+		return Item{}, fmt.Errorf("inventory: create item %s: %w", it.SKU, ErrDuplicateSKU)
 	}
 	if err != nil {
-		return Item{}, fmt.Errorf("create inventory item: %w", err)
+		return Item{}, fmt.Errorf("inventory: create item: %w", err)
 	}
 	return out, nil
 }
@@ -99,10 +101,10 @@ func (s *Store) CreateItem(ctx context.Context, it Item, actor string) (Item, er
 // GetItem reads one item of the tenant.
 func (s *Store) GetItem(ctx context.Context, tenantID, id uuid.UUID) (Item, error) {
 	it, err := scanItem(s.pool.QueryRow(ctx, `SELECT `+itemColumns+` FROM inventory.items WHERE tenant_id = $1 AND id = $2`, tenantID, id))
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return Item{}, fmt.Errorf("get inventory item: %w", err)
+	if err != nil {
+		return Item{}, fmt.Errorf("inventory: get item %s: %w", id, err)
 	}
-	return it, err
+	return it, nil
 }
 
 // UpdateItem replaces the editable fields of the item it.ID with those of
@@ -116,7 +118,7 @@ func (s *Store) UpdateItem(ctx context.Context, it Item, actor string) (Item, er
 		before, err := scanItem(tx.QueryRow(ctx, `SELECT `+itemColumns+` FROM inventory.items
 			WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, it.TenantID, it.ID))
 		if err != nil {
-			return err
+			return fmt.Errorf("lock item: %w", err)
 		}
 		after := it
 		after.CreatedAt, after.UpdatedAt = before.CreatedAt, before.UpdatedAt
@@ -134,18 +136,19 @@ func (s *Store) UpdateItem(ctx context.Context, it Item, actor string) (Item, er
 			it.TenantID, it.ID, it.SKU, it.Name, it.Description, it.PriceMinor, it.Currency,
 			it.FairMarketValueMinor, it.TrackStock, it.StockOnHand, it.Active, it.Category))
 		if err != nil {
-			return err
+			return fmt.Errorf("update item row: %w", err)
 		}
-		return audit.Record(ctx, tx, audit.Entry{TenantID: it.TenantID.String(), EntityType: EntityType,
-			EntityID: it.ID.String(), Action: audit.Updated, Changes: changes, Actor: actor})
+		if err := audit.Record(ctx, tx, audit.Entry{TenantID: it.TenantID.String(), EntityType: EntityType,
+			EntityID: it.ID.String(), Action: audit.Updated, Changes: changes, Actor: actor}); err != nil {
+			return fmt.Errorf("record audit: %w", err)
+		}
+		return nil
 	})
 	switch {
-	case errors.Is(err, ErrNotFound):
-		return Item{}, err
 	case db.IsUniqueViolation(err, "items_tenant_sku_key"):
-		return Item{}, ErrDuplicateSKU
+		return Item{}, fmt.Errorf("inventory: update item %s: %w", it.ID, ErrDuplicateSKU)
 	case err != nil:
-		return Item{}, fmt.Errorf("update inventory item: %w", err)
+		return Item{}, fmt.Errorf("inventory: update item %s: %w", it.ID, err)
 	}
 	return out, nil
 }
@@ -177,7 +180,7 @@ func (s *Store) ListItems(ctx context.Context, tenantID uuid.UUID, f ListFilter,
 		FROM inventory.items WHERE `+where+`
 		ORDER BY lower(name), name, id LIMIT $5 OFFSET $6`, append(args, limit, offset)...)
 	if err != nil {
-		return nil, 0, fmt.Errorf("list inventory items: %w", err)
+		return nil, 0, fmt.Errorf("inventory: list items: %w", err)
 	}
 	var total int64
 	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Item, error) {
@@ -187,12 +190,12 @@ func (s *Store) ListItems(ctx context.Context, tenantID uuid.UUID, f ListFilter,
 		return it, err
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("list inventory items: %w", err)
+		return nil, 0, fmt.Errorf("inventory: list items: %w", err)
 	}
 	// A page past the end has no row to carry the window count.
 	if len(items) == 0 && offset > 0 {
 		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM inventory.items WHERE `+where, args...).Scan(&total); err != nil {
-			return nil, 0, fmt.Errorf("count inventory items: %w", err)
+			return nil, 0, fmt.Errorf("inventory: count items: %w", err)
 		}
 	}
 	return items, total, nil

@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -57,7 +56,10 @@ func scanReservation(row pgx.Row) (Reservation, error) {
 	var r Reservation
 	err := row.Scan(&r.TenantID, &r.OrderID, &r.LineNumber, &r.ItemID, &r.Quantity, &r.State, &r.StockMoved, &r.SKU, &r.Name,
 		&r.UnitPriceMinor, &r.FairMarketValueMinor, &r.Currency, &r.ReservedAt, &r.ReleasedAt)
-	return r, err
+	if err != nil {
+		return Reservation{}, fmt.Errorf("read reservation: %w", err)
+	}
+	return r, nil
 }
 
 // LineReason says why one line of a Reserve or Release call failed.
@@ -122,14 +124,10 @@ func (s *Store) Reserve(ctx context.Context, tenantID, orderID uuid.UUID, lines 
 	return out, nil
 }
 
-// callError returns a *LineError as it is, for the caller to map line by
-// line, and wraps anything else with op.
+// callError says which call failed; a *LineError stays in the chain for
+// the caller to map line by line.
 func callError(op string, err error) error {
-	var le *LineError
-	if errors.As(err, &le) {
-		return le
-	}
-	return fmt.Errorf("%s: %w", op, err)
+	return fmt.Errorf("inventory: %s: %w", op, err)
 }
 
 func (s *Store) reserve(ctx context.Context, tenantID, orderID uuid.UUID, lines []ReserveLine, actor string) ([]Reservation, error) {
@@ -143,7 +141,7 @@ func (s *Store) reserve(ctx context.Context, tenantID, orderID uuid.UUID, lines 
 	}
 	tx, err := db.BeginPipelined(ctx, s.pool)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Close(ctx)
 	existing, items, err := beginReserve(ctx, tx, tenantID, orderID, nums, ids)
@@ -198,17 +196,17 @@ func (s *Store) reserve(ctx context.Context, tenantID, orderID uuid.UUID, lines 
 	for range moves {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
-			return nil, err
+			return nil, fmt.Errorf("take stock: %w", err)
 		}
 	}
 	for _, i := range inserted {
 		if err := br.QueryRow().Scan(&out[i].ReservedAt); err != nil {
 			_ = br.Close()
-			return nil, err
+			return nil, fmt.Errorf("insert reservation: %w", err)
 		}
 	}
 	if err := br.Close(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("commit: %w", err)
 	}
 	return out, nil
 }
@@ -259,7 +257,7 @@ func releaseTargets(ctx context.Context, tx pgx.Tx, tenantID, orderID uuid.UUID,
 	}
 	existing, err := readReservations(ctx, tx, tenantID, orderID, filter)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read reservations: %w", err)
 	}
 	var out []Reservation
 	if filter == nil {
@@ -312,7 +310,7 @@ func releaseLines(ctx context.Context, tx pgx.Tx, tenantID, orderID uuid.UUID, r
 	}
 	locked, err := lockItems(ctx, tx, tenantID, ids)
 	if err != nil {
-		return time.Time{}, err
+		return time.Time{}, fmt.Errorf("lock items: %w", err)
 	}
 	b := &pgx.Batch{}
 	moves, err := queueStockMoves(ctx, b, tenantID, locked, given, +1, actor)
@@ -329,14 +327,17 @@ func releaseLines(ctx context.Context, tx pgx.Tx, tenantID, orderID uuid.UUID, r
 	defer br.Close()
 	for range moves {
 		if _, err := br.Exec(); err != nil {
-			return time.Time{}, err
+			return time.Time{}, fmt.Errorf("give stock back: %w", err)
 		}
 	}
 	var at time.Time
 	if err := br.QueryRow().Scan(&at); err != nil {
-		return time.Time{}, err
+		return time.Time{}, fmt.Errorf("release reservations: %w", err)
 	}
-	return at, br.Close()
+	if err := br.Close(); err != nil {
+		return time.Time{}, fmt.Errorf("release reservations: %w", err)
+	}
+	return at, nil
 }
 
 // beginReserve opens the transaction and, in the same round trip, turns
@@ -374,15 +375,15 @@ func beginReserve(ctx context.Context, tx *db.PipelinedTx, tenantID, orderID uui
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil { // the setting and the lock
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("lock order: %w", err)
 	}
 	rows, err := br.Query()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("read reservations: %w", err)
 	}
 	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Reservation, error) { return scanReservation(r) })
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("read reservations: %w", err)
 	}
 	existing := make(map[int32]Reservation, len(list))
 	for _, r := range list {
@@ -390,7 +391,7 @@ func beginReserve(ctx context.Context, tx *db.PipelinedTx, tenantID, orderID uui
 	}
 	rows, err = br.Query()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("read items: %w", err)
 	}
 	type readItem struct {
 		Item
@@ -403,10 +404,10 @@ func beginReserve(ctx context.Context, tx *db.PipelinedTx, tenantID, orderID uui
 		return ri, err
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("read items: %w", err)
 	}
 	if err := br.Close(); err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("read items: %w", err)
 	}
 	items := make(map[uuid.UUID]Item, len(read))
 	var relock []uuid.UUID
@@ -422,7 +423,7 @@ func beginReserve(ctx context.Context, tx *db.PipelinedTx, tenantID, orderID uui
 	}
 	again, err := lockItems(ctx, tx, tenantID, relock)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("lock items again: %w", err)
 	}
 	for id, it := range again {
 		items[id] = it
@@ -434,11 +435,11 @@ func beginReserve(ctx context.Context, tx *db.PipelinedTx, tenantID, orderID uui
 func collectItems(br pgx.BatchResults) (map[uuid.UUID]Item, error) {
 	rows, err := br.Query()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read items: %w", err)
 	}
 	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Item, error) { return scanItem(r) })
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read items: %w", err)
 	}
 	m := make(map[uuid.UUID]Item, len(list))
 	for _, it := range list {
@@ -451,8 +452,10 @@ func collectItems(br pgx.BatchResults) (map[uuid.UUID]Item, error) {
 // the transaction. A hash collision between two orders only makes them
 // wait for each other.
 func lockOrder(ctx context.Context, tx pgx.Tx, tenantID, orderID uuid.UUID) error {
-	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, orderLockKey(tenantID, orderID))
-	return err
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, orderLockKey(tenantID, orderID)); err != nil {
+		return fmt.Errorf("lock order: %w", err)
+	}
+	return nil
 }
 
 // orderLockKey is the text whose hash is an order's advisory lock.
@@ -467,11 +470,11 @@ func readReservations(ctx context.Context, tx pgx.Tx, tenantID, orderID uuid.UUI
 		WHERE tenant_id = $1 AND order_id = $2 AND ($3::integer[] IS NULL OR line_number = ANY($3))`,
 		tenantID, orderID, lineNumbers)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read reservations: %w", err)
 	}
 	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Reservation, error) { return scanReservation(r) })
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read reservations: %w", err)
 	}
 	m := make(map[int32]Reservation, len(list))
 	for _, r := range list {
@@ -535,7 +538,7 @@ func queueStockMoves(ctx context.Context, b *pgx.Batch, tenantID uuid.UUID, item
 			Action: audit.Updated, Changes: map[string]audit.Change{"stockOnHand": {Old: before, New: after}}, Actor: actor})
 	}
 	if err := audit.QueueAll(ctx, b, entries); err != nil {
-		return 0, err
+		return 0, fmt.Errorf("queue audit: %w", err)
 	}
 	n := len(ids)
 	if len(entries) > 0 {

@@ -18,8 +18,6 @@ func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
 
 // Errors the store returns for the handlers to map.
 var (
-	// ErrNotFound is returned when an item does not exist in the tenant.
-	ErrNotFound = errors.New("not found")
 	// ErrDuplicateSKU is returned when another item of the tenant has the
 	// SKU (letter case ignored).
 	ErrDuplicateSKU = errors.New("duplicate sku")

@@ -93,7 +93,7 @@ func TestItemCRUD(t *testing.T) {
 	}
 	mustCreate(t, s, other, "TOTE-1", false, 0)
 
-	if _, err := s.GetItem(ctx, other, it.ID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.GetItem(ctx, other, it.ID); !errors.Is(err, db.ErrNotFound) {
 		t.Errorf("other tenant's get: err = %v", err)
 	}
 
@@ -141,7 +141,7 @@ func TestItemCRUD(t *testing.T) {
 		t.Errorf("rename to a taken sku: err = %v", err)
 	}
 	upd.TenantID = other
-	if _, err := s.UpdateItem(ctx, upd, actor); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.UpdateItem(ctx, upd, actor); !errors.Is(err, db.ErrNotFound) {
 		t.Errorf("other tenant's update: err = %v", err)
 	}
 }
