@@ -43,6 +43,7 @@ func toTenant(t store.Tenant) *authv1.Tenant {
 		Features:        t.Features,
 		DefaultCurrency: t.DefaultCurrency,
 		CreatedAt:       timestamppb.New(t.CreatedAt),
+		EventsSince:     optionalTime(t.EventsSince),
 	}
 }
 

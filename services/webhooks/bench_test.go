@@ -137,7 +137,7 @@ func runDispatcherBench(b *testing.B, drainN, lagN, rate, sendLimit, enqueueLimi
 	s, err := New(pool, Config{
 		Tick: time.Millisecond, Dispatch: true, EnqueueLimit: enqueueLimit, SendLimit: sendLimit, AllowPrivate: true, RootCAs: roots,
 		SecretKey: bytes.Repeat([]byte{7}, 32),
-		Features:  func(context.Context, string) (bool, error) { return true, nil },
+		Features:  func(context.Context, string) (Firing, error) { return Firing{On: true}, nil },
 	}, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		b.Fatal(err)

@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
 
@@ -245,24 +246,17 @@ func (d *Dispatcher) enqueueChunk(ctx context.Context, ep *store.LiveEndpoint, l
 	if page.Next == ep.Cursor {
 		return 0, false
 	}
-	on, err := d.s.features.enabled(ctx, ep.TenantID.String())
+	f, err := d.s.features.firing(ctx, ep.TenantID.String())
 	if err != nil {
 		if ctx.Err() == nil {
 			d.s.logger.WarnContext(ctx, "webhooks: tenant features unknown; endpoint skipped this tick", "tenant_id", ep.TenantID.String(), "error", err.Error())
 		}
 		return 0, false
 	}
-	var ds []store.NewDelivery
-	if on {
-		ds = make([]store.NewDelivery, 0, len(page.Events))
-		for _, e := range page.Events {
-			body, err := buildBody(e)
-			if err != nil {
-				d.s.logger.ErrorContext(ctx, "webhooks: encode event", "event_id", e.EventID, "error", err.Error())
-				return 0, false // do not move the cursor past an event not queued
-			}
-			ds = append(ds, store.NewDelivery{EventID: uuid.MustParse(e.EventID), Event: e.Event, Body: body, OccurredAt: e.OccurredAt, TraceParent: e.TraceParent})
-		}
+	ds, err := d.deliveries(page.Events, f)
+	if err != nil {
+		d.s.logger.ErrorContext(ctx, "webhooks: encode event", "endpoint_id", ep.ID.String(), "error", err.Error())
+		return 0, false // do not move the cursor past an event not queued
 	}
 	moved, err := d.s.store.Enqueue(ctx, *ep, ep.Cursor, page.Next, ds)
 	if err != nil {
@@ -277,6 +271,27 @@ func (d *Dispatcher) enqueueChunk(ctx context.Context, ep *store.LiveEndpoint, l
 	ep.Cursor = page.Next
 	// A short page read everything below the audit horizon.
 	return len(page.Events), len(page.Events) == limit
+}
+
+// deliveries makes the deliveries of a page of events: none when the
+// tenant's events do not fire, and none of an event that occurred before
+// the tenant last began to fire (it was committed while they did not).
+func (d *Dispatcher) deliveries(events []audit.Event, f Firing) ([]store.NewDelivery, error) {
+	if !f.On {
+		return nil, nil
+	}
+	ds := make([]store.NewDelivery, 0, len(events))
+	for _, e := range events {
+		if e.OccurredAt.Before(f.Since) {
+			continue
+		}
+		body, err := buildBody(e)
+		if err != nil {
+			return nil, fmt.Errorf("event %s: %w", e.EventID, err)
+		}
+		ds = append(ds, store.NewDelivery{EventID: uuid.MustParse(e.EventID), Event: e.Event, Body: body, OccurredAt: e.OccurredAt, TraceParent: e.TraceParent})
+	}
+	return ds, nil
 }
 
 // dispatch claims due deliveries for the free send slots and sends them.

@@ -91,7 +91,7 @@ func newHarnessWith(t *testing.T, cfg Config, running bool) *harness {
 	}
 	cfg.AllowPrivate, cfg.RootCAs = true, roots
 	if cfg.Features == nil {
-		cfg.Features = func(context.Context, string) (bool, error) { return true, nil }
+		cfg.Features = func(context.Context, string) (Firing, error) { return Firing{On: true}, nil }
 	}
 	if cfg.SecretKey == nil {
 		cfg.SecretKey = make([]byte, 32)
@@ -152,6 +152,13 @@ func (h *harness) write(t *testing.T, prefix string, n int) {
 // writeCtx is write with the writer's context (and so its span).
 func (h *harness) writeCtx(t *testing.T, ctx context.Context, prefix string, n int) {
 	t.Helper()
+	h.waitVisible(t, h.record(t, ctx, prefix, n))
+}
+
+// record commits n contact events in one transaction and returns its id,
+// without waiting for the audit horizon to pass it.
+func (h *harness) record(t *testing.T, ctx context.Context, prefix string, n int) uint64 {
+	t.Helper()
 	tx, err := h.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -170,6 +177,14 @@ func (h *harness) writeCtx(t *testing.T, ctx context.Context, prefix string, n i
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
+	return xid
+}
+
+// waitVisible waits until transaction xid is below the audit horizon, so
+// the dispatcher can read its events.
+func (h *harness) waitVisible(t *testing.T, xid uint64) {
+	t.Helper()
+	ctx := context.Background()
 	deadline := time.Now().Add(time.Minute)
 	for {
 		var visible bool
@@ -319,6 +334,7 @@ func TestDispatcherSmallLimits(t *testing.T) {
 type fakeAuth struct {
 	mu      sync.Mutex
 	on      bool
+	since   time.Time // when on last went from false to true (the wall clock, as the database's)
 	epoch   int64
 	now     time.Time
 	window  time.Duration
@@ -328,16 +344,19 @@ type fakeAuth struct {
 	during func()
 }
 
-func (f *fakeAuth) lookup(context.Context, string) (bool, error) {
+func (f *fakeAuth) lookup(context.Context, string) (Firing, error) {
 	f.mu.Lock()
 	f.lookups++
-	on, during := f.on, f.during
+	answer, during := Firing{On: f.on, Since: f.since}, f.during
+	if !f.on {
+		answer.Since = time.Time{}
+	}
 	f.during = nil
 	f.mu.Unlock()
 	if during != nil {
 		during()
 	}
-	return on, nil
+	return answer, nil
 }
 
 func (f *fakeAuth) readEpoch(context.Context) (int64, time.Duration, error) {
@@ -356,6 +375,9 @@ func (f *fakeAuth) clock() time.Time {
 func (f *fakeAuth) set(on bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if on && !f.on {
+		f.since = time.Now()
+	}
 	f.on = on
 	f.epoch++
 	f.now = f.now.Add(f.window)
@@ -445,6 +467,53 @@ func TestDispatcherFeatureFlag(t *testing.T) {
 	}
 	if len(got) != 5 {
 		t.Errorf("%d sent, want 5 (the edge event read with the flag on, not the late one)", len(got))
+	}
+}
+
+// TestDispatcherFlagOffBehindTheHorizon: an event committed while the flag
+// was off is never delivered, even when the dispatcher first reads it
+// after the flag is on again, because a transaction elsewhere held the
+// audit horizon back for the whole off period (the dispatcher reads only
+// below the oldest running transaction). The event occurred before the
+// tenant last began to fire (Firing.Since), so it is passed over.
+func TestDispatcherFlagOffBehindTheHorizon(t *testing.T) {
+	t.Parallel()
+	auth := &fakeAuth{on: true, epoch: 1, now: time.Now(), window: time.Hour}
+	h := newHarness(t, Config{Features: auth.lookup, Epoch: auth.readEpoch})
+	h.s.features.now = auth.clock
+	ep := h.endpoint(t, "contact.created")
+	ctx := context.Background()
+
+	held, err := h.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Rollback(ctx) //nolint:errcheck // rolled back below; this covers a failed test
+	if _, err := held.Exec(ctx, `SELECT pg_current_xact_id()`); err != nil {
+		t.Fatal(err)
+	}
+	auth.set(false)
+	off := h.record(t, ctx, "off", 2) // below the held transaction's horizon: not readable yet
+	h.d.tick(ctx)
+	if n := h.queued(t, ep); n != 0 {
+		t.Fatalf("flag off: %d queued", n)
+	}
+
+	auth.set(true)
+	if err := held.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.waitVisible(t, off)
+	h.write(t, "on", 1)
+	h.d.tick(ctx)
+	h.d.tick(ctx)
+	got := h.settle(t, 1)
+	if len(got) != 1 || got[0].body.Data.EntityID != "on-0" {
+		ids := make([]string, len(got))
+		for i, g := range got {
+			ids[i] = g.body.Data.EntityID
+		}
+		t.Fatalf("after the flag came back on: delivered %v; want only on-0 (the off-period events were read only now, and must stay undelivered)", ids)
 	}
 }
 

@@ -43,7 +43,7 @@ type featureCache struct {
 	gen     uint64    // moves whenever the cache sees the epoch move
 	lease   time.Time // entries may answer before this instant
 	retry   time.Time // no epoch read before this instant (after a failure, or caching off)
-	entries map[string]bool
+	entries map[string]Firing
 }
 
 // maxCachedTenants bounds the cache; tenants with webhook endpoints number
@@ -60,33 +60,33 @@ const idleEpochPoll = time.Second
 const epochTimeout = 5 * time.Second
 
 func newFeatureCache(lookup FeatureLookup, epoch EpochLookup) *featureCache {
-	return &featureCache{lookup: lookup, epoch: epoch, now: time.Now, entries: map[string]bool{}}
+	return &featureCache{lookup: lookup, epoch: epoch, now: time.Now, entries: map[string]Firing{}}
 }
 
-// enabled reports whether the tenant has webhooks:enabled. An error means
-// "unknown": the dispatcher then neither delivers nor skips the tenant's
-// events, and asks again on the next tick.
-func (c *featureCache) enabled(ctx context.Context, tenantID string) (bool, error) {
+// firing answers whether, and since when, the tenant's events fire. An
+// error means "unknown": the dispatcher then neither delivers nor skips
+// the tenant's events, and asks again on the next tick.
+func (c *featureCache) firing(ctx context.Context, tenantID string) (Firing, error) {
 	c.renew(ctx)
 	now := c.now()
 	c.mu.Lock()
-	on, ok := c.entries[tenantID]
+	f, ok := c.entries[tenantID]
 	ok = ok && now.Before(c.lease)
 	gen, caching := c.gen, now.Before(c.lease)
 	c.mu.Unlock()
 	if ok {
-		return on, nil
+		return f, nil
 	}
-	on, err := c.lookup(ctx, tenantID)
+	f, err := c.lookup(ctx, tenantID)
 	if err != nil || !caching {
-		return on, err
+		return f, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.gen != gen {
 		// The epoch moved while the flag was read: it may have been read
 		// before the change.
-		return on, nil
+		return f, nil
 	}
 	if _, ok := c.entries[tenantID]; !ok && len(c.entries) >= maxCachedTenants {
 		for k := range c.entries { // evict an arbitrary entry
@@ -94,8 +94,8 @@ func (c *featureCache) enabled(ctx context.Context, tenantID string) (bool, erro
 			break
 		}
 	}
-	c.entries[tenantID] = on
-	return on, nil
+	c.entries[tenantID] = f
+	return f, nil
 }
 
 // renew reads the epoch when the lease has run out: it renews the lease,

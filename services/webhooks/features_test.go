@@ -28,7 +28,8 @@ func TestFeatureCacheFollowsEpoch(t *testing.T) {
 	check := func(step string, want bool, lookups, reads int) {
 		t.Helper()
 		before, beforeReads := auth.lookupCount(), epochReads
-		on, err := c.enabled(ctx, "t1")
+		f, err := c.firing(ctx, "t1")
+		on := f.On
 		if err != nil || on != want || auth.lookupCount()-before != lookups || epochReads-beforeReads != reads {
 			t.Errorf("%s: %v, %v after %d lookups and %d epoch reads; want %v after %d and %d", step, on, err,
 				auth.lookupCount()-before, epochReads-beforeReads, want, lookups, reads)
@@ -75,7 +76,7 @@ func TestFeatureCacheFollowsEpoch(t *testing.T) {
 	// A flag read while the cache saw the epoch move may predate the
 	// change: it answers this once and is not kept.
 	c.mu.Lock()
-	c.entries = map[string]bool{} // a miss, so the next check looks up
+	c.entries = map[string]Firing{} // a miss, so the next check looks up
 	c.mu.Unlock()
 	auth.mu.Lock()
 	auth.during = func() {
@@ -100,8 +101,8 @@ func TestFeatureCacheWithoutEpoch(t *testing.T) {
 	auth := &fakeAuth{on: true}
 	c := newFeatureCache(auth.lookup, nil)
 	for range 3 {
-		if on, err := c.enabled(context.Background(), "t1"); !on || err != nil {
-			t.Fatalf("%v %v", on, err)
+		if f, err := c.firing(context.Background(), "t1"); !f.On || err != nil {
+			t.Fatalf("%v %v", f, err)
 		}
 	}
 	if n := auth.lookupCount(); n != 3 {

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -44,8 +45,19 @@ const (
 // (ALMONER_WEBHOOK_ENDPOINT_LIMIT).
 const DefaultEndpointLimit = 50
 
-// FeatureLookup reports whether a tenant has webhooks:enabled.
-type FeatureLookup func(ctx context.Context, tenantID string) (bool, error)
+// Firing is the auth service's answer about a tenant's events: whether
+// they fire (the tenant is active with webhooks:enabled), and since when.
+type Firing struct {
+	// On: the tenant's events are delivered.
+	On bool
+	// Since is when the tenant last began to fire; an event that occurred
+	// before it is passed over even when first read after it, so an event
+	// committed while the flag was off is never delivered. Zero: no bound.
+	Since time.Time
+}
+
+// FeatureLookup answers whether, and since when, a tenant's events fire.
+type FeatureLookup func(ctx context.Context, tenantID string) (Firing, error)
 
 // Config is the webhooks service's configuration.
 type Config struct {
@@ -225,8 +237,8 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) (*Service, error) 
 	}
 	features := cfg.Features
 	if features == nil {
-		features = func(context.Context, string) (bool, error) {
-			return false, errors.New("no tenant feature lookup configured")
+		features = func(context.Context, string) (Firing, error) {
+			return Firing{}, errors.New("no tenant feature lookup configured")
 		}
 	}
 	policy := urlPolicy{allowPrivate: cfg.AllowPrivate, resolver: cfg.Resolver}
@@ -263,24 +275,24 @@ func (s *Service) Stop(ctx context.Context) error {
 // Dispatcher is the service's dispatcher, for tests that drive ticks.
 func (s *Service) Dispatcher() *Dispatcher { return s.dispatcher }
 
-// AuthFeatureLookup reads webhooks:enabled with the auth service's
-// internal TenantAdminService.GetTenant. An inactive tenant fires nothing.
+// AuthFeatureLookup reads webhooks:enabled and events_since with the auth
+// service's internal TenantAdminService.GetTenant. An inactive tenant
+// fires nothing.
 func AuthFeatureLookup(client authv1.TenantAdminServiceClient) FeatureLookup {
-	return func(ctx context.Context, tenantID string) (bool, error) {
+	return func(ctx context.Context, tenantID string) (Firing, error) {
 		resp, err := client.GetTenant(ctx, &authv1.GetTenantRequest{TenantId: tenantID})
 		if err != nil {
-			return false, err
+			return Firing{}, err
 		}
 		t := resp.GetTenant()
-		if !t.GetActive() {
-			return false, nil
+		if !t.GetActive() || !slices.Contains(t.GetFeatures(), featureWebhooks) {
+			return Firing{}, nil
 		}
-		for _, f := range t.GetFeatures() {
-			if f == featureWebhooks {
-				return true, nil
-			}
+		f := Firing{On: true}
+		if t.GetEventsSince() != nil {
+			f.Since = t.GetEventsSince().AsTime()
 		}
-		return false, nil
+		return f, nil
 	}
 }
 

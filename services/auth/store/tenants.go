@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/almoner/almoner/pkg/audit"
 	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/pkg/features"
 )
 
 // ErrNotFound is returned when a row does not exist (or not in the tenant).
@@ -28,13 +30,22 @@ type Tenant struct {
 	Features        []string
 	DefaultCurrency string
 	CreatedAt       time.Time
+	// EventsSince is when the tenant last began to fire events (Fires went
+	// from false to true); nil when no such switch is recorded.
+	EventsSince *time.Time
 }
 
-const tenantColumns = `id, name, slug, active, features, default_currency, created_at`
+// Fires reports whether the tenant's events are delivered: it is active
+// and has webhooks:enabled.
+func (t Tenant) Fires() bool {
+	return t.Active && slices.Contains(t.Features, features.Webhooks)
+}
+
+const tenantColumns = `id, name, slug, active, features, default_currency, created_at, events_since`
 
 func scanTenant(row pgx.Row) (Tenant, error) {
 	var t Tenant
-	err := row.Scan(&t.ID, &t.Name, &t.Slug, &t.Active, &t.Features, &t.DefaultCurrency, &t.CreatedAt)
+	err := row.Scan(&t.ID, &t.Name, &t.Slug, &t.Active, &t.Features, &t.DefaultCurrency, &t.CreatedAt, &t.EventsSince)
 	if db.IsNoRows(err) {
 		return Tenant{}, ErrNotFound
 	}
@@ -50,9 +61,9 @@ func (s *Store) CreateTenant(ctx context.Context, t Tenant, actor string) (Tenan
 	var out Tenant
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		out, err = scanTenant(tx.QueryRow(ctx, `
-			INSERT INTO auth.tenants (id, name, slug, features, default_currency)
-			VALUES ($1, $2, $3, $4, $5)
-			RETURNING `+tenantColumns, id, t.Name, t.Slug, t.Features, t.DefaultCurrency))
+			INSERT INTO auth.tenants (id, name, slug, features, default_currency, events_since)
+			VALUES ($1, $2, $3, $4, $5, CASE WHEN $6 THEN clock_timestamp() END)
+			RETURNING `+tenantColumns, id, t.Name, t.Slug, t.Features, t.DefaultCurrency, Tenant{Active: true, Features: t.Features}.Fires()))
 		if err != nil {
 			return err
 		}
@@ -65,6 +76,16 @@ func (s *Store) CreateTenant(ctx context.Context, t Tenant, actor string) (Tenan
 		return Tenant{}, fmt.Errorf("create tenant: %w", err)
 	}
 	return out, nil
+}
+
+// markEventsSince records that the tenant begins to fire events now. It is
+// the transaction's last statement and reads the clock, not the
+// transaction's start: an event committed before this switch commits
+// occurred (its transaction started) before its own commit, so at the
+// latest a statement's length before the mark; see docs/webhooks.md.
+func markEventsSince(ctx context.Context, tx pgx.Tx, t *Tenant) error {
+	return tx.QueryRow(ctx, `UPDATE auth.tenants SET events_since = clock_timestamp() WHERE id = $1 RETURNING events_since`, t.ID).
+		Scan(&t.EventsSince)
 }
 
 // GetTenant reads one tenant.
@@ -108,8 +129,14 @@ func (s *Store) UpdateTenant(ctx context.Context, id uuid.UUID, actor string, ch
 		if err := bumpEpoch(ctx, tx); err != nil {
 			return err
 		}
-		return audit.Record(ctx, tx, audit.Entry{TenantID: id.String(), EntityType: "Tenant", EntityID: id.String(),
-			Action: audit.Updated, Changes: changes, Actor: actor})
+		if err := audit.Record(ctx, tx, audit.Entry{TenantID: id.String(), EntityType: "Tenant", EntityID: id.String(),
+			Action: audit.Updated, Changes: changes, Actor: actor}); err != nil {
+			return err
+		}
+		if !before.Fires() && out.Fires() {
+			return markEventsSince(ctx, tx, &out)
+		}
+		return nil
 	})
 	if errors.Is(err, ErrNotFound) {
 		return Tenant{}, err
