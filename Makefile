@@ -38,8 +38,10 @@ tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/protoc-g
 .PHONY: generate
 generate: tools ## Regenerate Go code and the OpenAPI document from proto/ (offline).
 	./scripts/third-party-protos.sh
-	rm -rf pkg/api gateway/openapi
+	rm -rf pkg/api gateway/openapi third_party/openapiv2
 	buf generate --path proto/almoner
+	mkdir -p gateway/openapi
+	cd gateway && go run ./cmd/openapigen -swagger ../third_party/openapiv2/almoner.swagger.json -out openapi/openapi.json
 
 .PHONY: lint
 lint: tools ## buf lint, gofmt and go vet.
@@ -48,8 +50,12 @@ lint: tools ## buf lint, gofmt and go vet.
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	for m in $(MODULES); do (cd $$m && go vet ./...); done
 
+.PHONY: lint-openapi
+lint-openapi: ## Lint gateway/openapi/openapi.json with Redocly CLI (pinned in tools/redocly; rules in redocly.yaml).
+	./scripts/lint-openapi.sh
+
 .PHONY: verify
-verify: generate lint ## Fail when generated code drifts or protos break compatibility with the previous commit.
+verify: generate lint lint-openapi ## Fail when generated code or the OpenAPI document drifts, the document fails its lint, or protos break compatibility with the previous commit.
 	@if [ -n "$$(git status --porcelain -- pkg/api gateway/openapi)" ]; then \
 		echo "generated code is out of date: run make generate and commit"; git status --short -- pkg/api gateway/openapi; exit 1; fi
 	@if git rev-parse -q --verify HEAD~1 >/dev/null && git cat-file -e HEAD~1:buf.yaml 2>/dev/null; then \

@@ -10,7 +10,7 @@ import (
 	"github.com/almoner/almoner/pkg/problem"
 )
 
-//go:embed openapi/almoner.swagger.json
+//go:embed openapi/openapi.json
 var openAPIDoc []byte
 
 //go:embed docsite

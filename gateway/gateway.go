@@ -36,6 +36,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/almoner/almoner/gateway/internal/httpmap"
 	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
 	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/problem"
@@ -317,22 +318,22 @@ func outgoingHeader(key string) (string, bool) {
 	return v, ok
 }
 
-// successStatus sets the status of a successful call from the RPC's verb:
-// Create… answers 201 Created, Delete… and Revoke… 204 No Content, others
-// 200.
+// successStatus sets the status of a successful call from the RPC's verb
+// (httpmap.SuccessStatus, which the published document reads too): 201
+// Created, 204 No Content (without a body) or the default 200.
 func successStatus(ctx context.Context, w http.ResponseWriter, _ proto.Message) error {
 	method, ok := runtime.RPCMethod(ctx)
 	if !ok {
 		return nil
 	}
-	name := method[strings.LastIndexByte(method, '/')+1:]
-	switch {
-	case strings.HasPrefix(name, "Create"):
-		w.WriteHeader(http.StatusCreated)
-	case strings.HasPrefix(name, "Delete"), strings.HasPrefix(name, "Revoke"):
+	switch code := httpmap.SuccessStatus(method[strings.LastIndexByte(method, '/')+1:]); code {
+	case http.StatusNoContent:
 		w.Header().Del("Content-Type")
 		w.Header().Del("Content-Length")
-		w.WriteHeader(http.StatusNoContent)
+		w.WriteHeader(code)
+	case http.StatusOK:
+	default:
+		w.WriteHeader(code)
 	}
 	return nil
 }

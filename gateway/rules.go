@@ -6,18 +6,16 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
-	"strings"
 	"sync"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
-	"google.golang.org/genproto/googleapis/api/annotations"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/almoner/almoner/gateway/internal/httpmap"
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/wirejson"
 )
@@ -98,86 +96,29 @@ func bareTemplate(t string) string { return patternVar.ReplaceAllString(t, "{$1}
 // generated package is, through registry).
 var requestRules = sync.OnceValue(func() map[routeBinding]*requestRule {
 	out := map[routeBinding]*requestRule{}
-	protoregistry.GlobalFiles.RangeFiles(func(fd protoreflect.FileDescriptor) bool {
-		if !strings.HasPrefix(string(fd.Package()), "almoner.") {
-			return true
+	for _, b := range httpmap.Bindings(protoregistry.GlobalFiles) {
+		if rr, ok := ruleOf(b); ok {
+			out[routeBinding{b.HTTPMethod, bareTemplate(b.Template)}] = rr
 		}
-		for i := range fd.Services().Len() {
-			svc := fd.Services().Get(i)
-			for j := range svc.Methods().Len() {
-				m := svc.Methods().Get(j)
-				rule, ok := proto.GetExtension(m.Options(), annotations.E_Http).(*annotations.HttpRule)
-				if !ok || rule == nil {
-					continue
-				}
-				for _, b := range append([]*annotations.HttpRule{rule}, rule.GetAdditionalBindings()...) {
-					if key, rr, ok := ruleOf(m, b); ok {
-						out[key] = rr
-					}
-				}
-			}
-		}
-		return true
-	})
+	}
 	return out
 })
 
-// ruleOf reads one binding of m.
-func ruleOf(m protoreflect.MethodDescriptor, b *annotations.HttpRule) (routeBinding, *requestRule, bool) {
-	var method, template string
-	switch p := b.GetPattern().(type) {
-	case *annotations.HttpRule_Get:
-		method, template = http.MethodGet, p.Get
-	case *annotations.HttpRule_Post:
-		method, template = http.MethodPost, p.Post
-	case *annotations.HttpRule_Put:
-		method, template = http.MethodPut, p.Put
-	case *annotations.HttpRule_Patch:
-		method, template = http.MethodPatch, p.Patch
-	case *annotations.HttpRule_Delete:
-		method, template = http.MethodDelete, p.Delete
-	case *annotations.HttpRule_Custom:
-		method, template = p.Custom.GetKind(), p.Custom.GetPath()
-	default:
-		return routeBinding{}, nil, false
-	}
-	input, err := protoregistry.GlobalTypes.FindMessageByName(m.Input().FullName())
+// ruleOf reads one binding.
+func ruleOf(b httpmap.Binding) (*requestRule, bool) {
+	input, err := protoregistry.GlobalTypes.FindMessageByName(b.Method.Input().FullName())
 	if err != nil {
-		return routeBinding{}, nil, false
+		return nil, false
 	}
-	rr := &requestRule{rpc: m.FullName(), input: input, pathFields: map[string]bool{}, bodyField: b.GetBody()}
-	for _, v := range patternVar.FindAllStringSubmatch(template, -1) {
+	rr := &requestRule{rpc: b.Method.FullName(), input: input, pathFields: map[string]bool{}, bodyField: b.Body}
+	for _, v := range patternVar.FindAllStringSubmatch(b.Template, -1) {
 		rr.pathFields[v[1]] = true
 	}
-	rr.body.Resource = resourceOf(m)
+	rr.body.Resource = httpmap.ResourceOf(b.Method)
 	if rr.bodyField == "*" {
 		rr.body.Bound = func(name string) bool { return rr.pathFields[name] }
 	}
-	return routeBinding{method, bareTemplate(template)}, rr, true
-}
-
-// resourceOf returns the resource an RPC creates or replaces, whose
-// properties its body may carry back unchanged: for Create<X> and
-// Update<X>, the message X of the RPC's package (Contact for
-// CreateContact and UpdateContact: what a GET returns). Other RPCs, and
-// those whose X is not a message (CreateOrderRefund: a refund is not an
-// order), have none: a refund body with an order's `id` is refused, not
-// read as though it chose something.
-func resourceOf(m protoreflect.MethodDescriptor) protoreflect.MessageDescriptor {
-	name := string(m.Name())
-	x, ok := strings.CutPrefix(name, "Create")
-	if !ok {
-		if x, ok = strings.CutPrefix(name, "Update"); !ok {
-			return nil
-		}
-	}
-	pkg := m.ParentFile().Package()
-	d, err := protoregistry.GlobalFiles.FindDescriptorByName(pkg.Append(protoreflect.Name(x)))
-	if err != nil {
-		return nil
-	}
-	md, _ := d.(protoreflect.MessageDescriptor)
-	return md
+	return rr, true
 }
 
 // ruleFor returns the rule of the route r matched, or nil for routes not

@@ -1,0 +1,104 @@
+package openapigen
+
+import (
+	"regexp"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// pathVar matches a path template's variable with its optional segment
+// pattern, `{tenant_id}` or `{tenant_id=*}`.
+var pathVar = regexp.MustCompile(`\{([^}=]+)(=[^}]*)?\}`)
+
+// rawResponse says what an RPC answering google.api.HttpBody sends: the
+// service renders those bodies itself, so no message describes them.
+type rawResponse struct {
+	// uses are the messages the response refers to.
+	uses []protoreflect.FullName
+	// respond is the response, given its description.
+	respond func(g *generator, desc string) *openapi3.Response
+}
+
+// rawResponses are the HttpBody RPCs by name; planResponse fails on one
+// that is missing.
+var rawResponses = map[protoreflect.Name]rawResponse{
+	"RunReport":     reportRun,
+	"RunReportType": reportRun,
+	"ExportReport":  reportExport,
+}
+
+const reportColumnName protoreflect.FullName = "almoner.reports.v1.ReportColumn"
+
+// reportRunSchema is the name of the run document's component.
+const reportRunSchema = "ReportRun"
+
+// reportRun is services/reports/render's Run.JSON: the columns, one
+// object per row keyed by column key, the totals (one row per currency),
+// and the page.
+var reportRun = rawResponse{
+	uses: []protoreflect.FullName{reportColumnName},
+	respond: func(g *generator, desc string) *openapi3.Response {
+		return &openapi3.Response{Description: &desc, Content: openapi3.NewContentWithJSONSchemaRef(
+			openapi3.NewSchemaRef("#/components/schemas/"+reportRunSchema, nil))}
+	},
+}
+
+// reportRunComponent is the run document's schema.
+func (g *generator) reportRunComponent() *openapi3.Schema {
+	cell := &openapi3.Schema{
+		Type:        &openapi3.Types{openapi3.TypeString, openapi3.TypeNumber, openapi3.TypeBoolean, openapi3.TypeNull},
+		Description: "A cell as its column's type says: Integer, Decimal and Percent are numbers, String and Date (YYYY-MM-DD) strings, Boolean a boolean; null when empty.",
+	}
+	row := openapi3.NewSchemaRef("", &openapi3.Schema{
+		Type: &openapi3.Types{openapi3.TypeObject}, Description: "One row, keyed by column key.",
+		AdditionalProperties: openapi3.AdditionalProperties{Schema: openapi3.NewSchemaRef("", cell)},
+	})
+	rows := func(d string) *openapi3.SchemaRef {
+		return openapi3.NewSchemaRef("", &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeArray}, Items: row, Description: d})
+	}
+	integer := func(format, d string) *openapi3.SchemaRef {
+		return openapi3.NewSchemaRef("", &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeInteger}, Format: format, Description: d})
+	}
+	s := &openapi3.Schema{
+		Type:        &openapi3.Types{openapi3.TypeObject},
+		Description: "ReportRun is one page of a report run: its columns, its rows keyed by column key (amounts keep their currency's decimals), the totals of every row of the run, one row per currency, and the page served.",
+		Properties: openapi3.Schemas{
+			"columns": openapi3.NewSchemaRef("", &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeArray},
+				Items: g.schemas.ref(use{msg: reportColumnName, dir: response}), Description: "The columns, in order."}),
+			"rows":          rows("The rows of this page."),
+			"totals":        rows("The totals of every row of the run (not only this page), one row per currency."),
+			"totalCount":    integer("int64", "TotalCount counts every row of the run."),
+			"page":          integer("int32", "Page is the page served."),
+			"pageSize":      integer("int32", "PageSize is the page size served."),
+			"nextPageToken": openapi3.NewSchemaRef("", &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeString}, Description: "NextPageToken continues after this page; empty on the last."}),
+		},
+		Required:             []string{"columns", "rows", "totals", "totalCount", "page", "pageSize", "nextPageToken"},
+		AdditionalProperties: openapi3.AdditionalProperties{Has: ptr(false)},
+	}
+	return s
+}
+
+// reportExport is a file in the format the request asked for; its name is
+// in Content-Disposition.
+var reportExport = rawResponse{
+	respond: func(_ *generator, desc string) *openapi3.Response {
+		file := func(mediaType string) *openapi3.MediaType {
+			return &openapi3.MediaType{Schema: openapi3.NewSchemaRef("", &openapi3.Schema{
+				Type: &openapi3.Types{openapi3.TypeString}, ContentMediaType: mediaType,
+			})}
+		}
+		return &openapi3.Response{
+			Description: &desc,
+			Headers: openapi3.Headers{"Content-Disposition": &openapi3.HeaderRef{Value: &openapi3.Header{Parameter: openapi3.Parameter{
+				Description: "attachment, with the file's name.", Required: true,
+				Schema: openapi3.NewSchemaRef("", &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeString}}),
+			}}}},
+			Content: openapi3.Content{
+				"text/csv":        file("text/csv"),
+				"application/pdf": file("application/pdf"),
+				"application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": file("application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
+			},
+		}
+	},
+}
