@@ -21,6 +21,7 @@ import (
 	reportsv1 "github.com/almoner/almoner/pkg/api/almoner/reports/v1"
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
+	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/paging"
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/services/reports/render"
@@ -170,7 +171,7 @@ func (x *server) load(ctx context.Context, p authctx.Principal, reportID string)
 		return store.Definition{}, err
 	}
 	d, err := x.s.store.Get(ctx, tenant, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, db.ErrNotFound) {
 		return d, apperr.NotFound("Report")
 	}
 	return d, err
@@ -323,7 +324,7 @@ func (x *server) UpdateReport(ctx context.Context, req *reportsv1.UpdateReportRe
 	}
 	d.Name, d.Description, d.TypeKey, d.Parameters = strings.TrimSpace(req.GetName()), req.GetDescription(), typeKey, params
 	d, err = x.s.store.Update(ctx, d, p.Actor())
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, db.ErrNotFound) {
 		return nil, apperr.NotFound("Report")
 	}
 	if err != nil {
@@ -342,7 +343,7 @@ func (x *server) DeleteReport(ctx context.Context, req *reportsv1.DeleteReportRe
 		return nil, err
 	}
 	err = x.s.store.Delete(ctx, d.TenantID, d.ID, p.Actor())
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, db.ErrNotFound) {
 		return nil, apperr.NotFound("Report")
 	}
 	if err != nil {

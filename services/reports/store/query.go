@@ -75,11 +75,11 @@ type Totals struct {
 func (s *Store) readTx(ctx context.Context, iso pgx.TxIsoLevel) (pgx.Tx, error) {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: iso, AccessMode: pgx.ReadOnly})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("begin: %w", err)
 	}
 	if _, err := tx.Exec(ctx, `SELECT set_config('work_mem', $1, true), set_config('jit', 'off', true)`, workMem); err != nil {
 		_ = tx.Rollback(ctx)
-		return nil, err
+		return nil, fmt.Errorf("set work_mem: %w", err)
 	}
 	return tx, nil
 }
@@ -94,7 +94,7 @@ const workMem = "64MB"
 func (s *Store) Page(ctx context.Context, tenantID uuid.UUID, q Query, cols []Column, offset, limit int64) ([]Row, int64, []Totals, error) {
 	tx, err := s.readTx(ctx, pgx.ReadCommitted)
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, 0, nil, fmt.Errorf("reports: run report: %w", err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // read-only
 	args := q.args(tenantID)
@@ -107,7 +107,7 @@ func (s *Store) Page(ctx context.Context, tenantID uuid.UUID, q Query, cols []Co
 		ORDER BY %s`, q.SQL, totalsSQL(cols, "r"), q.Order, n+1, n+2, q.Order)
 	rows, err := tx.Query(ctx, sql, append(args, limit, offset)...)
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, 0, nil, fmt.Errorf("reports: run report: %w", err)
 	}
 	var out []Row
 	var doc string
@@ -115,7 +115,7 @@ func (s *Store) Page(ctx context.Context, tenantID uuid.UUID, q Query, cols []Co
 		vals, err := rows.Values()
 		if err != nil {
 			rows.Close()
-			return nil, 0, nil, err
+			return nil, 0, nil, fmt.Errorf("reports: run report: %w", err)
 		}
 		doc, _ = vals[len(vals)-1].(string)
 		if vals[len(vals)-2] != nil {
@@ -124,10 +124,13 @@ func (s *Store) Page(ctx context.Context, tenantID uuid.UUID, q Query, cols []Co
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, 0, nil, err
+		return nil, 0, nil, fmt.Errorf("reports: run report: %w", err)
 	}
 	total, totals, err := parseTotals(doc, cols)
-	return out, total, totals, err
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("reports: run report: %w", err)
+	}
+	return out, total, totals, nil
 }
 
 // totalsSQL counts the rows of from and adds up the Sum columns per
@@ -298,27 +301,29 @@ func cmpBool(x, y bool) int {
 func (s *Store) Stream(ctx context.Context, tenantID uuid.UUID, q Query, cols []Column, fn func(Row) error) (int64, []Totals, error) {
 	tx, err := s.readTx(ctx, pgx.ReadCommitted)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, fmt.Errorf("reports: stream report: %w", err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // read-only
 	rows, err := tx.Query(ctx, fmt.Sprintf(`SELECT * FROM (%s) r ORDER BY %s`, q.SQL, q.Order), q.args(tenantID)...)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, fmt.Errorf("reports: stream report: %w", err)
 	}
 	defer rows.Close()
 	acc := newTotaller(cols)
 	for rows.Next() {
 		vals, err := rows.Values()
 		if err != nil {
-			return acc.count, nil, err
+			return acc.count, nil, fmt.Errorf("reports: stream report: %w", err)
 		}
 		if err := fn(vals); err != nil {
+			// fn's error is the caller's own (a closed stream's status,
+			// whose text a wrap would put in the status message): as it is.
 			return acc.count, nil, err
 		}
 		acc.add(vals)
 	}
 	if err := rows.Err(); err != nil {
-		return acc.count, nil, err
+		return acc.count, nil, fmt.Errorf("reports: stream report: %w", err)
 	}
 	n, totals := acc.result()
 	return n, totals, nil
@@ -329,10 +334,12 @@ func (s *Store) Stream(ctx context.Context, tenantID uuid.UUID, q Query, cols []
 func (s *Store) Count(ctx context.Context, tenantID uuid.UUID, q Query) (int64, error) {
 	tx, err := s.readTx(ctx, pgx.ReadCommitted)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("reports: count report rows: %w", err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // read-only
 	var n int64
-	err = tx.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM (%s) r`, q.SQL), q.args(tenantID)...).Scan(&n)
-	return n, err
+	if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM (%s) r`, q.SQL), q.args(tenantID)...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("reports: count report rows: %w", err)
+	}
+	return n, nil
 }
