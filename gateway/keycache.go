@@ -3,11 +3,14 @@ package gateway
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/singleflight"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -46,6 +49,11 @@ type keyCache struct {
 
 	usesMu sync.Mutex
 	uses   map[string]*authv1.KeyUse // by key id: the latest use served from the cache
+
+	// flight shares one ValidateKey call among concurrent misses of a key
+	// (at start-up, or when an epoch move empties the cache, a burst of
+	// requests with one key would each call the auth service).
+	flight singleflight.Group
 }
 
 type cachedKey struct {
@@ -96,6 +104,32 @@ func (c *keyCache) Validate(ctx context.Context, apiKey string) (*authv1.Validat
 		c.noteUse(e.resp, now)
 		return e.resp, nil
 	}
+	return c.validateShared(ctx, apiKey, h, gen)
+}
+
+// validateShared calls ValidateKey once for all the concurrent misses of a
+// key at one cache generation. The generation is part of the flight's key:
+// a request that arrives after the cache saw the epoch move never joins a
+// call that started before it, so it never gets an answer from before the
+// change. A follower whose leader was cancelled validates on its own.
+func (c *keyCache) validateShared(ctx context.Context, apiKey string, h [sha256.Size]byte, gen uint64) (*authv1.ValidateKeyResponse, error) {
+	var key [sha256.Size + 8]byte
+	copy(key[:], h[:])
+	binary.BigEndian.PutUint64(key[sha256.Size:], gen)
+	v, err, shared := c.flight.Do(string(key[:]), func() (any, error) {
+		return c.validate(ctx, apiKey, h, gen)
+	})
+	if err != nil && shared && ctx.Err() == nil && (errors.Is(err, context.Canceled) || status.Code(err) == codes.Canceled) {
+		return c.validate(ctx, apiKey, h, gen)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return v.(*authv1.ValidateKeyResponse), nil
+}
+
+// validate calls ValidateKey and remembers a success.
+func (c *keyCache) validate(ctx context.Context, apiKey string, h [sha256.Size]byte, gen uint64) (*authv1.ValidateKeyResponse, error) {
 	validationsValidated.Inc()
 	resp, err := c.client.ValidateKey(ctx, &authv1.ValidateKeyRequest{ApiKey: apiKey})
 	if err != nil {

@@ -281,3 +281,117 @@ func TestKeyCacheBounded(t *testing.T) {
 		t.Errorf("%d entries, bound 2", len(c.entries))
 	}
 }
+
+// TestKeyCacheSharesConcurrentMisses: concurrent requests with one key on
+// an empty cache make one ValidateKey call between them (single-flight),
+// and a request that arrives after the epoch moved does not join a call
+// that started before the move.
+func TestKeyCacheSharesConcurrentMisses(t *testing.T) {
+	f := &fakeValidator{epoch: 1, window: time.Second}
+	c, _ := newTestCache(f)
+	c.poll(context.Background())
+	const n = 50
+	release := make(chan struct{})
+	f.set(func(f *fakeValidator) { f.during = func() { <-release } })
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Go(func() {
+			_, err := c.Validate(context.Background(), "good")
+			errs <- err
+		})
+	}
+	waitFor(t, func() bool { return f.calls() == 1 })
+	time.Sleep(20 * time.Millisecond) // let the other 49 reach the flight
+	close(release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := f.calls(); got != 1 {
+		t.Errorf("%d concurrent misses made %d ValidateKey calls, want 1", n, got)
+	}
+
+	// A call in flight across an epoch move: a request after the move
+	// validates on its own.
+	c.mu.Lock()
+	clear(c.entries)
+	c.mu.Unlock()
+	release = make(chan struct{})
+	f.set(func(f *fakeValidator) { f.during = func() { <-release } })
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Validate(context.Background(), "good")
+		done <- err
+	}()
+	waitFor(t, func() bool { return f.calls() == 2 })
+	f.set(func(f *fakeValidator) { f.epoch = 2 })
+	c.poll(context.Background())
+	if _, err := c.Validate(context.Background(), "good"); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.calls(); got != 3 {
+		t.Errorf("a request after the epoch moved joined the call from before it (%d calls, want 3)", got)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestKeyCacheFollowerOfCancelledLeader: when the request whose call the
+// others share is cancelled, they validate on their own.
+func TestKeyCacheFollowerOfCancelledLeader(t *testing.T) {
+	f := &fakeValidator{epoch: 1, window: time.Second}
+	c, _ := newTestCache(f)
+	c.poll(context.Background())
+	c.client = cancelAware{f}
+	leaderCtx, cancel := context.WithCancel(context.Background())
+	release := make(chan struct{})
+	f.set(func(f *fakeValidator) { f.during = func() { <-release } })
+	leader := make(chan error, 1)
+	go func() {
+		_, err := c.Validate(leaderCtx, "good")
+		leader <- err
+	}()
+	waitFor(t, func() bool { return f.calls() == 1 })
+	follower := make(chan error, 1)
+	go func() {
+		_, err := c.Validate(context.Background(), "good")
+		follower <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // the follower joins the flight
+	cancel()
+	close(release)
+	if err := <-leader; status.Code(err) != codes.Canceled {
+		t.Errorf("leader: %v, want canceled", err)
+	}
+	if err := <-follower; err != nil {
+		t.Errorf("follower of a cancelled leader: %v, want its own validation", err)
+	}
+}
+
+// cancelAware answers a cancelled context as a gRPC client does.
+type cancelAware struct{ *fakeValidator }
+
+func (c cancelAware) ValidateKey(ctx context.Context, req *authv1.ValidateKeyRequest, opts ...grpc.CallOption) (*authv1.ValidateKeyResponse, error) {
+	resp, err := c.fakeValidator.ValidateKey(ctx, req, opts...)
+	if ctx.Err() != nil {
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	return resp, err
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
