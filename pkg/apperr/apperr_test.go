@@ -34,6 +34,8 @@ func TestToStatus(t *testing.T) {
 		{context.Canceled, codes.Canceled, "The request was cancelled."},
 		{status.Error(codes.NotFound, "from downstream"), codes.NotFound, "from downstream"},
 		{status.Error(codes.Internal, "downstream internals"), codes.Internal, "An unexpected error occurred."},
+		{fmt.Errorf("orders: void order 7: %w", status.Error(codes.PermissionDenied, "from downstream")), codes.PermissionDenied, "from downstream"},
+		{fmt.Errorf("orders: void order 7: %w", status.Error(codes.Internal, "downstream internals")), codes.Internal, "An unexpected error occurred."},
 		{fmt.Errorf("store: %w", &pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}), codes.Unavailable, "The database is unavailable."},
 		{(&Error{Kind: KindInternal, Message: "list failed"}).Wrap(fmt.Errorf("list: %w", &pgconn.PgError{Code: "57P03"})), codes.Unavailable, "The database is unavailable."},
 		{&pgconn.PgError{Code: "23505", Message: "duplicate key value violates unique constraint"}, codes.Internal, "An unexpected error occurred."},

@@ -105,11 +105,24 @@ func ToStatus(err error) *status.Status {
 	if e := fromDB(err); e != nil && e.Kind != KindInternal {
 		return status.New(kindCodes[e.Kind], e.Message)
 	}
-	if st, ok := status.FromError(err); ok && st.Code() != codes.Unknown && st.Code() != codes.Internal {
+	if st, ok := downstream(err); ok && st.Code() != codes.Unknown && st.Code() != codes.Internal {
 		// A downstream service already mapped this one.
 		return st
 	}
 	return status.New(codes.Internal, "An unexpected error occurred.")
+}
+
+// downstream returns the status a downstream call answered, as it
+// answered it, however deep in err it is. (status.FromError would put the
+// text of every wrap around it, "orders: void order …: rpc error: …",
+// into the message a caller sees.)
+func downstream(err error) (*status.Status, bool) {
+	var gs interface{ GRPCStatus() *status.Status }
+	if !errors.As(err, &gs) {
+		return nil, false
+	}
+	st := gs.GRPCStatus()
+	return st, st != nil
 }
 
 // UnaryServerInterceptor maps handler errors with ToStatus, logs every
