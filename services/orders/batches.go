@@ -9,6 +9,7 @@ import (
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
+	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/paging"
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/services/orders/store"
@@ -58,7 +59,7 @@ func (a *batchServer) GetBatch(ctx context.Context, req *ordersv1.GetBatchReques
 		return nil, errBatchNotFound
 	}
 	b, err := a.s.store.GetBatch(ctx, uuid.MustParse(p.TenantID), id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, db.ErrNotFound) {
 		return nil, errBatchNotFound
 	}
 	if err != nil {
@@ -97,7 +98,7 @@ func (a *batchServer) CloseBatch(ctx context.Context, req *ordersv1.CloseBatchRe
 		return nil, errBatchNotFound
 	}
 	b, err := a.s.store.CloseBatch(ctx, uuid.MustParse(p.TenantID), id, p.Actor())
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, db.ErrNotFound) {
 		return nil, errBatchNotFound
 	}
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
+	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/ratelimit"
 	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/store"
@@ -131,7 +132,7 @@ func (s *Service) keepMethods(ctx context.Context, tp tenantProcessor, n *store.
 // schedule's own method). Not saved is not an error; a failed read is.
 func (s *Service) savedMethod(ctx context.Context, tenantID uuid.UUID, token, provider string, contactID int64) (store.PaymentMethod, bool, error) {
 	m, err := s.store.GetPaymentMethod(ctx, tenantID, token)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, db.ErrNotFound) {
 		return store.PaymentMethod{}, false, nil
 	}
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	typev1 "github.com/almoner/almoner/pkg/api/almoner/type/v1"
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
+	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/money"
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/services/orders/store"
@@ -103,7 +104,7 @@ func (a *fundServer) UpdateFund(ctx context.Context, req *ordersv1.UpdateFundReq
 	f.TenantID, f.ID = uuid.MustParse(p.TenantID), id
 	saved, err := a.s.store.UpdateFund(ctx, f, p.Actor())
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, db.ErrNotFound):
 		return nil, errFundNotFound
 	case errors.Is(err, store.ErrDuplicateName):
 		return nil, duplicateFund(f.Name)

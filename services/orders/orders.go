@@ -17,6 +17,7 @@ import (
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
+	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/features"
 	"github.com/almoner/almoner/pkg/money"
 	"github.com/almoner/almoner/pkg/scopes"
@@ -399,7 +400,7 @@ func (a *orderServer) GetOrder(ctx context.Context, req *ordersv1.GetOrderReques
 		return nil, errOrderNotFound
 	}
 	o, err := a.s.store.GetOrder(ctx, uuid.MustParse(p.TenantID), id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, db.ErrNotFound) {
 		return nil, errOrderNotFound
 	}
 	if err != nil {
@@ -422,7 +423,7 @@ func (a *orderServer) VoidOrder(ctx context.Context, req *ordersv1.VoidOrderRequ
 	tenantID := uuid.MustParse(p.TenantID)
 	o, err := a.s.store.VoidOrder(ctx, tenantID, id, a.s.paymentAction(p.TenantID), p.Actor())
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, db.ErrNotFound):
 		return nil, errOrderNotFound
 	case errors.Is(err, store.ErrAlreadyVoided):
 		// A void whose stock release failed is finished by trying again.
@@ -459,7 +460,7 @@ func (a *orderServer) CreateOrderRefund(ctx context.Context, req *ordersv1.Creat
 	}
 	tenantID := uuid.MustParse(p.TenantID)
 	cur, err := a.s.store.GetOrder(ctx, tenantID, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, db.ErrNotFound) {
 		return nil, errOrderNotFound
 	}
 	if err != nil {
@@ -481,7 +482,7 @@ func (a *orderServer) CreateOrderRefund(ctx context.Context, req *ordersv1.Creat
 	}
 	o, err := a.s.store.RefundOrder(ctx, tenantID, id, r, a.s.paymentAction(p.TenantID), p.Actor())
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, db.ErrNotFound):
 		return nil, errOrderNotFound
 	case errors.Is(err, store.ErrIllegalState):
 		return nil, apperr.Rule(codeCannotRefund, "Only a Completed or PartiallyRefunded order can be refunded.")

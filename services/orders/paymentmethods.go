@@ -11,6 +11,7 @@ import (
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
+	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/store"
@@ -72,7 +73,7 @@ func (a *paymentMethodServer) DeleteContactPaymentMethod(ctx context.Context, re
 		}
 		return nil
 	}, p.Actor())
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, db.ErrNotFound) {
 		return nil, errPaymentMethodNotFound
 	}
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
+	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/paging"
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/services/orders/store"
@@ -60,7 +61,7 @@ func (a *scheduleServer) GetRecurringDonation(ctx context.Context, req *ordersv1
 		return nil, errScheduleNotFound
 	}
 	s, err := a.s.store.GetSchedule(ctx, uuid.MustParse(p.TenantID), id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, db.ErrNotFound) {
 		return nil, errScheduleNotFound
 	}
 	if err != nil {
@@ -80,7 +81,7 @@ func (a *scheduleServer) CancelRecurringDonation(ctx context.Context, req *order
 		return nil, errScheduleNotFound
 	}
 	s, err := a.s.store.CancelSchedule(ctx, uuid.MustParse(p.TenantID), id, p.Actor())
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, db.ErrNotFound) {
 		return nil, errScheduleNotFound
 	}
 	if err != nil {

@@ -45,8 +45,10 @@ const batchColumns = `tenant_id, id, name, description, batch_date, is_daily, st
 
 func scanBatch(row pgx.Row) (Batch, error) {
 	var b Batch
-	err := row.Scan(&b.TenantID, &b.ID, &b.Name, &b.Description, &b.BatchDate, &b.IsDaily, &b.State, &b.CreatedAt, &b.ClosedAt)
-	return b, err
+	if err := row.Scan(&b.TenantID, &b.ID, &b.Name, &b.Description, &b.BatchDate, &b.IsDaily, &b.State, &b.CreatedAt, &b.ClosedAt); err != nil {
+		return Batch{}, fmt.Errorf("read batch: %w", db.Interpret(err))
+	}
+	return b, nil
 }
 
 // figures fills the batches' counts and totals. Voided, Pending and Failed
@@ -67,52 +69,57 @@ func (s *Store) figures(ctx context.Context, q querier, tenantID uuid.UUID, bs [
 		FROM orders.orders WHERE tenant_id = $1 AND batch_id = ANY($2)
 		GROUP BY batch_id, currency ORDER BY batch_id, currency`, tenantID, ids)
 	if err != nil {
-		return err
+		return fmt.Errorf("batch figures: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var id uuid.UUID
 		var t CurrencyTotal
 		if err := rows.Scan(&id, &t.Currency, &t.OrderCount, &t.TotalMinor); err != nil {
-			return err
+			return fmt.Errorf("batch figures: %w", err)
 		}
 		b := &bs[idx[id]]
 		b.OrderCount += t.OrderCount
 		b.Totals = append(b.Totals, t)
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("batch figures: %w", err)
+	}
+	return nil
 }
 
 // ListBatches returns a page of batches, newest first.
 func (s *Store) ListBatches(ctx context.Context, tenantID uuid.UUID, state string, limit int32, offset int64) ([]Batch, int64, error) {
 	var total int64
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM orders.batches WHERE tenant_id = $1 AND ($2 = '' OR state = $2)`, tenantID, state).Scan(&total); err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("orders: count batches: %w", err)
 	}
 	rows, err := s.pool.Query(ctx, `SELECT `+batchColumns+` FROM orders.batches WHERE tenant_id = $1 AND ($2 = '' OR state = $2)
 		ORDER BY id DESC LIMIT $3 OFFSET $4`, tenantID, state, limit, offset)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("orders: list batches: %w", err)
 	}
 	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Batch, error) { return scanBatch(r) })
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("orders: list batches: %w", err)
 	}
-	return list, total, s.figures(ctx, s.pool, tenantID, list)
+	if err := s.figures(ctx, s.pool, tenantID, list); err != nil {
+		return nil, 0, fmt.Errorf("orders: list batches: %w", err)
+	}
+	return list, total, nil
 }
 
 // GetBatch reads one batch with its figures.
 func (s *Store) GetBatch(ctx context.Context, tenantID, id uuid.UUID) (Batch, error) {
 	b, err := scanBatch(s.pool.QueryRow(ctx, `SELECT `+batchColumns+` FROM orders.batches WHERE tenant_id = $1 AND id = $2`, tenantID, id))
-	if db.IsNoRows(err) {
-		return Batch{}, ErrNotFound
-	}
 	if err != nil {
-		return Batch{}, err
+		return Batch{}, fmt.Errorf("orders: get batch %s: %w", id, err)
 	}
 	bs := []Batch{b}
-	err = s.figures(ctx, s.pool, tenantID, bs)
-	return bs[0], err
+	if err := s.figures(ctx, s.pool, tenantID, bs); err != nil {
+		return Batch{}, fmt.Errorf("orders: get batch %s: %w", id, err)
+	}
+	return bs[0], nil
 }
 
 // CreateBatch opens a named batch with its description.
@@ -123,12 +130,18 @@ func (s *Store) CreateBatch(ctx context.Context, tenantID uuid.UUID, name, descr
 		b, err = scanBatch(tx.QueryRow(ctx, `INSERT INTO orders.batches (tenant_id, id, name, description) VALUES ($1, $2, $3, $4) RETURNING `+batchColumns,
 			tenantID, uuid.Must(uuid.NewV7()), name, description))
 		if err != nil {
-			return err
+			return fmt.Errorf("insert batch: %w", err)
 		}
-		return audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: EntityBatch, EntityID: b.ID.String(), Action: audit.Created, Actor: actor})
+		if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: EntityBatch, EntityID: b.ID.String(), Action: audit.Created, Actor: actor}); err != nil {
+			return fmt.Errorf("record audit: %w", err)
+		}
+		return nil
 	})
+	if err != nil {
+		return Batch{}, fmt.Errorf("orders: create batch: %w", err)
+	}
 	b.Totals = []CurrencyTotal{}
-	return b, err
+	return b, nil
 }
 
 // CloseBatch closes a batch; closing a closed batch changes nothing. The
@@ -139,26 +152,31 @@ func (s *Store) CloseBatch(ctx context.Context, tenantID, id uuid.UUID, actor st
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
 		b, err = scanBatch(tx.QueryRow(ctx, `SELECT `+batchColumns+` FROM orders.batches WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, tenantID, id))
-		if db.IsNoRows(err) {
-			return ErrNotFound
+		if err != nil {
+			return fmt.Errorf("lock batch: %w", err)
 		}
-		if err != nil || b.State == BatchClosed {
-			return err
+		if b.State == BatchClosed {
+			return nil
 		}
 		b, err = scanBatch(tx.QueryRow(ctx, `UPDATE orders.batches SET state = 'Closed', closed_at = now()
 			WHERE tenant_id = $1 AND id = $2 RETURNING `+batchColumns, tenantID, id))
 		if err != nil {
-			return err
+			return fmt.Errorf("update batch row: %w", err)
 		}
-		return audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: EntityBatch, EntityID: id.String(), Action: audit.Updated,
-			Changes: map[string]audit.Change{"state": {Old: BatchOpen, New: BatchClosed}}, Actor: actor})
+		if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: EntityBatch, EntityID: id.String(), Action: audit.Updated,
+			Changes: map[string]audit.Change{"state": {Old: BatchOpen, New: BatchClosed}}, Actor: actor}); err != nil {
+			return fmt.Errorf("record audit: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
-		return Batch{}, err
+		return Batch{}, fmt.Errorf("orders: close batch %s: %w", id, err)
 	}
 	bs := []Batch{b}
-	err = s.figures(ctx, s.pool, tenantID, bs)
-	return bs[0], err
+	if err := s.figures(ctx, s.pool, tenantID, bs); err != nil {
+		return Batch{}, fmt.Errorf("orders: close batch %s: %w", id, err)
+	}
+	return bs[0], nil
 }
 
 // attachBatch returns the id of the batch a new order joins, holding a
@@ -171,11 +189,11 @@ func attachBatch(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, batchID *uu
 		err := tx.QueryRow(ctx, `SELECT state FROM orders.batches WHERE tenant_id = $1 AND id = $2 FOR KEY SHARE`, tenantID, *batchID).Scan(&state)
 		switch {
 		case db.IsNoRows(err):
-			return uuid.Nil, ErrBatchNotFound
+			return uuid.Nil, fmt.Errorf("batch %s: %w", *batchID, ErrBatchNotFound)
 		case err != nil:
-			return uuid.Nil, err
+			return uuid.Nil, fmt.Errorf("lock batch %s: %w", *batchID, err)
 		case state != BatchOpen:
-			return uuid.Nil, ErrBatchClosed
+			return uuid.Nil, fmt.Errorf("batch %s: %w", *batchID, ErrBatchClosed)
 		}
 		return *batchID, nil
 	}
@@ -191,13 +209,13 @@ func attachBatch(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, batchID *uu
 			return id, nil
 		}
 		if !db.IsNoRows(err) {
-			return uuid.Nil, fmt.Errorf("orders: read daily batch: %w", err)
+			return uuid.Nil, fmt.Errorf("read daily batch: %w", err)
 		}
 		if err := openDailyBatch(ctx, tx, tenantID, day, actor); err != nil {
 			return uuid.Nil, err
 		}
 	}
-	return uuid.Nil, ErrBatchClosed
+	return uuid.Nil, fmt.Errorf("daily batch of %s closed while opened: %w", day.Format(time.DateOnly), ErrBatchClosed)
 }
 
 // openDailyBatch opens the day's daily batch unless another order just did
@@ -210,12 +228,15 @@ func openDailyBatch(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, day time
 		FROM (SELECT count(*) AS n FROM orders.batches WHERE tenant_id = $1 AND is_daily AND batch_date = $3) c
 		ON CONFLICT (tenant_id, batch_date) WHERE is_daily AND state = 'Open' DO NOTHING`, tenantID, newID, day)
 	if err != nil {
-		return fmt.Errorf("orders: open daily batch: %w", err)
+		return fmt.Errorf("open daily batch: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
 		return nil
 	}
-	return audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: EntityBatch, EntityID: newID.String(), Action: audit.Created, Actor: actor})
+	if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: EntityBatch, EntityID: newID.String(), Action: audit.Created, Actor: actor}); err != nil {
+		return fmt.Errorf("record audit of daily batch: %w", err)
+	}
+	return nil
 }
 
 // batchFor returns the batch a new API order joins: batchID when given,
@@ -243,7 +264,7 @@ func (s *Store) batchFor(ctx context.Context, tenantID uuid.UUID, batchID *uuid.
 		})
 	}
 	if err != nil {
-		return uuid.Nil, err
+		return uuid.Nil, fmt.Errorf("daily batch: %w", err)
 	}
 	s.daily.put(tenantID, day, id)
 	return id, nil
@@ -256,15 +277,15 @@ func (s *Store) batchError(ctx context.Context, tenantID, id uuid.UUID) error {
 	err := s.pool.QueryRow(ctx, `SELECT state FROM orders.batches WHERE tenant_id = $1 AND id = $2`, tenantID, id).Scan(&state)
 	switch {
 	case db.IsNoRows(err):
-		return ErrBatchNotFound
+		return fmt.Errorf("batch %s: %w", id, ErrBatchNotFound)
 	case err != nil:
-		return err
+		return fmt.Errorf("read batch %s: %w", id, err)
 	case state != BatchOpen:
-		return ErrBatchClosed
+		return fmt.Errorf("batch %s: %w", id, ErrBatchClosed)
 	}
 	// Open again by now: only a batch that was closed refuses an order,
 	// and closed batches do not reopen, so this is not expected.
-	return ErrBatchClosed
+	return fmt.Errorf("batch %s: %w", id, ErrBatchClosed)
 }
 
 // dailyBatches remembers the id of each tenant's open daily batch of a day,

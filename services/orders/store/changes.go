@@ -26,18 +26,15 @@ const lockTimeout = "15s"
 
 func lockOrder(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID) (Order, error) {
 	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+lockTimeout+`'`); err != nil {
-		return Order{}, err
+		return Order{}, fmt.Errorf("lock order: %w", err)
 	}
 	o, err := scanOrder(tx.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders.orders WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, tenantID, id))
-	if db.IsNoRows(err) {
-		return Order{}, ErrNotFound
-	}
 	if err != nil {
-		return Order{}, err
+		return Order{}, fmt.Errorf("lock order: %w", db.Interpret(err))
 	}
 	os := []Order{o}
 	if err := loadLines(ctx, tx, tenantID, os); err != nil {
-		return Order{}, err
+		return Order{}, fmt.Errorf("lock order: %w", err)
 	}
 	return os[0], nil
 }
@@ -58,7 +55,7 @@ func (s *Store) VoidOrder(ctx context.Context, tenantID, id uuid.UUID, act Payme
 			return ErrAlreadyVoided
 		case StatusCompleted, StatusPending:
 		default:
-			return ErrIllegalState
+			return fmt.Errorf("order is %s: %w", o.Status, ErrIllegalState)
 		}
 		for i, p := range o.Payments {
 			switch p.Status {
@@ -67,7 +64,7 @@ func (s *Store) VoidOrder(ctx context.Context, tenantID, id uuid.UUID, act Payme
 				continue
 			}
 			if err := act(ctx, p, 0, "void/"+p.ID.String()); err != nil {
-				return err
+				return fmt.Errorf("void payment %s: %w", p.ID, err)
 			}
 			if err := setPaymentStatus(ctx, tx, tenantID, id, p, PaymentVoided, actor); err != nil {
 				return err
@@ -80,17 +77,23 @@ func (s *Store) VoidOrder(ctx context.Context, tenantID, id uuid.UUID, act Payme
 		out = o
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return Order{}, fmt.Errorf("orders: void order %s: %w", id, err)
+	}
+	return out, nil
 }
 
 // setPaymentStatus moves one payment to status with its audit row.
 func setPaymentStatus(ctx context.Context, tx pgx.Tx, tenantID, orderID uuid.UUID, p Payment, status, actor string) error {
 	if _, err := tx.Exec(ctx, `UPDATE orders.order_payments SET status = $4 WHERE tenant_id = $1 AND order_id = $2 AND id = $3`,
 		tenantID, orderID, p.ID, status); err != nil {
-		return fmt.Errorf("orders: update payment status: %w", err)
+		return fmt.Errorf("update payment status: %w", err)
 	}
-	return audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: EntityOrderPayment, EntityID: p.ID.String(), Action: audit.Updated,
-		Changes: map[string]audit.Change{"paymentStatus": {Old: p.Status, New: status}}, Actor: actor})
+	if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: EntityOrderPayment, EntityID: p.ID.String(), Action: audit.Updated,
+		Changes: map[string]audit.Change{"paymentStatus": {Old: p.Status, New: status}}, Actor: actor}); err != nil {
+		return fmt.Errorf("record audit of payment status: %w", err)
+	}
+	return nil
 }
 
 // setOrderStatus moves a locked order to status with its audit row
@@ -98,14 +101,14 @@ func setPaymentStatus(ctx context.Context, tx pgx.Tx, tenantID, orderID uuid.UUI
 func setOrderStatus(ctx context.Context, tx pgx.Tx, o *Order, status, action, actor string) error {
 	if err := tx.QueryRow(ctx, `UPDATE orders.orders SET status = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2 RETURNING updated_at`,
 		o.TenantID, o.ID, status).Scan(&o.UpdatedAt); err != nil {
-		return fmt.Errorf("orders: update order status: %w", err)
+		return fmt.Errorf("update order status: %w", err)
 	}
 	e := audit.Entry{TenantID: o.TenantID.String(), EntityType: EntityOrder, EntityID: o.ID.String(), Action: action, Actor: actor}
 	if action == audit.Updated {
 		e.Changes = map[string]audit.Change{"orderStatus": {Old: o.Status, New: status}}
 	}
 	if err := audit.Record(ctx, tx, e); err != nil {
-		return err
+		return fmt.Errorf("record audit of order status: %w", err)
 	}
 	o.Status = status
 	return nil
@@ -127,7 +130,7 @@ type Refund struct {
 
 // RefundOrder refunds part or all of an order. Over-refunding is
 // ErrOverRefund; a voided or fully refunded order is ErrIllegalState; a
-// payment id not of the order is ErrNotFound.
+// payment id not of the order is db.ErrNotFound.
 func (s *Store) RefundOrder(ctx context.Context, tenantID, id uuid.UUID, r Refund, act PaymentAction, actor string) (Order, error) {
 	var out Order
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
@@ -138,7 +141,10 @@ func (s *Store) RefundOrder(ctx context.Context, tenantID, id uuid.UUID, r Refun
 		out, err = refundLocked(ctx, tx, o, r, act, actor)
 		return err
 	})
-	return out, err
+	if err != nil {
+		return Order{}, fmt.Errorf("orders: refund order %s: %w", id, err)
+	}
+	return out, nil
 }
 
 // refundLocked refunds r of o, whose row the transaction holds: each
@@ -147,19 +153,19 @@ func (s *Store) RefundOrder(ctx context.Context, tenantID, id uuid.UUID, r Refun
 // audit rows.
 func refundLocked(ctx context.Context, tx pgx.Tx, o Order, r Refund, act PaymentAction, actor string) (Order, error) {
 	if o.Status != StatusCompleted && o.Status != StatusPartiallyRefunded {
-		return Order{}, ErrIllegalState
+		return Order{}, fmt.Errorf("order is %s: %w", o.Status, ErrIllegalState)
 	}
 	refundID := uuid.Must(uuid.NewV7())
 	plan, err := planRefund(o, r)
 	if err != nil {
-		return Order{}, err
+		return Order{}, fmt.Errorf("plan refund: %w", err)
 	}
 	tenant := o.TenantID.String()
 	var total int64
 	for _, take := range plan {
 		p := o.Payments[take.index]
 		if err := act(ctx, p, take.amount, refundID.String()+"/"+p.ID.String()); err != nil {
-			return Order{}, err
+			return Order{}, fmt.Errorf("refund payment %s: %w", p.ID, err)
 		}
 		np := p
 		np.RefundedMinor += take.amount
@@ -172,11 +178,11 @@ func refundLocked(ctx context.Context, tx pgx.Tx, o Order, r Refund, act Payment
 		}
 		if _, err := tx.Exec(ctx, `UPDATE orders.order_payments SET refunded_minor = $4, status = $5 WHERE tenant_id = $1 AND order_id = $2 AND id = $3`,
 			o.TenantID, o.ID, p.ID, np.RefundedMinor, np.Status); err != nil {
-			return Order{}, fmt.Errorf("orders: refund payment: %w", err)
+			return Order{}, fmt.Errorf("update refunded payment: %w", err)
 		}
 		if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenant, EntityType: EntityOrderPayment, EntityID: p.ID.String(), Action: audit.Updated,
 			Changes: map[string]audit.Change{"paymentStatus": {Old: p.Status, New: np.Status}, "refundedAmountMinor": {Old: p.RefundedMinor, New: np.RefundedMinor}}, Actor: actor}); err != nil {
-			return Order{}, err
+			return Order{}, fmt.Errorf("record audit of refunded payment: %w", err)
 		}
 		o.Payments[take.index] = np
 		total += take.amount
@@ -195,20 +201,20 @@ func refundLocked(ctx context.Context, tx pgx.Tx, o Order, r Refund, act Payment
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO orders.refunds (tenant_id, order_id, id, amount_minor, reason, actor, source, payment_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 		o.TenantID, o.ID, refundID, total, r.Reason, actor, source, paymentID); err != nil {
-		return Order{}, fmt.Errorf("orders: insert refund: %w", err)
+		return Order{}, fmt.Errorf("insert refund: %w", err)
 	}
 	if err := tx.QueryRow(ctx, `UPDATE orders.orders SET status = $3, refunded_minor = refunded_minor + $4, updated_at = now()
 		WHERE tenant_id = $1 AND id = $2 RETURNING updated_at`, o.TenantID, o.ID, newStatus, total).Scan(&o.UpdatedAt); err != nil {
-		return Order{}, fmt.Errorf("orders: update refunded order: %w", err)
+		return Order{}, fmt.Errorf("update refunded order: %w", err)
 	}
 	// Reports read each line's share of the refunds; it is stored here,
 	// under the order's lock, so the report views stay plain joins.
 	if _, err := tx.Exec(ctx, `SELECT orders.apportion_refund($1, $2)`, o.TenantID, o.ID); err != nil {
-		return Order{}, fmt.Errorf("orders: apportion refund: %w", err)
+		return Order{}, fmt.Errorf("apportion refund: %w", err)
 	}
 	if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenant, EntityType: EntityOrder, EntityID: o.ID.String(), Action: audit.Updated,
 		Changes: map[string]audit.Change{"orderStatus": {Old: o.Status, New: newStatus}, "refundedAmountMinor": {Old: o.RefundedMinor, New: o.RefundedMinor + total}}, Actor: actor}); err != nil {
-		return Order{}, err
+		return Order{}, fmt.Errorf("record audit of refunded order: %w", err)
 	}
 	o.Status, o.RefundedMinor = newStatus, o.RefundedMinor+total
 	return o, nil
@@ -259,7 +265,7 @@ func planRefund(o Order, r Refund) ([]refundTake, error) {
 			}
 			return []refundTake{{i, amt}}, nil
 		}
-		return nil, ErrNotFound
+		return nil, fmt.Errorf("payment %s: %w", *r.PaymentID, db.ErrNotFound)
 	}
 	left := o.TotalMinor - o.RefundedMinor
 	amt := r.AmountMinor

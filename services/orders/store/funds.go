@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -29,8 +30,10 @@ const fundColumns = `tenant_id, id, name, description, is_tax_deductible, proces
 
 func scanFund(row pgx.Row) (Fund, error) {
 	var f Fund
-	err := row.Scan(&f.TenantID, &f.ID, &f.Name, &f.Description, &f.IsTaxDeductible, &f.ProcessingFeeBP, &f.IsActive, &f.CreatedAt, &f.UpdatedAt)
-	return f, err
+	if err := row.Scan(&f.TenantID, &f.ID, &f.Name, &f.Description, &f.IsTaxDeductible, &f.ProcessingFeeBP, &f.IsActive, &f.CreatedAt, &f.UpdatedAt); err != nil {
+		return Fund{}, fmt.Errorf("read fund: %w", db.Interpret(err))
+	}
+	return f, nil
 }
 
 func (f Fund) snapshot() map[string]any {
@@ -42,9 +45,13 @@ func (f Fund) snapshot() map[string]any {
 func (s *Store) ListFunds(ctx context.Context, tenantID uuid.UUID) ([]Fund, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+fundColumns+` FROM orders.funds WHERE tenant_id = $1 ORDER BY lower(name), id`, tenantID)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("orders: list funds: %w", err)
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Fund, error) { return scanFund(r) })
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Fund, error) { return scanFund(r) })
+	if err != nil {
+		return nil, fmt.Errorf("orders: list funds: %w", err)
+	}
+	return list, nil
 }
 
 // GetFunds returns the tenant's funds with the given ids by id.
@@ -54,11 +61,11 @@ func (s *Store) GetFunds(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUI
 	}
 	rows, err := s.pool.Query(ctx, `SELECT `+fundColumns+` FROM orders.funds WHERE tenant_id = $1 AND id = ANY($2)`, tenantID, ids)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("orders: get funds: %w", err)
 	}
 	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Fund, error) { return scanFund(r) })
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("orders: get funds: %w", err)
 	}
 	m := make(map[uuid.UUID]Fund, len(list))
 	for _, f := range list {
@@ -77,14 +84,20 @@ func (s *Store) CreateFund(ctx context.Context, f Fund, actor string) (Fund, err
 			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING `+fundColumns,
 			f.TenantID, f.ID, f.Name, f.Description, f.IsTaxDeductible, f.ProcessingFeeBP, f.IsActive))
 		if err != nil {
-			return err
+			return fmt.Errorf("insert fund: %w", err)
 		}
-		return audit.Record(ctx, tx, audit.Entry{TenantID: f.TenantID.String(), EntityType: EntityFund, EntityID: f.ID.String(), Action: audit.Created, Actor: actor})
+		if err := audit.Record(ctx, tx, audit.Entry{TenantID: f.TenantID.String(), EntityType: EntityFund, EntityID: f.ID.String(), Action: audit.Created, Actor: actor}); err != nil {
+			return fmt.Errorf("record audit: %w", err)
+		}
+		return nil
 	})
 	if db.IsUniqueViolation(err, "funds_tenant_name_key") {
-		return Fund{}, ErrDuplicateName
+		return Fund{}, fmt.Errorf("orders: create fund: %w", ErrDuplicateName)
 	}
-	return out, err
+	if err != nil {
+		return Fund{}, fmt.Errorf("orders: create fund: %w", err)
+	}
+	return out, nil
 }
 
 // UpdateFund replaces the editable fields of the fund f.ID.
@@ -92,28 +105,31 @@ func (s *Store) UpdateFund(ctx context.Context, f Fund, actor string) (Fund, err
 	var out Fund
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		before, err := scanFund(tx.QueryRow(ctx, `SELECT `+fundColumns+` FROM orders.funds WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, f.TenantID, f.ID))
-		if db.IsNoRows(err) {
-			return ErrNotFound
-		}
 		if err != nil {
-			return err
+			return fmt.Errorf("lock fund: %w", err)
 		}
 		out, err = scanFund(tx.QueryRow(ctx, `UPDATE orders.funds SET name = $3, description = $4, is_tax_deductible = $5,
 				processing_fee_bp = $6, is_active = $7, updated_at = now()
 			WHERE tenant_id = $1 AND id = $2 RETURNING `+fundColumns,
 			f.TenantID, f.ID, f.Name, f.Description, f.IsTaxDeductible, f.ProcessingFeeBP, f.IsActive))
 		if err != nil {
-			return err
+			return fmt.Errorf("update fund row: %w", err)
 		}
 		changes := audit.Diff(before.snapshot(), out.snapshot())
 		if changes == nil {
 			return nil
 		}
-		return audit.Record(ctx, tx, audit.Entry{TenantID: f.TenantID.String(), EntityType: EntityFund, EntityID: f.ID.String(),
-			Action: audit.Updated, Changes: changes, Actor: actor})
+		if err := audit.Record(ctx, tx, audit.Entry{TenantID: f.TenantID.String(), EntityType: EntityFund, EntityID: f.ID.String(),
+			Action: audit.Updated, Changes: changes, Actor: actor}); err != nil {
+			return fmt.Errorf("record audit: %w", err)
+		}
+		return nil
 	})
 	if db.IsUniqueViolation(err, "funds_tenant_name_key") {
-		return Fund{}, ErrDuplicateName
+		return Fund{}, fmt.Errorf("orders: update fund %s: %w", f.ID, ErrDuplicateName)
 	}
-	return out, err
+	if err != nil {
+		return Fund{}, fmt.Errorf("orders: update fund %s: %w", f.ID, err)
+	}
+	return out, nil
 }

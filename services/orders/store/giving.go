@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -46,7 +47,7 @@ func (s *Store) GivingSummary(ctx context.Context, tenantID uuid.UUID, contactID
 			coalesce(sum(net) FILTER (WHERE created_at >= $4 AND created_at < $3), 0)::bigint
 		FROM g GROUP BY currency ORDER BY currency`, tenantID, contactID, year, year.AddDate(-1, 0, 0))
 	if err != nil {
-		return out, err
+		return out, fmt.Errorf("orders: giving summary: %w", err)
 	}
 	out.Totals, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (GivingTotal, error) {
 		var t GivingTotal
@@ -56,20 +57,22 @@ func (s *Store) GivingSummary(ctx context.Context, tenantID uuid.UUID, contactID
 		return t, err
 	})
 	if err != nil {
-		return out, err
+		return out, fmt.Errorf("orders: giving summary: %w", err)
 	}
 	rows, err = s.pool.Query(ctx, `SELECT `+orderColumns+` FROM orders.orders WHERE tenant_id = $1 AND contact_id = $2 ORDER BY id DESC LIMIT $3`, tenantID, contactID, limit)
 	if err != nil {
-		return out, err
+		return out, fmt.Errorf("orders: giving summary: %w", err)
 	}
 	if out.Recent, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Order, error) { return scanOrder(r) }); err != nil {
-		return out, err
+		return out, fmt.Errorf("orders: giving summary: %w", err)
 	}
 	rows, err = s.pool.Query(ctx, `SELECT `+scheduleColumns+` FROM orders.recurring_donations WHERE tenant_id = $1 AND contact_id = $2
 		AND status IN ('active', 'past_due') ORDER BY id DESC`, tenantID, contactID)
 	if err != nil {
-		return out, err
+		return out, fmt.Errorf("orders: giving summary: %w", err)
 	}
-	out.Schedules, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Schedule, error) { return scanSchedule(r) })
-	return out, err
+	if out.Schedules, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Schedule, error) { return scanSchedule(r) }); err != nil {
+		return out, fmt.Errorf("orders: giving summary: %w", err)
+	}
+	return out, nil
 }

@@ -32,7 +32,7 @@ func (s *Store) ClaimKey(ctx context.Context, tenantID uuid.UUID, key string, ha
 		VALUES ($1, $2, $3, $4, 'pending', now() + make_interval(secs => $5)) ON CONFLICT (tenant_id, key) DO NOTHING`,
 		tenantID, key, hash, orderID, leaseSecs)
 	if err != nil {
-		return Claim{}, err
+		return Claim{}, fmt.Errorf("orders: claim idempotency key: %w", err)
 	}
 	if tag.RowsAffected() == 1 {
 		return Claim{Owned: true, OrderID: orderID, SameRequest: true}, nil
@@ -53,7 +53,7 @@ func (s *Store) ClaimKey(ctx context.Context, tenantID uuid.UUID, key string, ha
 		tag, err := s.pool.Exec(ctx, `UPDATE orders.idempotency_keys SET lease_until = now() + make_interval(secs => $4)
 			WHERE tenant_id = $1 AND key = $2 AND state = 'pending' AND order_id = $3 AND lease_until < now()`, tenantID, key, c.OrderID, leaseSecs)
 		if err != nil {
-			return Claim{}, err
+			return Claim{}, fmt.Errorf("orders: take over idempotency key: %w", err)
 		}
 		c.Owned = tag.RowsAffected() == 1
 	}
@@ -65,7 +65,10 @@ func (s *Store) ClaimKey(ctx context.Context, tenantID uuid.UUID, key string, ha
 func (s *Store) ReleaseKey(ctx context.Context, tenantID uuid.UUID, key string, orderID uuid.UUID) error {
 	_, err := s.pool.Exec(ctx, `DELETE FROM orders.idempotency_keys WHERE tenant_id = $1 AND key = $2 AND order_id = $3 AND state = 'pending'`,
 		tenantID, key, orderID)
-	return err
+	if err != nil {
+		return fmt.Errorf("orders: release idempotency key: %w", err)
+	}
+	return nil
 }
 
 // ExpireKey ends a pending claim's lease but keeps its order id, so the
@@ -73,7 +76,10 @@ func (s *Store) ReleaseKey(ctx context.Context, tenantID uuid.UUID, key string, 
 func (s *Store) ExpireKey(ctx context.Context, tenantID uuid.UUID, key string, orderID uuid.UUID) error {
 	_, err := s.pool.Exec(ctx, `UPDATE orders.idempotency_keys SET lease_until = now() - interval '1 second'
 		WHERE tenant_id = $1 AND key = $2 AND order_id = $3 AND state = 'pending'`, tenantID, key, orderID)
-	return err
+	if err != nil {
+		return fmt.Errorf("orders: expire idempotency key: %w", err)
+	}
+	return nil
 }
 
 // ClaimNumber gives the order of a claimed key its number: the one the
@@ -90,7 +96,7 @@ func (s *Store) ClaimNumber(ctx context.Context, tenantID uuid.UUID, key string,
 	}
 	n, err := s.nextOrderNumber(ctx, tenantID)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("orders: claim order number: %w", err)
 	}
 	var kept int64
 	if err := s.pool.QueryRow(ctx, `UPDATE orders.idempotency_keys SET order_number = coalesce(order_number, $4)
@@ -103,5 +109,8 @@ func (s *Store) ClaimNumber(ctx context.Context, tenantID uuid.UUID, key string,
 // PurgeKeys deletes completed idempotency records older than keep.
 func (s *Store) PurgeKeys(ctx context.Context, keep time.Duration) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM orders.idempotency_keys WHERE state = 'completed' AND created_at < now() - make_interval(secs => $1)`, keep.Seconds())
-	return tag.RowsAffected(), err
+	if err != nil {
+		return 0, fmt.Errorf("orders: purge idempotency keys: %w", err)
+	}
+	return tag.RowsAffected(), nil
 }

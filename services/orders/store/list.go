@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -81,7 +82,7 @@ func (s *Store) ListOrders(ctx context.Context, tenantID uuid.UUID, f OrderFilte
 	total := int64(-1)
 	if !skipCount {
 		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM orders.orders o WHERE `+where, args...).Scan(&total); err != nil {
-			return nil, 0, err
+			return nil, 0, fmt.Errorf("orders: count orders: %w", err)
 		}
 	}
 	q := `SELECT ` + prefixed("o.", orderColumns) + ` FROM orders.orders o WHERE ` + where
@@ -97,13 +98,16 @@ func (s *Store) ListOrders(ctx context.Context, tenantID uuid.UUID, f OrderFilte
 	}
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("orders: list orders: %w", err)
 	}
 	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Order, error) { return scanOrder(r) })
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("orders: list orders: %w", err)
 	}
-	return list, total, loadLines(ctx, s.pool, tenantID, list)
+	if err := loadLines(ctx, s.pool, tenantID, list); err != nil {
+		return nil, 0, fmt.Errorf("orders: list orders: %w", err)
+	}
+	return list, total, nil
 }
 
 func prefixed(p, cols string) string {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -160,7 +161,10 @@ func scanOrder(row pgx.Row) (Order, error) {
 	var o Order
 	err := row.Scan(&o.TenantID, &o.ID, &o.OrderNumber, &o.ContactID, &o.Status, &o.Currency, &o.DonationSubtotalMinor, &o.ItemSubtotalMinor,
 		&o.TotalMinor, &o.DeductibleMinor, &o.RefundedMinor, &o.BatchID, &o.ScheduleID, &o.ScheduleIDs, &o.Billing, &o.Shipping, &o.Notes, &o.CreatedAt, &o.UpdatedAt)
-	return o, err
+	if err != nil {
+		return Order{}, fmt.Errorf("read order: %w", db.Interpret(err))
+	}
+	return o, nil
 }
 
 // CreateOrder records an order made through the API: its daily (or
@@ -179,7 +183,7 @@ func (s *Store) CreateOrder(ctx context.Context, n NewOrder, actor string) (Orde
 	if number == 0 {
 		var err error
 		if number, err = s.nextOrderNumber(ctx, n.TenantID); err != nil {
-			return Order{}, err
+			return Order{}, fmt.Errorf("orders: create order: %w", err)
 		}
 	}
 	// A daily batch closed by staff after it was looked up makes the
@@ -188,18 +192,21 @@ func (s *Store) CreateOrder(ctx context.Context, n NewOrder, actor string) (Orde
 	for range 3 {
 		batchID, err := s.batchFor(ctx, n.TenantID, n.RequestedBatch, day, actor)
 		if err != nil {
-			return Order{}, err
+			return Order{}, fmt.Errorf("orders: create order: %w", err)
 		}
 		out, err := writeOrder(ctx, s.pool, n, batchID, number, actor)
+		if err == nil {
+			return out, nil
+		}
 		if !errors.Is(err, errBatchNotOpen) {
-			return out, err
+			return Order{}, fmt.Errorf("orders: create order: %w", err)
 		}
 		if n.RequestedBatch != nil {
-			return Order{}, s.batchError(ctx, n.TenantID, batchID)
+			return Order{}, fmt.Errorf("orders: create order: %w", s.batchError(ctx, n.TenantID, batchID))
 		}
 		s.daily.forget(n.TenantID, day)
 	}
-	return Order{}, ErrBatchClosed
+	return Order{}, fmt.Errorf("orders: create order: the daily batch closed three times: %w", ErrBatchClosed)
 }
 
 // insertOrder records an order inside tx, the recurring runner's
@@ -221,14 +228,14 @@ func (s *Store) insertOrder(ctx context.Context, tx pgx.Tx, n NewOrder, number *
 	num := n.Number
 	if num == 0 {
 		if num, err = number.Next(); err != nil {
-			return Order{}, err
+			return Order{}, fmt.Errorf("take reserved order number: %w", err)
 		}
 	}
 	o, err := writeOrder(ctx, tx, n, batchID, num, actor)
 	if errors.Is(err, errBatchNotOpen) {
 		// attachBatch holds a key-share lock, so the batch cannot have
 		// closed since; kept for completeness.
-		return Order{}, ErrBatchClosed
+		return Order{}, fmt.Errorf("batch %s: %w", batchID, ErrBatchClosed)
 	}
 	return o, err
 }
@@ -260,13 +267,13 @@ func writeOrder(ctx context.Context, q batchSender, n NewOrder, batchID uuid.UUI
 	if n.Idempotency != nil {
 		var err error
 		if resp, err = n.Idempotency.Render(o); err != nil {
-			return Order{}, err
+			return Order{}, fmt.Errorf("render the idempotent answer: %w", err)
 		}
 	}
 	b := &pgx.Batch{}
 	queueOrderRows(b, n, o)
 	if err := audit.QueueAll(ctx, b, orderAudit(n, o, actor)); err != nil {
-		return Order{}, err
+		return Order{}, fmt.Errorf("queue audit: %w", err)
 	}
 	if n.Idempotency != nil {
 		// The claim must still be this request's. A claim found otherwise
@@ -377,10 +384,13 @@ func sendOrder(ctx context.Context, q batchSender, b *pgx.Batch, keyed bool) err
 			case keyed && i == b.Len()-1 && errors.As(err, &pe) && pe.Code == divisionByZero:
 				return ErrClaimLost
 			}
-			return err
+			return fmt.Errorf("write order (statement %d): %w", i, err)
 		}
 	}
-	return br.Close()
+	if err := br.Close(); err != nil {
+		return fmt.Errorf("write order: %w", err)
+	}
+	return nil
 }
 
 // SQLSTATEs writeOrder reads: a NULL in a NOT NULL column, and the
@@ -393,15 +403,12 @@ const (
 // GetOrder reads one order with its lines.
 func (s *Store) GetOrder(ctx context.Context, tenantID, id uuid.UUID) (Order, error) {
 	o, err := scanOrder(s.pool.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders.orders WHERE tenant_id = $1 AND id = $2`, tenantID, id))
-	if db.IsNoRows(err) {
-		return Order{}, ErrNotFound
-	}
 	if err != nil {
-		return Order{}, err
+		return Order{}, fmt.Errorf("orders: get order %s: %w", id, err)
 	}
 	os := []Order{o}
 	if err := loadLines(ctx, s.pool, tenantID, os); err != nil {
-		return Order{}, err
+		return Order{}, fmt.Errorf("orders: get order %s: %w", id, err)
 	}
 	return os[0], nil
 }
@@ -421,50 +428,53 @@ func loadLines(ctx context.Context, q querier, tenantID uuid.UUID, os []Order) e
 	rows, err := q.Query(ctx, `SELECT order_id, id, fund_id, fund_name, amount_minor, is_tax_deductible, campaign_id, appeal_id, tribute
 		FROM orders.order_donations WHERE tenant_id = $1 AND order_id = ANY($2) ORDER BY order_id, position`, tenantID, ids)
 	if err != nil {
-		return err
+		return fmt.Errorf("read order donations: %w", err)
 	}
 	for rows.Next() {
 		var oid uuid.UUID
 		var d Donation
 		if err := rows.Scan(&oid, &d.ID, &d.FundID, &d.FundName, &d.AmountMinor, &d.IsTaxDeductible, &d.CampaignID, &d.AppealID, &d.Tribute); err != nil {
 			rows.Close()
-			return err
+			return fmt.Errorf("read order donations: %w", err)
 		}
 		os[idx[oid]].Donations = append(os[idx[oid]].Donations, d)
 	}
 	if err := rows.Err(); err != nil {
-		return err
+		return fmt.Errorf("read order donations: %w", err)
 	}
 	rows, err = q.Query(ctx, `SELECT order_id, line_number, item_id, sku, name, quantity, unit_price_minor, fair_market_value_minor
 		FROM orders.order_items WHERE tenant_id = $1 AND order_id = ANY($2) ORDER BY order_id, line_number`, tenantID, ids)
 	if err != nil {
-		return err
+		return fmt.Errorf("read order items: %w", err)
 	}
 	for rows.Next() {
 		var oid uuid.UUID
 		var it Item
 		if err := rows.Scan(&oid, &it.LineNumber, &it.ItemID, &it.SKU, &it.Name, &it.Quantity, &it.UnitPriceMinor, &it.FairMarketValueMinor); err != nil {
 			rows.Close()
-			return err
+			return fmt.Errorf("read order items: %w", err)
 		}
 		os[idx[oid]].Items = append(os[idx[oid]].Items, it)
 	}
 	if err := rows.Err(); err != nil {
-		return err
+		return fmt.Errorf("read order items: %w", err)
 	}
 	rows, err = q.Query(ctx, `SELECT order_id, id, method, amount_minor, refunded_minor, status, check_number, reference, processor_reference, processor
 		FROM orders.order_payments WHERE tenant_id = $1 AND order_id = ANY($2) ORDER BY order_id, position`, tenantID, ids)
 	if err != nil {
-		return err
+		return fmt.Errorf("read order payments: %w", err)
 	}
 	for rows.Next() {
 		var oid uuid.UUID
 		var p Payment
 		if err := rows.Scan(&oid, &p.ID, &p.Method, &p.AmountMinor, &p.RefundedMinor, &p.Status, &p.CheckNumber, &p.Reference, &p.ProcessorReference, &p.Processor); err != nil {
 			rows.Close()
-			return err
+			return fmt.Errorf("read order payments: %w", err)
 		}
 		os[idx[oid]].Payments = append(os[idx[oid]].Payments, p)
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read order payments: %w", err)
+	}
+	return nil
 }

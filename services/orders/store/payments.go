@@ -16,7 +16,11 @@ import (
 // NextOrderNumber takes the tenant's next order number ahead of the order
 // (an order charged at a processor names its number in the charge).
 func (s *Store) NextOrderNumber(ctx context.Context, tenantID uuid.UUID) (int64, error) {
-	return s.nextOrderNumber(ctx, tenantID)
+	n, err := s.nextOrderNumber(ctx, tenantID)
+	if err != nil {
+		return 0, fmt.Errorf("orders: next order number: %w", err)
+	}
+	return n, nil
 }
 
 // PaymentMethod is a saved card or bank account of a contact.
@@ -42,7 +46,10 @@ func scanMethod(row pgx.Row) (PaymentMethod, error) {
 	var m PaymentMethod
 	err := row.Scan(&m.TenantID, &m.ID, &m.ContactID, &m.Provider, &m.Mode, &m.CustomerID, &m.Type, &m.Brand, &m.Last4,
 		&m.ExpMonth, &m.ExpYear, &m.IsDefault, &m.CreatedAt)
-	return m, err
+	if err != nil {
+		return PaymentMethod{}, fmt.Errorf("read payment method: %w", db.Interpret(err))
+	}
+	return m, nil
 }
 
 // queueSaveMethod saves a method with the order that attached it. A method
@@ -74,11 +81,8 @@ func (s *Store) ListPaymentMethods(ctx context.Context, tenantID uuid.UUID, cont
 func (s *Store) GetPaymentMethod(ctx context.Context, tenantID uuid.UUID, id string) (PaymentMethod, error) {
 	m, err := scanMethod(s.pool.QueryRow(ctx, `SELECT `+methodColumns+` FROM orders.payment_methods
 		WHERE tenant_id = $1 AND id = $2 AND detached_at IS NULL`, tenantID, id))
-	if db.IsNoRows(err) {
-		return PaymentMethod{}, ErrNotFound
-	}
 	if err != nil {
-		return PaymentMethod{}, fmt.Errorf("orders: get payment method: %w", err)
+		return PaymentMethod{}, fmt.Errorf("orders: get payment method %s: %w", id, err)
 	}
 	return m, nil
 }
@@ -89,30 +93,34 @@ func (s *Store) GetPaymentMethod(ctx context.Context, tenantID uuid.UUID, id str
 // passes to the contact's oldest remaining method.
 func (s *Store) DetachPaymentMethod(ctx context.Context, tenantID uuid.UUID, contactID int64, id string,
 	detach func(PaymentMethod) error, actor string) error {
-	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		m, err := scanMethod(tx.QueryRow(ctx, `SELECT `+methodColumns+` FROM orders.payment_methods
 			WHERE tenant_id = $1 AND contact_id = $2 AND id = $3 AND detached_at IS NULL FOR UPDATE`, tenantID, contactID, id))
-		if db.IsNoRows(err) {
-			return ErrNotFound
-		}
 		if err != nil {
-			return fmt.Errorf("orders: lock payment method: %w", err)
+			return fmt.Errorf("lock payment method: %w", err)
 		}
 		if err := detach(m); err != nil {
-			return err
+			return fmt.Errorf("detach at the processor: %w", err)
 		}
 		if _, err := tx.Exec(ctx, `UPDATE orders.payment_methods SET detached_at = now(), is_default = false WHERE tenant_id = $1 AND id = $2`, tenantID, id); err != nil {
-			return fmt.Errorf("orders: detach payment method: %w", err)
+			return fmt.Errorf("mark payment method detached: %w", err)
 		}
 		if m.IsDefault {
 			if _, err := tx.Exec(ctx, `UPDATE orders.payment_methods SET is_default = true WHERE tenant_id = $1 AND id = (
 					SELECT id FROM orders.payment_methods WHERE tenant_id = $1 AND contact_id = $2 AND detached_at IS NULL ORDER BY created_at, id LIMIT 1)`,
 				tenantID, contactID); err != nil {
-				return fmt.Errorf("orders: move default payment method: %w", err)
+				return fmt.Errorf("move default payment method: %w", err)
 			}
 		}
-		return audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: EntityPaymentMethod, EntityID: id, Action: audit.Deleted, Actor: actor})
+		if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: EntityPaymentMethod, EntityID: id, Action: audit.Deleted, Actor: actor}); err != nil {
+			return fmt.Errorf("record audit: %w", err)
+		}
+		return nil
 	})
+	if err != nil {
+		return fmt.Errorf("orders: detach payment method %s: %w", id, err)
+	}
+	return nil
 }
 
 // Customer returns the processor customer of a contact, if one was made.
@@ -201,7 +209,7 @@ func (s *Store) ApplyNotification(ctx context.Context, tenantID uuid.UUID, n Not
 		tag, err := tx.Exec(ctx, `INSERT INTO orders.processor_events (tenant_id, provider, event_id, event_type) VALUES ($1, $2, $3, $4)
 			ON CONFLICT DO NOTHING`, tenantID, n.Provider, n.EventID, n.EventType)
 		if err != nil {
-			return fmt.Errorf("orders: record processor event: %w", err)
+			return fmt.Errorf("record processor event: %w", err)
 		}
 		if tag.RowsAffected() == 0 {
 			out.Duplicate = true
@@ -214,7 +222,7 @@ func (s *Store) ApplyNotification(ctx context.Context, tenantID uuid.UUID, n Not
 			return errUnknownCharge
 		}
 		if err != nil {
-			return fmt.Errorf("orders: find payment by processor reference: %w", err)
+			return fmt.Errorf("find payment by processor reference: %w", err)
 		}
 		o, err := lockOrder(ctx, tx, tenantID, orderID)
 		if err != nil {
@@ -226,7 +234,10 @@ func (s *Store) ApplyNotification(ctx context.Context, tenantID uuid.UUID, n Not
 	if errors.Is(err, errUnknownCharge) {
 		return Applied{Unknown: true}, nil
 	}
-	return out, err
+	if err != nil {
+		return Applied{}, fmt.Errorf("orders: apply processor event %s: %w", n.EventID, err)
+	}
+	return out, nil
 }
 
 // settle applies one notification to a locked order: each settlement is a
@@ -240,7 +251,7 @@ func settle(ctx context.Context, tx pgx.Tx, o Order, paymentID uuid.UUID, n Noti
 		}
 	}
 	if idx < 0 {
-		return Applied{}, fmt.Errorf("orders: payment %s not on its order %s", paymentID, o.ID)
+		return Applied{}, fmt.Errorf("payment %s not on its order %s", paymentID, o.ID)
 	}
 	switch n.Settle {
 	case SettleSucceeded:

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -23,12 +25,16 @@ func (s *Store) DueSchedules(ctx context.Context, today time.Time, limit int) ([
 		WHERE status = 'active' AND coalesce(retry_on, next_charge_date) <= $1
 		ORDER BY coalesce(retry_on, next_charge_date), id LIMIT $2`, today, limit)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("orders: list due schedules: %w", err)
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (DueSchedule, error) {
+	due, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DueSchedule, error) {
 		var d DueSchedule
 		return d, r.Scan(&d.TenantID, &d.ID)
 	})
+	if err != nil {
+		return nil, fmt.Errorf("orders: list due schedules: %w", err)
+	}
+	return due, nil
 }
 
 // Outcome is what a charge attempt of an installment came to.
@@ -67,24 +73,24 @@ func (s *Store) ChargeInstallment(ctx context.Context, tenantID, id uuid.UUID, t
 	// order's statement).
 	number, err := s.reserveNumber(ctx, tenantID)
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("orders: charge installment of schedule %s: %w", id, err)
 	}
 	defer number.Release()
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		sc, err := scanSchedule(tx.QueryRow(ctx, `SELECT `+scheduleColumns+` FROM orders.recurring_donations
 			WHERE tenant_id = $1 AND id = $2 AND status = 'active' AND coalesce(retry_on, next_charge_date) <= $3
 			FOR UPDATE SKIP LOCKED`, tenantID, id, today))
-		if db.IsNoRows(err) {
+		if errors.Is(err, db.ErrNotFound) {
 			return nil // taken by another runner, or no longer due
 		}
 		if err != nil {
-			return err
+			return fmt.Errorf("lock schedule: %w", err)
 		}
 		period := *sc.NextChargeDate
 		tag, err := tx.Exec(ctx, `INSERT INTO orders.recurring_charges (tenant_id, schedule_id, period) VALUES ($1, $2, $3)
 			ON CONFLICT DO NOTHING`, tenantID, id, period)
 		if err != nil {
-			return err
+			return fmt.Errorf("claim period %s: %w", period.Format(time.DateOnly), err)
 		}
 		if tag.RowsAffected() == 0 {
 			// Already charged for this period (cannot happen while the
@@ -93,13 +99,13 @@ func (s *Store) ChargeInstallment(ctx context.Context, tenantID, id uuid.UUID, t
 		}
 		out, err := charge(sc, period, sc.FailedAttempts+1)
 		if err != nil {
-			return err
+			return fmt.Errorf("charge period %s: %w", period.Format(time.DateOnly), err)
 		}
 		tenant := tenantID.String()
 		if out.Declined || out.PastDue {
 			// The period's row goes again: the next attempt charges it.
 			if _, err := tx.Exec(ctx, `DELETE FROM orders.recurring_charges WHERE tenant_id = $1 AND schedule_id = $2 AND period = $3`, tenantID, id, period); err != nil {
-				return err
+				return fmt.Errorf("give back period: %w", err)
 			}
 			status, retry := ScheduleActive, any(today.AddDate(0, 0, 1))
 			if out.PastDue || sc.FailedAttempts+1 >= MaxAttempts {
@@ -108,27 +114,33 @@ func (s *Store) ChargeInstallment(ctx context.Context, tenantID, id uuid.UUID, t
 			if _, err := tx.Exec(ctx, `UPDATE orders.recurring_donations SET failed_attempts = failed_attempts + 1, status = $3, retry_on = $4,
 					failure_reason = $5, updated_at = now()
 				WHERE tenant_id = $1 AND id = $2`, tenantID, id, status, retry, out.Reason); err != nil {
-				return err
+				return fmt.Errorf("record declined attempt: %w", err)
 			}
 			changes := map[string]audit.Change{"failedAttempts": {Old: sc.FailedAttempts, New: sc.FailedAttempts + 1}, "status": {Old: sc.Status, New: status}}
 			if out.Reason != sc.FailureReason {
 				changes["failureReason"] = audit.Change{Old: sc.FailureReason, New: out.Reason}
 			}
-			return audit.Record(ctx, tx, audit.Entry{TenantID: tenant, EntityType: EntityRecurringDonation, EntityID: id.String(), Action: audit.Updated,
-				Changes: changes, Actor: "system"})
+			if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenant, EntityType: EntityRecurringDonation, EntityID: id.String(), Action: audit.Updated,
+				Changes: changes, Actor: "system"}); err != nil {
+				return fmt.Errorf("record audit of declined attempt: %w", err)
+			}
+			return nil
 		}
 		o, err := s.insertOrder(ctx, tx, *out.Order, number, "system")
 		if err != nil {
-			return err
+			return fmt.Errorf("insert installment order: %w", err)
 		}
 		if _, err := tx.Exec(ctx, `UPDATE orders.recurring_charges SET order_id = $4 WHERE tenant_id = $1 AND schedule_id = $2 AND period = $3`,
 			tenantID, id, period, o.ID); err != nil {
-			return err
+			return fmt.Errorf("link period to its order: %w", err)
 		}
 		recorded = true
 		return advance(ctx, tx, sc, period)
 	})
-	return recorded, err
+	if err != nil {
+		return false, fmt.Errorf("orders: charge installment of schedule %s: %w", id, err)
+	}
+	return recorded, nil
 }
 
 // advance moves a schedule past period: the next date counts periods from
@@ -137,7 +149,7 @@ func (s *Store) ChargeInstallment(ctx context.Context, tenantID, id uuid.UUID, t
 func advance(ctx context.Context, tx pgx.Tx, sc Schedule, period time.Time) error {
 	var n int
 	if err := tx.QueryRow(ctx, `SELECT count(*) FROM orders.recurring_charges WHERE tenant_id = $1 AND schedule_id = $2`, sc.TenantID, sc.ID).Scan(&n); err != nil {
-		return err
+		return fmt.Errorf("count charged periods: %w", err)
 	}
 	next := NextDate(sc.StartDate, sc.Frequency, n)
 	for !next.After(period) {
@@ -151,7 +163,7 @@ func advance(ctx context.Context, tx pgx.Tx, sc Schedule, period time.Time) erro
 	}
 	if _, err := tx.Exec(ctx, `UPDATE orders.recurring_donations SET next_charge_date = $3, status = $4, failed_attempts = 0, retry_on = NULL, failure_reason = '', updated_at = now()
 		WHERE tenant_id = $1 AND id = $2`, sc.TenantID, sc.ID, nextArg, status); err != nil {
-		return err
+		return fmt.Errorf("advance schedule: %w", err)
 	}
 	changes := map[string]audit.Change{"nextChargeDate": {Old: period.Format(time.DateOnly), New: nil}}
 	if status == ScheduleActive {
@@ -159,8 +171,11 @@ func advance(ctx context.Context, tx pgx.Tx, sc Schedule, period time.Time) erro
 	} else {
 		changes["status"] = audit.Change{Old: sc.Status, New: status}
 	}
-	return audit.Record(ctx, tx, audit.Entry{TenantID: sc.TenantID.String(), EntityType: EntityRecurringDonation, EntityID: sc.ID.String(),
-		Action: audit.Updated, Changes: changes, Actor: "system"})
+	if err := audit.Record(ctx, tx, audit.Entry{TenantID: sc.TenantID.String(), EntityType: EntityRecurringDonation, EntityID: sc.ID.String(),
+		Action: audit.Updated, Changes: changes, Actor: "system"}); err != nil {
+		return fmt.Errorf("record audit of advance: %w", err)
+	}
+	return nil
 }
 
 // NextDate is n periods of freq after start. Months clamp to the month's

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -51,7 +52,10 @@ func scanSchedule(row pgx.Row) (Schedule, error) {
 	var s Schedule
 	err := row.Scan(&s.TenantID, &s.ID, &s.ContactID, &s.AmountMinor, &s.Currency, &s.Frequency, &s.StartDate, &s.EndDate, &s.FundID, &s.CampaignID,
 		&s.PaymentMethod, &s.PaymentToken, &s.Status, &s.NextChargeDate, &s.FailedAttempts, &s.FailureReason, &s.OriginOrderID, &s.CreatedAt, &s.UpdatedAt)
-	return s, err
+	if err != nil {
+		return Schedule{}, fmt.Errorf("read schedule: %w", db.Interpret(err))
+	}
+	return s, nil
 }
 
 func queueInsertSchedule(b *pgx.Batch, s Schedule) {
@@ -67,24 +71,27 @@ func (s *Store) ListSchedules(ctx context.Context, tenantID uuid.UUID, contactID
 	var total int64
 	const where = ` WHERE tenant_id = $1 AND ($2::bigint IS NULL OR contact_id = $2) AND ($3 = '' OR status = $3)`
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM orders.recurring_donations`+where, tenantID, contactID, status).Scan(&total); err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("orders: count schedules: %w", err)
 	}
 	rows, err := s.pool.Query(ctx, `SELECT `+scheduleColumns+` FROM orders.recurring_donations`+where+` ORDER BY id DESC LIMIT $4 OFFSET $5`,
 		tenantID, contactID, status, limit, offset)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("orders: list schedules: %w", err)
 	}
 	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Schedule, error) { return scanSchedule(r) })
-	return list, total, err
+	if err != nil {
+		return nil, 0, fmt.Errorf("orders: list schedules: %w", err)
+	}
+	return list, total, nil
 }
 
 // GetSchedule reads one schedule.
 func (s *Store) GetSchedule(ctx context.Context, tenantID, id uuid.UUID) (Schedule, error) {
 	sc, err := scanSchedule(s.pool.QueryRow(ctx, `SELECT `+scheduleColumns+` FROM orders.recurring_donations WHERE tenant_id = $1 AND id = $2`, tenantID, id))
-	if db.IsNoRows(err) {
-		return Schedule{}, ErrNotFound
+	if err != nil {
+		return Schedule{}, fmt.Errorf("orders: get schedule %s: %w", id, err)
 	}
-	return sc, err
+	return sc, nil
 }
 
 // CancelSchedule cancels a schedule; a cancelled, completed one is
@@ -93,11 +100,8 @@ func (s *Store) CancelSchedule(ctx context.Context, tenantID, id uuid.UUID, acto
 	var out Schedule
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		sc, err := scanSchedule(tx.QueryRow(ctx, `SELECT `+scheduleColumns+` FROM orders.recurring_donations WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, tenantID, id))
-		if db.IsNoRows(err) {
-			return ErrNotFound
-		}
 		if err != nil {
-			return err
+			return fmt.Errorf("lock schedule: %w", err)
 		}
 		if sc.Status == ScheduleCancelled || sc.Status == ScheduleCompleted {
 			out = sc
@@ -106,10 +110,16 @@ func (s *Store) CancelSchedule(ctx context.Context, tenantID, id uuid.UUID, acto
 		out, err = scanSchedule(tx.QueryRow(ctx, `UPDATE orders.recurring_donations SET status = 'cancelled', next_charge_date = NULL, updated_at = now()
 			WHERE tenant_id = $1 AND id = $2 RETURNING `+scheduleColumns, tenantID, id))
 		if err != nil {
-			return err
+			return fmt.Errorf("update schedule row: %w", err)
 		}
-		return audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: EntityRecurringDonation, EntityID: id.String(), Action: audit.Updated,
-			Changes: map[string]audit.Change{"status": {Old: sc.Status, New: ScheduleCancelled}}, Actor: actor})
+		if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: EntityRecurringDonation, EntityID: id.String(), Action: audit.Updated,
+			Changes: map[string]audit.Change{"status": {Old: sc.Status, New: ScheduleCancelled}}, Actor: actor}); err != nil {
+			return fmt.Errorf("record audit: %w", err)
+		}
+		return nil
 	})
-	return out, err
+	if err != nil {
+		return Schedule{}, fmt.Errorf("orders: cancel schedule %s: %w", id, err)
+	}
+	return out, nil
 }

@@ -30,7 +30,6 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Errors the store returns for the handlers to map.
 var (
-	ErrNotFound       = errors.New("not found")
 	ErrDuplicateName  = errors.New("duplicate name")
 	ErrBatchClosed    = errors.New("batch closed")
 	ErrBatchNotFound  = errors.New("batch not found")
