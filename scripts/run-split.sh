@@ -22,7 +22,8 @@ ALMONER_INTERNAL_KEY=${ALMONER_INTERNAL_KEY:-$(./scripts/internal-key.sh)}
 export ALMONER_INTERNAL_KEY
 ./bin/almoner migrate
 
-services=$(./bin/almoner services)
+# One service a line, the services it needs after its name.
+services=$(./bin/almoner services | cut -d' ' -f1)
 port=9101
 metrics=9501
 for s in $services; do

@@ -2,6 +2,7 @@
 //
 //	almoner serve [--target=all|gateway|auth,...]   run services and/or the REST gateway
 //	almoner migrate                                  apply every service's migrations
+//	almoner services                                 list the services and what each needs
 //	almoner admin tenant create|feature|activate|deactivate ...
 //	almoner admin tenant processor set|get|clear ...
 //	almoner admin key create ...
@@ -50,10 +51,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "admin":
 		err = admin(args[1:], stdout)
 	case "services":
-		// One service name per line, for scripts that start them apart.
-		for _, t := range app.Targets()[2:] {
-			fmt.Fprintln(stdout, t)
-		}
+		printServices(stdout)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return 0
@@ -85,10 +83,28 @@ commands:
   serve     run services and the REST gateway (--target=`+strings.Join(app.Targets(), "|")+`)
   migrate   apply every service's database migrations
   admin     operator commands: tenant create|feature|activate|deactivate|get, tenant processor set|get|clear, key create
-  services  list the services --target can name
+  services  list the services --target can name, with the services each needs migrated
 
 Configuration is read from the environment; see README.md.
 `)
+}
+
+// printServices prints one service a line, in the order they are
+// migrated and started, each followed by the services it needs (app.Needs):
+// the first word of a line is the name, for scripts that start them apart.
+func printServices(w io.Writer) {
+	names := app.Services()
+	width := 0
+	for _, n := range names {
+		width = max(width, len(n))
+	}
+	for _, n := range names {
+		if needs := app.Needs[n]; len(needs) > 0 {
+			fmt.Fprintf(w, "%-*s  needs %s\n", width, n, strings.Join(needs, ", "))
+		} else {
+			fmt.Fprintln(w, n)
+		}
+	}
 }
 
 func newLogger(w io.Writer) *slog.Logger {

@@ -61,6 +61,33 @@ func decodeObject(t *testing.T, s string) map[string]any {
 	return m
 }
 
+// TestServicesListsNeeds: `almoner services` prints every service, one a
+// line with its name first (scripts/run-split.sh reads that word), each
+// after the services it needs and followed by them.
+func TestServicesListsNeeds(t *testing.T) {
+	code, out, errOut := runCLI(t, "services")
+	if code != 0 {
+		t.Fatalf("services: exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	var names []string
+	for _, l := range lines {
+		names = append(names, strings.Fields(l)[0])
+	}
+	if want := app.Services(); strings.Join(names, " ") != strings.Join(want, " ") {
+		t.Errorf("services lists %v, want %v", names, want)
+	}
+	want := "reports    needs contacts, inventory, orders"
+	if !strings.Contains("\n"+out, "\n"+want+"\n") {
+		t.Errorf("services output %q lacks the line %q", out, want)
+	}
+	for _, l := range lines {
+		if f := strings.Fields(l); len(f) == 1 && len(app.Needs[f[0]]) > 0 {
+			t.Errorf("line %q does not say what %s needs", l, f[0])
+		}
+	}
+}
+
 func TestAdminCommands(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t)

@@ -48,7 +48,10 @@ type Deps struct {
 // Module describes a service to a host binary.
 type Module struct {
 	Name string
-	// Migrations are the schemas the service needs, in order.
+	// Migrations are the schemas the service migrates, in order: its own
+	// and the shared ones it writes (the audit log). Another service's
+	// schema whose views it reads is not listed: the host binary declares
+	// that dependency and checks it at start-up (cmd/almoner, app.Needs).
 	Migrations func() []db.Migrations
 	// New builds the service; it reads its own settings from the environment.
 	New func(ctx context.Context, d Deps) (Service, error)

@@ -123,7 +123,7 @@ func benchTenant(b *testing.B, n int) (*pgxpool.Pool, uuid.UUID) {
 	if name := os.Getenv("ALMONER_REPORTS_BENCH_DB"); name != "" {
 		url = keptDatabase(b, name)
 	} else {
-		url = testdb.New(b, Migrations()...)
+		url = testdb.New(b, testMigrations()...)
 	}
 	pool, err := db.Open(ctx, url)
 	if err != nil {
@@ -185,7 +185,7 @@ func keptDatabase(b *testing.B, name string) string {
 		}
 	}
 	url := testdb.WithDatabase(server, name)
-	if err := db.Migrate(ctx, url, Migrations()...); err != nil {
+	if err := db.Migrate(ctx, url, testMigrations()...); err != nil {
 		b.Fatal(err)
 	}
 	return url

@@ -114,7 +114,7 @@ const lineGifts = `WITH g AS (SELECT contact_id, order_id, currency, created_at,
 func TestFastQueriesMatchReference(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := db.Open(ctx, testdb.New(t, Migrations()...))
+	pool, err := db.Open(ctx, testdb.New(t, testMigrations()...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func day(s string) time.Time {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	pool, err := db.Open(ctx, testdb.New(t, Migrations()...))
+	pool, err := db.Open(ctx, testdb.New(t, testMigrations()...))
 	if err != nil {
 		t.Fatal(err)
 	}

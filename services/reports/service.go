@@ -16,9 +16,6 @@ import (
 	"github.com/almoner/almoner/pkg/audit"
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/service"
-	contactsmig "github.com/almoner/almoner/services/contacts/migrations"
-	inventorymig "github.com/almoner/almoner/services/inventory/migrations"
-	ordersmig "github.com/almoner/almoner/services/orders/migrations"
 	"github.com/almoner/almoner/services/reports/migrations"
 	"github.com/almoner/almoner/services/reports/store"
 )
@@ -26,11 +23,13 @@ import (
 // Name is the service's name in --target.
 const Name = "reports"
 
-// Migrations are the schemas the service needs. The views it reads are
-// published by the contacts, inventory and orders migrations, so those
-// sets run before its own.
+// Migrations are the schemas the service migrates: the audit log and its
+// own. The views it reads are published by the contacts, inventory and
+// orders migrations, which their owners apply: the binary declares that
+// reports needs them and checks at start-up that they are there
+// (cmd/almoner/internal/app, Needs).
 func Migrations() []db.Migrations {
-	return []db.Migrations{audit.Migrations(), contactsmig.Set(), inventorymig.Set(), ordersmig.Set(), migrations.Set()}
+	return []db.Migrations{audit.Migrations(), migrations.Set()}
 }
 
 // Config is the reports service's configuration.

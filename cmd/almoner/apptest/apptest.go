@@ -15,7 +15,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -179,11 +178,9 @@ func Start(t testing.TB, opts Options) *Cluster {
 		// App needs the others' addresses), so one can be taken meanwhile,
 		// by another test's listener or the local end of any outgoing
 		// connection; then the cluster starts again on new ports.
-		names := make([]string, 0, len(app.Modules))
-		for n := range app.Modules {
-			names = append(names, n)
-		}
-		sort.Strings(names)
+		// Each service after those it needs (app.Needs), as an operator
+		// who migrates at start-up starts them.
+		names := app.Services()
 		for try := 1; ; try++ {
 			err := startSplit(ctx, t, cfg, names, addrs, &apps)
 			if err == nil {

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -30,7 +29,8 @@ import (
 	"github.com/almoner/almoner/services/webhooks"
 )
 
-// Modules is every service the binary can host, by --target name.
+// Modules is every service the binary can host, by --target name; Needs
+// declares which of them each one needs migrated.
 var Modules = map[string]service.Module{
 	auth.Name:      auth.Module,
 	contacts.Name:  contacts.Module,
@@ -45,13 +45,7 @@ const GatewayTarget = "gateway"
 
 // Targets lists the valid --target values.
 func Targets() []string {
-	out := []string{"all", GatewayTarget}
-	names := make([]string, 0, len(Modules))
-	for n := range Modules {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return append(out, names...)
+	return append([]string{"all", GatewayTarget}, Services()...)
 }
 
 // Config configures a process.
@@ -137,6 +131,16 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	key, err := internalKey(cfg, mods, withGateway)
 	if err != nil {
 		return nil, err
+	}
+	if len(mods) > 0 {
+		if cfg.DatabaseURL == "" {
+			return nil, errors.New("DATABASE_URL is required")
+		}
+		// Before anything is migrated: a process that cannot serve
+		// leaves the database as it found it.
+		if err := checkNeeds(ctx, cfg.DatabaseURL, cfg.Migrate, mods); err != nil {
+			return nil, err
+		}
 	}
 	a := &App{cfg: cfg, served: make(chan error, 1)}
 	upstreams := map[string]string{}
@@ -239,12 +243,7 @@ func resolve(targets []string) ([]service.Module, bool, error) {
 			switch {
 			case name == "all":
 				gw = true
-				names := make([]string, 0, len(Modules))
-				for n := range Modules {
-					names = append(names, n)
-				}
-				sort.Strings(names)
-				for _, n := range names {
+				for _, n := range Services() {
 					mods = appendModule(mods, Modules[n])
 				}
 			case name == GatewayTarget:
@@ -262,6 +261,12 @@ func resolve(targets []string) ([]service.Module, bool, error) {
 	if len(mods) == 0 && !gw {
 		return nil, false, errors.New("no target to run")
 	}
+	// Migrated and started as Services orders them: what a service needs
+	// first, whatever order --target names them in.
+	order := Services()
+	slices.SortStableFunc(mods, func(a, b service.Module) int {
+		return slices.Index(order, a.Name) - slices.Index(order, b.Name)
+	})
 	return mods, gw, nil
 }
 
@@ -332,16 +337,12 @@ func appendModule(mods []service.Module, m service.Module) []service.Module {
 	return append(mods, m)
 }
 
-// AllMigrations returns every service's migrations, each schema once.
+// AllMigrations returns every service's migrations, each schema once, the
+// schemas a service needs (Needs) before its own.
 func AllMigrations() []db.Migrations {
 	seen := map[string]bool{}
 	var out []db.Migrations
-	names := make([]string, 0, len(Modules))
-	for n := range Modules {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range Services() {
 		for _, s := range Modules[n].Migrations() {
 			if !seen[s.Schema] {
 				seen[s.Schema] = true
