@@ -13,6 +13,7 @@ import (
 	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
+	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/features"
 	"github.com/almoner/almoner/pkg/money"
 	"github.com/almoner/almoner/pkg/scopes"
@@ -102,7 +103,7 @@ func (a *adminServer) GetTenant(ctx context.Context, req *authv1.GetTenantReques
 		return nil, errTenantNotFound
 	}
 	t, err := a.s.store.GetTenant(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, db.ErrNotFound) {
 		return nil, errTenantNotFound
 	}
 	if err != nil {
@@ -142,7 +143,7 @@ func (a *adminServer) updateTenant(ctx context.Context, tenantID string, change 
 		return nil, errTenantNotFound
 	}
 	t, err := a.s.store.UpdateTenant(ctx, id, authctx.SystemActor, change)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, db.ErrNotFound) {
 		return nil, errTenantNotFound
 	}
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
+	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/services/auth/keyformat"
 	"github.com/almoner/almoner/services/auth/store"
@@ -88,7 +89,7 @@ func (a *apiKeyServer) callerKey(ctx context.Context, tenantID uuid.UUID, p auth
 		return store.APIKey{}, apperr.Unauthenticated()
 	}
 	k, revoked, err := a.s.store.GetKey(ctx, tenantID, id)
-	if errors.Is(err, store.ErrNotFound) || revoked {
+	if errors.Is(err, db.ErrNotFound) || revoked {
 		return store.APIKey{}, apperr.Unauthenticated()
 	}
 	return k, err
@@ -110,7 +111,7 @@ func (a *apiKeyServer) RevokeApiKey(ctx context.Context, req *authv1.RevokeApiKe
 	// take away the tenant's broader keys. A key's scopes never change, so
 	// this read cannot go stale before the revocation below.
 	target, revoked, err := a.s.store.GetKey(ctx, tenantID, id)
-	if errors.Is(err, store.ErrNotFound) || revoked {
+	if errors.Is(err, db.ErrNotFound) || revoked {
 		return nil, errKeyNotFound
 	}
 	if err != nil {
@@ -122,7 +123,7 @@ func (a *apiKeyServer) RevokeApiKey(ctx context.Context, req *authv1.RevokeApiKe
 		}
 	}
 	if err := a.s.store.RevokeKey(ctx, tenantID, id, p.Actor()); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, db.ErrNotFound) {
 			return nil, errKeyNotFound
 		}
 		return nil, err
@@ -195,7 +196,7 @@ func (s *Service) createKey(ctx context.Context, tenantID uuid.UUID, name string
 		row.ExpiresAt = &t
 	}
 	saved, err := s.store.CreateKey(ctx, row, actor, limit)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, db.ErrNotFound) {
 		return nil, apperr.NotFound("Tenant")
 	}
 	if errors.Is(err, store.ErrKeyLimit) {

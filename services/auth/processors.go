@@ -10,6 +10,7 @@ import (
 	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
+	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/secretbox"
 	"github.com/almoner/almoner/services/auth/keyformat"
 	"github.com/almoner/almoner/services/auth/store"
@@ -153,7 +154,7 @@ func (a *adminServer) SetTenantProcessor(ctx context.Context, req *authv1.SetTen
 		SecretKeyBox:     a.s.cfg.Sealer.Seal([]byte(in.secretKey), secretKeyAD(id)),
 		WebhookSecretBox: a.s.cfg.Sealer.Seal([]byte(in.webhookSecret), webhookSecretAD(id)),
 	}, authctx.SystemActor)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, db.ErrNotFound) {
 		return nil, errTenantNotFound
 	}
 	if err != nil {
@@ -170,7 +171,7 @@ func (a *adminServer) GetTenantProcessor(ctx context.Context, req *authv1.GetTen
 		return nil, errTenantNotFound
 	}
 	tp, err := a.s.store.TenantProcessorByID(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, db.ErrNotFound) {
 		return nil, errTenantNotFound
 	}
 	if err != nil {
@@ -186,7 +187,7 @@ func (a *adminServer) ClearTenantProcessor(ctx context.Context, req *authv1.Clea
 		return nil, errTenantNotFound
 	}
 	cleared, err := a.s.store.ClearProcessor(ctx, id, authctx.SystemActor)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, db.ErrNotFound) {
 		return nil, errTenantNotFound
 	}
 	if err != nil {
@@ -224,7 +225,7 @@ func (ps *processorServer) GetProcessorCredentials(ctx context.Context, req *aut
 	} else {
 		tp, err = ps.s.store.TenantProcessorBySlug(ctx, req.GetTenantSlug())
 	}
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, db.ErrNotFound) {
 		return nil, errTenantNotFound
 	}
 	if err != nil {

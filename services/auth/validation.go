@@ -14,6 +14,7 @@ import (
 
 	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
 	"github.com/almoner/almoner/pkg/apperr"
+	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/features"
 	"github.com/almoner/almoner/services/auth/keyformat"
 	"github.com/almoner/almoner/services/auth/store"
@@ -39,7 +40,7 @@ func (v *validationServer) ValidateKey(ctx context.Context, req *authv1.Validate
 	presented := key.Hash()
 	now := s.now()
 	cred, err := s.credential(ctx, key.LookupID, now)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, db.ErrNotFound) {
 		subtle.ConstantTimeCompare(dummyHash[:], presented)
 		return nil, apperr.Unauthenticated()
 	}

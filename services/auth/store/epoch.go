@@ -20,7 +20,7 @@ func bumpEpoch(ctx context.Context, tx pgx.Tx) error {
 func (s *Store) Epoch(ctx context.Context) (int64, error) {
 	var e int64
 	if err := s.pool.QueryRow(ctx, `SELECT epoch FROM auth.validation_epoch`).Scan(&e); err != nil {
-		return 0, fmt.Errorf("read validation epoch: %w", err)
+		return 0, fmt.Errorf("auth: read validation epoch: %w", err)
 	}
 	return e, nil
 }

@@ -32,8 +32,10 @@ const keyColumns = `tenant_id, id, name, lookup_id, key_prefix, key_hash, enviro
 
 func scanKey(row pgx.Row) (APIKey, error) {
 	var k APIKey
-	err := row.Scan(&k.TenantID, &k.ID, &k.Name, &k.LookupID, &k.KeyPrefix, &k.KeyHash, &k.Environment, &k.Scopes, &k.ExpiresAt, &k.LastUsedAt, &k.CreatedAt)
-	return k, err
+	if err := row.Scan(&k.TenantID, &k.ID, &k.Name, &k.LookupID, &k.KeyPrefix, &k.KeyHash, &k.Environment, &k.Scopes, &k.ExpiresAt, &k.LastUsedAt, &k.CreatedAt); err != nil {
+		return APIKey{}, fmt.Errorf("read api key: %w", db.Interpret(err))
+	}
+	return k, nil
 }
 
 // ErrKeyLimit is returned by CreateKey when the tenant already has as many
@@ -46,7 +48,7 @@ var ErrKeyLimit = errors.New("api key limit reached")
 func (s *Store) CreateKey(ctx context.Context, k APIKey, actor string, limit int) (APIKey, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
-		return APIKey{}, err
+		return APIKey{}, fmt.Errorf("auth: create api key: %w", err)
 	}
 	var out APIKey
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
@@ -61,18 +63,19 @@ func (s *Store) CreateKey(ctx context.Context, k APIKey, actor string, limit int
 			RETURNING `+keyColumns,
 			k.TenantID, id, k.Name, k.LookupID, k.KeyPrefix, k.KeyHash, k.Environment, k.Scopes, k.ExpiresAt))
 		if err != nil {
-			return err
+			return fmt.Errorf("insert api key: %w", err)
 		}
-		return audit.Record(ctx, tx, audit.Entry{TenantID: k.TenantID.String(), EntityType: "ApiKey", EntityID: id.String(), Action: audit.Created, Actor: actor})
+		if err := audit.Record(ctx, tx, audit.Entry{TenantID: k.TenantID.String(), EntityType: "ApiKey", EntityID: id.String(), Action: audit.Created, Actor: actor}); err != nil {
+			return fmt.Errorf("record audit: %w", err)
+		}
+		return nil
 	})
-	if db.Code(err) == db.ForeignKeyViolation {
-		return APIKey{}, ErrNotFound
-	}
-	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrKeyLimit) {
-		return APIKey{}, err
+	if errors.Is(db.Interpret(err), db.ErrForeignKey) {
+		// The tenant does not exist.
+		return APIKey{}, fmt.Errorf("auth: create api key: tenant %s: %w: %w", k.TenantID, db.ErrNotFound, err)
 	}
 	if err != nil {
-		return APIKey{}, fmt.Errorf("create api key: %w", err)
+		return APIKey{}, fmt.Errorf("auth: create api key: %w", err)
 	}
 	return out, nil
 }
@@ -86,38 +89,31 @@ func (s *Store) CreateKey(ctx context.Context, k APIKey, actor string, limit int
 // locking statement would use the snapshot from before the wait.
 func checkKeyLimit(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, limit int) error {
 	var one int
-	err := tx.QueryRow(ctx, `SELECT 1 FROM auth.tenants WHERE id = $1 FOR NO KEY UPDATE`, tenantID).Scan(&one)
-	if db.IsNoRows(err) {
-		return ErrNotFound
-	}
-	if err != nil {
-		return err
+	if err := tx.QueryRow(ctx, `SELECT 1 FROM auth.tenants WHERE id = $1 FOR NO KEY UPDATE`, tenantID).Scan(&one); err != nil {
+		return fmt.Errorf("lock tenant %s: %w", tenantID, db.Interpret(err))
 	}
 	var n int
 	if err := tx.QueryRow(ctx, `
 		SELECT count(*) FROM auth.api_keys
 		WHERE tenant_id = $1 AND active AND deleted_at IS NULL AND (expires_at IS NULL OR expires_at > now())`,
 		tenantID).Scan(&n); err != nil {
-		return err
+		return fmt.Errorf("count active api keys: %w", err)
 	}
 	if n >= limit {
-		return ErrKeyLimit
+		return fmt.Errorf("%d active api keys: %w", n, ErrKeyLimit)
 	}
 	return nil
 }
 
-// GetKey reads one key of the tenant, revoked or not; ErrNotFound when the
-// tenant has no key with id.
+// GetKey reads one key of the tenant, revoked or not; db.ErrNotFound when
+// the tenant has no key with id.
 func (s *Store) GetKey(ctx context.Context, tenantID, id uuid.UUID) (key APIKey, revoked bool, err error) {
 	var deletedAt *time.Time
 	err = s.pool.QueryRow(ctx, `SELECT `+keyColumns+`, deleted_at FROM auth.api_keys WHERE tenant_id = $1 AND id = $2`, tenantID, id).Scan(
 		&key.TenantID, &key.ID, &key.Name, &key.LookupID, &key.KeyPrefix, &key.KeyHash, &key.Environment, &key.Scopes,
 		&key.ExpiresAt, &key.LastUsedAt, &key.CreatedAt, &deletedAt)
-	if db.IsNoRows(err) {
-		return APIKey{}, false, ErrNotFound
-	}
 	if err != nil {
-		return APIKey{}, false, fmt.Errorf("read api key: %w", err)
+		return APIKey{}, false, fmt.Errorf("auth: get api key %s: %w", id, db.Interpret(err))
 	}
 	return key, deletedAt != nil, nil
 }
@@ -129,11 +125,11 @@ func (s *Store) ListKeys(ctx context.Context, tenantID uuid.UUID) ([]APIKey, err
 		WHERE tenant_id = $1 AND deleted_at IS NULL
 		ORDER BY created_at DESC, id DESC`, tenantID)
 	if err != nil {
-		return nil, fmt.Errorf("list api keys: %w", err)
+		return nil, fmt.Errorf("auth: list api keys: %w", err)
 	}
 	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (APIKey, error) { return scanKey(r) })
 	if err != nil {
-		return nil, fmt.Errorf("list api keys: %w", err)
+		return nil, fmt.Errorf("auth: list api keys: %w", err)
 	}
 	return keys, nil
 }
@@ -145,21 +141,21 @@ func (s *Store) RevokeKey(ctx context.Context, tenantID, id uuid.UUID, actor str
 			UPDATE auth.api_keys SET active = false, deleted_at = now()
 			WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL`, tenantID, id)
 		if err != nil {
-			return err
+			return fmt.Errorf("mark api key revoked: %w", err)
 		}
 		if tag.RowsAffected() == 0 {
-			return ErrNotFound
+			return db.ErrNotFound
 		}
 		if err := bumpEpoch(ctx, tx); err != nil {
 			return err
 		}
-		return audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: "ApiKey", EntityID: id.String(), Action: audit.Deleted, Actor: actor})
+		if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: "ApiKey", EntityID: id.String(), Action: audit.Deleted, Actor: actor}); err != nil {
+			return fmt.Errorf("record audit: %w", err)
+		}
+		return nil
 	})
-	if errors.Is(err, ErrNotFound) {
-		return err
-	}
 	if err != nil {
-		return fmt.Errorf("revoke api key: %w", err)
+		return fmt.Errorf("auth: revoke api key %s: %w", id, err)
 	}
 	return nil
 }
@@ -191,11 +187,8 @@ func (s *Store) CredentialByLookup(ctx context.Context, lookupID string) (Creden
 		WHERE k.lookup_id = $1`, lookupID).Scan(
 		&c.TenantID, &c.KeyID, &c.KeyPrefix, &c.KeyHash, &c.Environment, &c.Scopes, &c.ExpiresAt,
 		&c.KeyUsable, &c.TenantActive, &c.TenantFeature, &c.TenantCurrency)
-	if db.IsNoRows(err) {
-		return Credential{}, ErrNotFound
-	}
 	if err != nil {
-		return Credential{}, fmt.Errorf("read credential: %w", err)
+		return Credential{}, fmt.Errorf("auth: read credential: %w", db.Interpret(err))
 	}
 	return c, nil
 }
@@ -225,7 +218,7 @@ func (s *Store) TouchKeys(ctx context.Context, uses []KeyUse) error {
 		WHERE k.tenant_id = u.tenant_id AND k.id = u.id
 		  AND (k.last_used_at IS NULL OR k.last_used_at < u.at)`, tenants, ids, ats)
 	if err != nil {
-		return fmt.Errorf("touch api keys: %w", err)
+		return fmt.Errorf("auth: touch api keys: %w", err)
 	}
 	return nil
 }

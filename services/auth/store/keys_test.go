@@ -120,7 +120,7 @@ func TestCreateKeyLimitWaitsForConcurrentCreation(t *testing.T) {
 	if _, err := s.CreateKey(ctx, testKey(tn.ID), "test", 0); err != nil {
 		t.Errorf("unlimited creation at the limit: %v", err)
 	}
-	if _, err := s.CreateKey(ctx, testKey(uuid.New()), "test", limit); !errors.Is(err, ErrNotFound) {
-		t.Errorf("creation for a tenant that does not exist = %v, want ErrNotFound", err)
+	if _, err := s.CreateKey(ctx, testKey(uuid.New()), "test", limit); !errors.Is(err, db.ErrNotFound) {
+		t.Errorf("creation for a tenant that does not exist = %v, want db.ErrNotFound", err)
 	}
 }

@@ -46,7 +46,7 @@ func (p Processor) auditFields() map[string]any {
 
 // SetProcessor creates or replaces the tenant's processor, moves the
 // validation epoch (callers cache credentials under it) and records the
-// change, all in one transaction. ErrNotFound means no such tenant.
+// change, all in one transaction. db.ErrNotFound means no such tenant.
 func (s *Store) SetProcessor(ctx context.Context, p Processor, actor string) (Processor, error) {
 	var out Processor
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
@@ -58,7 +58,7 @@ func (s *Store) SetProcessor(ctx context.Context, p Processor, actor string) (Pr
 			WHERE tenant_id = $1 FOR UPDATE`, p.TenantID).Scan(&before.Provider, &before.Mode, &before.KeyHint, &before.UpdatedAt)
 		existed := err == nil
 		if err != nil && !db.IsNoRows(err) {
-			return err
+			return fmt.Errorf("lock tenant processor: %w", err)
 		}
 		out = p
 		err = tx.QueryRow(ctx, `
@@ -70,7 +70,7 @@ func (s *Store) SetProcessor(ctx context.Context, p Processor, actor string) (Pr
 			RETURNING updated_at`,
 			p.TenantID, p.Provider, p.Mode, p.SecretKeyBox, p.WebhookSecretBox, p.KeyHint).Scan(&out.UpdatedAt)
 		if err != nil {
-			return err
+			return fmt.Errorf("upsert tenant processor: %w", err)
 		}
 		if err := bumpEpoch(ctx, tx); err != nil {
 			return err
@@ -81,32 +81,36 @@ func (s *Store) SetProcessor(ctx context.Context, p Processor, actor string) (Pr
 			// hint (a rotated webhook secret) still shows as a change.
 			e.Action, e.Changes = audit.Updated, audit.Diff(before.auditFields(), out.auditFields())
 		}
-		return audit.Record(ctx, tx, e)
+		if err := audit.Record(ctx, tx, e); err != nil {
+			return fmt.Errorf("record audit: %w", err)
+		}
+		return nil
 	})
-	if db.Code(err) == db.ForeignKeyViolation {
-		return Processor{}, ErrNotFound
+	if errors.Is(db.Interpret(err), db.ErrForeignKey) {
+		// The tenant does not exist.
+		return Processor{}, fmt.Errorf("auth: set tenant processor: tenant %s: %w: %w", p.TenantID, db.ErrNotFound, err)
 	}
 	if err != nil {
-		return Processor{}, fmt.Errorf("set tenant processor: %w", err)
+		return Processor{}, fmt.Errorf("auth: set tenant processor: %w", err)
 	}
 	return out, nil
 }
 
 // ClearProcessor deletes the tenant's processor and records it; cleared is
-// false when there was none (nothing is written then). ErrNotFound means
+// false when there was none (nothing is written then). db.ErrNotFound means
 // no such tenant.
 func (s *Store) ClearProcessor(ctx context.Context, tenantID uuid.UUID, actor string) (cleared bool, err error) {
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var exists bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM auth.tenants WHERE id = $1)`, tenantID).Scan(&exists); err != nil {
-			return err
+			return fmt.Errorf("find tenant: %w", err)
 		}
 		if !exists {
-			return ErrNotFound
+			return fmt.Errorf("tenant %s: %w", tenantID, db.ErrNotFound)
 		}
 		tag, err := tx.Exec(ctx, `DELETE FROM auth.tenant_processors WHERE tenant_id = $1`, tenantID)
 		if err != nil {
-			return err
+			return fmt.Errorf("delete tenant processor: %w", err)
 		}
 		if cleared = tag.RowsAffected() == 1; !cleared {
 			return nil
@@ -114,14 +118,14 @@ func (s *Store) ClearProcessor(ctx context.Context, tenantID uuid.UUID, actor st
 		if err := bumpEpoch(ctx, tx); err != nil {
 			return err
 		}
-		return audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: ProcessorEntityType,
-			EntityID: tenantID.String(), Action: audit.Deleted, Actor: actor})
+		if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: ProcessorEntityType,
+			EntityID: tenantID.String(), Action: audit.Deleted, Actor: actor}); err != nil {
+			return fmt.Errorf("record audit: %w", err)
+		}
+		return nil
 	})
-	if errors.Is(err, ErrNotFound) {
-		return false, err
-	}
 	if err != nil {
-		return false, fmt.Errorf("clear tenant processor: %w", err)
+		return false, fmt.Errorf("auth: clear tenant processor: %w", err)
 	}
 	return cleared, nil
 }
@@ -131,15 +135,23 @@ const tenantProcessorQuery = `
 	FROM auth.tenants t LEFT JOIN auth.tenant_processors p ON p.tenant_id = t.id`
 
 // TenantProcessorByID reads the tenant's state and processor in one
-// statement. ErrNotFound means no such tenant.
+// statement. db.ErrNotFound means no such tenant.
 func (s *Store) TenantProcessorByID(ctx context.Context, tenantID uuid.UUID) (TenantProcessor, error) {
-	return s.tenantProcessor(ctx, tenantProcessorQuery+` WHERE t.id = $1`, tenantID)
+	tp, err := s.tenantProcessor(ctx, tenantProcessorQuery+` WHERE t.id = $1`, tenantID)
+	if err != nil {
+		return TenantProcessor{}, fmt.Errorf("auth: get processor of tenant %s: %w", tenantID, err)
+	}
+	return tp, nil
 }
 
 // TenantProcessorBySlug is TenantProcessorByID for a tenant named by its
 // slug, as the processor's notification route names it.
 func (s *Store) TenantProcessorBySlug(ctx context.Context, slug string) (TenantProcessor, error) {
-	return s.tenantProcessor(ctx, tenantProcessorQuery+` WHERE t.slug = $1`, slug)
+	tp, err := s.tenantProcessor(ctx, tenantProcessorQuery+` WHERE t.slug = $1`, slug)
+	if err != nil {
+		return TenantProcessor{}, fmt.Errorf("auth: get processor of tenant %s: %w", slug, err)
+	}
+	return tp, nil
 }
 
 func (s *Store) tenantProcessor(ctx context.Context, query string, arg any) (TenantProcessor, error) {
@@ -150,11 +162,8 @@ func (s *Store) tenantProcessor(ctx context.Context, query string, arg any) (Ten
 		updatedAt            *time.Time
 	)
 	err := s.pool.QueryRow(ctx, query, arg).Scan(&tp.TenantID, &tp.TenantActive, &provider, &mode, &keyBox, &webhookBox, &hint, &updatedAt)
-	if db.IsNoRows(err) {
-		return TenantProcessor{}, ErrNotFound
-	}
 	if err != nil {
-		return TenantProcessor{}, fmt.Errorf("read tenant processor: %w", err)
+		return TenantProcessor{}, fmt.Errorf("read tenant processor: %w", db.Interpret(err))
 	}
 	if provider != nil {
 		tp.Processor = &Processor{TenantID: tp.TenantID, Provider: *provider, Mode: *mode, SecretKeyBox: keyBox,

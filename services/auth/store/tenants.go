@@ -15,9 +15,6 @@ import (
 	"github.com/almoner/almoner/pkg/features"
 )
 
-// ErrNotFound is returned when a row does not exist (or not in the tenant).
-var ErrNotFound = errors.New("not found")
-
 // ErrSlugTaken is returned when a tenant slug is already used.
 var ErrSlugTaken = errors.New("slug taken")
 
@@ -45,18 +42,17 @@ const tenantColumns = `id, name, slug, active, features, default_currency, creat
 
 func scanTenant(row pgx.Row) (Tenant, error) {
 	var t Tenant
-	err := row.Scan(&t.ID, &t.Name, &t.Slug, &t.Active, &t.Features, &t.DefaultCurrency, &t.CreatedAt, &t.EventsSince)
-	if db.IsNoRows(err) {
-		return Tenant{}, ErrNotFound
+	if err := row.Scan(&t.ID, &t.Name, &t.Slug, &t.Active, &t.Features, &t.DefaultCurrency, &t.CreatedAt, &t.EventsSince); err != nil {
+		return Tenant{}, fmt.Errorf("read tenant: %w", db.Interpret(err))
 	}
-	return t, err
+	return t, nil
 }
 
 // CreateTenant inserts t (ID is set here) and its audit row.
 func (s *Store) CreateTenant(ctx context.Context, t Tenant, actor string) (Tenant, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
-		return Tenant{}, err
+		return Tenant{}, fmt.Errorf("auth: create tenant: %w", err)
 	}
 	var out Tenant
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
@@ -65,15 +61,18 @@ func (s *Store) CreateTenant(ctx context.Context, t Tenant, actor string) (Tenan
 			VALUES ($1, $2, $3, $4, $5, CASE WHEN $6 THEN clock_timestamp() END)
 			RETURNING `+tenantColumns, id, t.Name, t.Slug, t.Features, t.DefaultCurrency, Tenant{Active: true, Features: t.Features}.Fires()))
 		if err != nil {
-			return err
+			return fmt.Errorf("insert tenant: %w", err)
 		}
-		return audit.Record(ctx, tx, audit.Entry{TenantID: id.String(), EntityType: "Tenant", EntityID: id.String(), Action: audit.Created, Actor: actor})
+		if err := audit.Record(ctx, tx, audit.Entry{TenantID: id.String(), EntityType: "Tenant", EntityID: id.String(), Action: audit.Created, Actor: actor}); err != nil {
+			return fmt.Errorf("record audit: %w", err)
+		}
+		return nil
 	})
 	if db.IsUniqueViolation(err, "tenants_slug_key") {
-		return Tenant{}, ErrSlugTaken
+		return Tenant{}, fmt.Errorf("auth: create tenant %s: %w", t.Slug, ErrSlugTaken)
 	}
 	if err != nil {
-		return Tenant{}, fmt.Errorf("create tenant: %w", err)
+		return Tenant{}, fmt.Errorf("auth: create tenant: %w", err)
 	}
 	return out, nil
 }
@@ -84,17 +83,20 @@ func (s *Store) CreateTenant(ctx context.Context, t Tenant, actor string) (Tenan
 // occurred (its transaction started) before its own commit, so at the
 // latest a statement's length before the mark; see docs/webhooks.md.
 func markEventsSince(ctx context.Context, tx pgx.Tx, t *Tenant) error {
-	return tx.QueryRow(ctx, `UPDATE auth.tenants SET events_since = clock_timestamp() WHERE id = $1 RETURNING events_since`, t.ID).
-		Scan(&t.EventsSince)
+	if err := tx.QueryRow(ctx, `UPDATE auth.tenants SET events_since = clock_timestamp() WHERE id = $1 RETURNING events_since`, t.ID).
+		Scan(&t.EventsSince); err != nil {
+		return fmt.Errorf("mark events since: %w", err)
+	}
+	return nil
 }
 
 // GetTenant reads one tenant.
 func (s *Store) GetTenant(ctx context.Context, id uuid.UUID) (Tenant, error) {
 	t, err := scanTenant(s.pool.QueryRow(ctx, `SELECT `+tenantColumns+` FROM auth.tenants WHERE id = $1`, id))
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return Tenant{}, fmt.Errorf("get tenant: %w", err)
+	if err != nil {
+		return Tenant{}, fmt.Errorf("auth: get tenant %s: %w", id, err)
 	}
-	return t, err
+	return t, nil
 }
 
 // UpdateTenant applies change to the tenant under a row lock and records
@@ -106,7 +108,7 @@ func (s *Store) UpdateTenant(ctx context.Context, id uuid.UUID, actor string, ch
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		before, err := scanTenant(tx.QueryRow(ctx, `SELECT `+tenantColumns+` FROM auth.tenants WHERE id = $1 FOR UPDATE`, id))
 		if err != nil {
-			return err
+			return fmt.Errorf("lock tenant: %w", err)
 		}
 		after := before
 		after.Features = append([]string(nil), before.Features...)
@@ -115,7 +117,7 @@ func (s *Store) UpdateTenant(ctx context.Context, id uuid.UUID, actor string, ch
 			UPDATE auth.tenants SET active = $2, features = $3, default_currency = $4, updated_at = now()
 			WHERE id = $1 RETURNING `+tenantColumns, id, after.Active, after.Features, after.DefaultCurrency))
 		if err != nil {
-			return err
+			return fmt.Errorf("update tenant row: %w", err)
 		}
 		changes := audit.Diff(
 			map[string]any{"active": before.Active, "features": before.Features, "defaultCurrency": before.DefaultCurrency},
@@ -131,18 +133,15 @@ func (s *Store) UpdateTenant(ctx context.Context, id uuid.UUID, actor string, ch
 		}
 		if err := audit.Record(ctx, tx, audit.Entry{TenantID: id.String(), EntityType: "Tenant", EntityID: id.String(),
 			Action: audit.Updated, Changes: changes, Actor: actor}); err != nil {
-			return err
+			return fmt.Errorf("record audit: %w", err)
 		}
 		if !before.Fires() && out.Fires() {
 			return markEventsSince(ctx, tx, &out)
 		}
 		return nil
 	})
-	if errors.Is(err, ErrNotFound) {
-		return Tenant{}, err
-	}
 	if err != nil {
-		return Tenant{}, fmt.Errorf("update tenant: %w", err)
+		return Tenant{}, fmt.Errorf("auth: update tenant %s: %w", id, err)
 	}
 	return out, nil
 }
