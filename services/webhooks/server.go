@@ -10,6 +10,7 @@ import (
 
 	webhooksv1 "github.com/almoner/almoner/pkg/api/almoner/webhooks/v1"
 	"github.com/almoner/almoner/pkg/authctx"
+	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/events"
 	"github.com/almoner/almoner/pkg/paging"
 	"github.com/almoner/almoner/pkg/scopes"
@@ -81,7 +82,7 @@ func (a *server) UpdateWebhook(ctx context.Context, req *webhooksv1.UpdateWebhoo
 		return nil, errWebhookNotFound
 	}
 	// A path that does not resolve is 404 whatever the body holds.
-	if _, err := a.s.store.GetEndpoint(ctx, tenantID, id, false); errors.Is(err, store.ErrNotFound) {
+	if _, err := a.s.store.GetEndpoint(ctx, tenantID, id, false); errors.Is(err, db.ErrNotFound) {
 		return nil, errWebhookNotFound
 	} else if err != nil {
 		return nil, err
@@ -97,7 +98,7 @@ func (a *server) UpdateWebhook(ctx context.Context, req *webhooksv1.UpdateWebhoo
 	e, err := a.s.store.UpdateEndpoint(ctx, store.Endpoint{
 		TenantID: tenantID, ID: id, Name: in.Name, URL: in.URL, Description: in.Description, EventTypes: in.EventTypes, Active: active,
 	}, p.Actor(), a.s.cfg.EndpointLimit)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, db.ErrNotFound) {
 		return nil, errWebhookNotFound
 	}
 	if errors.Is(err, store.ErrEndpointLimit) {
@@ -120,7 +121,7 @@ func (a *server) DeleteWebhook(ctx context.Context, req *webhooksv1.DeleteWebhoo
 		return nil, errWebhookNotFound
 	}
 	err = a.s.store.DeleteEndpoint(ctx, uuid.MustParse(p.TenantID), id, p.Actor())
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, db.ErrNotFound) {
 		return nil, errWebhookNotFound
 	}
 	if err != nil {
@@ -158,7 +159,7 @@ func (a *server) ListWebhookDeliveries(ctx context.Context, req *webhooksv1.List
 	if err != nil {
 		return nil, errWebhookNotFound
 	}
-	if _, err := a.s.store.GetEndpoint(ctx, tenantID, id, true); errors.Is(err, store.ErrNotFound) {
+	if _, err := a.s.store.GetEndpoint(ctx, tenantID, id, true); errors.Is(err, db.ErrNotFound) {
 		return nil, errWebhookNotFound
 	} else if err != nil {
 		return nil, err
@@ -188,7 +189,7 @@ func (a *server) TestWebhook(ctx context.Context, req *webhooksv1.TestWebhookReq
 		return nil, errWebhookNotFound
 	}
 	e, err := a.s.store.GetEndpoint(ctx, tenantID, id, false)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, db.ErrNotFound) {
 		return nil, errWebhookNotFound
 	}
 	if err != nil {

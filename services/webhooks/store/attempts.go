@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -36,7 +37,10 @@ func (s *Store) InsertAttempt(ctx context.Context, a Attempt) error {
 		VALUES ($1, $2, $3, NULLIF($4, '00000000-0000-0000-0000-000000000000'::uuid), $5, $6, $7, $8, $9, NULLIF($10, 0), $11, NULLIF($12, ''), $13)`,
 		a.TenantID, a.ID, a.EndpointID, a.DeliveryID, a.EventID, a.Event, a.Attempt, a.AttemptedAt,
 		a.Success, a.StatusCode, a.Duration.Milliseconds(), a.Error, a.Abandoned)
-	return err
+	if err != nil {
+		return fmt.Errorf("webhooks: insert attempt: %w", err)
+	}
+	return nil
 }
 
 // ListAttempts returns one page of an endpoint's attempts, newest first,
@@ -45,7 +49,7 @@ func (s *Store) ListAttempts(ctx context.Context, tenantID, endpointID uuid.UUID
 	var total int64
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM webhooks.attempts WHERE tenant_id = $1 AND endpoint_id = $2`,
 		tenantID, endpointID).Scan(&total); err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("webhooks: count attempts: %w", err)
 	}
 	rows, err := s.pool.Query(ctx, `
 		SELECT tenant_id, id, endpoint_id, coalesce(delivery_id, '00000000-0000-0000-0000-000000000000'::uuid), event_id, event,
@@ -53,7 +57,7 @@ func (s *Store) ListAttempts(ctx context.Context, tenantID, endpointID uuid.UUID
 		FROM webhooks.attempts WHERE tenant_id = $1 AND endpoint_id = $2
 		ORDER BY attempted_at DESC, id DESC LIMIT $3 OFFSET $4`, tenantID, endpointID, limit, offset)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("webhooks: list attempts: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Attempt, error) {
 		var a Attempt
@@ -63,5 +67,8 @@ func (s *Store) ListAttempts(ctx context.Context, tenantID, endpointID uuid.UUID
 		a.Duration = time.Duration(ms) * time.Millisecond
 		return a, err
 	})
-	return out, total, err
+	if err != nil {
+		return nil, 0, fmt.Errorf("webhooks: list attempts: %w", err)
+	}
+	return out, total, nil
 }

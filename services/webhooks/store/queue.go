@@ -24,9 +24,9 @@ func (s *Store) LiveEndpoints(ctx context.Context) ([]LiveEndpoint, error) {
 	rows, err := s.pool.Query(ctx, `SELECT tenant_id, id, event_types, cursor FROM webhooks.endpoints
 		WHERE active AND deleted_at IS NULL ORDER BY tenant_id, id`)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("webhooks: list live endpoints: %w", err)
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (LiveEndpoint, error) {
+	live, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (LiveEndpoint, error) {
 		var e LiveEndpoint
 		var cur string
 		if err := r.Scan(&e.TenantID, &e.ID, &e.EventTypes, &cur); err != nil {
@@ -36,6 +36,10 @@ func (s *Store) LiveEndpoints(ctx context.Context) ([]LiveEndpoint, error) {
 		e.Cursor = c
 		return e, err
 	})
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: list live endpoints: %w", err)
+	}
+	return live, nil
 }
 
 // NewDelivery is an event to queue for an endpoint.
@@ -68,7 +72,7 @@ func (s *Store) Enqueue(ctx context.Context, ep LiveEndpoint, from, next audit.C
 	for i, d := range ds {
 		id, err := uuid.NewV7()
 		if err != nil {
-			return false, err
+			return false, fmt.Errorf("webhooks: enqueue: %w", err)
 		}
 		ids[i], eventIDs[i], names[i], bodies[i], times[i], traces[i] = id, d.EventID, d.Event, d.Body, d.OccurredAt, d.TraceParent
 	}
@@ -96,7 +100,7 @@ func (s *Store) Enqueue(ctx context.Context, ep LiveEndpoint, from, next audit.C
 		SELECT EXISTS (SELECT 1 FROM moved)`,
 		ep.TenantID, ep.ID, from.String(), next.String(), ids, eventIDs, names, bodies, times, traces).Scan(&moved)
 	if err != nil {
-		return false, fmt.Errorf("enqueue: %w", err)
+		return false, fmt.Errorf("webhooks: enqueue: %w", err)
 	}
 	return moved, nil
 }
@@ -157,13 +161,17 @@ func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration) ([]Cl
 		RETURNING d.tenant_id, d.id, d.endpoint_id, d.event_id, d.event, d.body, d.occurred_at, d.attempts, e.url, e.secret_box, now(), coalesce(d.trace_parent, '')`,
 		pgx.QueryExecModeExec, int64(limit), lease.Milliseconds())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("webhooks: claim deliveries: %w", err)
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Claimed, error) {
+	claimed, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Claimed, error) {
 		var c Claimed
 		err := r.Scan(&c.TenantID, &c.ID, &c.EndpointID, &c.EventID, &c.Event, &c.Body, &c.OccurredAt, &c.Attempt, &c.URL, &c.SecretBox, &c.ClaimedAt, &c.TraceParent)
 		return c, err
 	})
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: claim deliveries: %w", err)
+	}
+	return claimed, nil
 }
 
 // Outcome is what happened to a claimed delivery's attempt.
@@ -216,7 +224,7 @@ func (s *Store) Record(ctx context.Context, outs []Outcome) error {
 		FROM unnest($1::uuid[], $4::uuid[], $7::int[], $14::text[], $15::timestamptz[]) AS u(t, id, n, state, next)
 		WHERE d.tenant_id = u.t AND d.id = u.id AND d.attempts = u.n AND d.state = 'pending'`,
 		tenants, ids, endpoints, deliveries, events, names, attempts, ats, oks, codes, durs, errs, abandoned, states, nexts); err != nil {
-		return fmt.Errorf("record attempts: %w", err)
+		return fmt.Errorf("webhooks: record attempts: %w", err)
 	}
 	return nil
 }
@@ -224,6 +232,8 @@ func (s *Store) Record(ctx context.Context, outs []Outcome) error {
 // PendingCount counts deliveries not yet succeeded or abandoned.
 func (s *Store) PendingCount(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM webhooks.deliveries WHERE state = 'pending'`).Scan(&n)
-	return n, err
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM webhooks.deliveries WHERE state = 'pending'`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("webhooks: count pending deliveries: %w", err)
+	}
+	return n, nil
 }

@@ -27,9 +27,6 @@ func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
 // Pool is the store's pool, for the audit reader.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// ErrNotFound is returned when an endpoint does not exist in the tenant.
-var ErrNotFound = errors.New("not found")
-
 // EntityType is the audit entity type of an endpoint. Its events
 // (webhook_endpoint.*) are not in the subscribable catalog.
 const EntityType = "WebhookEndpoint"
@@ -54,8 +51,10 @@ const endpointColumns = `tenant_id, id, name, url, description, event_types, sec
 
 func scanEndpoint(r pgx.Row) (Endpoint, error) {
 	var e Endpoint
-	err := r.Scan(&e.TenantID, &e.ID, &e.Name, &e.URL, &e.Description, &e.EventTypes, &e.SecretBox, &e.Active, &e.CreatedAt, &e.UpdatedAt, &e.DeletedAt)
-	return e, err
+	if err := r.Scan(&e.TenantID, &e.ID, &e.Name, &e.URL, &e.Description, &e.EventTypes, &e.SecretBox, &e.Active, &e.CreatedAt, &e.UpdatedAt, &e.DeletedAt); err != nil {
+		return Endpoint{}, fmt.Errorf("read endpoint: %w", db.Interpret(err))
+	}
+	return e, nil
 }
 
 // horizon is the audit position from which a new (or re-activated)
@@ -82,8 +81,10 @@ var ErrEndpointLimit = errors.New("webhook endpoint limit reached")
 // adds an active endpoint takes it before counting, so two of them at the
 // limit minus one cannot both pass.
 func lockTenantEndpoints(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID) error {
-	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "webhooks.endpoints:"+tenantID.String())
-	return err
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "webhooks.endpoints:"+tenantID.String()); err != nil {
+		return fmt.Errorf("lock the tenant's endpoints: %w", err)
+	}
+	return nil
 }
 
 // checkEndpointLimit fails with ErrEndpointLimit when the tenant already has
@@ -94,10 +95,10 @@ func checkEndpointLimit(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, limi
 	var n int
 	if err := tx.QueryRow(ctx, `SELECT count(*) FROM webhooks.endpoints WHERE tenant_id = $1 AND active AND deleted_at IS NULL`,
 		tenantID).Scan(&n); err != nil {
-		return err
+		return fmt.Errorf("count active endpoints: %w", err)
 	}
 	if n >= limit {
-		return ErrEndpointLimit
+		return fmt.Errorf("%d active endpoints: %w", n, ErrEndpointLimit)
 	}
 	return nil
 }
@@ -105,7 +106,7 @@ func checkEndpointLimit(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, limi
 // CreateEndpoint inserts e (ID, TenantID set) and its audit row, whatever
 // the tenant already has; the API registers with CreateEndpointLimited.
 func (s *Store) CreateEndpoint(ctx context.Context, e Endpoint, actor string) (Endpoint, error) {
-	return s.CreateEndpointLimited(ctx, e, actor, 0)
+	return s.CreateEndpointLimited(ctx, e, actor, 0) // its errors say "webhooks: create endpoint"
 }
 
 // CreateEndpointLimited is CreateEndpoint that, with limit > 0, refuses
@@ -130,11 +131,17 @@ func (s *Store) CreateEndpointLimited(ctx context.Context, e Endpoint, actor str
 			VALUES ($1, $2, $3, $4, $5, $6, $7, true, $8) RETURNING `+endpointColumns,
 			e.TenantID, e.ID, e.Name, e.URL, e.Description, e.EventTypes, e.SecretBox, cur))
 		if err != nil {
-			return err
+			return fmt.Errorf("insert endpoint: %w", err)
 		}
-		return audit.Record(ctx, tx, audit.Entry{TenantID: e.TenantID.String(), EntityType: EntityType, EntityID: e.ID.String(), Action: audit.Created, Actor: actor})
+		if err := audit.Record(ctx, tx, audit.Entry{TenantID: e.TenantID.String(), EntityType: EntityType, EntityID: e.ID.String(), Action: audit.Created, Actor: actor}); err != nil {
+			return fmt.Errorf("record audit: %w", err)
+		}
+		return nil
 	})
-	return out, err
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("webhooks: create endpoint: %w", err)
+	}
+	return out, nil
 }
 
 // ListEndpoints returns the tenant's endpoints that are not deleted, oldest
@@ -143,19 +150,23 @@ func (s *Store) ListEndpoints(ctx context.Context, tenantID uuid.UUID) ([]Endpoi
 	rows, err := s.pool.Query(ctx, `SELECT `+endpointColumns+` FROM webhooks.endpoints
 		WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY created_at, id`, tenantID)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("webhooks: list endpoints: %w", err)
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Endpoint, error) { return scanEndpoint(r) })
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Endpoint, error) { return scanEndpoint(r) })
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: list endpoints: %w", err)
+	}
+	return list, nil
 }
 
 // GetEndpoint reads one endpoint; deleted ones only when withDeleted.
 func (s *Store) GetEndpoint(ctx context.Context, tenantID, id uuid.UUID, withDeleted bool) (Endpoint, error) {
 	e, err := scanEndpoint(s.pool.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhooks.endpoints
 		WHERE tenant_id = $1 AND id = $2 AND ($3 OR deleted_at IS NULL)`, tenantID, id, withDeleted))
-	if db.IsNoRows(err) {
-		return Endpoint{}, ErrNotFound
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("webhooks: get endpoint %s: %w", id, err)
 	}
-	return e, err
+	return e, nil
 }
 
 // UpdateEndpoint replaces the editable fields of a live endpoint. An
@@ -174,11 +185,8 @@ func (s *Store) UpdateEndpoint(ctx context.Context, e Endpoint, actor string, li
 		}
 		before, err := scanEndpoint(tx.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhooks.endpoints
 			WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE`, e.TenantID, e.ID))
-		if db.IsNoRows(err) {
-			return ErrNotFound
-		}
 		if err != nil {
-			return err
+			return fmt.Errorf("lock endpoint: %w", err)
 		}
 		cur := ""
 		if e.Active && !before.Active {
@@ -197,28 +205,40 @@ func (s *Store) UpdateEndpoint(ctx context.Context, e Endpoint, actor string, li
 			WHERE tenant_id = $1 AND id = $2 RETURNING `+endpointColumns,
 			e.TenantID, e.ID, e.Name, e.URL, e.Description, e.EventTypes, e.Active, cur))
 		if err != nil {
-			return err
+			return fmt.Errorf("update endpoint row: %w", err)
 		}
 		if ch := audit.Diff(snapshot(before), snapshot(out)); ch != nil {
-			return audit.Record(ctx, tx, audit.Entry{TenantID: e.TenantID.String(), EntityType: EntityType, EntityID: e.ID.String(), Action: audit.Updated, Changes: ch, Actor: actor})
+			if err := audit.Record(ctx, tx, audit.Entry{TenantID: e.TenantID.String(), EntityType: EntityType, EntityID: e.ID.String(), Action: audit.Updated, Changes: ch, Actor: actor}); err != nil {
+				return fmt.Errorf("record audit: %w", err)
+			}
 		}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("webhooks: update endpoint %s: %w", e.ID, err)
+	}
+	return out, nil
 }
 
 // DeleteEndpoint revokes an endpoint: it disappears from the list and
 // receives nothing more; its delivery records stay.
 func (s *Store) DeleteEndpoint(ctx context.Context, tenantID, id uuid.UUID, actor string) error {
-	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE webhooks.endpoints SET deleted_at = now(), updated_at = now()
 			WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL`, tenantID, id)
 		if err != nil {
-			return err
+			return fmt.Errorf("mark endpoint deleted: %w", err)
 		}
 		if tag.RowsAffected() == 0 {
-			return ErrNotFound
+			return db.ErrNotFound
 		}
-		return audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: EntityType, EntityID: id.String(), Action: audit.Deleted, Actor: actor})
+		if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: EntityType, EntityID: id.String(), Action: audit.Deleted, Actor: actor}); err != nil {
+			return fmt.Errorf("record audit: %w", err)
+		}
+		return nil
 	})
+	if err != nil {
+		return fmt.Errorf("webhooks: delete endpoint %s: %w", id, err)
+	}
+	return nil
 }
