@@ -218,9 +218,10 @@ func Start(t testing.TB, opts Options) *Cluster {
 		Settings:    settings,
 		Logs:        logs,
 		App:         gw,
-		HTTP:        &http.Client{Timeout: 30 * time.Second},
-		Split:       split,
-		addrs:       addrs,
+		// Every exchange is checked against /openapi.json (contract.go).
+		HTTP:  &http.Client{Timeout: 30 * time.Second, Transport: newContractTransport(t, "http://"+gw.HTTPAddr())},
+		Split: split,
+		addrs: addrs,
 	}
 	t.Cleanup(func() {
 		_ = conn.Close()

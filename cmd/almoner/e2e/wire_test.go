@@ -92,7 +92,10 @@ func TestNULIsRejectedEverywhere(t *testing.T) {
 	// names them.
 	var doc struct {
 		Paths map[string]map[string]struct {
-			Parameters []struct{ Name, In, Type string } `json:"parameters"`
+			Parameters []struct {
+				Name, In string
+				Schema   struct{ Type any }
+			} `json:"parameters"`
 		} `json:"paths"`
 	}
 	c.Do(t, "GET", "/openapi.json", "", nil).Expect(t, http.StatusOK).JSON(t, &doc)
@@ -100,7 +103,7 @@ func TestNULIsRejectedEverywhere(t *testing.T) {
 	for path, ops := range doc.Paths {
 		for method, op := range ops {
 			for _, p := range op.Parameters {
-				if p.In != "query" || p.Type != "string" {
+				if p.In != "query" || p.Schema.Type != "string" {
 					continue
 				}
 				target := strings.NewReplacer("{tenantId}", tn.ID, "{contactId}", "1").Replace(path)

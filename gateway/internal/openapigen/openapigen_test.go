@@ -124,14 +124,3 @@ func TestWireTypes(t *testing.T) {
 		}
 	}
 }
-
-func findOperation(doc *openapi3.T, id string) *openapi3.Operation {
-	for _, item := range doc.Paths.Map() {
-		for _, op := range item.Operations() {
-			if op.OperationID == id {
-				return op
-			}
-		}
-	}
-	return nil
-}
