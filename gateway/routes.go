@@ -29,7 +29,7 @@ var registry = map[string][]registerFunc{
 	"inventory": {inventoryv1.RegisterInventoryServiceHandler},
 	"orders":    {ordersv1.RegisterOrderServiceHandler, ordersv1.RegisterFundServiceHandler, ordersv1.RegisterBatchServiceHandler, ordersv1.RegisterRecurringDonationServiceHandler, ordersv1.RegisterPaymentMethodServiceHandler},
 	"reports":   {reportsv1.RegisterReportServiceHandler},
-	"webhooks":  {webhooksv1.RegisterWebhookServiceHandler},
+	"webhooks":  {webhooksv1.RegisterWebhookServiceHandler, webhooksv1.RegisterEventServiceHandler},
 }
 
 // Services returns the names of the services the gateway can route to.

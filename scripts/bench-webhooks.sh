@@ -74,3 +74,29 @@ for i, r in enumerate(runs, 1):
 print("| median | " + " | ".join(f"{statistics.median(r.get(k, float('nan')) for r in runs):.1f}" if k == "load-avg-1m" else f"{statistics.median(r.get(k, float('nan')) for r in runs):.0f}" for k, _ in cols) + " |")
 print("targets: >= 2000 deliveries/s; p99 lag < 101 ms (one 1 ms tick + 100 ms)")
 PY
+
+# The event feed (issue 17): how soon a reader following GET …/events sees
+# an order committed while EVENT_BENCH_RATE (1,000) orders/s are written
+# (BenchmarkEventFeedLag in services/webhooks/feed_bench_test.go), on the
+# same cluster, BENCH_ROUNDS runs, medians. Target: lag under 1 s.
+(cd services/webhooks && ALMONER_TEST_DATABASE_URL=$server \
+  go test -run '^$' -bench '^BenchmarkEventFeedLag$' -benchtime 1x -count "$ROUNDS" -timeout 30m .) | tee "$out/feed.txt"
+
+python3 - "$out/feed.txt" <<'PY'
+import statistics, sys
+runs = []
+for line in open(sys.argv[1]):
+    if line.startswith("BenchmarkEventFeedLag"):
+        f = line.split()
+        runs.append({f[i + 1]: float(f[i]) for i in range(2, len(f) - 1, 2)})
+if not runs:
+    sys.exit("bench-webhooks: no event feed result")
+cols = [("orders/s", "orders/s written"), ("lag-p50-ms", "p50 lag ms"), ("lag-p99-ms", "p99 lag ms"), ("lag-max-ms", "max lag ms")]
+print()
+print("| feed run | " + " | ".join(c[1] for c in cols) + " |")
+print("|---" * (len(cols) + 1) + "|")
+for i, r in enumerate(runs, 1):
+    print(f"| {i} | " + " | ".join(f"{r.get(k, float('nan')):.0f}" for k, _ in cols) + " |")
+print("| median | " + " | ".join(f"{statistics.median(r.get(k, float('nan')) for r in runs):.0f}" for k, _ in cols) + " |")
+print("target: a committed change seen within 1 s (max lag < 1000 ms) at 1,000 orders/s")
+PY

@@ -39,6 +39,9 @@ const (
 	KindRateLimited
 	// KindUnavailable is a dependency that is down; retrying may help (503).
 	KindUnavailable
+	// KindGone is a position or resource that existed and no longer does,
+	// such as an event feed cursor older than the feed's retention (410).
+	KindGone
 )
 
 // Violation is one validation failure: a PascalCase property path (empty for
@@ -134,6 +137,11 @@ func Conflict(code, message string) *Error {
 // Unprocessable returns a 422 refusal with a typed code.
 func Unprocessable(code, message string) *Error {
 	return &Error{Kind: KindUnprocessable, Code: code, Message: message}
+}
+
+// Gone returns a 410 refusal with a typed code (a cursor past retention).
+func Gone(code, message string) *Error {
+	return &Error{Kind: KindGone, Code: code, Message: message}
 }
 
 // CodeRateLimited is the typed code of RateLimited; the gateway renders

@@ -29,6 +29,9 @@ var kindCodes = map[Kind]codes.Code{
 	KindUnprocessable:    codes.FailedPrecondition,
 	KindRateLimited:      codes.ResourceExhausted,
 	KindUnavailable:      codes.Unavailable,
+	// OUT_OF_RANGE ("past the valid range", as seeking past the end) is
+	// the one code no other kind uses; the gateway renders it as 410.
+	KindGone: codes.OutOfRange,
 }
 
 // dbKinds is the one mapping of the database's error kinds (db.Interpret)

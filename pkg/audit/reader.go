@@ -77,6 +77,10 @@ type ReadQuery struct {
 	// Events keeps rows whose event name is one of these
 	// ("contact.created"); empty keeps every event.
 	Events []string
+	// EntityType keeps one entity type's rows ("Contact"); "" keeps all.
+	EntityType string
+	// EntityID keeps one entity's rows (with EntityType); "" keeps all.
+	EntityID string
 	// Limit is the most rows to return: 100 when 0, at most MaxReadLimit.
 	Limit int
 }
@@ -127,6 +131,14 @@ func Read(ctx context.Context, q Querier, rq ReadQuery) (Page, error) {
 	if len(rq.Events) > 0 {
 		args = append(args, rq.Events)
 		where = append(where, fmt.Sprintf(`e.event = ANY($%d::text[])`, len(args)))
+	}
+	if rq.EntityType != "" {
+		args = append(args, rq.EntityType)
+		where = append(where, fmt.Sprintf(`e.entity_type = $%d`, len(args)))
+	}
+	if rq.EntityID != "" {
+		args = append(args, rq.EntityID)
+		where = append(where, fmt.Sprintf(`e.entity_id = $%d`, len(args)))
 	}
 	// The horizon and the rows come from one statement, hence one snapshot:
 	// a horizon read by a later statement could be newer than the rows and
@@ -184,6 +196,59 @@ func Read(ctx context.Context, q Querier, rq ReadQuery) (Page, error) {
 		}
 	}
 	return page, nil
+}
+
+// startSlack bounds how long a transaction may run before its first write
+// for StartAt to still place its rows after the start; see StartAt.
+const startSlack = time.Minute
+
+// StartAt returns the cursor from which a tenant's reader sees every row
+// that occurred at or after since: a reader beginning there (with Read)
+// misses none of them, and may also see a few older rows.
+//
+// Rows are read in (xid, id) order, but occurred_at is the writing
+// transaction's start and a transaction takes its xid at its first write,
+// so the two orders differ slightly. The start is the smallest xid among
+// the rows that occurred within startSlack of the first row at or after
+// since (found with the events_tenant_occurred index, not by walking the
+// tenant's history), and never past the horizon (a transaction still in
+// flight may have begun within the window). A row that occurred after
+// since but has an xid below that start needs a transaction that ran
+// longer than startSlack before its first write while another began and
+// wrote: such a transaction also holds every reader back for as long
+// (docs/audit-log.md).
+func StartAt(ctx context.Context, q Querier, tenantID string, since time.Time) (Cursor, error) {
+	var xid uint64
+	err := q.QueryRow(ctx, `
+		WITH h AS MATERIALIZED (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin),
+		f AS (
+			SELECT occurred_at FROM audit.events
+			WHERE tenant_id = $1::uuid AND occurred_at >= $2
+			ORDER BY occurred_at LIMIT 1
+		)
+		SELECT least(h.xmin, (
+			SELECT min(e.xid) FROM audit.events e, f
+			WHERE e.tenant_id = $1::uuid AND e.occurred_at >= f.occurred_at
+				AND e.occurred_at < f.occurred_at + $3::bigint * interval '1 microsecond'
+		)) FROM h`, tenantID, since, startSlack.Microseconds()).Scan(&xid)
+	if err != nil {
+		return Cursor{}, fmt.Errorf("audit: start at %s: %w", since.Format(time.RFC3339), err)
+	}
+	return Cursor{XID: xid}, nil
+}
+
+// Get returns one row of a tenant by its event id; ok is false when the
+// tenant has no such row.
+func Get(ctx context.Context, q Querier, tenantID, eventID string) (Event, bool, error) {
+	e, err := scanEvent(q.QueryRow(ctx, `SELECT `+eventColumns+` FROM audit.events e
+		WHERE e.event_id = $2::uuid AND e.tenant_id = $1::uuid`, tenantID, eventID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Event{}, false, nil
+	}
+	if err != nil {
+		return Event{}, false, fmt.Errorf("audit: get event %s: %w", eventID, err)
+	}
+	return e, true, nil
 }
 
 // EntityQuery selects one entity's rows for an audit feed.

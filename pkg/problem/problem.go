@@ -29,6 +29,7 @@ const (
 	CategoryNotFound         = "not-found"
 	CategoryMethodNotAllowed = "method-not-allowed"
 	CategoryConflict         = "conflict"
+	CategoryGone             = "gone"
 	CategoryTooLarge         = "payload-too-large"
 	CategoryUnsupportedMedia = "unsupported-media-type"
 	CategoryUnprocessable    = "unprocessable"
@@ -46,6 +47,7 @@ var Categories = []struct{ Name, Title, Explanation string }{
 	{CategoryNotFound, "Not Found", "A resource named in the path does not exist for this tenant, or the tenant in the path is not the key's tenant."},
 	{CategoryMethodNotAllowed, "Method Not Allowed", "The path exists but does not accept this HTTP method."},
 	{CategoryConflict, "Conflict", "The request clashed with concurrent work, such as a first request with the same idempotency key still in flight. Retry after a short wait."},
+	{CategoryGone, "Gone", "What the request points at is no longer kept, such as an event feed cursor older than the feed's retention (Events.CursorExpired). Start again from the beginning of what is kept."},
 	{CategoryTooLarge, "Payload Too Large", "Request bodies are limited to 1 MiB."},
 	{CategoryUnsupportedMedia, "Unsupported Media Type", "Request bodies must be JSON."},
 	{CategoryUnprocessable, "Unprocessable Entity", "The request is well-formed but refused, e.g. an idempotency key reused with a different body."},
@@ -89,7 +91,7 @@ func (r Renderer) New(category string, httpStatus int, title string) Document {
 // and anything unexpected get a fixed, sanitized title.
 func (r Renderer) FromStatus(st *status.Status) Document {
 	switch st.Code() {
-	case codes.InvalidArgument, codes.OutOfRange:
+	case codes.InvalidArgument:
 		if isPathIDMismatch(st) {
 			// A path id that does not even parse (GET /contacts/abc) names
 			// no resource: 404, as for one that parses but does not exist.
@@ -116,6 +118,11 @@ func (r Renderer) FromStatus(st *status.Status) Document {
 		return r.New(CategoryNotFound, http.StatusNotFound, "Not Found")
 	case codes.Aborted, codes.AlreadyExists:
 		d := r.New(CategoryConflict, http.StatusConflict, st.Message())
+		d.Errors = withCode(st, nil)
+		return d
+	case codes.OutOfRange:
+		// apperr.Gone: the message and its typed code are ours.
+		d := r.New(CategoryGone, http.StatusGone, st.Message())
 		d.Errors = withCode(st, nil)
 		return d
 	case codes.FailedPrecondition:

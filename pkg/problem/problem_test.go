@@ -38,6 +38,8 @@ func TestFromStatus(t *testing.T) {
 		{"conflict", apperr.Conflict("Order.InFlight", "Try again."), 409, "conflict", "Try again.", map[string]string{"": "Order.InFlight: Try again."}},
 		{"unprocessable", apperr.Unprocessable("Order.IdempotencyKeyReused", "Different body."), 422, "unprocessable", "Different body.",
 			map[string]string{"": "Order.IdempotencyKeyReused: Different body."}},
+		{"gone", apperr.Gone("Events.CursorExpired", "The cursor is too old."), 410, "gone", "The cursor is too old.",
+			map[string]string{"": "Events.CursorExpired: The cursor is too old."}},
 		{"internal masked", status.Error(codes.Internal, "pq: relation auth.api_keys does not exist"), 500, "internal", "An unexpected error occurred.", nil},
 		{"unknown masked", status.Error(codes.Unknown, "secret detail"), 500, "internal", "An unexpected error occurred.", nil},
 		{"unavailable", status.Error(codes.Unavailable, "connection refused 10.0.0.3"), 503, "unavailable", "Service Unavailable", nil},

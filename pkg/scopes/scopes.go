@@ -14,6 +14,7 @@ const (
 	ContactsCreate           = "contacts:create"
 	ContactsEdit             = "contacts:edit"
 	DonationsView            = "donations:view"
+	EventsView               = "events:view"
 	FundsView                = "funds:view"
 	FundsManage              = "funds:manage"
 	InventoryView            = "inventory:view"
@@ -26,6 +27,7 @@ const (
 	PaymentMethodsManage     = "payment-methods:manage"
 	RecurringDonationsView   = "recurring-donations:view"
 	RecurringDonationsCancel = "recurring-donations:cancel"
+	RecurringDonationsManage = "recurring-donations:manage"
 	ReportsView              = "reports:view"
 	ReportsExport            = "reports:export"
 	ReportsManage            = "reports:manage"
@@ -49,6 +51,7 @@ var Catalog = []Scope{
 	{ContactsCreate, "Create contacts."},
 	{ContactsEdit, "Update contacts."},
 	{DonationsView, "Read donation history (orders)."},
+	{EventsView, "Read the tenant's event feed: every change, in commit order."},
 	{FundsView, "List funds."},
 	{FundsManage, "Create and update funds."},
 	{InventoryView, "List and read inventory items, stock and prices."},
@@ -61,11 +64,12 @@ var Catalog = []Scope{
 	{PaymentMethodsManage, "Save a donor's card or bank account with a payment; list and remove a contact's saved payment methods."},
 	{RecurringDonationsView, "List and read recurring donation schedules."},
 	{RecurringDonationsCancel, "Cancel a recurring donation schedule."},
+	{RecurringDonationsManage, "Amend, pause, resume and skip recurring donation schedules."},
 	{ReportsView, "List report types and saved reports; run them."},
 	{ReportsExport, "Export report runs as CSV, Excel or PDF."},
 	{ReportsManage, "Create, update and delete saved report definitions."},
 	{WebhooksView, "List webhook endpoints, event types and deliveries."},
-	{WebhooksManage, "Register, update, delete and test webhook endpoints."},
+	{WebhooksManage, "Register, update, delete and test webhook endpoints; send deliveries again and replay events."},
 }
 
 var known = func() map[string]bool {

@@ -2,7 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -161,35 +160,6 @@ func (d *Dispatcher) dispatchAndCount(ctx context.Context) {
 			metricPending.Set(float64(n))
 		}
 	}
-}
-
-// eventBody is the spec's webhook event body. The data keys are
-// snake_case, as the spec writes them.
-type eventBody struct {
-	ID        string    `json:"id"`
-	Event     string    `json:"event"`
-	Timestamp string    `json:"timestamp"`
-	Data      eventData `json:"data"`
-}
-
-type eventData struct {
-	EntityType string          `json:"entity_type"`
-	EntityID   string          `json:"entity_id"`
-	Action     string          `json:"action"`
-	Changes    json.RawMessage `json:"changes"`
-	UserID     string          `json:"user_id"`
-}
-
-// buildBody renders an audit row as the event body sent on every attempt.
-func buildBody(e audit.Event) ([]byte, error) {
-	changes := e.Changes
-	if len(changes) == 0 {
-		changes = json.RawMessage("null")
-	}
-	return json.Marshal(eventBody{
-		ID: e.EventID, Event: e.Event, Timestamp: e.OccurredAt.UTC().Format(time.RFC3339Nano),
-		Data: eventData{EntityType: e.EntityType, EntityID: e.EntityID, Action: e.Action, Changes: changes, UserID: e.Actor},
-	})
 }
 
 // enqueueChunk bounds one commit of the enqueue step. A tick may queue up

@@ -41,6 +41,22 @@ type harness struct {
 	status atomic.Int32
 }
 
+// eventBody is the webhook event body as a receiver decodes it.
+type eventBody struct {
+	ID        string    `json:"id"`
+	Event     string    `json:"event"`
+	Timestamp string    `json:"timestamp"`
+	Data      eventData `json:"data"`
+}
+
+type eventData struct {
+	EntityType string          `json:"entity_type"`
+	EntityID   string          `json:"entity_id"`
+	Action     string          `json:"action"`
+	Changes    json.RawMessage `json:"changes"`
+	UserID     string          `json:"user_id"`
+}
+
 // delivered is one request the receiver got.
 type delivered struct {
 	header http.Header

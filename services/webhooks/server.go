@@ -2,7 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/almoner/almoner/pkg/events"
 	"github.com/almoner/almoner/pkg/paging"
 	"github.com/almoner/almoner/pkg/scopes"
+	"github.com/almoner/almoner/pkg/wirejson"
 	"github.com/almoner/almoner/services/webhooks/store"
 )
 
@@ -202,9 +202,9 @@ func (a *server) TestWebhook(ctx context.Context, req *webhooksv1.TestWebhookReq
 	if err != nil {
 		return nil, err
 	}
-	body, err := json.Marshal(eventBody{
-		ID: eventID.String(), Event: events.Test, Timestamp: time.Now().UTC().Format(time.RFC3339Nano),
-		Data: eventData{EntityType: store.EntityType, EntityID: e.ID.String(), Action: "Test", Changes: json.RawMessage("null"), UserID: p.Actor()},
+	body, err := wirejson.Marshal(&webhooksv1.Event{
+		Id: eventID.String(), Event: events.Test, Timestamp: time.Now().UTC().Format(time.RFC3339Nano),
+		Data: &webhooksv1.EventData{EntityType: store.EntityType, EntityId: e.ID.String(), Action: "Test", UserId: p.Actor()},
 	})
 	if err != nil {
 		return nil, err

@@ -101,6 +101,11 @@ type Config struct {
 	Epoch EpochLookup
 	// Resolver resolves hosts at registration; net.DefaultResolver if nil.
 	Resolver *net.Resolver
+	// EventRetention is how far back the event feed reaches
+	// (ALMONER_EVENT_RETENTION, at least and by default 30 days): a reader
+	// without a cursor starts at the first event within it, and a cursor
+	// issued before it is refused (410 Events.CursorExpired).
+	EventRetention time.Duration
 }
 
 // ConfigFrom reads the settings from src (ALMONER_WEBHOOK_*); the defaults
@@ -117,6 +122,7 @@ func ConfigFrom(src config.Source, environment string) (Config, error) {
 		{"ALMONER_WEBHOOK_RETRY_BASE", DefaultRetryBase, &cfg.RetryBase},
 		{"ALMONER_WEBHOOK_TIMEOUT", DefaultTimeout, &cfg.Timeout},
 		{"ALMONER_WEBHOOK_LEASE", 0, &cfg.Lease},
+		{"ALMONER_EVENT_RETENTION", MinEventRetention, &cfg.EventRetention},
 	}
 	for _, d := range durs {
 		if *d.dst, err = src.Duration(d.key, d.def); err != nil {
@@ -137,6 +143,9 @@ func ConfigFrom(src config.Source, environment string) (Config, error) {
 		if *i.dst, err = src.Int(i.key, i.def); err != nil {
 			return Config{}, err
 		}
+	}
+	if cfg.EventRetention < MinEventRetention {
+		return Config{}, errNoRetention
 	}
 	if cfg.EndpointLimit < 1 {
 		return Config{}, fmt.Errorf("ALMONER_WEBHOOK_ENDPOINT_LIMIT: %d is not a positive number of endpoints", cfg.EndpointLimit)
@@ -191,6 +200,8 @@ type Service struct {
 	features   *featureCache
 	logger     *slog.Logger
 	dispatcher *Dispatcher
+	// now is the clock of the event feed's retention (tests move it).
+	now func() time.Time
 }
 
 // New returns the webhooks service on pool. A zero Config field takes the
@@ -228,6 +239,9 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) (*Service, error) 
 	if cfg.Resolver == nil {
 		cfg.Resolver = net.DefaultResolver
 	}
+	if cfg.EventRetention <= 0 {
+		cfg.EventRetention = MinEventRetention
+	}
 	if cfg.SecretKey == nil {
 		return nil, secretbox.ErrNoKey
 	}
@@ -246,6 +260,7 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) (*Service, error) 
 		cfg: cfg, store: store.New(pool), sealer: sl, policy: policy, logger: logger,
 		sender:   newSender(policy, cfg.Timeout, cfg.RootCAs, cfg.SendLimit),
 		features: newFeatureCache(features, cfg.Epoch),
+		now:      time.Now,
 	}
 	s.dispatcher = newDispatcher(s)
 	return s, nil
@@ -254,6 +269,7 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) (*Service, error) 
 // Register adds the service's gRPC server to r.
 func (s *Service) Register(r grpc.ServiceRegistrar) {
 	webhooksv1.RegisterWebhookServiceServer(r, &server{s: s})
+	webhooksv1.RegisterEventServiceServer(r, &eventServer{s: s})
 }
 
 // Start starts the dispatcher unless Config.Dispatch is off.

@@ -34,6 +34,7 @@ var serviceGroups = map[protoreflect.FullName]group{
 	"almoner.inventory.v1.InventoryService":      {"Inventory items", true},
 	"almoner.reports.v1.ReportService":           {"Reports", true},
 	"almoner.webhooks.v1.WebhookService":         {"Webhooks", true},
+	"almoner.webhooks.v1.EventService":           {"Events", true},
 	"almoner.auth.v1.ApiKeyService":              {"API keys", true},
 	"almoner.orders.v1.FundService":              {"Funds", false},
 	"almoner.orders.v1.PaymentMethodService":     {"Payment methods", false},
@@ -41,7 +42,7 @@ var serviceGroups = map[protoreflect.FullName]group{
 	"almoner.contacts.v1.ContactFormService":     {"Marketing form", false},
 }
 
-var groupOrder = []string{"Contacts", "Donations and orders", "Recurring donations", "Inventory items", "Reports", "Webhooks", "API keys", "Funds", "Payment methods", "Batches and fulfillment", "Marketing form"}
+var groupOrder = []string{"Contacts", "Donations and orders", "Recurring donations", "Inventory items", "Reports", "Webhooks", "Events", "API keys", "Funds", "Payment methods", "Batches and fulfillment", "Marketing form"}
 
 // outsideSurface is said of every group outside the supported surface.
 const outsideSurface = "Outside the supported public surface: its shape, scope or existence may change without notice."
@@ -61,6 +62,7 @@ var errorResponses = []errorResponse{
 	{http.StatusForbidden, "Forbidden", problem.CategoryForbidden},
 	{http.StatusNotFound, "NotFound", problem.CategoryNotFound},
 	{http.StatusConflict, "Conflict", problem.CategoryConflict},
+	{http.StatusGone, "Gone", problem.CategoryGone},
 	{http.StatusRequestEntityTooLarge, "PayloadTooLarge", problem.CategoryTooLarge},
 	{http.StatusUnsupportedMediaType, "UnsupportedMediaType", problem.CategoryUnsupportedMedia},
 	{http.StatusUnprocessableEntity, "UnprocessableEntity", problem.CategoryUnprocessable},

@@ -1,0 +1,260 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	webhooksv1 "github.com/almoner/almoner/pkg/api/almoner/webhooks/v1"
+	"github.com/almoner/almoner/pkg/apperr"
+	"github.com/almoner/almoner/pkg/audit"
+	"github.com/almoner/almoner/pkg/authctx"
+	"github.com/almoner/almoner/pkg/scopes"
+	"github.com/almoner/almoner/pkg/wirejson"
+)
+
+// The feed's limits (docs/events.md).
+const (
+	// MinEventRetention is the least ALMONER_EVENT_RETENTION may be: the
+	// feed promises at least 30 days.
+	MinEventRetention = 30 * 24 * time.Hour
+	defaultFeedLimit  = 100
+	maxFeedLimit      = 1000
+)
+
+// codeCursorExpired is the typed code of the 410 for a cursor issued
+// before the feed's retention.
+const codeCursorExpired = "Events.CursorExpired"
+
+var errEventNotFound = apperr.NotFound("Event")
+
+// eventMessage renders an audit row as the event body: the one rendering,
+// which the feed answers and the dispatcher sends (buildBody), so a feed
+// item and a delivery of the same event are the same JSON.
+func eventMessage(e audit.Event) (*webhooksv1.Event, error) {
+	var changes *structpb.Struct
+	if len(e.Changes) > 0 && string(e.Changes) != "null" {
+		var m map[string]any
+		if err := json.Unmarshal(e.Changes, &m); err != nil {
+			return nil, fmt.Errorf("event %s: changes: %w", e.EventID, err)
+		}
+		var err error
+		if changes, err = structpb.NewStruct(m); err != nil {
+			return nil, fmt.Errorf("event %s: changes: %w", e.EventID, err)
+		}
+	}
+	return &webhooksv1.Event{
+		Id: e.EventID, Event: e.Event, Timestamp: e.OccurredAt.UTC().Format(time.RFC3339Nano),
+		Data: &webhooksv1.EventData{EntityType: e.EntityType, EntityId: e.EntityID, Action: e.Action, Changes: changes, UserId: e.Actor},
+	}, nil
+}
+
+// buildBody renders an audit row as the event body sent on every attempt:
+// eventMessage in the REST edge's JSON codec, byte for byte what the feed
+// answers for the event.
+func buildBody(e audit.Event) ([]byte, error) {
+	m, err := eventMessage(e)
+	if err != nil {
+		return nil, err
+	}
+	return wirejson.Marshal(m)
+}
+
+// feedCursor is a position in a tenant's feed: the audit cursor and when
+// it was issued. Clients see it as an opaque string.
+type feedCursor struct {
+	at     audit.Cursor
+	issued time.Time
+}
+
+const feedCursorVersion = "1"
+
+// String encodes c as base64url of "1:<xid>:<id>:<unix seconds>".
+func (c feedCursor) String() string {
+	s := feedCursorVersion + ":" + c.at.String() + ":" + strconv.FormatInt(c.issued.Unix(), 10)
+	return base64.RawURLEncoding.EncodeToString([]byte(s))
+}
+
+var errBadFeedCursor = apperr.Invalid(apperr.Violation{Field: "After", Message: "'After' is not a cursor of this feed: pass a nextCursor as it was returned."})
+
+// parseFeedCursor decodes what String made.
+func parseFeedCursor(s string) (feedCursor, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return feedCursor{}, errBadFeedCursor
+	}
+	parts := strings.Split(string(raw), ":")
+	if len(parts) != 4 || parts[0] != feedCursorVersion {
+		return feedCursor{}, errBadFeedCursor
+	}
+	at, err := audit.ParseCursor(parts[1] + ":" + parts[2])
+	if err != nil {
+		return feedCursor{}, errBadFeedCursor
+	}
+	secs, err := strconv.ParseInt(parts[3], 10, 64)
+	if err != nil {
+		return feedCursor{}, errBadFeedCursor
+	}
+	return feedCursor{at: at, issued: time.Unix(secs, 0)}, nil
+}
+
+// eventServer serves the public REST resource /api/tenants/{tid}/events.
+type eventServer struct {
+	webhooksv1.UnimplementedEventServiceServer
+	s *Service
+}
+
+// feedQuery is a validated ListEvents request.
+type feedQuery struct {
+	limit      int
+	types      []string
+	entityType string
+	entityID   string
+}
+
+// ListEvents returns one page of the tenant's feed.
+func (a *eventServer) ListEvents(ctx context.Context, req *webhooksv1.ListEventsRequest) (*webhooksv1.ListEventsResponse, error) {
+	p, err := authctx.Require(ctx, req.GetTenantId(), scopes.EventsView)
+	if err != nil {
+		return nil, err
+	}
+	q, err := validateFeedQuery(req)
+	if err != nil {
+		return nil, err
+	}
+	now := a.s.now()
+	from, err := a.feedStart(ctx, p.TenantID, req.GetAfter(), now)
+	if err != nil {
+		return nil, err
+	}
+	// One more than the page: hasMore says whether that one exists.
+	page, err := audit.Read(ctx, a.s.store.Pool(), audit.ReadQuery{
+		After: from, TenantID: p.TenantID, Events: q.types, EntityType: q.entityType, EntityID: q.entityID, Limit: q.limit + 1,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return feedPage(page, q.limit, now)
+}
+
+// validateFeedQuery checks the query's limit, types and entity filters.
+func validateFeedQuery(req *webhooksv1.ListEventsRequest) (feedQuery, error) {
+	var v apperr.Violations
+	q := feedQuery{limit: defaultFeedLimit, types: req.GetTypes(), entityType: req.GetEntityType(), entityID: req.GetEntityId()}
+	if req.Limit != nil {
+		q.limit = int(req.GetLimit())
+		if q.limit < 1 || q.limit > maxFeedLimit {
+			v.Add("Limit", "'Limit' must be between 1 and %d.", maxFeedLimit)
+		}
+	}
+	for i, t := range q.types {
+		if !eventNameShape(t) {
+			v.Add(fmt.Sprintf("Types[%d]", i), "'%s' is not an event type (<entity>.created, .updated or .deleted).", t)
+		}
+	}
+	if q.entityID != "" && q.entityType == "" {
+		v.Add("EntityId", "'EntityId' needs 'EntityType'.")
+	}
+	return q, v.Err()
+}
+
+// eventNameShape reports whether name has the form of an audit event
+// name, snake_case entity and one of the three actions. The feed holds
+// every event of the tenant, those outside the subscribable catalog
+// (webhook_endpoint.*) too.
+func eventNameShape(name string) bool {
+	entity, action, ok := strings.Cut(name, ".")
+	if !ok || entity == "" || (action != "created" && action != "updated" && action != "deleted") {
+		return false
+	}
+	for _, r := range entity {
+		if (r < 'a' || r > 'z') && r != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+// feedStart is the audit position a page starts after: the first event
+// within retention when the client sent no cursor, the cursor's position
+// otherwise (410 when it was issued before the retention window).
+func (a *eventServer) feedStart(ctx context.Context, tenantID, after string, now time.Time) (audit.Cursor, error) {
+	oldest := now.Add(-a.s.cfg.EventRetention)
+	if after == "" {
+		return audit.StartAt(ctx, a.s.store.Pool(), tenantID, oldest)
+	}
+	c, err := parseFeedCursor(after)
+	if err != nil {
+		return audit.Cursor{}, err
+	}
+	if c.issued.Before(oldest) {
+		return audit.Cursor{}, apperr.Gone(codeCursorExpired, fmt.Sprintf(
+			"The cursor was issued on %s, before the feed's retention of %s: read the feed again without 'after'.",
+			c.issued.UTC().Format(time.RFC3339), retentionText(a.s.cfg.EventRetention)))
+	}
+	return c.at, nil
+}
+
+// retentionText says a retention in days when it is whole days.
+func retentionText(d time.Duration) string {
+	if d%(24*time.Hour) == 0 {
+		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + " days"
+	}
+	return d.String()
+}
+
+// feedPage makes the response from a read of up to limit+1 events.
+func feedPage(page audit.Page, limit int, now time.Time) (*webhooksv1.ListEventsResponse, error) {
+	events, next := page.Events, page.Next
+	more := len(events) > limit
+	if more {
+		events = events[:limit]
+		last := events[limit-1]
+		next = audit.Cursor{XID: last.XID, ID: last.Seq}
+	}
+	out := &webhooksv1.ListEventsResponse{Items: make([]*webhooksv1.Event, 0, len(events)), HasMore: more}
+	for _, e := range events {
+		m, err := eventMessage(e)
+		if err != nil {
+			return nil, err
+		}
+		out.Items = append(out.Items, m)
+	}
+	out.NextCursor = feedCursor{at: next, issued: now}.String()
+	return out, nil
+}
+
+// GetEvent returns one event of the tenant.
+func (a *eventServer) GetEvent(ctx context.Context, req *webhooksv1.GetEventRequest) (*webhooksv1.GetEventResponse, error) {
+	p, err := authctx.Require(ctx, req.GetTenantId(), scopes.EventsView)
+	if err != nil {
+		return nil, err
+	}
+	id, err := uuid.Parse(req.GetEventId())
+	if err != nil {
+		return nil, errEventNotFound
+	}
+	e, ok, err := audit.Get(ctx, a.s.store.Pool(), p.TenantID, id.String())
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errEventNotFound
+	}
+	m, err := eventMessage(e)
+	if err != nil {
+		return nil, err
+	}
+	return &webhooksv1.GetEventResponse{Event: m}, nil
+}
+
+// errNoRetention is ConfigFrom's refusal of a retention under the minimum.
+var errNoRetention = errors.New("ALMONER_EVENT_RETENTION: the event feed keeps at least 30 days (720h)")
