@@ -251,6 +251,52 @@ func Get(ctx context.Context, q Querier, tenantID, eventID string) (Event, bool,
 	return e, true, nil
 }
 
+// WindowQuery selects a tenant's rows that occurred in [Since, Until).
+type WindowQuery struct {
+	TenantID string
+	// Events keeps rows of these event names; empty keeps every event.
+	Events []string
+	Since  time.Time
+	Until  time.Time
+}
+
+const windowWhere = `e.tenant_id = $1::uuid AND e.occurred_at >= $2 AND e.occurred_at < $3
+	AND (cardinality($4::text[]) = 0 OR e.event = ANY($4))`
+
+func (w WindowQuery) args() []any {
+	events := w.Events
+	if events == nil {
+		events = []string{}
+	}
+	return []any{w.TenantID, w.Since, w.Until, events}
+}
+
+// CountWindow counts the committed rows of a window (a replay's size).
+func CountWindow(ctx context.Context, q Querier, w WindowQuery) (int64, error) {
+	var n int64
+	if err := q.QueryRow(ctx, `SELECT count(*) FROM audit.events e WHERE `+windowWhere, w.args()...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("audit: count window: %w", err)
+	}
+	return n, nil
+}
+
+// ReadWindow returns up to limit committed rows of a window in (xid, id)
+// order, the order of their commits as Read gives it. Unlike Read it does
+// not stop at the horizon: it is a one-off look at what has committed, not
+// a cursor that must never pass a row.
+func ReadWindow(ctx context.Context, q Querier, w WindowQuery, limit int) ([]Event, error) {
+	rows, err := q.Query(ctx, `SELECT `+eventColumns+` FROM audit.events e WHERE `+windowWhere+`
+		ORDER BY e.xid, e.id LIMIT $5`, append(w.args(), limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("audit: read window: %w", err)
+	}
+	events, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Event, error) { return scanEvent(r) })
+	if err != nil {
+		return nil, fmt.Errorf("audit: read window: %w", err)
+	}
+	return events, nil
+}
+
 // EntityQuery selects one entity's rows for an audit feed.
 type EntityQuery struct {
 	TenantID   string

@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"github.com/google/uuid"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	webhooksv1 "github.com/almoner/almoner/pkg/api/almoner/webhooks/v1"
@@ -28,5 +29,32 @@ func toDelivery(a store.Attempt) *webhooksv1.WebhookDelivery {
 		e := a.Error
 		d.Error = &e
 	}
+	if a.DeliveryID != uuid.Nil {
+		id := a.DeliveryID.String()
+		d.DeliveryId = &id
+	}
 	return d
+}
+
+// toDeliveryDetail renders a delivery with its attempts (oldest first).
+func toDeliveryDetail(d store.Delivery, atts []store.Attempt) *webhooksv1.WebhookDeliveryDetail {
+	out := &webhooksv1.WebhookDeliveryDetail{
+		Id: d.ID.String(), EventId: d.EventID.String(), EventType: d.Event, State: d.State,
+		CreatedAt: timestamppb.New(d.EnqueuedAt), Attempts: make([]*webhooksv1.WebhookAttempt, 0, len(atts)),
+	}
+	if d.State == "pending" {
+		out.NextAttemptAt = timestamppb.New(d.NextAttemptAt)
+	}
+	if d.RedeliveryOf != nil {
+		of := d.RedeliveryOf.String()
+		out.RedeliveryOf = &of
+	}
+	for _, a := range atts {
+		r := toDelivery(a)
+		out.Attempts = append(out.Attempts, &webhooksv1.WebhookAttempt{
+			Id: r.Id, AttemptNumber: r.AttemptNumber, AttemptedAt: r.AttemptedAt, Success: r.Success,
+			StatusCode: r.StatusCode, DurationMs: r.DurationMs, Error: r.Error,
+		})
+	}
+	return out
 }

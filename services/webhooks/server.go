@@ -164,7 +164,11 @@ func (a *server) ListWebhookDeliveries(ctx context.Context, req *webhooksv1.List
 	} else if err != nil {
 		return nil, err
 	}
-	atts, total, err := a.s.store.ListAttempts(ctx, tenantID, id, pg.Size, pg.Offset())
+	f, err := attemptFilter(req)
+	if err != nil {
+		return nil, err
+	}
+	atts, total, err := a.s.store.ListAttempts(ctx, tenantID, id, f, pg.Size, pg.Offset())
 	if err != nil {
 		return nil, err
 	}

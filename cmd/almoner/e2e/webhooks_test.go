@@ -412,7 +412,7 @@ func TestWebhookDelivery(t *testing.T) {
 	if page.TotalCount < 2 || page.Items[0]["success"] != true || page.Items[0]["statusCode"] != float64(200) || page.Items[0]["attemptNumber"] != float64(1) || page.Items[0]["error"] != nil {
 		t.Errorf("deliveries = %+v", page)
 	}
-	if got := strings.Join(sortedKeys(page.Items[0]), ","); got != "abandoned,attemptNumber,attemptedAt,durationMs,error,eventId,eventType,id,statusCode,success" {
+	if got := strings.Join(sortedKeys(page.Items[0]), ","); got != "abandoned,attemptNumber,attemptedAt,deliveryId,durationMs,error,eventId,eventType,id,statusCode,success" {
 		t.Errorf("delivery keys = %s", got)
 	}
 

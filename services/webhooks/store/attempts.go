@@ -43,30 +43,48 @@ func (s *Store) InsertAttempt(ctx context.Context, a Attempt) error {
 	return nil
 }
 
-// ListAttempts returns one page of an endpoint's attempts, newest first,
-// and how many there are.
-func (s *Store) ListAttempts(ctx context.Context, tenantID, endpointID uuid.UUID, limit int32, offset int64) ([]Attempt, int64, error) {
+const attemptColumns = `tenant_id, id, endpoint_id, coalesce(delivery_id, '00000000-0000-0000-0000-000000000000'::uuid), event_id, event,
+	attempt, attempted_at, success, coalesce(status_code, 0), duration_ms, coalesce(error, ''), abandoned`
+
+func scanAttempt(r pgx.Row) (Attempt, error) {
+	var a Attempt
+	var ms int64
+	err := r.Scan(&a.TenantID, &a.ID, &a.EndpointID, &a.DeliveryID, &a.EventID, &a.Event, &a.Attempt, &a.AttemptedAt,
+		&a.Success, &a.StatusCode, &ms, &a.Error, &a.Abandoned)
+	a.Duration = time.Duration(ms) * time.Millisecond
+	return a, err
+}
+
+// AttemptFilter narrows ListAttempts.
+type AttemptFilter struct {
+	// Success keeps successful (true) or failed (false) attempts; nil both.
+	Success *bool
+	// Events keeps attempts of these event types; empty keeps all.
+	Events []string
+}
+
+// ListAttempts returns one page of an endpoint's attempts that pass f,
+// newest first, and how many there are.
+func (s *Store) ListAttempts(ctx context.Context, tenantID, endpointID uuid.UUID, f AttemptFilter, limit int32, offset int64) ([]Attempt, int64, error) {
+	// The filters are arguments, not SQL text: nulls and empty arrays keep
+	// every attempt.
+	const where = `WHERE tenant_id = $1 AND endpoint_id = $2 AND ($3::bool IS NULL OR success = $3)
+		AND (cardinality($4::text[]) = 0 OR event = ANY($4))`
+	events := f.Events
+	if events == nil {
+		events = []string{}
+	}
 	var total int64
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM webhooks.attempts WHERE tenant_id = $1 AND endpoint_id = $2`,
-		tenantID, endpointID).Scan(&total); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM webhooks.attempts `+where,
+		tenantID, endpointID, f.Success, events).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("webhooks: count attempts: %w", err)
 	}
-	rows, err := s.pool.Query(ctx, `
-		SELECT tenant_id, id, endpoint_id, coalesce(delivery_id, '00000000-0000-0000-0000-000000000000'::uuid), event_id, event,
-			attempt, attempted_at, success, coalesce(status_code, 0), duration_ms, coalesce(error, ''), abandoned
-		FROM webhooks.attempts WHERE tenant_id = $1 AND endpoint_id = $2
-		ORDER BY attempted_at DESC, id DESC LIMIT $3 OFFSET $4`, tenantID, endpointID, limit, offset)
+	rows, err := s.pool.Query(ctx, `SELECT `+attemptColumns+` FROM webhooks.attempts `+where+`
+		ORDER BY attempted_at DESC, id DESC LIMIT $5 OFFSET $6`, tenantID, endpointID, f.Success, events, limit, offset)
 	if err != nil {
 		return nil, 0, fmt.Errorf("webhooks: list attempts: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Attempt, error) {
-		var a Attempt
-		var ms int64
-		err := r.Scan(&a.TenantID, &a.ID, &a.EndpointID, &a.DeliveryID, &a.EventID, &a.Event, &a.Attempt, &a.AttemptedAt,
-			&a.Success, &a.StatusCode, &ms, &a.Error, &a.Abandoned)
-		a.Duration = time.Duration(ms) * time.Millisecond
-		return a, err
-	})
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Attempt, error) { return scanAttempt(r) })
 	if err != nil {
 		return nil, 0, fmt.Errorf("webhooks: list attempts: %w", err)
 	}

@@ -91,7 +91,7 @@ func (s *Store) Enqueue(ctx context.Context, ep LiveEndpoint, from, next audit.C
 			SELECT ep.tenant_id, u.id, ep.id, u.event_id, u.event, u.body, u.occurred_at, NULLIF(u.trace_parent, '')
 			FROM ep, unnest($5::uuid[], $6::uuid[], $7::text[], $8::bytea[], $9::timestamptz[], $10::text[])
 				AS u(id, event_id, event, body, occurred_at, trace_parent)
-			ON CONFLICT (endpoint_id, event_id) DO NOTHING
+			ON CONFLICT (endpoint_id, event_id) WHERE kind = 'event' DO NOTHING
 		), moved AS (
 			UPDATE webhooks.endpoints e SET cursor = $4 FROM ep
 			WHERE e.tenant_id = ep.tenant_id AND e.id = ep.id

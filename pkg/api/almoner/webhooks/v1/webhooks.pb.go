@@ -293,7 +293,10 @@ type WebhookDelivery struct {
 	// on success.
 	Error *string `protobuf:"bytes,9,opt,name=error,proto3,oneof" json:"error,omitempty"`
 	// Abandoned is true on the failed last attempt: no retry follows.
-	Abandoned     bool `protobuf:"varint,10,opt,name=abandoned,proto3" json:"abandoned,omitempty"`
+	Abandoned bool `protobuf:"varint,10,opt,name=abandoned,proto3" json:"abandoned,omitempty"`
+	// DeliveryId is the delivery the attempt belongs to (the path of its
+	// detail and of a redelivery); null for a test event.
+	DeliveryId    *string `protobuf:"bytes,11,opt,name=delivery_id,json=deliveryId,proto3,oneof" json:"delivery_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -398,6 +401,225 @@ func (x *WebhookDelivery) GetAbandoned() bool {
 	return false
 }
 
+func (x *WebhookDelivery) GetDeliveryId() string {
+	if x != nil && x.DeliveryId != nil {
+		return *x.DeliveryId
+	}
+	return ""
+}
+
+// WebhookDeliveryDetail is one delivery of an event to an endpoint: the
+// queued send and its attempts.
+type WebhookDeliveryDetail struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Id identifies the delivery in paths.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// EventId is the event body's `id`.
+	EventId string `protobuf:"bytes,2,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`
+	// EventType is the event name.
+	EventType string `protobuf:"bytes,3,opt,name=event_type,json=eventType,proto3" json:"event_type,omitempty"`
+	// State is `pending` (an attempt is due), `succeeded` or `abandoned`.
+	State string `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
+	// CreatedAt is when the delivery was queued.
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// NextAttemptAt is when the next attempt is due; null unless pending.
+	NextAttemptAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=next_attempt_at,json=nextAttemptAt,proto3" json:"next_attempt_at,omitempty"`
+	// RedeliveryOf is the delivery this one sends again; null for the
+	// event's first delivery and for a replay.
+	RedeliveryOf *string `protobuf:"bytes,7,opt,name=redelivery_of,json=redeliveryOf,proto3,oneof" json:"redelivery_of,omitempty"`
+	// Attempts are the delivery's attempts, oldest first.
+	Attempts      []*WebhookAttempt `protobuf:"bytes,8,rep,name=attempts,proto3" json:"attempts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookDeliveryDetail) Reset() {
+	*x = WebhookDeliveryDetail{}
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookDeliveryDetail) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookDeliveryDetail) ProtoMessage() {}
+
+func (x *WebhookDeliveryDetail) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookDeliveryDetail.ProtoReflect.Descriptor instead.
+func (*WebhookDeliveryDetail) Descriptor() ([]byte, []int) {
+	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *WebhookDeliveryDetail) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *WebhookDeliveryDetail) GetEventId() string {
+	if x != nil {
+		return x.EventId
+	}
+	return ""
+}
+
+func (x *WebhookDeliveryDetail) GetEventType() string {
+	if x != nil {
+		return x.EventType
+	}
+	return ""
+}
+
+func (x *WebhookDeliveryDetail) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *WebhookDeliveryDetail) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *WebhookDeliveryDetail) GetNextAttemptAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NextAttemptAt
+	}
+	return nil
+}
+
+func (x *WebhookDeliveryDetail) GetRedeliveryOf() string {
+	if x != nil && x.RedeliveryOf != nil {
+		return *x.RedeliveryOf
+	}
+	return ""
+}
+
+func (x *WebhookDeliveryDetail) GetAttempts() []*WebhookAttempt {
+	if x != nil {
+		return x.Attempts
+	}
+	return nil
+}
+
+// WebhookAttempt is one attempt of a delivery.
+type WebhookAttempt struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Id is the attempt's X-Webhook-Delivery-Id.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// AttemptNumber counts the delivery's attempts, from 1.
+	AttemptNumber int32 `protobuf:"varint,2,opt,name=attempt_number,json=attemptNumber,proto3" json:"attempt_number,omitempty"`
+	// AttemptedAt is when the attempt started.
+	AttemptedAt *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=attempted_at,json=attemptedAt,proto3" json:"attempted_at,omitempty"`
+	// Success is true for a 2xx answer.
+	Success bool `protobuf:"varint,4,opt,name=success,proto3" json:"success,omitempty"`
+	// StatusCode is the HTTP status of the answer; null when none came.
+	StatusCode *int32 `protobuf:"varint,5,opt,name=status_code,json=statusCode,proto3,oneof" json:"status_code,omitempty"`
+	// DurationMs is how long the attempt took, in milliseconds.
+	DurationMs int64 `protobuf:"varint,6,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	// Error says why the attempt failed, without the receiver's body; null
+	// on success.
+	Error         *string `protobuf:"bytes,7,opt,name=error,proto3,oneof" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookAttempt) Reset() {
+	*x = WebhookAttempt{}
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookAttempt) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookAttempt) ProtoMessage() {}
+
+func (x *WebhookAttempt) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookAttempt.ProtoReflect.Descriptor instead.
+func (*WebhookAttempt) Descriptor() ([]byte, []int) {
+	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *WebhookAttempt) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *WebhookAttempt) GetAttemptNumber() int32 {
+	if x != nil {
+		return x.AttemptNumber
+	}
+	return 0
+}
+
+func (x *WebhookAttempt) GetAttemptedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AttemptedAt
+	}
+	return nil
+}
+
+func (x *WebhookAttempt) GetSuccess() bool {
+	if x != nil {
+		return x.Success
+	}
+	return false
+}
+
+func (x *WebhookAttempt) GetStatusCode() int32 {
+	if x != nil && x.StatusCode != nil {
+		return *x.StatusCode
+	}
+	return 0
+}
+
+func (x *WebhookAttempt) GetDurationMs() int64 {
+	if x != nil {
+		return x.DurationMs
+	}
+	return 0
+}
+
+func (x *WebhookAttempt) GetError() string {
+	if x != nil && x.Error != nil {
+		return *x.Error
+	}
+	return ""
+}
+
 // ListWebhooksRequest is the path of the list.
 type ListWebhooksRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -409,7 +631,7 @@ type ListWebhooksRequest struct {
 
 func (x *ListWebhooksRequest) Reset() {
 	*x = ListWebhooksRequest{}
-	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[4]
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -421,7 +643,7 @@ func (x *ListWebhooksRequest) String() string {
 func (*ListWebhooksRequest) ProtoMessage() {}
 
 func (x *ListWebhooksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[4]
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -434,7 +656,7 @@ func (x *ListWebhooksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWebhooksRequest.ProtoReflect.Descriptor instead.
 func (*ListWebhooksRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{4}
+	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ListWebhooksRequest) GetTenantId() string {
@@ -455,7 +677,7 @@ type ListWebhooksResponse struct {
 
 func (x *ListWebhooksResponse) Reset() {
 	*x = ListWebhooksResponse{}
-	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[5]
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -467,7 +689,7 @@ func (x *ListWebhooksResponse) String() string {
 func (*ListWebhooksResponse) ProtoMessage() {}
 
 func (x *ListWebhooksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[5]
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -480,7 +702,7 @@ func (x *ListWebhooksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWebhooksResponse.ProtoReflect.Descriptor instead.
 func (*ListWebhooksResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{5}
+	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListWebhooksResponse) GetWebhooks() []*Webhook {
@@ -509,7 +731,7 @@ type CreateWebhookRequest struct {
 
 func (x *CreateWebhookRequest) Reset() {
 	*x = CreateWebhookRequest{}
-	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[6]
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -521,7 +743,7 @@ func (x *CreateWebhookRequest) String() string {
 func (*CreateWebhookRequest) ProtoMessage() {}
 
 func (x *CreateWebhookRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[6]
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -534,7 +756,7 @@ func (x *CreateWebhookRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateWebhookRequest.ProtoReflect.Descriptor instead.
 func (*CreateWebhookRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{6}
+	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CreateWebhookRequest) GetTenantId() string {
@@ -583,7 +805,7 @@ type CreateWebhookResponse struct {
 
 func (x *CreateWebhookResponse) Reset() {
 	*x = CreateWebhookResponse{}
-	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[7]
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -595,7 +817,7 @@ func (x *CreateWebhookResponse) String() string {
 func (*CreateWebhookResponse) ProtoMessage() {}
 
 func (x *CreateWebhookResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[7]
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -608,7 +830,7 @@ func (x *CreateWebhookResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateWebhookResponse.ProtoReflect.Descriptor instead.
 func (*CreateWebhookResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{7}
+	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CreateWebhookResponse) GetWebhook() *CreatedWebhook {
@@ -641,7 +863,7 @@ type UpdateWebhookRequest struct {
 
 func (x *UpdateWebhookRequest) Reset() {
 	*x = UpdateWebhookRequest{}
-	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[8]
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -653,7 +875,7 @@ func (x *UpdateWebhookRequest) String() string {
 func (*UpdateWebhookRequest) ProtoMessage() {}
 
 func (x *UpdateWebhookRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[8]
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -666,7 +888,7 @@ func (x *UpdateWebhookRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateWebhookRequest.ProtoReflect.Descriptor instead.
 func (*UpdateWebhookRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{8}
+	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *UpdateWebhookRequest) GetTenantId() string {
@@ -729,7 +951,7 @@ type UpdateWebhookResponse struct {
 
 func (x *UpdateWebhookResponse) Reset() {
 	*x = UpdateWebhookResponse{}
-	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[9]
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -741,7 +963,7 @@ func (x *UpdateWebhookResponse) String() string {
 func (*UpdateWebhookResponse) ProtoMessage() {}
 
 func (x *UpdateWebhookResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[9]
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -754,7 +976,7 @@ func (x *UpdateWebhookResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateWebhookResponse.ProtoReflect.Descriptor instead.
 func (*UpdateWebhookResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{9}
+	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *UpdateWebhookResponse) GetWebhook() *Webhook {
@@ -777,7 +999,7 @@ type DeleteWebhookRequest struct {
 
 func (x *DeleteWebhookRequest) Reset() {
 	*x = DeleteWebhookRequest{}
-	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[10]
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -789,7 +1011,7 @@ func (x *DeleteWebhookRequest) String() string {
 func (*DeleteWebhookRequest) ProtoMessage() {}
 
 func (x *DeleteWebhookRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[10]
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -802,7 +1024,7 @@ func (x *DeleteWebhookRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteWebhookRequest.ProtoReflect.Descriptor instead.
 func (*DeleteWebhookRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{10}
+	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DeleteWebhookRequest) GetTenantId() string {
@@ -828,7 +1050,7 @@ type DeleteWebhookResponse struct {
 
 func (x *DeleteWebhookResponse) Reset() {
 	*x = DeleteWebhookResponse{}
-	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[11]
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -840,7 +1062,7 @@ func (x *DeleteWebhookResponse) String() string {
 func (*DeleteWebhookResponse) ProtoMessage() {}
 
 func (x *DeleteWebhookResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[11]
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -853,7 +1075,7 @@ func (x *DeleteWebhookResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteWebhookResponse.ProtoReflect.Descriptor instead.
 func (*DeleteWebhookResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{11}
+	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{13}
 }
 
 // ListWebhookEventTypesRequest is the path of the list.
@@ -867,7 +1089,7 @@ type ListWebhookEventTypesRequest struct {
 
 func (x *ListWebhookEventTypesRequest) Reset() {
 	*x = ListWebhookEventTypesRequest{}
-	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[12]
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -879,7 +1101,7 @@ func (x *ListWebhookEventTypesRequest) String() string {
 func (*ListWebhookEventTypesRequest) ProtoMessage() {}
 
 func (x *ListWebhookEventTypesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[12]
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -892,7 +1114,7 @@ func (x *ListWebhookEventTypesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWebhookEventTypesRequest.ProtoReflect.Descriptor instead.
 func (*ListWebhookEventTypesRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{12}
+	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListWebhookEventTypesRequest) GetTenantId() string {
@@ -913,7 +1135,7 @@ type ListWebhookEventTypesResponse struct {
 
 func (x *ListWebhookEventTypesResponse) Reset() {
 	*x = ListWebhookEventTypesResponse{}
-	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[13]
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -925,7 +1147,7 @@ func (x *ListWebhookEventTypesResponse) String() string {
 func (*ListWebhookEventTypesResponse) ProtoMessage() {}
 
 func (x *ListWebhookEventTypesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[13]
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -938,7 +1160,7 @@ func (x *ListWebhookEventTypesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWebhookEventTypesResponse.ProtoReflect.Descriptor instead.
 func (*ListWebhookEventTypesResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{13}
+	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListWebhookEventTypesResponse) GetEventTypes() []*EventType {
@@ -958,14 +1180,18 @@ type ListWebhookDeliveriesRequest struct {
 	// Page is the 1-based page number (default 1).
 	Page *int32 `protobuf:"varint,3,opt,name=page,proto3,oneof" json:"page,omitempty"`
 	// PageSize is the number of records per page (default 20, at most 100).
-	PageSize      *int32 `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3,oneof" json:"page_size,omitempty"`
+	PageSize *int32 `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3,oneof" json:"page_size,omitempty"`
+	// Success keeps only successful (true) or failed (false) attempts.
+	Success *bool `protobuf:"varint,5,opt,name=success,proto3,oneof" json:"success,omitempty"`
+	// EventTypes keeps attempts of these event types (comma-separated).
+	EventTypes    []string `protobuf:"bytes,6,rep,name=event_types,json=eventTypes,proto3" json:"event_types,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListWebhookDeliveriesRequest) Reset() {
 	*x = ListWebhookDeliveriesRequest{}
-	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[14]
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -977,7 +1203,7 @@ func (x *ListWebhookDeliveriesRequest) String() string {
 func (*ListWebhookDeliveriesRequest) ProtoMessage() {}
 
 func (x *ListWebhookDeliveriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[14]
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -990,7 +1216,7 @@ func (x *ListWebhookDeliveriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWebhookDeliveriesRequest.ProtoReflect.Descriptor instead.
 func (*ListWebhookDeliveriesRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{14}
+	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListWebhookDeliveriesRequest) GetTenantId() string {
@@ -1021,6 +1247,20 @@ func (x *ListWebhookDeliveriesRequest) GetPageSize() int32 {
 	return 0
 }
 
+func (x *ListWebhookDeliveriesRequest) GetSuccess() bool {
+	if x != nil && x.Success != nil {
+		return *x.Success
+	}
+	return false
+}
+
+func (x *ListWebhookDeliveriesRequest) GetEventTypes() []string {
+	if x != nil {
+		return x.EventTypes
+	}
+	return nil
+}
+
 // ListWebhookDeliveriesResponse is the standard page envelope.
 type ListWebhookDeliveriesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1038,7 +1278,7 @@ type ListWebhookDeliveriesResponse struct {
 
 func (x *ListWebhookDeliveriesResponse) Reset() {
 	*x = ListWebhookDeliveriesResponse{}
-	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[15]
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1050,7 +1290,7 @@ func (x *ListWebhookDeliveriesResponse) String() string {
 func (*ListWebhookDeliveriesResponse) ProtoMessage() {}
 
 func (x *ListWebhookDeliveriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[15]
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1063,7 +1303,7 @@ func (x *ListWebhookDeliveriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWebhookDeliveriesResponse.ProtoReflect.Descriptor instead.
 func (*ListWebhookDeliveriesResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{15}
+	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListWebhookDeliveriesResponse) GetItems() []*WebhookDelivery {
@@ -1107,7 +1347,7 @@ type TestWebhookRequest struct {
 
 func (x *TestWebhookRequest) Reset() {
 	*x = TestWebhookRequest{}
-	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[16]
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1119,7 +1359,7 @@ func (x *TestWebhookRequest) String() string {
 func (*TestWebhookRequest) ProtoMessage() {}
 
 func (x *TestWebhookRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[16]
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1132,7 +1372,7 @@ func (x *TestWebhookRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestWebhookRequest.ProtoReflect.Descriptor instead.
 func (*TestWebhookRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{16}
+	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TestWebhookRequest) GetTenantId() string {
@@ -1160,7 +1400,7 @@ type TestWebhookResponse struct {
 
 func (x *TestWebhookResponse) Reset() {
 	*x = TestWebhookResponse{}
-	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[17]
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1172,7 +1412,7 @@ func (x *TestWebhookResponse) String() string {
 func (*TestWebhookResponse) ProtoMessage() {}
 
 func (x *TestWebhookResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[17]
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1185,7 +1425,7 @@ func (x *TestWebhookResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestWebhookResponse.ProtoReflect.Descriptor instead.
 func (*TestWebhookResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{17}
+	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *TestWebhookResponse) GetDelivery() *WebhookDelivery {
@@ -1193,6 +1433,355 @@ func (x *TestWebhookResponse) GetDelivery() *WebhookDelivery {
 		return x.Delivery
 	}
 	return nil
+}
+
+// GetWebhookDeliveryRequest names one delivery of an endpoint.
+type GetWebhookDeliveryRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the tenant in the path.
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// WebhookId is the endpoint in the path.
+	WebhookId string `protobuf:"bytes,2,opt,name=webhook_id,json=webhookId,proto3" json:"webhook_id,omitempty"`
+	// DeliveryId is a delivery's id or the id of one of its attempts.
+	DeliveryId    string `protobuf:"bytes,3,opt,name=delivery_id,json=deliveryId,proto3" json:"delivery_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetWebhookDeliveryRequest) Reset() {
+	*x = GetWebhookDeliveryRequest{}
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetWebhookDeliveryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetWebhookDeliveryRequest) ProtoMessage() {}
+
+func (x *GetWebhookDeliveryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetWebhookDeliveryRequest.ProtoReflect.Descriptor instead.
+func (*GetWebhookDeliveryRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *GetWebhookDeliveryRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *GetWebhookDeliveryRequest) GetWebhookId() string {
+	if x != nil {
+		return x.WebhookId
+	}
+	return ""
+}
+
+func (x *GetWebhookDeliveryRequest) GetDeliveryId() string {
+	if x != nil {
+		return x.DeliveryId
+	}
+	return ""
+}
+
+// GetWebhookDeliveryResponse carries the delivery.
+type GetWebhookDeliveryResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Delivery is the delivery with its attempts.
+	Delivery      *WebhookDeliveryDetail `protobuf:"bytes,1,opt,name=delivery,proto3" json:"delivery,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetWebhookDeliveryResponse) Reset() {
+	*x = GetWebhookDeliveryResponse{}
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetWebhookDeliveryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetWebhookDeliveryResponse) ProtoMessage() {}
+
+func (x *GetWebhookDeliveryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetWebhookDeliveryResponse.ProtoReflect.Descriptor instead.
+func (*GetWebhookDeliveryResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *GetWebhookDeliveryResponse) GetDelivery() *WebhookDeliveryDetail {
+	if x != nil {
+		return x.Delivery
+	}
+	return nil
+}
+
+// RedeliverWebhookDeliveryRequest names the delivery to send again.
+type RedeliverWebhookDeliveryRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the tenant in the path.
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// WebhookId is the endpoint in the path.
+	WebhookId string `protobuf:"bytes,2,opt,name=webhook_id,json=webhookId,proto3" json:"webhook_id,omitempty"`
+	// DeliveryId is a delivery's id or the id of one of its attempts.
+	DeliveryId    string `protobuf:"bytes,3,opt,name=delivery_id,json=deliveryId,proto3" json:"delivery_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RedeliverWebhookDeliveryRequest) Reset() {
+	*x = RedeliverWebhookDeliveryRequest{}
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RedeliverWebhookDeliveryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RedeliverWebhookDeliveryRequest) ProtoMessage() {}
+
+func (x *RedeliverWebhookDeliveryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RedeliverWebhookDeliveryRequest.ProtoReflect.Descriptor instead.
+func (*RedeliverWebhookDeliveryRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *RedeliverWebhookDeliveryRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *RedeliverWebhookDeliveryRequest) GetWebhookId() string {
+	if x != nil {
+		return x.WebhookId
+	}
+	return ""
+}
+
+func (x *RedeliverWebhookDeliveryRequest) GetDeliveryId() string {
+	if x != nil {
+		return x.DeliveryId
+	}
+	return ""
+}
+
+// RedeliverWebhookDeliveryResponse carries the new delivery.
+type RedeliverWebhookDeliveryResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Delivery is the new delivery, pending, with no attempt yet.
+	Delivery      *WebhookDeliveryDetail `protobuf:"bytes,1,opt,name=delivery,proto3" json:"delivery,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RedeliverWebhookDeliveryResponse) Reset() {
+	*x = RedeliverWebhookDeliveryResponse{}
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RedeliverWebhookDeliveryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RedeliverWebhookDeliveryResponse) ProtoMessage() {}
+
+func (x *RedeliverWebhookDeliveryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RedeliverWebhookDeliveryResponse.ProtoReflect.Descriptor instead.
+func (*RedeliverWebhookDeliveryResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *RedeliverWebhookDeliveryResponse) GetDelivery() *WebhookDeliveryDetail {
+	if x != nil {
+		return x.Delivery
+	}
+	return nil
+}
+
+// ReplayWebhookEventsRequest is the window of events to send again.
+type ReplayWebhookEventsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the tenant in the path.
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// WebhookId is the endpoint in the path.
+	WebhookId string `protobuf:"bytes,2,opt,name=webhook_id,json=webhookId,proto3" json:"webhook_id,omitempty"`
+	// Since is the start of the window (inclusive), by event timestamp.
+	Since *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=since,proto3" json:"since,omitempty"`
+	// Until is the end of the window (exclusive); absent: now.
+	Until *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=until,proto3" json:"until,omitempty"`
+	// EventTypes narrows the endpoint's event types; each must be one of
+	// them. Absent: all of them.
+	EventTypes    []string `protobuf:"bytes,5,rep,name=event_types,json=eventTypes,proto3" json:"event_types,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplayWebhookEventsRequest) Reset() {
+	*x = ReplayWebhookEventsRequest{}
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplayWebhookEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplayWebhookEventsRequest) ProtoMessage() {}
+
+func (x *ReplayWebhookEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplayWebhookEventsRequest.ProtoReflect.Descriptor instead.
+func (*ReplayWebhookEventsRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ReplayWebhookEventsRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *ReplayWebhookEventsRequest) GetWebhookId() string {
+	if x != nil {
+		return x.WebhookId
+	}
+	return ""
+}
+
+func (x *ReplayWebhookEventsRequest) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *ReplayWebhookEventsRequest) GetUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Until
+	}
+	return nil
+}
+
+func (x *ReplayWebhookEventsRequest) GetEventTypes() []string {
+	if x != nil {
+		return x.EventTypes
+	}
+	return nil
+}
+
+// ReplayWebhookEventsResponse says how many deliveries were queued.
+type ReplayWebhookEventsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Enqueued is the number of new deliveries.
+	Enqueued      int32 `protobuf:"varint,1,opt,name=enqueued,proto3" json:"enqueued,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplayWebhookEventsResponse) Reset() {
+	*x = ReplayWebhookEventsResponse{}
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplayWebhookEventsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplayWebhookEventsResponse) ProtoMessage() {}
+
+func (x *ReplayWebhookEventsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_webhooks_v1_webhooks_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplayWebhookEventsResponse.ProtoReflect.Descriptor instead.
+func (*ReplayWebhookEventsResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ReplayWebhookEventsResponse) GetEnqueued() int32 {
+	if x != nil {
+		return x.Enqueued
+	}
+	return 0
 }
 
 var File_almoner_webhooks_v1_webhooks_proto protoreflect.FileDescriptor
@@ -1221,7 +1810,7 @@ const file_almoner_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"\x06secret\x18\x05 \x01(\tR\x06secret\"A\n" +
 	"\tEventType\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
-	"\vdescription\x18\x02 \x01(\tR\vdescription\"\xf5\x02\n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\"\xab\x03\n" +
 	"\x0fWebhookDelivery\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
 	"\bevent_id\x18\x02 \x01(\tR\aeventId\x12\x1d\n" +
@@ -1236,7 +1825,34 @@ const file_almoner_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"durationMs\x12\x19\n" +
 	"\x05error\x18\t \x01(\tH\x01R\x05error\x88\x01\x01\x12\x1c\n" +
 	"\tabandoned\x18\n" +
-	" \x01(\bR\tabandonedB\x0e\n" +
+	" \x01(\bR\tabandoned\x12$\n" +
+	"\vdelivery_id\x18\v \x01(\tH\x02R\n" +
+	"deliveryId\x88\x01\x01B\x0e\n" +
+	"\f_status_codeB\b\n" +
+	"\x06_errorB\x0e\n" +
+	"\f_delivery_id\"\xf3\x02\n" +
+	"\x15WebhookDeliveryDetail\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
+	"\bevent_id\x18\x02 \x01(\tR\aeventId\x12\x1d\n" +
+	"\n" +
+	"event_type\x18\x03 \x01(\tR\teventType\x12\x14\n" +
+	"\x05state\x18\x04 \x01(\tR\x05state\x129\n" +
+	"\n" +
+	"created_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12B\n" +
+	"\x0fnext_attempt_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\rnextAttemptAt\x12(\n" +
+	"\rredelivery_of\x18\a \x01(\tH\x00R\fredeliveryOf\x88\x01\x01\x12?\n" +
+	"\battempts\x18\b \x03(\v2#.almoner.webhooks.v1.WebhookAttemptR\battemptsB\x10\n" +
+	"\x0e_redelivery_of\"\x9c\x02\n" +
+	"\x0eWebhookAttempt\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12%\n" +
+	"\x0eattempt_number\x18\x02 \x01(\x05R\rattemptNumber\x12=\n" +
+	"\fattempted_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\vattemptedAt\x12\x18\n" +
+	"\asuccess\x18\x04 \x01(\bR\asuccess\x12$\n" +
+	"\vstatus_code\x18\x05 \x01(\x05H\x00R\n" +
+	"statusCode\x88\x01\x01\x12\x1f\n" +
+	"\vduration_ms\x18\x06 \x01(\x03R\n" +
+	"durationMs\x12\x19\n" +
+	"\x05error\x18\a \x01(\tH\x01R\x05error\x88\x01\x01B\x0e\n" +
 	"\f_status_codeB\b\n" +
 	"\x06_error\"2\n" +
 	"\x13ListWebhooksRequest\x12\x1b\n" +
@@ -1274,16 +1890,21 @@ const file_almoner_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"`\n" +
 	"\x1dListWebhookEventTypesResponse\x12?\n" +
 	"\vevent_types\x18\x01 \x03(\v2\x1e.almoner.webhooks.v1.EventTypeR\n" +
-	"eventTypes\"\xac\x01\n" +
+	"eventTypes\"\xf8\x01\n" +
 	"\x1cListWebhookDeliveriesRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1d\n" +
 	"\n" +
 	"webhook_id\x18\x02 \x01(\tR\twebhookId\x12\x17\n" +
 	"\x04page\x18\x03 \x01(\x05H\x00R\x04page\x88\x01\x01\x12 \n" +
-	"\tpage_size\x18\x04 \x01(\x05H\x01R\bpageSize\x88\x01\x01B\a\n" +
+	"\tpage_size\x18\x04 \x01(\x05H\x01R\bpageSize\x88\x01\x01\x12\x1d\n" +
+	"\asuccess\x18\x05 \x01(\bH\x02R\asuccess\x88\x01\x01\x12\x1f\n" +
+	"\vevent_types\x18\x06 \x03(\tR\n" +
+	"eventTypesB\a\n" +
 	"\x05_pageB\f\n" +
 	"\n" +
-	"_page_size\"\xad\x01\n" +
+	"_page_sizeB\n" +
+	"\n" +
+	"\b_success\"\xad\x01\n" +
 	"\x1dListWebhookDeliveriesResponse\x12:\n" +
 	"\x05items\x18\x01 \x03(\v2$.almoner.webhooks.v1.WebhookDeliveryR\x05items\x12\x1f\n" +
 	"\vtotal_count\x18\x02 \x01(\x03R\n" +
@@ -1295,7 +1916,33 @@ const file_almoner_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"\n" +
 	"webhook_id\x18\x02 \x01(\tR\twebhookId\"W\n" +
 	"\x13TestWebhookResponse\x12@\n" +
-	"\bdelivery\x18\x01 \x01(\v2$.almoner.webhooks.v1.WebhookDeliveryR\bdelivery2\xf6\f\n" +
+	"\bdelivery\x18\x01 \x01(\v2$.almoner.webhooks.v1.WebhookDeliveryR\bdelivery\"x\n" +
+	"\x19GetWebhookDeliveryRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1d\n" +
+	"\n" +
+	"webhook_id\x18\x02 \x01(\tR\twebhookId\x12\x1f\n" +
+	"\vdelivery_id\x18\x03 \x01(\tR\n" +
+	"deliveryId\"d\n" +
+	"\x1aGetWebhookDeliveryResponse\x12F\n" +
+	"\bdelivery\x18\x01 \x01(\v2*.almoner.webhooks.v1.WebhookDeliveryDetailR\bdelivery\"~\n" +
+	"\x1fRedeliverWebhookDeliveryRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1d\n" +
+	"\n" +
+	"webhook_id\x18\x02 \x01(\tR\twebhookId\x12\x1f\n" +
+	"\vdelivery_id\x18\x03 \x01(\tR\n" +
+	"deliveryId\"j\n" +
+	" RedeliverWebhookDeliveryResponse\x12F\n" +
+	"\bdelivery\x18\x01 \x01(\v2*.almoner.webhooks.v1.WebhookDeliveryDetailR\bdelivery\"\xdd\x01\n" +
+	"\x1aReplayWebhookEventsRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1d\n" +
+	"\n" +
+	"webhook_id\x18\x02 \x01(\tR\twebhookId\x120\n" +
+	"\x05since\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x120\n" +
+	"\x05until\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x12\x1f\n" +
+	"\vevent_types\x18\x05 \x03(\tR\n" +
+	"eventTypes\"9\n" +
+	"\x1bReplayWebhookEventsResponse\x12\x1a\n" +
+	"\benqueued\x18\x01 \x01(\x05R\benqueued2\xbb\x14\n" +
 	"\x0eWebhookService\x12\xbd\x01\n" +
 	"\fListWebhooks\x12(.almoner.webhooks.v1.ListWebhooksRequest\x1a).almoner.webhooks.v1.ListWebhooksResponse\"X\x92A\"\n" +
 	"\bWebhooks\x12\x16List webhook endpoints\x82\xd3\xe4\x93\x02-b\bwebhooks\x12!/api/tenants/{tenant_id}/webhooks\x12\xb8\x02\n" +
@@ -1316,7 +1963,19 @@ const file_almoner_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"\x15ListWebhookDeliveries\x121.almoner.webhooks.v1.ListWebhookDeliveriesRequest\x1a2.almoner.webhooks.v1.ListWebhookDeliveriesResponse\"s\x92A/\n" +
 	"\bWebhooks\x12#List an endpoint's delivery records\x82\xd3\xe4\x93\x02;\x129/api/tenants/{tenant_id}/webhooks/{webhook_id}/deliveries\x12\xc7\x01\n" +
 	"\vTestWebhook\x12'.almoner.webhooks.v1.TestWebhookRequest\x1a(.almoner.webhooks.v1.TestWebhookResponse\"e\x92A\x1d\n" +
-	"\bWebhooks\x12\x11Send a test event\x82\xd3\xe4\x93\x02?b\bdelivery\"3/api/tenants/{tenant_id}/webhooks/{webhook_id}/testBCZAgithub.com/almoner/almoner/pkg/api/almoner/webhooks/v1;webhooksv1b\x06proto3"
+	"\bWebhooks\x12\x11Send a test event\x82\xd3\xe4\x93\x02?b\bdelivery\"3/api/tenants/{tenant_id}/webhooks/{webhook_id}/test\x12\x83\x02\n" +
+	"\x12GetWebhookDelivery\x12..almoner.webhooks.v1.GetWebhookDeliveryRequest\x1a/.almoner.webhooks.v1.GetWebhookDeliveryResponse\"\x8b\x01\x92A/\n" +
+	"\bWebhooks\x12#Read one delivery with its attempts\x82\xd3\xe4\x93\x02Sb\bdelivery\x12G/api/tenants/{tenant_id}/webhooks/{webhook_id}/deliveries/{delivery_id}\x12\xe5\x02\n" +
+	"\x18RedeliverWebhookDelivery\x124.almoner.webhooks.v1.RedeliverWebhookDeliveryRequest\x1a5.almoner.webhooks.v1.RedeliverWebhookDeliveryResponse\"\xdb\x01\x92Au\n" +
+	"\bWebhooks\x12\x15Send a delivery againJR\n" +
+	"\x03202\x12K\n" +
+	"\x19The new delivery, queued.\x12.\n" +
+	",\x1a*.almoner.webhooks.v1.WebhookDeliveryDetail\x82\xd3\xe4\x93\x02]b\bdelivery\"Q/api/tenants/{tenant_id}/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver\x12\xd4\x02\n" +
+	"\x13ReplayWebhookEvents\x12/.almoner.webhooks.v1.ReplayWebhookEventsRequest\x1a0.almoner.webhooks.v1.ReplayWebhookEventsResponse\"\xd9\x01\x92A\x95\x01\n" +
+	"\bWebhooks\x12(Replay a window of events to an endpointJ_\n" +
+	"\x03202\x12X\n" +
+	" The number of deliveries queued.\x124\n" +
+	"2\x1a0.almoner.webhooks.v1.ReplayWebhookEventsResponse\x82\xd3\xe4\x93\x02::\x01*\"5/api/tenants/{tenant_id}/webhooks/{webhook_id}/replayBCZAgithub.com/almoner/almoner/pkg/api/almoner/webhooks/v1;webhooksv1b\x06proto3"
 
 var (
 	file_almoner_webhooks_v1_webhooks_proto_rawDescOnce sync.Once
@@ -1330,57 +1989,79 @@ func file_almoner_webhooks_v1_webhooks_proto_rawDescGZIP() []byte {
 	return file_almoner_webhooks_v1_webhooks_proto_rawDescData
 }
 
-var file_almoner_webhooks_v1_webhooks_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_almoner_webhooks_v1_webhooks_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_almoner_webhooks_v1_webhooks_proto_goTypes = []any{
-	(*Webhook)(nil),                       // 0: almoner.webhooks.v1.Webhook
-	(*CreatedWebhook)(nil),                // 1: almoner.webhooks.v1.CreatedWebhook
-	(*EventType)(nil),                     // 2: almoner.webhooks.v1.EventType
-	(*WebhookDelivery)(nil),               // 3: almoner.webhooks.v1.WebhookDelivery
-	(*ListWebhooksRequest)(nil),           // 4: almoner.webhooks.v1.ListWebhooksRequest
-	(*ListWebhooksResponse)(nil),          // 5: almoner.webhooks.v1.ListWebhooksResponse
-	(*CreateWebhookRequest)(nil),          // 6: almoner.webhooks.v1.CreateWebhookRequest
-	(*CreateWebhookResponse)(nil),         // 7: almoner.webhooks.v1.CreateWebhookResponse
-	(*UpdateWebhookRequest)(nil),          // 8: almoner.webhooks.v1.UpdateWebhookRequest
-	(*UpdateWebhookResponse)(nil),         // 9: almoner.webhooks.v1.UpdateWebhookResponse
-	(*DeleteWebhookRequest)(nil),          // 10: almoner.webhooks.v1.DeleteWebhookRequest
-	(*DeleteWebhookResponse)(nil),         // 11: almoner.webhooks.v1.DeleteWebhookResponse
-	(*ListWebhookEventTypesRequest)(nil),  // 12: almoner.webhooks.v1.ListWebhookEventTypesRequest
-	(*ListWebhookEventTypesResponse)(nil), // 13: almoner.webhooks.v1.ListWebhookEventTypesResponse
-	(*ListWebhookDeliveriesRequest)(nil),  // 14: almoner.webhooks.v1.ListWebhookDeliveriesRequest
-	(*ListWebhookDeliveriesResponse)(nil), // 15: almoner.webhooks.v1.ListWebhookDeliveriesResponse
-	(*TestWebhookRequest)(nil),            // 16: almoner.webhooks.v1.TestWebhookRequest
-	(*TestWebhookResponse)(nil),           // 17: almoner.webhooks.v1.TestWebhookResponse
-	(*timestamppb.Timestamp)(nil),         // 18: google.protobuf.Timestamp
+	(*Webhook)(nil),                          // 0: almoner.webhooks.v1.Webhook
+	(*CreatedWebhook)(nil),                   // 1: almoner.webhooks.v1.CreatedWebhook
+	(*EventType)(nil),                        // 2: almoner.webhooks.v1.EventType
+	(*WebhookDelivery)(nil),                  // 3: almoner.webhooks.v1.WebhookDelivery
+	(*WebhookDeliveryDetail)(nil),            // 4: almoner.webhooks.v1.WebhookDeliveryDetail
+	(*WebhookAttempt)(nil),                   // 5: almoner.webhooks.v1.WebhookAttempt
+	(*ListWebhooksRequest)(nil),              // 6: almoner.webhooks.v1.ListWebhooksRequest
+	(*ListWebhooksResponse)(nil),             // 7: almoner.webhooks.v1.ListWebhooksResponse
+	(*CreateWebhookRequest)(nil),             // 8: almoner.webhooks.v1.CreateWebhookRequest
+	(*CreateWebhookResponse)(nil),            // 9: almoner.webhooks.v1.CreateWebhookResponse
+	(*UpdateWebhookRequest)(nil),             // 10: almoner.webhooks.v1.UpdateWebhookRequest
+	(*UpdateWebhookResponse)(nil),            // 11: almoner.webhooks.v1.UpdateWebhookResponse
+	(*DeleteWebhookRequest)(nil),             // 12: almoner.webhooks.v1.DeleteWebhookRequest
+	(*DeleteWebhookResponse)(nil),            // 13: almoner.webhooks.v1.DeleteWebhookResponse
+	(*ListWebhookEventTypesRequest)(nil),     // 14: almoner.webhooks.v1.ListWebhookEventTypesRequest
+	(*ListWebhookEventTypesResponse)(nil),    // 15: almoner.webhooks.v1.ListWebhookEventTypesResponse
+	(*ListWebhookDeliveriesRequest)(nil),     // 16: almoner.webhooks.v1.ListWebhookDeliveriesRequest
+	(*ListWebhookDeliveriesResponse)(nil),    // 17: almoner.webhooks.v1.ListWebhookDeliveriesResponse
+	(*TestWebhookRequest)(nil),               // 18: almoner.webhooks.v1.TestWebhookRequest
+	(*TestWebhookResponse)(nil),              // 19: almoner.webhooks.v1.TestWebhookResponse
+	(*GetWebhookDeliveryRequest)(nil),        // 20: almoner.webhooks.v1.GetWebhookDeliveryRequest
+	(*GetWebhookDeliveryResponse)(nil),       // 21: almoner.webhooks.v1.GetWebhookDeliveryResponse
+	(*RedeliverWebhookDeliveryRequest)(nil),  // 22: almoner.webhooks.v1.RedeliverWebhookDeliveryRequest
+	(*RedeliverWebhookDeliveryResponse)(nil), // 23: almoner.webhooks.v1.RedeliverWebhookDeliveryResponse
+	(*ReplayWebhookEventsRequest)(nil),       // 24: almoner.webhooks.v1.ReplayWebhookEventsRequest
+	(*ReplayWebhookEventsResponse)(nil),      // 25: almoner.webhooks.v1.ReplayWebhookEventsResponse
+	(*timestamppb.Timestamp)(nil),            // 26: google.protobuf.Timestamp
 }
 var file_almoner_webhooks_v1_webhooks_proto_depIdxs = []int32{
-	18, // 0: almoner.webhooks.v1.Webhook.created_at:type_name -> google.protobuf.Timestamp
-	18, // 1: almoner.webhooks.v1.Webhook.updated_at:type_name -> google.protobuf.Timestamp
-	18, // 2: almoner.webhooks.v1.WebhookDelivery.attempted_at:type_name -> google.protobuf.Timestamp
-	0,  // 3: almoner.webhooks.v1.ListWebhooksResponse.webhooks:type_name -> almoner.webhooks.v1.Webhook
-	1,  // 4: almoner.webhooks.v1.CreateWebhookResponse.webhook:type_name -> almoner.webhooks.v1.CreatedWebhook
-	0,  // 5: almoner.webhooks.v1.UpdateWebhookResponse.webhook:type_name -> almoner.webhooks.v1.Webhook
-	2,  // 6: almoner.webhooks.v1.ListWebhookEventTypesResponse.event_types:type_name -> almoner.webhooks.v1.EventType
-	3,  // 7: almoner.webhooks.v1.ListWebhookDeliveriesResponse.items:type_name -> almoner.webhooks.v1.WebhookDelivery
-	3,  // 8: almoner.webhooks.v1.TestWebhookResponse.delivery:type_name -> almoner.webhooks.v1.WebhookDelivery
-	4,  // 9: almoner.webhooks.v1.WebhookService.ListWebhooks:input_type -> almoner.webhooks.v1.ListWebhooksRequest
-	6,  // 10: almoner.webhooks.v1.WebhookService.CreateWebhook:input_type -> almoner.webhooks.v1.CreateWebhookRequest
-	8,  // 11: almoner.webhooks.v1.WebhookService.UpdateWebhook:input_type -> almoner.webhooks.v1.UpdateWebhookRequest
-	10, // 12: almoner.webhooks.v1.WebhookService.DeleteWebhook:input_type -> almoner.webhooks.v1.DeleteWebhookRequest
-	12, // 13: almoner.webhooks.v1.WebhookService.ListWebhookEventTypes:input_type -> almoner.webhooks.v1.ListWebhookEventTypesRequest
-	14, // 14: almoner.webhooks.v1.WebhookService.ListWebhookDeliveries:input_type -> almoner.webhooks.v1.ListWebhookDeliveriesRequest
-	16, // 15: almoner.webhooks.v1.WebhookService.TestWebhook:input_type -> almoner.webhooks.v1.TestWebhookRequest
-	5,  // 16: almoner.webhooks.v1.WebhookService.ListWebhooks:output_type -> almoner.webhooks.v1.ListWebhooksResponse
-	7,  // 17: almoner.webhooks.v1.WebhookService.CreateWebhook:output_type -> almoner.webhooks.v1.CreateWebhookResponse
-	9,  // 18: almoner.webhooks.v1.WebhookService.UpdateWebhook:output_type -> almoner.webhooks.v1.UpdateWebhookResponse
-	11, // 19: almoner.webhooks.v1.WebhookService.DeleteWebhook:output_type -> almoner.webhooks.v1.DeleteWebhookResponse
-	13, // 20: almoner.webhooks.v1.WebhookService.ListWebhookEventTypes:output_type -> almoner.webhooks.v1.ListWebhookEventTypesResponse
-	15, // 21: almoner.webhooks.v1.WebhookService.ListWebhookDeliveries:output_type -> almoner.webhooks.v1.ListWebhookDeliveriesResponse
-	17, // 22: almoner.webhooks.v1.WebhookService.TestWebhook:output_type -> almoner.webhooks.v1.TestWebhookResponse
-	16, // [16:23] is the sub-list for method output_type
-	9,  // [9:16] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	26, // 0: almoner.webhooks.v1.Webhook.created_at:type_name -> google.protobuf.Timestamp
+	26, // 1: almoner.webhooks.v1.Webhook.updated_at:type_name -> google.protobuf.Timestamp
+	26, // 2: almoner.webhooks.v1.WebhookDelivery.attempted_at:type_name -> google.protobuf.Timestamp
+	26, // 3: almoner.webhooks.v1.WebhookDeliveryDetail.created_at:type_name -> google.protobuf.Timestamp
+	26, // 4: almoner.webhooks.v1.WebhookDeliveryDetail.next_attempt_at:type_name -> google.protobuf.Timestamp
+	5,  // 5: almoner.webhooks.v1.WebhookDeliveryDetail.attempts:type_name -> almoner.webhooks.v1.WebhookAttempt
+	26, // 6: almoner.webhooks.v1.WebhookAttempt.attempted_at:type_name -> google.protobuf.Timestamp
+	0,  // 7: almoner.webhooks.v1.ListWebhooksResponse.webhooks:type_name -> almoner.webhooks.v1.Webhook
+	1,  // 8: almoner.webhooks.v1.CreateWebhookResponse.webhook:type_name -> almoner.webhooks.v1.CreatedWebhook
+	0,  // 9: almoner.webhooks.v1.UpdateWebhookResponse.webhook:type_name -> almoner.webhooks.v1.Webhook
+	2,  // 10: almoner.webhooks.v1.ListWebhookEventTypesResponse.event_types:type_name -> almoner.webhooks.v1.EventType
+	3,  // 11: almoner.webhooks.v1.ListWebhookDeliveriesResponse.items:type_name -> almoner.webhooks.v1.WebhookDelivery
+	3,  // 12: almoner.webhooks.v1.TestWebhookResponse.delivery:type_name -> almoner.webhooks.v1.WebhookDelivery
+	4,  // 13: almoner.webhooks.v1.GetWebhookDeliveryResponse.delivery:type_name -> almoner.webhooks.v1.WebhookDeliveryDetail
+	4,  // 14: almoner.webhooks.v1.RedeliverWebhookDeliveryResponse.delivery:type_name -> almoner.webhooks.v1.WebhookDeliveryDetail
+	26, // 15: almoner.webhooks.v1.ReplayWebhookEventsRequest.since:type_name -> google.protobuf.Timestamp
+	26, // 16: almoner.webhooks.v1.ReplayWebhookEventsRequest.until:type_name -> google.protobuf.Timestamp
+	6,  // 17: almoner.webhooks.v1.WebhookService.ListWebhooks:input_type -> almoner.webhooks.v1.ListWebhooksRequest
+	8,  // 18: almoner.webhooks.v1.WebhookService.CreateWebhook:input_type -> almoner.webhooks.v1.CreateWebhookRequest
+	10, // 19: almoner.webhooks.v1.WebhookService.UpdateWebhook:input_type -> almoner.webhooks.v1.UpdateWebhookRequest
+	12, // 20: almoner.webhooks.v1.WebhookService.DeleteWebhook:input_type -> almoner.webhooks.v1.DeleteWebhookRequest
+	14, // 21: almoner.webhooks.v1.WebhookService.ListWebhookEventTypes:input_type -> almoner.webhooks.v1.ListWebhookEventTypesRequest
+	16, // 22: almoner.webhooks.v1.WebhookService.ListWebhookDeliveries:input_type -> almoner.webhooks.v1.ListWebhookDeliveriesRequest
+	18, // 23: almoner.webhooks.v1.WebhookService.TestWebhook:input_type -> almoner.webhooks.v1.TestWebhookRequest
+	20, // 24: almoner.webhooks.v1.WebhookService.GetWebhookDelivery:input_type -> almoner.webhooks.v1.GetWebhookDeliveryRequest
+	22, // 25: almoner.webhooks.v1.WebhookService.RedeliverWebhookDelivery:input_type -> almoner.webhooks.v1.RedeliverWebhookDeliveryRequest
+	24, // 26: almoner.webhooks.v1.WebhookService.ReplayWebhookEvents:input_type -> almoner.webhooks.v1.ReplayWebhookEventsRequest
+	7,  // 27: almoner.webhooks.v1.WebhookService.ListWebhooks:output_type -> almoner.webhooks.v1.ListWebhooksResponse
+	9,  // 28: almoner.webhooks.v1.WebhookService.CreateWebhook:output_type -> almoner.webhooks.v1.CreateWebhookResponse
+	11, // 29: almoner.webhooks.v1.WebhookService.UpdateWebhook:output_type -> almoner.webhooks.v1.UpdateWebhookResponse
+	13, // 30: almoner.webhooks.v1.WebhookService.DeleteWebhook:output_type -> almoner.webhooks.v1.DeleteWebhookResponse
+	15, // 31: almoner.webhooks.v1.WebhookService.ListWebhookEventTypes:output_type -> almoner.webhooks.v1.ListWebhookEventTypesResponse
+	17, // 32: almoner.webhooks.v1.WebhookService.ListWebhookDeliveries:output_type -> almoner.webhooks.v1.ListWebhookDeliveriesResponse
+	19, // 33: almoner.webhooks.v1.WebhookService.TestWebhook:output_type -> almoner.webhooks.v1.TestWebhookResponse
+	21, // 34: almoner.webhooks.v1.WebhookService.GetWebhookDelivery:output_type -> almoner.webhooks.v1.GetWebhookDeliveryResponse
+	23, // 35: almoner.webhooks.v1.WebhookService.RedeliverWebhookDelivery:output_type -> almoner.webhooks.v1.RedeliverWebhookDeliveryResponse
+	25, // 36: almoner.webhooks.v1.WebhookService.ReplayWebhookEvents:output_type -> almoner.webhooks.v1.ReplayWebhookEventsResponse
+	27, // [27:37] is the sub-list for method output_type
+	17, // [17:27] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_almoner_webhooks_v1_webhooks_proto_init() }
@@ -1389,15 +2070,17 @@ func file_almoner_webhooks_v1_webhooks_proto_init() {
 		return
 	}
 	file_almoner_webhooks_v1_webhooks_proto_msgTypes[3].OneofWrappers = []any{}
-	file_almoner_webhooks_v1_webhooks_proto_msgTypes[8].OneofWrappers = []any{}
-	file_almoner_webhooks_v1_webhooks_proto_msgTypes[14].OneofWrappers = []any{}
+	file_almoner_webhooks_v1_webhooks_proto_msgTypes[4].OneofWrappers = []any{}
+	file_almoner_webhooks_v1_webhooks_proto_msgTypes[5].OneofWrappers = []any{}
+	file_almoner_webhooks_v1_webhooks_proto_msgTypes[10].OneofWrappers = []any{}
+	file_almoner_webhooks_v1_webhooks_proto_msgTypes[16].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_almoner_webhooks_v1_webhooks_proto_rawDesc), len(file_almoner_webhooks_v1_webhooks_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,13 +19,16 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	WebhookService_ListWebhooks_FullMethodName          = "/almoner.webhooks.v1.WebhookService/ListWebhooks"
-	WebhookService_CreateWebhook_FullMethodName         = "/almoner.webhooks.v1.WebhookService/CreateWebhook"
-	WebhookService_UpdateWebhook_FullMethodName         = "/almoner.webhooks.v1.WebhookService/UpdateWebhook"
-	WebhookService_DeleteWebhook_FullMethodName         = "/almoner.webhooks.v1.WebhookService/DeleteWebhook"
-	WebhookService_ListWebhookEventTypes_FullMethodName = "/almoner.webhooks.v1.WebhookService/ListWebhookEventTypes"
-	WebhookService_ListWebhookDeliveries_FullMethodName = "/almoner.webhooks.v1.WebhookService/ListWebhookDeliveries"
-	WebhookService_TestWebhook_FullMethodName           = "/almoner.webhooks.v1.WebhookService/TestWebhook"
+	WebhookService_ListWebhooks_FullMethodName             = "/almoner.webhooks.v1.WebhookService/ListWebhooks"
+	WebhookService_CreateWebhook_FullMethodName            = "/almoner.webhooks.v1.WebhookService/CreateWebhook"
+	WebhookService_UpdateWebhook_FullMethodName            = "/almoner.webhooks.v1.WebhookService/UpdateWebhook"
+	WebhookService_DeleteWebhook_FullMethodName            = "/almoner.webhooks.v1.WebhookService/DeleteWebhook"
+	WebhookService_ListWebhookEventTypes_FullMethodName    = "/almoner.webhooks.v1.WebhookService/ListWebhookEventTypes"
+	WebhookService_ListWebhookDeliveries_FullMethodName    = "/almoner.webhooks.v1.WebhookService/ListWebhookDeliveries"
+	WebhookService_TestWebhook_FullMethodName              = "/almoner.webhooks.v1.WebhookService/TestWebhook"
+	WebhookService_GetWebhookDelivery_FullMethodName       = "/almoner.webhooks.v1.WebhookService/GetWebhookDelivery"
+	WebhookService_RedeliverWebhookDelivery_FullMethodName = "/almoner.webhooks.v1.WebhookService/RedeliverWebhookDelivery"
+	WebhookService_ReplayWebhookEvents_FullMethodName      = "/almoner.webhooks.v1.WebhookService/ReplayWebhookEvents"
 )
 
 // WebhookServiceClient is the client API for WebhookService service.
@@ -59,6 +62,21 @@ type WebhookServiceClient interface {
 	// TestWebhook sends a synthetic `webhook.test` event to the endpoint now
 	// and returns the delivery record, never the receiver's response body.
 	TestWebhook(ctx context.Context, in *TestWebhookRequest, opts ...grpc.CallOption) (*TestWebhookResponse, error)
+	// GetWebhookDelivery returns one delivery of an event to the endpoint,
+	// with each of its attempts. The id is a delivery's `deliveryId` or the
+	// `id` of one of its attempts, as the deliveries list shows them.
+	GetWebhookDelivery(ctx context.Context, in *GetWebhookDeliveryRequest, opts ...grpc.CallOption) (*GetWebhookDeliveryResponse, error)
+	// RedeliverWebhookDelivery sends a delivery's event again now, as a new
+	// delivery (a new delivery id, the same event `id` and body, a fresh
+	// signature and timestamp) with the normal retry policy. It works on
+	// abandoned and on successful deliveries alike; a test event has no
+	// delivery to send again.
+	RedeliverWebhookDelivery(ctx context.Context, in *RedeliverWebhookDeliveryRequest, opts ...grpc.CallOption) (*RedeliverWebhookDeliveryResponse, error)
+	// ReplayWebhookEvents queues, as new deliveries in commit order, every
+	// event of [since, until) that the endpoint subscribes to (and, when
+	// given, of eventTypes): at most 10,000 per call, a 400 naming the count
+	// beyond that.
+	ReplayWebhookEvents(ctx context.Context, in *ReplayWebhookEventsRequest, opts ...grpc.CallOption) (*ReplayWebhookEventsResponse, error)
 }
 
 type webhookServiceClient struct {
@@ -139,6 +157,36 @@ func (c *webhookServiceClient) TestWebhook(ctx context.Context, in *TestWebhookR
 	return out, nil
 }
 
+func (c *webhookServiceClient) GetWebhookDelivery(ctx context.Context, in *GetWebhookDeliveryRequest, opts ...grpc.CallOption) (*GetWebhookDeliveryResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetWebhookDeliveryResponse)
+	err := c.cc.Invoke(ctx, WebhookService_GetWebhookDelivery_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *webhookServiceClient) RedeliverWebhookDelivery(ctx context.Context, in *RedeliverWebhookDeliveryRequest, opts ...grpc.CallOption) (*RedeliverWebhookDeliveryResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RedeliverWebhookDeliveryResponse)
+	err := c.cc.Invoke(ctx, WebhookService_RedeliverWebhookDelivery_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *webhookServiceClient) ReplayWebhookEvents(ctx context.Context, in *ReplayWebhookEventsRequest, opts ...grpc.CallOption) (*ReplayWebhookEventsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReplayWebhookEventsResponse)
+	err := c.cc.Invoke(ctx, WebhookService_ReplayWebhookEvents_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WebhookServiceServer is the server API for WebhookService service.
 // All implementations must embed UnimplementedWebhookServiceServer
 // for forward compatibility.
@@ -170,6 +218,21 @@ type WebhookServiceServer interface {
 	// TestWebhook sends a synthetic `webhook.test` event to the endpoint now
 	// and returns the delivery record, never the receiver's response body.
 	TestWebhook(context.Context, *TestWebhookRequest) (*TestWebhookResponse, error)
+	// GetWebhookDelivery returns one delivery of an event to the endpoint,
+	// with each of its attempts. The id is a delivery's `deliveryId` or the
+	// `id` of one of its attempts, as the deliveries list shows them.
+	GetWebhookDelivery(context.Context, *GetWebhookDeliveryRequest) (*GetWebhookDeliveryResponse, error)
+	// RedeliverWebhookDelivery sends a delivery's event again now, as a new
+	// delivery (a new delivery id, the same event `id` and body, a fresh
+	// signature and timestamp) with the normal retry policy. It works on
+	// abandoned and on successful deliveries alike; a test event has no
+	// delivery to send again.
+	RedeliverWebhookDelivery(context.Context, *RedeliverWebhookDeliveryRequest) (*RedeliverWebhookDeliveryResponse, error)
+	// ReplayWebhookEvents queues, as new deliveries in commit order, every
+	// event of [since, until) that the endpoint subscribes to (and, when
+	// given, of eventTypes): at most 10,000 per call, a 400 naming the count
+	// beyond that.
+	ReplayWebhookEvents(context.Context, *ReplayWebhookEventsRequest) (*ReplayWebhookEventsResponse, error)
 	mustEmbedUnimplementedWebhookServiceServer()
 }
 
@@ -200,6 +263,15 @@ func (UnimplementedWebhookServiceServer) ListWebhookDeliveries(context.Context, 
 }
 func (UnimplementedWebhookServiceServer) TestWebhook(context.Context, *TestWebhookRequest) (*TestWebhookResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method TestWebhook not implemented")
+}
+func (UnimplementedWebhookServiceServer) GetWebhookDelivery(context.Context, *GetWebhookDeliveryRequest) (*GetWebhookDeliveryResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetWebhookDelivery not implemented")
+}
+func (UnimplementedWebhookServiceServer) RedeliverWebhookDelivery(context.Context, *RedeliverWebhookDeliveryRequest) (*RedeliverWebhookDeliveryResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RedeliverWebhookDelivery not implemented")
+}
+func (UnimplementedWebhookServiceServer) ReplayWebhookEvents(context.Context, *ReplayWebhookEventsRequest) (*ReplayWebhookEventsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReplayWebhookEvents not implemented")
 }
 func (UnimplementedWebhookServiceServer) mustEmbedUnimplementedWebhookServiceServer() {}
 func (UnimplementedWebhookServiceServer) testEmbeddedByValue()                        {}
@@ -348,6 +420,60 @@ func _WebhookService_TestWebhook_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _WebhookService_GetWebhookDelivery_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetWebhookDeliveryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WebhookServiceServer).GetWebhookDelivery(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WebhookService_GetWebhookDelivery_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WebhookServiceServer).GetWebhookDelivery(ctx, req.(*GetWebhookDeliveryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _WebhookService_RedeliverWebhookDelivery_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RedeliverWebhookDeliveryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WebhookServiceServer).RedeliverWebhookDelivery(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WebhookService_RedeliverWebhookDelivery_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WebhookServiceServer).RedeliverWebhookDelivery(ctx, req.(*RedeliverWebhookDeliveryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _WebhookService_ReplayWebhookEvents_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReplayWebhookEventsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WebhookServiceServer).ReplayWebhookEvents(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WebhookService_ReplayWebhookEvents_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WebhookServiceServer).ReplayWebhookEvents(ctx, req.(*ReplayWebhookEventsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // WebhookService_ServiceDesc is the grpc.ServiceDesc for WebhookService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -382,6 +508,18 @@ var WebhookService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "TestWebhook",
 			Handler:    _WebhookService_TestWebhook_Handler,
+		},
+		{
+			MethodName: "GetWebhookDelivery",
+			Handler:    _WebhookService_GetWebhookDelivery_Handler,
+		},
+		{
+			MethodName: "RedeliverWebhookDelivery",
+			Handler:    _WebhookService_RedeliverWebhookDelivery_Handler,
+		},
+		{
+			MethodName: "ReplayWebhookEvents",
+			Handler:    _WebhookService_ReplayWebhookEvents_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
