@@ -33,7 +33,7 @@ import (
 // RPCs and prints one JSON object on stdout.
 func admin(args []string, stdout io.Writer) error {
 	if len(args) < 2 {
-		return usageError{"usage: almoner admin tenant create|feature|activate|deactivate|get … | admin tenant processor set|get|clear … | admin key create …"}
+		return usageError{"usage: almoner admin tenant create|feature|activate|deactivate|get … | admin tenant processor set|get|clear … | admin tenant recurring-retries … | admin key create …"}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -52,6 +52,8 @@ func admin(args []string, stdout io.Writer) error {
 		out, err = tenantGet(ctx, args[2:])
 	case "tenant processor":
 		out, err = tenantProcessor(ctx, args[2:])
+	case "tenant recurring-retries":
+		out, err = tenantRecurringRetries(ctx, args[2:])
 	case "key create":
 		out, err = keyCreate(ctx, args[2:])
 	default:
@@ -261,23 +263,33 @@ func refusedSignature(t authTarget, k signingKey) grpc.UnaryClientInterceptor {
 }
 
 func adminClient(t authTarget) (authv1.TenantAdminServiceClient, func(), error) {
+	conn, err := adminConn(t, "auth")
+	if err != nil {
+		return nil, nil, err
+	}
+	return authv1.NewTenantAdminServiceClient(conn), func() { _ = conn.Close() }, nil
+}
+
+// adminConn dials a service's internal API at t, signing every call with
+// the deployment's internal key.
+func adminConn(t authTarget, service string) (*grpc.ClientConn, error) {
 	k, err := resolveInternalKey(config.Env)
 	if err != nil {
 		// A server that is not running is the more basic problem, and the
 		// health check needs no key: say that first when it is so.
 		if uerr := unreachable(t); uerr != nil {
-			return nil, nil, uerr
+			return nil, uerr
 		}
-		return nil, nil, err
+		return nil, err
 	}
 	// Outermost first: the messages see the call as signed and sent.
 	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithChainUnaryInterceptor(reachability(t), refusedSignature(t, k))}, k.key.DialOptions()...)
 	conn, err := grpc.NewClient(t.addr, opts...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("connect to auth service at %s: %w", t.addr, err)
+		return nil, fmt.Errorf("connect to %s service at %s: %w", service, t.addr, err)
 	}
-	return authv1.NewTenantAdminServiceClient(conn), func() { _ = conn.Close() }, nil
+	return conn, nil
 }
 
 // unreachable returns the unreachableError of an auth target where no

@@ -205,7 +205,10 @@ func (d *decoder) object(obj map[string]any, m protoreflect.Message, prefix stri
 		}
 		sub := resourceOf(resource, fd)
 		path := PascalPath(prefix, fd.JSONName())
-		if raw == nil {
+		// null leaves a field unset, except a singular JSON value
+		// (google.protobuf.Value): there null is what was sent, so that a
+		// PATCH body can tell "clear it" (null) from "leave it" (absent).
+		if raw == nil && (fd.IsList() || fd.IsMap() || fd.Message() == nil || fd.Message().FullName() != valueName) {
 			m.Clear(fd)
 			continue
 		}

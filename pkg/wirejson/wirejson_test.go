@@ -101,6 +101,31 @@ func TestUnmarshal(t *testing.T) {
 	}
 }
 
+// TestUnmarshalNullValue: null sent for a JSON-value field is kept as
+// null, so a PATCH can clear with null what an absent property leaves.
+func TestUnmarshalNullValue(t *testing.T) {
+	for _, c := range []struct {
+		body        string
+		set, isNull bool
+	}{
+		{`{"endDate":null}`, true, true},
+		{`{"endDate":"2027-01-01"}`, true, false},
+		{`{"campaignId":null}`, false, false},
+	} {
+		var req ordersv1.AmendRecurringDonationRequest
+		if err := Unmarshal([]byte(c.body), &req); err != nil {
+			t.Fatalf("%s: %v", c.body, err)
+		}
+		_, isNull := req.GetEndDate().GetKind().(*structpb.Value_NullValue)
+		if (req.EndDate != nil) != c.set || isNull != c.isNull {
+			t.Errorf("%s: endDate = %v, want set %v, null %v", c.body, req.GetEndDate(), c.set, c.isNull)
+		}
+		if req.CampaignId != nil {
+			t.Errorf("%s: campaignId = %q, want unset", c.body, req.GetCampaignId())
+		}
+	}
+}
+
 func TestUnmarshalViolations(t *testing.T) {
 	cases := []struct {
 		body string

@@ -30,4 +30,8 @@ const (
 	codeProcessorUnavailable  = "Payment.ProcessorNotConfigured"
 	codeProcessorRefused      = "Payment.RefusedByProcessor"
 	codeDuplicateFundName     = "Fund.DuplicateName"
+	codeNotAmendable          = "RecurringDonation.NotAmendable"
+	codeNotPausable           = "RecurringDonation.NotPausable"
+	codeNotResumable          = "RecurringDonation.NotResumable"
+	codeNotSkippable          = "RecurringDonation.NotSkippable"
 )

@@ -55,7 +55,10 @@ func (r *Runner) Start() {
 			case <-r.stop:
 				return
 			case <-t.C:
-				ctx, cancel := context.WithTimeout(context.Background(), 10*r.cfg.Interval)
+				// A run outlasts at least a minute whatever the interval:
+				// one that times out after charging a card but before
+				// recording it leaves the charge to the next run.
+				ctx, cancel := context.WithTimeout(context.Background(), max(10*r.cfg.Interval, time.Minute))
 				if _, err := r.RunOnce(ctx); err != nil {
 					r.logger.ErrorContext(ctx, "recurring charge run", "error", err)
 				}
@@ -99,6 +102,11 @@ func (r *Runner) RunOnce(ctx context.Context) (n int, err error) {
 	}()
 	s := r.s
 	today := store.Day(s.cfg.Now())
+	// Paused schedules whose day has come resume first, so that one due
+	// on its resume day is charged in this run.
+	if err := r.resume(ctx, today); err != nil {
+		return 0, err
+	}
 	total := 0
 	seen := map[uuid.UUID]bool{}
 	for {
@@ -124,6 +132,18 @@ func (r *Runner) RunOnce(ctx context.Context) (n int, err error) {
 		case <-ctx.Done():
 			return total, ctx.Err()
 		default:
+		}
+	}
+}
+
+// resume resumes every paused schedule whose pausedUntil is today or
+// earlier, a batch at a time.
+func (r *Runner) resume(ctx context.Context, today time.Time) error {
+	const batch = 200
+	for {
+		n, err := r.s.store.ResumeDue(ctx, today, batch)
+		if err != nil || n < batch {
+			return err
 		}
 	}
 }

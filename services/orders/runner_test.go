@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/testdb"
@@ -86,7 +87,10 @@ func TestRunnerExactlyOnce(t *testing.T) {
 	}
 }
 
-// TestRunnerDeclines: a declined card is retried daily, then past_due.
+// TestRunnerDeclines: a declined card is retried on the tenant's retry
+// days (default 1, 3 and 7 days after the first decline), then the
+// schedule is past_due; each attempt is an installment of its own. Two
+// runners run every day.
 func TestRunnerDeclines(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -95,30 +99,76 @@ func TestRunnerDeclines(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	tenant, fund, id := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
-	if _, err := pool.Exec(ctx, `INSERT INTO orders.funds (tenant_id, id, name) VALUES ($1, $2, 'General')`, tenant, fund); err != nil {
-		t.Fatal(err)
+	fund := uuid.Must(uuid.NewV7())
+	seed := func(tenant uuid.UUID) uuid.UUID {
+		id := uuid.Must(uuid.NewV7())
+		if _, err := pool.Exec(ctx, `INSERT INTO orders.funds (tenant_id, id, name) VALUES ($1, $2, 'General') ON CONFLICT DO NOTHING`, tenant, fund); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, `INSERT INTO orders.recurring_donations (tenant_id, id, contact_id, amount_minor, currency, frequency, start_date,
+				fund_id, payment_method, payment_token, status, next_charge_date, origin_order_id)
+			VALUES ($1, $2, 1, 500, 'USD', 'weekly', DATE '2026-03-02', $3, 'Card', 'tok_decline', 'active', DATE '2026-03-02', gen_random_uuid())`, tenant, id, fund); err != nil {
+			t.Fatal(err)
+		}
+		return id
 	}
-	if _, err := pool.Exec(ctx, `INSERT INTO orders.recurring_donations (tenant_id, id, contact_id, amount_minor, currency, frequency, start_date,
-			fund_id, payment_method, payment_token, status, next_charge_date, origin_order_id)
-		VALUES ($1, $2, 1, 500, 'USD', 'weekly', DATE '2026-03-02', $3, 'Card', 'tok_decline', 'active', DATE '2026-03-02', gen_random_uuid())`, tenant, id, fund); err != nil {
+	byDefault, custom := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
+	defaultID, customID := seed(byDefault), seed(custom)
+	st := store.New(pool)
+	if _, err := st.SetRetryDays(ctx, custom, []int32{2}); err != nil {
 		t.Fatal(err)
 	}
 	day := time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)
-	for i := range store.MaxAttempts {
+	for i := range 10 {
 		now := day.AddDate(0, 0, i)
-		svc := New(pool, Config{Now: func() time.Time { return now }, Processors: staticProcessors{tenantProcessor{Processor: processor.Test{}, Name: providerTest, Mode: "test"}}}, nil)
-		if n, err := svc.NewRunner(RunnerConfig{}).RunOnce(ctx); err != nil || n != 0 {
-			t.Fatalf("attempt %d: %d, %v", i+1, n, err)
+		runTwice(t, pool, func() time.Time { return now })
+	}
+	for _, c := range []struct {
+		tenant, id uuid.UUID
+		due        []string
+	}{
+		{byDefault, defaultID, []string{"2026-03-09", "2026-03-05", "2026-03-03", "2026-03-02"}},
+		{custom, customID, []string{"2026-03-04", "2026-03-02"}},
+	} {
+		sc, err := st.GetSchedule(ctx, c.tenant, c.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc.Status != store.SchedulePastDue || int(sc.FailedAttempts) != len(c.due) || sc.FailureReason != "card_declined" {
+			t.Errorf("schedule %s after %d declines (%d attempts, reason %q)", sc.Status, len(c.due), sc.FailedAttempts, sc.FailureReason)
+		}
+		list, total, err := st.ListInstallments(ctx, c.tenant, c.id, 100, 0)
+		if err != nil || int(total) != len(c.due) {
+			t.Fatalf("installments %v (%d), %v", list, total, err)
+		}
+		for i, in := range list {
+			if in.DueDate.Format(time.DateOnly) != c.due[i] || in.Status != store.InstallmentDeclined || int(in.Attempt) != len(c.due)-i ||
+				in.Period.Format(time.DateOnly) != "2026-03-02" || in.DeclineReason != "card_declined" {
+				t.Errorf("installment %d = %+v, want attempt %d due %s", i, in, len(c.due)-i, c.due[i])
+			}
 		}
 	}
-	sc, err := store.New(pool).GetSchedule(ctx, tenant, id)
-	if err != nil {
-		t.Fatal(err)
+}
+
+// runTwice runs two runners at once on the clock.
+func runTwice(t *testing.T, pool *pgxpool.Pool, clock func() time.Time) int {
+	t.Helper()
+	var wg sync.WaitGroup
+	counts := make([]int, 2)
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			svc := New(pool, Config{Now: clock, Processors: staticProcessors{tenantProcessor{Processor: processor.Test{}, Name: providerTest, Mode: "test"}}}, nil)
+			n, err := svc.NewRunner(RunnerConfig{}).RunOnce(context.Background())
+			if err != nil {
+				t.Error(err)
+			}
+			counts[i] = n
+		}()
 	}
-	if sc.Status != store.SchedulePastDue || sc.FailedAttempts != store.MaxAttempts || sc.FailureReason != "card_declined" {
-		t.Errorf("schedule %s after %d declines (%d attempts, reason %q)", sc.Status, store.MaxAttempts, sc.FailedAttempts, sc.FailureReason)
-	}
+	wg.Wait()
+	return counts[0] + counts[1]
 }
 
 // TestRunnerAfterDailyBatchClosed: an installment due on a day whose daily

@@ -15,7 +15,7 @@ import (
 	"github.com/almoner/almoner/services/orders/store"
 )
 
-var scheduleStatuses = []string{store.ScheduleActive, store.ScheduleCancelled, store.ScheduleCompleted, store.SchedulePastDue}
+var scheduleStatuses = []string{store.ScheduleActive, store.SchedulePaused, store.SchedulePastDue, store.ScheduleCancelled, store.ScheduleCompleted}
 
 // scheduleServer serves /api/tenants/{tid}/recurring-donations.
 type scheduleServer struct {
@@ -36,7 +36,7 @@ func (a *scheduleServer) ListRecurringDonations(ctx context.Context, req *orders
 	status := ""
 	if req.GetStatus() != "" {
 		if status = canonical(scheduleStatuses, req.GetStatus()); status == "" {
-			return nil, apperr.Invalid(apperr.Violation{Field: "Status", Message: "'Status' must be one of active, cancelled, completed, past_due."})
+			return nil, apperr.Invalid(apperr.Violation{Field: "Status", Message: "'Status' must be one of active, paused, past_due, cancelled, completed."})
 		}
 	}
 	list, total, err := a.s.store.ListSchedules(ctx, uuid.MustParse(p.TenantID), req.ContactId, status, pg.Size, pg.Offset())

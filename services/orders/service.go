@@ -88,6 +88,7 @@ func (s *Service) Register(r grpc.ServiceRegistrar) {
 	ordersv1.RegisterFundServiceServer(r, &fundServer{s: s})
 	ordersv1.RegisterBatchServiceServer(r, &batchServer{s: s})
 	ordersv1.RegisterRecurringDonationServiceServer(r, &scheduleServer{s: s})
+	ordersv1.RegisterRecurringSettingsServiceServer(r, &settingsServer{s: s})
 	ordersv1.RegisterGivingServiceServer(r, &givingServer{s: s})
 	ordersv1.RegisterPaymentMethodServiceServer(r, &paymentMethodServer{s: s})
 	ordersv1.RegisterProcessorNotificationServiceServer(r, &notificationServer{s: s})

@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/almoner/almoner/pkg/audit"
 	"github.com/almoner/almoner/pkg/db"
 )
 
@@ -51,17 +50,14 @@ type Outcome struct {
 	Reason string
 }
 
-// MaxAttempts is how many times a declined installment is tried (once a
-// day) before the schedule becomes past_due.
-const MaxAttempts = 3
-
 // ChargeInstallment charges one due schedule exactly once per period.
 // The schedule row is locked with FOR UPDATE SKIP LOCKED, so two runners
 // never work on one schedule at once (the other skips it); the period's
-// row in recurring_charges is unique, and the order, that row and the
-// schedule's advance commit together, so a runner killed mid-way leaves
-// the period uncharged, to be charged by the next run. charge builds the
-// installment (calling the processor, idempotent by schedule and period)
+// row in recurring_charges is unique (a skip claims it too), and the
+// order, that row, the installment's record and the schedule's advance
+// commit together, so a runner killed mid-way leaves the period
+// uncharged, to be charged by the next run. charge builds the installment
+// (calling the processor, idempotent by schedule, period and attempt)
 // while the lock is held. It reports whether an order was recorded.
 func (s *Store) ChargeInstallment(ctx context.Context, tenantID, id uuid.UUID, today time.Time,
 	charge func(sc Schedule, period time.Time, attempt int32) (Outcome, error)) (bool, error) {
@@ -93,38 +89,25 @@ func (s *Store) ChargeInstallment(ctx context.Context, tenantID, id uuid.UUID, t
 			return fmt.Errorf("claim period %s: %w", period.Format(time.DateOnly), err)
 		}
 		if tag.RowsAffected() == 0 {
-			// Already charged for this period (cannot happen while the
-			// advance commits with the charge, but never charge twice).
+			// Already charged or skipped (an amendment moved the next
+			// charge date back onto such a period): never charge twice.
 			return advance(ctx, tx, sc, period)
 		}
-		out, err := charge(sc, period, sc.FailedAttempts+1)
+		// Attempts are numbered per period over the schedule's life, so
+		// a charge after a new payment method is a new processor request
+		// (its idempotency key names the attempt).
+		var declined int32
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM orders.recurring_installments
+			WHERE tenant_id = $1 AND schedule_id = $2 AND period = $3 AND status = 'declined'`, tenantID, id, period).Scan(&declined); err != nil {
+			return fmt.Errorf("count attempts of %s: %w", period.Format(time.DateOnly), err)
+		}
+		attempt := declined + 1
+		out, err := charge(sc, period, attempt)
 		if err != nil {
 			return fmt.Errorf("charge period %s: %w", period.Format(time.DateOnly), err)
 		}
-		tenant := tenantID.String()
 		if out.Declined || out.PastDue {
-			// The period's row goes again: the next attempt charges it.
-			if _, err := tx.Exec(ctx, `DELETE FROM orders.recurring_charges WHERE tenant_id = $1 AND schedule_id = $2 AND period = $3`, tenantID, id, period); err != nil {
-				return fmt.Errorf("give back period: %w", err)
-			}
-			status, retry := ScheduleActive, any(today.AddDate(0, 0, 1))
-			if out.PastDue || sc.FailedAttempts+1 >= MaxAttempts {
-				status, retry = SchedulePastDue, nil
-			}
-			if _, err := tx.Exec(ctx, `UPDATE orders.recurring_donations SET failed_attempts = failed_attempts + 1, status = $3, retry_on = $4,
-					failure_reason = $5, updated_at = now()
-				WHERE tenant_id = $1 AND id = $2`, tenantID, id, status, retry, out.Reason); err != nil {
-				return fmt.Errorf("record declined attempt: %w", err)
-			}
-			changes := map[string]audit.Change{"failedAttempts": {Old: sc.FailedAttempts, New: sc.FailedAttempts + 1}, "status": {Old: sc.Status, New: status}}
-			if out.Reason != sc.FailureReason {
-				changes["failureReason"] = audit.Change{Old: sc.FailureReason, New: out.Reason}
-			}
-			if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenant, EntityType: EntityRecurringDonation, EntityID: id.String(), Action: audit.Updated,
-				Changes: changes, Actor: "system"}); err != nil {
-				return fmt.Errorf("record audit of declined attempt: %w", err)
-			}
-			return nil
+			return decline(ctx, tx, sc, period, attempt, today, out)
 		}
 		o, err := s.insertOrder(ctx, tx, *out.Order, number, "system")
 		if err != nil {
@@ -133,6 +116,9 @@ func (s *Store) ChargeInstallment(ctx context.Context, tenantID, id uuid.UUID, t
 		if _, err := tx.Exec(ctx, `UPDATE orders.recurring_charges SET order_id = $4 WHERE tenant_id = $1 AND schedule_id = $2 AND period = $3`,
 			tenantID, id, period, o.ID); err != nil {
 			return fmt.Errorf("link period to its order: %w", err)
+		}
+		if err := insertInstallment(ctx, tx, sc, Installment{Period: period, DueDate: today, Attempt: attempt, Status: InstallmentCharged, OrderID: &o.ID}); err != nil {
+			return err
 		}
 		recorded = true
 		return advance(ctx, tx, sc, period)
@@ -143,37 +129,55 @@ func (s *Store) ChargeInstallment(ctx context.Context, tenantID, id uuid.UUID, t
 	return recorded, nil
 }
 
-// advance moves a schedule past period: the next date counts periods from
-// the start date (so Jan 31 monthly gives Feb 28, then Mar 31), and a
+// decline records a declined attempt: the period's claim goes again (the
+// next attempt charges it), the attempt is kept as a declined
+// installment, and the schedule either waits for its next retry day (the
+// tenant's retry days count from the first decline) or, when they are
+// used up or no retry can help, becomes past_due.
+func decline(ctx context.Context, tx pgx.Tx, sc Schedule, period time.Time, attempt int32, today time.Time, out Outcome) error {
+	if _, err := tx.Exec(ctx, `DELETE FROM orders.recurring_charges WHERE tenant_id = $1 AND schedule_id = $2 AND period = $3`,
+		sc.TenantID, sc.ID, period); err != nil {
+		return fmt.Errorf("give back period: %w", err)
+	}
+	if err := insertInstallment(ctx, tx, sc, Installment{Period: period, DueDate: today, Attempt: attempt, Status: InstallmentDeclined,
+		DeclineReason: out.Reason}); err != nil {
+		return err
+	}
+	days, err := RetryDays(ctx, tx, sc.TenantID)
+	if err != nil {
+		return err
+	}
+	next := sc
+	next.FailedAttempts++
+	next.FailureReason = out.Reason
+	if next.FirstDeclinedOn == nil {
+		next.FirstDeclinedOn = &today
+	}
+	if retry := int(next.FailedAttempts) - 1; !out.PastDue && retry < len(days) {
+		// A runner that was down meanwhile tries no sooner than tomorrow.
+		on := next.FirstDeclinedOn.AddDate(0, 0, int(days[retry]))
+		if !on.After(today) {
+			on = today.AddDate(0, 0, 1)
+		}
+		next.RetryOn = &on
+	} else {
+		next.Status, next.RetryOn = SchedulePastDue, nil
+	}
+	if _, err := writeSchedule(ctx, tx, sc, next, "system"); err != nil {
+		return fmt.Errorf("record declined attempt: %w", err)
+	}
+	return nil
+}
+
+// advance moves a schedule past period to the next period boundary (which
+// counts from the anchor, so Jan 31 monthly gives Feb 28, then Mar 31); a
 // schedule whose next date passes its end date is completed.
 func advance(ctx context.Context, tx pgx.Tx, sc Schedule, period time.Time) error {
-	var n int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM orders.recurring_charges WHERE tenant_id = $1 AND schedule_id = $2`, sc.TenantID, sc.ID).Scan(&n); err != nil {
-		return fmt.Errorf("count charged periods: %w", err)
-	}
-	next := NextDate(sc.StartDate, sc.Frequency, n)
-	for !next.After(period) {
-		n++
-		next = NextDate(sc.StartDate, sc.Frequency, n)
-	}
-	status := ScheduleActive
-	var nextArg any = next
-	if sc.EndDate != nil && next.After(*sc.EndDate) {
-		status, nextArg = ScheduleCompleted, nil
-	}
-	if _, err := tx.Exec(ctx, `UPDATE orders.recurring_donations SET next_charge_date = $3, status = $4, failed_attempts = 0, retry_on = NULL, failure_reason = '', updated_at = now()
-		WHERE tenant_id = $1 AND id = $2`, sc.TenantID, sc.ID, nextArg, status); err != nil {
+	next := sc
+	next.ClearRetry()
+	next.PlaceNext(after(sc, period))
+	if _, err := writeSchedule(ctx, tx, sc, next, "system"); err != nil {
 		return fmt.Errorf("advance schedule: %w", err)
-	}
-	changes := map[string]audit.Change{"nextChargeDate": {Old: period.Format(time.DateOnly), New: nil}}
-	if status == ScheduleActive {
-		changes["nextChargeDate"] = audit.Change{Old: period.Format(time.DateOnly), New: next.Format(time.DateOnly)}
-	} else {
-		changes["status"] = audit.Change{Old: sc.Status, New: status}
-	}
-	if err := audit.Record(ctx, tx, audit.Entry{TenantID: sc.TenantID.String(), EntityType: EntityRecurringDonation, EntityID: sc.ID.String(),
-		Action: audit.Updated, Changes: changes, Actor: "system"}); err != nil {
-		return fmt.Errorf("record audit of advance: %w", err)
 	}
 	return nil
 }

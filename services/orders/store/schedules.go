@@ -8,13 +8,13 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/almoner/almoner/pkg/audit"
 	"github.com/almoner/almoner/pkg/db"
 )
 
 // Schedule statuses.
 const (
 	ScheduleActive    = "active"
+	SchedulePaused    = "paused"
 	ScheduleCancelled = "cancelled"
 	ScheduleCompleted = "completed"
 	SchedulePastDue   = "past_due"
@@ -43,15 +43,35 @@ type Schedule struct {
 	OriginOrderID uuid.UUID
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
+	// AnchorDate is the date periods count from once an amendment moved
+	// it; nil means StartDate (see Anchor).
+	AnchorDate *time.Time
+	// PausedUntil is the day a paused schedule resumes by itself.
+	PausedUntil *time.Time
+	// RetryOn is when a declined installment is tried again.
+	RetryOn *time.Time
+	// FirstDeclinedOn is the day the current installment was first
+	// declined: its retries count from it.
+	FirstDeclinedOn *time.Time
+}
+
+// Anchor is the date the schedule's periods count from.
+func (s Schedule) Anchor() time.Time {
+	if s.AnchorDate != nil {
+		return *s.AnchorDate
+	}
+	return s.StartDate
 }
 
 const scheduleColumns = `tenant_id, id, contact_id, amount_minor, currency, frequency, start_date, end_date, fund_id, campaign_id,
-	payment_method, payment_token, status, next_charge_date, failed_attempts, failure_reason, origin_order_id, created_at, updated_at`
+	payment_method, payment_token, status, next_charge_date, failed_attempts, failure_reason, origin_order_id, created_at, updated_at,
+	anchor_date, paused_until, retry_on, first_declined_on`
 
 func scanSchedule(row pgx.Row) (Schedule, error) {
 	var s Schedule
 	err := row.Scan(&s.TenantID, &s.ID, &s.ContactID, &s.AmountMinor, &s.Currency, &s.Frequency, &s.StartDate, &s.EndDate, &s.FundID, &s.CampaignID,
-		&s.PaymentMethod, &s.PaymentToken, &s.Status, &s.NextChargeDate, &s.FailedAttempts, &s.FailureReason, &s.OriginOrderID, &s.CreatedAt, &s.UpdatedAt)
+		&s.PaymentMethod, &s.PaymentToken, &s.Status, &s.NextChargeDate, &s.FailedAttempts, &s.FailureReason, &s.OriginOrderID, &s.CreatedAt, &s.UpdatedAt,
+		&s.AnchorDate, &s.PausedUntil, &s.RetryOn, &s.FirstDeclinedOn)
 	if err != nil {
 		return Schedule{}, fmt.Errorf("read schedule: %w", db.Interpret(err))
 	}
@@ -97,29 +117,15 @@ func (s *Store) GetSchedule(ctx context.Context, tenantID, id uuid.UUID) (Schedu
 // CancelSchedule cancels a schedule; a cancelled, completed one is
 // returned unchanged.
 func (s *Store) CancelSchedule(ctx context.Context, tenantID, id uuid.UUID, actor string) (Schedule, error) {
-	var out Schedule
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		sc, err := scanSchedule(tx.QueryRow(ctx, `SELECT `+scheduleColumns+` FROM orders.recurring_donations WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, tenantID, id))
-		if err != nil {
-			return fmt.Errorf("lock schedule: %w", err)
-		}
+	sc, err := s.UpdateSchedule(ctx, tenantID, id, actor, func(sc Schedule) (Schedule, error) {
 		if sc.Status == ScheduleCancelled || sc.Status == ScheduleCompleted {
-			out = sc
-			return nil
+			return sc, nil
 		}
-		out, err = scanSchedule(tx.QueryRow(ctx, `UPDATE orders.recurring_donations SET status = 'cancelled', next_charge_date = NULL, updated_at = now()
-			WHERE tenant_id = $1 AND id = $2 RETURNING `+scheduleColumns, tenantID, id))
-		if err != nil {
-			return fmt.Errorf("update schedule row: %w", err)
-		}
-		if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: EntityRecurringDonation, EntityID: id.String(), Action: audit.Updated,
-			Changes: map[string]audit.Change{"status": {Old: sc.Status, New: ScheduleCancelled}}, Actor: actor}); err != nil {
-			return fmt.Errorf("record audit: %w", err)
-		}
-		return nil
+		sc.Status, sc.NextChargeDate, sc.PausedUntil, sc.RetryOn = ScheduleCancelled, nil, nil, nil
+		return sc, nil
 	})
 	if err != nil {
 		return Schedule{}, fmt.Errorf("orders: cancel schedule %s: %w", id, err)
 	}
-	return out, nil
+	return sc, nil
 }

@@ -12,6 +12,7 @@ import (
 	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -446,6 +447,118 @@ func (x *ReceiveStripeEventResponse) GetReceived() bool {
 	return false
 }
 
+// SetRecurringRetriesRequest names the tenant and its retry days.
+type SetRecurringRetriesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the tenant.
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// Days are the days after the first decline on which the installment is
+	// tried again, increasing, each 1 to 60; empty means no retry (past_due
+	// at the first decline).
+	Days          []int32 `protobuf:"varint,2,rep,packed,name=days,proto3" json:"days,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetRecurringRetriesRequest) Reset() {
+	*x = SetRecurringRetriesRequest{}
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetRecurringRetriesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetRecurringRetriesRequest) ProtoMessage() {}
+
+func (x *SetRecurringRetriesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetRecurringRetriesRequest.ProtoReflect.Descriptor instead.
+func (*SetRecurringRetriesRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *SetRecurringRetriesRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *SetRecurringRetriesRequest) GetDays() []int32 {
+	if x != nil {
+		return x.Days
+	}
+	return nil
+}
+
+// SetRecurringRetriesResponse is the tenant's retry schedule as stored.
+type SetRecurringRetriesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the tenant.
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// Days are the retry days.
+	Days          []int32 `protobuf:"varint,2,rep,packed,name=days,proto3" json:"days,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetRecurringRetriesResponse) Reset() {
+	*x = SetRecurringRetriesResponse{}
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetRecurringRetriesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetRecurringRetriesResponse) ProtoMessage() {}
+
+func (x *SetRecurringRetriesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetRecurringRetriesResponse.ProtoReflect.Descriptor instead.
+func (*SetRecurringRetriesResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *SetRecurringRetriesResponse) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *SetRecurringRetriesResponse) GetDays() []int32 {
+	if x != nil {
+		return x.Days
+	}
+	return nil
+}
+
 // Address is a postal address on an order.
 type Address struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -467,7 +580,7 @@ type Address struct {
 
 func (x *Address) Reset() {
 	*x = Address{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[7]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -479,7 +592,7 @@ func (x *Address) String() string {
 func (*Address) ProtoMessage() {}
 
 func (x *Address) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[7]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -492,7 +605,7 @@ func (x *Address) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Address.ProtoReflect.Descriptor instead.
 func (*Address) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{7}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Address) GetLine1() string {
@@ -554,7 +667,7 @@ type Tribute struct {
 
 func (x *Tribute) Reset() {
 	*x = Tribute{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[8]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -566,7 +679,7 @@ func (x *Tribute) String() string {
 func (*Tribute) ProtoMessage() {}
 
 func (x *Tribute) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[8]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -579,7 +692,7 @@ func (x *Tribute) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tribute.ProtoReflect.Descriptor instead.
 func (*Tribute) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{8}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Tribute) GetTributeType() string {
@@ -629,7 +742,7 @@ type DonationInput struct {
 
 func (x *DonationInput) Reset() {
 	*x = DonationInput{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[9]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -641,7 +754,7 @@ func (x *DonationInput) String() string {
 func (*DonationInput) ProtoMessage() {}
 
 func (x *DonationInput) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[9]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -654,7 +767,7 @@ func (x *DonationInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DonationInput.ProtoReflect.Descriptor instead.
 func (*DonationInput) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{9}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DonationInput) GetFundId() string {
@@ -705,7 +818,7 @@ type ItemInput struct {
 
 func (x *ItemInput) Reset() {
 	*x = ItemInput{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[10]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -717,7 +830,7 @@ func (x *ItemInput) String() string {
 func (*ItemInput) ProtoMessage() {}
 
 func (x *ItemInput) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[10]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -730,7 +843,7 @@ func (x *ItemInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ItemInput.ProtoReflect.Descriptor instead.
 func (*ItemInput) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{10}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ItemInput) GetItemId() string {
@@ -771,7 +884,7 @@ type PaymentInput struct {
 
 func (x *PaymentInput) Reset() {
 	*x = PaymentInput{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[11]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -783,7 +896,7 @@ func (x *PaymentInput) String() string {
 func (*PaymentInput) ProtoMessage() {}
 
 func (x *PaymentInput) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[11]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -796,7 +909,7 @@ func (x *PaymentInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentInput.ProtoReflect.Descriptor instead.
 func (*PaymentInput) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{11}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PaymentInput) GetPaymentMethod() string {
@@ -867,7 +980,7 @@ type RecurringDonationInput struct {
 
 func (x *RecurringDonationInput) Reset() {
 	*x = RecurringDonationInput{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[12]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -879,7 +992,7 @@ func (x *RecurringDonationInput) String() string {
 func (*RecurringDonationInput) ProtoMessage() {}
 
 func (x *RecurringDonationInput) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[12]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -892,7 +1005,7 @@ func (x *RecurringDonationInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecurringDonationInput.ProtoReflect.Descriptor instead.
 func (*RecurringDonationInput) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{12}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RecurringDonationInput) GetFundId() string {
@@ -988,7 +1101,7 @@ type CreateOrderRequest struct {
 
 func (x *CreateOrderRequest) Reset() {
 	*x = CreateOrderRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[13]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1000,7 +1113,7 @@ func (x *CreateOrderRequest) String() string {
 func (*CreateOrderRequest) ProtoMessage() {}
 
 func (x *CreateOrderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[13]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1013,7 +1126,7 @@ func (x *CreateOrderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateOrderRequest.ProtoReflect.Descriptor instead.
 func (*CreateOrderRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{13}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CreateOrderRequest) GetTenantId() string {
@@ -1125,7 +1238,7 @@ type CreateOrderResponse struct {
 
 func (x *CreateOrderResponse) Reset() {
 	*x = CreateOrderResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[14]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1137,7 +1250,7 @@ func (x *CreateOrderResponse) String() string {
 func (*CreateOrderResponse) ProtoMessage() {}
 
 func (x *CreateOrderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[14]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1150,7 +1263,7 @@ func (x *CreateOrderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateOrderResponse.ProtoReflect.Descriptor instead.
 func (*CreateOrderResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{14}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CreateOrderResponse) GetOrder() *Order {
@@ -1185,7 +1298,7 @@ type OrderDonation struct {
 
 func (x *OrderDonation) Reset() {
 	*x = OrderDonation{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[15]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1197,7 +1310,7 @@ func (x *OrderDonation) String() string {
 func (*OrderDonation) ProtoMessage() {}
 
 func (x *OrderDonation) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[15]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1210,7 +1323,7 @@ func (x *OrderDonation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OrderDonation.ProtoReflect.Descriptor instead.
 func (*OrderDonation) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{15}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *OrderDonation) GetId() string {
@@ -1294,7 +1407,7 @@ type OrderItem struct {
 
 func (x *OrderItem) Reset() {
 	*x = OrderItem{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[16]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1306,7 +1419,7 @@ func (x *OrderItem) String() string {
 func (*OrderItem) ProtoMessage() {}
 
 func (x *OrderItem) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[16]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1319,7 +1432,7 @@ func (x *OrderItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OrderItem.ProtoReflect.Descriptor instead.
 func (*OrderItem) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{16}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *OrderItem) GetLineNumber() int32 {
@@ -1409,7 +1522,7 @@ type OrderPayment struct {
 
 func (x *OrderPayment) Reset() {
 	*x = OrderPayment{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[17]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1421,7 +1534,7 @@ func (x *OrderPayment) String() string {
 func (*OrderPayment) ProtoMessage() {}
 
 func (x *OrderPayment) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[17]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1434,7 +1547,7 @@ func (x *OrderPayment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OrderPayment.ProtoReflect.Descriptor instead.
 func (*OrderPayment) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{17}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *OrderPayment) GetId() string {
@@ -1513,7 +1626,7 @@ type NextAction struct {
 
 func (x *NextAction) Reset() {
 	*x = NextAction{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[18]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1525,7 +1638,7 @@ func (x *NextAction) String() string {
 func (*NextAction) ProtoMessage() {}
 
 func (x *NextAction) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[18]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1538,7 +1651,7 @@ func (x *NextAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextAction.ProtoReflect.Descriptor instead.
 func (*NextAction) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{18}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *NextAction) GetType() string {
@@ -1607,7 +1720,7 @@ type Order struct {
 
 func (x *Order) Reset() {
 	*x = Order{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[19]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1619,7 +1732,7 @@ func (x *Order) String() string {
 func (*Order) ProtoMessage() {}
 
 func (x *Order) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[19]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1632,7 +1745,7 @@ func (x *Order) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Order.ProtoReflect.Descriptor instead.
 func (*Order) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{19}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Order) GetId() string {
@@ -1814,7 +1927,7 @@ type ListOrdersRequest struct {
 
 func (x *ListOrdersRequest) Reset() {
 	*x = ListOrdersRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[20]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1826,7 +1939,7 @@ func (x *ListOrdersRequest) String() string {
 func (*ListOrdersRequest) ProtoMessage() {}
 
 func (x *ListOrdersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[20]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1839,7 +1952,7 @@ func (x *ListOrdersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrdersRequest.ProtoReflect.Descriptor instead.
 func (*ListOrdersRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{20}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListOrdersRequest) GetTenantId() string {
@@ -1966,7 +2079,7 @@ type ListOrdersResponse struct {
 
 func (x *ListOrdersResponse) Reset() {
 	*x = ListOrdersResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[21]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1978,7 +2091,7 @@ func (x *ListOrdersResponse) String() string {
 func (*ListOrdersResponse) ProtoMessage() {}
 
 func (x *ListOrdersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[21]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1991,7 +2104,7 @@ func (x *ListOrdersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrdersResponse.ProtoReflect.Descriptor instead.
 func (*ListOrdersResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{21}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListOrdersResponse) GetItems() []*Order {
@@ -2042,7 +2155,7 @@ type GetOrderRequest struct {
 
 func (x *GetOrderRequest) Reset() {
 	*x = GetOrderRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[22]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2054,7 +2167,7 @@ func (x *GetOrderRequest) String() string {
 func (*GetOrderRequest) ProtoMessage() {}
 
 func (x *GetOrderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[22]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2067,7 +2180,7 @@ func (x *GetOrderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrderRequest.ProtoReflect.Descriptor instead.
 func (*GetOrderRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{22}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetOrderRequest) GetTenantId() string {
@@ -2095,7 +2208,7 @@ type GetOrderResponse struct {
 
 func (x *GetOrderResponse) Reset() {
 	*x = GetOrderResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[23]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2107,7 +2220,7 @@ func (x *GetOrderResponse) String() string {
 func (*GetOrderResponse) ProtoMessage() {}
 
 func (x *GetOrderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[23]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2120,7 +2233,7 @@ func (x *GetOrderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrderResponse.ProtoReflect.Descriptor instead.
 func (*GetOrderResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{23}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetOrderResponse) GetOrder() *Order {
@@ -2145,7 +2258,7 @@ type VoidOrderRequest struct {
 
 func (x *VoidOrderRequest) Reset() {
 	*x = VoidOrderRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[24]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2157,7 +2270,7 @@ func (x *VoidOrderRequest) String() string {
 func (*VoidOrderRequest) ProtoMessage() {}
 
 func (x *VoidOrderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[24]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2170,7 +2283,7 @@ func (x *VoidOrderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VoidOrderRequest.ProtoReflect.Descriptor instead.
 func (*VoidOrderRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{24}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *VoidOrderRequest) GetTenantId() string {
@@ -2205,7 +2318,7 @@ type VoidOrderResponse struct {
 
 func (x *VoidOrderResponse) Reset() {
 	*x = VoidOrderResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[25]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2217,7 +2330,7 @@ func (x *VoidOrderResponse) String() string {
 func (*VoidOrderResponse) ProtoMessage() {}
 
 func (x *VoidOrderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[25]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2230,7 +2343,7 @@ func (x *VoidOrderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VoidOrderResponse.ProtoReflect.Descriptor instead.
 func (*VoidOrderResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{25}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *VoidOrderResponse) GetOrder() *Order {
@@ -2262,7 +2375,7 @@ type CreateOrderRefundRequest struct {
 
 func (x *CreateOrderRefundRequest) Reset() {
 	*x = CreateOrderRefundRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[26]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2274,7 +2387,7 @@ func (x *CreateOrderRefundRequest) String() string {
 func (*CreateOrderRefundRequest) ProtoMessage() {}
 
 func (x *CreateOrderRefundRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[26]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2287,7 +2400,7 @@ func (x *CreateOrderRefundRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateOrderRefundRequest.ProtoReflect.Descriptor instead.
 func (*CreateOrderRefundRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{26}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CreateOrderRefundRequest) GetTenantId() string {
@@ -2336,7 +2449,7 @@ type CreateOrderRefundResponse struct {
 
 func (x *CreateOrderRefundResponse) Reset() {
 	*x = CreateOrderRefundResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[27]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2348,7 +2461,7 @@ func (x *CreateOrderRefundResponse) String() string {
 func (*CreateOrderRefundResponse) ProtoMessage() {}
 
 func (x *CreateOrderRefundResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[27]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2361,7 +2474,7 @@ func (x *CreateOrderRefundResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateOrderRefundResponse.ProtoReflect.Descriptor instead.
 func (*CreateOrderRefundResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{27}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CreateOrderRefundResponse) GetOrder() *Order {
@@ -2396,7 +2509,7 @@ type Fund struct {
 
 func (x *Fund) Reset() {
 	*x = Fund{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[28]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2408,7 +2521,7 @@ func (x *Fund) String() string {
 func (*Fund) ProtoMessage() {}
 
 func (x *Fund) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[28]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2421,7 +2534,7 @@ func (x *Fund) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Fund.ProtoReflect.Descriptor instead.
 func (*Fund) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{28}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Fund) GetId() string {
@@ -2491,7 +2604,7 @@ type ListFundsRequest struct {
 
 func (x *ListFundsRequest) Reset() {
 	*x = ListFundsRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[29]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2503,7 +2616,7 @@ func (x *ListFundsRequest) String() string {
 func (*ListFundsRequest) ProtoMessage() {}
 
 func (x *ListFundsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[29]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2516,7 +2629,7 @@ func (x *ListFundsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFundsRequest.ProtoReflect.Descriptor instead.
 func (*ListFundsRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{29}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListFundsRequest) GetTenantId() string {
@@ -2537,7 +2650,7 @@ type ListFundsResponse struct {
 
 func (x *ListFundsResponse) Reset() {
 	*x = ListFundsResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[30]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2549,7 +2662,7 @@ func (x *ListFundsResponse) String() string {
 func (*ListFundsResponse) ProtoMessage() {}
 
 func (x *ListFundsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[30]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2562,7 +2675,7 @@ func (x *ListFundsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFundsResponse.ProtoReflect.Descriptor instead.
 func (*ListFundsResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{30}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListFundsResponse) GetFunds() []*Fund {
@@ -2593,7 +2706,7 @@ type CreateFundRequest struct {
 
 func (x *CreateFundRequest) Reset() {
 	*x = CreateFundRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[31]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2605,7 +2718,7 @@ func (x *CreateFundRequest) String() string {
 func (*CreateFundRequest) ProtoMessage() {}
 
 func (x *CreateFundRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[31]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2618,7 +2731,7 @@ func (x *CreateFundRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateFundRequest.ProtoReflect.Descriptor instead.
 func (*CreateFundRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{31}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CreateFundRequest) GetTenantId() string {
@@ -2674,7 +2787,7 @@ type CreateFundResponse struct {
 
 func (x *CreateFundResponse) Reset() {
 	*x = CreateFundResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[32]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2686,7 +2799,7 @@ func (x *CreateFundResponse) String() string {
 func (*CreateFundResponse) ProtoMessage() {}
 
 func (x *CreateFundResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[32]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2699,7 +2812,7 @@ func (x *CreateFundResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateFundResponse.ProtoReflect.Descriptor instead.
 func (*CreateFundResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{32}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CreateFundResponse) GetFund() *Fund {
@@ -2732,7 +2845,7 @@ type UpdateFundRequest struct {
 
 func (x *UpdateFundRequest) Reset() {
 	*x = UpdateFundRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[33]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2744,7 +2857,7 @@ func (x *UpdateFundRequest) String() string {
 func (*UpdateFundRequest) ProtoMessage() {}
 
 func (x *UpdateFundRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[33]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2757,7 +2870,7 @@ func (x *UpdateFundRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateFundRequest.ProtoReflect.Descriptor instead.
 func (*UpdateFundRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{33}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *UpdateFundRequest) GetTenantId() string {
@@ -2820,7 +2933,7 @@ type UpdateFundResponse struct {
 
 func (x *UpdateFundResponse) Reset() {
 	*x = UpdateFundResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[34]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2832,7 +2945,7 @@ func (x *UpdateFundResponse) String() string {
 func (*UpdateFundResponse) ProtoMessage() {}
 
 func (x *UpdateFundResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[34]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2845,7 +2958,7 @@ func (x *UpdateFundResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateFundResponse.ProtoReflect.Descriptor instead.
 func (*UpdateFundResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{34}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *UpdateFundResponse) GetFund() *Fund {
@@ -2870,7 +2983,7 @@ type CurrencyTotal struct {
 
 func (x *CurrencyTotal) Reset() {
 	*x = CurrencyTotal{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[35]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2882,7 +2995,7 @@ func (x *CurrencyTotal) String() string {
 func (*CurrencyTotal) ProtoMessage() {}
 
 func (x *CurrencyTotal) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[35]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2895,7 +3008,7 @@ func (x *CurrencyTotal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CurrencyTotal.ProtoReflect.Descriptor instead.
 func (*CurrencyTotal) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{35}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CurrencyTotal) GetCurrency() string {
@@ -2949,7 +3062,7 @@ type Batch struct {
 
 func (x *Batch) Reset() {
 	*x = Batch{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[36]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2961,7 +3074,7 @@ func (x *Batch) String() string {
 func (*Batch) ProtoMessage() {}
 
 func (x *Batch) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[36]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2974,7 +3087,7 @@ func (x *Batch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Batch.ProtoReflect.Descriptor instead.
 func (*Batch) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{36}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Batch) GetId() string {
@@ -3064,7 +3177,7 @@ type ListBatchesRequest struct {
 
 func (x *ListBatchesRequest) Reset() {
 	*x = ListBatchesRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[37]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3076,7 +3189,7 @@ func (x *ListBatchesRequest) String() string {
 func (*ListBatchesRequest) ProtoMessage() {}
 
 func (x *ListBatchesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[37]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3089,7 +3202,7 @@ func (x *ListBatchesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBatchesRequest.ProtoReflect.Descriptor instead.
 func (*ListBatchesRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{37}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListBatchesRequest) GetTenantId() string {
@@ -3137,7 +3250,7 @@ type ListBatchesResponse struct {
 
 func (x *ListBatchesResponse) Reset() {
 	*x = ListBatchesResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[38]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3149,7 +3262,7 @@ func (x *ListBatchesResponse) String() string {
 func (*ListBatchesResponse) ProtoMessage() {}
 
 func (x *ListBatchesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[38]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3162,7 +3275,7 @@ func (x *ListBatchesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBatchesResponse.ProtoReflect.Descriptor instead.
 func (*ListBatchesResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{38}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListBatchesResponse) GetItems() []*Batch {
@@ -3206,7 +3319,7 @@ type GetBatchRequest struct {
 
 func (x *GetBatchRequest) Reset() {
 	*x = GetBatchRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[39]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3218,7 +3331,7 @@ func (x *GetBatchRequest) String() string {
 func (*GetBatchRequest) ProtoMessage() {}
 
 func (x *GetBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[39]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3231,7 +3344,7 @@ func (x *GetBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBatchRequest.ProtoReflect.Descriptor instead.
 func (*GetBatchRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{39}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GetBatchRequest) GetTenantId() string {
@@ -3259,7 +3372,7 @@ type GetBatchResponse struct {
 
 func (x *GetBatchResponse) Reset() {
 	*x = GetBatchResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[40]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3271,7 +3384,7 @@ func (x *GetBatchResponse) String() string {
 func (*GetBatchResponse) ProtoMessage() {}
 
 func (x *GetBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[40]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3284,7 +3397,7 @@ func (x *GetBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBatchResponse.ProtoReflect.Descriptor instead.
 func (*GetBatchResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{40}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *GetBatchResponse) GetBatch() *Batch {
@@ -3310,7 +3423,7 @@ type CreateBatchRequest struct {
 
 func (x *CreateBatchRequest) Reset() {
 	*x = CreateBatchRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[41]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3322,7 +3435,7 @@ func (x *CreateBatchRequest) String() string {
 func (*CreateBatchRequest) ProtoMessage() {}
 
 func (x *CreateBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[41]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3335,7 +3448,7 @@ func (x *CreateBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateBatchRequest.ProtoReflect.Descriptor instead.
 func (*CreateBatchRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{41}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *CreateBatchRequest) GetTenantId() string {
@@ -3370,7 +3483,7 @@ type CreateBatchResponse struct {
 
 func (x *CreateBatchResponse) Reset() {
 	*x = CreateBatchResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[42]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3382,7 +3495,7 @@ func (x *CreateBatchResponse) String() string {
 func (*CreateBatchResponse) ProtoMessage() {}
 
 func (x *CreateBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[42]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3395,7 +3508,7 @@ func (x *CreateBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateBatchResponse.ProtoReflect.Descriptor instead.
 func (*CreateBatchResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{42}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *CreateBatchResponse) GetBatch() *Batch {
@@ -3418,7 +3531,7 @@ type CloseBatchRequest struct {
 
 func (x *CloseBatchRequest) Reset() {
 	*x = CloseBatchRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[43]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3430,7 +3543,7 @@ func (x *CloseBatchRequest) String() string {
 func (*CloseBatchRequest) ProtoMessage() {}
 
 func (x *CloseBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[43]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3443,7 +3556,7 @@ func (x *CloseBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseBatchRequest.ProtoReflect.Descriptor instead.
 func (*CloseBatchRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{43}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *CloseBatchRequest) GetTenantId() string {
@@ -3471,7 +3584,7 @@ type CloseBatchResponse struct {
 
 func (x *CloseBatchResponse) Reset() {
 	*x = CloseBatchResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[44]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3483,7 +3596,7 @@ func (x *CloseBatchResponse) String() string {
 func (*CloseBatchResponse) ProtoMessage() {}
 
 func (x *CloseBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[44]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3496,7 +3609,7 @@ func (x *CloseBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseBatchResponse.ProtoReflect.Descriptor instead.
 func (*CloseBatchResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{44}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *CloseBatchResponse) GetBatch() *Batch {
@@ -3529,7 +3642,8 @@ type RecurringDonation struct {
 	CampaignId string `protobuf:"bytes,9,opt,name=campaign_id,json=campaignId,proto3" json:"campaign_id,omitempty"`
 	// PaymentMethod is how installments are paid.
 	PaymentMethod string `protobuf:"bytes,10,opt,name=payment_method,json=paymentMethod,proto3" json:"payment_method,omitempty"`
-	// Status is active, cancelled, completed or past_due.
+	// Status is active, paused, past_due, cancelled or completed
+	// (docs/orders.md has the transitions).
 	Status string `protobuf:"bytes,11,opt,name=status,proto3" json:"status,omitempty"`
 	// NextChargeDate is YYYY-MM-DD; empty when nothing is due any more.
 	NextChargeDate string `protobuf:"bytes,12,opt,name=next_charge_date,json=nextChargeDate,proto3" json:"next_charge_date,omitempty"`
@@ -3544,14 +3658,17 @@ type RecurringDonation struct {
 	// CreatedAt is when the schedule was created.
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	// UpdatedAt is when it last changed.
-	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	// PausedUntil is the day a paused schedule resumes by itself,
+	// YYYY-MM-DD; empty when it is not paused or paused until resumed.
+	PausedUntil   string `protobuf:"bytes,18,opt,name=paused_until,json=pausedUntil,proto3" json:"paused_until,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RecurringDonation) Reset() {
 	*x = RecurringDonation{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[45]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3563,7 +3680,7 @@ func (x *RecurringDonation) String() string {
 func (*RecurringDonation) ProtoMessage() {}
 
 func (x *RecurringDonation) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[45]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3576,7 +3693,7 @@ func (x *RecurringDonation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecurringDonation.ProtoReflect.Descriptor instead.
 func (*RecurringDonation) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{45}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *RecurringDonation) GetId() string {
@@ -3698,6 +3815,13 @@ func (x *RecurringDonation) GetUpdatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *RecurringDonation) GetPausedUntil() string {
+	if x != nil {
+		return x.PausedUntil
+	}
+	return ""
+}
+
 // ListRecurringDonationsRequest is the list's path and query.
 type ListRecurringDonationsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3717,7 +3841,7 @@ type ListRecurringDonationsRequest struct {
 
 func (x *ListRecurringDonationsRequest) Reset() {
 	*x = ListRecurringDonationsRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[46]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3729,7 +3853,7 @@ func (x *ListRecurringDonationsRequest) String() string {
 func (*ListRecurringDonationsRequest) ProtoMessage() {}
 
 func (x *ListRecurringDonationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[46]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3742,7 +3866,7 @@ func (x *ListRecurringDonationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRecurringDonationsRequest.ProtoReflect.Descriptor instead.
 func (*ListRecurringDonationsRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{46}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListRecurringDonationsRequest) GetTenantId() string {
@@ -3797,7 +3921,7 @@ type ListRecurringDonationsResponse struct {
 
 func (x *ListRecurringDonationsResponse) Reset() {
 	*x = ListRecurringDonationsResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[47]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3809,7 +3933,7 @@ func (x *ListRecurringDonationsResponse) String() string {
 func (*ListRecurringDonationsResponse) ProtoMessage() {}
 
 func (x *ListRecurringDonationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[47]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3822,7 +3946,7 @@ func (x *ListRecurringDonationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRecurringDonationsResponse.ProtoReflect.Descriptor instead.
 func (*ListRecurringDonationsResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{47}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ListRecurringDonationsResponse) GetItems() []*RecurringDonation {
@@ -3866,7 +3990,7 @@ type GetRecurringDonationRequest struct {
 
 func (x *GetRecurringDonationRequest) Reset() {
 	*x = GetRecurringDonationRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[48]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3878,7 +4002,7 @@ func (x *GetRecurringDonationRequest) String() string {
 func (*GetRecurringDonationRequest) ProtoMessage() {}
 
 func (x *GetRecurringDonationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[48]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3891,7 +4015,7 @@ func (x *GetRecurringDonationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRecurringDonationRequest.ProtoReflect.Descriptor instead.
 func (*GetRecurringDonationRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{48}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *GetRecurringDonationRequest) GetTenantId() string {
@@ -3919,7 +4043,7 @@ type GetRecurringDonationResponse struct {
 
 func (x *GetRecurringDonationResponse) Reset() {
 	*x = GetRecurringDonationResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[49]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3931,7 +4055,7 @@ func (x *GetRecurringDonationResponse) String() string {
 func (*GetRecurringDonationResponse) ProtoMessage() {}
 
 func (x *GetRecurringDonationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[49]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3944,7 +4068,7 @@ func (x *GetRecurringDonationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRecurringDonationResponse.ProtoReflect.Descriptor instead.
 func (*GetRecurringDonationResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{49}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *GetRecurringDonationResponse) GetRecurringDonation() *RecurringDonation {
@@ -3967,7 +4091,7 @@ type CancelRecurringDonationRequest struct {
 
 func (x *CancelRecurringDonationRequest) Reset() {
 	*x = CancelRecurringDonationRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[50]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3979,7 +4103,7 @@ func (x *CancelRecurringDonationRequest) String() string {
 func (*CancelRecurringDonationRequest) ProtoMessage() {}
 
 func (x *CancelRecurringDonationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[50]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3992,7 +4116,7 @@ func (x *CancelRecurringDonationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRecurringDonationRequest.ProtoReflect.Descriptor instead.
 func (*CancelRecurringDonationRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{50}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *CancelRecurringDonationRequest) GetTenantId() string {
@@ -4020,7 +4144,7 @@ type CancelRecurringDonationResponse struct {
 
 func (x *CancelRecurringDonationResponse) Reset() {
 	*x = CancelRecurringDonationResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[51]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4032,7 +4156,7 @@ func (x *CancelRecurringDonationResponse) String() string {
 func (*CancelRecurringDonationResponse) ProtoMessage() {}
 
 func (x *CancelRecurringDonationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[51]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4045,7 +4169,7 @@ func (x *CancelRecurringDonationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRecurringDonationResponse.ProtoReflect.Descriptor instead.
 func (*CancelRecurringDonationResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{51}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *CancelRecurringDonationResponse) GetRecurringDonation() *RecurringDonation {
@@ -4055,11 +4179,772 @@ func (x *CancelRecurringDonationResponse) GetRecurringDonation() *RecurringDonat
 	return nil
 }
 
+// AmendRecurringDonationRequest is a PATCH body: only the properties sent
+// change.
+type AmendRecurringDonationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the tenant in the path.
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// ScheduleId is the schedule's id.
+	ScheduleId string `protobuf:"bytes,2,opt,name=schedule_id,json=scheduleId,proto3" json:"schedule_id,omitempty"`
+	// Amount is the new amount of each installment, in the schedule's
+	// currency.
+	Amount *v1.Decimal `protobuf:"bytes,3,opt,name=amount,proto3" json:"amount,omitempty"`
+	// Frequency is weekly, monthly, quarterly or annually; periods then
+	// count from the next charge date.
+	Frequency *string `protobuf:"bytes,4,opt,name=frequency,proto3,oneof" json:"frequency,omitempty"`
+	// NextChargeDate is the next installment's date, YYYY-MM-DD, today or
+	// later; later periods count from it.
+	NextChargeDate *string `protobuf:"bytes,5,opt,name=next_charge_date,json=nextChargeDate,proto3,oneof" json:"next_charge_date,omitempty"`
+	// EndDate is the last date, YYYY-MM-DD; null clears it.
+	EndDate *structpb.Value `protobuf:"bytes,6,opt,name=end_date,json=endDate,proto3" json:"end_date,omitempty"`
+	// FundId is the fund later installments land in.
+	FundId *string `protobuf:"bytes,7,opt,name=fund_id,json=fundId,proto3,oneof" json:"fund_id,omitempty"`
+	// CampaignId is the campaign code; empty clears it.
+	CampaignId *string `protobuf:"bytes,8,opt,name=campaign_id,json=campaignId,proto3,oneof" json:"campaign_id,omitempty"`
+	// PaymentMethodId is one of the contact's saved payment methods (`pm_…`)
+	// for a Card or Ach schedule.
+	PaymentMethodId *string `protobuf:"bytes,9,opt,name=payment_method_id,json=paymentMethodId,proto3,oneof" json:"payment_method_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *AmendRecurringDonationRequest) Reset() {
+	*x = AmendRecurringDonationRequest{}
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AmendRecurringDonationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AmendRecurringDonationRequest) ProtoMessage() {}
+
+func (x *AmendRecurringDonationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AmendRecurringDonationRequest.ProtoReflect.Descriptor instead.
+func (*AmendRecurringDonationRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *AmendRecurringDonationRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *AmendRecurringDonationRequest) GetScheduleId() string {
+	if x != nil {
+		return x.ScheduleId
+	}
+	return ""
+}
+
+func (x *AmendRecurringDonationRequest) GetAmount() *v1.Decimal {
+	if x != nil {
+		return x.Amount
+	}
+	return nil
+}
+
+func (x *AmendRecurringDonationRequest) GetFrequency() string {
+	if x != nil && x.Frequency != nil {
+		return *x.Frequency
+	}
+	return ""
+}
+
+func (x *AmendRecurringDonationRequest) GetNextChargeDate() string {
+	if x != nil && x.NextChargeDate != nil {
+		return *x.NextChargeDate
+	}
+	return ""
+}
+
+func (x *AmendRecurringDonationRequest) GetEndDate() *structpb.Value {
+	if x != nil {
+		return x.EndDate
+	}
+	return nil
+}
+
+func (x *AmendRecurringDonationRequest) GetFundId() string {
+	if x != nil && x.FundId != nil {
+		return *x.FundId
+	}
+	return ""
+}
+
+func (x *AmendRecurringDonationRequest) GetCampaignId() string {
+	if x != nil && x.CampaignId != nil {
+		return *x.CampaignId
+	}
+	return ""
+}
+
+func (x *AmendRecurringDonationRequest) GetPaymentMethodId() string {
+	if x != nil && x.PaymentMethodId != nil {
+		return *x.PaymentMethodId
+	}
+	return ""
+}
+
+// AmendRecurringDonationResponse wraps the schedule.
+type AmendRecurringDonationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// RecurringDonation is the amended schedule.
+	RecurringDonation *RecurringDonation `protobuf:"bytes,1,opt,name=recurring_donation,json=recurringDonation,proto3" json:"recurring_donation,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *AmendRecurringDonationResponse) Reset() {
+	*x = AmendRecurringDonationResponse{}
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AmendRecurringDonationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AmendRecurringDonationResponse) ProtoMessage() {}
+
+func (x *AmendRecurringDonationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AmendRecurringDonationResponse.ProtoReflect.Descriptor instead.
+func (*AmendRecurringDonationResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *AmendRecurringDonationResponse) GetRecurringDonation() *RecurringDonation {
+	if x != nil {
+		return x.RecurringDonation
+	}
+	return nil
+}
+
+// PauseRecurringDonationRequest names the schedule to pause.
+type PauseRecurringDonationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the tenant in the path.
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// ScheduleId is the schedule's id.
+	ScheduleId string `protobuf:"bytes,2,opt,name=schedule_id,json=scheduleId,proto3" json:"schedule_id,omitempty"`
+	// ResumeOn is the day the schedule resumes by itself, YYYY-MM-DD, after
+	// today; without it the schedule stays paused until resumed.
+	ResumeOn      *string `protobuf:"bytes,3,opt,name=resume_on,json=resumeOn,proto3,oneof" json:"resume_on,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseRecurringDonationRequest) Reset() {
+	*x = PauseRecurringDonationRequest{}
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseRecurringDonationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseRecurringDonationRequest) ProtoMessage() {}
+
+func (x *PauseRecurringDonationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseRecurringDonationRequest.ProtoReflect.Descriptor instead.
+func (*PauseRecurringDonationRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *PauseRecurringDonationRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *PauseRecurringDonationRequest) GetScheduleId() string {
+	if x != nil {
+		return x.ScheduleId
+	}
+	return ""
+}
+
+func (x *PauseRecurringDonationRequest) GetResumeOn() string {
+	if x != nil && x.ResumeOn != nil {
+		return *x.ResumeOn
+	}
+	return ""
+}
+
+// PauseRecurringDonationResponse wraps the schedule.
+type PauseRecurringDonationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// RecurringDonation is the paused schedule.
+	RecurringDonation *RecurringDonation `protobuf:"bytes,1,opt,name=recurring_donation,json=recurringDonation,proto3" json:"recurring_donation,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *PauseRecurringDonationResponse) Reset() {
+	*x = PauseRecurringDonationResponse{}
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseRecurringDonationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseRecurringDonationResponse) ProtoMessage() {}
+
+func (x *PauseRecurringDonationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseRecurringDonationResponse.ProtoReflect.Descriptor instead.
+func (*PauseRecurringDonationResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *PauseRecurringDonationResponse) GetRecurringDonation() *RecurringDonation {
+	if x != nil {
+		return x.RecurringDonation
+	}
+	return nil
+}
+
+// ResumeRecurringDonationRequest names the schedule to resume.
+type ResumeRecurringDonationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the tenant in the path.
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// ScheduleId is the schedule's id.
+	ScheduleId    string `protobuf:"bytes,2,opt,name=schedule_id,json=scheduleId,proto3" json:"schedule_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeRecurringDonationRequest) Reset() {
+	*x = ResumeRecurringDonationRequest{}
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeRecurringDonationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeRecurringDonationRequest) ProtoMessage() {}
+
+func (x *ResumeRecurringDonationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeRecurringDonationRequest.ProtoReflect.Descriptor instead.
+func (*ResumeRecurringDonationRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *ResumeRecurringDonationRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *ResumeRecurringDonationRequest) GetScheduleId() string {
+	if x != nil {
+		return x.ScheduleId
+	}
+	return ""
+}
+
+// ResumeRecurringDonationResponse wraps the schedule.
+type ResumeRecurringDonationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// RecurringDonation is the resumed schedule.
+	RecurringDonation *RecurringDonation `protobuf:"bytes,1,opt,name=recurring_donation,json=recurringDonation,proto3" json:"recurring_donation,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *ResumeRecurringDonationResponse) Reset() {
+	*x = ResumeRecurringDonationResponse{}
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeRecurringDonationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeRecurringDonationResponse) ProtoMessage() {}
+
+func (x *ResumeRecurringDonationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeRecurringDonationResponse.ProtoReflect.Descriptor instead.
+func (*ResumeRecurringDonationResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *ResumeRecurringDonationResponse) GetRecurringDonation() *RecurringDonation {
+	if x != nil {
+		return x.RecurringDonation
+	}
+	return nil
+}
+
+// SkipRecurringDonationInstallmentRequest names the schedule whose next
+// installment is skipped.
+type SkipRecurringDonationInstallmentRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the tenant in the path.
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// ScheduleId is the schedule's id.
+	ScheduleId    string `protobuf:"bytes,2,opt,name=schedule_id,json=scheduleId,proto3" json:"schedule_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SkipRecurringDonationInstallmentRequest) Reset() {
+	*x = SkipRecurringDonationInstallmentRequest{}
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SkipRecurringDonationInstallmentRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SkipRecurringDonationInstallmentRequest) ProtoMessage() {}
+
+func (x *SkipRecurringDonationInstallmentRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SkipRecurringDonationInstallmentRequest.ProtoReflect.Descriptor instead.
+func (*SkipRecurringDonationInstallmentRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *SkipRecurringDonationInstallmentRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *SkipRecurringDonationInstallmentRequest) GetScheduleId() string {
+	if x != nil {
+		return x.ScheduleId
+	}
+	return ""
+}
+
+// SkipRecurringDonationInstallmentResponse wraps the schedule.
+type SkipRecurringDonationInstallmentResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// RecurringDonation is the schedule, its next charge date one period on.
+	RecurringDonation *RecurringDonation `protobuf:"bytes,1,opt,name=recurring_donation,json=recurringDonation,proto3" json:"recurring_donation,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *SkipRecurringDonationInstallmentResponse) Reset() {
+	*x = SkipRecurringDonationInstallmentResponse{}
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SkipRecurringDonationInstallmentResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SkipRecurringDonationInstallmentResponse) ProtoMessage() {}
+
+func (x *SkipRecurringDonationInstallmentResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SkipRecurringDonationInstallmentResponse.ProtoReflect.Descriptor instead.
+func (*SkipRecurringDonationInstallmentResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *SkipRecurringDonationInstallmentResponse) GetRecurringDonation() *RecurringDonation {
+	if x != nil {
+		return x.RecurringDonation
+	}
+	return nil
+}
+
+// ListRecurringDonationInstallmentsRequest names the schedule and the page.
+type ListRecurringDonationInstallmentsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the tenant in the path.
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// ScheduleId is the schedule's id.
+	ScheduleId string `protobuf:"bytes,2,opt,name=schedule_id,json=scheduleId,proto3" json:"schedule_id,omitempty"`
+	// Page is 1-based.
+	Page *int32 `protobuf:"varint,3,opt,name=page,proto3,oneof" json:"page,omitempty"`
+	// PageSize is at most 100.
+	PageSize      *int32 `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3,oneof" json:"page_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRecurringDonationInstallmentsRequest) Reset() {
+	*x = ListRecurringDonationInstallmentsRequest{}
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRecurringDonationInstallmentsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRecurringDonationInstallmentsRequest) ProtoMessage() {}
+
+func (x *ListRecurringDonationInstallmentsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRecurringDonationInstallmentsRequest.ProtoReflect.Descriptor instead.
+func (*ListRecurringDonationInstallmentsRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *ListRecurringDonationInstallmentsRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *ListRecurringDonationInstallmentsRequest) GetScheduleId() string {
+	if x != nil {
+		return x.ScheduleId
+	}
+	return ""
+}
+
+func (x *ListRecurringDonationInstallmentsRequest) GetPage() int32 {
+	if x != nil && x.Page != nil {
+		return *x.Page
+	}
+	return 0
+}
+
+func (x *ListRecurringDonationInstallmentsRequest) GetPageSize() int32 {
+	if x != nil && x.PageSize != nil {
+		return *x.PageSize
+	}
+	return 0
+}
+
+// ListRecurringDonationInstallmentsResponse is the page envelope.
+type ListRecurringDonationInstallmentsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Items are the installments and attempts, newest first.
+	Items []*RecurringDonationInstallment `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	// TotalCount counts the schedule's installments and attempts.
+	TotalCount int64 `protobuf:"varint,2,opt,name=total_count,json=totalCount,proto3" json:"total_count,omitempty"`
+	// Page is the page served.
+	Page int32 `protobuf:"varint,3,opt,name=page,proto3" json:"page,omitempty"`
+	// PageSize is the page size served.
+	PageSize      int32 `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRecurringDonationInstallmentsResponse) Reset() {
+	*x = ListRecurringDonationInstallmentsResponse{}
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRecurringDonationInstallmentsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRecurringDonationInstallmentsResponse) ProtoMessage() {}
+
+func (x *ListRecurringDonationInstallmentsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRecurringDonationInstallmentsResponse.ProtoReflect.Descriptor instead.
+func (*ListRecurringDonationInstallmentsResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *ListRecurringDonationInstallmentsResponse) GetItems() []*RecurringDonationInstallment {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *ListRecurringDonationInstallmentsResponse) GetTotalCount() int64 {
+	if x != nil {
+		return x.TotalCount
+	}
+	return 0
+}
+
+func (x *ListRecurringDonationInstallmentsResponse) GetPage() int32 {
+	if x != nil {
+		return x.Page
+	}
+	return 0
+}
+
+func (x *ListRecurringDonationInstallmentsResponse) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+// RecurringDonationInstallment is one installment of a schedule, or one
+// attempt at charging it.
+type RecurringDonationInstallment struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Id identifies the installment or attempt.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Period is the installment's date in the schedule, YYYY-MM-DD.
+	Period string `protobuf:"bytes,2,opt,name=period,proto3" json:"period,omitempty"`
+	// DueDate is the day it was tried or skipped, YYYY-MM-DD (a retry's is
+	// later than its period).
+	DueDate string `protobuf:"bytes,3,opt,name=due_date,json=dueDate,proto3" json:"due_date,omitempty"`
+	// Status is charged, pending (the charge is still settling), declined or
+	// skipped.
+	Status string `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
+	// Attempt is the attempt's number for its period, from 1; 0 for a skip.
+	Attempt int32 `protobuf:"varint,5,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// Amount is the installment's amount.
+	Amount *v1.Decimal `protobuf:"bytes,6,opt,name=amount,proto3" json:"amount,omitempty"`
+	// Currency is the ISO 4217 code of amount.
+	Currency string `protobuf:"bytes,7,opt,name=currency,proto3" json:"currency,omitempty"`
+	// OrderId is the installment's order when it was charged; empty
+	// otherwise.
+	OrderId string `protobuf:"bytes,8,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
+	// DeclineReason is the processor's code for a declined attempt; empty
+	// otherwise.
+	DeclineReason string `protobuf:"bytes,9,opt,name=decline_reason,json=declineReason,proto3" json:"decline_reason,omitempty"`
+	// CreatedAt is when it was recorded.
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecurringDonationInstallment) Reset() {
+	*x = RecurringDonationInstallment{}
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecurringDonationInstallment) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecurringDonationInstallment) ProtoMessage() {}
+
+func (x *RecurringDonationInstallment) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecurringDonationInstallment.ProtoReflect.Descriptor instead.
+func (*RecurringDonationInstallment) Descriptor() ([]byte, []int) {
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *RecurringDonationInstallment) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *RecurringDonationInstallment) GetPeriod() string {
+	if x != nil {
+		return x.Period
+	}
+	return ""
+}
+
+func (x *RecurringDonationInstallment) GetDueDate() string {
+	if x != nil {
+		return x.DueDate
+	}
+	return ""
+}
+
+func (x *RecurringDonationInstallment) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *RecurringDonationInstallment) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *RecurringDonationInstallment) GetAmount() *v1.Decimal {
+	if x != nil {
+		return x.Amount
+	}
+	return nil
+}
+
+func (x *RecurringDonationInstallment) GetCurrency() string {
+	if x != nil {
+		return x.Currency
+	}
+	return ""
+}
+
+func (x *RecurringDonationInstallment) GetOrderId() string {
+	if x != nil {
+		return x.OrderId
+	}
+	return ""
+}
+
+func (x *RecurringDonationInstallment) GetDeclineReason() string {
+	if x != nil {
+		return x.DeclineReason
+	}
+	return ""
+}
+
+func (x *RecurringDonationInstallment) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
 var File_almoner_orders_v1_orders_proto protoreflect.FileDescriptor
 
 const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\n" +
-	"\x1ealmoner/orders/v1/orders.proto\x12\x11almoner.orders.v1\x1a\x1dalmoner/type/v1/decimal.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\xf1\x01\n" +
+	"\x1ealmoner/orders/v1/orders.proto\x12\x11almoner.orders.v1\x1a\x1dalmoner/type/v1/decimal.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\xf1\x01\n" +
 	"\rPaymentMethod\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x14\n" +
@@ -4089,7 +4974,13 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\apayload\x18\x02 \x01(\fR\apayload\x12\x1c\n" +
 	"\tsignature\x18\x03 \x01(\tR\tsignature\"8\n" +
 	"\x1aReceiveStripeEventResponse\x12\x1a\n" +
-	"\breceived\x18\x01 \x01(\bR\breceived\"\xab\x01\n" +
+	"\breceived\x18\x01 \x01(\bR\breceived\"M\n" +
+	"\x1aSetRecurringRetriesRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x12\n" +
+	"\x04days\x18\x02 \x03(\x05R\x04days\"N\n" +
+	"\x1bSetRecurringRetriesResponse\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x12\n" +
+	"\x04days\x18\x02 \x03(\x05R\x04days\"\xab\x01\n" +
 	"\aAddress\x12\x14\n" +
 	"\x05line1\x18\x01 \x01(\tR\x05line1\x12\x14\n" +
 	"\x05line2\x18\x02 \x01(\tR\x05line2\x12\x12\n" +
@@ -4356,7 +5247,7 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x19\n" +
 	"\bbatch_id\x18\x02 \x01(\tR\abatchId\"D\n" +
 	"\x12CloseBatchResponse\x12.\n" +
-	"\x05batch\x18\x01 \x01(\v2\x18.almoner.orders.v1.BatchR\x05batch\"\xf9\x04\n" +
+	"\x05batch\x18\x01 \x01(\v2\x18.almoner.orders.v1.BatchR\x05batch\"\x9c\x05\n" +
 	"\x11RecurringDonation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -4380,7 +5271,8 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xd9\x01\n" +
+	"updated_at\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12!\n" +
+	"\fpaused_until\x18\x12 \x01(\tR\vpausedUntil\"\xd9\x01\n" +
 	"\x1dListRecurringDonationsRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x17\n" +
 	"\x04page\x18\x02 \x01(\x05H\x00R\x04page\x88\x01\x01\x12 \n" +
@@ -4409,7 +5301,77 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\vschedule_id\x18\x02 \x01(\tR\n" +
 	"scheduleId\"v\n" +
 	"\x1fCancelRecurringDonationResponse\x12S\n" +
-	"\x12recurring_donation\x18\x01 \x01(\v2$.almoner.orders.v1.RecurringDonationR\x11recurringDonation2\x89\x06\n" +
+	"\x12recurring_donation\x18\x01 \x01(\v2$.almoner.orders.v1.RecurringDonationR\x11recurringDonation\"\xde\x03\n" +
+	"\x1dAmendRecurringDonationRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1f\n" +
+	"\vschedule_id\x18\x02 \x01(\tR\n" +
+	"scheduleId\x120\n" +
+	"\x06amount\x18\x03 \x01(\v2\x18.almoner.type.v1.DecimalR\x06amount\x12!\n" +
+	"\tfrequency\x18\x04 \x01(\tH\x00R\tfrequency\x88\x01\x01\x12-\n" +
+	"\x10next_charge_date\x18\x05 \x01(\tH\x01R\x0enextChargeDate\x88\x01\x01\x121\n" +
+	"\bend_date\x18\x06 \x01(\v2\x16.google.protobuf.ValueR\aendDate\x12\x1c\n" +
+	"\afund_id\x18\a \x01(\tH\x02R\x06fundId\x88\x01\x01\x12$\n" +
+	"\vcampaign_id\x18\b \x01(\tH\x03R\n" +
+	"campaignId\x88\x01\x01\x12/\n" +
+	"\x11payment_method_id\x18\t \x01(\tH\x04R\x0fpaymentMethodId\x88\x01\x01B\f\n" +
+	"\n" +
+	"_frequencyB\x13\n" +
+	"\x11_next_charge_dateB\n" +
+	"\n" +
+	"\b_fund_idB\x0e\n" +
+	"\f_campaign_idB\x14\n" +
+	"\x12_payment_method_id\"u\n" +
+	"\x1eAmendRecurringDonationResponse\x12S\n" +
+	"\x12recurring_donation\x18\x01 \x01(\v2$.almoner.orders.v1.RecurringDonationR\x11recurringDonation\"\x8d\x01\n" +
+	"\x1dPauseRecurringDonationRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1f\n" +
+	"\vschedule_id\x18\x02 \x01(\tR\n" +
+	"scheduleId\x12 \n" +
+	"\tresume_on\x18\x03 \x01(\tH\x00R\bresumeOn\x88\x01\x01B\f\n" +
+	"\n" +
+	"_resume_on\"u\n" +
+	"\x1ePauseRecurringDonationResponse\x12S\n" +
+	"\x12recurring_donation\x18\x01 \x01(\v2$.almoner.orders.v1.RecurringDonationR\x11recurringDonation\"^\n" +
+	"\x1eResumeRecurringDonationRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1f\n" +
+	"\vschedule_id\x18\x02 \x01(\tR\n" +
+	"scheduleId\"v\n" +
+	"\x1fResumeRecurringDonationResponse\x12S\n" +
+	"\x12recurring_donation\x18\x01 \x01(\v2$.almoner.orders.v1.RecurringDonationR\x11recurringDonation\"g\n" +
+	"'SkipRecurringDonationInstallmentRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1f\n" +
+	"\vschedule_id\x18\x02 \x01(\tR\n" +
+	"scheduleId\"\x7f\n" +
+	"(SkipRecurringDonationInstallmentResponse\x12S\n" +
+	"\x12recurring_donation\x18\x01 \x01(\v2$.almoner.orders.v1.RecurringDonationR\x11recurringDonation\"\xba\x01\n" +
+	"(ListRecurringDonationInstallmentsRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1f\n" +
+	"\vschedule_id\x18\x02 \x01(\tR\n" +
+	"scheduleId\x12\x17\n" +
+	"\x04page\x18\x03 \x01(\x05H\x00R\x04page\x88\x01\x01\x12 \n" +
+	"\tpage_size\x18\x04 \x01(\x05H\x01R\bpageSize\x88\x01\x01B\a\n" +
+	"\x05_pageB\f\n" +
+	"\n" +
+	"_page_size\"\xc4\x01\n" +
+	")ListRecurringDonationInstallmentsResponse\x12E\n" +
+	"\x05items\x18\x01 \x03(\v2/.almoner.orders.v1.RecurringDonationInstallmentR\x05items\x12\x1f\n" +
+	"\vtotal_count\x18\x02 \x01(\x03R\n" +
+	"totalCount\x12\x12\n" +
+	"\x04page\x18\x03 \x01(\x05R\x04page\x12\x1b\n" +
+	"\tpage_size\x18\x04 \x01(\x05R\bpageSize\"\xde\x02\n" +
+	"\x1cRecurringDonationInstallment\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06period\x18\x02 \x01(\tR\x06period\x12\x19\n" +
+	"\bdue_date\x18\x03 \x01(\tR\adueDate\x12\x16\n" +
+	"\x06status\x18\x04 \x01(\tR\x06status\x12\x18\n" +
+	"\aattempt\x18\x05 \x01(\x05R\aattempt\x120\n" +
+	"\x06amount\x18\x06 \x01(\v2\x18.almoner.type.v1.DecimalR\x06amount\x12\x1a\n" +
+	"\bcurrency\x18\a \x01(\tR\bcurrency\x12\x19\n" +
+	"\border_id\x18\b \x01(\tR\aorderId\x12%\n" +
+	"\x0edecline_reason\x18\t \x01(\tR\rdeclineReason\x129\n" +
+	"\n" +
+	"created_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt2\x89\x06\n" +
 	"\fOrderService\x12\x8f\x01\n" +
 	"\vCreateOrder\x12%.almoner.orders.v1.CreateOrderRequest\x1a&.almoner.orders.v1.CreateOrderResponse\"1\x82\xd3\xe4\x93\x02+:\x01*b\x05order\"\x1f/api/tenants/{tenant_id}/orders\x12\x82\x01\n" +
 	"\n" +
@@ -4433,11 +5395,18 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\bGetBatch\x12\".almoner.orders.v1.GetBatchRequest\x1a#.almoner.orders.v1.GetBatchResponse\":\x82\xd3\xe4\x93\x024b\x05batch\x12+/api/tenants/{tenant_id}/batches/{batch_id}\x12\x90\x01\n" +
 	"\vCreateBatch\x12%.almoner.orders.v1.CreateBatchRequest\x1a&.almoner.orders.v1.CreateBatchResponse\"2\x82\xd3\xe4\x93\x02,:\x01*b\x05batch\" /api/tenants/{tenant_id}/batches\x12\x9e\x01\n" +
 	"\n" +
-	"CloseBatch\x12$.almoner.orders.v1.CloseBatchRequest\x1a%.almoner.orders.v1.CloseBatchResponse\"C\x82\xd3\xe4\x93\x02=:\x01*b\x05batch\"1/api/tenants/{tenant_id}/batches/{batch_id}/close2\x87\x05\n" +
+	"CloseBatch\x12$.almoner.orders.v1.CloseBatchRequest\x1a%.almoner.orders.v1.CloseBatchResponse\"C\x82\xd3\xe4\x93\x02=:\x01*b\x05batch\"1/api/tenants/{tenant_id}/batches/{batch_id}/close2\x98\x0e\n" +
 	"\x18RecurringDonationService\x12\xb3\x01\n" +
 	"\x16ListRecurringDonations\x120.almoner.orders.v1.ListRecurringDonationsRequest\x1a1.almoner.orders.v1.ListRecurringDonationsResponse\"4\x82\xd3\xe4\x93\x02.\x12,/api/tenants/{tenant_id}/recurring-donations\x12\xcf\x01\n" +
 	"\x14GetRecurringDonation\x12..almoner.orders.v1.GetRecurringDonationRequest\x1a/.almoner.orders.v1.GetRecurringDonationResponse\"V\x82\xd3\xe4\x93\x02Pb\x12recurring_donation\x12:/api/tenants/{tenant_id}/recurring-donations/{schedule_id}\x12\xe2\x01\n" +
-	"\x17CancelRecurringDonation\x121.almoner.orders.v1.CancelRecurringDonationRequest\x1a2.almoner.orders.v1.CancelRecurringDonationResponse\"`\x82\xd3\xe4\x93\x02Z:\x01*b\x12recurring_donation\"A/api/tenants/{tenant_id}/recurring-donations/{schedule_id}/cancelB?Z=github.com/almoner/almoner/pkg/api/almoner/orders/v1;ordersv1b\x06proto3"
+	"\x17CancelRecurringDonation\x121.almoner.orders.v1.CancelRecurringDonationRequest\x1a2.almoner.orders.v1.CancelRecurringDonationResponse\"`\x82\xd3\xe4\x93\x02Z:\x01*b\x12recurring_donation\"A/api/tenants/{tenant_id}/recurring-donations/{schedule_id}/cancel\x12\xd8\x01\n" +
+	"\x16AmendRecurringDonation\x120.almoner.orders.v1.AmendRecurringDonationRequest\x1a1.almoner.orders.v1.AmendRecurringDonationResponse\"Y\x82\xd3\xe4\x93\x02S:\x01*b\x12recurring_donation2:/api/tenants/{tenant_id}/recurring-donations/{schedule_id}\x12\xde\x01\n" +
+	"\x16PauseRecurringDonation\x120.almoner.orders.v1.PauseRecurringDonationRequest\x1a1.almoner.orders.v1.PauseRecurringDonationResponse\"_\x82\xd3\xe4\x93\x02Y:\x01*b\x12recurring_donation\"@/api/tenants/{tenant_id}/recurring-donations/{schedule_id}/pause\x12\xe2\x01\n" +
+	"\x17ResumeRecurringDonation\x121.almoner.orders.v1.ResumeRecurringDonationRequest\x1a2.almoner.orders.v1.ResumeRecurringDonationResponse\"`\x82\xd3\xe4\x93\x02Z:\x01*b\x12recurring_donation\"A/api/tenants/{tenant_id}/recurring-donations/{schedule_id}/resume\x12\xfb\x01\n" +
+	" SkipRecurringDonationInstallment\x12:.almoner.orders.v1.SkipRecurringDonationInstallmentRequest\x1a;.almoner.orders.v1.SkipRecurringDonationInstallmentResponse\"^\x82\xd3\xe4\x93\x02X:\x01*b\x12recurring_donation\"?/api/tenants/{tenant_id}/recurring-donations/{schedule_id}/skip\x12\xef\x01\n" +
+	"!ListRecurringDonationInstallments\x12;.almoner.orders.v1.ListRecurringDonationInstallmentsRequest\x1a<.almoner.orders.v1.ListRecurringDonationInstallmentsResponse\"O\x82\xd3\xe4\x93\x02I\x12G/api/tenants/{tenant_id}/recurring-donations/{schedule_id}/installments2\x90\x01\n" +
+	"\x18RecurringSettingsService\x12t\n" +
+	"\x13SetRecurringRetries\x12-.almoner.orders.v1.SetRecurringRetriesRequest\x1a..almoner.orders.v1.SetRecurringRetriesResponseB?Z=github.com/almoner/almoner/pkg/api/almoner/orders/v1;ordersv1b\x06proto3"
 
 var (
 	file_almoner_orders_v1_orders_proto_rawDescOnce sync.Once
@@ -4451,167 +5420,202 @@ func file_almoner_orders_v1_orders_proto_rawDescGZIP() []byte {
 	return file_almoner_orders_v1_orders_proto_rawDescData
 }
 
-var file_almoner_orders_v1_orders_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
+var file_almoner_orders_v1_orders_proto_msgTypes = make([]protoimpl.MessageInfo, 65)
 var file_almoner_orders_v1_orders_proto_goTypes = []any{
-	(*PaymentMethod)(nil),                      // 0: almoner.orders.v1.PaymentMethod
-	(*ListContactPaymentMethodsRequest)(nil),   // 1: almoner.orders.v1.ListContactPaymentMethodsRequest
-	(*ListContactPaymentMethodsResponse)(nil),  // 2: almoner.orders.v1.ListContactPaymentMethodsResponse
-	(*DeleteContactPaymentMethodRequest)(nil),  // 3: almoner.orders.v1.DeleteContactPaymentMethodRequest
-	(*DeleteContactPaymentMethodResponse)(nil), // 4: almoner.orders.v1.DeleteContactPaymentMethodResponse
-	(*ReceiveStripeEventRequest)(nil),          // 5: almoner.orders.v1.ReceiveStripeEventRequest
-	(*ReceiveStripeEventResponse)(nil),         // 6: almoner.orders.v1.ReceiveStripeEventResponse
-	(*Address)(nil),                            // 7: almoner.orders.v1.Address
-	(*Tribute)(nil),                            // 8: almoner.orders.v1.Tribute
-	(*DonationInput)(nil),                      // 9: almoner.orders.v1.DonationInput
-	(*ItemInput)(nil),                          // 10: almoner.orders.v1.ItemInput
-	(*PaymentInput)(nil),                       // 11: almoner.orders.v1.PaymentInput
-	(*RecurringDonationInput)(nil),             // 12: almoner.orders.v1.RecurringDonationInput
-	(*CreateOrderRequest)(nil),                 // 13: almoner.orders.v1.CreateOrderRequest
-	(*CreateOrderResponse)(nil),                // 14: almoner.orders.v1.CreateOrderResponse
-	(*OrderDonation)(nil),                      // 15: almoner.orders.v1.OrderDonation
-	(*OrderItem)(nil),                          // 16: almoner.orders.v1.OrderItem
-	(*OrderPayment)(nil),                       // 17: almoner.orders.v1.OrderPayment
-	(*NextAction)(nil),                         // 18: almoner.orders.v1.NextAction
-	(*Order)(nil),                              // 19: almoner.orders.v1.Order
-	(*ListOrdersRequest)(nil),                  // 20: almoner.orders.v1.ListOrdersRequest
-	(*ListOrdersResponse)(nil),                 // 21: almoner.orders.v1.ListOrdersResponse
-	(*GetOrderRequest)(nil),                    // 22: almoner.orders.v1.GetOrderRequest
-	(*GetOrderResponse)(nil),                   // 23: almoner.orders.v1.GetOrderResponse
-	(*VoidOrderRequest)(nil),                   // 24: almoner.orders.v1.VoidOrderRequest
-	(*VoidOrderResponse)(nil),                  // 25: almoner.orders.v1.VoidOrderResponse
-	(*CreateOrderRefundRequest)(nil),           // 26: almoner.orders.v1.CreateOrderRefundRequest
-	(*CreateOrderRefundResponse)(nil),          // 27: almoner.orders.v1.CreateOrderRefundResponse
-	(*Fund)(nil),                               // 28: almoner.orders.v1.Fund
-	(*ListFundsRequest)(nil),                   // 29: almoner.orders.v1.ListFundsRequest
-	(*ListFundsResponse)(nil),                  // 30: almoner.orders.v1.ListFundsResponse
-	(*CreateFundRequest)(nil),                  // 31: almoner.orders.v1.CreateFundRequest
-	(*CreateFundResponse)(nil),                 // 32: almoner.orders.v1.CreateFundResponse
-	(*UpdateFundRequest)(nil),                  // 33: almoner.orders.v1.UpdateFundRequest
-	(*UpdateFundResponse)(nil),                 // 34: almoner.orders.v1.UpdateFundResponse
-	(*CurrencyTotal)(nil),                      // 35: almoner.orders.v1.CurrencyTotal
-	(*Batch)(nil),                              // 36: almoner.orders.v1.Batch
-	(*ListBatchesRequest)(nil),                 // 37: almoner.orders.v1.ListBatchesRequest
-	(*ListBatchesResponse)(nil),                // 38: almoner.orders.v1.ListBatchesResponse
-	(*GetBatchRequest)(nil),                    // 39: almoner.orders.v1.GetBatchRequest
-	(*GetBatchResponse)(nil),                   // 40: almoner.orders.v1.GetBatchResponse
-	(*CreateBatchRequest)(nil),                 // 41: almoner.orders.v1.CreateBatchRequest
-	(*CreateBatchResponse)(nil),                // 42: almoner.orders.v1.CreateBatchResponse
-	(*CloseBatchRequest)(nil),                  // 43: almoner.orders.v1.CloseBatchRequest
-	(*CloseBatchResponse)(nil),                 // 44: almoner.orders.v1.CloseBatchResponse
-	(*RecurringDonation)(nil),                  // 45: almoner.orders.v1.RecurringDonation
-	(*ListRecurringDonationsRequest)(nil),      // 46: almoner.orders.v1.ListRecurringDonationsRequest
-	(*ListRecurringDonationsResponse)(nil),     // 47: almoner.orders.v1.ListRecurringDonationsResponse
-	(*GetRecurringDonationRequest)(nil),        // 48: almoner.orders.v1.GetRecurringDonationRequest
-	(*GetRecurringDonationResponse)(nil),       // 49: almoner.orders.v1.GetRecurringDonationResponse
-	(*CancelRecurringDonationRequest)(nil),     // 50: almoner.orders.v1.CancelRecurringDonationRequest
-	(*CancelRecurringDonationResponse)(nil),    // 51: almoner.orders.v1.CancelRecurringDonationResponse
-	(*timestamppb.Timestamp)(nil),              // 52: google.protobuf.Timestamp
-	(*v1.Decimal)(nil),                         // 53: almoner.type.v1.Decimal
+	(*PaymentMethod)(nil),                             // 0: almoner.orders.v1.PaymentMethod
+	(*ListContactPaymentMethodsRequest)(nil),          // 1: almoner.orders.v1.ListContactPaymentMethodsRequest
+	(*ListContactPaymentMethodsResponse)(nil),         // 2: almoner.orders.v1.ListContactPaymentMethodsResponse
+	(*DeleteContactPaymentMethodRequest)(nil),         // 3: almoner.orders.v1.DeleteContactPaymentMethodRequest
+	(*DeleteContactPaymentMethodResponse)(nil),        // 4: almoner.orders.v1.DeleteContactPaymentMethodResponse
+	(*ReceiveStripeEventRequest)(nil),                 // 5: almoner.orders.v1.ReceiveStripeEventRequest
+	(*ReceiveStripeEventResponse)(nil),                // 6: almoner.orders.v1.ReceiveStripeEventResponse
+	(*SetRecurringRetriesRequest)(nil),                // 7: almoner.orders.v1.SetRecurringRetriesRequest
+	(*SetRecurringRetriesResponse)(nil),               // 8: almoner.orders.v1.SetRecurringRetriesResponse
+	(*Address)(nil),                                   // 9: almoner.orders.v1.Address
+	(*Tribute)(nil),                                   // 10: almoner.orders.v1.Tribute
+	(*DonationInput)(nil),                             // 11: almoner.orders.v1.DonationInput
+	(*ItemInput)(nil),                                 // 12: almoner.orders.v1.ItemInput
+	(*PaymentInput)(nil),                              // 13: almoner.orders.v1.PaymentInput
+	(*RecurringDonationInput)(nil),                    // 14: almoner.orders.v1.RecurringDonationInput
+	(*CreateOrderRequest)(nil),                        // 15: almoner.orders.v1.CreateOrderRequest
+	(*CreateOrderResponse)(nil),                       // 16: almoner.orders.v1.CreateOrderResponse
+	(*OrderDonation)(nil),                             // 17: almoner.orders.v1.OrderDonation
+	(*OrderItem)(nil),                                 // 18: almoner.orders.v1.OrderItem
+	(*OrderPayment)(nil),                              // 19: almoner.orders.v1.OrderPayment
+	(*NextAction)(nil),                                // 20: almoner.orders.v1.NextAction
+	(*Order)(nil),                                     // 21: almoner.orders.v1.Order
+	(*ListOrdersRequest)(nil),                         // 22: almoner.orders.v1.ListOrdersRequest
+	(*ListOrdersResponse)(nil),                        // 23: almoner.orders.v1.ListOrdersResponse
+	(*GetOrderRequest)(nil),                           // 24: almoner.orders.v1.GetOrderRequest
+	(*GetOrderResponse)(nil),                          // 25: almoner.orders.v1.GetOrderResponse
+	(*VoidOrderRequest)(nil),                          // 26: almoner.orders.v1.VoidOrderRequest
+	(*VoidOrderResponse)(nil),                         // 27: almoner.orders.v1.VoidOrderResponse
+	(*CreateOrderRefundRequest)(nil),                  // 28: almoner.orders.v1.CreateOrderRefundRequest
+	(*CreateOrderRefundResponse)(nil),                 // 29: almoner.orders.v1.CreateOrderRefundResponse
+	(*Fund)(nil),                                      // 30: almoner.orders.v1.Fund
+	(*ListFundsRequest)(nil),                          // 31: almoner.orders.v1.ListFundsRequest
+	(*ListFundsResponse)(nil),                         // 32: almoner.orders.v1.ListFundsResponse
+	(*CreateFundRequest)(nil),                         // 33: almoner.orders.v1.CreateFundRequest
+	(*CreateFundResponse)(nil),                        // 34: almoner.orders.v1.CreateFundResponse
+	(*UpdateFundRequest)(nil),                         // 35: almoner.orders.v1.UpdateFundRequest
+	(*UpdateFundResponse)(nil),                        // 36: almoner.orders.v1.UpdateFundResponse
+	(*CurrencyTotal)(nil),                             // 37: almoner.orders.v1.CurrencyTotal
+	(*Batch)(nil),                                     // 38: almoner.orders.v1.Batch
+	(*ListBatchesRequest)(nil),                        // 39: almoner.orders.v1.ListBatchesRequest
+	(*ListBatchesResponse)(nil),                       // 40: almoner.orders.v1.ListBatchesResponse
+	(*GetBatchRequest)(nil),                           // 41: almoner.orders.v1.GetBatchRequest
+	(*GetBatchResponse)(nil),                          // 42: almoner.orders.v1.GetBatchResponse
+	(*CreateBatchRequest)(nil),                        // 43: almoner.orders.v1.CreateBatchRequest
+	(*CreateBatchResponse)(nil),                       // 44: almoner.orders.v1.CreateBatchResponse
+	(*CloseBatchRequest)(nil),                         // 45: almoner.orders.v1.CloseBatchRequest
+	(*CloseBatchResponse)(nil),                        // 46: almoner.orders.v1.CloseBatchResponse
+	(*RecurringDonation)(nil),                         // 47: almoner.orders.v1.RecurringDonation
+	(*ListRecurringDonationsRequest)(nil),             // 48: almoner.orders.v1.ListRecurringDonationsRequest
+	(*ListRecurringDonationsResponse)(nil),            // 49: almoner.orders.v1.ListRecurringDonationsResponse
+	(*GetRecurringDonationRequest)(nil),               // 50: almoner.orders.v1.GetRecurringDonationRequest
+	(*GetRecurringDonationResponse)(nil),              // 51: almoner.orders.v1.GetRecurringDonationResponse
+	(*CancelRecurringDonationRequest)(nil),            // 52: almoner.orders.v1.CancelRecurringDonationRequest
+	(*CancelRecurringDonationResponse)(nil),           // 53: almoner.orders.v1.CancelRecurringDonationResponse
+	(*AmendRecurringDonationRequest)(nil),             // 54: almoner.orders.v1.AmendRecurringDonationRequest
+	(*AmendRecurringDonationResponse)(nil),            // 55: almoner.orders.v1.AmendRecurringDonationResponse
+	(*PauseRecurringDonationRequest)(nil),             // 56: almoner.orders.v1.PauseRecurringDonationRequest
+	(*PauseRecurringDonationResponse)(nil),            // 57: almoner.orders.v1.PauseRecurringDonationResponse
+	(*ResumeRecurringDonationRequest)(nil),            // 58: almoner.orders.v1.ResumeRecurringDonationRequest
+	(*ResumeRecurringDonationResponse)(nil),           // 59: almoner.orders.v1.ResumeRecurringDonationResponse
+	(*SkipRecurringDonationInstallmentRequest)(nil),   // 60: almoner.orders.v1.SkipRecurringDonationInstallmentRequest
+	(*SkipRecurringDonationInstallmentResponse)(nil),  // 61: almoner.orders.v1.SkipRecurringDonationInstallmentResponse
+	(*ListRecurringDonationInstallmentsRequest)(nil),  // 62: almoner.orders.v1.ListRecurringDonationInstallmentsRequest
+	(*ListRecurringDonationInstallmentsResponse)(nil), // 63: almoner.orders.v1.ListRecurringDonationInstallmentsResponse
+	(*RecurringDonationInstallment)(nil),              // 64: almoner.orders.v1.RecurringDonationInstallment
+	(*timestamppb.Timestamp)(nil),                     // 65: google.protobuf.Timestamp
+	(*v1.Decimal)(nil),                                // 66: almoner.type.v1.Decimal
+	(*structpb.Value)(nil),                            // 67: google.protobuf.Value
 }
 var file_almoner_orders_v1_orders_proto_depIdxs = []int32{
-	52, // 0: almoner.orders.v1.PaymentMethod.created_at:type_name -> google.protobuf.Timestamp
+	65, // 0: almoner.orders.v1.PaymentMethod.created_at:type_name -> google.protobuf.Timestamp
 	0,  // 1: almoner.orders.v1.ListContactPaymentMethodsResponse.payment_methods:type_name -> almoner.orders.v1.PaymentMethod
-	53, // 2: almoner.orders.v1.DonationInput.amount:type_name -> almoner.type.v1.Decimal
-	8,  // 3: almoner.orders.v1.DonationInput.tribute:type_name -> almoner.orders.v1.Tribute
-	53, // 4: almoner.orders.v1.PaymentInput.amount:type_name -> almoner.type.v1.Decimal
-	53, // 5: almoner.orders.v1.RecurringDonationInput.amount:type_name -> almoner.type.v1.Decimal
-	10, // 6: almoner.orders.v1.CreateOrderRequest.items:type_name -> almoner.orders.v1.ItemInput
-	9,  // 7: almoner.orders.v1.CreateOrderRequest.donations:type_name -> almoner.orders.v1.DonationInput
-	7,  // 8: almoner.orders.v1.CreateOrderRequest.billing_address:type_name -> almoner.orders.v1.Address
-	7,  // 9: almoner.orders.v1.CreateOrderRequest.shipping_address:type_name -> almoner.orders.v1.Address
-	11, // 10: almoner.orders.v1.CreateOrderRequest.payments:type_name -> almoner.orders.v1.PaymentInput
-	12, // 11: almoner.orders.v1.CreateOrderRequest.recurring_donations:type_name -> almoner.orders.v1.RecurringDonationInput
-	19, // 12: almoner.orders.v1.CreateOrderResponse.order:type_name -> almoner.orders.v1.Order
-	53, // 13: almoner.orders.v1.OrderDonation.amount:type_name -> almoner.type.v1.Decimal
-	8,  // 14: almoner.orders.v1.OrderDonation.tribute:type_name -> almoner.orders.v1.Tribute
-	53, // 15: almoner.orders.v1.OrderItem.unit_price:type_name -> almoner.type.v1.Decimal
-	53, // 16: almoner.orders.v1.OrderItem.fair_market_value:type_name -> almoner.type.v1.Decimal
-	53, // 17: almoner.orders.v1.OrderItem.line_total:type_name -> almoner.type.v1.Decimal
-	53, // 18: almoner.orders.v1.OrderPayment.amount:type_name -> almoner.type.v1.Decimal
-	53, // 19: almoner.orders.v1.OrderPayment.refunded_amount:type_name -> almoner.type.v1.Decimal
-	18, // 20: almoner.orders.v1.OrderPayment.next_action:type_name -> almoner.orders.v1.NextAction
-	53, // 21: almoner.orders.v1.Order.donation_subtotal:type_name -> almoner.type.v1.Decimal
-	53, // 22: almoner.orders.v1.Order.item_subtotal:type_name -> almoner.type.v1.Decimal
-	53, // 23: almoner.orders.v1.Order.total_amount:type_name -> almoner.type.v1.Decimal
-	53, // 24: almoner.orders.v1.Order.deductible_amount:type_name -> almoner.type.v1.Decimal
-	53, // 25: almoner.orders.v1.Order.refunded_amount:type_name -> almoner.type.v1.Decimal
-	15, // 26: almoner.orders.v1.Order.donations:type_name -> almoner.orders.v1.OrderDonation
-	16, // 27: almoner.orders.v1.Order.items:type_name -> almoner.orders.v1.OrderItem
-	17, // 28: almoner.orders.v1.Order.payments:type_name -> almoner.orders.v1.OrderPayment
-	7,  // 29: almoner.orders.v1.Order.billing_address:type_name -> almoner.orders.v1.Address
-	7,  // 30: almoner.orders.v1.Order.shipping_address:type_name -> almoner.orders.v1.Address
-	52, // 31: almoner.orders.v1.Order.created_at:type_name -> google.protobuf.Timestamp
-	52, // 32: almoner.orders.v1.Order.updated_at:type_name -> google.protobuf.Timestamp
-	53, // 33: almoner.orders.v1.ListOrdersRequest.min_amount:type_name -> almoner.type.v1.Decimal
-	53, // 34: almoner.orders.v1.ListOrdersRequest.max_amount:type_name -> almoner.type.v1.Decimal
-	19, // 35: almoner.orders.v1.ListOrdersResponse.items:type_name -> almoner.orders.v1.Order
-	19, // 36: almoner.orders.v1.GetOrderResponse.order:type_name -> almoner.orders.v1.Order
-	19, // 37: almoner.orders.v1.VoidOrderResponse.order:type_name -> almoner.orders.v1.Order
-	53, // 38: almoner.orders.v1.CreateOrderRefundRequest.amount:type_name -> almoner.type.v1.Decimal
-	19, // 39: almoner.orders.v1.CreateOrderRefundResponse.order:type_name -> almoner.orders.v1.Order
-	53, // 40: almoner.orders.v1.Fund.processing_fee_percent:type_name -> almoner.type.v1.Decimal
-	52, // 41: almoner.orders.v1.Fund.created_at:type_name -> google.protobuf.Timestamp
-	52, // 42: almoner.orders.v1.Fund.updated_at:type_name -> google.protobuf.Timestamp
-	28, // 43: almoner.orders.v1.ListFundsResponse.funds:type_name -> almoner.orders.v1.Fund
-	53, // 44: almoner.orders.v1.CreateFundRequest.processing_fee_percent:type_name -> almoner.type.v1.Decimal
-	28, // 45: almoner.orders.v1.CreateFundResponse.fund:type_name -> almoner.orders.v1.Fund
-	53, // 46: almoner.orders.v1.UpdateFundRequest.processing_fee_percent:type_name -> almoner.type.v1.Decimal
-	28, // 47: almoner.orders.v1.UpdateFundResponse.fund:type_name -> almoner.orders.v1.Fund
-	53, // 48: almoner.orders.v1.CurrencyTotal.total:type_name -> almoner.type.v1.Decimal
-	35, // 49: almoner.orders.v1.Batch.totals:type_name -> almoner.orders.v1.CurrencyTotal
-	52, // 50: almoner.orders.v1.Batch.created_at:type_name -> google.protobuf.Timestamp
-	52, // 51: almoner.orders.v1.Batch.closed_at:type_name -> google.protobuf.Timestamp
-	36, // 52: almoner.orders.v1.ListBatchesResponse.items:type_name -> almoner.orders.v1.Batch
-	36, // 53: almoner.orders.v1.GetBatchResponse.batch:type_name -> almoner.orders.v1.Batch
-	36, // 54: almoner.orders.v1.CreateBatchResponse.batch:type_name -> almoner.orders.v1.Batch
-	36, // 55: almoner.orders.v1.CloseBatchResponse.batch:type_name -> almoner.orders.v1.Batch
-	53, // 56: almoner.orders.v1.RecurringDonation.amount:type_name -> almoner.type.v1.Decimal
-	52, // 57: almoner.orders.v1.RecurringDonation.created_at:type_name -> google.protobuf.Timestamp
-	52, // 58: almoner.orders.v1.RecurringDonation.updated_at:type_name -> google.protobuf.Timestamp
-	45, // 59: almoner.orders.v1.ListRecurringDonationsResponse.items:type_name -> almoner.orders.v1.RecurringDonation
-	45, // 60: almoner.orders.v1.GetRecurringDonationResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
-	45, // 61: almoner.orders.v1.CancelRecurringDonationResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
-	13, // 62: almoner.orders.v1.OrderService.CreateOrder:input_type -> almoner.orders.v1.CreateOrderRequest
-	20, // 63: almoner.orders.v1.OrderService.ListOrders:input_type -> almoner.orders.v1.ListOrdersRequest
-	22, // 64: almoner.orders.v1.OrderService.GetOrder:input_type -> almoner.orders.v1.GetOrderRequest
-	24, // 65: almoner.orders.v1.OrderService.VoidOrder:input_type -> almoner.orders.v1.VoidOrderRequest
-	26, // 66: almoner.orders.v1.OrderService.CreateOrderRefund:input_type -> almoner.orders.v1.CreateOrderRefundRequest
-	1,  // 67: almoner.orders.v1.PaymentMethodService.ListContactPaymentMethods:input_type -> almoner.orders.v1.ListContactPaymentMethodsRequest
-	3,  // 68: almoner.orders.v1.PaymentMethodService.DeleteContactPaymentMethod:input_type -> almoner.orders.v1.DeleteContactPaymentMethodRequest
-	5,  // 69: almoner.orders.v1.ProcessorNotificationService.ReceiveStripeEvent:input_type -> almoner.orders.v1.ReceiveStripeEventRequest
-	29, // 70: almoner.orders.v1.FundService.ListFunds:input_type -> almoner.orders.v1.ListFundsRequest
-	31, // 71: almoner.orders.v1.FundService.CreateFund:input_type -> almoner.orders.v1.CreateFundRequest
-	33, // 72: almoner.orders.v1.FundService.UpdateFund:input_type -> almoner.orders.v1.UpdateFundRequest
-	37, // 73: almoner.orders.v1.BatchService.ListBatches:input_type -> almoner.orders.v1.ListBatchesRequest
-	39, // 74: almoner.orders.v1.BatchService.GetBatch:input_type -> almoner.orders.v1.GetBatchRequest
-	41, // 75: almoner.orders.v1.BatchService.CreateBatch:input_type -> almoner.orders.v1.CreateBatchRequest
-	43, // 76: almoner.orders.v1.BatchService.CloseBatch:input_type -> almoner.orders.v1.CloseBatchRequest
-	46, // 77: almoner.orders.v1.RecurringDonationService.ListRecurringDonations:input_type -> almoner.orders.v1.ListRecurringDonationsRequest
-	48, // 78: almoner.orders.v1.RecurringDonationService.GetRecurringDonation:input_type -> almoner.orders.v1.GetRecurringDonationRequest
-	50, // 79: almoner.orders.v1.RecurringDonationService.CancelRecurringDonation:input_type -> almoner.orders.v1.CancelRecurringDonationRequest
-	14, // 80: almoner.orders.v1.OrderService.CreateOrder:output_type -> almoner.orders.v1.CreateOrderResponse
-	21, // 81: almoner.orders.v1.OrderService.ListOrders:output_type -> almoner.orders.v1.ListOrdersResponse
-	23, // 82: almoner.orders.v1.OrderService.GetOrder:output_type -> almoner.orders.v1.GetOrderResponse
-	25, // 83: almoner.orders.v1.OrderService.VoidOrder:output_type -> almoner.orders.v1.VoidOrderResponse
-	27, // 84: almoner.orders.v1.OrderService.CreateOrderRefund:output_type -> almoner.orders.v1.CreateOrderRefundResponse
-	2,  // 85: almoner.orders.v1.PaymentMethodService.ListContactPaymentMethods:output_type -> almoner.orders.v1.ListContactPaymentMethodsResponse
-	4,  // 86: almoner.orders.v1.PaymentMethodService.DeleteContactPaymentMethod:output_type -> almoner.orders.v1.DeleteContactPaymentMethodResponse
-	6,  // 87: almoner.orders.v1.ProcessorNotificationService.ReceiveStripeEvent:output_type -> almoner.orders.v1.ReceiveStripeEventResponse
-	30, // 88: almoner.orders.v1.FundService.ListFunds:output_type -> almoner.orders.v1.ListFundsResponse
-	32, // 89: almoner.orders.v1.FundService.CreateFund:output_type -> almoner.orders.v1.CreateFundResponse
-	34, // 90: almoner.orders.v1.FundService.UpdateFund:output_type -> almoner.orders.v1.UpdateFundResponse
-	38, // 91: almoner.orders.v1.BatchService.ListBatches:output_type -> almoner.orders.v1.ListBatchesResponse
-	40, // 92: almoner.orders.v1.BatchService.GetBatch:output_type -> almoner.orders.v1.GetBatchResponse
-	42, // 93: almoner.orders.v1.BatchService.CreateBatch:output_type -> almoner.orders.v1.CreateBatchResponse
-	44, // 94: almoner.orders.v1.BatchService.CloseBatch:output_type -> almoner.orders.v1.CloseBatchResponse
-	47, // 95: almoner.orders.v1.RecurringDonationService.ListRecurringDonations:output_type -> almoner.orders.v1.ListRecurringDonationsResponse
-	49, // 96: almoner.orders.v1.RecurringDonationService.GetRecurringDonation:output_type -> almoner.orders.v1.GetRecurringDonationResponse
-	51, // 97: almoner.orders.v1.RecurringDonationService.CancelRecurringDonation:output_type -> almoner.orders.v1.CancelRecurringDonationResponse
-	80, // [80:98] is the sub-list for method output_type
-	62, // [62:80] is the sub-list for method input_type
-	62, // [62:62] is the sub-list for extension type_name
-	62, // [62:62] is the sub-list for extension extendee
-	0,  // [0:62] is the sub-list for field type_name
+	66, // 2: almoner.orders.v1.DonationInput.amount:type_name -> almoner.type.v1.Decimal
+	10, // 3: almoner.orders.v1.DonationInput.tribute:type_name -> almoner.orders.v1.Tribute
+	66, // 4: almoner.orders.v1.PaymentInput.amount:type_name -> almoner.type.v1.Decimal
+	66, // 5: almoner.orders.v1.RecurringDonationInput.amount:type_name -> almoner.type.v1.Decimal
+	12, // 6: almoner.orders.v1.CreateOrderRequest.items:type_name -> almoner.orders.v1.ItemInput
+	11, // 7: almoner.orders.v1.CreateOrderRequest.donations:type_name -> almoner.orders.v1.DonationInput
+	9,  // 8: almoner.orders.v1.CreateOrderRequest.billing_address:type_name -> almoner.orders.v1.Address
+	9,  // 9: almoner.orders.v1.CreateOrderRequest.shipping_address:type_name -> almoner.orders.v1.Address
+	13, // 10: almoner.orders.v1.CreateOrderRequest.payments:type_name -> almoner.orders.v1.PaymentInput
+	14, // 11: almoner.orders.v1.CreateOrderRequest.recurring_donations:type_name -> almoner.orders.v1.RecurringDonationInput
+	21, // 12: almoner.orders.v1.CreateOrderResponse.order:type_name -> almoner.orders.v1.Order
+	66, // 13: almoner.orders.v1.OrderDonation.amount:type_name -> almoner.type.v1.Decimal
+	10, // 14: almoner.orders.v1.OrderDonation.tribute:type_name -> almoner.orders.v1.Tribute
+	66, // 15: almoner.orders.v1.OrderItem.unit_price:type_name -> almoner.type.v1.Decimal
+	66, // 16: almoner.orders.v1.OrderItem.fair_market_value:type_name -> almoner.type.v1.Decimal
+	66, // 17: almoner.orders.v1.OrderItem.line_total:type_name -> almoner.type.v1.Decimal
+	66, // 18: almoner.orders.v1.OrderPayment.amount:type_name -> almoner.type.v1.Decimal
+	66, // 19: almoner.orders.v1.OrderPayment.refunded_amount:type_name -> almoner.type.v1.Decimal
+	20, // 20: almoner.orders.v1.OrderPayment.next_action:type_name -> almoner.orders.v1.NextAction
+	66, // 21: almoner.orders.v1.Order.donation_subtotal:type_name -> almoner.type.v1.Decimal
+	66, // 22: almoner.orders.v1.Order.item_subtotal:type_name -> almoner.type.v1.Decimal
+	66, // 23: almoner.orders.v1.Order.total_amount:type_name -> almoner.type.v1.Decimal
+	66, // 24: almoner.orders.v1.Order.deductible_amount:type_name -> almoner.type.v1.Decimal
+	66, // 25: almoner.orders.v1.Order.refunded_amount:type_name -> almoner.type.v1.Decimal
+	17, // 26: almoner.orders.v1.Order.donations:type_name -> almoner.orders.v1.OrderDonation
+	18, // 27: almoner.orders.v1.Order.items:type_name -> almoner.orders.v1.OrderItem
+	19, // 28: almoner.orders.v1.Order.payments:type_name -> almoner.orders.v1.OrderPayment
+	9,  // 29: almoner.orders.v1.Order.billing_address:type_name -> almoner.orders.v1.Address
+	9,  // 30: almoner.orders.v1.Order.shipping_address:type_name -> almoner.orders.v1.Address
+	65, // 31: almoner.orders.v1.Order.created_at:type_name -> google.protobuf.Timestamp
+	65, // 32: almoner.orders.v1.Order.updated_at:type_name -> google.protobuf.Timestamp
+	66, // 33: almoner.orders.v1.ListOrdersRequest.min_amount:type_name -> almoner.type.v1.Decimal
+	66, // 34: almoner.orders.v1.ListOrdersRequest.max_amount:type_name -> almoner.type.v1.Decimal
+	21, // 35: almoner.orders.v1.ListOrdersResponse.items:type_name -> almoner.orders.v1.Order
+	21, // 36: almoner.orders.v1.GetOrderResponse.order:type_name -> almoner.orders.v1.Order
+	21, // 37: almoner.orders.v1.VoidOrderResponse.order:type_name -> almoner.orders.v1.Order
+	66, // 38: almoner.orders.v1.CreateOrderRefundRequest.amount:type_name -> almoner.type.v1.Decimal
+	21, // 39: almoner.orders.v1.CreateOrderRefundResponse.order:type_name -> almoner.orders.v1.Order
+	66, // 40: almoner.orders.v1.Fund.processing_fee_percent:type_name -> almoner.type.v1.Decimal
+	65, // 41: almoner.orders.v1.Fund.created_at:type_name -> google.protobuf.Timestamp
+	65, // 42: almoner.orders.v1.Fund.updated_at:type_name -> google.protobuf.Timestamp
+	30, // 43: almoner.orders.v1.ListFundsResponse.funds:type_name -> almoner.orders.v1.Fund
+	66, // 44: almoner.orders.v1.CreateFundRequest.processing_fee_percent:type_name -> almoner.type.v1.Decimal
+	30, // 45: almoner.orders.v1.CreateFundResponse.fund:type_name -> almoner.orders.v1.Fund
+	66, // 46: almoner.orders.v1.UpdateFundRequest.processing_fee_percent:type_name -> almoner.type.v1.Decimal
+	30, // 47: almoner.orders.v1.UpdateFundResponse.fund:type_name -> almoner.orders.v1.Fund
+	66, // 48: almoner.orders.v1.CurrencyTotal.total:type_name -> almoner.type.v1.Decimal
+	37, // 49: almoner.orders.v1.Batch.totals:type_name -> almoner.orders.v1.CurrencyTotal
+	65, // 50: almoner.orders.v1.Batch.created_at:type_name -> google.protobuf.Timestamp
+	65, // 51: almoner.orders.v1.Batch.closed_at:type_name -> google.protobuf.Timestamp
+	38, // 52: almoner.orders.v1.ListBatchesResponse.items:type_name -> almoner.orders.v1.Batch
+	38, // 53: almoner.orders.v1.GetBatchResponse.batch:type_name -> almoner.orders.v1.Batch
+	38, // 54: almoner.orders.v1.CreateBatchResponse.batch:type_name -> almoner.orders.v1.Batch
+	38, // 55: almoner.orders.v1.CloseBatchResponse.batch:type_name -> almoner.orders.v1.Batch
+	66, // 56: almoner.orders.v1.RecurringDonation.amount:type_name -> almoner.type.v1.Decimal
+	65, // 57: almoner.orders.v1.RecurringDonation.created_at:type_name -> google.protobuf.Timestamp
+	65, // 58: almoner.orders.v1.RecurringDonation.updated_at:type_name -> google.protobuf.Timestamp
+	47, // 59: almoner.orders.v1.ListRecurringDonationsResponse.items:type_name -> almoner.orders.v1.RecurringDonation
+	47, // 60: almoner.orders.v1.GetRecurringDonationResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
+	47, // 61: almoner.orders.v1.CancelRecurringDonationResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
+	66, // 62: almoner.orders.v1.AmendRecurringDonationRequest.amount:type_name -> almoner.type.v1.Decimal
+	67, // 63: almoner.orders.v1.AmendRecurringDonationRequest.end_date:type_name -> google.protobuf.Value
+	47, // 64: almoner.orders.v1.AmendRecurringDonationResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
+	47, // 65: almoner.orders.v1.PauseRecurringDonationResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
+	47, // 66: almoner.orders.v1.ResumeRecurringDonationResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
+	47, // 67: almoner.orders.v1.SkipRecurringDonationInstallmentResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
+	64, // 68: almoner.orders.v1.ListRecurringDonationInstallmentsResponse.items:type_name -> almoner.orders.v1.RecurringDonationInstallment
+	66, // 69: almoner.orders.v1.RecurringDonationInstallment.amount:type_name -> almoner.type.v1.Decimal
+	65, // 70: almoner.orders.v1.RecurringDonationInstallment.created_at:type_name -> google.protobuf.Timestamp
+	15, // 71: almoner.orders.v1.OrderService.CreateOrder:input_type -> almoner.orders.v1.CreateOrderRequest
+	22, // 72: almoner.orders.v1.OrderService.ListOrders:input_type -> almoner.orders.v1.ListOrdersRequest
+	24, // 73: almoner.orders.v1.OrderService.GetOrder:input_type -> almoner.orders.v1.GetOrderRequest
+	26, // 74: almoner.orders.v1.OrderService.VoidOrder:input_type -> almoner.orders.v1.VoidOrderRequest
+	28, // 75: almoner.orders.v1.OrderService.CreateOrderRefund:input_type -> almoner.orders.v1.CreateOrderRefundRequest
+	1,  // 76: almoner.orders.v1.PaymentMethodService.ListContactPaymentMethods:input_type -> almoner.orders.v1.ListContactPaymentMethodsRequest
+	3,  // 77: almoner.orders.v1.PaymentMethodService.DeleteContactPaymentMethod:input_type -> almoner.orders.v1.DeleteContactPaymentMethodRequest
+	5,  // 78: almoner.orders.v1.ProcessorNotificationService.ReceiveStripeEvent:input_type -> almoner.orders.v1.ReceiveStripeEventRequest
+	31, // 79: almoner.orders.v1.FundService.ListFunds:input_type -> almoner.orders.v1.ListFundsRequest
+	33, // 80: almoner.orders.v1.FundService.CreateFund:input_type -> almoner.orders.v1.CreateFundRequest
+	35, // 81: almoner.orders.v1.FundService.UpdateFund:input_type -> almoner.orders.v1.UpdateFundRequest
+	39, // 82: almoner.orders.v1.BatchService.ListBatches:input_type -> almoner.orders.v1.ListBatchesRequest
+	41, // 83: almoner.orders.v1.BatchService.GetBatch:input_type -> almoner.orders.v1.GetBatchRequest
+	43, // 84: almoner.orders.v1.BatchService.CreateBatch:input_type -> almoner.orders.v1.CreateBatchRequest
+	45, // 85: almoner.orders.v1.BatchService.CloseBatch:input_type -> almoner.orders.v1.CloseBatchRequest
+	48, // 86: almoner.orders.v1.RecurringDonationService.ListRecurringDonations:input_type -> almoner.orders.v1.ListRecurringDonationsRequest
+	50, // 87: almoner.orders.v1.RecurringDonationService.GetRecurringDonation:input_type -> almoner.orders.v1.GetRecurringDonationRequest
+	52, // 88: almoner.orders.v1.RecurringDonationService.CancelRecurringDonation:input_type -> almoner.orders.v1.CancelRecurringDonationRequest
+	54, // 89: almoner.orders.v1.RecurringDonationService.AmendRecurringDonation:input_type -> almoner.orders.v1.AmendRecurringDonationRequest
+	56, // 90: almoner.orders.v1.RecurringDonationService.PauseRecurringDonation:input_type -> almoner.orders.v1.PauseRecurringDonationRequest
+	58, // 91: almoner.orders.v1.RecurringDonationService.ResumeRecurringDonation:input_type -> almoner.orders.v1.ResumeRecurringDonationRequest
+	60, // 92: almoner.orders.v1.RecurringDonationService.SkipRecurringDonationInstallment:input_type -> almoner.orders.v1.SkipRecurringDonationInstallmentRequest
+	62, // 93: almoner.orders.v1.RecurringDonationService.ListRecurringDonationInstallments:input_type -> almoner.orders.v1.ListRecurringDonationInstallmentsRequest
+	7,  // 94: almoner.orders.v1.RecurringSettingsService.SetRecurringRetries:input_type -> almoner.orders.v1.SetRecurringRetriesRequest
+	16, // 95: almoner.orders.v1.OrderService.CreateOrder:output_type -> almoner.orders.v1.CreateOrderResponse
+	23, // 96: almoner.orders.v1.OrderService.ListOrders:output_type -> almoner.orders.v1.ListOrdersResponse
+	25, // 97: almoner.orders.v1.OrderService.GetOrder:output_type -> almoner.orders.v1.GetOrderResponse
+	27, // 98: almoner.orders.v1.OrderService.VoidOrder:output_type -> almoner.orders.v1.VoidOrderResponse
+	29, // 99: almoner.orders.v1.OrderService.CreateOrderRefund:output_type -> almoner.orders.v1.CreateOrderRefundResponse
+	2,  // 100: almoner.orders.v1.PaymentMethodService.ListContactPaymentMethods:output_type -> almoner.orders.v1.ListContactPaymentMethodsResponse
+	4,  // 101: almoner.orders.v1.PaymentMethodService.DeleteContactPaymentMethod:output_type -> almoner.orders.v1.DeleteContactPaymentMethodResponse
+	6,  // 102: almoner.orders.v1.ProcessorNotificationService.ReceiveStripeEvent:output_type -> almoner.orders.v1.ReceiveStripeEventResponse
+	32, // 103: almoner.orders.v1.FundService.ListFunds:output_type -> almoner.orders.v1.ListFundsResponse
+	34, // 104: almoner.orders.v1.FundService.CreateFund:output_type -> almoner.orders.v1.CreateFundResponse
+	36, // 105: almoner.orders.v1.FundService.UpdateFund:output_type -> almoner.orders.v1.UpdateFundResponse
+	40, // 106: almoner.orders.v1.BatchService.ListBatches:output_type -> almoner.orders.v1.ListBatchesResponse
+	42, // 107: almoner.orders.v1.BatchService.GetBatch:output_type -> almoner.orders.v1.GetBatchResponse
+	44, // 108: almoner.orders.v1.BatchService.CreateBatch:output_type -> almoner.orders.v1.CreateBatchResponse
+	46, // 109: almoner.orders.v1.BatchService.CloseBatch:output_type -> almoner.orders.v1.CloseBatchResponse
+	49, // 110: almoner.orders.v1.RecurringDonationService.ListRecurringDonations:output_type -> almoner.orders.v1.ListRecurringDonationsResponse
+	51, // 111: almoner.orders.v1.RecurringDonationService.GetRecurringDonation:output_type -> almoner.orders.v1.GetRecurringDonationResponse
+	53, // 112: almoner.orders.v1.RecurringDonationService.CancelRecurringDonation:output_type -> almoner.orders.v1.CancelRecurringDonationResponse
+	55, // 113: almoner.orders.v1.RecurringDonationService.AmendRecurringDonation:output_type -> almoner.orders.v1.AmendRecurringDonationResponse
+	57, // 114: almoner.orders.v1.RecurringDonationService.PauseRecurringDonation:output_type -> almoner.orders.v1.PauseRecurringDonationResponse
+	59, // 115: almoner.orders.v1.RecurringDonationService.ResumeRecurringDonation:output_type -> almoner.orders.v1.ResumeRecurringDonationResponse
+	61, // 116: almoner.orders.v1.RecurringDonationService.SkipRecurringDonationInstallment:output_type -> almoner.orders.v1.SkipRecurringDonationInstallmentResponse
+	63, // 117: almoner.orders.v1.RecurringDonationService.ListRecurringDonationInstallments:output_type -> almoner.orders.v1.ListRecurringDonationInstallmentsResponse
+	8,  // 118: almoner.orders.v1.RecurringSettingsService.SetRecurringRetries:output_type -> almoner.orders.v1.SetRecurringRetriesResponse
+	95, // [95:119] is the sub-list for method output_type
+	71, // [71:95] is the sub-list for method input_type
+	71, // [71:71] is the sub-list for extension type_name
+	71, // [71:71] is the sub-list for extension extendee
+	0,  // [0:71] is the sub-list for field type_name
 }
 
 func init() { file_almoner_orders_v1_orders_proto_init() }
@@ -4619,20 +5623,23 @@ func file_almoner_orders_v1_orders_proto_init() {
 	if File_almoner_orders_v1_orders_proto != nil {
 		return
 	}
-	file_almoner_orders_v1_orders_proto_msgTypes[20].OneofWrappers = []any{}
-	file_almoner_orders_v1_orders_proto_msgTypes[31].OneofWrappers = []any{}
+	file_almoner_orders_v1_orders_proto_msgTypes[22].OneofWrappers = []any{}
 	file_almoner_orders_v1_orders_proto_msgTypes[33].OneofWrappers = []any{}
-	file_almoner_orders_v1_orders_proto_msgTypes[37].OneofWrappers = []any{}
-	file_almoner_orders_v1_orders_proto_msgTypes[46].OneofWrappers = []any{}
+	file_almoner_orders_v1_orders_proto_msgTypes[35].OneofWrappers = []any{}
+	file_almoner_orders_v1_orders_proto_msgTypes[39].OneofWrappers = []any{}
+	file_almoner_orders_v1_orders_proto_msgTypes[48].OneofWrappers = []any{}
+	file_almoner_orders_v1_orders_proto_msgTypes[54].OneofWrappers = []any{}
+	file_almoner_orders_v1_orders_proto_msgTypes[56].OneofWrappers = []any{}
+	file_almoner_orders_v1_orders_proto_msgTypes[62].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_almoner_orders_v1_orders_proto_rawDesc), len(file_almoner_orders_v1_orders_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   52,
+			NumMessages:   65,
 			NumExtensions: 0,
-			NumServices:   6,
+			NumServices:   7,
 		},
 		GoTypes:           file_almoner_orders_v1_orders_proto_goTypes,
 		DependencyIndexes: file_almoner_orders_v1_orders_proto_depIdxs,

@@ -984,17 +984,25 @@ var BatchService_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	RecurringDonationService_ListRecurringDonations_FullMethodName  = "/almoner.orders.v1.RecurringDonationService/ListRecurringDonations"
-	RecurringDonationService_GetRecurringDonation_FullMethodName    = "/almoner.orders.v1.RecurringDonationService/GetRecurringDonation"
-	RecurringDonationService_CancelRecurringDonation_FullMethodName = "/almoner.orders.v1.RecurringDonationService/CancelRecurringDonation"
+	RecurringDonationService_ListRecurringDonations_FullMethodName            = "/almoner.orders.v1.RecurringDonationService/ListRecurringDonations"
+	RecurringDonationService_GetRecurringDonation_FullMethodName              = "/almoner.orders.v1.RecurringDonationService/GetRecurringDonation"
+	RecurringDonationService_CancelRecurringDonation_FullMethodName           = "/almoner.orders.v1.RecurringDonationService/CancelRecurringDonation"
+	RecurringDonationService_AmendRecurringDonation_FullMethodName            = "/almoner.orders.v1.RecurringDonationService/AmendRecurringDonation"
+	RecurringDonationService_PauseRecurringDonation_FullMethodName            = "/almoner.orders.v1.RecurringDonationService/PauseRecurringDonation"
+	RecurringDonationService_ResumeRecurringDonation_FullMethodName           = "/almoner.orders.v1.RecurringDonationService/ResumeRecurringDonation"
+	RecurringDonationService_SkipRecurringDonationInstallment_FullMethodName  = "/almoner.orders.v1.RecurringDonationService/SkipRecurringDonationInstallment"
+	RecurringDonationService_ListRecurringDonationInstallments_FullMethodName = "/almoner.orders.v1.RecurringDonationService/ListRecurringDonationInstallments"
 )
 
 // RecurringDonationServiceClient is the client API for RecurringDonationService service.
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// RecurringDonationService reads and cancels recurring schedules; they are
-// created through CreateOrder only.
+// RecurringDonationService reads, amends, pauses, resumes, skips and
+// cancels recurring schedules; they are created through CreateOrder only.
+// Reads need `recurring-donations:view`; cancelling
+// `recurring-donations:cancel`; every other change
+// `recurring-donations:manage`.
 type RecurringDonationServiceClient interface {
 	// ListRecurringDonations returns one page of schedules, newest first.
 	ListRecurringDonations(ctx context.Context, in *ListRecurringDonationsRequest, opts ...grpc.CallOption) (*ListRecurringDonationsResponse, error)
@@ -1002,6 +1010,29 @@ type RecurringDonationServiceClient interface {
 	GetRecurringDonation(ctx context.Context, in *GetRecurringDonationRequest, opts ...grpc.CallOption) (*GetRecurringDonationResponse, error)
 	// CancelRecurringDonation cancels a schedule; cancelling twice is harmless.
 	CancelRecurringDonation(ctx context.Context, in *CancelRecurringDonationRequest, opts ...grpc.CallOption) (*CancelRecurringDonationResponse, error)
+	// AmendRecurringDonation changes any of a schedule's amount, frequency,
+	// next charge date, end date, fund, campaign and saved payment method,
+	// and returns the schedule. A cancelled or completed schedule cannot be
+	// amended (400 `RecurringDonation.NotAmendable`). A new payment method
+	// makes a past_due schedule active: the missed installment is charged on
+	// the runner's next pass.
+	AmendRecurringDonation(ctx context.Context, in *AmendRecurringDonationRequest, opts ...grpc.CallOption) (*AmendRecurringDonationResponse, error)
+	// PauseRecurringDonation stops charging a schedule until it is resumed,
+	// by ResumeRecurringDonation or, when resumeOn is given, by the runner
+	// on that day. Pausing a paused schedule replaces its resumeOn.
+	PauseRecurringDonation(ctx context.Context, in *PauseRecurringDonationRequest, opts ...grpc.CallOption) (*PauseRecurringDonationResponse, error)
+	// ResumeRecurringDonation makes a paused schedule active again. Its next
+	// charge date is the first period boundary on or after today: periods
+	// missed while paused are never charged. Resuming an active schedule
+	// returns it unchanged.
+	ResumeRecurringDonation(ctx context.Context, in *ResumeRecurringDonationRequest, opts ...grpc.CallOption) (*ResumeRecurringDonationResponse, error)
+	// SkipRecurringDonationInstallment skips an active schedule's next
+	// installment: its next charge date moves one period, and the skip is
+	// recorded as an installment with status `skipped`.
+	SkipRecurringDonationInstallment(ctx context.Context, in *SkipRecurringDonationInstallmentRequest, opts ...grpc.CallOption) (*SkipRecurringDonationInstallmentResponse, error)
+	// ListRecurringDonationInstallments returns one page of a schedule's
+	// installments and charge attempts, newest first.
+	ListRecurringDonationInstallments(ctx context.Context, in *ListRecurringDonationInstallmentsRequest, opts ...grpc.CallOption) (*ListRecurringDonationInstallmentsResponse, error)
 }
 
 type recurringDonationServiceClient struct {
@@ -1042,12 +1073,65 @@ func (c *recurringDonationServiceClient) CancelRecurringDonation(ctx context.Con
 	return out, nil
 }
 
+func (c *recurringDonationServiceClient) AmendRecurringDonation(ctx context.Context, in *AmendRecurringDonationRequest, opts ...grpc.CallOption) (*AmendRecurringDonationResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AmendRecurringDonationResponse)
+	err := c.cc.Invoke(ctx, RecurringDonationService_AmendRecurringDonation_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *recurringDonationServiceClient) PauseRecurringDonation(ctx context.Context, in *PauseRecurringDonationRequest, opts ...grpc.CallOption) (*PauseRecurringDonationResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PauseRecurringDonationResponse)
+	err := c.cc.Invoke(ctx, RecurringDonationService_PauseRecurringDonation_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *recurringDonationServiceClient) ResumeRecurringDonation(ctx context.Context, in *ResumeRecurringDonationRequest, opts ...grpc.CallOption) (*ResumeRecurringDonationResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResumeRecurringDonationResponse)
+	err := c.cc.Invoke(ctx, RecurringDonationService_ResumeRecurringDonation_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *recurringDonationServiceClient) SkipRecurringDonationInstallment(ctx context.Context, in *SkipRecurringDonationInstallmentRequest, opts ...grpc.CallOption) (*SkipRecurringDonationInstallmentResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SkipRecurringDonationInstallmentResponse)
+	err := c.cc.Invoke(ctx, RecurringDonationService_SkipRecurringDonationInstallment_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *recurringDonationServiceClient) ListRecurringDonationInstallments(ctx context.Context, in *ListRecurringDonationInstallmentsRequest, opts ...grpc.CallOption) (*ListRecurringDonationInstallmentsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListRecurringDonationInstallmentsResponse)
+	err := c.cc.Invoke(ctx, RecurringDonationService_ListRecurringDonationInstallments_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RecurringDonationServiceServer is the server API for RecurringDonationService service.
 // All implementations must embed UnimplementedRecurringDonationServiceServer
 // for forward compatibility.
 //
-// RecurringDonationService reads and cancels recurring schedules; they are
-// created through CreateOrder only.
+// RecurringDonationService reads, amends, pauses, resumes, skips and
+// cancels recurring schedules; they are created through CreateOrder only.
+// Reads need `recurring-donations:view`; cancelling
+// `recurring-donations:cancel`; every other change
+// `recurring-donations:manage`.
 type RecurringDonationServiceServer interface {
 	// ListRecurringDonations returns one page of schedules, newest first.
 	ListRecurringDonations(context.Context, *ListRecurringDonationsRequest) (*ListRecurringDonationsResponse, error)
@@ -1055,6 +1139,29 @@ type RecurringDonationServiceServer interface {
 	GetRecurringDonation(context.Context, *GetRecurringDonationRequest) (*GetRecurringDonationResponse, error)
 	// CancelRecurringDonation cancels a schedule; cancelling twice is harmless.
 	CancelRecurringDonation(context.Context, *CancelRecurringDonationRequest) (*CancelRecurringDonationResponse, error)
+	// AmendRecurringDonation changes any of a schedule's amount, frequency,
+	// next charge date, end date, fund, campaign and saved payment method,
+	// and returns the schedule. A cancelled or completed schedule cannot be
+	// amended (400 `RecurringDonation.NotAmendable`). A new payment method
+	// makes a past_due schedule active: the missed installment is charged on
+	// the runner's next pass.
+	AmendRecurringDonation(context.Context, *AmendRecurringDonationRequest) (*AmendRecurringDonationResponse, error)
+	// PauseRecurringDonation stops charging a schedule until it is resumed,
+	// by ResumeRecurringDonation or, when resumeOn is given, by the runner
+	// on that day. Pausing a paused schedule replaces its resumeOn.
+	PauseRecurringDonation(context.Context, *PauseRecurringDonationRequest) (*PauseRecurringDonationResponse, error)
+	// ResumeRecurringDonation makes a paused schedule active again. Its next
+	// charge date is the first period boundary on or after today: periods
+	// missed while paused are never charged. Resuming an active schedule
+	// returns it unchanged.
+	ResumeRecurringDonation(context.Context, *ResumeRecurringDonationRequest) (*ResumeRecurringDonationResponse, error)
+	// SkipRecurringDonationInstallment skips an active schedule's next
+	// installment: its next charge date moves one period, and the skip is
+	// recorded as an installment with status `skipped`.
+	SkipRecurringDonationInstallment(context.Context, *SkipRecurringDonationInstallmentRequest) (*SkipRecurringDonationInstallmentResponse, error)
+	// ListRecurringDonationInstallments returns one page of a schedule's
+	// installments and charge attempts, newest first.
+	ListRecurringDonationInstallments(context.Context, *ListRecurringDonationInstallmentsRequest) (*ListRecurringDonationInstallmentsResponse, error)
 	mustEmbedUnimplementedRecurringDonationServiceServer()
 }
 
@@ -1073,6 +1180,21 @@ func (UnimplementedRecurringDonationServiceServer) GetRecurringDonation(context.
 }
 func (UnimplementedRecurringDonationServiceServer) CancelRecurringDonation(context.Context, *CancelRecurringDonationRequest) (*CancelRecurringDonationResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CancelRecurringDonation not implemented")
+}
+func (UnimplementedRecurringDonationServiceServer) AmendRecurringDonation(context.Context, *AmendRecurringDonationRequest) (*AmendRecurringDonationResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AmendRecurringDonation not implemented")
+}
+func (UnimplementedRecurringDonationServiceServer) PauseRecurringDonation(context.Context, *PauseRecurringDonationRequest) (*PauseRecurringDonationResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PauseRecurringDonation not implemented")
+}
+func (UnimplementedRecurringDonationServiceServer) ResumeRecurringDonation(context.Context, *ResumeRecurringDonationRequest) (*ResumeRecurringDonationResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ResumeRecurringDonation not implemented")
+}
+func (UnimplementedRecurringDonationServiceServer) SkipRecurringDonationInstallment(context.Context, *SkipRecurringDonationInstallmentRequest) (*SkipRecurringDonationInstallmentResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SkipRecurringDonationInstallment not implemented")
+}
+func (UnimplementedRecurringDonationServiceServer) ListRecurringDonationInstallments(context.Context, *ListRecurringDonationInstallmentsRequest) (*ListRecurringDonationInstallmentsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListRecurringDonationInstallments not implemented")
 }
 func (UnimplementedRecurringDonationServiceServer) mustEmbedUnimplementedRecurringDonationServiceServer() {
 }
@@ -1150,6 +1272,96 @@ func _RecurringDonationService_CancelRecurringDonation_Handler(srv interface{}, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RecurringDonationService_AmendRecurringDonation_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AmendRecurringDonationRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RecurringDonationServiceServer).AmendRecurringDonation(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RecurringDonationService_AmendRecurringDonation_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RecurringDonationServiceServer).AmendRecurringDonation(ctx, req.(*AmendRecurringDonationRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _RecurringDonationService_PauseRecurringDonation_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PauseRecurringDonationRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RecurringDonationServiceServer).PauseRecurringDonation(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RecurringDonationService_PauseRecurringDonation_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RecurringDonationServiceServer).PauseRecurringDonation(ctx, req.(*PauseRecurringDonationRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _RecurringDonationService_ResumeRecurringDonation_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResumeRecurringDonationRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RecurringDonationServiceServer).ResumeRecurringDonation(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RecurringDonationService_ResumeRecurringDonation_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RecurringDonationServiceServer).ResumeRecurringDonation(ctx, req.(*ResumeRecurringDonationRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _RecurringDonationService_SkipRecurringDonationInstallment_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SkipRecurringDonationInstallmentRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RecurringDonationServiceServer).SkipRecurringDonationInstallment(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RecurringDonationService_SkipRecurringDonationInstallment_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RecurringDonationServiceServer).SkipRecurringDonationInstallment(ctx, req.(*SkipRecurringDonationInstallmentRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _RecurringDonationService_ListRecurringDonationInstallments_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListRecurringDonationInstallmentsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RecurringDonationServiceServer).ListRecurringDonationInstallments(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RecurringDonationService_ListRecurringDonationInstallments_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RecurringDonationServiceServer).ListRecurringDonationInstallments(ctx, req.(*ListRecurringDonationInstallmentsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // RecurringDonationService_ServiceDesc is the grpc.ServiceDesc for RecurringDonationService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1168,6 +1380,141 @@ var RecurringDonationService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CancelRecurringDonation",
 			Handler:    _RecurringDonationService_CancelRecurringDonation_Handler,
+		},
+		{
+			MethodName: "AmendRecurringDonation",
+			Handler:    _RecurringDonationService_AmendRecurringDonation_Handler,
+		},
+		{
+			MethodName: "PauseRecurringDonation",
+			Handler:    _RecurringDonationService_PauseRecurringDonation_Handler,
+		},
+		{
+			MethodName: "ResumeRecurringDonation",
+			Handler:    _RecurringDonationService_ResumeRecurringDonation_Handler,
+		},
+		{
+			MethodName: "SkipRecurringDonationInstallment",
+			Handler:    _RecurringDonationService_SkipRecurringDonationInstallment_Handler,
+		},
+		{
+			MethodName: "ListRecurringDonationInstallments",
+			Handler:    _RecurringDonationService_ListRecurringDonationInstallments_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "almoner/orders/v1/orders.proto",
+}
+
+const (
+	RecurringSettingsService_SetRecurringRetries_FullMethodName = "/almoner.orders.v1.RecurringSettingsService/SetRecurringRetries"
+)
+
+// RecurringSettingsServiceClient is the client API for RecurringSettingsService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// RecurringSettingsService holds each tenant's recurring-giving settings
+// for operators (`almoner admin tenant recurring-retries`). It is internal:
+// the gateway maps none of its RPCs.
+type RecurringSettingsServiceClient interface {
+	// SetRecurringRetries sets the days after an installment's first decline
+	// on which it is tried again, before the schedule becomes past_due.
+	SetRecurringRetries(ctx context.Context, in *SetRecurringRetriesRequest, opts ...grpc.CallOption) (*SetRecurringRetriesResponse, error)
+}
+
+type recurringSettingsServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewRecurringSettingsServiceClient(cc grpc.ClientConnInterface) RecurringSettingsServiceClient {
+	return &recurringSettingsServiceClient{cc}
+}
+
+func (c *recurringSettingsServiceClient) SetRecurringRetries(ctx context.Context, in *SetRecurringRetriesRequest, opts ...grpc.CallOption) (*SetRecurringRetriesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetRecurringRetriesResponse)
+	err := c.cc.Invoke(ctx, RecurringSettingsService_SetRecurringRetries_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// RecurringSettingsServiceServer is the server API for RecurringSettingsService service.
+// All implementations must embed UnimplementedRecurringSettingsServiceServer
+// for forward compatibility.
+//
+// RecurringSettingsService holds each tenant's recurring-giving settings
+// for operators (`almoner admin tenant recurring-retries`). It is internal:
+// the gateway maps none of its RPCs.
+type RecurringSettingsServiceServer interface {
+	// SetRecurringRetries sets the days after an installment's first decline
+	// on which it is tried again, before the schedule becomes past_due.
+	SetRecurringRetries(context.Context, *SetRecurringRetriesRequest) (*SetRecurringRetriesResponse, error)
+	mustEmbedUnimplementedRecurringSettingsServiceServer()
+}
+
+// UnimplementedRecurringSettingsServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedRecurringSettingsServiceServer struct{}
+
+func (UnimplementedRecurringSettingsServiceServer) SetRecurringRetries(context.Context, *SetRecurringRetriesRequest) (*SetRecurringRetriesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetRecurringRetries not implemented")
+}
+func (UnimplementedRecurringSettingsServiceServer) mustEmbedUnimplementedRecurringSettingsServiceServer() {
+}
+func (UnimplementedRecurringSettingsServiceServer) testEmbeddedByValue() {}
+
+// UnsafeRecurringSettingsServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to RecurringSettingsServiceServer will
+// result in compilation errors.
+type UnsafeRecurringSettingsServiceServer interface {
+	mustEmbedUnimplementedRecurringSettingsServiceServer()
+}
+
+func RegisterRecurringSettingsServiceServer(s grpc.ServiceRegistrar, srv RecurringSettingsServiceServer) {
+	// If the following call panics, it indicates UnimplementedRecurringSettingsServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&RecurringSettingsService_ServiceDesc, srv)
+}
+
+func _RecurringSettingsService_SetRecurringRetries_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetRecurringRetriesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RecurringSettingsServiceServer).SetRecurringRetries(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RecurringSettingsService_SetRecurringRetries_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RecurringSettingsServiceServer).SetRecurringRetries(ctx, req.(*SetRecurringRetriesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// RecurringSettingsService_ServiceDesc is the grpc.ServiceDesc for RecurringSettingsService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var RecurringSettingsService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "almoner.orders.v1.RecurringSettingsService",
+	HandlerType: (*RecurringSettingsServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "SetRecurringRetries",
+			Handler:    _RecurringSettingsService_SetRecurringRetries_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
