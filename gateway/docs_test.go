@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/almoner/almoner/pkg/problem"
+	"github.com/almoner/almoner/pkg/scopes"
 )
 
 func TestDocsSite(t *testing.T) {
@@ -138,6 +140,37 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 		}
 		if op.OperationID != string(rr.rpc.Name()) {
 			t.Errorf("%s %s: operationId %q, want %q", b.method, path, op.OperationID, rr.rpc.Name())
+		}
+	}
+}
+
+// TestOpenAPIScopesAreTheCatalog: the scopes of a key are listed in the
+// served document, and the list is the catalog the auth service checks
+// against (openapigen reads pkg/scopes), so a scope added without
+// `make generate` fails here as well as in make verify.
+func TestOpenAPIScopesAreTheCatalog(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]struct {
+					Items struct {
+						Enum []string `json:"enum"`
+					} `json:"items"`
+				} `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(openAPIDoc, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, s := range scopes.Catalog {
+		want = append(want, s.Name)
+	}
+	for _, name := range []string{"ApiKey", "CreatedApiKey", "CreateApiKeyRequest"} {
+		got := doc.Components.Schemas[name].Properties["scopes"].Items.Enum
+		if !slices.Equal(got, want) {
+			t.Errorf("%s.scopes enum = %v, want the catalog %v", name, got, want)
 		}
 	}
 }

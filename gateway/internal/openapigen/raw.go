@@ -46,8 +46,17 @@ var reportRun = rawResponse{
 
 // reportRunComponent is the run document's schema.
 func (g *generator) reportRunComponent() *openapi3.Schema {
+	// One schema per type under anyOf rather than one type array
+	// (["string", "number", "boolean", "null"]): the two say the same, and
+	// oapi-codegen 2.8 reads a type array only as T or [T, "null"]; it
+	// fails on this one (docs/openapi.md, Generated clients).
 	cell := &openapi3.Schema{
-		Type:        &openapi3.Types{openapi3.TypeString, openapi3.TypeNumber, openapi3.TypeBoolean, openapi3.TypeNull},
+		AnyOf: openapi3.SchemaRefs{
+			openapi3.NewSchemaRef("", &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeString}}),
+			openapi3.NewSchemaRef("", &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeNumber}}),
+			openapi3.NewSchemaRef("", &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeBoolean}}),
+			openapi3.NewSchemaRef("", &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeNull}}),
+		},
 		Description: "A cell as its column's type says: Integer, Decimal and Percent are numbers, String and Date (YYYY-MM-DD) strings, Boolean a boolean; null when empty.",
 	}
 	row := openapi3.NewSchemaRef("", &openapi3.Schema{

@@ -7,6 +7,8 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/almoner/almoner/pkg/scopes"
 )
 
 // direction says which way a message travels: responses are written by
@@ -249,9 +251,15 @@ func (s *schemas) message(md protoreflect.MessageDescriptor, u use) *openapi3.Sc
 		prop := s.field(fd, u.dir)
 		if p, ok := def.Properties[fd.JSONName()]; ok {
 			describe(prop, text(p.Title, p.Description))
+			// openapiv2 writes a repeated field's enum on its items.
 			if len(p.Enum) > 0 {
 				setEnum(prop, p.Enum)
+			} else if p.Items != nil && len(p.Items.Enum) > 0 {
+				setEnum(prop, p.Items.Enum)
 			}
+		}
+		if values, ok := catalogEnums[fd.FullName()]; ok {
+			setEnum(prop, values())
 		}
 		sch.Properties[fd.JSONName()] = prop
 		// The codec writes every field but the unchosen members of a
@@ -293,6 +301,27 @@ func describe(p *openapi3.SchemaRef, d string) {
 	}
 }
 
+// catalogEnums are the closed sets whose values a Go catalog holds rather
+// than the proto: the scopes of a key are pkg/scopes.Catalog, which the auth
+// service checks against and which grows with the API, so the document
+// lists it as it is when generated instead of a copy in the protos.
+var catalogEnums = map[protoreflect.FullName]func() []string{
+	"almoner.auth.v1.ApiKey.scopes":              scopeNames,
+	"almoner.auth.v1.CreatedApiKey.scopes":       scopeNames,
+	"almoner.auth.v1.CreateApiKeyRequest.scopes": scopeNames,
+}
+
+func scopeNames() []string {
+	names := make([]string, 0, len(scopes.Catalog))
+	for _, s := range scopes.Catalog {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
+// setEnum lists the values of a string property (of a list's items). A
+// nullable property lists null too: an enum refuses what it does not list,
+// and the codec writes null for an unset optional string.
 func setEnum(p *openapi3.SchemaRef, values []string) {
 	target := p.Value
 	if target != nil && target.Items != nil && target.Items.Value != nil {
@@ -303,6 +332,9 @@ func setEnum(p *openapi3.SchemaRef, values []string) {
 	}
 	for _, v := range values {
 		target.Enum = append(target.Enum, v)
+	}
+	if target.Type != nil && target.Type.Includes(openapi3.TypeNull) {
+		target.Enum = append(target.Enum, nil)
 	}
 }
 

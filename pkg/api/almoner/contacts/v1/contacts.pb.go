@@ -2354,10 +2354,11 @@ var File_almoner_contacts_v1_contacts_proto protoreflect.FileDescriptor
 
 const file_almoner_contacts_v1_contacts_proto_rawDesc = "" +
 	"\n" +
-	"\"almoner/contacts/v1/contacts.proto\x12\x13almoner.contacts.v1\x1a\x1dalmoner/type/v1/decimal.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\xc9\x06\n" +
+	"\"almoner/contacts/v1/contacts.proto\x12\x13almoner.contacts.v1\x1a\x1dalmoner/type/v1/decimal.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\xea\x06\n" +
 	"\aContact\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\x03R\x02id\x12!\n" +
-	"\fcontact_type\x18\x02 \x01(\tR\vcontactType\x12\"\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12B\n" +
+	"\fcontact_type\x18\x02 \x01(\tB\x1f\x92A\x1c\xf2\x02\n" +
+	"Individual\xf2\x02\fOrganizationR\vcontactType\x12\"\n" +
 	"\n" +
 	"first_name\x18\x03 \x01(\tH\x00R\tfirstName\x88\x01\x01\x12 \n" +
 	"\tlast_name\x18\x04 \x01(\tH\x01R\blastName\x88\x01\x01\x120\n" +
@@ -2382,9 +2383,10 @@ const file_almoner_contacts_v1_contacts_proto_rawDesc = "" +
 	"_last_nameB\x14\n" +
 	"\x12_organization_nameB\x0e\n" +
 	"\f_external_idB\b\n" +
-	"\x06_notes\"\xe0\x05\n" +
-	"\fContactInput\x12!\n" +
-	"\fcontact_type\x18\x01 \x01(\tR\vcontactType\x12\"\n" +
+	"\x06_notes\"\x81\x06\n" +
+	"\fContactInput\x12B\n" +
+	"\fcontact_type\x18\x01 \x01(\tB\x1f\x92A\x1c\xf2\x02\n" +
+	"Individual\xf2\x02\fOrganizationR\vcontactType\x12\"\n" +
 	"\n" +
 	"first_name\x18\x02 \x01(\tH\x00R\tfirstName\x88\x01\x01\x12 \n" +
 	"\tlast_name\x18\x03 \x01(\tH\x01R\blastName\x88\x01\x01\x120\n" +
@@ -2407,24 +2409,24 @@ const file_almoner_contacts_v1_contacts_proto_rawDesc = "" +
 	"\n" +
 	"_is_activeB\x0e\n" +
 	"\f_external_idB\b\n" +
-	"\x06_notes\"x\n" +
+	"\x06_notes\"\xa2\x01\n" +
 	"\x05Phone\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12!\n" +
-	"\fphone_number\x18\x02 \x01(\tR\vphoneNumber\x12\x1d\n" +
+	"\fphone_number\x18\x02 \x01(\tR\vphoneNumber\x12G\n" +
 	"\n" +
-	"phone_type\x18\x03 \x01(\tR\tphoneType\x12\x1d\n" +
+	"phone_type\x18\x03 \x01(\tB(\x92A%\xf2\x02\x06Mobile\xf2\x02\x04Home\xf2\x02\x04Work\xf2\x02\x03Fax\xf2\x02\x05OtherR\tphoneType\x12\x1d\n" +
 	"\n" +
-	"is_primary\x18\x04 \x01(\bR\tisPrimary\"z\n" +
+	"is_primary\x18\x04 \x01(\bR\tisPrimary\"\x99\x01\n" +
 	"\x05Email\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12#\n" +
-	"\remail_address\x18\x02 \x01(\tR\femailAddress\x12\x1d\n" +
+	"\remail_address\x18\x02 \x01(\tR\femailAddress\x12<\n" +
 	"\n" +
-	"email_type\x18\x03 \x01(\tR\temailType\x12\x1d\n" +
+	"email_type\x18\x03 \x01(\tB\x1d\x92A\x1a\xf2\x02\bPersonal\xf2\x02\x04Work\xf2\x02\x05OtherR\temailType\x12\x1d\n" +
 	"\n" +
-	"is_primary\x18\x04 \x01(\bR\tisPrimary\"\xd8\x02\n" +
+	"is_primary\x18\x04 \x01(\bR\tisPrimary\"\x88\x03\n" +
 	"\aAddress\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\x03R\x02id\x12!\n" +
-	"\faddress_type\x18\x02 \x01(\tR\vaddressType\x12\x1d\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12Q\n" +
+	"\faddress_type\x18\x02 \x01(\tB.\x92A+\xf2\x02\x04Home\xf2\x02\x04Work\xf2\x02\aBilling\xf2\x02\bShipping\xf2\x02\x05OtherR\vaddressType\x12\x1d\n" +
 	"\n" +
 	"is_primary\x18\x03 \x01(\bR\tisPrimary\x12\x14\n" +
 	"\x05line1\x18\x04 \x01(\tR\x05line1\x12\x19\n" +
@@ -2444,15 +2446,16 @@ const file_almoner_contacts_v1_contacts_proto_rawDesc = "" +
 	"\fdo_not_email\x18\x01 \x01(\bR\n" +
 	"doNotEmail\x12\x1e\n" +
 	"\vdo_not_mail\x18\x02 \x01(\bR\tdoNotMail\x12\x1e\n" +
-	"\vdo_not_call\x18\x03 \x01(\bR\tdoNotCall\"\xd4\x01\n" +
+	"\vdo_not_call\x18\x03 \x01(\bR\tdoNotCall\"\xab\x02\n" +
 	"\x13ContactRelationship\x12,\n" +
-	"\x12related_contact_id\x18\x01 \x01(\x03R\x10relatedContactId\x12+\n" +
-	"\x11relationship_type\x18\x02 \x01(\tR\x10relationshipType\x120\n" +
-	"\x14related_contact_name\x18\x03 \x01(\tR\x12relatedContactName\x120\n" +
-	"\x14related_contact_type\x18\x04 \x01(\tR\x12relatedContactType\"u\n" +
+	"\x12related_contact_id\x18\x01 \x01(\x03R\x10relatedContactId\x12a\n" +
+	"\x11relationship_type\x18\x02 \x01(\tB4\x92A1\xf2\x02\x06Spouse\xf2\x02\x0fHouseholdMember\xf2\x02\bEmployer\xf2\x02\bEmployeeR\x10relationshipType\x120\n" +
+	"\x14related_contact_name\x18\x03 \x01(\tR\x12relatedContactName\x12Q\n" +
+	"\x14related_contact_type\x18\x04 \x01(\tB\x1f\x92A\x1c\xf2\x02\n" +
+	"Individual\xf2\x02\fOrganizationR\x12relatedContactType\"\xab\x01\n" +
 	"\x18ContactRelationshipInput\x12,\n" +
-	"\x12related_contact_id\x18\x01 \x01(\x03R\x10relatedContactId\x12+\n" +
-	"\x11relationship_type\x18\x02 \x01(\tR\x10relationshipType\"\x82\x03\n" +
+	"\x12related_contact_id\x18\x01 \x01(\x03R\x10relatedContactId\x12a\n" +
+	"\x11relationship_type\x18\x02 \x01(\tB4\x92A1\xf2\x02\x06Spouse\xf2\x02\x0fHouseholdMember\xf2\x02\bEmployer\xf2\x02\bEmployeeR\x10relationshipType\"\x82\x03\n" +
 	"\x13ListContactsRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x17\n" +
 	"\x04page\x18\x02 \x01(\x05H\x00R\x04page\x88\x01\x01\x12 \n" +
@@ -2565,15 +2568,15 @@ const file_almoner_contacts_v1_contacts_proto_rawDesc = "" +
 	"totalCount\x12\x12\n" +
 	"\x04page\x18\x03 \x01(\x05R\x04page\x12\x1b\n" +
 	"\tpage_size\x18\x04 \x01(\x05R\bpageSize\x12&\n" +
-	"\x0fnext_page_token\x18\x05 \x01(\tR\rnextPageToken\"\xac\x02\n" +
+	"\x0fnext_page_token\x18\x05 \x01(\tR\rnextPageToken\"\xcf\x02\n" +
 	"\rAuditLogEntry\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x19\n" +
 	"\bevent_id\x18\x02 \x01(\tR\aeventId\x12\x14\n" +
 	"\x05event\x18\x03 \x01(\tR\x05event\x12\x1f\n" +
 	"\ventity_type\x18\x04 \x01(\tR\n" +
 	"entityType\x12\x1b\n" +
-	"\tentity_id\x18\x05 \x01(\tR\bentityId\x12\x16\n" +
-	"\x06action\x18\x06 \x01(\tR\x06action\x121\n" +
+	"\tentity_id\x18\x05 \x01(\tR\bentityId\x129\n" +
+	"\x06action\x18\x06 \x01(\tB!\x92A\x1e\xf2\x02\aCreated\xf2\x02\aUpdated\xf2\x02\aDeletedR\x06action\x121\n" +
 	"\achanges\x18\a \x01(\v2\x17.google.protobuf.StructR\achanges\x12\x17\n" +
 	"\auser_id\x18\b \x01(\tR\x06userId\x128\n" +
 	"\ttimestamp\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\ttimestamp2\xab\f\n" +
