@@ -74,13 +74,30 @@ func (g *recurringRig) pass(t *testing.T) {
 // time looks like to the runner and the handlers.
 func (g *recurringRig) age(t *testing.T, sid, interval string) {
 	t.Helper()
-	g.exec(t, `UPDATE orders.recurring_donations SET start_date = (start_date - $2::interval)::date,
-		anchor_date = (coalesce(anchor_date, start_date) - $2::interval)::date, next_charge_date = (next_charge_date - $2::interval)::date,
-		end_date = (end_date - $2::interval)::date, paused_until = (paused_until - $2::interval)::date,
-		retry_on = (retry_on - $2::interval)::date, first_declined_on = (first_declined_on - $2::interval)::date WHERE id = $1`, sid, interval)
-	g.exec(t, `UPDATE orders.recurring_charges SET period = (period - $2::interval)::date WHERE schedule_id = $1`, sid, interval)
-	g.exec(t, `UPDATE orders.recurring_installments SET period = (period - $2::interval)::date, due_date = (due_date - $2::interval)::date
-		WHERE schedule_id = $1`, sid, interval)
+	// One transaction: a runner must see the schedule and its history
+	// moved together.
+	withDB(t, g.c, func(conn *pgx.Conn) {
+		ctx := context.Background()
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			for _, sql := range []string{
+				`UPDATE orders.recurring_donations SET start_date = (start_date - $2::interval)::date,
+					anchor_date = (coalesce(anchor_date, start_date) - $2::interval)::date, next_charge_date = (next_charge_date - $2::interval)::date,
+					end_date = (end_date - $2::interval)::date, paused_until = (paused_until - $2::interval)::date,
+					retry_on = (retry_on - $2::interval)::date, first_declined_on = (first_declined_on - $2::interval)::date WHERE id = $1`,
+				`UPDATE orders.recurring_charges SET period = (period - $2::interval)::date WHERE schedule_id = $1`,
+				`UPDATE orders.recurring_installments SET period = (period - $2::interval)::date, due_date = (due_date - $2::interval)::date
+					WHERE schedule_id = $1`,
+			} {
+				if _, err := tx.Exec(ctx, sql, sid, interval); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 func (g *recurringRig) exec(t *testing.T, sql string, args ...any) {
