@@ -12,6 +12,7 @@ func toWebhook(e store.Endpoint) *webhooksv1.Webhook {
 	return &webhooksv1.Webhook{
 		Id: e.ID.String(), Name: e.Name, Url: e.URL, EventTypes: e.EventTypes, Description: e.Description,
 		Active: e.Active, CreatedAt: timestamppb.New(e.CreatedAt), UpdatedAt: timestamppb.New(e.UpdatedAt),
+		DisabledReason: e.DisabledReason,
 	}
 }
 

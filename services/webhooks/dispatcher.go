@@ -36,7 +36,8 @@ type Dispatcher struct {
 	results  chan store.Outcome
 	recDone  chan struct{}
 
-	lastCount time.Time
+	lastCount   time.Time
+	lastDisable time.Time
 }
 
 func newDispatcher(s *Service) *Dispatcher {
@@ -151,13 +152,49 @@ func (d *Dispatcher) tick(ctx context.Context) {
 
 // dispatchAndCount is the sending loop's step: dispatch, and now and then
 // count what is pending for the gauge (a count is too costly for every
-// tick of a fast-ticking dispatcher).
+// tick of a fast-ticking dispatcher) and switch off endpoints that have
+// failed for autoDisableAfter.
 func (d *Dispatcher) dispatchAndCount(ctx context.Context) {
 	d.dispatch(ctx)
+	if every := min(time.Minute, 100*d.s.cfg.Tick); time.Since(d.lastDisable) > every {
+		d.lastDisable = time.Now()
+		d.disableFailing(ctx)
+	}
 	if time.Since(d.lastCount) > 5*time.Second {
 		d.lastCount = time.Now()
 		if n, err := d.s.store.PendingCount(ctx); err == nil {
 			metricPending.Set(float64(n))
+		}
+	}
+}
+
+// autoDisableAfter is how long every delivery attempt of an endpoint must
+// have failed before the dispatcher switches it off.
+const autoDisableAfter = 5 * 24 * time.Hour
+
+// disableFailing switches off each live endpoint whose delivery attempts
+// have all failed since autoDisableAfter ago (by the service's clock,
+// which tests move), with its reason and a webhook_endpoint.updated event.
+func (d *Dispatcher) disableFailing(ctx context.Context) {
+	now := d.s.now()
+	cutoff := now.Add(-autoDisableAfter)
+	failing, err := d.s.store.FailingEndpoints(ctx, cutoff)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.s.logger.ErrorContext(ctx, "webhooks: find failing endpoints", "error", err.Error())
+		}
+		return
+	}
+	for _, f := range failing {
+		reason := fmt.Sprintf("Switched off on %s: every delivery attempt has failed since %s (5 days or more). Fix the receiver, then PUT the endpoint with active: true; delivery resumes where it stopped.",
+			now.UTC().Format(time.RFC3339), f.FirstFailure.UTC().Format(time.RFC3339))
+		off, err := d.s.store.DisableFailing(ctx, f, cutoff, reason)
+		if err != nil {
+			d.s.logger.ErrorContext(ctx, "webhooks: disable failing endpoint", "endpoint_id", f.ID.String(), "error", err.Error())
+			continue
+		}
+		if off {
+			d.s.logger.WarnContext(ctx, "webhooks: endpoint switched off after 5 days of failures", "tenant_id", f.TenantID.String(), "endpoint_id", f.ID.String())
 		}
 	}
 }

@@ -266,3 +266,76 @@ func TestWebhookReplay(t *testing.T) {
 	pid, _ := createWebhook(t, c, plain, rc.srv.URL+"/plain", "contact.created")
 	c.Do(t, "POST", whPath(plain.ID, "/", pid, "/replay"), plain.Key, map[string]any{"since": since.Format(time.RFC3339)}).Expect(t, http.StatusForbidden)
 }
+
+// TestWebhookAutoDisable: an endpoint whose attempts have all failed for
+// 5 days is switched off by the dispatcher, with disabledReason and a
+// webhook_endpoint.updated event; events written meanwhile are not lost:
+// switched back on with a PUT, it delivers them. The 5 days are made by
+// moving the attempts (and the endpoint's switch-on time) 6 days back, the
+// clock every process of the cluster reads (unit test TestAutoDisable
+// moves the dispatcher's own clock instead).
+func TestWebhookAutoDisable(t *testing.T) {
+	t.Parallel()
+	var up atomic.Bool
+	rc := newReceiver(t, switchable(&up))
+	c := apptest.Start(t, apptest.Options{Settings: devSettings(caFile(t, rc), "ALMONER_WEBHOOK_RETRY_BASE", "20ms")})
+	tn := c.NewTenant(t, "api-access:enabled", "webhooks:enabled")
+	id, secret := createWebhook(t, c, tn, rc.srv.URL+"/hook", "contact.created")
+	writeAudit(t, c.DatabaseURL, tn.ID, audit.Entry{EntityType: "Contact", EntityID: "1", Action: audit.Created, Actor: "system"})
+	waitDeliveries(t, c, tn, id, "success=false", 5)
+	conn := dbConn(t, c.DatabaseURL)
+	if _, err := conn.Exec(context.Background(), `UPDATE webhooks.attempts SET attempted_at = attempted_at - interval '6 days' WHERE endpoint_id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(context.Background(), `UPDATE webhooks.endpoints SET active_since = active_since - interval '7 days' WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+
+	// Switched off by itself, within the dispatcher's check interval.
+	var hook map[string]any
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var list []map[string]any
+		c.Do(t, "GET", whPath(tn.ID), tn.Key, nil).Expect(t, http.StatusOK).JSON(t, &list)
+		if hook = list[0]; hook["active"] == false {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("endpoint still on: %v", hook)
+		}
+	}
+	if r, _ := hook["disabledReason"].(string); !strings.Contains(r, "every delivery attempt has failed since") {
+		t.Errorf("disabledReason = %v", hook["disabledReason"])
+	}
+	// The feed shows it once the audit horizon has passed its transaction.
+	ev := readFeed(t, c, tn, "types=webhook_endpoint.updated&entityType=WebhookEndpoint&entityId="+id)
+	for deadline := time.Now().Add(10 * time.Second); len(ev.Items) == 0 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		ev = readFeed(t, c, tn, "types=webhook_endpoint.updated&entityType=WebhookEndpoint&entityId="+id)
+	}
+	if len(ev.Items) != 1 || !strings.Contains(string(ev.Items[0]), `"user_id":"system"`) || !strings.Contains(string(ev.Items[0]), `"disabledReason"`) {
+		t.Errorf("webhook_endpoint.updated events = %s", ev.Items)
+	}
+
+	// Events written while it is off are delivered once it is back on.
+	writeAudit(t, c.DatabaseURL, tn.ID, audit.Entry{EntityType: "Contact", EntityID: "2", Action: audit.Created, Actor: "system"},
+		audit.Entry{EntityType: "Contact", EntityID: "3", Action: audit.Created, Actor: "system"})
+	time.Sleep(300 * time.Millisecond)
+	before := len(rc.requests())
+	if before != 5 {
+		t.Errorf("the receiver got %d requests while the endpoint was off, want the first event's 5", before)
+	}
+	up.Store(true)
+	on := c.Do(t, "PUT", whPath(tn.ID, "/", id), tn.Key, map[string]any{"name": "hook", "url": rc.srv.URL + "/hook",
+		"eventTypes": []string{"contact.created"}, "active": true}).Expect(t, http.StatusOK).Map(t)
+	if on["active"] != true || on["disabledReason"] != nil {
+		t.Errorf("switched on = %v", on)
+	}
+	var entities []string
+	for _, g := range rc.waitFor(t, before+2, 10*time.Second)[before:] {
+		entities = append(entities, checkSigned(t, g, secret, "contact.created")["data"].(map[string]any)["entity_id"].(string))
+	}
+	slices.Sort(entities)
+	if strings.Join(entities, ",") != "2,3" {
+		t.Errorf("delivered after re-enable: %v", entities)
+	}
+}

@@ -190,7 +190,7 @@ func TestWebhookEndpointsAPI(t *testing.T) {
 	if len(list) != 2 || list[0]["id"] != id || list[0]["description"] != "CRM sync" || list[0]["active"] != true {
 		t.Fatalf("list = %s", lr.Body)
 	}
-	if got := strings.Join(sortedKeys(list[0]), ","); got != "active,createdAt,description,eventTypes,id,name,updatedAt,url" {
+	if got := strings.Join(sortedKeys(list[0]), ","); got != "active,createdAt,description,disabledReason,eventTypes,id,name,updatedAt,url" {
 		t.Errorf("list keys = %s", got)
 	}
 

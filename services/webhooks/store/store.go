@@ -45,13 +45,16 @@ type Endpoint struct {
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	DeletedAt *time.Time
+	// DisabledReason is set when the dispatcher switched the endpoint off
+	// after 5 days of failed attempts (DisableFailing); nil otherwise.
+	DisabledReason *string
 }
 
-const endpointColumns = `tenant_id, id, name, url, description, event_types, secret_box, active, created_at, updated_at, deleted_at`
+const endpointColumns = `tenant_id, id, name, url, description, event_types, secret_box, active, created_at, updated_at, deleted_at, disabled_reason`
 
 func scanEndpoint(r pgx.Row) (Endpoint, error) {
 	var e Endpoint
-	if err := r.Scan(&e.TenantID, &e.ID, &e.Name, &e.URL, &e.Description, &e.EventTypes, &e.SecretBox, &e.Active, &e.CreatedAt, &e.UpdatedAt, &e.DeletedAt); err != nil {
+	if err := r.Scan(&e.TenantID, &e.ID, &e.Name, &e.URL, &e.Description, &e.EventTypes, &e.SecretBox, &e.Active, &e.CreatedAt, &e.UpdatedAt, &e.DeletedAt, &e.DisabledReason); err != nil {
 		return Endpoint{}, fmt.Errorf("read endpoint: %w", db.Interpret(err))
 	}
 	return e, nil
@@ -69,7 +72,8 @@ func horizon(ctx context.Context, tx pgx.Tx) (string, error) {
 }
 
 func snapshot(e Endpoint) map[string]any {
-	return map[string]any{"name": e.Name, "url": e.URL, "description": e.Description, "eventTypes": e.EventTypes, "active": e.Active}
+	return map[string]any{"name": e.Name, "url": e.URL, "description": e.Description, "eventTypes": e.EventTypes, "active": e.Active,
+		"disabledReason": e.DisabledReason}
 }
 
 // ErrEndpointLimit is returned when a change would give a tenant more active
@@ -195,13 +199,20 @@ func (s *Store) UpdateEndpoint(ctx context.Context, e Endpoint, actor string, li
 					return err
 				}
 			}
-			if cur, err = horizon(ctx, tx); err != nil {
-				return err
+			// A manually deactivated endpoint starts again from now; one the
+			// dispatcher switched off resumes where it stopped, so nothing
+			// of the time it failed is lost.
+			if before.DisabledReason == nil {
+				if cur, err = horizon(ctx, tx); err != nil {
+					return err
+				}
 			}
 		}
 		out, err = scanEndpoint(tx.QueryRow(ctx, `
 			UPDATE webhooks.endpoints SET name = $3, url = $4, description = $5, event_types = $6, active = $7,
-				cursor = CASE WHEN $8 = '' THEN cursor ELSE $8 END, updated_at = now()
+				cursor = CASE WHEN $8 = '' THEN cursor ELSE $8 END, updated_at = now(),
+				active_since = CASE WHEN $7 AND NOT active THEN now() ELSE active_since END,
+				disabled_reason = CASE WHEN $7 THEN NULL ELSE disabled_reason END
 			WHERE tenant_id = $1 AND id = $2 RETURNING `+endpointColumns,
 			e.TenantID, e.ID, e.Name, e.URL, e.Description, e.EventTypes, e.Active, cur))
 		if err != nil {

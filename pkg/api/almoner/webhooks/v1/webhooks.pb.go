@@ -42,9 +42,13 @@ type Webhook struct {
 	// CreatedAt is when the endpoint was registered.
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	// UpdatedAt is when the endpoint last changed.
-	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	// DisabledReason says why Almoner switched the endpoint off by itself
+	// (every delivery attempt failed for 5 days); null otherwise. A PUT with
+	// `active: true` clears it and delivery resumes where it stopped.
+	DisabledReason *string `protobuf:"bytes,9,opt,name=disabled_reason,json=disabledReason,proto3,oneof" json:"disabled_reason,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Webhook) Reset() {
@@ -131,6 +135,13 @@ func (x *Webhook) GetUpdatedAt() *timestamppb.Timestamp {
 		return x.UpdatedAt
 	}
 	return nil
+}
+
+func (x *Webhook) GetDisabledReason() string {
+	if x != nil && x.DisabledReason != nil {
+		return *x.DisabledReason
+	}
+	return ""
 }
 
 // CreatedWebhook is the create response: the endpoint and its secret.
@@ -1788,7 +1799,7 @@ var File_almoner_webhooks_v1_webhooks_proto protoreflect.FileDescriptor
 
 const file_almoner_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"\n" +
-	"\"almoner/webhooks/v1/webhooks.proto\x12\x13almoner.webhooks.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\x90\x02\n" +
+	"\"almoner/webhooks/v1/webhooks.proto\x12\x13almoner.webhooks.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\xd2\x02\n" +
 	"\aWebhook\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
@@ -1800,7 +1811,9 @@ const file_almoner_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\x7f\n" +
+	"updated_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12,\n" +
+	"\x0fdisabled_reason\x18\t \x01(\tH\x00R\x0edisabledReason\x88\x01\x01B\x12\n" +
+	"\x10_disabled_reason\"\x7f\n" +
 	"\x0eCreatedWebhook\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
@@ -2069,6 +2082,7 @@ func file_almoner_webhooks_v1_webhooks_proto_init() {
 	if File_almoner_webhooks_v1_webhooks_proto != nil {
 		return
 	}
+	file_almoner_webhooks_v1_webhooks_proto_msgTypes[0].OneofWrappers = []any{}
 	file_almoner_webhooks_v1_webhooks_proto_msgTypes[3].OneofWrappers = []any{}
 	file_almoner_webhooks_v1_webhooks_proto_msgTypes[4].OneofWrappers = []any{}
 	file_almoner_webhooks_v1_webhooks_proto_msgTypes[5].OneofWrappers = []any{}
