@@ -97,8 +97,8 @@ func TestReportFigures(t *testing.T) {
 			`[{"ContactId":3,"ContactName":"Zoë 王","FirstGiftDate":"2026-03-05","Currency":"EUR","FirstGiftAmount":40.00}]`,
 			`[{"ContactId":null,"ContactName":null,"FirstGiftDate":null,"Currency":"EUR","FirstGiftAmount":40.00}]`, 1},
 		{"recurring-revenue", year,
-			`[{"Currency":"EUR","ActiveSchedules":1,"MonthlyRecurringRevenue":10.00,"Cancellations":0},{"Currency":"USD","ActiveSchedules":2,"MonthlyRecurringRevenue":62.00,"Cancellations":1}]`,
-			`[{"Currency":"EUR","ActiveSchedules":1,"MonthlyRecurringRevenue":10.00,"Cancellations":0},{"Currency":"USD","ActiveSchedules":2,"MonthlyRecurringRevenue":62.00,"Cancellations":1}]`, 2},
+			`[{"Currency":"EUR","ActiveSchedules":1,"MonthlyRecurringRevenue":10.00,"Cancellations":0,"PausedSchedules":0},{"Currency":"USD","ActiveSchedules":2,"MonthlyRecurringRevenue":62.00,"Cancellations":1,"PausedSchedules":0}]`,
+			`[{"Currency":"EUR","ActiveSchedules":1,"MonthlyRecurringRevenue":10.00,"Cancellations":0,"PausedSchedules":0},{"Currency":"USD","ActiveSchedules":2,"MonthlyRecurringRevenue":62.00,"Cancellations":1,"PausedSchedules":0}]`, 2},
 		{"refunds-and-voids", year,
 			`[{"Date":"2026-01-21","OrderNumber":5,"ContactId":2,"Kind":"Refund","Currency":"USD","Amount":60.00,"Reason":""},` +
 				`{"Date":"2026-02-11","OrderNumber":2,"ContactId":1,"Kind":"Refund","Currency":"USD","Amount":30.00,"Reason":"Changed mind, \"oops\""},` +

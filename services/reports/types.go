@@ -300,17 +300,32 @@ var Catalog = []*Type{
 		Name:        "Recurring revenue",
 		Description: "Per currency: active schedules today, their monthly-normalized revenue (weekly × 52 / 12, quarterly / 3, annually / 12, rounded to the minor unit once per currency), and schedules cancelled in the date range.",
 		Params:      []Param{fromParam, toParam},
-		Columns:     []store.Column{currencyCol, count("ActiveSchedules", "Active schedules"), money("MonthlyRecurringRevenue", "Monthly recurring revenue"), count("Cancellations", "Cancellations")},
-		check:       fromTo,
+		Columns: []store.Column{currencyCol, count("ActiveSchedules", "Active schedules"), money("MonthlyRecurringRevenue", "Monthly recurring revenue"),
+			count("Cancellations", "Cancellations"), count("PausedSchedules", "Paused schedules")},
+		check: fromTo,
 		build: func(v Values) store.Query {
+			// Paused schedules are counted apart: neither active nor in the
+			// revenue, nor lost like a cancellation.
 			return store.Query{Args: []any{v.Date("From"), v.Date("To")}, Order: `"Currency"`, SQL: `
 				SELECT currency AS "Currency", count(*) FILTER (WHERE status = 'active') AS "ActiveSchedules",
 					coalesce(round(sum(amount_minor * CASE frequency WHEN 'weekly' THEN 52.0 / 12 WHEN 'monthly' THEN 1 WHEN 'quarterly' THEN 1.0 / 3 ELSE 1.0 / 12 END)
 						FILTER (WHERE status = 'active')), 0)::bigint AS "MonthlyRecurringRevenue",
-					count(*) FILTER (WHERE cancelled_date BETWEEN $2 AND $3) AS "Cancellations"
+					count(*) FILTER (WHERE cancelled_date BETWEEN $2 AND $3) AS "Cancellations",
+					count(*) FILTER (WHERE status = 'paused') AS "PausedSchedules"
 				FROM orders.report_schedules_v1 WHERE tenant_id = $1
 				GROUP BY currency`}
 		},
+	},
+	{
+		Key:         "upcoming-recurring",
+		Name:        "Upcoming recurring installments",
+		Description: "The installments active schedules are expected to charge on each of the next Days days from From, per currency: how many and their amount. Paused and past-due schedules are left out; a declined installment waiting for its retry is expected on its retry day, an overdue one on From.",
+		Params: []Param{
+			{Key: "From", Type: ParamDate, Default: today, Description: "First day (UTC); default today."},
+			{Key: "Days", Type: ParamInteger, Default: constant("30"), Min: 1, Max: 366, Description: "How many days from From."},
+		},
+		Columns: []store.Column{col("Date", "Date", store.Date), currencyCol, count("Installments", "Installments"), money("Amount", "Amount")},
+		build:   upcomingRecurring,
 	},
 	{
 		Key:         "refunds-and-voids",
@@ -379,6 +394,35 @@ var Catalog = []*Type{
 					AND net_amount_minor > quantity * fair_market_value_minor`}
 		},
 	},
+}
+
+// upcomingRecurring places each active schedule's installments in
+// [From, From + Days): the one due now (on its retry day, or on From when
+// overdue), then every later period boundary, anchor + k periods (months
+// clamped as the orders runner does: Jan 31 + 1 month is Feb 28), up to
+// the end date. k starts at the next charge date's own k, which the
+// runner keeps on a boundary.
+func upcomingRecurring(v Values) store.Query {
+	from := v.Date("From")
+	days := v.Int("Days")
+	return store.Query{Args: []any{from, from.AddDate(0, 0, int(days)), days/7 + 2}, Order: `"Date", "Currency"`, SQL: `
+		WITH s AS (SELECT currency, amount_minor, end_date, anchor_date, next_charge_date, retry_on,
+				CASE frequency WHEN 'weekly' THEN interval '7 days' WHEN 'monthly' THEN interval '1 month'
+					WHEN 'quarterly' THEN interval '3 months' ELSE interval '12 months' END AS step,
+				CASE frequency WHEN 'weekly' THEN (next_charge_date - anchor_date) / 7
+					ELSE ((extract(year FROM next_charge_date) - extract(year FROM anchor_date)) * 12
+						+ extract(month FROM next_charge_date) - extract(month FROM anchor_date))::int
+						/ CASE frequency WHEN 'monthly' THEN 1 WHEN 'quarterly' THEN 3 ELSE 12 END END AS k0
+			FROM orders.report_schedules_v2 WHERE tenant_id = $1 AND status = 'active' AND next_charge_date IS NOT NULL),
+		d AS (SELECT currency, amount_minor, greatest(coalesce(retry_on, next_charge_date), $2) AS day FROM s
+			UNION ALL
+			SELECT currency, amount_minor, day FROM (
+				SELECT s.currency, s.amount_minor, s.next_charge_date, s.end_date, (s.anchor_date + s.step * k)::date AS day
+				FROM s, generate_series(s.k0 + 1, s.k0 + $4) k) later
+			WHERE day > next_charge_date AND (end_date IS NULL OR day <= end_date))
+		SELECT day AS "Date", currency AS "Currency", count(*) AS "Installments", sum(amount_minor)::bigint AS "Amount"
+		FROM d WHERE day >= $2 AND day < $3
+		GROUP BY 1, 2`}
 }
 
 // giftsCTE is each standing order with donations before the end of the

@@ -76,8 +76,8 @@ func TestReportsEndToEnd(t *testing.T) {
 	give(bob, 10)
 
 	types := c.Do(t, "GET", tPath(tn.ID, "/reports/types"), tn.Key, nil).Expect(t, http.StatusOK).Map(t)
-	if n := len(types["items"].([]any)); n != 13 {
-		t.Errorf("report types = %d, want 13", n)
+	if n := len(types["items"].([]any)); n != 14 {
+		t.Errorf("report types = %d, want 14", n)
 	}
 
 	// Validation: parameter property paths, unknown type.
