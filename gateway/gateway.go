@@ -288,6 +288,9 @@ var forwardedHeaders = map[string]string{
 	// With the client's address, the record of a donor accepting a bank
 	// debit's mandate online (the orders service's processor payments).
 	"User-Agent": "client-user-agent",
+	// The documents that answer JSON or a PDF as the client prefers (an
+	// order's receipt).
+	"Accept": "accept",
 }
 
 // incomingHeader drops every client header except a short allow-list, so

@@ -5,11 +5,11 @@ go 1.26.0
 replace github.com/almoner/almoner/pkg => ../../pkg
 
 require (
+	codeberg.org/go-pdf/fpdf v0.12.0
 	github.com/almoner/almoner/pkg v0.0.0-00010101000000-000000000000
 	github.com/almoner/almoner/services/contacts v0.0.0-00010101000000-000000000000
 	github.com/almoner/almoner/services/inventory v0.0.0-00010101000000-000000000000
 	github.com/almoner/almoner/services/orders v0.0.0-00010101000000-000000000000
-	github.com/go-pdf/fpdf v0.9.0
 	github.com/google/uuid v1.6.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/xuri/excelize/v2 v2.10.0

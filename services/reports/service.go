@@ -63,6 +63,8 @@ func (s *Service) Store() *store.Store { return s.store }
 // Register adds the service's gRPC server to r.
 func (s *Service) Register(r grpc.ServiceRegistrar) {
 	reportsv1.RegisterReportServiceServer(r, &server{s: s})
+	reportsv1.RegisterOrganizationProfileServiceServer(r, &profileServer{s: s})
+	reportsv1.RegisterReceiptServiceServer(r, &receiptServer{s: s})
 }
 
 // Start does nothing: the service has no background work.

@@ -26,6 +26,8 @@ var rawResponses = map[protoreflect.Name]rawResponse{
 	"RunReport":     reportRun,
 	"RunReportType": reportRun,
 	"ExportReport":  reportExport,
+	// GetOrderReceipt answers by the request's Accept header.
+	"GetOrderReceipt": orderReceipt,
 }
 
 const reportColumnName protoreflect.FullName = "almoner.reports.v1.ReportColumn"
@@ -107,6 +109,25 @@ var reportExport = rawResponse{
 				"text/csv":        file("text/csv"),
 				"application/pdf": file("application/pdf"),
 				"application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": file("application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
+			},
+		}
+	},
+}
+
+const receiptName protoreflect.FullName = "almoner.reports.v1.Receipt"
+
+// orderReceipt is the receipt as data (the Receipt message, written by the
+// wire codec) or as a PDF, as the request's Accept header prefers.
+var orderReceipt = rawResponse{
+	uses: []protoreflect.FullName{receiptName},
+	respond: func(g *generator, desc string) *openapi3.Response {
+		return &openapi3.Response{
+			Description: &desc,
+			Content: openapi3.Content{
+				"application/json": &openapi3.MediaType{Schema: g.schemas.ref(use{msg: receiptName, dir: response})},
+				"application/pdf": &openapi3.MediaType{Schema: openapi3.NewSchemaRef("", &openapi3.Schema{
+					Type: &openapi3.Types{openapi3.TypeString}, ContentMediaType: "application/pdf",
+				})},
 			},
 		}
 	},

@@ -1,0 +1,203 @@
+package reports
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/mail"
+	"strings"
+	"time"
+	_ "time/tzdata" // IANA names resolve wherever the binary runs
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	reportsv1 "github.com/almoner/almoner/pkg/api/almoner/reports/v1"
+	"github.com/almoner/almoner/pkg/apperr"
+	"github.com/almoner/almoner/pkg/authctx"
+	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/pkg/scopes"
+	"github.com/almoner/almoner/services/reports/store"
+)
+
+// Profile defaults: the reference system's market.
+const (
+	defaultCountry  = "US"
+	defaultTimeZone = "America/New_York"
+)
+
+type profileServer struct {
+	reportsv1.UnimplementedOrganizationProfileServiceServer
+	s *Service
+}
+
+// GetOrganizationProfile answers the saved profile, or the defaults (empty
+// fields, US, America/New_York) when the tenant has saved none, so that
+// what GET returns can always be sent back with PUT.
+func (x *profileServer) GetOrganizationProfile(ctx context.Context, req *reportsv1.GetOrganizationProfileRequest) (*reportsv1.GetOrganizationProfileResponse, error) {
+	p, err := authctx.Require(ctx, req.GetTenantId(), scopes.TenantSettingsManage)
+	if err != nil {
+		return nil, err
+	}
+	tenant, err := tenantUUID(p)
+	if err != nil {
+		return nil, err
+	}
+	prof, err := x.s.profile(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	return &reportsv1.GetOrganizationProfileResponse{Profile: profileToProto(prof)}, nil
+}
+
+// UpdateOrganizationProfile validates and saves the whole profile.
+func (x *profileServer) UpdateOrganizationProfile(ctx context.Context, req *reportsv1.UpdateOrganizationProfileRequest) (*reportsv1.UpdateOrganizationProfileResponse, error) {
+	p, err := authctx.Require(ctx, req.GetTenantId(), scopes.TenantSettingsManage)
+	if err != nil {
+		return nil, err
+	}
+	tenant, err := tenantUUID(p)
+	if err != nil {
+		return nil, err
+	}
+	prof, err := profileFromProto(tenant, req.GetProfile())
+	if err != nil {
+		return nil, err
+	}
+	saved, err := x.s.store.PutProfile(ctx, prof, p.Actor())
+	if err != nil {
+		return nil, err
+	}
+	return &reportsv1.UpdateOrganizationProfileResponse{Profile: profileToProto(saved)}, nil
+}
+
+// profile reads the tenant's profile, the defaults when it has none.
+func (s *Service) profile(ctx context.Context, tenant uuid.UUID) (store.Profile, error) {
+	prof, err := s.store.Profile(ctx, tenant)
+	if errors.Is(err, db.ErrNotFound) {
+		return store.Profile{TenantID: tenant, Country: defaultCountry, TimeZone: defaultTimeZone}, nil
+	}
+	return prof, err
+}
+
+// profileLimits are the longest values each text property takes, in
+// characters.
+var profileLimits = []struct {
+	field string
+	max   int
+	get   func(*reportsv1.OrganizationProfile) string
+}{
+	{"LegalName", 200, (*reportsv1.OrganizationProfile).GetLegalName},
+	{"TaxId", 50, (*reportsv1.OrganizationProfile).GetTaxId},
+	{"Email", 254, (*reportsv1.OrganizationProfile).GetEmail},
+	{"Phone", 50, (*reportsv1.OrganizationProfile).GetPhone},
+	{"Website", 500, (*reportsv1.OrganizationProfile).GetWebsite},
+	{"SignatoryName", 200, (*reportsv1.OrganizationProfile).GetSignatoryName},
+	{"SignatoryTitle", 200, (*reportsv1.OrganizationProfile).GetSignatoryTitle},
+	{"ReceiptFooter", 2000, (*reportsv1.OrganizationProfile).GetReceiptFooter},
+}
+
+// profileFromProto validates a profile body. Every property may be left
+// empty here (a profile is saved as it is filled in); a receipt names the
+// ones it still needs (Receipt.ProfileMissing).
+func profileFromProto(tenant uuid.UUID, in *reportsv1.OrganizationProfile) (store.Profile, error) {
+	var v apperr.Violations
+	for _, l := range profileLimits {
+		if n := utf8.RuneCountInString(l.get(in)); n > l.max {
+			v.Add(l.field, "'%s' must be %d characters or fewer. You entered %d characters.", l.field, l.max, n)
+		}
+	}
+	if e := in.GetEmail(); e != "" {
+		if a, err := mail.ParseAddress(e); err != nil || a.Address != e {
+			v.Add("Email", "'Email' is not a valid email address.")
+		}
+	}
+	country := strings.TrimSpace(in.GetCountry())
+	if country == "" {
+		country = defaultCountry
+	}
+	if !isCountryCode(country) {
+		v.Add("Country", "'Country' must be an ISO 3166-1 alpha-2 code such as US.")
+	}
+	tz := strings.TrimSpace(in.GetTimeZone())
+	if tz == "" {
+		tz = defaultTimeZone
+	}
+	if _, err := time.LoadLocation(tz); err != nil || tz == "Local" {
+		v.Add("TimeZone", "'TimeZone' must be an IANA time zone name such as America/New_York.")
+	}
+	addr := addressFromProto(in.GetAddress(), &v)
+	if err := v.Err(); err != nil {
+		return store.Profile{}, err
+	}
+	return store.Profile{TenantID: tenant, LegalName: strings.TrimSpace(in.GetLegalName()), TaxID: strings.TrimSpace(in.GetTaxId()),
+		Address: addr, Email: in.GetEmail(), Phone: in.GetPhone(), Website: in.GetWebsite(), SignatoryName: in.GetSignatoryName(),
+		SignatoryTitle: in.GetSignatoryTitle(), ReceiptFooter: in.GetReceiptFooter(), Country: country, TimeZone: tz}, nil
+}
+
+func addressFromProto(a *reportsv1.PostalAddress, v *apperr.Violations) store.Address {
+	out := store.Address{Line1: strings.TrimSpace(a.GetLine1()), Line2: a.Line2, City: a.City, StateProvince: a.StateProvince, PostalCode: a.PostalCode, Country: a.Country}
+	for _, f := range []struct {
+		field string
+		val   *string
+		max   int
+	}{{"Address.Line1", &out.Line1, 200}, {"Address.Line2", a.Line2, 200}, {"Address.City", a.City, 100},
+		{"Address.StateProvince", a.StateProvince, 100}, {"Address.PostalCode", a.PostalCode, 20}} {
+		if f.val != nil && utf8.RuneCountInString(*f.val) > f.max {
+			v.Add(f.field, "'%s' must be %d characters or fewer.", f.field[len("Address."):], f.max)
+		}
+	}
+	if a.Country != nil && !isCountryCode(*a.Country) {
+		v.Add("Address.Country", "'Country' must be an ISO 3166-1 alpha-2 code such as US.")
+	}
+	return out
+}
+
+// isCountryCode checks the shape of an ISO 3166-1 alpha-2 code: two
+// capital letters.
+func isCountryCode(s string) bool {
+	return len(s) == 2 && s[0] >= 'A' && s[0] <= 'Z' && s[1] >= 'A' && s[1] <= 'Z'
+}
+
+func profileToProto(p store.Profile) *reportsv1.OrganizationProfile {
+	out := &reportsv1.OrganizationProfile{LegalName: p.LegalName, TaxId: p.TaxID, Address: addressToProto(&p.Address), Email: p.Email,
+		Phone: p.Phone, Website: p.Website, SignatoryName: p.SignatoryName, SignatoryTitle: p.SignatoryTitle,
+		ReceiptFooter: p.ReceiptFooter, Country: p.Country, TimeZone: p.TimeZone}
+	if !p.UpdatedAt.IsZero() {
+		out.UpdatedAt = timestamppb.New(p.UpdatedAt)
+	}
+	return out
+}
+
+func addressToProto(a *store.Address) *reportsv1.PostalAddress {
+	if a == nil {
+		return nil
+	}
+	return &reportsv1.PostalAddress{Line1: a.Line1, Line2: a.Line2, City: a.City, StateProvince: a.StateProvince, PostalCode: a.PostalCode, Country: a.Country}
+}
+
+// missingProfileFields names what a document needs of the profile and the
+// profile lacks.
+func missingProfileFields(p store.Profile) error {
+	var v []apperr.Violation
+	for _, f := range []struct{ field, val string }{{"LegalName", p.LegalName}, {"TaxId", p.TaxID}, {"Address.Line1", p.Address.Line1}} {
+		if f.val == "" {
+			v = append(v, apperr.Violation{Field: f.field, Message: fmt.Sprintf("The organization profile has no '%s'; set it with PUT /organization-profile.", f.field)})
+		}
+	}
+	if len(v) == 0 {
+		return nil
+	}
+	return &apperr.Error{Kind: apperr.KindInvalid, Code: "Receipt.ProfileMissing", Message: "One or more validation errors occurred.", Violations: v}
+}
+
+// location is the profile's time zone (saved ones are valid; UTC should
+// one ever fail to load).
+func location(p store.Profile) *time.Location {
+	loc, err := time.LoadLocation(p.TimeZone)
+	if err != nil {
+		return time.UTC
+	}
+	return loc
+}
