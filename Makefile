@@ -54,8 +54,13 @@ lint: tools ## buf lint, gofmt and go vet.
 lint-openapi: ## Lint gateway/openapi/openapi.json with Redocly CLI (pinned in tools/redocly; rules in redocly.yaml).
 	./scripts/lint-openapi.sh
 
+.PHONY: docs-viewer
+docs-viewer: ## Copy the pinned Scalar API reference (tools/scalar) into gateway/docsite/scalar; commit it.
+	./scripts/docs-viewer.sh update
+
 .PHONY: verify
-verify: generate lint lint-openapi ## Fail when generated code or the OpenAPI document drifts, the document fails its lint, or protos break compatibility with the previous commit.
+verify: generate lint lint-openapi ## Fail when generated code, the OpenAPI document or the /docs viewer drifts, the document fails its lint, or protos break compatibility with the previous commit.
+	./scripts/docs-viewer.sh check
 	@if [ -n "$$(git status --porcelain -- pkg/api gateway/openapi)" ]; then \
 		echo "generated code is out of date: run make generate and commit"; git status --short -- pkg/api gateway/openapi; exit 1; fi
 	@if git rev-parse -q --verify HEAD~1 >/dev/null && git cat-file -e HEAD~1:buf.yaml 2>/dev/null; then \

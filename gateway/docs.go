@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"embed"
-	"encoding/json"
 	"html/template"
 	"net/http"
 	"strings"
@@ -13,8 +12,16 @@ import (
 //go:embed openapi/openapi.json
 var openAPIDoc []byte
 
-//go:embed docsite
+// docsite holds the reference page, the stylesheet of the error pages and
+// Scalar's bundle (docsite/scalar, copied from the pinned npm package by
+// scripts/docs-viewer.sh): /docs needs nothing from outside the binary.
+//
+//go:embed docsite/index.html docsite/docs.css docsite/scalar/standalone.js
 var docsite embed.FS
+
+// referencePage is /docs: Scalar's viewer of /openapi.json under a line of
+// links to the error pages.
+var referencePage = template.Must(template.ParseFS(docsite, "docsite/index.html"))
 
 var errorPage = template.Must(template.New("error").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{.Name}} — Almoner errors</title>
@@ -31,8 +38,8 @@ var errorPage = template.Must(template.New("error").Parse(`<!doctype html>
 `))
 
 // docsHandler serves the documentation site: /openapi.json (the document
-// generated from the protos), /docs (a reference rendered from it in the
-// browser, with every asset embedded in the binary) and /errors/<category>
+// generated from the protos), /docs (Scalar's API reference rendering it in
+// the browser, every asset embedded in the binary) and /errors/<category>
 // (the pages the problem `type` URIs point at).
 func (g *Gateway) docsHandler(w http.ResponseWriter, r *http.Request) bool {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -45,19 +52,13 @@ func (g *Gateway) docsHandler(w http.ResponseWriter, r *http.Request) bool {
 		w.Header().Set("Cache-Control", "public, max-age=300")
 		_, _ = w.Write(openAPIDoc)
 	case p == "/docs" || p == "/docs/":
-		serveAsset(w, "docsite/index.html", "text/html; charset=utf-8")
-	case p == "/docs/docs.js":
-		serveAsset(w, "docsite/docs.js", "text/javascript; charset=utf-8")
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		_ = referencePage.Execute(w, problem.Categories)
+	case p == "/docs/scalar.js":
+		serveAsset(w, "docsite/scalar/standalone.js", "text/javascript; charset=utf-8")
 	case p == "/docs/docs.css":
 		serveAsset(w, "docsite/docs.css", "text/css; charset=utf-8")
-	case p == "/errors/index.json":
-		var cats []map[string]string
-		for _, c := range problem.Categories {
-			cats = append(cats, map[string]string{"name": c.Name, "title": c.Title})
-		}
-		b, _ := json.Marshal(cats)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(b)
 	case strings.HasPrefix(p, "/errors/"):
 		name := strings.TrimPrefix(p, "/errors/")
 		for _, c := range problem.Categories {

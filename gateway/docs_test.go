@@ -54,9 +54,9 @@ func TestDocsSite(t *testing.T) {
 	}
 
 	for path, want := range map[string]string{
-		"/docs":          "/docs/docs.js",
-		"/docs/docs.js":  "openapi.json",
-		"/docs/docs.css": "font",
+		"/docs":           "/docs/scalar.js",
+		"/docs/scalar.js": "createApiReference",
+		"/docs/docs.css":  "font",
 	} {
 		w := get(path)
 		if w.Code != 200 || !strings.Contains(w.Body.String(), want) {
@@ -67,6 +67,12 @@ func TestDocsSite(t *testing.T) {
 		w := get("/errors/" + c.Name)
 		if w.Code != 200 || !strings.Contains(w.Body.String(), c.Title) || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/html") {
 			t.Errorf("/errors/%s: %d", c.Name, w.Code)
+		}
+	}
+	page := get("/docs").Body.String()
+	for _, c := range problem.Categories {
+		if !strings.Contains(page, `href="/errors/`+c.Name+`"`) {
+			t.Errorf("/docs does not link /errors/%s", c.Name)
 		}
 	}
 	if w := get("/errors/no-such-category"); w.Code != http.StatusNotFound {

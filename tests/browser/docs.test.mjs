@@ -1,6 +1,10 @@
-// Loads the gateway's /docs in headless Chromium (Debian's, driven by
-// playwright-core), checks that every path of the spec is on the page,
-// opens an error page from it, and fails on any console error.
+// Loads the gateway's /docs (Scalar's API reference of /openapi.json) in
+// headless Chromium (Debian's, driven by playwright-core), checks that
+// every path of the spec is on the page, that nothing was requested from
+// another origin (the viewer is embedded in the binary, no CDN), opens an
+// error page from it, and fails on any console error. A screenshot of the
+// page is written to ALMONER_DOCS_SCREENSHOT when it is set (CI keeps it
+// as an artifact).
 // ALMONER_DOCS_URL is the gateway's base URL; the Go test
 // cmd/almoner/e2e TestDocsSiteInBrowser starts a server and runs this.
 import { test } from "node:test";
@@ -11,6 +15,7 @@ const base = process.env.ALMONER_DOCS_URL;
 // The spec's paths, with our parameter names. EXPECTED_PATHS may narrow the
 // list while a resource group is still being built (comma-separated).
 const specPaths = (process.env.ALMONER_DOCS_PATHS || "").split(",").filter(Boolean);
+const screenshot = process.env.ALMONER_DOCS_SCREENSHOT;
 
 test("the API reference shows every spec path and no console error", async () => {
   assert.ok(base, "ALMONER_DOCS_URL is required");
@@ -21,17 +26,35 @@ test("the API reference shows every spec path and no console error", async () =>
       "--disable-background-networking", "--disable-component-update", "--disable-sync"],
   });
   try {
-    const page = await browser.newPage();
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
     const errors = [];
     page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
     page.on("pageerror", (e) => errors.push(String(e)));
     page.on("requestfailed", (r) => errors.push("request failed: " + r.url()));
+    const origin = new URL(base).origin;
+    page.on("request", (r) => {
+      const u = new URL(r.url());
+      if (u.protocol !== "data:" && u.protocol !== "blob:" && u.origin !== origin) {
+        errors.push("request to another origin: " + r.url());
+      }
+    });
 
-    await page.goto(base + "/docs");
-    await page.waitForSelector(".op");
-    const text = await page.textContent("#operations");
+    // The bundle is 4 MB of JavaScript to parse: generous timeouts for a
+    // busy CI machine.
+    page.setDefaultTimeout(90000);
+    await page.goto(base + "/docs", { waitUntil: "domcontentloaded" });
+    // Scalar renders into #app once it has read /openapi.json, then every
+    // operation of every open tag, with its method and path. Wait for all
+    // the paths, then name those that never came.
+    await page.waitForFunction(() => document.body.innerText.includes("/api/tenants/"));
+    await page.waitForFunction((ps) => ps.every((p) => document.body.innerText.includes(p)), specPaths, { timeout: 30000 })
+      .catch(() => {});
+    const text = await page.evaluate(() => document.body.innerText);
     const missing = specPaths.filter((p) => !text.includes(p));
     assert.deepEqual(missing, [], "paths missing from /docs");
+    if (screenshot) {
+      await page.screenshot({ path: screenshot, fullPage: false });
+    }
 
     // Follow the link to an error category page, as a reader would.
     await page.click('a[href="/errors/validation"]');

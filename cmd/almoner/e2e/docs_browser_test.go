@@ -58,8 +58,10 @@ var specPaths = map[string][]string{
 
 // TestDocsSiteInBrowser runs tests/browser/docs.test.mjs (playwright-core
 // driving Debian's Chromium) against a live gateway. The spec paths of
-// every service the gateway routes must be on /docs. In CI a missing
-// browser or node is a failure, not a skip.
+// every service the gateway routes must be on /docs, Scalar's reference,
+// with nothing fetched from another origin; a screenshot of the page is
+// kept (ALMONER_ARTIFACTS, else dist/artifacts). In CI a missing browser
+// or node is a failure, not a skip.
 func TestDocsSiteInBrowser(t *testing.T) {
 	dir, err := filepath.Abs("../../../tests/browser")
 	if err != nil {
@@ -87,9 +89,21 @@ func TestDocsSiteInBrowser(t *testing.T) {
 			paths = append(paths, ps...)
 		}
 	}
+	// The screenshot is kept where CI collects artifacts: ALMONER_ARTIFACTS,
+	// or dist/artifacts (ignored by git) for a run by hand.
+	artifacts := os.Getenv("ALMONER_ARTIFACTS")
+	if artifacts == "" {
+		artifacts = filepath.Join(dir, "..", "..", "dist", "artifacts")
+	}
+	if err := os.MkdirAll(artifacts, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shot := filepath.Join(artifacts, "docs-reference.png")
+	_ = os.Remove(shot)
 	cmd := exec.Command("node", "--test", "docs.test.mjs")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "ALMONER_DOCS_URL="+c.URL, "ALMONER_DOCS_PATHS="+strings.Join(paths, ","), "CHROMIUM="+chromium)
+	cmd.Env = append(os.Environ(), "ALMONER_DOCS_URL="+c.URL, "ALMONER_DOCS_PATHS="+strings.Join(paths, ","),
+		"CHROMIUM="+chromium, "ALMONER_DOCS_SCREENSHOT="+shot)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("browser test failed: %v\n%s", err, out)
@@ -97,4 +111,8 @@ func TestDocsSiteInBrowser(t *testing.T) {
 	if !strings.Contains(string(out), "# pass 1") {
 		t.Fatalf("browser test ran nothing:\n%s", out)
 	}
+	if st, err := os.Stat(shot); err != nil || st.Size() < 10000 {
+		t.Fatalf("no screenshot of /docs at %s: %v", shot, err)
+	}
+	t.Logf("screenshot of /docs: %s", shot)
 }
