@@ -27,7 +27,8 @@ var rawResponses = map[protoreflect.Name]rawResponse{
 	"RunReportType": reportRun,
 	"ExportReport":  reportExport,
 	// GetOrderReceipt answers by the request's Accept header.
-	"GetOrderReceipt": orderReceipt,
+	"GetOrderReceipt":    orderReceipt,
+	"GetGivingStatement": givingStatement,
 }
 
 const reportColumnName protoreflect.FullName = "almoner.reports.v1.ReportColumn"
@@ -114,21 +115,38 @@ var reportExport = rawResponse{
 	},
 }
 
-const receiptName protoreflect.FullName = "almoner.reports.v1.Receipt"
+const (
+	receiptName   protoreflect.FullName = "almoner.reports.v1.Receipt"
+	statementName protoreflect.FullName = "almoner.reports.v1.GivingStatement"
+)
 
-// orderReceipt is the receipt as data (the Receipt message, written by the
-// wire codec) or as a PDF, as the request's Accept header prefers.
-var orderReceipt = rawResponse{
-	uses: []protoreflect.FullName{receiptName},
-	respond: func(g *generator, desc string) *openapi3.Response {
-		return &openapi3.Response{
-			Description: &desc,
-			Content: openapi3.Content{
-				"application/json": &openapi3.MediaType{Schema: g.schemas.ref(use{msg: receiptName, dir: response})},
-				"application/pdf": &openapi3.MediaType{Schema: openapi3.NewSchemaRef("", &openapi3.Schema{
-					Type: &openapi3.Types{openapi3.TypeString}, ContentMediaType: "application/pdf",
-				})},
-			},
-		}
-	},
+// document is a document as data (its message, written by the wire codec)
+// or as a PDF, as the request's Accept header prefers; the PDF is named in
+// Content-Disposition.
+func document(msg protoreflect.FullName) rawResponse {
+	return rawResponse{
+		uses: []protoreflect.FullName{msg},
+		respond: func(g *generator, desc string) *openapi3.Response {
+			return &openapi3.Response{
+				Description: &desc,
+				Headers: openapi3.Headers{"Content-Disposition": &openapi3.HeaderRef{Value: &openapi3.Header{Parameter: openapi3.Parameter{
+					Description: "With a PDF: inline, with the file's name.",
+					Schema:      openapi3.NewSchemaRef("", &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeString}}),
+				}}}},
+				Content: openapi3.Content{
+					"application/json": &openapi3.MediaType{Schema: g.schemas.ref(use{msg: msg, dir: response})},
+					"application/pdf": &openapi3.MediaType{Schema: openapi3.NewSchemaRef("", &openapi3.Schema{
+						Type: &openapi3.Types{openapi3.TypeString}, ContentMediaType: "application/pdf",
+					})},
+				},
+			}
+		},
+	}
 }
+
+// orderReceipt is an order's receipt; givingStatement a contact's
+// statement of a year.
+var (
+	orderReceipt    = document(receiptName)
+	givingStatement = document(statementName)
+)

@@ -910,6 +910,383 @@ func (x *ReceiptGift) GetDeductible() bool {
 	return false
 }
 
+// GetGivingStatementRequest names a contact and a year.
+type GetGivingStatementRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the tenant asking.
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// ContactId is the donor.
+	ContactId int64 `protobuf:"varint,2,opt,name=contact_id,json=contactId,proto3" json:"contact_id,omitempty"`
+	// Year is the calendar year, in the profile's time zone (2000 to 2100).
+	Year          int32 `protobuf:"varint,3,opt,name=year,proto3" json:"year,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetGivingStatementRequest) Reset() {
+	*x = GetGivingStatementRequest{}
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetGivingStatementRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetGivingStatementRequest) ProtoMessage() {}
+
+func (x *GetGivingStatementRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetGivingStatementRequest.ProtoReflect.Descriptor instead.
+func (*GetGivingStatementRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *GetGivingStatementRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *GetGivingStatementRequest) GetContactId() int64 {
+	if x != nil {
+		return x.ContactId
+	}
+	return 0
+}
+
+func (x *GetGivingStatementRequest) GetYear() int32 {
+	if x != nil {
+		return x.Year
+	}
+	return 0
+}
+
+// GivingStatement is a contact's statement of a year's giving as data:
+// what the PDF prints.
+type GivingStatement struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// StatementNumber is stable per contact and year (`S-2026-000001`).
+	StatementNumber string `protobuf:"bytes,1,opt,name=statement_number,json=statementNumber,proto3" json:"statement_number,omitempty"`
+	// Year is the calendar year covered.
+	Year int32 `protobuf:"varint,2,opt,name=year,proto3" json:"year,omitempty"`
+	// Revision is 1 for the first issue, and goes up each time the figures
+	// change after it.
+	Revision int32 `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	// Corrected is true when this statement corrects an earlier issue (a
+	// gift of the year changed since).
+	Corrected bool `protobuf:"varint,4,opt,name=corrected,proto3" json:"corrected,omitempty"`
+	// IssuedAt is when this revision was issued.
+	IssuedAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=issued_at,json=issuedAt,proto3" json:"issued_at,omitempty"`
+	// Organization is the organization block, from the profile.
+	Organization *ReceiptOrganization `protobuf:"bytes,6,opt,name=organization,proto3" json:"organization,omitempty"`
+	// Donor is the donor block.
+	Donor *ReceiptDonor `protobuf:"bytes,7,opt,name=donor,proto3" json:"donor,omitempty"`
+	// Gifts are the year's completed orders, oldest first, net of refunds.
+	Gifts []*StatementGift `protobuf:"bytes,8,rep,name=gifts,proto3" json:"gifts,omitempty"`
+	// Totals are the sums per currency.
+	Totals []*StatementTotal `protobuf:"bytes,9,rep,name=totals,proto3" json:"totals,omitempty"`
+	// Statement is the disclosure sentence.
+	Statement     string `protobuf:"bytes,10,opt,name=statement,proto3" json:"statement,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GivingStatement) Reset() {
+	*x = GivingStatement{}
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GivingStatement) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GivingStatement) ProtoMessage() {}
+
+func (x *GivingStatement) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GivingStatement.ProtoReflect.Descriptor instead.
+func (*GivingStatement) Descriptor() ([]byte, []int) {
+	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *GivingStatement) GetStatementNumber() string {
+	if x != nil {
+		return x.StatementNumber
+	}
+	return ""
+}
+
+func (x *GivingStatement) GetYear() int32 {
+	if x != nil {
+		return x.Year
+	}
+	return 0
+}
+
+func (x *GivingStatement) GetRevision() int32 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *GivingStatement) GetCorrected() bool {
+	if x != nil {
+		return x.Corrected
+	}
+	return false
+}
+
+func (x *GivingStatement) GetIssuedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.IssuedAt
+	}
+	return nil
+}
+
+func (x *GivingStatement) GetOrganization() *ReceiptOrganization {
+	if x != nil {
+		return x.Organization
+	}
+	return nil
+}
+
+func (x *GivingStatement) GetDonor() *ReceiptDonor {
+	if x != nil {
+		return x.Donor
+	}
+	return nil
+}
+
+func (x *GivingStatement) GetGifts() []*StatementGift {
+	if x != nil {
+		return x.Gifts
+	}
+	return nil
+}
+
+func (x *GivingStatement) GetTotals() []*StatementTotal {
+	if x != nil {
+		return x.Totals
+	}
+	return nil
+}
+
+func (x *GivingStatement) GetStatement() string {
+	if x != nil {
+		return x.Statement
+	}
+	return ""
+}
+
+// StatementGift is one order of a statement.
+type StatementGift struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Date is the order's date in the profile's time zone (YYYY-MM-DD).
+	Date string `protobuf:"bytes,1,opt,name=date,proto3" json:"date,omitempty"`
+	// OrderNumber is the order's number.
+	OrderNumber int64 `protobuf:"varint,2,opt,name=order_number,json=orderNumber,proto3" json:"order_number,omitempty"`
+	// Description names the funds given to and the items bought.
+	Description string `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	// Currency is the order's ISO 4217 currency.
+	Currency string `protobuf:"bytes,4,opt,name=currency,proto3" json:"currency,omitempty"`
+	// Amount is what was paid, net of refunds.
+	Amount *v1.Decimal `protobuf:"bytes,5,opt,name=amount,proto3" json:"amount,omitempty"`
+	// GoodsAndServicesValue is the fair market value of what the donor
+	// received.
+	GoodsAndServicesValue *v1.Decimal `protobuf:"bytes,6,opt,name=goods_and_services_value,json=goodsAndServicesValue,proto3" json:"goods_and_services_value,omitempty"`
+	// DeductibleAmount is the deductible part, as the order's receipt says.
+	DeductibleAmount *v1.Decimal `protobuf:"bytes,7,opt,name=deductible_amount,json=deductibleAmount,proto3" json:"deductible_amount,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *StatementGift) Reset() {
+	*x = StatementGift{}
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StatementGift) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StatementGift) ProtoMessage() {}
+
+func (x *StatementGift) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StatementGift.ProtoReflect.Descriptor instead.
+func (*StatementGift) Descriptor() ([]byte, []int) {
+	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *StatementGift) GetDate() string {
+	if x != nil {
+		return x.Date
+	}
+	return ""
+}
+
+func (x *StatementGift) GetOrderNumber() int64 {
+	if x != nil {
+		return x.OrderNumber
+	}
+	return 0
+}
+
+func (x *StatementGift) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *StatementGift) GetCurrency() string {
+	if x != nil {
+		return x.Currency
+	}
+	return ""
+}
+
+func (x *StatementGift) GetAmount() *v1.Decimal {
+	if x != nil {
+		return x.Amount
+	}
+	return nil
+}
+
+func (x *StatementGift) GetGoodsAndServicesValue() *v1.Decimal {
+	if x != nil {
+		return x.GoodsAndServicesValue
+	}
+	return nil
+}
+
+func (x *StatementGift) GetDeductibleAmount() *v1.Decimal {
+	if x != nil {
+		return x.DeductibleAmount
+	}
+	return nil
+}
+
+// StatementTotal sums a statement's gifts in one currency.
+type StatementTotal struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Currency is the ISO 4217 currency.
+	Currency string `protobuf:"bytes,1,opt,name=currency,proto3" json:"currency,omitempty"`
+	// GiftCount is the number of orders.
+	GiftCount int32 `protobuf:"varint,2,opt,name=gift_count,json=giftCount,proto3" json:"gift_count,omitempty"`
+	// TotalAmount is what was paid, net of refunds.
+	TotalAmount *v1.Decimal `protobuf:"bytes,3,opt,name=total_amount,json=totalAmount,proto3" json:"total_amount,omitempty"`
+	// GoodsAndServicesValue is the value of what the donor received.
+	GoodsAndServicesValue *v1.Decimal `protobuf:"bytes,4,opt,name=goods_and_services_value,json=goodsAndServicesValue,proto3" json:"goods_and_services_value,omitempty"`
+	// DeductibleAmount is the deductible part.
+	DeductibleAmount *v1.Decimal `protobuf:"bytes,5,opt,name=deductible_amount,json=deductibleAmount,proto3" json:"deductible_amount,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *StatementTotal) Reset() {
+	*x = StatementTotal{}
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StatementTotal) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StatementTotal) ProtoMessage() {}
+
+func (x *StatementTotal) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StatementTotal.ProtoReflect.Descriptor instead.
+func (*StatementTotal) Descriptor() ([]byte, []int) {
+	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *StatementTotal) GetCurrency() string {
+	if x != nil {
+		return x.Currency
+	}
+	return ""
+}
+
+func (x *StatementTotal) GetGiftCount() int32 {
+	if x != nil {
+		return x.GiftCount
+	}
+	return 0
+}
+
+func (x *StatementTotal) GetTotalAmount() *v1.Decimal {
+	if x != nil {
+		return x.TotalAmount
+	}
+	return nil
+}
+
+func (x *StatementTotal) GetGoodsAndServicesValue() *v1.Decimal {
+	if x != nil {
+		return x.GoodsAndServicesValue
+	}
+	return nil
+}
+
+func (x *StatementTotal) GetDeductibleAmount() *v1.Decimal {
+	if x != nil {
+		return x.DeductibleAmount
+	}
+	return nil
+}
+
 var File_almoner_reports_v1_documents_proto protoreflect.FileDescriptor
 
 const file_almoner_reports_v1_documents_proto_rawDesc = "" +
@@ -992,12 +1369,45 @@ const file_almoner_reports_v1_documents_proto_rawDesc = "" +
 	"\x06amount\x18\x03 \x01(\v2\x18.almoner.type.v1.DecimalR\x06amount\x12\x1e\n" +
 	"\n" +
 	"deductible\x18\x04 \x01(\bR\n" +
-	"deductible2\xb2\x03\n" +
+	"deductible\"k\n" +
+	"\x19GetGivingStatementRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1d\n" +
+	"\n" +
+	"contact_id\x18\x02 \x01(\x03R\tcontactId\x12\x12\n" +
+	"\x04year\x18\x03 \x01(\x05R\x04year\"\xdb\x03\n" +
+	"\x0fGivingStatement\x12)\n" +
+	"\x10statement_number\x18\x01 \x01(\tR\x0fstatementNumber\x12\x12\n" +
+	"\x04year\x18\x02 \x01(\x05R\x04year\x12\x1a\n" +
+	"\brevision\x18\x03 \x01(\x05R\brevision\x12\x1c\n" +
+	"\tcorrected\x18\x04 \x01(\bR\tcorrected\x127\n" +
+	"\tissued_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\bissuedAt\x12K\n" +
+	"\forganization\x18\x06 \x01(\v2'.almoner.reports.v1.ReceiptOrganizationR\forganization\x126\n" +
+	"\x05donor\x18\a \x01(\v2 .almoner.reports.v1.ReceiptDonorR\x05donor\x127\n" +
+	"\x05gifts\x18\b \x03(\v2!.almoner.reports.v1.StatementGiftR\x05gifts\x12:\n" +
+	"\x06totals\x18\t \x03(\v2\".almoner.reports.v1.StatementTotalR\x06totals\x12\x1c\n" +
+	"\tstatement\x18\n" +
+	" \x01(\tR\tstatement\"\xd0\x02\n" +
+	"\rStatementGift\x12\x12\n" +
+	"\x04date\x18\x01 \x01(\tR\x04date\x12!\n" +
+	"\forder_number\x18\x02 \x01(\x03R\vorderNumber\x12 \n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x1a\n" +
+	"\bcurrency\x18\x04 \x01(\tR\bcurrency\x120\n" +
+	"\x06amount\x18\x05 \x01(\v2\x18.almoner.type.v1.DecimalR\x06amount\x12Q\n" +
+	"\x18goods_and_services_value\x18\x06 \x01(\v2\x18.almoner.type.v1.DecimalR\x15goodsAndServicesValue\x12E\n" +
+	"\x11deductible_amount\x18\a \x01(\v2\x18.almoner.type.v1.DecimalR\x10deductibleAmount\"\xa2\x02\n" +
+	"\x0eStatementTotal\x12\x1a\n" +
+	"\bcurrency\x18\x01 \x01(\tR\bcurrency\x12\x1d\n" +
+	"\n" +
+	"gift_count\x18\x02 \x01(\x05R\tgiftCount\x12;\n" +
+	"\ftotal_amount\x18\x03 \x01(\v2\x18.almoner.type.v1.DecimalR\vtotalAmount\x12Q\n" +
+	"\x18goods_and_services_value\x18\x04 \x01(\v2\x18.almoner.type.v1.DecimalR\x15goodsAndServicesValue\x12E\n" +
+	"\x11deductible_amount\x18\x05 \x01(\v2\x18.almoner.type.v1.DecimalR\x10deductibleAmount2\xb2\x03\n" +
 	"\x1aOrganizationProfileService\x12\xbf\x01\n" +
 	"\x16GetOrganizationProfile\x121.almoner.reports.v1.GetOrganizationProfileRequest\x1a2.almoner.reports.v1.GetOrganizationProfileResponse\">\x82\xd3\xe4\x93\x028b\aprofile\x12-/api/tenants/{tenant_id}/organization-profile\x12\xd1\x01\n" +
-	"\x19UpdateOrganizationProfile\x124.almoner.reports.v1.UpdateOrganizationProfileRequest\x1a5.almoner.reports.v1.UpdateOrganizationProfileResponse\"G\x82\xd3\xe4\x93\x02A:\aprofileb\aprofile\x1a-/api/tenants/{tenant_id}/organization-profile2\xa4\x01\n" +
+	"\x19UpdateOrganizationProfile\x124.almoner.reports.v1.UpdateOrganizationProfileRequest\x1a5.almoner.reports.v1.UpdateOrganizationProfileResponse\"G\x82\xd3\xe4\x93\x02A:\aprofileb\aprofile\x1a-/api/tenants/{tenant_id}/organization-profile2\xd3\x02\n" +
 	"\x0eReceiptService\x12\x91\x01\n" +
-	"\x0fGetOrderReceipt\x12*.almoner.reports.v1.GetOrderReceiptRequest\x1a\x14.google.api.HttpBody\":\x82\xd3\xe4\x93\x024\x122/api/tenants/{tenant_id}/orders/{order_id}/receipt0\x01BAZ?github.com/almoner/almoner/pkg/api/almoner/reports/v1;reportsv1b\x06proto3"
+	"\x0fGetOrderReceipt\x12*.almoner.reports.v1.GetOrderReceiptRequest\x1a\x14.google.api.HttpBody\":\x82\xd3\xe4\x93\x024\x122/api/tenants/{tenant_id}/orders/{order_id}/receipt0\x01\x12\xac\x01\n" +
+	"\x12GetGivingStatement\x12-.almoner.reports.v1.GetGivingStatementRequest\x1a\x14.google.api.HttpBody\"O\x82\xd3\xe4\x93\x02I\x12G/api/tenants/{tenant_id}/contacts/{contact_id}/giving-statements/{year}0\x01BAZ?github.com/almoner/almoner/pkg/api/almoner/reports/v1;reportsv1b\x06proto3"
 
 var (
 	file_almoner_reports_v1_documents_proto_rawDescOnce sync.Once
@@ -1011,7 +1421,7 @@ func file_almoner_reports_v1_documents_proto_rawDescGZIP() []byte {
 	return file_almoner_reports_v1_documents_proto_rawDescData
 }
 
-var file_almoner_reports_v1_documents_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_almoner_reports_v1_documents_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_almoner_reports_v1_documents_proto_goTypes = []any{
 	(*GetOrganizationProfileRequest)(nil),     // 0: almoner.reports.v1.GetOrganizationProfileRequest
 	(*GetOrganizationProfileResponse)(nil),    // 1: almoner.reports.v1.GetOrganizationProfileResponse
@@ -1024,37 +1434,54 @@ var file_almoner_reports_v1_documents_proto_goTypes = []any{
 	(*ReceiptOrganization)(nil),               // 8: almoner.reports.v1.ReceiptOrganization
 	(*ReceiptDonor)(nil),                      // 9: almoner.reports.v1.ReceiptDonor
 	(*ReceiptGift)(nil),                       // 10: almoner.reports.v1.ReceiptGift
-	(*timestamppb.Timestamp)(nil),             // 11: google.protobuf.Timestamp
-	(*v1.Decimal)(nil),                        // 12: almoner.type.v1.Decimal
-	(*httpbody.HttpBody)(nil),                 // 13: google.api.HttpBody
+	(*GetGivingStatementRequest)(nil),         // 11: almoner.reports.v1.GetGivingStatementRequest
+	(*GivingStatement)(nil),                   // 12: almoner.reports.v1.GivingStatement
+	(*StatementGift)(nil),                     // 13: almoner.reports.v1.StatementGift
+	(*StatementTotal)(nil),                    // 14: almoner.reports.v1.StatementTotal
+	(*timestamppb.Timestamp)(nil),             // 15: google.protobuf.Timestamp
+	(*v1.Decimal)(nil),                        // 16: almoner.type.v1.Decimal
+	(*httpbody.HttpBody)(nil),                 // 17: google.api.HttpBody
 }
 var file_almoner_reports_v1_documents_proto_depIdxs = []int32{
 	4,  // 0: almoner.reports.v1.GetOrganizationProfileResponse.profile:type_name -> almoner.reports.v1.OrganizationProfile
 	4,  // 1: almoner.reports.v1.UpdateOrganizationProfileRequest.profile:type_name -> almoner.reports.v1.OrganizationProfile
 	4,  // 2: almoner.reports.v1.UpdateOrganizationProfileResponse.profile:type_name -> almoner.reports.v1.OrganizationProfile
 	5,  // 3: almoner.reports.v1.OrganizationProfile.address:type_name -> almoner.reports.v1.PostalAddress
-	11, // 4: almoner.reports.v1.OrganizationProfile.updated_at:type_name -> google.protobuf.Timestamp
-	11, // 5: almoner.reports.v1.Receipt.issued_at:type_name -> google.protobuf.Timestamp
+	15, // 4: almoner.reports.v1.OrganizationProfile.updated_at:type_name -> google.protobuf.Timestamp
+	15, // 5: almoner.reports.v1.Receipt.issued_at:type_name -> google.protobuf.Timestamp
 	8,  // 6: almoner.reports.v1.Receipt.organization:type_name -> almoner.reports.v1.ReceiptOrganization
 	9,  // 7: almoner.reports.v1.Receipt.donor:type_name -> almoner.reports.v1.ReceiptDonor
 	10, // 8: almoner.reports.v1.Receipt.gifts:type_name -> almoner.reports.v1.ReceiptGift
-	12, // 9: almoner.reports.v1.Receipt.total_amount:type_name -> almoner.type.v1.Decimal
-	12, // 10: almoner.reports.v1.Receipt.deductible_amount:type_name -> almoner.type.v1.Decimal
-	12, // 11: almoner.reports.v1.Receipt.goods_and_services_value:type_name -> almoner.type.v1.Decimal
+	16, // 9: almoner.reports.v1.Receipt.total_amount:type_name -> almoner.type.v1.Decimal
+	16, // 10: almoner.reports.v1.Receipt.deductible_amount:type_name -> almoner.type.v1.Decimal
+	16, // 11: almoner.reports.v1.Receipt.goods_and_services_value:type_name -> almoner.type.v1.Decimal
 	5,  // 12: almoner.reports.v1.ReceiptOrganization.address:type_name -> almoner.reports.v1.PostalAddress
 	5,  // 13: almoner.reports.v1.ReceiptDonor.address:type_name -> almoner.reports.v1.PostalAddress
-	12, // 14: almoner.reports.v1.ReceiptGift.amount:type_name -> almoner.type.v1.Decimal
-	0,  // 15: almoner.reports.v1.OrganizationProfileService.GetOrganizationProfile:input_type -> almoner.reports.v1.GetOrganizationProfileRequest
-	2,  // 16: almoner.reports.v1.OrganizationProfileService.UpdateOrganizationProfile:input_type -> almoner.reports.v1.UpdateOrganizationProfileRequest
-	6,  // 17: almoner.reports.v1.ReceiptService.GetOrderReceipt:input_type -> almoner.reports.v1.GetOrderReceiptRequest
-	1,  // 18: almoner.reports.v1.OrganizationProfileService.GetOrganizationProfile:output_type -> almoner.reports.v1.GetOrganizationProfileResponse
-	3,  // 19: almoner.reports.v1.OrganizationProfileService.UpdateOrganizationProfile:output_type -> almoner.reports.v1.UpdateOrganizationProfileResponse
-	13, // 20: almoner.reports.v1.ReceiptService.GetOrderReceipt:output_type -> google.api.HttpBody
-	18, // [18:21] is the sub-list for method output_type
-	15, // [15:18] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	16, // 14: almoner.reports.v1.ReceiptGift.amount:type_name -> almoner.type.v1.Decimal
+	15, // 15: almoner.reports.v1.GivingStatement.issued_at:type_name -> google.protobuf.Timestamp
+	8,  // 16: almoner.reports.v1.GivingStatement.organization:type_name -> almoner.reports.v1.ReceiptOrganization
+	9,  // 17: almoner.reports.v1.GivingStatement.donor:type_name -> almoner.reports.v1.ReceiptDonor
+	13, // 18: almoner.reports.v1.GivingStatement.gifts:type_name -> almoner.reports.v1.StatementGift
+	14, // 19: almoner.reports.v1.GivingStatement.totals:type_name -> almoner.reports.v1.StatementTotal
+	16, // 20: almoner.reports.v1.StatementGift.amount:type_name -> almoner.type.v1.Decimal
+	16, // 21: almoner.reports.v1.StatementGift.goods_and_services_value:type_name -> almoner.type.v1.Decimal
+	16, // 22: almoner.reports.v1.StatementGift.deductible_amount:type_name -> almoner.type.v1.Decimal
+	16, // 23: almoner.reports.v1.StatementTotal.total_amount:type_name -> almoner.type.v1.Decimal
+	16, // 24: almoner.reports.v1.StatementTotal.goods_and_services_value:type_name -> almoner.type.v1.Decimal
+	16, // 25: almoner.reports.v1.StatementTotal.deductible_amount:type_name -> almoner.type.v1.Decimal
+	0,  // 26: almoner.reports.v1.OrganizationProfileService.GetOrganizationProfile:input_type -> almoner.reports.v1.GetOrganizationProfileRequest
+	2,  // 27: almoner.reports.v1.OrganizationProfileService.UpdateOrganizationProfile:input_type -> almoner.reports.v1.UpdateOrganizationProfileRequest
+	6,  // 28: almoner.reports.v1.ReceiptService.GetOrderReceipt:input_type -> almoner.reports.v1.GetOrderReceiptRequest
+	11, // 29: almoner.reports.v1.ReceiptService.GetGivingStatement:input_type -> almoner.reports.v1.GetGivingStatementRequest
+	1,  // 30: almoner.reports.v1.OrganizationProfileService.GetOrganizationProfile:output_type -> almoner.reports.v1.GetOrganizationProfileResponse
+	3,  // 31: almoner.reports.v1.OrganizationProfileService.UpdateOrganizationProfile:output_type -> almoner.reports.v1.UpdateOrganizationProfileResponse
+	17, // 32: almoner.reports.v1.ReceiptService.GetOrderReceipt:output_type -> google.api.HttpBody
+	17, // 33: almoner.reports.v1.ReceiptService.GetGivingStatement:output_type -> google.api.HttpBody
+	30, // [30:34] is the sub-list for method output_type
+	26, // [26:30] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_almoner_reports_v1_documents_proto_init() }
@@ -1069,7 +1496,7 @@ func file_almoner_reports_v1_documents_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_almoner_reports_v1_documents_proto_rawDesc), len(file_almoner_reports_v1_documents_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -156,6 +156,51 @@ func request_ReceiptService_GetOrderReceipt_0(ctx context.Context, marshaler run
 	return stream, metadata, nil
 }
 
+func request_ReceiptService_GetGivingStatement_0(ctx context.Context, marshaler runtime.Marshaler, client ReceiptServiceClient, req *http.Request, pathParams map[string]string) (ReceiptService_GetGivingStatementClient, runtime.ServerMetadata, error) {
+	var (
+		protoReq GetGivingStatementRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	val, ok := pathParams["tenant_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "tenant_id")
+	}
+	protoReq.TenantId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "tenant_id", err)
+	}
+	val, ok = pathParams["contact_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "contact_id")
+	}
+	protoReq.ContactId, err = runtime.Int64(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "contact_id", err)
+	}
+	val, ok = pathParams["year"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "year")
+	}
+	protoReq.Year, err = runtime.Int32(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "year", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	stream, err := client.GetGivingStatement(ctx, &protoReq)
+	if err != nil {
+		return nil, metadata, err
+	}
+	header, err := stream.Header()
+	if err != nil {
+		return nil, metadata, err
+	}
+	metadata.HeaderMD = header
+	return stream, metadata, nil
+}
+
 // RegisterOrganizationProfileServiceHandlerServer registers the http handlers for service OrganizationProfileService to "mux".
 // UnaryRPC     :call OrganizationProfileServiceServer directly.
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
@@ -213,6 +258,13 @@ func RegisterOrganizationProfileServiceHandlerServer(ctx context.Context, mux *r
 // GRPC interceptors will not work for this type of registration. To use interceptors, you must use the "runtime.WithMiddlewares" option in the "runtime.NewServeMux" call.
 func RegisterReceiptServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux, server ReceiptServiceServer) error {
 	mux.Handle(http.MethodGet, pattern_ReceiptService_GetOrderReceipt_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		err := status.Error(codes.Unimplemented, "streaming calls are not yet supported in the in-process transport")
+		_, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+		return
+	})
+
+	mux.Handle(http.MethodGet, pattern_ReceiptService_GetGivingStatement_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		err := status.Error(codes.Unimplemented, "streaming calls are not yet supported in the in-process transport")
 		_, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
 		runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
@@ -376,13 +428,32 @@ func RegisterReceiptServiceHandlerClient(ctx context.Context, mux *runtime.Serve
 		}
 		forward_ReceiptService_GetOrderReceipt_0(annotatedContext, mux, outboundMarshaler, w, req, func() (proto.Message, error) { return resp.Recv() }, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodGet, pattern_ReceiptService_GetGivingStatement_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/almoner.reports.v1.ReceiptService/GetGivingStatement", runtime.WithHTTPPathPattern("/api/tenants/{tenant_id}/contacts/{contact_id}/giving-statements/{year}"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_ReceiptService_GetGivingStatement_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_ReceiptService_GetGivingStatement_0(annotatedContext, mux, outboundMarshaler, w, req, func() (proto.Message, error) { return resp.Recv() }, mux.GetForwardResponseOptions()...)
+	})
 	return nil
 }
 
 var (
-	pattern_ReceiptService_GetOrderReceipt_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5}, []string{"api", "tenants", "tenant_id", "orders", "order_id", "receipt"}, ""))
+	pattern_ReceiptService_GetOrderReceipt_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5}, []string{"api", "tenants", "tenant_id", "orders", "order_id", "receipt"}, ""))
+	pattern_ReceiptService_GetGivingStatement_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5, 1, 0, 4, 1, 5, 6}, []string{"api", "tenants", "tenant_id", "contacts", "contact_id", "giving-statements", "year"}, ""))
 )
 
 var (
-	forward_ReceiptService_GetOrderReceipt_0 = runtime.ForwardResponseStream
+	forward_ReceiptService_GetOrderReceipt_0    = runtime.ForwardResponseStream
+	forward_ReceiptService_GetGivingStatement_0 = runtime.ForwardResponseStream
 )

@@ -183,7 +183,8 @@ var OrganizationProfileService_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	ReceiptService_GetOrderReceipt_FullMethodName = "/almoner.reports.v1.ReceiptService/GetOrderReceipt"
+	ReceiptService_GetOrderReceipt_FullMethodName    = "/almoner.reports.v1.ReceiptService/GetOrderReceipt"
+	ReceiptService_GetGivingStatement_FullMethodName = "/almoner.reports.v1.ReceiptService/GetGivingStatement"
 )
 
 // ReceiptServiceClient is the client API for ReceiptService service.
@@ -205,6 +206,18 @@ type ReceiptServiceClient interface {
 	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE google.api.HttpBody answers several RPCs
 	// --)
 	GetOrderReceipt(ctx context.Context, in *GetOrderReceiptRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[httpbody.HttpBody], error)
+	// GetGivingStatement is a contact's statement of a calendar year's
+	// giving, in the time zone of the organization profile: every completed
+	// order of the year net of refunds, with totals per currency. The
+	// statement number is stable per contact and year; when a gift of the
+	// year changed after the statement was first issued, it is a correction
+	// with a new revision. Needs `donations:view`. JSON or PDF as the Accept
+	// header prefers.
+	// (--
+	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME the response is a document, google.api.HttpBody
+	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE google.api.HttpBody answers several RPCs
+	// --)
+	GetGivingStatement(ctx context.Context, in *GetGivingStatementRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[httpbody.HttpBody], error)
 }
 
 type receiptServiceClient struct {
@@ -234,6 +247,25 @@ func (c *receiptServiceClient) GetOrderReceipt(ctx context.Context, in *GetOrder
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ReceiptService_GetOrderReceiptClient = grpc.ServerStreamingClient[httpbody.HttpBody]
 
+func (c *receiptServiceClient) GetGivingStatement(ctx context.Context, in *GetGivingStatementRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[httpbody.HttpBody], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ReceiptService_ServiceDesc.Streams[1], ReceiptService_GetGivingStatement_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[GetGivingStatementRequest, httpbody.HttpBody]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ReceiptService_GetGivingStatementClient = grpc.ServerStreamingClient[httpbody.HttpBody]
+
 // ReceiptServiceServer is the server API for ReceiptService service.
 // All implementations must embed UnimplementedReceiptServiceServer
 // for forward compatibility.
@@ -253,6 +285,18 @@ type ReceiptServiceServer interface {
 	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE google.api.HttpBody answers several RPCs
 	// --)
 	GetOrderReceipt(*GetOrderReceiptRequest, grpc.ServerStreamingServer[httpbody.HttpBody]) error
+	// GetGivingStatement is a contact's statement of a calendar year's
+	// giving, in the time zone of the organization profile: every completed
+	// order of the year net of refunds, with totals per currency. The
+	// statement number is stable per contact and year; when a gift of the
+	// year changed after the statement was first issued, it is a correction
+	// with a new revision. Needs `donations:view`. JSON or PDF as the Accept
+	// header prefers.
+	// (--
+	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME the response is a document, google.api.HttpBody
+	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE google.api.HttpBody answers several RPCs
+	// --)
+	GetGivingStatement(*GetGivingStatementRequest, grpc.ServerStreamingServer[httpbody.HttpBody]) error
 	mustEmbedUnimplementedReceiptServiceServer()
 }
 
@@ -265,6 +309,9 @@ type UnimplementedReceiptServiceServer struct{}
 
 func (UnimplementedReceiptServiceServer) GetOrderReceipt(*GetOrderReceiptRequest, grpc.ServerStreamingServer[httpbody.HttpBody]) error {
 	return status.Error(codes.Unimplemented, "method GetOrderReceipt not implemented")
+}
+func (UnimplementedReceiptServiceServer) GetGivingStatement(*GetGivingStatementRequest, grpc.ServerStreamingServer[httpbody.HttpBody]) error {
+	return status.Error(codes.Unimplemented, "method GetGivingStatement not implemented")
 }
 func (UnimplementedReceiptServiceServer) mustEmbedUnimplementedReceiptServiceServer() {}
 func (UnimplementedReceiptServiceServer) testEmbeddedByValue()                        {}
@@ -298,6 +345,17 @@ func _ReceiptService_GetOrderReceipt_Handler(srv interface{}, stream grpc.Server
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ReceiptService_GetOrderReceiptServer = grpc.ServerStreamingServer[httpbody.HttpBody]
 
+func _ReceiptService_GetGivingStatement_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(GetGivingStatementRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ReceiptServiceServer).GetGivingStatement(m, &grpc.GenericServerStream[GetGivingStatementRequest, httpbody.HttpBody]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ReceiptService_GetGivingStatementServer = grpc.ServerStreamingServer[httpbody.HttpBody]
+
 // ReceiptService_ServiceDesc is the grpc.ServiceDesc for ReceiptService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -309,6 +367,11 @@ var ReceiptService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "GetOrderReceipt",
 			Handler:       _ReceiptService_GetOrderReceipt_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "GetGivingStatement",
+			Handler:       _ReceiptService_GetGivingStatement_Handler,
 			ServerStreams: true,
 		},
 	},
