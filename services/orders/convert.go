@@ -96,7 +96,7 @@ func toSchedule(s store.Schedule) *ordersv1.RecurringDonation {
 		Frequency: s.Frequency, StartDate: s.StartDate.Format(time.DateOnly), EndDate: dateString(s.EndDate), FundId: s.FundID.String(),
 		CampaignId: s.CampaignID, PaymentMethod: s.PaymentMethod, Status: s.Status, NextChargeDate: dateString(s.NextChargeDate),
 		FailedAttempts: s.FailedAttempts, FailureReason: s.FailureReason, OriginOrderId: s.OriginOrderID.String(),
-		CreatedAt: timestamppb.New(s.CreatedAt), UpdatedAt: timestamppb.New(s.UpdatedAt), PausedUntil: dateString(s.PausedUntil)}
+		CreatedAt: timestamppb.New(s.CreatedAt), UpdatedAt: timestamppb.New(s.UpdatedAt), PausedUntil: dateString(s.PausedUntil), RetryOn: dateString(s.RetryOn)}
 }
 
 // indexPath is a property path into a list: Items[2].

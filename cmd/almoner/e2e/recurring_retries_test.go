@@ -3,6 +3,7 @@ package e2e
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/almoner/almoner/cmd/almoner/apptest"
 	"github.com/almoner/almoner/pkg/secretbox"
@@ -34,6 +35,7 @@ func TestRecurringRetriesThenNewMethod(t *testing.T) {
 	path := tPath(st.tn.ID, "/recurring-donations/", sid)
 	g.exec(t, `UPDATE orders.recurring_donations SET next_charge_date = (now() AT TIME ZONE 'UTC')::date WHERE id = $1`, sid)
 
+	day := func(n int) string { return time.Now().UTC().AddDate(0, 0, n).Format(time.DateOnly) }
 	// Attempts on the day, then 1, 3 and 7 days after the first decline.
 	for i, wait := range []string{"", "1 day", "2 days", "4 days"} {
 		if wait != "" {
@@ -47,6 +49,11 @@ func TestRecurringRetriesThenNewMethod(t *testing.T) {
 		}
 		if sc["failedAttempts"] != float64(i+1) || sc["status"] != want || sc["failureReason"] != "generic_decline" {
 			t.Fatalf("after attempt %d: %v", i+1, sc)
+		}
+		// The next try is announced, 1, 3 and 7 days after the first
+		// decline (which is today after the moves of the clock).
+		if wantRetry := map[int]string{0: day(1), 1: day(2), 2: day(4), 3: ""}[i]; sc["retryOn"] != wantRetry {
+			t.Errorf("after attempt %d: retryOn %v, want %q", i+1, sc["retryOn"], wantRetry)
 		}
 		if i < 3 {
 			// A pass on the same day tries nothing more.

@@ -3661,7 +3661,10 @@ type RecurringDonation struct {
 	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
 	// PausedUntil is the day a paused schedule resumes by itself,
 	// YYYY-MM-DD; empty when it is not paused or paused until resumed.
-	PausedUntil   string `protobuf:"bytes,18,opt,name=paused_until,json=pausedUntil,proto3" json:"paused_until,omitempty"`
+	PausedUntil string `protobuf:"bytes,18,opt,name=paused_until,json=pausedUntil,proto3" json:"paused_until,omitempty"`
+	// RetryOn is the day a declined installment is tried again (the
+	// tenant's retry days), YYYY-MM-DD; empty when none waits.
+	RetryOn       string `protobuf:"bytes,19,opt,name=retry_on,json=retryOn,proto3" json:"retry_on,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3818,6 +3821,13 @@ func (x *RecurringDonation) GetUpdatedAt() *timestamppb.Timestamp {
 func (x *RecurringDonation) GetPausedUntil() string {
 	if x != nil {
 		return x.PausedUntil
+	}
+	return ""
+}
+
+func (x *RecurringDonation) GetRetryOn() string {
+	if x != nil {
+		return x.RetryOn
 	}
 	return ""
 }
@@ -5247,7 +5257,7 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x19\n" +
 	"\bbatch_id\x18\x02 \x01(\tR\abatchId\"D\n" +
 	"\x12CloseBatchResponse\x12.\n" +
-	"\x05batch\x18\x01 \x01(\v2\x18.almoner.orders.v1.BatchR\x05batch\"\x9c\x05\n" +
+	"\x05batch\x18\x01 \x01(\v2\x18.almoner.orders.v1.BatchR\x05batch\"\xb7\x05\n" +
 	"\x11RecurringDonation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -5272,7 +5282,8 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"created_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
 	"updated_at\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12!\n" +
-	"\fpaused_until\x18\x12 \x01(\tR\vpausedUntil\"\xd9\x01\n" +
+	"\fpaused_until\x18\x12 \x01(\tR\vpausedUntil\x12\x19\n" +
+	"\bretry_on\x18\x13 \x01(\tR\aretryOn\"\xd9\x01\n" +
 	"\x1dListRecurringDonationsRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x17\n" +
 	"\x04page\x18\x02 \x01(\x05H\x00R\x04page\x88\x01\x01\x12 \n" +
