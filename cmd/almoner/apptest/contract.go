@@ -122,8 +122,9 @@ func init() {
 // conformRequest applies to a request the rules of the gateway that a JSON
 // Schema cannot state, which the document states in words instead
 // (docs/openapi.md): a body may be of any JSON media type
-// (application/*+json), its property names match case-insensitively, and
-// null is the same as leaving a property out. It returns the body to
+// (application/*+json), its property names match case-insensitively, an
+// enum value matches ignoring case and spaces around it, and null is the
+// same as leaving a property out. It returns the body to
 // check and sets check's Content-Type.
 func conformRequest(check *http.Request, route *routers.Route, body []byte) []byte {
 	mt, _, _ := mime.ParseMediaType(check.Header.Get("Content-Type"))
@@ -146,8 +147,8 @@ func conformRequest(check *http.Request, route *routers.Route, body []byte) []by
 	return out
 }
 
-// conform renames v's properties to the schema's spelling and drops the
-// nulls the schema does not allow, at every level.
+// conform renames v's properties and enum values to the schema's spelling
+// and drops the nulls the schema does not allow, at every level.
 func conform(v any, ref *openapi3.SchemaRef) any {
 	s := nonNull(ref)
 	if s == nil {
@@ -178,6 +179,13 @@ func conform(v any, ref *openapi3.SchemaRef) any {
 	case []any:
 		for i := range x {
 			x[i] = conform(x[i], s.Items)
+		}
+	case string:
+		// An enum value matches ignoring case and surrounding spaces.
+		for _, e := range s.Enum {
+			if es, ok := e.(string); ok && strings.EqualFold(es, strings.TrimSpace(x)) {
+				return es
+			}
 		}
 	}
 	return v

@@ -2537,19 +2537,19 @@ const file_almoner_contacts_v1_contacts_proto_rawDesc = "" +
 	"\tlast_year\x18\b \x01(\v2\x18.almoner.type.v1.DecimalR\blastYear\"o\n" +
 	"\vGiftSummary\x12.\n" +
 	"\x04date\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04date\x120\n" +
-	"\x06amount\x18\x02 \x01(\v2\x18.almoner.type.v1.DecimalR\x06amount\"\xd7\x01\n" +
+	"\x06amount\x18\x02 \x01(\v2\x18.almoner.type.v1.DecimalR\x06amount\"\xa3\x02\n" +
 	"\x0eDashboardOrder\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\forder_number\x18\x02 \x01(\x03R\vorderNumber\x12.\n" +
 	"\x04date\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x04date\x12.\n" +
 	"\x05total\x18\x04 \x01(\v2\x18.almoner.type.v1.DecimalR\x05total\x12\x1a\n" +
-	"\bcurrency\x18\x05 \x01(\tR\bcurrency\x12\x16\n" +
-	"\x06status\x18\x06 \x01(\tR\x06status\"\xb9\x01\n" +
+	"\bcurrency\x18\x05 \x01(\tR\bcurrency\x12b\n" +
+	"\x06status\x18\x06 \x01(\tBJ\x92AG\xf2\x02\aPending\xf2\x02\x06Failed\xf2\x02\tCompleted\xf2\x02\x11PartiallyRefunded\xf2\x02\bRefunded\xf2\x02\x06VoidedR\x06status\"\xe8\x01\n" +
 	"\x11DashboardSchedule\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x120\n" +
 	"\x06amount\x18\x02 \x01(\v2\x18.almoner.type.v1.DecimalR\x06amount\x12\x1a\n" +
-	"\bcurrency\x18\x03 \x01(\tR\bcurrency\x12\x1c\n" +
-	"\tfrequency\x18\x04 \x01(\tR\tfrequency\x12(\n" +
+	"\bcurrency\x18\x03 \x01(\tR\bcurrency\x12K\n" +
+	"\tfrequency\x18\x04 \x01(\tB-\x92A*\xf2\x02\x06weekly\xf2\x02\amonthly\xf2\x02\tquarterly\xf2\x02\bannuallyR\tfrequency\x12(\n" +
 	"\x10next_charge_date\x18\x05 \x01(\tR\x0enextChargeDate\"\xca\x01\n" +
 	"\x1bListContactAuditLogsRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1d\n" +
