@@ -28,7 +28,7 @@ var registry = map[string][]registerFunc{
 	"contacts":  {contactsv1.RegisterContactServiceHandler, contactsv1.RegisterContactFormServiceHandler},
 	"inventory": {inventoryv1.RegisterInventoryServiceHandler},
 	"orders":    {ordersv1.RegisterOrderServiceHandler, ordersv1.RegisterFundServiceHandler, ordersv1.RegisterBatchServiceHandler, ordersv1.RegisterRecurringDonationServiceHandler, ordersv1.RegisterPaymentMethodServiceHandler},
-	"reports":   {reportsv1.RegisterReportServiceHandler, reportsv1.RegisterOrganizationProfileServiceHandler, reportsv1.RegisterReceiptServiceHandler},
+	"reports":   {reportsv1.RegisterReportServiceHandler, reportsv1.RegisterOrganizationProfileServiceHandler, reportsv1.RegisterReceiptServiceHandler, reportsv1.RegisterTaxStatementServiceHandler},
 	"webhooks":  {webhooksv1.RegisterWebhookServiceHandler, webhooksv1.RegisterEventServiceHandler},
 }
 

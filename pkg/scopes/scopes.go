@@ -31,6 +31,7 @@ const (
 	ReportsView              = "reports:view"
 	ReportsExport            = "reports:export"
 	ReportsManage            = "reports:manage"
+	TaxStatementsManage      = "tax-statements:manage"
 	TenantSettingsManage     = "tenant-settings:manage"
 	WebhooksView             = "webhooks:view"
 	WebhooksManage           = "webhooks:manage"
@@ -69,6 +70,7 @@ var Catalog = []Scope{
 	{ReportsView, "List report types and saved reports; run them."},
 	{ReportsExport, "Export report runs as CSV, Excel or PDF."},
 	{ReportsManage, "Create, update and delete saved report definitions."},
+	{TaxStatementsManage, "Start year-end tax statement runs, follow them and download their statements."},
 	{TenantSettingsManage, "Read and replace the organization profile printed on receipts and statements."},
 	{WebhooksView, "List webhook endpoints, event types and deliveries."},
 	{WebhooksManage, "Register, update, delete and test webhook endpoints; send deliveries again and replay events."},

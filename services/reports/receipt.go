@@ -188,7 +188,7 @@ func organizationBlock(p store.Profile) *reportsv1.ReceiptOrganization {
 }
 
 func donorBlock(d store.Donor) *reportsv1.ReceiptDonor {
-	return &reportsv1.ReceiptDonor{ContactId: d.ContactID, Name: d.Name, Address: addressToProto(d.Address)}
+	return &reportsv1.ReceiptDonor{ContactId: d.ContactID, Name: d.Name, Address: addressToProto(d.Address), Email: d.Email}
 }
 
 // receiptDocument lays a receipt out for the PDF.

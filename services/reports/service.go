@@ -37,6 +37,15 @@ type Config struct {
 	// Now is the clock (parameter defaults, generation times); time.Now
 	// when nil.
 	Now func() time.Time
+	// TaxRunPoll is how often an idle replica looks for a year-end run to
+	// make (1s when zero); TaxRunLease how long a replica holds one
+	// without renewing it (30s); TaxRunBatch how many donors a batch
+	// makes before it saves them (100). Tests shorten them.
+	TaxRunPoll  time.Duration
+	TaxRunLease time.Duration
+	TaxRunBatch int
+	// NoTaxRunner leaves the year-end runner off (tests that drive it).
+	NoTaxRunner bool
 }
 
 // Service is the reports service.
@@ -44,6 +53,7 @@ type Service struct {
 	store  *store.Store
 	cfg    Config
 	logger *slog.Logger
+	runner *taxRunner
 }
 
 // New returns the reports service on pool.
@@ -54,7 +64,9 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *Service {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Service{store: store.New(pool), cfg: cfg, logger: logger}
+	s := &Service{store: store.New(pool), cfg: cfg, logger: logger}
+	s.runner = newTaxRunner(s)
+	return s
 }
 
 // Store exposes the store to tests of this module.
@@ -65,13 +77,21 @@ func (s *Service) Register(r grpc.ServiceRegistrar) {
 	reportsv1.RegisterReportServiceServer(r, &server{s: s})
 	reportsv1.RegisterOrganizationProfileServiceServer(r, &profileServer{s: s})
 	reportsv1.RegisterReceiptServiceServer(r, &receiptServer{s: s})
+	reportsv1.RegisterTaxStatementServiceServer(r, &taxRunServer{s: s})
 }
 
-// Start does nothing: the service has no background work.
-func (s *Service) Start(context.Context) error { return nil }
+// Start starts the year-end runner, which makes the tax statement runs
+// this replica claims.
+func (s *Service) Start(context.Context) error {
+	if !s.cfg.NoTaxRunner {
+		s.runner.start()
+	}
+	return nil
+}
 
-// Stop does nothing.
-func (s *Service) Stop(context.Context) error { return nil }
+// Stop stops the runner; a run it was making is taken up again, from its
+// last saved batch, once its lease runs out.
+func (s *Service) Stop(ctx context.Context) error { return s.runner.stop(ctx) }
 
 // Module describes the reports service to the binaries that host it.
 var Module = service.Module{

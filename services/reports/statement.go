@@ -76,6 +76,19 @@ func (x *receiptServer) GetGivingStatement(req *reportsv1.GetGivingStatementRequ
 // so a gift at 23:30 on 31 December in New York (04:30 UTC the next day)
 // belongs to the year it was given in.
 func (s *Service) givingStatement(ctx context.Context, tenant uuid.UUID, contactID int64, year int, prof store.Profile, actor string) (*reportsv1.GivingStatement, error) {
+	from, to := yearBounds(year, location(prof))
+	return s.statementIn(ctx, tenant, contactID, year, from, to, prof, actor)
+}
+
+// yearBounds is the calendar year in loc: [1 January 00:00, the next).
+func yearBounds(year int, loc *time.Location) (time.Time, time.Time) {
+	from := time.Date(year, time.January, 1, 0, 0, 0, 0, loc)
+	return from, from.AddDate(1, 0, 0)
+}
+
+// statementIn makes and records a contact's statement of year, whose
+// bounds are [from, to).
+func (s *Service) statementIn(ctx context.Context, tenant uuid.UUID, contactID int64, year int, from, to time.Time, prof store.Profile, actor string) (*reportsv1.GivingStatement, error) {
 	donor, err := s.store.Donor(ctx, tenant, contactID)
 	if errors.Is(err, db.ErrNotFound) {
 		return nil, apperr.NotFound("Contact")
@@ -84,8 +97,7 @@ func (s *Service) givingStatement(ctx context.Context, tenant uuid.UUID, contact
 		return nil, err
 	}
 	loc := location(prof)
-	from := time.Date(year, time.January, 1, 0, 0, 0, 0, loc)
-	orders, err := s.store.ContactOrders(ctx, tenant, contactID, from, from.AddDate(1, 0, 0))
+	orders, err := s.store.ContactOrders(ctx, tenant, contactID, from, to)
 	if err != nil {
 		return nil, err
 	}

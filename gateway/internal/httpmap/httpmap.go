@@ -91,13 +91,14 @@ func bindingOf(m protoreflect.MethodDescriptor, r *annotations.HttpRule) (Bindin
 
 // SuccessStatus is the status of a successful call of the RPC named name
 // (`CreateOrder`), from its verb: Create… answers 201 Created, Delete…
-// and Revoke… 204 No Content (and no body), Redeliver… and Replay… 202
-// Accepted (they queue sends that happen later), others 200.
+// and Revoke… 204 No Content (and no body), Redeliver…, Replay… and
+// StartTaxStatementRun 202 Accepted (they queue work that happens later),
+// others 200.
 func SuccessStatus(name string) int {
 	switch {
 	case strings.HasPrefix(name, "Create"):
 		return http.StatusCreated
-	case strings.HasPrefix(name, "Redeliver"), strings.HasPrefix(name, "Replay"):
+	case strings.HasPrefix(name, "Redeliver"), strings.HasPrefix(name, "Replay"), name == "StartTaxStatementRun":
 		return http.StatusAccepted
 	case strings.HasPrefix(name, "Delete"), strings.HasPrefix(name, "Revoke"):
 		return http.StatusNoContent

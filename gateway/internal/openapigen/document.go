@@ -42,6 +42,7 @@ var serviceGroups = map[protoreflect.FullName]group{
 	"almoner.contacts.v1.ContactFormService":        {"Marketing form", false},
 	"almoner.reports.v1.OrganizationProfileService": {"Tenant administration", false},
 	"almoner.reports.v1.ReceiptService":             {"Tax statements", false},
+	"almoner.reports.v1.TaxStatementService":        {"Tax statements", false},
 }
 
 var groupOrder = []string{"Contacts", "Donations and orders", "Recurring donations", "Inventory items", "Reports", "Webhooks", "Events", "API keys", "Funds", "Payment methods", "Tenant administration", "Tax statements", "Batches and fulfillment", "Marketing form"}

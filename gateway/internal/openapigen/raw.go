@@ -29,6 +29,8 @@ var rawResponses = map[protoreflect.Name]rawResponse{
 	// GetOrderReceipt answers by the request's Accept header.
 	"GetOrderReceipt":    orderReceipt,
 	"GetGivingStatement": givingStatement,
+	// DownloadTaxStatementRun is a ZIP of PDFs or a CSV.
+	"DownloadTaxStatementRun": taxStatementDownload,
 }
 
 const reportColumnName protoreflect.FullName = "almoner.reports.v1.ReportColumn"
@@ -150,3 +152,23 @@ var (
 	orderReceipt    = document(receiptName)
 	givingStatement = document(statementName)
 )
+
+// taxStatementDownload is a run's statements as a ZIP of PDFs or a CSV,
+// named in Content-Disposition.
+var taxStatementDownload = rawResponse{
+	respond: func(_ *generator, desc string) *openapi3.Response {
+		file := func(mediaType string) *openapi3.MediaType {
+			return &openapi3.MediaType{Schema: openapi3.NewSchemaRef("", &openapi3.Schema{
+				Type: &openapi3.Types{openapi3.TypeString}, ContentMediaType: mediaType,
+			})}
+		}
+		return &openapi3.Response{
+			Description: &desc,
+			Headers: openapi3.Headers{"Content-Disposition": &openapi3.HeaderRef{Value: &openapi3.Header{Parameter: openapi3.Parameter{
+				Description: "attachment, with the file's name.", Required: true,
+				Schema: openapi3.NewSchemaRef("", &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeString}}),
+			}}}},
+			Content: openapi3.Content{"application/zip": file("application/zip"), "text/csv": file("text/csv")},
+		}
+	},
+}

@@ -25,6 +25,400 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// StartTaxStatementRunRequest is a run to queue.
+type StartTaxStatementRunRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the tenant asking.
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// Year is the calendar year, in the profile's time zone (2000 to 2100).
+	Year int32 `protobuf:"varint,2,opt,name=year,proto3" json:"year,omitempty"`
+	// MinimumAmount leaves out donors whose year total is below it in every
+	// currency (0 when omitted: every donor of the year).
+	MinimumAmount *v1.Decimal `protobuf:"bytes,3,opt,name=minimum_amount,json=minimumAmount,proto3" json:"minimum_amount,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartTaxStatementRunRequest) Reset() {
+	*x = StartTaxStatementRunRequest{}
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartTaxStatementRunRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartTaxStatementRunRequest) ProtoMessage() {}
+
+func (x *StartTaxStatementRunRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartTaxStatementRunRequest.ProtoReflect.Descriptor instead.
+func (*StartTaxStatementRunRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *StartTaxStatementRunRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *StartTaxStatementRunRequest) GetYear() int32 {
+	if x != nil {
+		return x.Year
+	}
+	return 0
+}
+
+func (x *StartTaxStatementRunRequest) GetMinimumAmount() *v1.Decimal {
+	if x != nil {
+		return x.MinimumAmount
+	}
+	return nil
+}
+
+// StartTaxStatementRunResponse is the queued run.
+type StartTaxStatementRunResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Run is the run, queued.
+	Run           *TaxStatementRun `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartTaxStatementRunResponse) Reset() {
+	*x = StartTaxStatementRunResponse{}
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartTaxStatementRunResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartTaxStatementRunResponse) ProtoMessage() {}
+
+func (x *StartTaxStatementRunResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartTaxStatementRunResponse.ProtoReflect.Descriptor instead.
+func (*StartTaxStatementRunResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *StartTaxStatementRunResponse) GetRun() *TaxStatementRun {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+// GetTaxStatementRunResponse is the run.
+type GetTaxStatementRunResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Run is the run.
+	Run           *TaxStatementRun `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetTaxStatementRunResponse) Reset() {
+	*x = GetTaxStatementRunResponse{}
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetTaxStatementRunResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetTaxStatementRunResponse) ProtoMessage() {}
+
+func (x *GetTaxStatementRunResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetTaxStatementRunResponse.ProtoReflect.Descriptor instead.
+func (*GetTaxStatementRunResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *GetTaxStatementRunResponse) GetRun() *TaxStatementRun {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+// GetTaxStatementRunRequest names a run.
+type GetTaxStatementRunRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the tenant asking.
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// RunId is the run.
+	RunId         string `protobuf:"bytes,2,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetTaxStatementRunRequest) Reset() {
+	*x = GetTaxStatementRunRequest{}
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetTaxStatementRunRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetTaxStatementRunRequest) ProtoMessage() {}
+
+func (x *GetTaxStatementRunRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetTaxStatementRunRequest.ProtoReflect.Descriptor instead.
+func (*GetTaxStatementRunRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *GetTaxStatementRunRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *GetTaxStatementRunRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+// DownloadTaxStatementRunRequest names a run and a format.
+type DownloadTaxStatementRunRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the tenant asking.
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// RunId is the run.
+	RunId string `protobuf:"bytes,2,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// Format is zip (default) or csv.
+	Format        string `protobuf:"bytes,3,opt,name=format,proto3" json:"format,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DownloadTaxStatementRunRequest) Reset() {
+	*x = DownloadTaxStatementRunRequest{}
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DownloadTaxStatementRunRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DownloadTaxStatementRunRequest) ProtoMessage() {}
+
+func (x *DownloadTaxStatementRunRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DownloadTaxStatementRunRequest.ProtoReflect.Descriptor instead.
+func (*DownloadTaxStatementRunRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *DownloadTaxStatementRunRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *DownloadTaxStatementRunRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *DownloadTaxStatementRunRequest) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
+}
+
+// TaxStatementRun is a year-end run.
+type TaxStatementRun struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Id is the run's UUID.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Status is queued, running, succeeded or failed.
+	Status string `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	// Year is the calendar year.
+	Year int32 `protobuf:"varint,3,opt,name=year,proto3" json:"year,omitempty"`
+	// MinimumAmount is the smallest year total a donor needs.
+	MinimumAmount *v1.Decimal `protobuf:"bytes,4,opt,name=minimum_amount,json=minimumAmount,proto3" json:"minimum_amount,omitempty"`
+	// Processed counts the donors done so far.
+	Processed int32 `protobuf:"varint,5,opt,name=processed,proto3" json:"processed,omitempty"`
+	// Total counts the donors of the run; null until the run has started.
+	Total *int32 `protobuf:"varint,6,opt,name=total,proto3,oneof" json:"total,omitempty"`
+	// StartedAt is when a replica first took the run; null while queued.
+	StartedAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	// FinishedAt is when it succeeded or failed; null before.
+	FinishedAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	// CreatedAt is when it was queued.
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaxStatementRun) Reset() {
+	*x = TaxStatementRun{}
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaxStatementRun) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaxStatementRun) ProtoMessage() {}
+
+func (x *TaxStatementRun) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaxStatementRun.ProtoReflect.Descriptor instead.
+func (*TaxStatementRun) Descriptor() ([]byte, []int) {
+	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *TaxStatementRun) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *TaxStatementRun) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *TaxStatementRun) GetYear() int32 {
+	if x != nil {
+		return x.Year
+	}
+	return 0
+}
+
+func (x *TaxStatementRun) GetMinimumAmount() *v1.Decimal {
+	if x != nil {
+		return x.MinimumAmount
+	}
+	return nil
+}
+
+func (x *TaxStatementRun) GetProcessed() int32 {
+	if x != nil {
+		return x.Processed
+	}
+	return 0
+}
+
+func (x *TaxStatementRun) GetTotal() int32 {
+	if x != nil && x.Total != nil {
+		return *x.Total
+	}
+	return 0
+}
+
+func (x *TaxStatementRun) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *TaxStatementRun) GetFinishedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FinishedAt
+	}
+	return nil
+}
+
+func (x *TaxStatementRun) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
 // GetOrganizationProfileRequest names the tenant.
 type GetOrganizationProfileRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -36,7 +430,7 @@ type GetOrganizationProfileRequest struct {
 
 func (x *GetOrganizationProfileRequest) Reset() {
 	*x = GetOrganizationProfileRequest{}
-	mi := &file_almoner_reports_v1_documents_proto_msgTypes[0]
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -48,7 +442,7 @@ func (x *GetOrganizationProfileRequest) String() string {
 func (*GetOrganizationProfileRequest) ProtoMessage() {}
 
 func (x *GetOrganizationProfileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_documents_proto_msgTypes[0]
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -61,7 +455,7 @@ func (x *GetOrganizationProfileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrganizationProfileRequest.ProtoReflect.Descriptor instead.
 func (*GetOrganizationProfileRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{0}
+	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GetOrganizationProfileRequest) GetTenantId() string {
@@ -82,7 +476,7 @@ type GetOrganizationProfileResponse struct {
 
 func (x *GetOrganizationProfileResponse) Reset() {
 	*x = GetOrganizationProfileResponse{}
-	mi := &file_almoner_reports_v1_documents_proto_msgTypes[1]
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -94,7 +488,7 @@ func (x *GetOrganizationProfileResponse) String() string {
 func (*GetOrganizationProfileResponse) ProtoMessage() {}
 
 func (x *GetOrganizationProfileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_documents_proto_msgTypes[1]
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -107,7 +501,7 @@ func (x *GetOrganizationProfileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrganizationProfileResponse.ProtoReflect.Descriptor instead.
 func (*GetOrganizationProfileResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{1}
+	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetOrganizationProfileResponse) GetProfile() *OrganizationProfile {
@@ -130,7 +524,7 @@ type UpdateOrganizationProfileRequest struct {
 
 func (x *UpdateOrganizationProfileRequest) Reset() {
 	*x = UpdateOrganizationProfileRequest{}
-	mi := &file_almoner_reports_v1_documents_proto_msgTypes[2]
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -142,7 +536,7 @@ func (x *UpdateOrganizationProfileRequest) String() string {
 func (*UpdateOrganizationProfileRequest) ProtoMessage() {}
 
 func (x *UpdateOrganizationProfileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_documents_proto_msgTypes[2]
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -155,7 +549,7 @@ func (x *UpdateOrganizationProfileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateOrganizationProfileRequest.ProtoReflect.Descriptor instead.
 func (*UpdateOrganizationProfileRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{2}
+	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *UpdateOrganizationProfileRequest) GetTenantId() string {
@@ -183,7 +577,7 @@ type UpdateOrganizationProfileResponse struct {
 
 func (x *UpdateOrganizationProfileResponse) Reset() {
 	*x = UpdateOrganizationProfileResponse{}
-	mi := &file_almoner_reports_v1_documents_proto_msgTypes[3]
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -195,7 +589,7 @@ func (x *UpdateOrganizationProfileResponse) String() string {
 func (*UpdateOrganizationProfileResponse) ProtoMessage() {}
 
 func (x *UpdateOrganizationProfileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_documents_proto_msgTypes[3]
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -208,7 +602,7 @@ func (x *UpdateOrganizationProfileResponse) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use UpdateOrganizationProfileResponse.ProtoReflect.Descriptor instead.
 func (*UpdateOrganizationProfileResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{3}
+	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *UpdateOrganizationProfileResponse) GetProfile() *OrganizationProfile {
@@ -258,7 +652,7 @@ type OrganizationProfile struct {
 
 func (x *OrganizationProfile) Reset() {
 	*x = OrganizationProfile{}
-	mi := &file_almoner_reports_v1_documents_proto_msgTypes[4]
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -270,7 +664,7 @@ func (x *OrganizationProfile) String() string {
 func (*OrganizationProfile) ProtoMessage() {}
 
 func (x *OrganizationProfile) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_documents_proto_msgTypes[4]
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -283,7 +677,7 @@ func (x *OrganizationProfile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OrganizationProfile.ProtoReflect.Descriptor instead.
 func (*OrganizationProfile) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{4}
+	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *OrganizationProfile) GetLegalName() string {
@@ -391,7 +785,7 @@ type PostalAddress struct {
 
 func (x *PostalAddress) Reset() {
 	*x = PostalAddress{}
-	mi := &file_almoner_reports_v1_documents_proto_msgTypes[5]
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -403,7 +797,7 @@ func (x *PostalAddress) String() string {
 func (*PostalAddress) ProtoMessage() {}
 
 func (x *PostalAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_documents_proto_msgTypes[5]
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -416,7 +810,7 @@ func (x *PostalAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PostalAddress.ProtoReflect.Descriptor instead.
 func (*PostalAddress) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{5}
+	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PostalAddress) GetLine1() string {
@@ -474,7 +868,7 @@ type GetOrderReceiptRequest struct {
 
 func (x *GetOrderReceiptRequest) Reset() {
 	*x = GetOrderReceiptRequest{}
-	mi := &file_almoner_reports_v1_documents_proto_msgTypes[6]
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -486,7 +880,7 @@ func (x *GetOrderReceiptRequest) String() string {
 func (*GetOrderReceiptRequest) ProtoMessage() {}
 
 func (x *GetOrderReceiptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_documents_proto_msgTypes[6]
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -499,7 +893,7 @@ func (x *GetOrderReceiptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrderReceiptRequest.ProtoReflect.Descriptor instead.
 func (*GetOrderReceiptRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{6}
+	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetOrderReceiptRequest) GetTenantId() string {
@@ -550,7 +944,7 @@ type Receipt struct {
 
 func (x *Receipt) Reset() {
 	*x = Receipt{}
-	mi := &file_almoner_reports_v1_documents_proto_msgTypes[7]
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -562,7 +956,7 @@ func (x *Receipt) String() string {
 func (*Receipt) ProtoMessage() {}
 
 func (x *Receipt) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_documents_proto_msgTypes[7]
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -575,7 +969,7 @@ func (x *Receipt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Receipt.ProtoReflect.Descriptor instead.
 func (*Receipt) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{7}
+	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Receipt) GetReceiptNumber() string {
@@ -682,7 +1076,7 @@ type ReceiptOrganization struct {
 
 func (x *ReceiptOrganization) Reset() {
 	*x = ReceiptOrganization{}
-	mi := &file_almoner_reports_v1_documents_proto_msgTypes[8]
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -694,7 +1088,7 @@ func (x *ReceiptOrganization) String() string {
 func (*ReceiptOrganization) ProtoMessage() {}
 
 func (x *ReceiptOrganization) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_documents_proto_msgTypes[8]
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -707,7 +1101,7 @@ func (x *ReceiptOrganization) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptOrganization.ProtoReflect.Descriptor instead.
 func (*ReceiptOrganization) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{8}
+	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ReceiptOrganization) GetLegalName() string {
@@ -781,14 +1175,16 @@ type ReceiptDonor struct {
 	// Name is the donor's display name.
 	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	// Address is the donor's primary address; null when it has none.
-	Address       *PostalAddress `protobuf:"bytes,3,opt,name=address,proto3" json:"address,omitempty"`
+	Address *PostalAddress `protobuf:"bytes,3,opt,name=address,proto3" json:"address,omitempty"`
+	// Email is the donor's primary email address; empty when it has none.
+	Email         string `protobuf:"bytes,4,opt,name=email,proto3" json:"email,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReceiptDonor) Reset() {
 	*x = ReceiptDonor{}
-	mi := &file_almoner_reports_v1_documents_proto_msgTypes[9]
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -800,7 +1196,7 @@ func (x *ReceiptDonor) String() string {
 func (*ReceiptDonor) ProtoMessage() {}
 
 func (x *ReceiptDonor) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_documents_proto_msgTypes[9]
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -813,7 +1209,7 @@ func (x *ReceiptDonor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptDonor.ProtoReflect.Descriptor instead.
 func (*ReceiptDonor) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{9}
+	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ReceiptDonor) GetContactId() int64 {
@@ -837,6 +1233,13 @@ func (x *ReceiptDonor) GetAddress() *PostalAddress {
 	return nil
 }
 
+func (x *ReceiptDonor) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
 // ReceiptGift is one gift of a document.
 type ReceiptGift struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -854,7 +1257,7 @@ type ReceiptGift struct {
 
 func (x *ReceiptGift) Reset() {
 	*x = ReceiptGift{}
-	mi := &file_almoner_reports_v1_documents_proto_msgTypes[10]
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -866,7 +1269,7 @@ func (x *ReceiptGift) String() string {
 func (*ReceiptGift) ProtoMessage() {}
 
 func (x *ReceiptGift) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_documents_proto_msgTypes[10]
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -879,7 +1282,7 @@ func (x *ReceiptGift) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptGift.ProtoReflect.Descriptor instead.
 func (*ReceiptGift) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{10}
+	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ReceiptGift) GetDate() string {
@@ -925,7 +1328,7 @@ type GetGivingStatementRequest struct {
 
 func (x *GetGivingStatementRequest) Reset() {
 	*x = GetGivingStatementRequest{}
-	mi := &file_almoner_reports_v1_documents_proto_msgTypes[11]
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -937,7 +1340,7 @@ func (x *GetGivingStatementRequest) String() string {
 func (*GetGivingStatementRequest) ProtoMessage() {}
 
 func (x *GetGivingStatementRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_documents_proto_msgTypes[11]
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -950,7 +1353,7 @@ func (x *GetGivingStatementRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGivingStatementRequest.ProtoReflect.Descriptor instead.
 func (*GetGivingStatementRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{11}
+	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetGivingStatementRequest) GetTenantId() string {
@@ -1006,7 +1409,7 @@ type GivingStatement struct {
 
 func (x *GivingStatement) Reset() {
 	*x = GivingStatement{}
-	mi := &file_almoner_reports_v1_documents_proto_msgTypes[12]
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1018,7 +1421,7 @@ func (x *GivingStatement) String() string {
 func (*GivingStatement) ProtoMessage() {}
 
 func (x *GivingStatement) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_documents_proto_msgTypes[12]
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1031,7 +1434,7 @@ func (x *GivingStatement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GivingStatement.ProtoReflect.Descriptor instead.
 func (*GivingStatement) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{12}
+	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GivingStatement) GetStatementNumber() string {
@@ -1128,7 +1531,7 @@ type StatementGift struct {
 
 func (x *StatementGift) Reset() {
 	*x = StatementGift{}
-	mi := &file_almoner_reports_v1_documents_proto_msgTypes[13]
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1140,7 +1543,7 @@ func (x *StatementGift) String() string {
 func (*StatementGift) ProtoMessage() {}
 
 func (x *StatementGift) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_documents_proto_msgTypes[13]
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1153,7 +1556,7 @@ func (x *StatementGift) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatementGift.ProtoReflect.Descriptor instead.
 func (*StatementGift) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{13}
+	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *StatementGift) GetDate() string {
@@ -1224,7 +1627,7 @@ type StatementTotal struct {
 
 func (x *StatementTotal) Reset() {
 	*x = StatementTotal{}
-	mi := &file_almoner_reports_v1_documents_proto_msgTypes[14]
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1236,7 +1639,7 @@ func (x *StatementTotal) String() string {
 func (*StatementTotal) ProtoMessage() {}
 
 func (x *StatementTotal) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_documents_proto_msgTypes[14]
+	mi := &file_almoner_reports_v1_documents_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1249,7 +1652,7 @@ func (x *StatementTotal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatementTotal.ProtoReflect.Descriptor instead.
 func (*StatementTotal) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{14}
+	return file_almoner_reports_v1_documents_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *StatementTotal) GetCurrency() string {
@@ -1291,7 +1694,36 @@ var File_almoner_reports_v1_documents_proto protoreflect.FileDescriptor
 
 const file_almoner_reports_v1_documents_proto_rawDesc = "" +
 	"\n" +
-	"\"almoner/reports/v1/documents.proto\x12\x12almoner.reports.v1\x1a\x1dalmoner/type/v1/decimal.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x19google/api/httpbody.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"<\n" +
+	"\"almoner/reports/v1/documents.proto\x12\x12almoner.reports.v1\x1a\x1dalmoner/type/v1/decimal.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x19google/api/httpbody.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8f\x01\n" +
+	"\x1bStartTaxStatementRunRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x12\n" +
+	"\x04year\x18\x02 \x01(\x05R\x04year\x12?\n" +
+	"\x0eminimum_amount\x18\x03 \x01(\v2\x18.almoner.type.v1.DecimalR\rminimumAmount\"U\n" +
+	"\x1cStartTaxStatementRunResponse\x125\n" +
+	"\x03run\x18\x01 \x01(\v2#.almoner.reports.v1.TaxStatementRunR\x03run\"S\n" +
+	"\x1aGetTaxStatementRunResponse\x125\n" +
+	"\x03run\x18\x01 \x01(\v2#.almoner.reports.v1.TaxStatementRunR\x03run\"O\n" +
+	"\x19GetTaxStatementRunRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x15\n" +
+	"\x06run_id\x18\x02 \x01(\tR\x05runId\"l\n" +
+	"\x1eDownloadTaxStatementRunRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x15\n" +
+	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x16\n" +
+	"\x06format\x18\x03 \x01(\tR\x06format\"\x84\x03\n" +
+	"\x0fTaxStatementRun\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06status\x18\x02 \x01(\tR\x06status\x12\x12\n" +
+	"\x04year\x18\x03 \x01(\x05R\x04year\x12?\n" +
+	"\x0eminimum_amount\x18\x04 \x01(\v2\x18.almoner.type.v1.DecimalR\rminimumAmount\x12\x1c\n" +
+	"\tprocessed\x18\x05 \x01(\x05R\tprocessed\x12\x19\n" +
+	"\x05total\x18\x06 \x01(\x05H\x00R\x05total\x88\x01\x01\x129\n" +
+	"\n" +
+	"started_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12;\n" +
+	"\vfinished_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"finishedAt\x129\n" +
+	"\n" +
+	"created_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAtB\b\n" +
+	"\x06_total\"<\n" +
 	"\x1dGetOrganizationProfileRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"c\n" +
 	"\x1eGetOrganizationProfileResponse\x12A\n" +
@@ -1357,12 +1789,13 @@ const file_almoner_reports_v1_documents_proto_rawDesc = "" +
 	"\awebsite\x18\x06 \x01(\tR\awebsite\x12%\n" +
 	"\x0esignatory_name\x18\a \x01(\tR\rsignatoryName\x12'\n" +
 	"\x0fsignatory_title\x18\b \x01(\tR\x0esignatoryTitle\x12\x16\n" +
-	"\x06footer\x18\t \x01(\tR\x06footer\"~\n" +
+	"\x06footer\x18\t \x01(\tR\x06footer\"\x94\x01\n" +
 	"\fReceiptDonor\x12\x1d\n" +
 	"\n" +
 	"contact_id\x18\x01 \x01(\x03R\tcontactId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12;\n" +
-	"\aaddress\x18\x03 \x01(\v2!.almoner.reports.v1.PostalAddressR\aaddress\"\x90\x01\n" +
+	"\aaddress\x18\x03 \x01(\v2!.almoner.reports.v1.PostalAddressR\aaddress\x12\x14\n" +
+	"\x05email\x18\x04 \x01(\tR\x05email\"\x90\x01\n" +
 	"\vReceiptGift\x12\x12\n" +
 	"\x04date\x18\x01 \x01(\tR\x04date\x12\x1b\n" +
 	"\tfund_name\x18\x02 \x01(\tR\bfundName\x120\n" +
@@ -1407,7 +1840,11 @@ const file_almoner_reports_v1_documents_proto_rawDesc = "" +
 	"\x19UpdateOrganizationProfile\x124.almoner.reports.v1.UpdateOrganizationProfileRequest\x1a5.almoner.reports.v1.UpdateOrganizationProfileResponse\"G\x82\xd3\xe4\x93\x02A:\aprofileb\aprofile\x1a-/api/tenants/{tenant_id}/organization-profile2\xd3\x02\n" +
 	"\x0eReceiptService\x12\x91\x01\n" +
 	"\x0fGetOrderReceipt\x12*.almoner.reports.v1.GetOrderReceiptRequest\x1a\x14.google.api.HttpBody\":\x82\xd3\xe4\x93\x024\x122/api/tenants/{tenant_id}/orders/{order_id}/receipt0\x01\x12\xac\x01\n" +
-	"\x12GetGivingStatement\x12-.almoner.reports.v1.GetGivingStatementRequest\x1a\x14.google.api.HttpBody\"O\x82\xd3\xe4\x93\x02I\x12G/api/tenants/{tenant_id}/contacts/{contact_id}/giving-statements/{year}0\x01BAZ?github.com/almoner/almoner/pkg/api/almoner/reports/v1;reportsv1b\x06proto3"
+	"\x12GetGivingStatement\x12-.almoner.reports.v1.GetGivingStatementRequest\x1a\x14.google.api.HttpBody\"O\x82\xd3\xe4\x93\x02I\x12G/api/tenants/{tenant_id}/contacts/{contact_id}/giving-statements/{year}0\x012\xb9\x04\n" +
+	"\x13TaxStatementService\x12\xb7\x01\n" +
+	"\x14StartTaxStatementRun\x12/.almoner.reports.v1.StartTaxStatementRunRequest\x1a0.almoner.reports.v1.StartTaxStatementRunResponse\"<\x82\xd3\xe4\x93\x026:\x01*b\x03run\",/api/tenants/{tenant_id}/tax-statements/runs\x12\xb7\x01\n" +
+	"\x12GetTaxStatementRun\x12-.almoner.reports.v1.GetTaxStatementRunRequest\x1a..almoner.reports.v1.GetTaxStatementRunResponse\"B\x82\xd3\xe4\x93\x02<b\x03run\x125/api/tenants/{tenant_id}/tax-statements/runs/{run_id}\x12\xad\x01\n" +
+	"\x17DownloadTaxStatementRun\x122.almoner.reports.v1.DownloadTaxStatementRunRequest\x1a\x14.google.api.HttpBody\"F\x82\xd3\xe4\x93\x02@\x12>/api/tenants/{tenant_id}/tax-statements/runs/{run_id}/download0\x01BAZ?github.com/almoner/almoner/pkg/api/almoner/reports/v1;reportsv1b\x06proto3"
 
 var (
 	file_almoner_reports_v1_documents_proto_rawDescOnce sync.Once
@@ -1421,67 +1858,86 @@ func file_almoner_reports_v1_documents_proto_rawDescGZIP() []byte {
 	return file_almoner_reports_v1_documents_proto_rawDescData
 }
 
-var file_almoner_reports_v1_documents_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_almoner_reports_v1_documents_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_almoner_reports_v1_documents_proto_goTypes = []any{
-	(*GetOrganizationProfileRequest)(nil),     // 0: almoner.reports.v1.GetOrganizationProfileRequest
-	(*GetOrganizationProfileResponse)(nil),    // 1: almoner.reports.v1.GetOrganizationProfileResponse
-	(*UpdateOrganizationProfileRequest)(nil),  // 2: almoner.reports.v1.UpdateOrganizationProfileRequest
-	(*UpdateOrganizationProfileResponse)(nil), // 3: almoner.reports.v1.UpdateOrganizationProfileResponse
-	(*OrganizationProfile)(nil),               // 4: almoner.reports.v1.OrganizationProfile
-	(*PostalAddress)(nil),                     // 5: almoner.reports.v1.PostalAddress
-	(*GetOrderReceiptRequest)(nil),            // 6: almoner.reports.v1.GetOrderReceiptRequest
-	(*Receipt)(nil),                           // 7: almoner.reports.v1.Receipt
-	(*ReceiptOrganization)(nil),               // 8: almoner.reports.v1.ReceiptOrganization
-	(*ReceiptDonor)(nil),                      // 9: almoner.reports.v1.ReceiptDonor
-	(*ReceiptGift)(nil),                       // 10: almoner.reports.v1.ReceiptGift
-	(*GetGivingStatementRequest)(nil),         // 11: almoner.reports.v1.GetGivingStatementRequest
-	(*GivingStatement)(nil),                   // 12: almoner.reports.v1.GivingStatement
-	(*StatementGift)(nil),                     // 13: almoner.reports.v1.StatementGift
-	(*StatementTotal)(nil),                    // 14: almoner.reports.v1.StatementTotal
-	(*timestamppb.Timestamp)(nil),             // 15: google.protobuf.Timestamp
-	(*v1.Decimal)(nil),                        // 16: almoner.type.v1.Decimal
-	(*httpbody.HttpBody)(nil),                 // 17: google.api.HttpBody
+	(*StartTaxStatementRunRequest)(nil),       // 0: almoner.reports.v1.StartTaxStatementRunRequest
+	(*StartTaxStatementRunResponse)(nil),      // 1: almoner.reports.v1.StartTaxStatementRunResponse
+	(*GetTaxStatementRunResponse)(nil),        // 2: almoner.reports.v1.GetTaxStatementRunResponse
+	(*GetTaxStatementRunRequest)(nil),         // 3: almoner.reports.v1.GetTaxStatementRunRequest
+	(*DownloadTaxStatementRunRequest)(nil),    // 4: almoner.reports.v1.DownloadTaxStatementRunRequest
+	(*TaxStatementRun)(nil),                   // 5: almoner.reports.v1.TaxStatementRun
+	(*GetOrganizationProfileRequest)(nil),     // 6: almoner.reports.v1.GetOrganizationProfileRequest
+	(*GetOrganizationProfileResponse)(nil),    // 7: almoner.reports.v1.GetOrganizationProfileResponse
+	(*UpdateOrganizationProfileRequest)(nil),  // 8: almoner.reports.v1.UpdateOrganizationProfileRequest
+	(*UpdateOrganizationProfileResponse)(nil), // 9: almoner.reports.v1.UpdateOrganizationProfileResponse
+	(*OrganizationProfile)(nil),               // 10: almoner.reports.v1.OrganizationProfile
+	(*PostalAddress)(nil),                     // 11: almoner.reports.v1.PostalAddress
+	(*GetOrderReceiptRequest)(nil),            // 12: almoner.reports.v1.GetOrderReceiptRequest
+	(*Receipt)(nil),                           // 13: almoner.reports.v1.Receipt
+	(*ReceiptOrganization)(nil),               // 14: almoner.reports.v1.ReceiptOrganization
+	(*ReceiptDonor)(nil),                      // 15: almoner.reports.v1.ReceiptDonor
+	(*ReceiptGift)(nil),                       // 16: almoner.reports.v1.ReceiptGift
+	(*GetGivingStatementRequest)(nil),         // 17: almoner.reports.v1.GetGivingStatementRequest
+	(*GivingStatement)(nil),                   // 18: almoner.reports.v1.GivingStatement
+	(*StatementGift)(nil),                     // 19: almoner.reports.v1.StatementGift
+	(*StatementTotal)(nil),                    // 20: almoner.reports.v1.StatementTotal
+	(*v1.Decimal)(nil),                        // 21: almoner.type.v1.Decimal
+	(*timestamppb.Timestamp)(nil),             // 22: google.protobuf.Timestamp
+	(*httpbody.HttpBody)(nil),                 // 23: google.api.HttpBody
 }
 var file_almoner_reports_v1_documents_proto_depIdxs = []int32{
-	4,  // 0: almoner.reports.v1.GetOrganizationProfileResponse.profile:type_name -> almoner.reports.v1.OrganizationProfile
-	4,  // 1: almoner.reports.v1.UpdateOrganizationProfileRequest.profile:type_name -> almoner.reports.v1.OrganizationProfile
-	4,  // 2: almoner.reports.v1.UpdateOrganizationProfileResponse.profile:type_name -> almoner.reports.v1.OrganizationProfile
-	5,  // 3: almoner.reports.v1.OrganizationProfile.address:type_name -> almoner.reports.v1.PostalAddress
-	15, // 4: almoner.reports.v1.OrganizationProfile.updated_at:type_name -> google.protobuf.Timestamp
-	15, // 5: almoner.reports.v1.Receipt.issued_at:type_name -> google.protobuf.Timestamp
-	8,  // 6: almoner.reports.v1.Receipt.organization:type_name -> almoner.reports.v1.ReceiptOrganization
-	9,  // 7: almoner.reports.v1.Receipt.donor:type_name -> almoner.reports.v1.ReceiptDonor
-	10, // 8: almoner.reports.v1.Receipt.gifts:type_name -> almoner.reports.v1.ReceiptGift
-	16, // 9: almoner.reports.v1.Receipt.total_amount:type_name -> almoner.type.v1.Decimal
-	16, // 10: almoner.reports.v1.Receipt.deductible_amount:type_name -> almoner.type.v1.Decimal
-	16, // 11: almoner.reports.v1.Receipt.goods_and_services_value:type_name -> almoner.type.v1.Decimal
-	5,  // 12: almoner.reports.v1.ReceiptOrganization.address:type_name -> almoner.reports.v1.PostalAddress
-	5,  // 13: almoner.reports.v1.ReceiptDonor.address:type_name -> almoner.reports.v1.PostalAddress
-	16, // 14: almoner.reports.v1.ReceiptGift.amount:type_name -> almoner.type.v1.Decimal
-	15, // 15: almoner.reports.v1.GivingStatement.issued_at:type_name -> google.protobuf.Timestamp
-	8,  // 16: almoner.reports.v1.GivingStatement.organization:type_name -> almoner.reports.v1.ReceiptOrganization
-	9,  // 17: almoner.reports.v1.GivingStatement.donor:type_name -> almoner.reports.v1.ReceiptDonor
-	13, // 18: almoner.reports.v1.GivingStatement.gifts:type_name -> almoner.reports.v1.StatementGift
-	14, // 19: almoner.reports.v1.GivingStatement.totals:type_name -> almoner.reports.v1.StatementTotal
-	16, // 20: almoner.reports.v1.StatementGift.amount:type_name -> almoner.type.v1.Decimal
-	16, // 21: almoner.reports.v1.StatementGift.goods_and_services_value:type_name -> almoner.type.v1.Decimal
-	16, // 22: almoner.reports.v1.StatementGift.deductible_amount:type_name -> almoner.type.v1.Decimal
-	16, // 23: almoner.reports.v1.StatementTotal.total_amount:type_name -> almoner.type.v1.Decimal
-	16, // 24: almoner.reports.v1.StatementTotal.goods_and_services_value:type_name -> almoner.type.v1.Decimal
-	16, // 25: almoner.reports.v1.StatementTotal.deductible_amount:type_name -> almoner.type.v1.Decimal
-	0,  // 26: almoner.reports.v1.OrganizationProfileService.GetOrganizationProfile:input_type -> almoner.reports.v1.GetOrganizationProfileRequest
-	2,  // 27: almoner.reports.v1.OrganizationProfileService.UpdateOrganizationProfile:input_type -> almoner.reports.v1.UpdateOrganizationProfileRequest
-	6,  // 28: almoner.reports.v1.ReceiptService.GetOrderReceipt:input_type -> almoner.reports.v1.GetOrderReceiptRequest
-	11, // 29: almoner.reports.v1.ReceiptService.GetGivingStatement:input_type -> almoner.reports.v1.GetGivingStatementRequest
-	1,  // 30: almoner.reports.v1.OrganizationProfileService.GetOrganizationProfile:output_type -> almoner.reports.v1.GetOrganizationProfileResponse
-	3,  // 31: almoner.reports.v1.OrganizationProfileService.UpdateOrganizationProfile:output_type -> almoner.reports.v1.UpdateOrganizationProfileResponse
-	17, // 32: almoner.reports.v1.ReceiptService.GetOrderReceipt:output_type -> google.api.HttpBody
-	17, // 33: almoner.reports.v1.ReceiptService.GetGivingStatement:output_type -> google.api.HttpBody
-	30, // [30:34] is the sub-list for method output_type
-	26, // [26:30] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	21, // 0: almoner.reports.v1.StartTaxStatementRunRequest.minimum_amount:type_name -> almoner.type.v1.Decimal
+	5,  // 1: almoner.reports.v1.StartTaxStatementRunResponse.run:type_name -> almoner.reports.v1.TaxStatementRun
+	5,  // 2: almoner.reports.v1.GetTaxStatementRunResponse.run:type_name -> almoner.reports.v1.TaxStatementRun
+	21, // 3: almoner.reports.v1.TaxStatementRun.minimum_amount:type_name -> almoner.type.v1.Decimal
+	22, // 4: almoner.reports.v1.TaxStatementRun.started_at:type_name -> google.protobuf.Timestamp
+	22, // 5: almoner.reports.v1.TaxStatementRun.finished_at:type_name -> google.protobuf.Timestamp
+	22, // 6: almoner.reports.v1.TaxStatementRun.created_at:type_name -> google.protobuf.Timestamp
+	10, // 7: almoner.reports.v1.GetOrganizationProfileResponse.profile:type_name -> almoner.reports.v1.OrganizationProfile
+	10, // 8: almoner.reports.v1.UpdateOrganizationProfileRequest.profile:type_name -> almoner.reports.v1.OrganizationProfile
+	10, // 9: almoner.reports.v1.UpdateOrganizationProfileResponse.profile:type_name -> almoner.reports.v1.OrganizationProfile
+	11, // 10: almoner.reports.v1.OrganizationProfile.address:type_name -> almoner.reports.v1.PostalAddress
+	22, // 11: almoner.reports.v1.OrganizationProfile.updated_at:type_name -> google.protobuf.Timestamp
+	22, // 12: almoner.reports.v1.Receipt.issued_at:type_name -> google.protobuf.Timestamp
+	14, // 13: almoner.reports.v1.Receipt.organization:type_name -> almoner.reports.v1.ReceiptOrganization
+	15, // 14: almoner.reports.v1.Receipt.donor:type_name -> almoner.reports.v1.ReceiptDonor
+	16, // 15: almoner.reports.v1.Receipt.gifts:type_name -> almoner.reports.v1.ReceiptGift
+	21, // 16: almoner.reports.v1.Receipt.total_amount:type_name -> almoner.type.v1.Decimal
+	21, // 17: almoner.reports.v1.Receipt.deductible_amount:type_name -> almoner.type.v1.Decimal
+	21, // 18: almoner.reports.v1.Receipt.goods_and_services_value:type_name -> almoner.type.v1.Decimal
+	11, // 19: almoner.reports.v1.ReceiptOrganization.address:type_name -> almoner.reports.v1.PostalAddress
+	11, // 20: almoner.reports.v1.ReceiptDonor.address:type_name -> almoner.reports.v1.PostalAddress
+	21, // 21: almoner.reports.v1.ReceiptGift.amount:type_name -> almoner.type.v1.Decimal
+	22, // 22: almoner.reports.v1.GivingStatement.issued_at:type_name -> google.protobuf.Timestamp
+	14, // 23: almoner.reports.v1.GivingStatement.organization:type_name -> almoner.reports.v1.ReceiptOrganization
+	15, // 24: almoner.reports.v1.GivingStatement.donor:type_name -> almoner.reports.v1.ReceiptDonor
+	19, // 25: almoner.reports.v1.GivingStatement.gifts:type_name -> almoner.reports.v1.StatementGift
+	20, // 26: almoner.reports.v1.GivingStatement.totals:type_name -> almoner.reports.v1.StatementTotal
+	21, // 27: almoner.reports.v1.StatementGift.amount:type_name -> almoner.type.v1.Decimal
+	21, // 28: almoner.reports.v1.StatementGift.goods_and_services_value:type_name -> almoner.type.v1.Decimal
+	21, // 29: almoner.reports.v1.StatementGift.deductible_amount:type_name -> almoner.type.v1.Decimal
+	21, // 30: almoner.reports.v1.StatementTotal.total_amount:type_name -> almoner.type.v1.Decimal
+	21, // 31: almoner.reports.v1.StatementTotal.goods_and_services_value:type_name -> almoner.type.v1.Decimal
+	21, // 32: almoner.reports.v1.StatementTotal.deductible_amount:type_name -> almoner.type.v1.Decimal
+	6,  // 33: almoner.reports.v1.OrganizationProfileService.GetOrganizationProfile:input_type -> almoner.reports.v1.GetOrganizationProfileRequest
+	8,  // 34: almoner.reports.v1.OrganizationProfileService.UpdateOrganizationProfile:input_type -> almoner.reports.v1.UpdateOrganizationProfileRequest
+	12, // 35: almoner.reports.v1.ReceiptService.GetOrderReceipt:input_type -> almoner.reports.v1.GetOrderReceiptRequest
+	17, // 36: almoner.reports.v1.ReceiptService.GetGivingStatement:input_type -> almoner.reports.v1.GetGivingStatementRequest
+	0,  // 37: almoner.reports.v1.TaxStatementService.StartTaxStatementRun:input_type -> almoner.reports.v1.StartTaxStatementRunRequest
+	3,  // 38: almoner.reports.v1.TaxStatementService.GetTaxStatementRun:input_type -> almoner.reports.v1.GetTaxStatementRunRequest
+	4,  // 39: almoner.reports.v1.TaxStatementService.DownloadTaxStatementRun:input_type -> almoner.reports.v1.DownloadTaxStatementRunRequest
+	7,  // 40: almoner.reports.v1.OrganizationProfileService.GetOrganizationProfile:output_type -> almoner.reports.v1.GetOrganizationProfileResponse
+	9,  // 41: almoner.reports.v1.OrganizationProfileService.UpdateOrganizationProfile:output_type -> almoner.reports.v1.UpdateOrganizationProfileResponse
+	23, // 42: almoner.reports.v1.ReceiptService.GetOrderReceipt:output_type -> google.api.HttpBody
+	23, // 43: almoner.reports.v1.ReceiptService.GetGivingStatement:output_type -> google.api.HttpBody
+	1,  // 44: almoner.reports.v1.TaxStatementService.StartTaxStatementRun:output_type -> almoner.reports.v1.StartTaxStatementRunResponse
+	2,  // 45: almoner.reports.v1.TaxStatementService.GetTaxStatementRun:output_type -> almoner.reports.v1.GetTaxStatementRunResponse
+	23, // 46: almoner.reports.v1.TaxStatementService.DownloadTaxStatementRun:output_type -> google.api.HttpBody
+	40, // [40:47] is the sub-list for method output_type
+	33, // [33:40] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_almoner_reports_v1_documents_proto_init() }
@@ -1490,15 +1946,16 @@ func file_almoner_reports_v1_documents_proto_init() {
 		return
 	}
 	file_almoner_reports_v1_documents_proto_msgTypes[5].OneofWrappers = []any{}
+	file_almoner_reports_v1_documents_proto_msgTypes[11].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_almoner_reports_v1_documents_proto_rawDesc), len(file_almoner_reports_v1_documents_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   21,
 			NumExtensions: 0,
-			NumServices:   2,
+			NumServices:   3,
 		},
 		GoTypes:           file_almoner_reports_v1_documents_proto_goTypes,
 		DependencyIndexes: file_almoner_reports_v1_documents_proto_depIdxs,

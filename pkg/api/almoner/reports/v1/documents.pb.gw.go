@@ -201,6 +201,151 @@ func request_ReceiptService_GetGivingStatement_0(ctx context.Context, marshaler 
 	return stream, metadata, nil
 }
 
+func request_TaxStatementService_StartTaxStatementRun_0(ctx context.Context, marshaler runtime.Marshaler, client TaxStatementServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq StartTaxStatementRunRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	val, ok := pathParams["tenant_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "tenant_id")
+	}
+	protoReq.TenantId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "tenant_id", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.StartTaxStatementRun(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_TaxStatementService_StartTaxStatementRun_0(ctx context.Context, marshaler runtime.Marshaler, server TaxStatementServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq StartTaxStatementRunRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	val, ok := pathParams["tenant_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "tenant_id")
+	}
+	protoReq.TenantId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "tenant_id", err)
+	}
+	msg, err := server.StartTaxStatementRun(ctx, &protoReq)
+	return msg, metadata, err
+}
+
+func request_TaxStatementService_GetTaxStatementRun_0(ctx context.Context, marshaler runtime.Marshaler, client TaxStatementServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq GetTaxStatementRunRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	val, ok := pathParams["tenant_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "tenant_id")
+	}
+	protoReq.TenantId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "tenant_id", err)
+	}
+	val, ok = pathParams["run_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "run_id")
+	}
+	protoReq.RunId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "run_id", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.GetTaxStatementRun(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_TaxStatementService_GetTaxStatementRun_0(ctx context.Context, marshaler runtime.Marshaler, server TaxStatementServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq GetTaxStatementRunRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	val, ok := pathParams["tenant_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "tenant_id")
+	}
+	protoReq.TenantId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "tenant_id", err)
+	}
+	val, ok = pathParams["run_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "run_id")
+	}
+	protoReq.RunId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "run_id", err)
+	}
+	msg, err := server.GetTaxStatementRun(ctx, &protoReq)
+	return msg, metadata, err
+}
+
+var filter_TaxStatementService_DownloadTaxStatementRun_0 = &utilities.DoubleArray{Encoding: map[string]int{"tenant_id": 0, "run_id": 1}, Base: []int{1, 1, 2, 0, 0}, Check: []int{0, 1, 1, 2, 3}}
+
+func request_TaxStatementService_DownloadTaxStatementRun_0(ctx context.Context, marshaler runtime.Marshaler, client TaxStatementServiceClient, req *http.Request, pathParams map[string]string) (TaxStatementService_DownloadTaxStatementRunClient, runtime.ServerMetadata, error) {
+	var (
+		protoReq DownloadTaxStatementRunRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	val, ok := pathParams["tenant_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "tenant_id")
+	}
+	protoReq.TenantId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "tenant_id", err)
+	}
+	val, ok = pathParams["run_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "run_id")
+	}
+	protoReq.RunId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "run_id", err)
+	}
+	if err := req.ParseForm(); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if err := runtime.PopulateQueryParameters(&protoReq, req.Form, filter_TaxStatementService_DownloadTaxStatementRun_0); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	stream, err := client.DownloadTaxStatementRun(ctx, &protoReq)
+	if err != nil {
+		return nil, metadata, err
+	}
+	header, err := stream.Header()
+	if err != nil {
+		return nil, metadata, err
+	}
+	metadata.HeaderMD = header
+	return stream, metadata, nil
+}
+
 // RegisterOrganizationProfileServiceHandlerServer registers the http handlers for service OrganizationProfileService to "mux".
 // UnaryRPC     :call OrganizationProfileServiceServer directly.
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
@@ -265,6 +410,63 @@ func RegisterReceiptServiceHandlerServer(ctx context.Context, mux *runtime.Serve
 	})
 
 	mux.Handle(http.MethodGet, pattern_ReceiptService_GetGivingStatement_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		err := status.Error(codes.Unimplemented, "streaming calls are not yet supported in the in-process transport")
+		_, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+		return
+	})
+
+	return nil
+}
+
+// RegisterTaxStatementServiceHandlerServer registers the http handlers for service TaxStatementService to "mux".
+// UnaryRPC     :call TaxStatementServiceServer directly.
+// StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
+// Note that using this registration option will cause many gRPC library features to stop working. Consider using RegisterTaxStatementServiceHandlerFromEndpoint instead.
+// GRPC interceptors will not work for this type of registration. To use interceptors, you must use the "runtime.WithMiddlewares" option in the "runtime.NewServeMux" call.
+func RegisterTaxStatementServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux, server TaxStatementServiceServer) error {
+	mux.Handle(http.MethodPost, pattern_TaxStatementService_StartTaxStatementRun_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/almoner.reports.v1.TaxStatementService/StartTaxStatementRun", runtime.WithHTTPPathPattern("/api/tenants/{tenant_id}/tax-statements/runs"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_TaxStatementService_StartTaxStatementRun_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_TaxStatementService_StartTaxStatementRun_0(annotatedContext, mux, outboundMarshaler, w, req, response_TaxStatementService_StartTaxStatementRun_0{resp.(*StartTaxStatementRunResponse)}, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodGet, pattern_TaxStatementService_GetTaxStatementRun_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/almoner.reports.v1.TaxStatementService/GetTaxStatementRun", runtime.WithHTTPPathPattern("/api/tenants/{tenant_id}/tax-statements/runs/{run_id}"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_TaxStatementService_GetTaxStatementRun_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_TaxStatementService_GetTaxStatementRun_0(annotatedContext, mux, outboundMarshaler, w, req, response_TaxStatementService_GetTaxStatementRun_0{resp.(*GetTaxStatementRunResponse)}, mux.GetForwardResponseOptions()...)
+	})
+
+	mux.Handle(http.MethodGet, pattern_TaxStatementService_DownloadTaxStatementRun_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		err := status.Error(codes.Unimplemented, "streaming calls are not yet supported in the in-process transport")
 		_, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
 		runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
@@ -456,4 +658,124 @@ var (
 var (
 	forward_ReceiptService_GetOrderReceipt_0    = runtime.ForwardResponseStream
 	forward_ReceiptService_GetGivingStatement_0 = runtime.ForwardResponseStream
+)
+
+// RegisterTaxStatementServiceHandlerFromEndpoint is same as RegisterTaxStatementServiceHandler but
+// automatically dials to "endpoint" and closes the connection when "ctx" gets done.
+func RegisterTaxStatementServiceHandlerFromEndpoint(ctx context.Context, mux *runtime.ServeMux, endpoint string, opts []grpc.DialOption) (err error) {
+	conn, err := grpc.NewClient(endpoint, opts...)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			if cerr := conn.Close(); cerr != nil {
+				grpclog.Errorf("Failed to close conn to %s: %v", endpoint, cerr)
+			}
+			return
+		}
+		go func() {
+			<-ctx.Done()
+			if cerr := conn.Close(); cerr != nil {
+				grpclog.Errorf("Failed to close conn to %s: %v", endpoint, cerr)
+			}
+		}()
+	}()
+	return RegisterTaxStatementServiceHandler(ctx, mux, conn)
+}
+
+// RegisterTaxStatementServiceHandler registers the http handlers for service TaxStatementService to "mux".
+// The handlers forward requests to the grpc endpoint over "conn".
+func RegisterTaxStatementServiceHandler(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
+	return RegisterTaxStatementServiceHandlerClient(ctx, mux, NewTaxStatementServiceClient(conn))
+}
+
+// RegisterTaxStatementServiceHandlerClient registers the http handlers for service TaxStatementService
+// to "mux". The handlers forward requests to the grpc endpoint over the given implementation of "TaxStatementServiceClient".
+// Note: the gRPC framework executes interceptors within the gRPC handler. If the passed in "TaxStatementServiceClient"
+// doesn't go through the normal gRPC flow (creating a gRPC client etc.) then it will be up to the passed in
+// "TaxStatementServiceClient" to call the correct interceptors. This client ignores the HTTP middlewares.
+func RegisterTaxStatementServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux, client TaxStatementServiceClient) error {
+	mux.Handle(http.MethodPost, pattern_TaxStatementService_StartTaxStatementRun_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/almoner.reports.v1.TaxStatementService/StartTaxStatementRun", runtime.WithHTTPPathPattern("/api/tenants/{tenant_id}/tax-statements/runs"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_TaxStatementService_StartTaxStatementRun_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_TaxStatementService_StartTaxStatementRun_0(annotatedContext, mux, outboundMarshaler, w, req, response_TaxStatementService_StartTaxStatementRun_0{resp.(*StartTaxStatementRunResponse)}, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodGet, pattern_TaxStatementService_GetTaxStatementRun_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/almoner.reports.v1.TaxStatementService/GetTaxStatementRun", runtime.WithHTTPPathPattern("/api/tenants/{tenant_id}/tax-statements/runs/{run_id}"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_TaxStatementService_GetTaxStatementRun_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_TaxStatementService_GetTaxStatementRun_0(annotatedContext, mux, outboundMarshaler, w, req, response_TaxStatementService_GetTaxStatementRun_0{resp.(*GetTaxStatementRunResponse)}, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodGet, pattern_TaxStatementService_DownloadTaxStatementRun_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/almoner.reports.v1.TaxStatementService/DownloadTaxStatementRun", runtime.WithHTTPPathPattern("/api/tenants/{tenant_id}/tax-statements/runs/{run_id}/download"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_TaxStatementService_DownloadTaxStatementRun_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_TaxStatementService_DownloadTaxStatementRun_0(annotatedContext, mux, outboundMarshaler, w, req, func() (proto.Message, error) { return resp.Recv() }, mux.GetForwardResponseOptions()...)
+	})
+	return nil
+}
+
+type response_TaxStatementService_StartTaxStatementRun_0 struct {
+	*StartTaxStatementRunResponse
+}
+
+func (m response_TaxStatementService_StartTaxStatementRun_0) XXX_ResponseBody() interface{} {
+	response := m.StartTaxStatementRunResponse
+	return response.Run
+}
+
+type response_TaxStatementService_GetTaxStatementRun_0 struct {
+	*GetTaxStatementRunResponse
+}
+
+func (m response_TaxStatementService_GetTaxStatementRun_0) XXX_ResponseBody() interface{} {
+	response := m.GetTaxStatementRunResponse
+	return response.Run
+}
+
+var (
+	pattern_TaxStatementService_StartTaxStatementRun_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 2, 4}, []string{"api", "tenants", "tenant_id", "tax-statements", "runs"}, ""))
+	pattern_TaxStatementService_GetTaxStatementRun_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 2, 4, 1, 0, 4, 1, 5, 5}, []string{"api", "tenants", "tenant_id", "tax-statements", "runs", "run_id"}, ""))
+	pattern_TaxStatementService_DownloadTaxStatementRun_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 2, 4, 1, 0, 4, 1, 5, 5, 2, 6}, []string{"api", "tenants", "tenant_id", "tax-statements", "runs", "run_id", "download"}, ""))
+)
+
+var (
+	forward_TaxStatementService_StartTaxStatementRun_0    = runtime.ForwardResponseMessage
+	forward_TaxStatementService_GetTaxStatementRun_0      = runtime.ForwardResponseMessage
+	forward_TaxStatementService_DownloadTaxStatementRun_0 = runtime.ForwardResponseStream
 )

@@ -377,3 +377,221 @@ var ReceiptService_ServiceDesc = grpc.ServiceDesc{
 	},
 	Metadata: "almoner/reports/v1/documents.proto",
 }
+
+const (
+	TaxStatementService_StartTaxStatementRun_FullMethodName    = "/almoner.reports.v1.TaxStatementService/StartTaxStatementRun"
+	TaxStatementService_GetTaxStatementRun_FullMethodName      = "/almoner.reports.v1.TaxStatementService/GetTaxStatementRun"
+	TaxStatementService_DownloadTaxStatementRun_FullMethodName = "/almoner.reports.v1.TaxStatementService/DownloadTaxStatementRun"
+)
+
+// TaxStatementServiceClient is the client API for TaxStatementService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// TaxStatementService runs the year-end statements: one giving statement
+// per donor of a year, made in the background, then downloaded as a ZIP of
+// PDFs or a CSV. A run survives restarts (it resumes where it stopped) and
+// is made by one replica at a time.
+type TaxStatementServiceClient interface {
+	// StartTaxStatementRun queues a run for a year; it answers 202 with the
+	// queued run. Needs `tax-statements:manage`.
+	StartTaxStatementRun(ctx context.Context, in *StartTaxStatementRunRequest, opts ...grpc.CallOption) (*StartTaxStatementRunResponse, error)
+	// GetTaxStatementRun reads a run's state and progress. Needs
+	// `tax-statements:manage`.
+	GetTaxStatementRun(ctx context.Context, in *GetTaxStatementRunRequest, opts ...grpc.CallOption) (*GetTaxStatementRunResponse, error)
+	// DownloadTaxStatementRun streams a succeeded run's statements:
+	// `format=zip` (the default), one PDF per donor named by statement
+	// number, or `format=csv`, one row per donor. Needs
+	// `tax-statements:manage`. A run not finished is 409
+	// `TaxStatementRun.NotFinished`.
+	// (--
+	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME the response is a file, google.api.HttpBody
+	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE google.api.HttpBody answers several RPCs
+	// --)
+	DownloadTaxStatementRun(ctx context.Context, in *DownloadTaxStatementRunRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[httpbody.HttpBody], error)
+}
+
+type taxStatementServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewTaxStatementServiceClient(cc grpc.ClientConnInterface) TaxStatementServiceClient {
+	return &taxStatementServiceClient{cc}
+}
+
+func (c *taxStatementServiceClient) StartTaxStatementRun(ctx context.Context, in *StartTaxStatementRunRequest, opts ...grpc.CallOption) (*StartTaxStatementRunResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StartTaxStatementRunResponse)
+	err := c.cc.Invoke(ctx, TaxStatementService_StartTaxStatementRun_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *taxStatementServiceClient) GetTaxStatementRun(ctx context.Context, in *GetTaxStatementRunRequest, opts ...grpc.CallOption) (*GetTaxStatementRunResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetTaxStatementRunResponse)
+	err := c.cc.Invoke(ctx, TaxStatementService_GetTaxStatementRun_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *taxStatementServiceClient) DownloadTaxStatementRun(ctx context.Context, in *DownloadTaxStatementRunRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[httpbody.HttpBody], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &TaxStatementService_ServiceDesc.Streams[0], TaxStatementService_DownloadTaxStatementRun_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[DownloadTaxStatementRunRequest, httpbody.HttpBody]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type TaxStatementService_DownloadTaxStatementRunClient = grpc.ServerStreamingClient[httpbody.HttpBody]
+
+// TaxStatementServiceServer is the server API for TaxStatementService service.
+// All implementations must embed UnimplementedTaxStatementServiceServer
+// for forward compatibility.
+//
+// TaxStatementService runs the year-end statements: one giving statement
+// per donor of a year, made in the background, then downloaded as a ZIP of
+// PDFs or a CSV. A run survives restarts (it resumes where it stopped) and
+// is made by one replica at a time.
+type TaxStatementServiceServer interface {
+	// StartTaxStatementRun queues a run for a year; it answers 202 with the
+	// queued run. Needs `tax-statements:manage`.
+	StartTaxStatementRun(context.Context, *StartTaxStatementRunRequest) (*StartTaxStatementRunResponse, error)
+	// GetTaxStatementRun reads a run's state and progress. Needs
+	// `tax-statements:manage`.
+	GetTaxStatementRun(context.Context, *GetTaxStatementRunRequest) (*GetTaxStatementRunResponse, error)
+	// DownloadTaxStatementRun streams a succeeded run's statements:
+	// `format=zip` (the default), one PDF per donor named by statement
+	// number, or `format=csv`, one row per donor. Needs
+	// `tax-statements:manage`. A run not finished is 409
+	// `TaxStatementRun.NotFinished`.
+	// (--
+	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME the response is a file, google.api.HttpBody
+	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE google.api.HttpBody answers several RPCs
+	// --)
+	DownloadTaxStatementRun(*DownloadTaxStatementRunRequest, grpc.ServerStreamingServer[httpbody.HttpBody]) error
+	mustEmbedUnimplementedTaxStatementServiceServer()
+}
+
+// UnimplementedTaxStatementServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedTaxStatementServiceServer struct{}
+
+func (UnimplementedTaxStatementServiceServer) StartTaxStatementRun(context.Context, *StartTaxStatementRunRequest) (*StartTaxStatementRunResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method StartTaxStatementRun not implemented")
+}
+func (UnimplementedTaxStatementServiceServer) GetTaxStatementRun(context.Context, *GetTaxStatementRunRequest) (*GetTaxStatementRunResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetTaxStatementRun not implemented")
+}
+func (UnimplementedTaxStatementServiceServer) DownloadTaxStatementRun(*DownloadTaxStatementRunRequest, grpc.ServerStreamingServer[httpbody.HttpBody]) error {
+	return status.Error(codes.Unimplemented, "method DownloadTaxStatementRun not implemented")
+}
+func (UnimplementedTaxStatementServiceServer) mustEmbedUnimplementedTaxStatementServiceServer() {}
+func (UnimplementedTaxStatementServiceServer) testEmbeddedByValue()                             {}
+
+// UnsafeTaxStatementServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to TaxStatementServiceServer will
+// result in compilation errors.
+type UnsafeTaxStatementServiceServer interface {
+	mustEmbedUnimplementedTaxStatementServiceServer()
+}
+
+func RegisterTaxStatementServiceServer(s grpc.ServiceRegistrar, srv TaxStatementServiceServer) {
+	// If the following call panics, it indicates UnimplementedTaxStatementServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&TaxStatementService_ServiceDesc, srv)
+}
+
+func _TaxStatementService_StartTaxStatementRun_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StartTaxStatementRunRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TaxStatementServiceServer).StartTaxStatementRun(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TaxStatementService_StartTaxStatementRun_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TaxStatementServiceServer).StartTaxStatementRun(ctx, req.(*StartTaxStatementRunRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TaxStatementService_GetTaxStatementRun_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetTaxStatementRunRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TaxStatementServiceServer).GetTaxStatementRun(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TaxStatementService_GetTaxStatementRun_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TaxStatementServiceServer).GetTaxStatementRun(ctx, req.(*GetTaxStatementRunRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TaxStatementService_DownloadTaxStatementRun_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(DownloadTaxStatementRunRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(TaxStatementServiceServer).DownloadTaxStatementRun(m, &grpc.GenericServerStream[DownloadTaxStatementRunRequest, httpbody.HttpBody]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type TaxStatementService_DownloadTaxStatementRunServer = grpc.ServerStreamingServer[httpbody.HttpBody]
+
+// TaxStatementService_ServiceDesc is the grpc.ServiceDesc for TaxStatementService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var TaxStatementService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "almoner.reports.v1.TaxStatementService",
+	HandlerType: (*TaxStatementServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "StartTaxStatementRun",
+			Handler:    _TaxStatementService_StartTaxStatementRun_Handler,
+		},
+		{
+			MethodName: "GetTaxStatementRun",
+			Handler:    _TaxStatementService_GetTaxStatementRun_Handler,
+		},
+	},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "DownloadTaxStatementRun",
+			Handler:       _TaxStatementService_DownloadTaxStatementRun_Handler,
+			ServerStreams: true,
+		},
+	},
+	Metadata: "almoner/reports/v1/documents.proto",
+}

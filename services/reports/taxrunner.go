@@ -1,0 +1,203 @@
+package reports
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/almoner/almoner/pkg/apperr"
+	"github.com/almoner/almoner/pkg/authctx"
+	"github.com/almoner/almoner/pkg/wirejson"
+	"github.com/almoner/almoner/services/reports/store"
+)
+
+// Runner defaults: how often an idle replica looks for a run, how long a
+// lease lasts without renewal (a batch renews it), and how many donors a
+// batch makes before it saves them and the cursor.
+const (
+	defaultTaxRunPoll  = time.Second
+	defaultTaxRunLease = 30 * time.Second
+	defaultTaxRunBatch = 100
+)
+
+// taxRunner makes year-end runs in the background. Every replica runs one;
+// a run is leased to one replica at a time (store.ClaimTaxRun, FOR UPDATE
+// SKIP LOCKED), which renews the lease with each batch. A replica that
+// stops leaves its lease to run out; the next replica to claim the run
+// goes on after its cursor.
+type taxRunner struct {
+	s      *Service
+	owner  string
+	poll   time.Duration
+	lease  time.Duration
+	batch  int
+	logger *slog.Logger
+
+	wake   chan struct{}
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+}
+
+func newTaxRunner(s *Service) *taxRunner {
+	host, _ := os.Hostname()
+	r := &taxRunner{s: s, owner: host + "/" + uuid.NewString(), poll: s.cfg.TaxRunPoll, lease: s.cfg.TaxRunLease, batch: s.cfg.TaxRunBatch,
+		logger: s.logger, wake: make(chan struct{}, 1)}
+	if r.poll <= 0 {
+		r.poll = defaultTaxRunPoll
+	}
+	if r.lease <= 0 {
+		r.lease = defaultTaxRunLease
+	}
+	if r.batch <= 0 {
+		r.batch = defaultTaxRunBatch
+	}
+	return r
+}
+
+// poke wakes the runner at once (a run was just queued here).
+func (r *taxRunner) poke() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (r *taxRunner) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	r.done.Add(1)
+	go func() {
+		defer r.done.Done()
+		t := time.NewTicker(r.poll)
+		defer t.Stop()
+		for {
+			for r.claimAndRun(ctx) {
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			case <-r.wake:
+			}
+		}
+	}()
+}
+
+// stop ends the runner: the batch in hand is dropped (it was not saved),
+// and the lease runs out for another replica or the next start.
+func (r *taxRunner) stop(ctx context.Context) error {
+	if r.cancel == nil {
+		return nil
+	}
+	r.cancel()
+	ch := make(chan struct{})
+	go func() { r.done.Wait(); close(ch) }()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// claimAndRun takes one run and makes it; false when there was none to
+// take or the runner is stopping.
+func (r *taxRunner) claimAndRun(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	run, ok, err := r.s.store.ClaimTaxRun(ctx, r.owner, r.lease)
+	if err != nil {
+		r.logger.ErrorContext(ctx, "tax statement runs: claim", "error", err)
+		return false
+	}
+	if !ok {
+		return false
+	}
+	err = r.make(ctx, run)
+	var ae *apperr.Error
+	switch {
+	case err == nil, errors.Is(err, store.ErrLeaseLost), ctx.Err() != nil:
+	case errors.As(err, &ae):
+		// A refusal (the profile lost a required field) will not go away
+		// by trying again: the run fails, saying why.
+		if ferr := r.s.store.FinishTaxRun(ctx, run, r.owner, "failed", ae.Error()); ferr != nil {
+			r.logger.ErrorContext(ctx, "tax statement runs: fail run", "run", run.ID, "error", ferr)
+		}
+	default:
+		// Anything else (the database away) leaves the run to its lease:
+		// it is taken again once the lease runs out.
+		r.logger.ErrorContext(ctx, "tax statement runs: run stopped; it resumes when its lease runs out", "run", run.ID, "error", err)
+	}
+	return true
+}
+
+// make makes the run's statements from its cursor on, a batch at a time,
+// then marks it succeeded.
+func (r *taxRunner) make(ctx context.Context, run store.TaxRun) error {
+	prof, err := r.s.profile(ctx, run.TenantID)
+	if err != nil {
+		return err
+	}
+	if err := missingProfileFields(prof); err != nil {
+		return err
+	}
+	currencies, err := r.s.store.TaxRunCurrencies(ctx, run)
+	if err != nil {
+		return err
+	}
+	m := minima(run.Minimum, currencies)
+	var total *int
+	if run.Total == nil {
+		n, err := r.s.store.CountTaxRunDonors(ctx, run, m)
+		if err != nil {
+			return err
+		}
+		total = &n
+	}
+	for {
+		donors, err := r.s.store.TaxRunDonors(ctx, run, m, run.Cursor, r.batch)
+		if err != nil {
+			return err
+		}
+		if len(donors) == 0 {
+			if total != nil { // a run with no donor at all still records its total
+				if err := r.s.store.SaveTaxRunBatch(ctx, run, r.owner, nil, total, r.lease); err != nil {
+					return err
+				}
+			}
+			return r.s.store.FinishTaxRun(ctx, run, r.owner, "succeeded", "")
+		}
+		items, err := r.statements(ctx, run, prof, donors)
+		if err != nil {
+			return err
+		}
+		if err := r.s.store.SaveTaxRunBatch(ctx, run, r.owner, items, total, r.lease); err != nil {
+			return err
+		}
+		run.Cursor, total = donors[len(donors)-1], nil
+	}
+}
+
+// statements makes one batch's statements.
+func (r *taxRunner) statements(ctx context.Context, run store.TaxRun, prof store.Profile, donors []int64) ([]store.TaxRunItem, error) {
+	items := make([]store.TaxRunItem, 0, len(donors))
+	for _, c := range donors {
+		st, err := r.s.statementIn(ctx, run.TenantID, c, run.Year, run.PeriodStart, run.PeriodEnd, prof, authctx.SystemActor)
+		if err != nil {
+			return nil, fmt.Errorf("statement of contact %d: %w", c, err)
+		}
+		b, err := wirejson.Marshal(st)
+		if err != nil {
+			return nil, fmt.Errorf("encode statement of contact %d: %w", c, err)
+		}
+		items = append(items, store.TaxRunItem{ContactID: c, StatementNumber: st.GetStatementNumber(), Statement: b})
+	}
+	return items, nil
+}
