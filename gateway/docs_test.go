@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/almoner/almoner/pkg/events"
 	"github.com/almoner/almoner/pkg/problem"
 	"github.com/almoner/almoner/pkg/scopes"
 )
@@ -150,11 +151,12 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 	}
 }
 
-// TestOpenAPIScopesAreTheCatalog: the scopes of a key are listed in the
-// served document, and the list is the catalog the auth service checks
-// against (openapigen reads pkg/scopes), so a scope added without
-// `make generate` fails here as well as in make verify.
-func TestOpenAPIScopesAreTheCatalog(t *testing.T) {
+// TestOpenAPIEnumsAreTheCatalogs: the scopes of a key and the event types
+// of a webhook are listed in the served document, and the lists are the
+// catalogs the auth and webhooks services check against (openapigen reads
+// pkg/scopes and pkg/events), so one grown without `make generate` fails
+// here as well as in make verify.
+func TestOpenAPIEnumsAreTheCatalogs(t *testing.T) {
 	var doc struct {
 		Components struct {
 			Schemas map[string]struct {
@@ -169,14 +171,27 @@ func TestOpenAPIScopesAreTheCatalog(t *testing.T) {
 	if err := json.Unmarshal(openAPIDoc, &doc); err != nil {
 		t.Fatal(err)
 	}
-	var want []string
+	var scopeNames, eventTypes []string
 	for _, s := range scopes.Catalog {
-		want = append(want, s.Name)
+		scopeNames = append(scopeNames, s.Name)
 	}
-	for _, name := range []string{"ApiKey", "CreatedApiKey", "CreateApiKeyRequest"} {
-		got := doc.Components.Schemas[name].Properties["scopes"].Items.Enum
-		if !slices.Equal(got, want) {
-			t.Errorf("%s.scopes enum = %v, want the catalog %v", name, got, want)
+	for _, e := range events.Catalog() {
+		eventTypes = append(eventTypes, e.Name)
+	}
+	for _, c := range []struct {
+		schema, property string
+		want             []string
+	}{
+		{"ApiKey", "scopes", scopeNames},
+		{"CreatedApiKey", "scopes", scopeNames},
+		{"CreateApiKeyRequest", "scopes", scopeNames},
+		{"Webhook", "eventTypes", eventTypes},
+		{"CreatedWebhook", "eventTypes", eventTypes},
+		{"CreateWebhookRequest", "eventTypes", eventTypes},
+	} {
+		got := doc.Components.Schemas[c.schema].Properties[c.property].Items.Enum
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s.%s enum = %v, want the catalog %v", c.schema, c.property, got, c.want)
 		}
 	}
 }

@@ -89,7 +89,7 @@ func main() {
 	order, err := api.CreateOrderWithResponse(ctx, tenant, almonerapi.CreateOrderRequest{
 		ContactId:      ptr(jane.JSON201.Id),
 		Donations:      &[]almonerapi.DonationInput{{FundId: ptr(fund.JSON201.Id), Amount: ptr(json.Number("100.00"))}},
-		Payments:       &[]almonerapi.PaymentInput{{PaymentMethod: ptr("Cash"), Amount: ptr(json.Number("100.00"))}},
+		Payments:       &[]almonerapi.PaymentInput{{PaymentMethod: ptr(almonerapi.PaymentInputPaymentMethodCash), Amount: ptr(json.Number("100.00"))}},
 		IdempotencyKey: ptr("go-client-" + newKey.Id),
 	})
 	must(err, "create order")

@@ -8,6 +8,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/almoner/almoner/pkg/events"
 	"github.com/almoner/almoner/pkg/scopes"
 )
 
@@ -303,12 +304,27 @@ func describe(p *openapi3.SchemaRef, d string) {
 
 // catalogEnums are the closed sets whose values a Go catalog holds rather
 // than the proto: the scopes of a key are pkg/scopes.Catalog, which the auth
-// service checks against and which grows with the API, so the document
-// lists it as it is when generated instead of a copy in the protos.
+// service checks against, and the event types of a webhook are
+// pkg/events.Catalog, which the webhooks service checks against. Both grow
+// with the API, so the document lists them as they are when generated
+// instead of a copy in the protos.
 var catalogEnums = map[protoreflect.FullName]func() []string{
-	"almoner.auth.v1.ApiKey.scopes":              scopeNames,
-	"almoner.auth.v1.CreatedApiKey.scopes":       scopeNames,
-	"almoner.auth.v1.CreateApiKeyRequest.scopes": scopeNames,
+	"almoner.auth.v1.ApiKey.scopes":                              scopeNames,
+	"almoner.auth.v1.CreatedApiKey.scopes":                       scopeNames,
+	"almoner.auth.v1.CreateApiKeyRequest.scopes":                 scopeNames,
+	"almoner.webhooks.v1.Webhook.event_types":                    eventTypeNames,
+	"almoner.webhooks.v1.CreatedWebhook.event_types":             eventTypeNames,
+	"almoner.webhooks.v1.CreateWebhookRequest.event_types":       eventTypeNames,
+	"almoner.webhooks.v1.UpdateWebhookRequest.event_types":       eventTypeNames,
+	"almoner.webhooks.v1.ReplayWebhookEventsRequest.event_types": eventTypeNames,
+}
+
+func eventTypeNames() []string {
+	var names []string
+	for _, t := range events.Catalog() {
+		names = append(names, t.Name)
+	}
+	return names
 }
 
 func scopeNames() []string {

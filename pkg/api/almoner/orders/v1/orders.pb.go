@@ -5014,18 +5014,18 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\atribute\x18\x05 \x01(\v2\x1a.almoner.orders.v1.TributeR\atribute\"@\n" +
 	"\tItemInput\x12\x17\n" +
 	"\aitem_id\x18\x01 \x01(\tR\x06itemId\x12\x1a\n" +
-	"\bquantity\x18\x02 \x01(\x05R\bquantity\"\xfd\x01\n" +
-	"\fPaymentInput\x12%\n" +
-	"\x0epayment_method\x18\x01 \x01(\tR\rpaymentMethod\x120\n" +
+	"\bquantity\x18\x02 \x01(\x05R\bquantity\"\xa9\x02\n" +
+	"\fPaymentInput\x12Q\n" +
+	"\x0epayment_method\x18\x01 \x01(\tB*\x92A'\xf2\x02\x04Cash\xf2\x02\x05Check\xf2\x02\x04Card\xf2\x02\x03Ach\xf2\x02\bExternalR\rpaymentMethod\x120\n" +
 	"\x06amount\x18\x02 \x01(\v2\x18.almoner.type.v1.DecimalR\x06amount\x12!\n" +
 	"\fcheck_number\x18\x03 \x01(\tR\vcheckNumber\x12\x1c\n" +
 	"\treference\x18\x04 \x01(\tR\treference\x12#\n" +
 	"\rpayment_token\x18\x05 \x01(\tR\fpaymentToken\x12.\n" +
-	"\x13save_payment_method\x18\x06 \x01(\bR\x11savePaymentMethod\"\xa8\x02\n" +
+	"\x13save_payment_method\x18\x06 \x01(\bR\x11savePaymentMethod\"\xd7\x02\n" +
 	"\x16RecurringDonationInput\x12\x17\n" +
 	"\afund_id\x18\x01 \x01(\tR\x06fundId\x120\n" +
-	"\x06amount\x18\x02 \x01(\v2\x18.almoner.type.v1.DecimalR\x06amount\x12\x1c\n" +
-	"\tfrequency\x18\x03 \x01(\tR\tfrequency\x12\x1d\n" +
+	"\x06amount\x18\x02 \x01(\v2\x18.almoner.type.v1.DecimalR\x06amount\x12K\n" +
+	"\tfrequency\x18\x03 \x01(\tB-\x92A*\xf2\x02\x06weekly\xf2\x02\amonthly\xf2\x02\tquarterly\xf2\x02\bannuallyR\tfrequency\x12\x1d\n" +
 	"\n" +
 	"start_date\x18\x04 \x01(\tR\tstartDate\x12\x19\n" +
 	"\bend_date\x18\x05 \x01(\tR\aendDate\x12\x1f\n" +
@@ -5073,12 +5073,13 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"unit_price\x18\x06 \x01(\v2\x18.almoner.type.v1.DecimalR\tunitPrice\x12D\n" +
 	"\x11fair_market_value\x18\a \x01(\v2\x18.almoner.type.v1.DecimalR\x0ffairMarketValue\x127\n" +
 	"\n" +
-	"line_total\x18\b \x01(\v2\x18.almoner.type.v1.DecimalR\tlineTotal\"\x93\x03\n" +
+	"line_total\x18\b \x01(\v2\x18.almoner.type.v1.DecimalR\tlineTotal\"\xbf\x04\n" +
 	"\fOrderPayment\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12%\n" +
-	"\x0epayment_method\x18\x02 \x01(\tR\rpaymentMethod\x120\n" +
-	"\x06amount\x18\x03 \x01(\v2\x18.almoner.type.v1.DecimalR\x06amount\x12%\n" +
-	"\x0epayment_status\x18\x04 \x01(\tR\rpaymentStatus\x12A\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12Q\n" +
+	"\x0epayment_method\x18\x02 \x01(\tB*\x92A'\xf2\x02\x04Cash\xf2\x02\x05Check\xf2\x02\x04Card\xf2\x02\x03Ach\xf2\x02\bExternalR\rpaymentMethod\x120\n" +
+	"\x06amount\x18\x03 \x01(\v2\x18.almoner.type.v1.DecimalR\x06amount\x12\xa4\x01\n" +
+	"\x0epayment_status\x18\x04 \x01(\tB}\x92Az\xf2\x02\aPending\xf2\x02\x0eRequiresAction\xf2\x02\x06Failed\xf2\x02\bDisputed\xf2\x02\n" +
+	"Authorized\xf2\x02\bCaptured\xf2\x02\bRefunded\xf2\x02\x11PartiallyRefunded\xf2\x02\x06Voided\xf2\x02\bDeclinedR\rpaymentStatus\x12A\n" +
 	"\x0frefunded_amount\x18\x05 \x01(\v2\x18.almoner.type.v1.DecimalR\x0erefundedAmount\x12!\n" +
 	"\fcheck_number\x18\x06 \x01(\tR\vcheckNumber\x12\x1c\n" +
 	"\treference\x18\a \x01(\tR\treference\x12/\n" +
@@ -5088,13 +5089,13 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\n" +
 	"NextAction\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12#\n" +
-	"\rclient_secret\x18\x02 \x01(\tR\fclientSecret\"\xff\a\n" +
+	"\rclient_secret\x18\x02 \x01(\tR\fclientSecret\"\xcb\b\n" +
 	"\x05Order\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\forder_number\x18\x02 \x01(\x03R\vorderNumber\x12\x1d\n" +
 	"\n" +
-	"contact_id\x18\x03 \x01(\x03R\tcontactId\x12!\n" +
-	"\forder_status\x18\x04 \x01(\tR\vorderStatus\x12\x1a\n" +
+	"contact_id\x18\x03 \x01(\x03R\tcontactId\x12m\n" +
+	"\forder_status\x18\x04 \x01(\tBJ\x92AG\xf2\x02\aPending\xf2\x02\x06Failed\xf2\x02\tCompleted\xf2\x02\x11PartiallyRefunded\xf2\x02\bRefunded\xf2\x02\x06VoidedR\vorderStatus\x12\x1a\n" +
 	"\bcurrency\x18\x05 \x01(\tR\bcurrency\x12E\n" +
 	"\x11donation_subtotal\x18\x06 \x01(\v2\x18.almoner.type.v1.DecimalR\x10donationSubtotal\x12=\n" +
 	"\ritem_subtotal\x18\a \x01(\v2\x18.almoner.type.v1.DecimalR\fitemSubtotal\x12;\n" +
@@ -5257,14 +5258,14 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x19\n" +
 	"\bbatch_id\x18\x02 \x01(\tR\abatchId\"D\n" +
 	"\x12CloseBatchResponse\x12.\n" +
-	"\x05batch\x18\x01 \x01(\v2\x18.almoner.orders.v1.BatchR\x05batch\"\xb7\x05\n" +
+	"\x05batch\x18\x01 \x01(\v2\x18.almoner.orders.v1.BatchR\x05batch\"\xa0\x06\n" +
 	"\x11RecurringDonation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
 	"contact_id\x18\x02 \x01(\x03R\tcontactId\x120\n" +
 	"\x06amount\x18\x03 \x01(\v2\x18.almoner.type.v1.DecimalR\x06amount\x12\x1a\n" +
-	"\bcurrency\x18\x04 \x01(\tR\bcurrency\x12\x1c\n" +
-	"\tfrequency\x18\x05 \x01(\tR\tfrequency\x12\x1d\n" +
+	"\bcurrency\x18\x04 \x01(\tR\bcurrency\x12K\n" +
+	"\tfrequency\x18\x05 \x01(\tB-\x92A*\xf2\x02\x06weekly\xf2\x02\amonthly\xf2\x02\tquarterly\xf2\x02\bannuallyR\tfrequency\x12\x1d\n" +
 	"\n" +
 	"start_date\x18\x06 \x01(\tR\tstartDate\x12\x19\n" +
 	"\bend_date\x18\a \x01(\tR\aendDate\x12\x17\n" +
@@ -5272,8 +5273,8 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\vcampaign_id\x18\t \x01(\tR\n" +
 	"campaignId\x12%\n" +
 	"\x0epayment_method\x18\n" +
-	" \x01(\tR\rpaymentMethod\x12\x16\n" +
-	"\x06status\x18\v \x01(\tR\x06status\x12(\n" +
+	" \x01(\tR\rpaymentMethod\x12P\n" +
+	"\x06status\x18\v \x01(\tB8\x92A5\xf2\x02\x06active\xf2\x02\x06paused\xf2\x02\tcancelled\xf2\x02\tcompleted\xf2\x02\bpast_dueR\x06status\x12(\n" +
 	"\x10next_charge_date\x18\f \x01(\tR\x0enextChargeDate\x12'\n" +
 	"\x0ffailed_attempts\x18\r \x01(\x05R\x0efailedAttempts\x12%\n" +
 	"\x0efailure_reason\x18\x11 \x01(\tR\rfailureReason\x12&\n" +
@@ -5312,13 +5313,13 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\vschedule_id\x18\x02 \x01(\tR\n" +
 	"scheduleId\"v\n" +
 	"\x1fCancelRecurringDonationResponse\x12S\n" +
-	"\x12recurring_donation\x18\x01 \x01(\v2$.almoner.orders.v1.RecurringDonationR\x11recurringDonation\"\xde\x03\n" +
+	"\x12recurring_donation\x18\x01 \x01(\v2$.almoner.orders.v1.RecurringDonationR\x11recurringDonation\"\x8d\x04\n" +
 	"\x1dAmendRecurringDonationRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1f\n" +
 	"\vschedule_id\x18\x02 \x01(\tR\n" +
 	"scheduleId\x120\n" +
-	"\x06amount\x18\x03 \x01(\v2\x18.almoner.type.v1.DecimalR\x06amount\x12!\n" +
-	"\tfrequency\x18\x04 \x01(\tH\x00R\tfrequency\x88\x01\x01\x12-\n" +
+	"\x06amount\x18\x03 \x01(\v2\x18.almoner.type.v1.DecimalR\x06amount\x12P\n" +
+	"\tfrequency\x18\x04 \x01(\tB-\x92A*\xf2\x02\x06weekly\xf2\x02\amonthly\xf2\x02\tquarterly\xf2\x02\bannuallyH\x00R\tfrequency\x88\x01\x01\x12-\n" +
 	"\x10next_charge_date\x18\x05 \x01(\tH\x01R\x0enextChargeDate\x88\x01\x01\x121\n" +
 	"\bend_date\x18\x06 \x01(\v2\x16.google.protobuf.ValueR\aendDate\x12\x1c\n" +
 	"\afund_id\x18\a \x01(\tH\x02R\x06fundId\x88\x01\x01\x12$\n" +

@@ -1843,13 +1843,13 @@ const file_almoner_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"deliveryId\x88\x01\x01B\x0e\n" +
 	"\f_status_codeB\b\n" +
 	"\x06_errorB\x0e\n" +
-	"\f_delivery_id\"\xf3\x02\n" +
+	"\f_delivery_id\"\x9a\x03\n" +
 	"\x15WebhookDeliveryDetail\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
 	"\bevent_id\x18\x02 \x01(\tR\aeventId\x12\x1d\n" +
 	"\n" +
-	"event_type\x18\x03 \x01(\tR\teventType\x12\x14\n" +
-	"\x05state\x18\x04 \x01(\tR\x05state\x129\n" +
+	"event_type\x18\x03 \x01(\tR\teventType\x12;\n" +
+	"\x05state\x18\x04 \x01(\tB%\x92A\"\xf2\x02\apending\xf2\x02\tsucceeded\xf2\x02\tabandonedR\x05state\x129\n" +
 	"\n" +
 	"created_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12B\n" +
 	"\x0fnext_attempt_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\rnextAttemptAt\x12(\n" +
