@@ -254,7 +254,6 @@ func (c *contractTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	check.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(checkBody)), nil }
 	check.ContentLength = int64(len(checkBody))
 	in := &openapi3filter.RequestValidationInput{Request: check, PathParams: params, Route: route, Options: contractOptions}
-	reqErr := openapi3filter.ValidateRequest(req.Context(), in)
 
 	resp, err := c.base.RoundTrip(req)
 	if err != nil {
@@ -267,8 +266,15 @@ func (c *contractTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		return resp, nil
 	}
 	what := fmt.Sprintf("%s %s → %d", req.Method, req.URL.RequestURI(), resp.StatusCode)
-	if reqErr != nil && resp.StatusCode < 400 {
-		c.t.Errorf("openapi: %s: the API accepted a request the document refuses: %v\nrequest body: %.1000s", what, reqErr, reqBody)
+	// Only a request the API accepted is checked against the document: a
+	// refused one needs no verdict, and kin-openapi's report of a refused
+	// body (it encodes the schema into the message) cost the e2e suite
+	// most of its time under -race (TestRequestBodyMutations: 27 s
+	// against 1.7 s without the checker, for 210 bodies).
+	if resp.StatusCode < 400 {
+		if reqErr := openapi3filter.ValidateRequest(req.Context(), in); reqErr != nil {
+			c.t.Errorf("openapi: %s: the API accepted a request the document refuses: %v\nrequest body: %.1000s", what, reqErr, reqBody)
+		}
 	}
 	out := &openapi3filter.ResponseValidationInput{
 		RequestValidationInput: in, Status: resp.StatusCode, Header: resp.Header,
