@@ -192,8 +192,8 @@ func (s *Service) installment(ctx context.Context, sc store.Schedule, period tim
 		return store.Outcome{}, err
 	}
 	f := funds[sc.FundID]
-	orderID := uuid.Must(uuid.NewV7())
-	pay := store.Payment{ID: uuid.Must(uuid.NewV7()), Method: sc.PaymentMethod, AmountMinor: sc.AmountMinor, Status: store.PaymentAuthorized}
+	orderID := installmentOrderID(sc.ID, period, attempt)
+	pay := store.Payment{ID: paymentID(orderID, 0), Method: sc.PaymentMethod, AmountMinor: sc.AmountMinor, Status: store.PaymentAuthorized}
 	status := store.StatusCompleted
 	if viaProcessor(sc.PaymentMethod) {
 		out, err := s.chargeInstallment(ctx, sc, period, attempt, orderID, &pay)
@@ -217,6 +217,16 @@ func (s *Service) installment(ctx context.Context, sc store.Schedule, period tim
 		o.DeductibleMinor = sc.AmountMinor
 	}
 	return store.Outcome{Order: &store.NewOrder{Order: o, Now: s.cfg.Now()}}, nil
+}
+
+// installmentOrderID is the order id of one attempt at one period of a
+// schedule, derived from them as the idempotency key is: a run that tries
+// the attempt again after Stripe charged but its answer was lost (or the
+// runner died) sends the same request, metadata included, and Stripe
+// replays the charge instead of refusing a key reused with other
+// parameters, which left the donor charged with no order.
+func installmentOrderID(schedule uuid.UUID, period time.Time, attempt int32) uuid.UUID {
+	return uuid.NewSHA1(schedule, []byte(fmt.Sprintf("installment/%s/%d", period.Format(time.DateOnly), attempt)))
 }
 
 // chargeInstallment charges a schedule's card or bank account without the
