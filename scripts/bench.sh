@@ -140,8 +140,8 @@ fi
 # Per-service benchmark scripts (each owns its setup and prints its own
 # table): scripts/bench-<service>.sh, given the PostgreSQL server URL.
 # BENCH_ONLY=webhooks (or reports, ...) runs just those.
-for s in auth webhooks reports; do
-  case " ${BENCH_ONLY:-auth webhooks reports} " in *" $s "*) ;; *) continue ;; esac
+for s in auth webhooks reports taxruns; do
+  case " ${BENCH_ONLY:-auth webhooks reports taxruns} " in *" $s "*) ;; *) continue ;; esac
   if [ -x "scripts/bench-$s.sh" ]; then
     echo "== $s (scripts/bench-$s.sh)"
     ./scripts/bench-$s.sh "$server"

@@ -131,6 +131,16 @@ func TestIssueNumbers(t *testing.T) {
 	if err != nil || rev.Revision != 2 || !rev.Corrected() || rev.Number != same.Number || !rev.FirstIssuedAt.Equal(same.FirstIssuedAt) {
 		t.Errorf("changed figures: %+v after %+v, %v", rev, same, err)
 	}
+	// Many at once: one unchanged, one revised, two new (numbers go on
+	// after the 20), in the order asked.
+	many, err := st.IssueMany(ctx, tenant, store.KindReceipt, []store.Issue{{Subject: "order-new-1", Hash: []byte("v1")},
+		{Subject: "order-4", Hash: []byte("v1")}, {Subject: "order-5", Hash: []byte("v2")}, {Subject: "order-new-2", Hash: []byte("v1")}}, "test")
+	if err != nil || len(many) != 4 {
+		t.Fatalf("IssueMany: %+v, %v", many, err)
+	}
+	if many[0].Number != 21 || many[3].Number != 22 || many[0].Revision != 1 || many[1].Revision != 1 || many[2].Revision != 2 || many[1].Number == many[2].Number {
+		t.Errorf("IssueMany: %+v", many)
+	}
 	// Another kind and another tenant count from 1.
 	for _, k := range []struct {
 		tenant uuid.UUID

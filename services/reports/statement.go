@@ -106,11 +106,16 @@ func (s *Service) statementIn(ctx context.Context, tenant uuid.UUID, contactID i
 	if err != nil {
 		return nil, err
 	}
+	return buildStatement(year, issued, prof, donor, gifts, totals), nil
+}
+
+// buildStatement assembles a statement from its parts.
+func buildStatement(year int, issued store.Issued, prof store.Profile, donor store.Donor, gifts []*reportsv1.StatementGift, totals []*reportsv1.StatementTotal) *reportsv1.GivingStatement {
 	return &reportsv1.GivingStatement{
 		StatementNumber: statementNumber(year, issued.Number), Year: int32(year), Revision: int32(issued.Revision), Corrected: issued.Corrected(),
 		IssuedAt: timestamppb.New(issued.IssuedAt), Organization: organizationBlock(prof), Donor: donorBlock(donor),
 		Gifts: gifts, Totals: totals, Statement: statementDisclosure(totals),
-	}, nil
+	}
 }
 
 // statementSubject keys a statement in issued_documents: one per contact

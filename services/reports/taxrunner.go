@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
 
+	reportsv1 "github.com/almoner/almoner/pkg/api/almoner/reports/v1"
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/wirejson"
@@ -139,7 +141,8 @@ func (r *taxRunner) claimAndRun(ctx context.Context) bool {
 }
 
 // make makes the run's statements from its cursor on, a batch at a time,
-// then marks it succeeded.
+// then marks it succeeded. The donors after the cursor are listed once
+// (one aggregate of the year's orders), then made in batches.
 func (r *taxRunner) make(ctx context.Context, run store.TaxRun) error {
 	prof, err := r.s.profile(ctx, run.TenantID)
 	if err != nil {
@@ -153,46 +156,71 @@ func (r *taxRunner) make(ctx context.Context, run store.TaxRun) error {
 		return err
 	}
 	m := minima(run.Minimum, currencies)
+	donors, err := r.s.store.TaxRunDonors(ctx, run, m, run.Cursor, math.MaxInt32)
+	if err != nil {
+		return err
+	}
 	var total *int
 	if run.Total == nil {
-		n, err := r.s.store.CountTaxRunDonors(ctx, run, m)
-		if err != nil {
-			return err
+		n := len(donors)
+		if run.Cursor > 0 {
+			// A run resumed before its total was saved (never: the first
+			// batch saves it); counted from scratch all the same.
+			if n, err = r.s.store.CountTaxRunDonors(ctx, run, m); err != nil {
+				return err
+			}
 		}
 		total = &n
 	}
-	for {
-		donors, err := r.s.store.TaxRunDonors(ctx, run, m, run.Cursor, r.batch)
-		if err != nil {
-			return err
-		}
-		if len(donors) == 0 {
-			if total != nil { // a run with no donor at all still records its total
-				if err := r.s.store.SaveTaxRunBatch(ctx, run, r.owner, nil, total, r.lease); err != nil {
-					return err
-				}
-			}
-			return r.s.store.FinishTaxRun(ctx, run, r.owner, "succeeded", "")
-		}
-		items, err := r.statements(ctx, run, prof, donors)
+	for len(donors) > 0 {
+		chunk := donors[:min(r.batch, len(donors))]
+		donors = donors[len(chunk):]
+		items, err := r.statements(ctx, run, prof, chunk)
 		if err != nil {
 			return err
 		}
 		if err := r.s.store.SaveTaxRunBatch(ctx, run, r.owner, items, total, r.lease); err != nil {
 			return err
 		}
-		run.Cursor, total = donors[len(donors)-1], nil
+		run.Cursor, total = chunk[len(chunk)-1], nil
 	}
+	if total != nil { // a run with no donor at all still records its total
+		if err := r.s.store.SaveTaxRunBatch(ctx, run, r.owner, nil, total, r.lease); err != nil {
+			return err
+		}
+	}
+	return r.s.store.FinishTaxRun(ctx, run, r.owner, "succeeded", "")
 }
 
-// statements makes one batch's statements.
-func (r *taxRunner) statements(ctx context.Context, run store.TaxRun, prof store.Profile, donors []int64) ([]store.TaxRunItem, error) {
-	items := make([]store.TaxRunItem, 0, len(donors))
-	for _, c := range donors {
-		st, err := r.s.statementIn(ctx, run.TenantID, c, run.Year, run.PeriodStart, run.PeriodEnd, prof, authctx.SystemActor)
-		if err != nil {
-			return nil, fmt.Errorf("statement of contact %d: %w", c, err)
-		}
+// statements makes one batch's statements: the donors, their orders and
+// the issue records of the whole batch are read and written together.
+func (r *taxRunner) statements(ctx context.Context, run store.TaxRun, prof store.Profile, contacts []int64) ([]store.TaxRunItem, error) {
+	donors, err := r.s.store.Donors(ctx, run.TenantID, contacts)
+	if err != nil {
+		return nil, err
+	}
+	orders, err := r.s.store.ContactsOrders(ctx, run.TenantID, contacts, run.PeriodStart, run.PeriodEnd)
+	if err != nil {
+		return nil, err
+	}
+	loc := location(prof)
+	type lines struct {
+		gifts  []*reportsv1.StatementGift
+		totals []*reportsv1.StatementTotal
+	}
+	made := make([]lines, len(contacts))
+	docs := make([]store.Issue, len(contacts))
+	for i, c := range contacts {
+		made[i].gifts, made[i].totals = statementLines(orders[c], loc)
+		docs[i] = store.Issue{Subject: statementSubject(c, run.Year), Hash: statementHash(made[i].gifts)}
+	}
+	issued, err := r.s.store.IssueMany(ctx, run.TenantID, store.KindStatement, docs, authctx.SystemActor)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]store.TaxRunItem, 0, len(contacts))
+	for i, c := range contacts {
+		st := buildStatement(run.Year, issued[i], prof, donors[c], made[i].gifts, made[i].totals)
 		b, err := wirejson.Marshal(st)
 		if err != nil {
 			return nil, fmt.Errorf("encode statement of contact %d: %w", c, err)

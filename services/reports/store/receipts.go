@@ -275,3 +275,55 @@ func (s *Store) orderLines(ctx context.Context, tenantID uuid.UUID, orders []Ord
 	}
 	return nil
 }
+
+// Donors reads many contacts as Donor does, by contact id; a contact the
+// tenant does not have is absent from the answer.
+func (s *Store) Donors(ctx context.Context, tenantID uuid.UUID, contactIDs []int64) (map[int64]Donor, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT contact_id, display_name, email, line1, line2, city, state_province, postal_code, country
+		FROM contacts.report_contact_mailing_v1 WHERE tenant_id = $1 AND contact_id = ANY($2)`, tenantID, contactIDs)
+	out := make(map[int64]Donor, len(contactIDs))
+	var d Donor
+	var email, line1 *string
+	var a Address
+	_, err := pgx.ForEachRow(rows, []any{&d.ContactID, &d.Name, &email, &line1, &a.Line2, &a.City, &a.StateProvince, &a.PostalCode, &a.Country}, func() error {
+		dd := d
+		if email != nil {
+			dd.Email = *email
+		}
+		if line1 != nil {
+			addr := a
+			addr.Line1 = *line1
+			dd.Address = &addr
+		}
+		out[d.ContactID] = dd
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reports: get %d donors: %w", len(contactIDs), err)
+	}
+	return out, nil
+}
+
+// ContactsOrders reads the standing orders in [from, to) of many
+// contacts, as ContactOrders does for one, by contact id.
+func (s *Store) ContactsOrders(ctx context.Context, tenantID uuid.UUID, contactIDs []int64, from, to time.Time) (map[int64][]Order, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT order_id, order_number, contact_id, created_at, status, currency, refunded_minor
+		FROM orders.report_orders_v1 WHERE tenant_id = $1 AND contact_id = ANY($2) AND status IN ('Completed', 'PartiallyRefunded')
+			AND created_at >= $3 AND created_at < $4
+		ORDER BY contact_id, created_at, order_number`, tenantID, contactIDs, from, to)
+	orders, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Order, error) {
+		var o Order
+		return o, r.Scan(&o.ID, &o.Number, &o.ContactID, &o.CreatedAt, &o.Status, &o.Currency, &o.RefundMinor)
+	})
+	if err == nil {
+		err = s.orderLines(ctx, tenantID, orders)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reports: orders of %d contacts: %w", len(contactIDs), err)
+	}
+	out := make(map[int64][]Order, len(contactIDs))
+	for _, o := range orders {
+		out[o.ContactID] = append(out[o.ContactID], o)
+	}
+	return out, nil
+}
