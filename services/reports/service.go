@@ -6,6 +6,7 @@ package reports
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	reportsv1 "github.com/almoner/almoner/pkg/api/almoner/reports/v1"
 	"github.com/almoner/almoner/pkg/audit"
+	"github.com/almoner/almoner/pkg/config"
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/service"
 	"github.com/almoner/almoner/services/reports/migrations"
@@ -98,6 +100,35 @@ var Module = service.Module{
 	Name:       Name,
 	Migrations: Migrations,
 	New: func(_ context.Context, d service.Deps) (service.Service, error) {
-		return New(d.DB, Config{}, d.Logger), nil
+		cfg, err := configFrom(d.Config)
+		if err != nil {
+			return nil, err
+		}
+		return New(d.DB, cfg, d.Logger), nil
 	},
+}
+
+// configFrom reads the year-end runner's settings: ALMONER_TAX_RUNNER
+// (true: this replica makes runs; false for API-only replicas),
+// ALMONER_TAX_RUN_LEASE (30s) and ALMONER_TAX_RUN_BATCH (100 donors).
+func configFrom(src config.Source) (Config, error) {
+	var cfg Config
+	if src == nil {
+		return cfg, nil
+	}
+	on, err := src.Bool("ALMONER_TAX_RUNNER", true)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.NoTaxRunner = !on
+	if cfg.TaxRunLease, err = src.Duration("ALMONER_TAX_RUN_LEASE", defaultTaxRunLease); err != nil {
+		return cfg, err
+	}
+	if cfg.TaxRunBatch, err = src.Int("ALMONER_TAX_RUN_BATCH", defaultTaxRunBatch); err != nil {
+		return cfg, err
+	}
+	if cfg.TaxRunLease < time.Second || cfg.TaxRunBatch < 1 || cfg.TaxRunBatch > 1000 {
+		return cfg, fmt.Errorf("ALMONER_TAX_RUN_LEASE must be at least 1s and ALMONER_TAX_RUN_BATCH 1 to 1000 (%s, %d)", cfg.TaxRunLease, cfg.TaxRunBatch)
+	}
+	return cfg, nil
 }
