@@ -188,6 +188,10 @@ func TestTaxStatementRunResumesAfterKill(t *testing.T) {
 		}
 	}
 
+	// Queued (no replica runs it yet): nothing to download.
+	if r := c.Do(t, "GET", runPath+"/download", tn.Key, nil).Expect(t, http.StatusConflict); !strings.Contains(string(r.Body), "TaxStatementRun.NotFinished") {
+		t.Errorf("download of a queued run: %s", r.Body)
+	}
 	victim := start()
 	run := poll(func(r map[string]any) bool { p, _ := r["processed"].(float64); return p >= 100 })
 	if err := victim.Cmd.Process.Signal(syscall.SIGKILL); err != nil {

@@ -8,6 +8,7 @@ package reportsv1
 
 import (
 	v1 "github.com/almoner/almoner/pkg/api/almoner/type/v1"
+	_ "github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-openapiv2/options"
 	_ "google.golang.org/genproto/googleapis/api/annotations"
 	httpbody "google.golang.org/genproto/googleapis/api/httpbody"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
@@ -1694,7 +1695,7 @@ var File_almoner_reports_v1_documents_proto protoreflect.FileDescriptor
 
 const file_almoner_reports_v1_documents_proto_rawDesc = "" +
 	"\n" +
-	"\"almoner/reports/v1/documents.proto\x12\x12almoner.reports.v1\x1a\x1dalmoner/type/v1/decimal.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x19google/api/httpbody.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8f\x01\n" +
+	"\"almoner/reports/v1/documents.proto\x12\x12almoner.reports.v1\x1a\x1dalmoner/type/v1/decimal.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x19google/api/httpbody.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\x8f\x01\n" +
 	"\x1bStartTaxStatementRunRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x12\n" +
 	"\x04year\x18\x02 \x01(\x05R\x04year\x12?\n" +
@@ -1840,11 +1841,13 @@ const file_almoner_reports_v1_documents_proto_rawDesc = "" +
 	"\x19UpdateOrganizationProfile\x124.almoner.reports.v1.UpdateOrganizationProfileRequest\x1a5.almoner.reports.v1.UpdateOrganizationProfileResponse\"G\x82\xd3\xe4\x93\x02A:\aprofileb\aprofile\x1a-/api/tenants/{tenant_id}/organization-profile2\xd3\x02\n" +
 	"\x0eReceiptService\x12\x91\x01\n" +
 	"\x0fGetOrderReceipt\x12*.almoner.reports.v1.GetOrderReceiptRequest\x1a\x14.google.api.HttpBody\":\x82\xd3\xe4\x93\x024\x122/api/tenants/{tenant_id}/orders/{order_id}/receipt0\x01\x12\xac\x01\n" +
-	"\x12GetGivingStatement\x12-.almoner.reports.v1.GetGivingStatementRequest\x1a\x14.google.api.HttpBody\"O\x82\xd3\xe4\x93\x02I\x12G/api/tenants/{tenant_id}/contacts/{contact_id}/giving-statements/{year}0\x012\xb9\x04\n" +
+	"\x12GetGivingStatement\x12-.almoner.reports.v1.GetGivingStatementRequest\x1a\x14.google.api.HttpBody\"O\x82\xd3\xe4\x93\x02I\x12G/api/tenants/{tenant_id}/contacts/{contact_id}/giving-statements/{year}0\x012\x85\x05\n" +
 	"\x13TaxStatementService\x12\xb7\x01\n" +
 	"\x14StartTaxStatementRun\x12/.almoner.reports.v1.StartTaxStatementRunRequest\x1a0.almoner.reports.v1.StartTaxStatementRunResponse\"<\x82\xd3\xe4\x93\x026:\x01*b\x03run\",/api/tenants/{tenant_id}/tax-statements/runs\x12\xb7\x01\n" +
-	"\x12GetTaxStatementRun\x12-.almoner.reports.v1.GetTaxStatementRunRequest\x1a..almoner.reports.v1.GetTaxStatementRunResponse\"B\x82\xd3\xe4\x93\x02<b\x03run\x125/api/tenants/{tenant_id}/tax-statements/runs/{run_id}\x12\xad\x01\n" +
-	"\x17DownloadTaxStatementRun\x122.almoner.reports.v1.DownloadTaxStatementRunRequest\x1a\x14.google.api.HttpBody\"F\x82\xd3\xe4\x93\x02@\x12>/api/tenants/{tenant_id}/tax-statements/runs/{run_id}/download0\x01BAZ?github.com/almoner/almoner/pkg/api/almoner/reports/v1;reportsv1b\x06proto3"
+	"\x12GetTaxStatementRun\x12-.almoner.reports.v1.GetTaxStatementRunRequest\x1a..almoner.reports.v1.GetTaxStatementRunResponse\"B\x82\xd3\xe4\x93\x02<b\x03run\x125/api/tenants/{tenant_id}/tax-statements/runs/{run_id}\x12\xf9\x01\n" +
+	"\x17DownloadTaxStatementRun\x122.almoner.reports.v1.DownloadTaxStatementRunRequest\x1a\x14.google.api.HttpBody\"\x91\x01\x92AHJF\n" +
+	"\x03409\x12?\n" +
+	"=The run has not succeeded (yet): TaxStatementRun.NotFinished.\x82\xd3\xe4\x93\x02@\x12>/api/tenants/{tenant_id}/tax-statements/runs/{run_id}/download0\x01BAZ?github.com/almoner/almoner/pkg/api/almoner/reports/v1;reportsv1b\x06proto3"
 
 var (
 	file_almoner_reports_v1_documents_proto_rawDescOnce sync.Once
