@@ -27,7 +27,8 @@ type entity struct {
 	Type string
 	// Noun is how the descriptions name it.
 	Noun string
-	// Deleted describes the deleted event (soft delete, void, cancel).
+	// Deleted describes the deleted event (soft delete, void, cancel);
+	// "" for an entity that is never deleted (no deleted event).
 	Deleted string
 }
 
@@ -44,6 +45,9 @@ var entities = []entity{
 	{"RecurringDonation", "A recurring donation schedule", "deleted"},
 	{"InventoryItem", "An inventory item", "deleted"},
 	{"PaymentMethod", "A contact's saved payment method", "detached"},
+	{"WebhookEndpoint", "A webhook endpoint", "deleted"},
+	{"OrganizationProfile", "The organization profile receipts and statements print", ""},
+	{"TaxStatementRun", "A year-end tax statement run", ""},
 }
 
 var (
@@ -58,6 +62,9 @@ func init() {
 			{audit.Updated, "was updated; the data carries the changed properties"},
 			{audit.Deleted, "was " + e.Deleted},
 		} {
+			if a.action == audit.Deleted && e.Deleted == "" {
+				continue
+			}
 			t := Type{Name: audit.EventName(e.Type, a.action), Description: e.Noun + " " + a.verb + "."}
 			catalog = append(catalog, t)
 			byName[t.Name] = true

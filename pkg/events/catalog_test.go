@@ -9,7 +9,7 @@ import (
 
 func TestCatalog(t *testing.T) {
 	t.Parallel()
-	want := []string{"contact", "order", "order_donation", "order_payment", "batch", "fund", "shipment", "recurring_donation", "inventory_item", "payment_method"}
+	want := []string{"contact", "order", "order_donation", "order_payment", "batch", "fund", "shipment", "recurring_donation", "inventory_item", "payment_method", "webhook_endpoint"}
 	for _, e := range want {
 		for _, a := range []string{"created", "updated", "deleted"} {
 			if !Known(e + "." + a) {
@@ -17,9 +17,16 @@ func TestCatalog(t *testing.T) {
 			}
 		}
 	}
+	// Entities that are never deleted have no deleted event.
+	neverDeleted := []string{"organization_profile", "tax_statement_run"}
+	for _, e := range neverDeleted {
+		if !Known(e+".created") || !Known(e+".updated") || Known(e+".deleted") {
+			t.Errorf("%s: created %v, updated %v, deleted %v; want true, true, false", e, Known(e+".created"), Known(e+".updated"), Known(e+".deleted"))
+		}
+	}
 	cat := Catalog()
-	if len(cat) != 3*len(want) {
-		t.Errorf("catalog has %d types, want %d", len(cat), 3*len(want))
+	if n := 3*len(want) + 2*len(neverDeleted); len(cat) != n {
+		t.Errorf("catalog has %d types, want %d", len(cat), n)
 	}
 	for i, c := range cat {
 		if i > 0 && cat[i-1].Name >= c.Name {
