@@ -186,8 +186,20 @@ func fieldByJSONName(fields protoreflect.FieldDescriptors, key string) protorefl
 // has no field of that name.
 func (d *decoder) object(obj map[string]any, m protoreflect.Message, prefix string, resource protoreflect.MessageDescriptor) {
 	fields := m.Descriptor().Fields()
+	// Names match case-insensitively, so two keys can name one field; which
+	// one would win depends on the map's order, so neither does.
+	seen := map[protoreflect.FieldNumber]string{}
 	for key, raw := range obj {
 		fd := fieldByJSONName(fields, key)
+		if fd != nil {
+			if other, dup := seen[fd.Number()]; dup {
+				path := PascalPath(prefix, fd.JSONName())
+				d.fail(path, "'%s' is given twice ('%s' and '%s'); property names match case-insensitively.",
+					lastSegment(path), shownName(min(other, key)), shownName(max(other, key)))
+				continue
+			}
+			seen[fd.Number()] = key
+		}
 		bound := fd != nil && prefix == "" && d.bound != nil && d.bound(string(fd.Name()))
 		if fd == nil || bound {
 			if resource != nil && fieldByJSONName(resource.Fields(), key) != nil {

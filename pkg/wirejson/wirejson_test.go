@@ -287,6 +287,10 @@ func TestUnmarshalRefusesUnknownProperties(t *testing.T) {
 			`{"id":7,"contactType":"Individual","firstName":"Jane","createdAt":"2026-01-01T00:00:00Z","updatedAt":"x",
 			  "relationships":[{"relatedContactId":8,"relationshipType":"Spouse","relatedContactName":"John","relatedContactType":"Individual"}]}`, nil},
 		{"free-form parameters", Options{}, &reportsv1.CreateReportRequest{}, `{"name":"x","parameters":{"Anything":1,"Else":{"deep":[1]}}}`, nil},
+		{"one property twice in two cases", contactOpts, &contactsv1.ContactInput{}, `{"CONTACTTYPE":"1e3","contactType":"Individual","lastName":"Donor"}`,
+			map[string]string{"ContactType": "'ContactType' is given twice ('CONTACTTYPE' and 'contactType')"}},
+		{"twice in a nested object", orderOpts, &ordersv1.CreateOrderRequest{}, `{"billingAddress":{"line1":"x","LINE1":"y"}}`,
+			map[string]string{"BillingAddress.Line1": "is given twice"}},
 	}
 	for _, c := range cases {
 		err := c.opts.Unmarshal([]byte(c.body), c.msg)
