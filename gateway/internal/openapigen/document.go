@@ -84,19 +84,16 @@ const (
 // failures returns the failure statuses op can answer: any request can be
 // refused as invalid (400), too large (413), not JSON (415) or fail on our
 // side (500, 503, 504); under /api/tenants the key (401), a scope (403)
-// and the tenant or a resource (404) can refuse it, and a change can
-// clash with concurrent work (409) or be refused as it stands (422:
-// apperr.Conflict and Unprocessable come from writes only); the public
-// routes are rate-limited (429); and an RPC may declare others in its
-// proto (openapiv2_operation responses), whose descriptions replace the
-// components'.
+// and the tenant or a resource (404) can refuse it; the public routes are
+// rate-limited (429). A clash with concurrent work (409) or a refusal as
+// it stands (422) comes from a few RPCs only (apperr.Conflict and
+// Unprocessable), and each declares it in its proto (openapiv2_operation
+// responses, whose descriptions replace the components'), so the
+// document lists it on those operations alone.
 func (op *operation) failures() []int {
 	set := map[int]bool{400: true, 413: true, 415: true, 500: true, 503: true, 504: true}
 	if strings.HasPrefix(op.path, TenantsPrefix) {
 		set[401], set[403], set[404] = true, true, true
-		if op.b.HTTPMethod != http.MethodGet {
-			set[409], set[422] = true, true
-		}
 	} else {
 		set[429] = true
 	}

@@ -220,6 +220,13 @@ func (g *generator) param(op *operation, fd protoreflect.FieldDescriptor, in str
 	for _, sp := range op.sw.Parameters {
 		if sp.Name == fd.JSONName() && sp.In == in {
 			p.Description = unwrap(sp.Description)
+			// A closed set (openapiv2_field enum) stays closed in the
+			// query, as the service checks it there too.
+			if len(sp.Enum) > 0 {
+				setEnum(sch, sp.Enum)
+			} else if sp.Items != nil && len(sp.Items.Enum) > 0 {
+				setEnum(sch, sp.Items.Enum)
+			}
 		}
 	}
 	return &openapi3.ParameterRef{Value: p}

@@ -36,11 +36,14 @@ type swaggerOp struct {
 }
 
 type swaggerParam struct {
-	Name        string `json:"name"`
-	In          string `json:"in"`
-	Description string `json:"description"`
-	Type        string `json:"type"`
-	Required    bool   `json:"required"`
+	Name        string   `json:"name"`
+	In          string   `json:"in"`
+	Description string   `json:"description"`
+	Type        string   `json:"type"`
+	Required    bool     `json:"required"`
+	Enum        []string `json:"enum"`
+	// Items carries the enum of a repeated field's parameter.
+	Items *swaggerSchema `json:"items"`
 }
 
 type swaggerResponse struct {

@@ -2455,7 +2455,7 @@ const file_almoner_contacts_v1_contacts_proto_rawDesc = "" +
 	"Individual\xf2\x02\fOrganizationR\x12relatedContactType\"\xab\x01\n" +
 	"\x18ContactRelationshipInput\x12,\n" +
 	"\x12related_contact_id\x18\x01 \x01(\x03R\x10relatedContactId\x12a\n" +
-	"\x11relationship_type\x18\x02 \x01(\tB4\x92A1\xf2\x02\x06Spouse\xf2\x02\x0fHouseholdMember\xf2\x02\bEmployer\xf2\x02\bEmployeeR\x10relationshipType\"\x82\x03\n" +
+	"\x11relationship_type\x18\x02 \x01(\tB4\x92A1\xf2\x02\x06Spouse\xf2\x02\x0fHouseholdMember\xf2\x02\bEmployer\xf2\x02\bEmployeeR\x10relationshipType\"\xa3\x03\n" +
 	"\x13ListContactsRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x17\n" +
 	"\x04page\x18\x02 \x01(\x05H\x00R\x04page\x88\x01\x01\x12 \n" +
@@ -2463,8 +2463,9 @@ const file_almoner_contacts_v1_contacts_proto_rawDesc = "" +
 	"\n" +
 	"page_token\x18\x04 \x01(\tR\tpageToken\x12\x16\n" +
 	"\x06search\x18\x05 \x01(\tR\x06search\x12\x10\n" +
-	"\x03tag\x18\x06 \x01(\tR\x03tag\x12!\n" +
-	"\fcontact_type\x18\a \x01(\tR\vcontactType\x12?\n" +
+	"\x03tag\x18\x06 \x01(\tR\x03tag\x12B\n" +
+	"\fcontact_type\x18\a \x01(\tB\x1f\x92A\x1c\xf2\x02\n" +
+	"Individual\xf2\x02\fOrganizationR\vcontactType\x12?\n" +
 	"\rupdated_since\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\fupdatedSince\x12 \n" +
 	"\tis_active\x18\t \x01(\bH\x02R\bisActive\x88\x01\x01\x12\x1f\n" +
 	"\vexternal_id\x18\n" +
@@ -2579,7 +2580,7 @@ const file_almoner_contacts_v1_contacts_proto_rawDesc = "" +
 	"\x06action\x18\x06 \x01(\tB!\x92A\x1e\xf2\x02\aCreated\xf2\x02\aUpdated\xf2\x02\aDeletedR\x06action\x121\n" +
 	"\achanges\x18\a \x01(\v2\x17.google.protobuf.StructR\achanges\x12\x17\n" +
 	"\auser_id\x18\b \x01(\tR\x06userId\x128\n" +
-	"\ttimestamp\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\ttimestamp2\xab\f\n" +
+	"\ttimestamp\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\ttimestamp2\x93\r\n" +
 	"\x0eContactService\x12\xaa\x01\n" +
 	"\fListContacts\x12(.almoner.contacts.v1.ListContactsRequest\x1a).almoner.contacts.v1.ListContactsResponse\"E\x92A\x19\n" +
 	"\bContacts\x12\rList contacts\x82\xd3\xe4\x93\x02#\x12!/api/tenants/{tenant_id}/contacts\x12\xba\x01\n" +
@@ -2590,9 +2591,11 @@ const file_almoner_contacts_v1_contacts_proto_rawDesc = "" +
 	"\bContacts\x12\x10Create a contactJ?\n" +
 	"\x03201\x128\n" +
 	"\x14The created contact.\x12 \n" +
-	"\x1e\x1a\x1c.almoner.contacts.v1.Contact\x82\xd3\xe4\x93\x025:\acontactb\acontact\"!/api/tenants/{tenant_id}/contacts\x12\xd0\x01\n" +
-	"\rUpdateContact\x12).almoner.contacts.v1.UpdateContactRequest\x1a*.almoner.contacts.v1.UpdateContactResponse\"h\x92A\x1d\n" +
-	"\bContacts\x12\x11Replace a contact\x82\xd3\xe4\x93\x02B:\acontactb\acontact\x1a./api/tenants/{tenant_id}/contacts/{contact_id}\x12\xfa\x01\n" +
+	"\x1e\x1a\x1c.almoner.contacts.v1.Contact\x82\xd3\xe4\x93\x025:\acontactb\acontact\"!/api/tenants/{tenant_id}/contacts\x12\xb8\x02\n" +
+	"\rUpdateContact\x12).almoner.contacts.v1.UpdateContactRequest\x1a*.almoner.contacts.v1.UpdateContactResponse\"\xcf\x01\x92A\x83\x01\n" +
+	"\bContacts\x12\x11Replace a contactJd\n" +
+	"\x03409\x12]\n" +
+	"[If-Match names an older version: Contact.VersionMismatch; read the contact again and retry.\x82\xd3\xe4\x93\x02B:\acontactb\acontact\x1a./api/tenants/{tenant_id}/contacts/{contact_id}\x12\xfa\x01\n" +
 	"\x16CheckDuplicateContacts\x122.almoner.contacts.v1.CheckDuplicateContactsRequest\x1a3.almoner.contacts.v1.CheckDuplicateContactsResponse\"w\x92A/\n" +
 	"\bContacts\x12#Find likely duplicates of a contact\x82\xd3\xe4\x93\x02?:\tcandidate\"2/api/tenants/{tenant_id}/contacts/check-duplicates\x12\xed\x01\n" +
 	"\x13GetContactDashboard\x12/.almoner.contacts.v1.GetContactDashboardRequest\x1a0.almoner.contacts.v1.GetContactDashboardResponse\"s\x92A%\n" +

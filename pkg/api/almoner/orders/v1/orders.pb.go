@@ -5021,7 +5021,7 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\fcheck_number\x18\x03 \x01(\tR\vcheckNumber\x12\x1c\n" +
 	"\treference\x18\x04 \x01(\tR\treference\x12#\n" +
 	"\rpayment_token\x18\x05 \x01(\tR\fpaymentToken\x12.\n" +
-	"\x13save_payment_method\x18\x06 \x01(\bR\x11savePaymentMethod\"\xd7\x02\n" +
+	"\x13save_payment_method\x18\x06 \x01(\bR\x11savePaymentMethod\"\x83\x03\n" +
 	"\x16RecurringDonationInput\x12\x17\n" +
 	"\afund_id\x18\x01 \x01(\tR\x06fundId\x120\n" +
 	"\x06amount\x18\x02 \x01(\v2\x18.almoner.type.v1.DecimalR\x06amount\x12K\n" +
@@ -5030,8 +5030,8 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"start_date\x18\x04 \x01(\tR\tstartDate\x12\x19\n" +
 	"\bend_date\x18\x05 \x01(\tR\aendDate\x12\x1f\n" +
 	"\vcampaign_id\x18\x06 \x01(\tR\n" +
-	"campaignId\x12%\n" +
-	"\x0epayment_method\x18\a \x01(\tR\rpaymentMethod\x12#\n" +
+	"campaignId\x12Q\n" +
+	"\x0epayment_method\x18\a \x01(\tB*\x92A'\xf2\x02\x04Cash\xf2\x02\x05Check\xf2\x02\x04Card\xf2\x02\x03Ach\xf2\x02\bExternalR\rpaymentMethod\x12#\n" +
 	"\rpayment_token\x18\b \x01(\tR\fpaymentToken\"\xcf\x05\n" +
 	"\x12CreateOrderRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1d\n" +
@@ -5114,7 +5114,7 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xd8\x04\n" +
+	"updated_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xbb\x05\n" +
 	"\x11ListOrdersRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x17\n" +
 	"\x04page\x18\x02 \x01(\x05H\x00R\x04page\x88\x01\x01\x12 \n" +
@@ -5122,9 +5122,9 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\n" +
 	"page_token\x18\x04 \x01(\tR\tpageToken\x12\"\n" +
 	"\n" +
-	"contact_id\x18\x05 \x01(\x03H\x02R\tcontactId\x88\x01\x01\x12\x16\n" +
-	"\x06status\x18\x06 \x01(\tR\x06status\x12\x1b\n" +
-	"\tline_kind\x18\a \x01(\tR\blineKind\x12\x17\n" +
+	"contact_id\x18\x05 \x01(\x03H\x02R\tcontactId\x88\x01\x01\x12b\n" +
+	"\x06status\x18\x06 \x01(\tBJ\x92AG\xf2\x02\aPending\xf2\x02\x06Failed\xf2\x02\tCompleted\xf2\x02\x11PartiallyRefunded\xf2\x02\bRefunded\xf2\x02\x06VoidedR\x06status\x122\n" +
+	"\tline_kind\x18\a \x01(\tB\x15\x92A\x12\xf2\x02\bDonation\xf2\x02\x04ItemR\blineKind\x12\x17\n" +
 	"\afund_id\x18\b \x01(\tR\x06fundId\x12\x1f\n" +
 	"\vcampaign_id\x18\t \x01(\tR\n" +
 	"campaignId\x12\x19\n" +
@@ -5258,7 +5258,7 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x19\n" +
 	"\bbatch_id\x18\x02 \x01(\tR\abatchId\"D\n" +
 	"\x12CloseBatchResponse\x12.\n" +
-	"\x05batch\x18\x01 \x01(\v2\x18.almoner.orders.v1.BatchR\x05batch\"\xa0\x06\n" +
+	"\x05batch\x18\x01 \x01(\v2\x18.almoner.orders.v1.BatchR\x05batch\"\xcc\x06\n" +
 	"\x11RecurringDonation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -5271,9 +5271,9 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\bend_date\x18\a \x01(\tR\aendDate\x12\x17\n" +
 	"\afund_id\x18\b \x01(\tR\x06fundId\x12\x1f\n" +
 	"\vcampaign_id\x18\t \x01(\tR\n" +
-	"campaignId\x12%\n" +
+	"campaignId\x12Q\n" +
 	"\x0epayment_method\x18\n" +
-	" \x01(\tR\rpaymentMethod\x12P\n" +
+	" \x01(\tB*\x92A'\xf2\x02\x04Cash\xf2\x02\x05Check\xf2\x02\x04Card\xf2\x02\x03Ach\xf2\x02\bExternalR\rpaymentMethod\x12P\n" +
 	"\x06status\x18\v \x01(\tB8\x92A5\xf2\x02\x06active\xf2\x02\x06paused\xf2\x02\tcancelled\xf2\x02\tcompleted\xf2\x02\bpast_dueR\x06status\x12(\n" +
 	"\x10next_charge_date\x18\f \x01(\tR\x0enextChargeDate\x12'\n" +
 	"\x0ffailed_attempts\x18\r \x01(\x05R\x0efailedAttempts\x12%\n" +
@@ -5284,14 +5284,14 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\n" +
 	"updated_at\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12!\n" +
 	"\fpaused_until\x18\x12 \x01(\tR\vpausedUntil\x12\x19\n" +
-	"\bretry_on\x18\x13 \x01(\tR\aretryOn\"\xd9\x01\n" +
+	"\bretry_on\x18\x13 \x01(\tR\aretryOn\"\x93\x02\n" +
 	"\x1dListRecurringDonationsRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x17\n" +
 	"\x04page\x18\x02 \x01(\x05H\x00R\x04page\x88\x01\x01\x12 \n" +
 	"\tpage_size\x18\x03 \x01(\x05H\x01R\bpageSize\x88\x01\x01\x12\"\n" +
 	"\n" +
-	"contact_id\x18\x04 \x01(\x03H\x02R\tcontactId\x88\x01\x01\x12\x16\n" +
-	"\x06status\x18\x05 \x01(\tR\x06statusB\a\n" +
+	"contact_id\x18\x04 \x01(\x03H\x02R\tcontactId\x88\x01\x01\x12P\n" +
+	"\x06status\x18\x05 \x01(\tB8\x92A5\xf2\x02\x06active\xf2\x02\x06paused\xf2\x02\tcancelled\xf2\x02\tcompleted\xf2\x02\bpast_dueR\x06statusB\a\n" +
 	"\x05_pageB\f\n" +
 	"\n" +
 	"_page_sizeB\r\n" +
@@ -5370,12 +5370,12 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\vtotal_count\x18\x02 \x01(\x03R\n" +
 	"totalCount\x12\x12\n" +
 	"\x04page\x18\x03 \x01(\x05R\x04page\x12\x1b\n" +
-	"\tpage_size\x18\x04 \x01(\x05R\bpageSize\"\xde\x02\n" +
+	"\tpage_size\x18\x04 \x01(\x05R\bpageSize\"\x8c\x03\n" +
 	"\x1cRecurringDonationInstallment\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06period\x18\x02 \x01(\tR\x06period\x12\x19\n" +
-	"\bdue_date\x18\x03 \x01(\tR\adueDate\x12\x16\n" +
-	"\x06status\x18\x04 \x01(\tR\x06status\x12\x18\n" +
+	"\bdue_date\x18\x03 \x01(\tR\adueDate\x12D\n" +
+	"\x06status\x18\x04 \x01(\tB,\x92A)\xf2\x02\acharged\xf2\x02\apending\xf2\x02\bdeclined\xf2\x02\askippedR\x06status\x12\x18\n" +
 	"\aattempt\x18\x05 \x01(\x05R\aattempt\x120\n" +
 	"\x06amount\x18\x06 \x01(\v2\x18.almoner.type.v1.DecimalR\x06amount\x12\x1a\n" +
 	"\bcurrency\x18\a \x01(\tR\bcurrency\x12\x19\n" +
@@ -5383,9 +5383,13 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\x0edecline_reason\x18\t \x01(\tR\rdeclineReason\x129\n" +
 	"\n" +
 	"created_at\x18\n" +
-	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt2\x89\x06\n" +
-	"\fOrderService\x12\x8f\x01\n" +
-	"\vCreateOrder\x12%.almoner.orders.v1.CreateOrderRequest\x1a&.almoner.orders.v1.CreateOrderResponse\"1\x82\xd3\xe4\x93\x02+:\x01*b\x05order\"\x1f/api/tenants/{tenant_id}/orders\x12\x82\x01\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt2\xda\a\n" +
+	"\fOrderService\x12\xe0\x02\n" +
+	"\vCreateOrder\x12%.almoner.orders.v1.CreateOrderRequest\x1a&.almoner.orders.v1.CreateOrderResponse\"\x81\x02\x92A\xcc\x01Jm\n" +
+	"\x03409\x12f\n" +
+	"dAn order with this Idempotency-Key is being recorded: Order.IdempotencyKeyInProgress; retry shortly.J[\n" +
+	"\x03422\x12T\n" +
+	"RThe Idempotency-Key was used before with another body: Order.IdempotencyKeyReused.\x82\xd3\xe4\x93\x02+:\x01*b\x05order\"\x1f/api/tenants/{tenant_id}/orders\x12\x82\x01\n" +
 	"\n" +
 	"ListOrders\x12$.almoner.orders.v1.ListOrdersRequest\x1a%.almoner.orders.v1.ListOrdersResponse\"'\x82\xd3\xe4\x93\x02!\x12\x1f/api/tenants/{tenant_id}/orders\x12\x8e\x01\n" +
 	"\bGetOrder\x12\".almoner.orders.v1.GetOrderRequest\x1a#.almoner.orders.v1.GetOrderResponse\"9\x82\xd3\xe4\x93\x023b\x05order\x12*/api/tenants/{tenant_id}/orders/{order_id}\x12\x99\x01\n" +

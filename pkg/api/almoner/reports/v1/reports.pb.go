@@ -7,6 +7,7 @@
 package reportsv1
 
 import (
+	_ "github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-openapiv2/options"
 	_ "google.golang.org/genproto/googleapis/api/annotations"
 	httpbody "google.golang.org/genproto/googleapis/api/httpbody"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
@@ -204,7 +205,7 @@ type ReportParameter struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Key is the parameter's name in `parameters` (`From`).
 	Key string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
-	// Type is Date, Integer, String or Enum.
+	// Type is Date, Integer, String, Enum or Uuid.
 	Type string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
 	// Required parameters have no default.
 	Required bool `protobuf:"varint,3,opt,name=required,proto3" json:"required,omitempty"`
@@ -1491,7 +1492,7 @@ var File_almoner_reports_v1_reports_proto protoreflect.FileDescriptor
 
 const file_almoner_reports_v1_reports_proto_rawDesc = "" +
 	"\n" +
-	" almoner/reports/v1/reports.proto\x12\x12almoner.reports.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x19google/api/httpbody.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"5\n" +
+	" almoner/reports/v1/reports.proto\x12\x12almoner.reports.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x19google/api/httpbody.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"5\n" +
 	"\x16ListReportTypesRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"O\n" +
 	"\x17ListReportTypesResponse\x124\n" +
@@ -1504,18 +1505,18 @@ const file_almoner_reports_v1_reports_proto_rawDesc = "" +
 	"\n" +
 	"parameters\x18\x04 \x03(\v2#.almoner.reports.v1.ReportParameterR\n" +
 	"parameters\x12:\n" +
-	"\acolumns\x18\x05 \x03(\v2 .almoner.reports.v1.ReportColumnR\acolumns\"\xc1\x01\n" +
+	"\acolumns\x18\x05 \x03(\v2 .almoner.reports.v1.ReportColumnR\acolumns\"\xee\x01\n" +
 	"\x0fReportParameter\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x12\n" +
-	"\x04type\x18\x02 \x01(\tR\x04type\x12\x1a\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12?\n" +
+	"\x04type\x18\x02 \x01(\tB+\x92A(\xf2\x02\x04Date\xf2\x02\aInteger\xf2\x02\x06String\xf2\x02\x04Enum\xf2\x02\x04UuidR\x04type\x12\x1a\n" +
 	"\brequired\x18\x03 \x01(\bR\brequired\x12#\n" +
 	"\rdefault_value\x18\x04 \x01(\tR\fdefaultValue\x12%\n" +
 	"\x0eallowed_values\x18\x05 \x03(\tR\rallowedValues\x12 \n" +
-	"\vdescription\x18\x06 \x01(\tR\vdescription\"J\n" +
+	"\vdescription\x18\x06 \x01(\tR\vdescription\"\x87\x01\n" +
 	"\fReportColumn\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05label\x18\x02 \x01(\tR\x05label\x12\x12\n" +
-	"\x04type\x18\x03 \x01(\tR\x04type\"\xf0\x01\n" +
+	"\x05label\x18\x02 \x01(\tR\x05label\x12O\n" +
+	"\x04type\x18\x03 \x01(\tB;\x92A8\xf2\x02\aInteger\xf2\x02\x06String\xf2\x02\x04Date\xf2\x02\aDecimal\xf2\x02\aBoolean\xf2\x02\aPercentR\x04type\"\xf0\x01\n" +
 	"\x14RunReportTypeRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x19\n" +
 	"\btype_key\x18\x02 \x01(\tR\atypeKey\x12/\n" +
@@ -1607,25 +1608,26 @@ const file_almoner_reports_v1_reports_proto_rawDesc = "" +
 	"page_token\x18\x06 \x01(\tR\tpageTokenB\a\n" +
 	"\x05_pageB\f\n" +
 	"\n" +
-	"_page_size\"\x98\x01\n" +
+	"_page_size\"\xb0\x01\n" +
 	"\x13ExportReportRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1b\n" +
-	"\treport_id\x18\x02 \x01(\tR\breportId\x12\x16\n" +
-	"\x06format\x18\x03 \x01(\tR\x06format\x12/\n" +
+	"\treport_id\x18\x02 \x01(\tR\breportId\x12.\n" +
+	"\x06format\x18\x03 \x01(\tB\x16\x92A\x13\xf2\x02\x03csv\xf2\x02\x04xlsx\xf2\x02\x03pdfR\x06format\x12/\n" +
 	"\x04body\x18\x04 \x01(\v2\x1b.almoner.reports.v1.RunBodyR\x04body\"B\n" +
 	"\aRunBody\x127\n" +
 	"\n" +
 	"parameters\x18\x01 \x01(\v2\x17.google.protobuf.StructR\n" +
-	"parameters2\xde\n" +
-	"\n" +
+	"parameters2\xe3\v\n" +
 	"\rReportService\x12\x88\x01\n" +
 	"\vListReports\x12&.almoner.reports.v1.ListReportsRequest\x1a'.almoner.reports.v1.ListReportsResponse\"(\x82\xd3\xe4\x93\x02\"\x12 /api/tenants/{tenant_id}/reports\x12\x96\x01\n" +
 	"\tGetReport\x12$.almoner.reports.v1.GetReportRequest\x1a%.almoner.reports.v1.GetReportResponse\"<\x82\xd3\xe4\x93\x026b\x06report\x12,/api/tenants/{tenant_id}/reports/{report_id}\x12\x96\x01\n" +
 	"\fCreateReport\x12'.almoner.reports.v1.CreateReportRequest\x1a(.almoner.reports.v1.CreateReportResponse\"3\x82\xd3\xe4\x93\x02-:\x01*b\x06report\" /api/tenants/{tenant_id}/reports\x12\xa2\x01\n" +
 	"\fUpdateReport\x12'.almoner.reports.v1.UpdateReportRequest\x1a(.almoner.reports.v1.UpdateReportResponse\"?\x82\xd3\xe4\x93\x029:\x01*b\x06report\x1a,/api/tenants/{tenant_id}/reports/{report_id}\x12\x97\x01\n" +
 	"\fDeleteReport\x12'.almoner.reports.v1.DeleteReportRequest\x1a(.almoner.reports.v1.DeleteReportResponse\"4\x82\xd3\xe4\x93\x02.*,/api/tenants/{tenant_id}/reports/{report_id}\x12\x87\x01\n" +
-	"\tRunReport\x12$.almoner.reports.v1.RunReportRequest\x1a\x14.google.api.HttpBody\">\x82\xd3\xe4\x93\x028:\x04body\"0/api/tenants/{tenant_id}/reports/{report_id}/run\x12\x92\x01\n" +
-	"\fExportReport\x12'.almoner.reports.v1.ExportReportRequest\x1a\x14.google.api.HttpBody\"A\x82\xd3\xe4\x93\x02;:\x04body\"3/api/tenants/{tenant_id}/reports/{report_id}/export0\x01\x12\x9a\x01\n" +
+	"\tRunReport\x12$.almoner.reports.v1.RunReportRequest\x1a\x14.google.api.HttpBody\">\x82\xd3\xe4\x93\x028:\x04body\"0/api/tenants/{tenant_id}/reports/{report_id}/run\x12\x97\x02\n" +
+	"\fExportReport\x12'.almoner.reports.v1.ExportReportRequest\x1a\x14.google.api.HttpBody\"\xc5\x01\x92A\x80\x01J~\n" +
+	"\x03422\x12w\n" +
+	"uThe report has more rows than the format holds: Report.TooLargeForExcel or Report.TooLargeForPdf; export CSV instead.\x82\xd3\xe4\x93\x02;:\x04body\"3/api/tenants/{tenant_id}/reports/{report_id}/export0\x01\x12\x9a\x01\n" +
 	"\x0fListReportTypes\x12*.almoner.reports.v1.ListReportTypesRequest\x1a+.almoner.reports.v1.ListReportTypesResponse\".\x82\xd3\xe4\x93\x02(\x12&/api/tenants/{tenant_id}/reports/types\x12\x94\x01\n" +
 	"\rRunReportType\x12(.almoner.reports.v1.RunReportTypeRequest\x1a\x14.google.api.HttpBody\"C\x82\xd3\xe4\x93\x02=:\x04body\"5/api/tenants/{tenant_id}/reports/types/{type_key}/runBAZ?github.com/almoner/almoner/pkg/api/almoner/reports/v1;reportsv1b\x06proto3"
 
