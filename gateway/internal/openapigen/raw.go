@@ -93,28 +93,34 @@ func (g *generator) reportRunComponent() *openapi3.Schema {
 	return s
 }
 
-// reportExport is a file in the format the request asked for; its name is
-// in Content-Disposition.
-var reportExport = rawResponse{
-	respond: func(_ *generator, desc string) *openapi3.Response {
-		file := func(mediaType string) *openapi3.MediaType {
-			return &openapi3.MediaType{Schema: openapi3.NewSchemaRef("", &openapi3.Schema{
-				Type: &openapi3.Types{openapi3.TypeString}, ContentMediaType: mediaType,
-			})}
-		}
-		return &openapi3.Response{
-			Description: &desc,
-			Headers: openapi3.Headers{"Content-Disposition": &openapi3.HeaderRef{Value: &openapi3.Header{Parameter: openapi3.Parameter{
-				Description: "attachment, with the file's name.", Required: true,
-				Schema: openapi3.NewSchemaRef("", &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeString}}),
-			}}}},
-			Content: openapi3.Content{
-				"text/csv":        file("text/csv"),
-				"application/pdf": file("application/pdf"),
-				"application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": file("application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
-			},
-		}
-	},
+// reportExport is a file in the format the request asked for.
+var reportExport = attachment("text/csv", "application/pdf", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
+
+// attachment is a file in one of mediaTypes, named in Content-Disposition.
+func attachment(mediaTypes ...string) rawResponse {
+	return rawResponse{
+		respond: func(_ *generator, desc string) *openapi3.Response {
+			content := openapi3.Content{}
+			for _, mt := range mediaTypes {
+				content[mt] = file(mt)
+			}
+			return &openapi3.Response{
+				Description: &desc,
+				Headers: openapi3.Headers{"Content-Disposition": &openapi3.HeaderRef{Value: &openapi3.Header{Parameter: openapi3.Parameter{
+					Description: "attachment, with the file's name.", Required: true,
+					Schema: openapi3.NewSchemaRef("", &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeString}}),
+				}}}},
+				Content: content,
+			}
+		},
+	}
+}
+
+// file is the body of a file of mediaType: bytes, not JSON.
+func file(mediaType string) *openapi3.MediaType {
+	return &openapi3.MediaType{Schema: openapi3.NewSchemaRef("", &openapi3.Schema{
+		Type: &openapi3.Types{openapi3.TypeString}, ContentMediaType: mediaType,
+	})}
 }
 
 const (
@@ -137,9 +143,7 @@ func document(msg protoreflect.FullName) rawResponse {
 				}}}},
 				Content: openapi3.Content{
 					"application/json": &openapi3.MediaType{Schema: g.schemas.ref(use{msg: msg, dir: response})},
-					"application/pdf": &openapi3.MediaType{Schema: openapi3.NewSchemaRef("", &openapi3.Schema{
-						Type: &openapi3.Types{openapi3.TypeString}, ContentMediaType: "application/pdf",
-					})},
+					"application/pdf":  file("application/pdf"),
 				},
 			}
 		},
@@ -153,22 +157,5 @@ var (
 	givingStatement = document(statementName)
 )
 
-// taxStatementDownload is a run's statements as a ZIP of PDFs or a CSV,
-// named in Content-Disposition.
-var taxStatementDownload = rawResponse{
-	respond: func(_ *generator, desc string) *openapi3.Response {
-		file := func(mediaType string) *openapi3.MediaType {
-			return &openapi3.MediaType{Schema: openapi3.NewSchemaRef("", &openapi3.Schema{
-				Type: &openapi3.Types{openapi3.TypeString}, ContentMediaType: mediaType,
-			})}
-		}
-		return &openapi3.Response{
-			Description: &desc,
-			Headers: openapi3.Headers{"Content-Disposition": &openapi3.HeaderRef{Value: &openapi3.Header{Parameter: openapi3.Parameter{
-				Description: "attachment, with the file's name.", Required: true,
-				Schema: openapi3.NewSchemaRef("", &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeString}}),
-			}}}},
-			Content: openapi3.Content{"application/zip": file("application/zip"), "text/csv": file("text/csv")},
-		}
-	},
-}
+// taxStatementDownload is a run's statements as a ZIP of PDFs or a CSV.
+var taxStatementDownload = attachment("application/zip", "text/csv")
