@@ -48,6 +48,7 @@ var entities = []entity{
 	{"WebhookEndpoint", "A webhook endpoint", "deleted"},
 	{"OrganizationProfile", "The organization profile receipts and statements print", ""},
 	{"TaxStatementRun", "A year-end tax statement run", ""},
+	{"Import", "A bulk import of contacts or gifts", ""},
 }
 
 var (

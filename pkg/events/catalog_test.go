@@ -18,7 +18,7 @@ func TestCatalog(t *testing.T) {
 		}
 	}
 	// Entities that are never deleted have no deleted event.
-	neverDeleted := []string{"organization_profile", "tax_statement_run"}
+	neverDeleted := []string{"organization_profile", "tax_statement_run", "import"}
 	for _, e := range neverDeleted {
 		if !Known(e+".created") || !Known(e+".updated") || Known(e+".deleted") {
 			t.Errorf("%s: created %v, updated %v, deleted %v; want true, true, false", e, Known(e+".created"), Known(e+".updated"), Known(e+".deleted"))

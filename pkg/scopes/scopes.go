@@ -13,10 +13,12 @@ const (
 	ContactsView             = "contacts:view"
 	ContactsCreate           = "contacts:create"
 	ContactsEdit             = "contacts:edit"
+	ContactsMerge            = "contacts:merge"
 	DonationsView            = "donations:view"
 	EventsView               = "events:view"
 	FundsView                = "funds:view"
 	FundsManage              = "funds:manage"
+	ImportsManage            = "imports:manage"
 	InventoryView            = "inventory:view"
 	InventoryCreate          = "inventory:create"
 	InventoryEdit            = "inventory:edit"
@@ -52,10 +54,12 @@ var Catalog = []Scope{
 	{ContactsView, "List and read contacts and their dashboards; check for duplicates."},
 	{ContactsCreate, "Create contacts."},
 	{ContactsEdit, "Update contacts."},
+	{ContactsMerge, "Merge a duplicate contact into another: its gifts, schedules, payment methods and details move, and it becomes a tombstone."},
 	{DonationsView, "Read donation history (orders)."},
 	{EventsView, "Read the tenant's event feed: every change, in commit order."},
 	{FundsView, "List funds."},
 	{FundsManage, "Create and update funds."},
+	{ImportsManage, "Upload bulk imports of contacts and gifts (CSV or JSON Lines) and follow them."},
 	{InventoryView, "List and read inventory items, stock and prices."},
 	{InventoryCreate, "Create inventory items (admin tier)."},
 	{InventoryEdit, "Update inventory items (admin tier)."},

@@ -1,6 +1,8 @@
 package reports
 
 import (
+	"github.com/almoner/almoner/pkg/reporttypes"
+
 	"fmt"
 	"strings"
 	"time"
@@ -91,7 +93,7 @@ var currencyCol = col("Currency", "Currency", store.String)
 // Catalog is every report type, in the order GET /reports/types lists them.
 var Catalog = []*Type{
 	{
-		Key:         "donations-by-period",
+		Key:         reporttypes.DonationsByPeriod,
 		Name:        "Donations by period",
 		Description: "Gifts per day, week (from Monday), month, quarter or year, per currency: number of gifts (orders), of donors, and the net amount.",
 		Params: []Param{
@@ -133,7 +135,7 @@ var Catalog = []*Type{
 		},
 	},
 	{
-		Key:         "donations-by-fund",
+		Key:         reporttypes.DonationsByFund,
 		Name:        "Donations by fund",
 		Description: "Gifts per fund and currency in a date range: number of gifts (orders) and the net amount. The fund's name is the latest one its gifts recorded.",
 		Params:      []Param{fromParam, toParam},
@@ -150,7 +152,7 @@ var Catalog = []*Type{
 		},
 	},
 	{
-		Key:         "donations-by-campaign",
+		Key:         reporttypes.DonationsByCampaign,
 		Name:        "Donations by campaign",
 		Description: "Gifts per campaign and currency in a date range: gifts (orders), donors and the net amount. Gifts without a campaign are under an empty CampaignId.",
 		Params:      []Param{fromParam, toParam},
@@ -167,7 +169,7 @@ var Catalog = []*Type{
 		},
 	},
 	{
-		Key:         "top-donors",
+		Key:         reporttypes.TopDonors,
 		Name:        "Top donors",
 		Description: "The donors who gave the most in a date range, ranked per currency by net amount (ties by contact id).",
 		Params:      []Param{fromParam, toParam, {Key: "Limit", Type: ParamInteger, Default: constant("10"), Min: 1, Max: 1000, Description: "How many donors per currency."}},
@@ -187,7 +189,7 @@ var Catalog = []*Type{
 		},
 	},
 	{
-		Key:         "lybunt",
+		Key:         reporttypes.Lybunt,
 		Name:        "LYBUNT",
 		Description: "Donors who gave Last Year But Unfortunately Not This year (any currency), one row per currency they gave in last year, with last year's total and their last gift before this year.",
 		Params:      []Param{yearParam},
@@ -217,7 +219,7 @@ var Catalog = []*Type{
 		},
 	},
 	{
-		Key:         "sybunt",
+		Key:         reporttypes.Sybunt,
 		Name:        "SYBUNT",
 		Description: "Donors who gave Some Year (before last year) But Unfortunately Not This year nor last year, one row per currency, with their total before this year and their last gift.",
 		Params:      []Param{yearParam},
@@ -236,7 +238,7 @@ var Catalog = []*Type{
 		},
 	},
 	{
-		Key:         "donor-retention",
+		Key:         reporttypes.DonorRetention,
 		Name:        "Donor retention",
 		Description: "Donors of the previous and the current year (any currency): retained (both years), lapsed (previous only), new (first gift ever in the current year), recovered (current year, not the previous, but some earlier year), and the retention rate = retained / previous year's donors × 100.",
 		Params:      []Param{yearParam, {Key: "PreviousYear", Type: ParamInteger, Min: 1900, Max: 9998, Description: "The year compared with; default Year − 1."}},
@@ -277,7 +279,7 @@ var Catalog = []*Type{
 		},
 	},
 	{
-		Key:         "new-donors",
+		Key:         reporttypes.NewDonors,
 		Name:        "New donors",
 		Description: "Contacts whose first gift ever (any currency) falls in the date range, with that gift.",
 		Params:      []Param{fromParam, toParam},
@@ -296,7 +298,7 @@ var Catalog = []*Type{
 		},
 	},
 	{
-		Key:         "recurring-revenue",
+		Key:         reporttypes.RecurringRevenue,
 		Name:        "Recurring revenue",
 		Description: "Per currency: active schedules today, their monthly-normalized revenue (weekly × 52 / 12, quarterly / 3, annually / 12, rounded to the minor unit once per currency), and schedules cancelled in the date range.",
 		Params:      []Param{fromParam, toParam},
@@ -317,7 +319,7 @@ var Catalog = []*Type{
 		},
 	},
 	{
-		Key:         "upcoming-recurring",
+		Key:         reporttypes.UpcomingRecurring,
 		Name:        "Upcoming recurring installments",
 		Description: "The installments active schedules are expected to charge on each of the next Days days from From, per currency: how many and their amount. Paused and past-due schedules are left out; a declined installment waiting for its retry is expected on its retry day, an overdue one on From.",
 		Params: []Param{
@@ -328,7 +330,7 @@ var Catalog = []*Type{
 		build:   upcomingRecurring,
 	},
 	{
-		Key:         "refunds-and-voids",
+		Key:         reporttypes.RefundsAndVoids,
 		Name:        "Refunds and voids",
 		Description: "Every refund (on its date, its amount) and every voided order (on the void's date, the order's total) in the date range.",
 		Params:      []Param{fromParam, toParam},
@@ -346,7 +348,7 @@ var Catalog = []*Type{
 		},
 	},
 	{
-		Key:         "item-sales",
+		Key:         reporttypes.ItemSales,
 		Name:        "Item sales",
 		Description: "Items sold in the date range per item and currency: quantity and net revenue. Voided and fully refunded orders are left out; a partial refund lowers revenue, not quantity.",
 		Params:      []Param{fromParam, toParam},
@@ -362,7 +364,7 @@ var Catalog = []*Type{
 		},
 	},
 	{
-		Key:         "inventory-stock",
+		Key:         reporttypes.InventoryStock,
 		Name:        "Inventory stock",
 		Description: "Every active inventory item with its price and stock on hand; StockValue is price × stock of items that track stock.",
 		Columns: []store.Column{col("Sku", "SKU", store.String), col("Name", "Item", store.String), col("Category", "Category", store.String), currencyCol,
@@ -375,7 +377,7 @@ var Catalog = []*Type{
 		},
 	},
 	{
-		Key:         "giving-statement",
+		Key:         reporttypes.GivingStatement,
 		Name:        "Giving statement",
 		Description: "A contact's deductible gifts of a year, the data of a year-end tax receipt: each donation to a deductible fund at its net amount, and each item bought above fair market value for the part above it (net of refunds); totals per currency.",
 		Params:      []Param{{Key: "ContactId", Type: ParamInteger, Required: true, Min: 1, Max: 1<<63 - 1, Description: "The contact."}, yearParam},

@@ -32,7 +32,7 @@ func main() {
 	admin := client(base, key)
 	created, err := admin.CreateApiKeyWithResponse(ctx, tenant, almonerapi.CreateApiKeyRequest{
 		Name: ptr("go-client"),
-		Scopes: &[]almonerapi.CreateApiKeyRequestScopes{
+		Scopes: &[]almonerapi.ScopeName{
 			"contacts:view", "contacts:create", "funds:view", "funds:manage", "orders:view", "orders:create",
 		},
 	})

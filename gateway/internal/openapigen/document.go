@@ -2,6 +2,7 @@ package openapigen
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
 	"sort"
@@ -130,6 +131,7 @@ func (g *generator) document() (*openapi3.T, error) {
 	}
 	doc.Components.Schemas[problemSchema] = openapi3.NewSchemaRef("", problemComponent())
 	doc.Components.Schemas[rateLimitedSchema] = openapi3.NewSchemaRef("", rateLimitedComponent())
+	maps.Copy(doc.Components.Schemas, catalogComponents())
 	if _, ok := g.schemas.names[use{msg: reportColumnName, dir: response}]; ok {
 		doc.Components.Schemas[reportRunSchema] = openapi3.NewSchemaRef("", g.reportRunComponent())
 	}

@@ -214,8 +214,14 @@ func (g *generator) param(op *operation, fd protoreflect.FieldDescriptor, in str
 		sch = openapi3.NewSchemaRef("", &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeArray}, Items: sch})
 	}
 	p := &openapi3.Parameter{Name: fd.JSONName(), In: in, Required: in == openapi3.ParameterInPath, Schema: sch}
+	// The query codec splits a list's values at commas and also takes
+	// the key repeated; the document names the comma form, which the docs
+	// and the examples use.
 	if fd.IsList() {
-		p.Style, p.Explode = openapi3.SerializationForm, ptr(true)
+		p.Style, p.Explode = openapi3.SerializationForm, ptr(false)
+	}
+	if c, ok := catalogEnums[fd.FullName()]; ok {
+		useCatalog(p.Schema, c)
 	}
 	for _, sp := range op.sw.Parameters {
 		if sp.Name == fd.JSONName() && sp.In == in {

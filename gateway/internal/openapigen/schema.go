@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/almoner/almoner/pkg/events"
+	"github.com/almoner/almoner/pkg/reporttypes"
 	"github.com/almoner/almoner/pkg/scopes"
 )
 
@@ -259,8 +260,8 @@ func (s *schemas) message(md protoreflect.MessageDescriptor, u use) *openapi3.Sc
 				setEnum(prop, p.Items.Enum)
 			}
 		}
-		if values, ok := catalogEnums[fd.FullName()]; ok {
-			setEnum(prop, values())
+		if c, ok := catalogEnums[fd.FullName()]; ok {
+			useCatalog(prop, c)
 		}
 		sch.Properties[fd.JSONName()] = prop
 		// The codec writes every field but the unchosen members of a
@@ -302,21 +303,78 @@ func describe(p *openapi3.SchemaRef, d string) {
 	}
 }
 
-// catalogEnums are the closed sets whose values a Go catalog holds rather
-// than the proto: the scopes of a key are pkg/scopes.Catalog, which the auth
-// service checks against, and the event types of a webhook are
-// pkg/events.Catalog, which the webhooks service checks against. Both grow
-// with the API, so the document lists them as they are when generated
-// instead of a copy in the protos.
-var catalogEnums = map[protoreflect.FullName]func() []string{
-	"almoner.auth.v1.ApiKey.scopes":                              scopeNames,
-	"almoner.auth.v1.CreatedApiKey.scopes":                       scopeNames,
-	"almoner.auth.v1.CreateApiKeyRequest.scopes":                 scopeNames,
-	"almoner.webhooks.v1.Webhook.event_types":                    eventTypeNames,
-	"almoner.webhooks.v1.CreatedWebhook.event_types":             eventTypeNames,
-	"almoner.webhooks.v1.CreateWebhookRequest.event_types":       eventTypeNames,
-	"almoner.webhooks.v1.UpdateWebhookRequest.event_types":       eventTypeNames,
-	"almoner.webhooks.v1.ReplayWebhookEventsRequest.event_types": eventTypeNames,
+// A catalog is a closed set whose values a Go catalog holds rather than
+// the proto: the scopes of a key are pkg/scopes.Catalog, which the auth
+// service checks against; the event types of a webhook, a delivery filter
+// and the event feed are pkg/events.Catalog, which the webhooks service
+// checks against; and a report's typeKey is pkg/reporttypes, which the
+// reports catalog is held to. They grow with the API, so the document lists
+// them as they are when generated instead of a copy in the protos, each
+// once as a named component: a client has one ScopeName type, not one per
+// property (and no two properties' generated names can collide, as
+// Report.typeKey and ReportType.key did).
+type catalog struct {
+	// Component is the schema's name under components.
+	Component string
+	// Description says what the set is.
+	Description string
+	// Values lists the set, in the catalog's order.
+	Values func() []string
+}
+
+var (
+	scopeCatalog      = catalog{"ScopeName", "A permission scope an API key can carry (docs/scopes.md).", scopeNames}
+	eventTypeCatalog  = catalog{"EventTypeName", "A subscribable event type, as GET /webhooks/event-types lists them.", eventTypeNames}
+	reportTypeCatalog = catalog{"ReportTypeKey", "A built-in report type, as GET /reports/types lists them.", reporttypes.Keys}
+)
+
+// catalogEnums are the fields whose values a catalog lists.
+var catalogEnums = map[protoreflect.FullName]catalog{
+	"almoner.auth.v1.ApiKey.scopes":                                scopeCatalog,
+	"almoner.auth.v1.CreatedApiKey.scopes":                         scopeCatalog,
+	"almoner.auth.v1.CreateApiKeyRequest.scopes":                   scopeCatalog,
+	"almoner.webhooks.v1.Webhook.event_types":                      eventTypeCatalog,
+	"almoner.webhooks.v1.CreatedWebhook.event_types":               eventTypeCatalog,
+	"almoner.webhooks.v1.CreateWebhookRequest.event_types":         eventTypeCatalog,
+	"almoner.webhooks.v1.UpdateWebhookRequest.event_types":         eventTypeCatalog,
+	"almoner.webhooks.v1.ReplayWebhookEventsRequest.event_types":   eventTypeCatalog,
+	"almoner.webhooks.v1.ListWebhookDeliveriesRequest.event_types": eventTypeCatalog,
+	"almoner.webhooks.v1.ListEventsRequest.types":                  eventTypeCatalog,
+	"almoner.reports.v1.ReportType.key":                            reportTypeCatalog,
+	"almoner.reports.v1.RunReportTypeRequest.type_key":             reportTypeCatalog,
+	"almoner.reports.v1.ReportSummary.data_source_key":             reportTypeCatalog,
+	"almoner.reports.v1.Report.type_key":                           reportTypeCatalog,
+	"almoner.reports.v1.Report.data_source_key":                    reportTypeCatalog,
+	"almoner.reports.v1.CreateReportRequest.type_key":              reportTypeCatalog,
+	"almoner.reports.v1.CreateReportRequest.data_source_key":       reportTypeCatalog,
+	"almoner.reports.v1.UpdateReportRequest.type_key":              reportTypeCatalog,
+	"almoner.reports.v1.UpdateReportRequest.data_source_key":       reportTypeCatalog,
+}
+
+// components are the schemas of every catalog.
+func catalogComponents() openapi3.Schemas {
+	out := openapi3.Schemas{}
+	for _, c := range catalogEnums {
+		sch := openapi3.NewSchemaRef("", &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeString}, Description: c.Description})
+		setEnum(sch, c.Values())
+		out[c.Component] = sch
+	}
+	return out
+}
+
+// useCatalog makes p (or its items) a reference to c's component, keeping
+// null where the codec may write it.
+func useCatalog(p *openapi3.SchemaRef, c catalog) {
+	ref := openapi3.NewSchemaRef("#/components/schemas/"+c.Component, nil)
+	target := p
+	if p.Value != nil && p.Value.Items != nil {
+		target = p.Value.Items
+	}
+	if target.Value != nil && target.Value.Type != nil && target.Value.Type.Includes(openapi3.TypeNull) {
+		*target = *openapi3.NewSchemaRef("", &openapi3.Schema{OneOf: openapi3.SchemaRefs{ref, openapi3.NewSchemaRef("", &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeNull}})}})
+		return
+	}
+	*target = *ref
 }
 
 func eventTypeNames() []string {
