@@ -60,6 +60,9 @@ type Error struct {
 	Message string
 	// Violations are the field failures of a KindInvalid error.
 	Violations []Violation
+	// extensions are members the problem document carries beside the
+	// standard ones (With).
+	extensions map[string]any
 	cause      error
 }
 
@@ -88,6 +91,24 @@ func (e *Error) Wrap(cause error) *Error {
 	c.cause = cause
 	return &c
 }
+
+// With returns a copy of e that also carries the extension member key
+// with value: the problem document the gateway renders has it beside type,
+// title and status (RFC 7807 §3.2), as a 404 of a merged contact names its
+// survivor with With("mergedInto", id). value must encode to JSON; key must
+// not be one of the document's standard members.
+func (e *Error) With(key string, value any) *Error {
+	c := *e
+	c.extensions = make(map[string]any, len(e.extensions)+1)
+	for k, v := range e.extensions {
+		c.extensions[k] = v
+	}
+	c.extensions[key] = value
+	return &c
+}
+
+// Extensions returns the members added with With (nil when none).
+func (e *Error) Extensions() map[string]any { return e.extensions }
 
 // Invalid returns a validation error with the given violations.
 func Invalid(v ...Violation) *Error {

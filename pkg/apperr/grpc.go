@@ -2,6 +2,7 @@ package apperr
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -89,8 +90,8 @@ func ToStatus(err error) *status.Status {
 			}
 			details = append(details, br)
 		}
-		if e.Code != "" {
-			details = append(details, &errdetails.ErrorInfo{Reason: e.Code, Domain: ErrorDomain})
+		if e.Code != "" || len(e.extensions) > 0 {
+			details = append(details, &errdetails.ErrorInfo{Reason: e.Code, Domain: ErrorDomain, Metadata: encodeExtensions(e.extensions)})
 		}
 		if len(details) > 0 {
 			if withDetails, derr := st.WithDetails(details...); derr == nil {
@@ -113,6 +114,48 @@ func ToStatus(err error) *status.Status {
 		return st
 	}
 	return status.New(codes.Internal, "An unexpected error occurred.")
+}
+
+// Extension members travel in the ErrorInfo's metadata, each value as its
+// JSON text under the member's name: ErrorInfo is the one detail every
+// domain error with a code already carries, and its metadata is what
+// google.rpc meant for "additional structured details".
+
+// encodeExtensions returns the metadata of an ErrorInfo carrying ext
+// (members whose value does not encode are left out).
+func encodeExtensions(ext map[string]any) map[string]string {
+	if len(ext) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(ext))
+	for k, v := range ext {
+		if b, err := json.Marshal(v); err == nil {
+			out[k] = string(b)
+		}
+	}
+	return out
+}
+
+// ExtensionsOf returns the extension members a status carries (With on
+// the domain error it came from), each as its JSON text; nil when none.
+func ExtensionsOf(st *status.Status) map[string]json.RawMessage {
+	var out map[string]json.RawMessage
+	for _, d := range st.Details() {
+		ei, ok := d.(*errdetails.ErrorInfo)
+		if !ok || ei.GetDomain() != ErrorDomain {
+			continue
+		}
+		for k, v := range ei.GetMetadata() {
+			if !json.Valid([]byte(v)) {
+				continue
+			}
+			if out == nil {
+				out = map[string]json.RawMessage{}
+			}
+			out[k] = json.RawMessage(v)
+		}
+	}
+	return out
 }
 
 // downstream returns the status a downstream call answered, as it

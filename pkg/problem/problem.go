@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -64,6 +65,48 @@ type Document struct {
 	Instance string              `json:"instance,omitempty"`
 	Errors   map[string][]string `json:"errors,omitempty"`
 	TraceID  string              `json:"traceId,omitempty"`
+	// Extensions are further members (RFC 7807 §3.2), such as mergedInto
+	// on the 404 of a merged contact: JSON values written beside the
+	// standard members, in key order. A key that is a standard member's
+	// name is ignored.
+	Extensions map[string]json.RawMessage `json:"-"`
+}
+
+// standardMembers are the names Extensions may not take.
+var standardMembers = map[string]bool{"type": true, "title": true, "status": true, "instance": true, "errors": true, "traceId": true, "detail": true}
+
+// MarshalJSON writes the standard members, then the extension members.
+func (d Document) MarshalJSON() ([]byte, error) {
+	type plain Document
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(plain(d)); err != nil {
+		return nil, err
+	}
+	out := bytes.TrimRight(buf.Bytes(), "\n")
+	keys := make([]string, 0, len(d.Extensions))
+	for k := range d.Extensions {
+		if !standardMembers[k] && json.Valid(d.Extensions[k]) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	sort.Strings(keys)
+	out = out[:len(out)-1] // the closing brace
+	for _, k := range keys {
+		name, err := json.Marshal(k)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ',')
+		out = append(out, name...)
+		out = append(out, ':')
+		out = append(out, d.Extensions[k]...)
+	}
+	return append(out, '}'), nil
 }
 
 // Renderer builds documents whose type URIs start with BaseURL.
@@ -88,8 +131,17 @@ func (r Renderer) New(category string, httpStatus int, title string) Document {
 
 // FromStatus maps a gRPC status to a document. Only messages of statuses
 // that services produce deliberately (apperr) are shown; INTERNAL, UNKNOWN
-// and anything unexpected get a fixed, sanitized title.
+// and anything unexpected get a fixed, sanitized title. Extension members
+// a domain error carries (apperr.Error.With) are kept on every 4xx.
 func (r Renderer) FromStatus(st *status.Status) Document {
+	d := r.fromStatus(st)
+	if d.Status < 500 {
+		d.Extensions = apperr.ExtensionsOf(st)
+	}
+	return d
+}
+
+func (r Renderer) fromStatus(st *status.Status) Document {
 	switch st.Code() {
 	case codes.InvalidArgument:
 		if isPathIDMismatch(st) {

@@ -1,6 +1,7 @@
 package problem
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -91,5 +92,35 @@ func TestUnavailableHasRetryAfter(t *testing.T) {
 		if got := w.Header().Get("Retry-After"); got != want {
 			t.Errorf("%v: Retry-After %q, want %q", st.Code(), got, want)
 		}
+	}
+}
+
+// TestExtensionMembers: a domain error's extension members reach the
+// document beside the standard members, a typed code still travels, and
+// a document without them is unchanged.
+func TestExtensionMembers(t *testing.T) {
+	r := Renderer{}
+	cases := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"not found with mergedInto", apperr.NotFound("Contact").With("mergedInto", int64(42)),
+			`{"type":"/errors/not-found","title":"Not Found","status":404,"mergedInto":42}`},
+		{"plain not found", apperr.NotFound("Contact"), `{"type":"/errors/not-found","title":"Not Found","status":404}`},
+		{"code and member", apperr.Conflict("Contact.MergeInProgress", "Busy.").With("survivorId", "7").With("status", 1),
+			`{"type":"/errors/conflict","title":"Busy.","status":409,"errors":{"":["Contact.MergeInProgress: Busy."]},"survivorId":"7"}`},
+	}
+	for _, c := range cases {
+		w := httptest.NewRecorder()
+		Write(w, r.FromStatus(apperr.ToStatus(c.err)))
+		if got := strings.TrimSpace(w.Body.String()); got != c.want {
+			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)
+		}
+	}
+	// Masked errors never carry members.
+	d := r.FromStatus(apperr.ToStatus(errors.New("boom")))
+	if d.Extensions != nil {
+		t.Errorf("internal error has extensions %v", d.Extensions)
 	}
 }
