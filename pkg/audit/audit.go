@@ -53,7 +53,9 @@ type Entry struct {
 	EntityID   string
 	// Action is Created, Updated or Deleted.
 	Action string
-	// Changes is set on Updated only: property name → old and new value.
+	// Changes is set on Updated: property name → old and new value. A
+	// Deleted row may carry them too, to say what the deletion was (a
+	// merged contact's {"mergedInto": {old: null, new: <survivor>}}).
 	Changes map[string]Change
 	// Actor is api-key:<keyPrefix> or "system".
 	Actor string
@@ -151,7 +153,7 @@ func insertArgs(ctx context.Context, e Entry) ([]any, error) {
 		return nil, fmt.Errorf("audit: unknown action %q", e.Action)
 	}
 	var changes []byte
-	if e.Action == Updated && len(e.Changes) > 0 {
+	if (e.Action == Updated || e.Action == Deleted) && len(e.Changes) > 0 {
 		var err error
 		if changes, err = json.Marshal(e.Changes); err != nil {
 			return nil, fmt.Errorf("audit: encode changes: %w", err)
