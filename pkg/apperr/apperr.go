@@ -42,6 +42,9 @@ const (
 	// KindGone is a position or resource that existed and no longer does,
 	// such as an event feed cursor older than the feed's retention (410).
 	KindGone
+	// KindTooLarge is a request body over the size an endpoint accepts,
+	// such as an import file over 1 GiB (413).
+	KindTooLarge
 )
 
 // Violation is one validation failure: a PascalCase property path (empty for
@@ -163,6 +166,12 @@ func Unprocessable(code, message string) *Error {
 // Gone returns a 410 refusal with a typed code (a cursor past retention).
 func Gone(code, message string) *Error {
 	return &Error{Kind: KindGone, Code: code, Message: message}
+}
+
+// TooLarge returns a 413 refusal of a body over the size an endpoint
+// accepts, with a typed code.
+func TooLarge(code, message string) *Error {
+	return &Error{Kind: KindTooLarge, Code: code, Message: message}
 }
 
 // CodeRateLimited is the typed code of RateLimited; the gateway renders

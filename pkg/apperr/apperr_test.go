@@ -30,6 +30,7 @@ func TestToStatus(t *testing.T) {
 		{fmt.Errorf("wrapped: %w", MissingPermission("x:y")), codes.PermissionDenied, "Missing required permission: x:y"},
 		{Invalid(Violation{"A", "b"}), codes.InvalidArgument, "One or more validation errors occurred."},
 		{Gone("Events.CursorExpired", "Too old."), codes.OutOfRange, "Too old."},
+		{TooLarge("Import.TooLarge", "Too big."), codes.ResourceExhausted, "Too big."},
 		{errors.New("pq: syntax error at SELECT"), codes.Internal, "An unexpected error occurred."},
 		{&Error{Kind: KindInternal, Message: "db down"}, codes.Internal, "An unexpected error occurred."},
 		{context.Canceled, codes.Canceled, "The request was cancelled."},

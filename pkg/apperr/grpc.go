@@ -33,6 +33,10 @@ var kindCodes = map[Kind]codes.Code{
 	// OUT_OF_RANGE ("past the valid range", as seeking past the end) is
 	// the one code no other kind uses; the gateway renders it as 410.
 	KindGone: codes.OutOfRange,
+	// RESOURCE_EXHAUSTED, as for a rate limit: the typed code tells them
+	// apart (problem.IsRateLimited), and a status without an almoner
+	// ErrorInfo (gRPC's own message-size limit) stays a 500.
+	KindTooLarge: codes.ResourceExhausted,
 }
 
 // dbKinds is the one mapping of the database's error kinds (db.Interpret)

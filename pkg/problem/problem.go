@@ -181,6 +181,15 @@ func (r Renderer) fromStatus(st *status.Status) Document {
 		d := r.New(CategoryUnprocessable, http.StatusUnprocessableEntity, st.Message())
 		d.Errors = withCode(st, nil)
 		return d
+	case codes.ResourceExhausted:
+		if !isDomainError(st) {
+			// gRPC's own limits: nothing a client was told about.
+			return r.New(CategoryInternal, http.StatusInternalServerError, "An unexpected error occurred.")
+		}
+		// apperr.TooLarge (a rate limit is answered before, IsRateLimited).
+		d := r.New(CategoryTooLarge, http.StatusRequestEntityTooLarge, st.Message())
+		d.Errors = withCode(st, nil)
+		return d
 	case codes.Unavailable:
 		return r.New(CategoryUnavailable, http.StatusServiceUnavailable, "Service Unavailable")
 	case codes.DeadlineExceeded, codes.Canceled:
@@ -285,6 +294,17 @@ func withCode(st *status.Status, m map[string][]string) map[string][]string {
 		m[k] = msgs
 	}
 	return m
+}
+
+// isDomainError reports a status a service made from an apperr.Error
+// with a typed code: it carries an ErrorInfo of apperr's domain.
+func isDomainError(st *status.Status) bool {
+	for _, d := range st.Details() {
+		if ei, ok := d.(*errdetails.ErrorInfo); ok && ei.GetDomain() == apperr.ErrorDomain {
+			return true
+		}
+	}
+	return false
 }
 
 // Unauthorized is the one 401 document. It carries no instance and no
