@@ -34,4 +34,5 @@ const (
 	codeNotPausable           = "RecurringDonation.NotPausable"
 	codeNotResumable          = "RecurringDonation.NotResumable"
 	codeNotSkippable          = "RecurringDonation.NotSkippable"
+	codeContactMerged         = "Contact.Merged"
 )

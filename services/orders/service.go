@@ -92,6 +92,7 @@ func (s *Service) Register(r grpc.ServiceRegistrar) {
 	ordersv1.RegisterGivingServiceServer(r, &givingServer{s: s})
 	ordersv1.RegisterPaymentMethodServiceServer(r, &paymentMethodServer{s: s})
 	ordersv1.RegisterProcessorNotificationServiceServer(r, &notificationServer{s: s})
+	ordersv1.RegisterContactMoveServiceServer(r, &contactMoveServer{s: s})
 }
 
 // Start starts the recurring charge runner when configured.

@@ -284,9 +284,14 @@ func writeOrder(ctx context.Context, q batchSender, n NewOrder, batchID uuid.UUI
 				WHERE tenant_id = $1 AND key = $2 AND order_id = $3 AND state = 'pending' RETURNING 1)
 			SELECT 1 / count(*)::integer FROM done`, o.TenantID, n.Idempotency.Key, o.ID, resp)
 	}
-	if err := sendOrder(ctx, q, b, n.Idempotency != nil); err != nil {
+	contact, err := sendOrder(ctx, q, b, n.Idempotency != nil)
+	if err != nil {
 		return Order{}, err
 	}
+	// A merge that committed while the order was on its way moved its
+	// contact: the row is the survivor's. (A keyed request's stored answer
+	// was rendered before and names the contact requested.)
+	o.ContactID = contact
 	return o, nil
 }
 
@@ -308,14 +313,17 @@ func orderAsWritten(n NewOrder, batchID uuid.UUID, number int64) Order {
 // queueOrderRows queues the order row first, then its lines, payments,
 // saved methods and schedules. A batch that is not open makes the order
 // row's batch subquery NULL and the NOT NULL batch_id fails the first
-// statement (errBatchNotOpen).
+// statement (errBatchNotOpen). The order row names its contact through
+// contactForWrite (a merged contact's survivor, under its shared lock
+// until the batch commits) and answers the contact it was written under.
 func queueOrderRows(b *pgx.Batch, n NewOrder, o Order) {
 	b.Queue(`INSERT INTO orders.orders (tenant_id, id, order_number, contact_id, status, currency,
 			donation_subtotal_minor, item_subtotal_minor, total_minor, deductible_minor, has_donations, has_items, batch_id, schedule_id,
 			schedule_ids, billing_address, shipping_address, notes, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
+		VALUES ($1, $2, $3, `+contactForWrite("$1", "$4")+`, $5, $6, $7, $8, $9, $10, $11, $12,
 			(SELECT id FROM orders.batches WHERE tenant_id = $1 AND id = $13 AND state = 'Open' FOR KEY SHARE),
-			$14, $15, $16, $17, $18, $19, $19)`,
+			$14, $15, $16, $17, $18, $19, $19)
+		RETURNING contact_id`,
 		o.TenantID, o.ID, o.OrderNumber, o.ContactID, o.Status, o.Currency, o.DonationSubtotalMinor, o.ItemSubtotalMinor, o.TotalMinor,
 		o.DeductibleMinor, len(o.Donations) > 0, len(o.Items) > 0, o.BatchID, o.ScheduleID, o.ScheduleIDs, o.Billing, o.Shipping, o.Notes, o.CreatedAt)
 	for i, d := range o.Donations {
@@ -369,28 +377,36 @@ func orderAudit(n NewOrder, o Order, actor string) []audit.Entry {
 	return entries
 }
 
-// sendOrder sends the batch and reads every statement's result: the
-// first statement failing on its batch is errBatchNotOpen, the last on
-// its claim (keyed) ErrClaimLost.
-func sendOrder(ctx context.Context, q batchSender, b *pgx.Batch, keyed bool) error {
+// sendOrder sends the batch and reads every statement's result and the
+// contact the order row was written under: the first statement failing on
+// its batch is errBatchNotOpen, the last on its claim (keyed)
+// ErrClaimLost.
+func sendOrder(ctx context.Context, q batchSender, b *pgx.Batch, keyed bool) (int64, error) {
 	br := q.SendBatch(ctx, b)
+	var contact int64
 	for i := range b.Len() {
-		if _, err := br.Exec(); err != nil {
+		var err error
+		if i == 0 {
+			err = br.QueryRow().Scan(&contact)
+		} else {
+			_, err = br.Exec()
+		}
+		if err != nil {
 			_ = br.Close()
 			var pe *pgconn.PgError
 			switch {
 			case i == 0 && errors.As(err, &pe) && pe.Code == notNullViolation && pe.ColumnName == "batch_id":
-				return errBatchNotOpen
+				return 0, errBatchNotOpen
 			case keyed && i == b.Len()-1 && errors.As(err, &pe) && pe.Code == divisionByZero:
-				return ErrClaimLost
+				return 0, ErrClaimLost
 			}
-			return fmt.Errorf("write order (statement %d): %w", i, err)
+			return 0, fmt.Errorf("write order (statement %d): %w", i, err)
 		}
 	}
 	if err := br.Close(); err != nil {
-		return fmt.Errorf("write order: %w", err)
+		return 0, fmt.Errorf("write order: %w", err)
 	}
-	return nil
+	return contact, nil
 }
 
 // SQLSTATEs writeOrder reads: a NULL in a NOT NULL column, and the

@@ -56,9 +56,11 @@ func scanMethod(row pgx.Row) (PaymentMethod, error) {
 // saved again (a second order with the same card) is attached again if it
 // had been detached; the contact's first active method is its default.
 func queueSaveMethod(b *pgx.Batch, m PaymentMethod) {
-	b.Queue(`INSERT INTO orders.payment_methods (tenant_id, id, contact_id, provider, mode, customer_id, type, brand, last4, exp_month, exp_year, is_default)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
-			NOT EXISTS (SELECT 1 FROM orders.payment_methods WHERE tenant_id = $1 AND contact_id = $3 AND detached_at IS NULL))
+	b.Queue(`WITH c AS (SELECT `+contactForWrite("$1", "$3::bigint")+` AS id)
+		INSERT INTO orders.payment_methods (tenant_id, id, contact_id, provider, mode, customer_id, type, brand, last4, exp_month, exp_year, is_default)
+		SELECT $1, $2, c.id, $4, $5, $6, $7, $8, $9, $10, $11,
+			NOT EXISTS (SELECT 1 FROM orders.payment_methods WHERE tenant_id = $1 AND contact_id = c.id AND detached_at IS NULL)
+		FROM c
 		ON CONFLICT (tenant_id, id) DO UPDATE SET detached_at = NULL, customer_id = EXCLUDED.customer_id`,
 		m.TenantID, m.ID, m.ContactID, m.Provider, m.Mode, m.CustomerID, m.Type, m.Brand, m.Last4, m.ExpMonth, m.ExpYear)
 }
@@ -143,7 +145,7 @@ func (s *Store) Customer(ctx context.Context, tenantID uuid.UUID, contactID int6
 func (s *Store) SaveCustomer(ctx context.Context, tenantID uuid.UUID, contactID int64, provider, mode, customerID string) (string, error) {
 	var kept string
 	err := s.pool.QueryRow(ctx, `INSERT INTO orders.processor_customers (tenant_id, contact_id, provider, mode, customer_id)
-		VALUES ($1, $2, $3, $4, $5)
+		VALUES ($1, `+contactForWrite("$1", "$2")+`, $3, $4, $5)
 		ON CONFLICT (tenant_id, contact_id, provider, mode) DO UPDATE SET customer_id = orders.processor_customers.customer_id
 		RETURNING customer_id`, tenantID, contactID, provider, mode, customerID).Scan(&kept)
 	if err != nil {

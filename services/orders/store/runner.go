@@ -73,6 +73,9 @@ func (s *Store) ChargeInstallment(ctx context.Context, tenantID, id uuid.UUID, t
 	}
 	defer number.Release()
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if ok, err := lockScheduleContact(ctx, tx, tenantID, id); err != nil || !ok {
+			return err
+		}
 		sc, err := scanSchedule(tx.QueryRow(ctx, `SELECT `+scheduleColumns+` FROM orders.recurring_donations
 			WHERE tenant_id = $1 AND id = $2 AND status = 'active' AND coalesce(retry_on, next_charge_date) <= $3
 			FOR UPDATE SKIP LOCKED`, tenantID, id, today))

@@ -81,7 +81,7 @@ func scanSchedule(row pgx.Row) (Schedule, error) {
 func queueInsertSchedule(b *pgx.Batch, s Schedule) {
 	b.Queue(`INSERT INTO orders.recurring_donations (tenant_id, id, contact_id, amount_minor, currency, frequency, start_date, end_date, fund_id,
 			campaign_id, payment_method, payment_token, status, next_charge_date, origin_order_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+		VALUES ($1, $2, `+contactForWrite("$1", "$3")+`, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
 		s.TenantID, s.ID, s.ContactID, s.AmountMinor, s.Currency, s.Frequency, s.StartDate, s.EndDate, s.FundID,
 		s.CampaignID, s.PaymentMethod, s.PaymentToken, s.Status, s.NextChargeDate, s.OriginOrderID)
 }
