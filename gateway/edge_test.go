@@ -19,6 +19,7 @@ import (
 
 	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
 	contactsv1 "github.com/almoner/almoner/pkg/api/almoner/contacts/v1"
+	importsv1 "github.com/almoner/almoner/pkg/api/almoner/imports/v1"
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
 	"github.com/almoner/almoner/pkg/authctx"
 )
@@ -47,6 +48,8 @@ type upstream struct {
 	// principals are what each call's verified assertion said, by method:
 	// a principal, or ok false for the gateway's own assertion.
 	principals map[string]seenPrincipal
+	// imports is the import service (imports_test.go).
+	imports *fakeImports
 }
 
 type seenPrincipal struct {
@@ -133,7 +136,7 @@ func startEdge(t *testing.T, cfg Config) (*Gateway, *upstream) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := &upstream{}
+	u := &upstream{imports: &fakeImports{}}
 	key, err := authctx.ParseKey(authctx.NewKeyHex())
 	if err != nil {
 		t.Fatal(err)
@@ -145,6 +148,7 @@ func startEdge(t *testing.T, cfg Config) (*Gateway, *upstream) {
 	authv1.RegisterApiKeyServiceServer(srv, u)
 	contactsv1.RegisterContactFormServiceServer(srv, u)
 	ordersv1.RegisterProcessorNotificationServiceServer(srv, u)
+	importsv1.RegisterImportServiceServer(srv, u.imports)
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)
 	cfg.Upstreams = map[string]string{}

@@ -57,6 +57,10 @@ type Config struct {
 	ErrorsBaseURL string
 	// MaxBodyBytes limits request bodies; DefaultMaxBodyBytes by default.
 	MaxBodyBytes int64
+	// MaxImportBytes limits an import's file (POST …/imports, streamed,
+	// outside MaxBodyBytes and the body budget); DefaultMaxImportBytes by
+	// default.
+	MaxImportBytes int64
 	// BodyMemoryBytes bounds the bytes of all request bodies held at once
 	// (ALMONER_BODY_MEMORY_BYTES); DefaultBodyMemoryBytes by default. It
 	// must hold at least one body of MaxBodyBytes. Routes without an API
@@ -97,6 +101,9 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	}
 	if cfg.BodyMemoryBytes <= 0 {
 		cfg.BodyMemoryBytes = DefaultBodyMemoryBytes
+	}
+	if cfg.MaxImportBytes <= 0 {
+		cfg.MaxImportBytes = DefaultMaxImportBytes
 	}
 	if cfg.BodyMemoryBytes < cfg.MaxBodyBytes {
 		return nil, fmt.Errorf("gateway: the body budget (%d bytes) cannot hold one body of the largest size (%d bytes)", cfg.BodyMemoryBytes, cfg.MaxBodyBytes)
@@ -162,6 +169,10 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	if err := g.registerNotifications(); err != nil {
 		g.Close()
 		return nil, fmt.Errorf("gateway: register processor notifications: %w", err)
+	}
+	if err := g.registerImports(); err != nil {
+		g.Close()
+		return nil, fmt.Errorf("gateway: register the import upload: %w", err)
 	}
 	g.keys = newKeyCache(authv1.NewKeyValidationServiceClient(g.conns[authName]), cfg.Logger)
 	var keysCtx context.Context

@@ -15,11 +15,17 @@ import (
 // methods its path accepts (allowedMethods) stops here; every other one
 // has its query string checked against the route's request (a parameter
 // it does not read is a 400, before any body is read), its body admitted
-// (admitBody) and given the route's decoding options, and goes on.
+// (admitBody) and given the route's decoding options, and goes on; a
+// route that streams its body (streamedRoutes) goes on at once.
 func (g *Gateway) routed(next runtime.HandlerFunc) runtime.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, params map[string]string) {
 		if p, ok := r.Context().Value(routeProbeKey{}).(*routeProbe); ok {
 			p.matched = true
+			return
+		}
+		if streamsBody(r) {
+			// The handler reads the body as a stream, and the query.
+			next(w, r, params)
 			return
 		}
 		rule := ruleFor(r)

@@ -8,6 +8,7 @@ import (
 
 	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
 	contactsv1 "github.com/almoner/almoner/pkg/api/almoner/contacts/v1"
+	importsv1 "github.com/almoner/almoner/pkg/api/almoner/imports/v1"
 	inventoryv1 "github.com/almoner/almoner/pkg/api/almoner/inventory/v1"
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
 	reportsv1 "github.com/almoner/almoner/pkg/api/almoner/reports/v1"
@@ -22,10 +23,13 @@ const authName = "auth"
 type registerFunc func(context.Context, *runtime.ServeMux, *grpc.ClientConn) error
 
 // registry lists, per upstream service, the generated route sets it serves.
-// A new service adds its line here.
+// A new service adds its line here. Routes no proto binds are added after
+// these: processor notifications (registerNotifications) and the import
+// upload, POST …/imports (registerImports).
 var registry = map[string][]registerFunc{
 	authName:    {authv1.RegisterApiKeyServiceHandler},
 	"contacts":  {contactsv1.RegisterContactServiceHandler, contactsv1.RegisterContactFormServiceHandler},
+	"imports":   {importsv1.RegisterImportServiceHandler},
 	"inventory": {inventoryv1.RegisterInventoryServiceHandler},
 	"orders":    {ordersv1.RegisterOrderServiceHandler, ordersv1.RegisterFundServiceHandler, ordersv1.RegisterBatchServiceHandler, ordersv1.RegisterRecurringDonationServiceHandler, ordersv1.RegisterPaymentMethodServiceHandler},
 	"reports":   {reportsv1.RegisterReportServiceHandler, reportsv1.RegisterOrganizationProfileServiceHandler, reportsv1.RegisterReceiptServiceHandler, reportsv1.RegisterTaxStatementServiceHandler},

@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	importsv1 "github.com/almoner/almoner/pkg/api/almoner/imports/v1"
 	"github.com/almoner/almoner/pkg/problem"
 )
 
@@ -80,6 +81,23 @@ func TestQueryParametersAsPublished(t *testing.T) {
 		slices.Sort(read)
 		if !slices.Equal(read, published) {
 			t.Errorf("%s: the gateway reads the query parameters %v, the document names %v", op, read, published)
+		}
+	}
+	// The import upload has no rule: it reads its query itself
+	// (importHeader), the ImportHeader fields importQueryFields names.
+	upload := "POST /api/tenants/{tenantId}/imports"
+	if published, ok := ops[upload]; !ok {
+		t.Errorf("%s is routed but not published", upload)
+	} else {
+		seen[upload] = true
+		read := []string{}
+		fields := (&importsv1.ImportHeader{}).ProtoReflect().Descriptor().Fields()
+		for name := range importQueryFields {
+			read = append(read, fields.ByName(protoreflect.Name(name)).JSONName())
+		}
+		slices.Sort(read)
+		if !slices.Equal(read, published) {
+			t.Errorf("%s: the gateway reads the query parameters %v, the document names %v", upload, read, published)
 		}
 	}
 	for op := range ops {

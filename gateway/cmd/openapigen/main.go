@@ -17,6 +17,7 @@ import (
 	// The routed services' descriptors, as the gateway links them.
 	_ "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
 	_ "github.com/almoner/almoner/pkg/api/almoner/contacts/v1"
+	_ "github.com/almoner/almoner/pkg/api/almoner/imports/v1"
 	_ "github.com/almoner/almoner/pkg/api/almoner/inventory/v1"
 	_ "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
 	_ "github.com/almoner/almoner/pkg/api/almoner/reports/v1"

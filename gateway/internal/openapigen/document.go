@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/http"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,9 +45,10 @@ var serviceGroups = map[protoreflect.FullName]group{
 	"almoner.reports.v1.OrganizationProfileService": {"Tenant administration", false},
 	"almoner.reports.v1.ReceiptService":             {"Tax statements", false},
 	"almoner.reports.v1.TaxStatementService":        {"Tax statements", false},
+	"almoner.imports.v1.ImportService":              {"Imports", false},
 }
 
-var groupOrder = []string{"Contacts", "Donations and orders", "Recurring donations", "Inventory items", "Reports", "Webhooks", "Events", "API keys", "Funds", "Payment methods", "Tenant administration", "Tax statements", "Batches and fulfillment", "Marketing form"}
+var groupOrder = []string{"Contacts", "Donations and orders", "Recurring donations", "Inventory items", "Reports", "Webhooks", "Events", "API keys", "Funds", "Payment methods", "Tenant administration", "Tax statements", "Imports", "Batches and fulfillment", "Marketing form"}
 
 // outsideSurface is said of every group outside the supported surface.
 const outsideSurface = "Outside the supported public surface: its shape, scope or existence may change without notice."
@@ -92,6 +94,9 @@ const (
 // responses, whose descriptions replace the components'), so the
 // document lists it on those operations alone.
 func (op *operation) failures() []int {
+	if op.fixedFailures != nil {
+		return slices.Sorted(slices.Values(op.fixedFailures))
+	}
 	set := map[int]bool{400: true, 413: true, 415: true, 500: true, 503: true, 504: true}
 	if strings.HasPrefix(op.path, TenantsPrefix) {
 		set[401], set[403], set[404] = true, true, true
@@ -224,6 +229,9 @@ func (g *generator) operation(op *operation, grp group) (*openapi3.Operation, er
 		}
 		o.Responses.Set(strconv.Itoa(code), ref)
 	}
+	if op.finish != nil {
+		op.finish(o)
+	}
 	return o, nil
 }
 
@@ -303,6 +311,11 @@ func problemComponent() *openapi3.Schema {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			// Extensions: written as members of their own
+			// (problemExtensions), not under a name.
+			continue
+		}
 		var p *openapi3.Schema
 		switch f.Type.Kind() {
 		case reflect.String:
@@ -323,7 +336,19 @@ func problemComponent() *openapi3.Schema {
 			s.Required = append(s.Required, name)
 		}
 	}
+	for name, p := range problemExtensions {
+		s.Properties[name] = openapi3.NewSchemaRef("", p)
+	}
 	return s
+}
+
+// problemExtensions are the extension members (RFC 7807 §3.2) a problem
+// document may carry beside the standard ones (apperr.Error.With), each
+// on the failures its description names. The schema stays closed: a new
+// member is listed here.
+var problemExtensions = map[string]*openapi3.Schema{
+	"mergedInto": {Type: &openapi3.Types{openapi3.TypeInteger}, Format: "int64",
+		Description: "On the 404 of a contact merged into another: the surviving contact's id."},
 }
 
 // rateLimitedComponent is the 429 body, problem.WriteRateLimited's.

@@ -56,6 +56,9 @@ func Build(files *protoregistry.Files, sw []byte) (*openapi3.T, error) {
 			return nil, fmt.Errorf("%s %s (%s): %w", b.HTTPMethod, b.Template, b.Method.FullName(), err)
 		}
 	}
+	if err := g.planStreamed(); err != nil {
+		return nil, err
+	}
 	if err := g.schemas.assignNames(); err != nil {
 		return nil, err
 	}
@@ -98,6 +101,11 @@ type operation struct {
 	status  int
 	respond func() *openapi3.Response
 	sw      swaggerOp
+	// fixedFailures, when set, are the failure statuses (a streamed
+	// route's: streamedOps); otherwise failures works them out.
+	fixedFailures []int
+	// finish completes the operation (a streamed route's request body).
+	finish func(*openapi3.Operation)
 }
 
 // plan reads one binding: its path and parameters, and the messages its

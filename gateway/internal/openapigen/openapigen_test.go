@@ -2,6 +2,8 @@ package openapigen
 
 import (
 	"context"
+	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/almoner/almoner/gateway/internal/httpmap"
 	_ "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
 	_ "github.com/almoner/almoner/pkg/api/almoner/contacts/v1"
+	_ "github.com/almoner/almoner/pkg/api/almoner/imports/v1"
 	_ "github.com/almoner/almoner/pkg/api/almoner/inventory/v1"
 	_ "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
 	_ "github.com/almoner/almoner/pkg/api/almoner/reports/v1"
@@ -122,5 +125,59 @@ func TestWireTypes(t *testing.T) {
 		if op := findOperation(doc, id); op == nil || op.Responses.Status(201) == nil {
 			t.Errorf("%s: no 201", id)
 		}
+	}
+}
+
+// TestImportUpload: the streamed upload, which no binding describes, is an
+// operation as the gateway serves it (gateway/imports.go): its query
+// parameters with their closed sets, the Idempotency-Key header, a file
+// body of either format, the 202 and the failures it answers.
+func TestImportUpload(t *testing.T) {
+	doc := build(t)
+	item := doc.Paths.Value("/api/tenants/{tenantId}/imports")
+	if item == nil || item.Post == nil {
+		t.Fatal("no POST /api/tenants/{tenantId}/imports")
+	}
+	op := item.Post
+	if op.OperationID != "UploadImport" || len(op.Tags) != 1 || op.Tags[0] != "Imports" || op.Security == nil || len(*op.Security) != 1 {
+		t.Errorf("operation %s, tags %v, security %v", op.OperationID, op.Tags, op.Security)
+	}
+	want := map[string]string{"path tenantId": "true []", "query kind": "true [contacts gifts]", "query format": "true [csv jsonl]",
+		"query duplicates": "false [skip update create]", "query dryRun": "false []", "header Idempotency-Key": "false []"}
+	got := map[string]string{}
+	for _, p := range op.Parameters {
+		got[p.Value.In+" "+p.Value.Name] = fmt.Sprint(p.Value.Required, " ", p.Value.Schema.Value.Enum)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("parameters %v, want %v", got, want)
+	}
+	if dry := op.Parameters.GetByInAndName("query", "dryRun"); dry == nil || !dry.Schema.Value.Type.Is(openapi3.TypeBoolean) {
+		t.Errorf("dryRun is not a boolean")
+	}
+	body := op.RequestBody.Value
+	for _, mt := range []string{"text/csv", "application/x-ndjson"} {
+		if c := body.Content.Get(mt); c == nil || !c.Schema.Value.Type.Is(openapi3.TypeString) {
+			t.Errorf("no %s string body", mt)
+		}
+	}
+	if !body.Required || len(body.Content) != 2 {
+		t.Errorf("body %+v", body)
+	}
+	ok := op.Responses.Status(202)
+	if ok == nil || ok.Value.Content.Get("application/json").Schema.Ref != "#/components/schemas/UploadImportResponse" {
+		t.Fatalf("202: %+v", ok)
+	}
+	resp := doc.Components.Schemas["UploadImportResponse"].Value
+	if len(resp.Required) != 2 || resp.Properties["status"].Value.Description == "" {
+		t.Errorf("UploadImportResponse %+v", resp)
+	}
+	var codes []int
+	for code := range op.Responses.Map() {
+		n, _ := strconv.Atoi(code)
+		codes = append(codes, n)
+	}
+	sort.Ints(codes)
+	if fmt.Sprint(codes) != "[202 400 401 403 404 409 413 429 500 503 504]" {
+		t.Errorf("responses %v", codes)
 	}
 }

@@ -61,11 +61,14 @@ type schemas struct {
 	// bodyDefs hold the words of bodies of "*" with path fields, which
 	// openapiv2 wrote as definitions of their own.
 	bodyDefs map[use]swaggerSchema
+	// words are the words of messages openapiv2 wrote no definition of
+	// (those only a streamed route reaches: streamedOps).
+	words map[protoreflect.FullName]swaggerSchema
 }
 
 func newSchemas(sw *swagger) *schemas {
 	return &schemas{sw: sw, descs: map[protoreflect.FullName]protoreflect.MessageDescriptor{}, uses: map[use]bool{}, built: openapi3.Schemas{}, bodyDefs: map[use]swaggerSchema{},
-		resources: map[protoreflect.FullName]map[protoreflect.FullName]bool{}}
+		words: map[protoreflect.FullName]swaggerSchema{}, resources: map[protoreflect.FullName]map[protoreflect.FullName]bool{}}
 }
 
 func wellKnown(name protoreflect.FullName) bool {
@@ -234,7 +237,10 @@ func (s *schemas) ref(u use) *openapi3.SchemaRef {
 // message is the object a message is on the wire. Every schema is closed:
 // the codec writes no other property, and the gateway refuses any other.
 func (s *schemas) message(md protoreflect.MessageDescriptor, u use) *openapi3.Schema {
-	def, _ := s.sw.definition(md)
+	def, ok := s.sw.definition(md)
+	if !ok {
+		def = s.words[md.FullName()]
+	}
 	if d, ok := s.bodyDefs[u]; ok {
 		def = d
 	}

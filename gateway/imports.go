@@ -1,0 +1,235 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/grpc"
+
+	importsv1 "github.com/almoner/almoner/pkg/api/almoner/imports/v1"
+	"github.com/almoner/almoner/pkg/apperr"
+	"github.com/almoner/almoner/pkg/problem"
+	"github.com/almoner/almoner/pkg/wirejson"
+)
+
+// importUploadPath is the route of an import's file. It is no proto
+// binding: grpc-gateway would read the whole body into memory to decode
+// one request message, and the file (up to 1 GiB of CSV or JSON Lines)
+// is not JSON. The handler streams it into the client-streaming
+// ImportService.UploadImport instead.
+const importUploadPath = "/api/tenants/{tenant_id}/imports"
+
+// DefaultMaxImportBytes is the largest import file: 1 GiB.
+const DefaultMaxImportBytes = 1 << 30
+
+// importChunkBytes is the size of the chunks the file goes in: the most
+// the gateway holds of one upload at a time, well under gRPC's 4 MiB
+// message limit.
+const importChunkBytes = 1 << 20
+
+// importIdleTimeout is how long the upload may wait for its next chunk of
+// the body, and then for its answer to be written. The server's read and
+// write timeouts (30 s, 60 s) count from the request's headers: they suit
+// a 1 MiB JSON body, not a 1 GiB file, so this route renews its deadlines
+// as the body arrives.
+const importIdleTimeout = time.Minute
+
+// importQueryFields are the ImportHeader fields the query string sets;
+// the path, the Idempotency-Key header and the Content-Type set the
+// others.
+var importQueryFields = map[string]bool{"kind": true, "format": true, "duplicates": true, "dry_run": true}
+
+// streamedRoutes are the routes whose handler reads the body itself, as a
+// stream: routed neither buffers it (the 1 MiB limit) nor counts it in
+// the body budget, and the handler checks the query string.
+var streamedRoutes = map[routeBinding]bool{{http.MethodPost, importUploadPath}: true}
+
+// streamsBody reports whether r matched one of streamedRoutes.
+func streamsBody(r *http.Request) bool {
+	p, ok := runtime.HTTPPattern(r.Context())
+	return ok && streamedRoutes[routeBinding{r.Method, bareTemplate(p.String())}]
+}
+
+// errImportTooLarge refuses a file over MaxImportBytes.
+var errImportTooLarge = errors.New("gateway: import file too large")
+
+// bodyReadError is a failure to read the client's body (a client that
+// went away), as opposed to a failure of the call.
+type bodyReadError struct{ err error }
+
+func (e bodyReadError) Error() string { return "gateway: read the import file: " + e.err.Error() }
+func (e bodyReadError) Unwrap() error { return e.err }
+
+// registerImports routes the import upload to the imports service, after
+// the generated routes (its GET routes) so that this handler answers the
+// POST.
+func (g *Gateway) registerImports() error {
+	conn := g.conns["imports"]
+	if conn == nil {
+		return nil
+	}
+	client := importsv1.NewImportServiceClient(conn)
+	return g.mux.HandlePath(http.MethodPost, importUploadPath, func(w http.ResponseWriter, r *http.Request, params map[string]string) {
+		g.uploadImport(w, r, client, params["tenant_id"])
+	})
+}
+
+// uploadImport answers POST …/imports: the request was authenticated and
+// its tenant checked (route) like every /api/tenants request. It reads the
+// query string, refuses a declared length over the limit unread, streams
+// the body into UploadImport, and answers 202 with the queued import.
+func (g *Gateway) uploadImport(w http.ResponseWriter, r *http.Request, client importsv1.ImportServiceClient, tenantID string) {
+	header, err := importHeader(r, tenantID)
+	if err != nil {
+		closeUnread(w, r)
+		g.handleError(r.Context(), g.mux, codec{}, w, r, err)
+		return
+	}
+	if r.ContentLength > g.cfg.MaxImportBytes {
+		closeUnread(w, r)
+		g.writeImportTooLarge(w, r)
+		return
+	}
+	ctx, err := runtime.AnnotateContext(r.Context(), g.mux, r, importsv1.ImportService_UploadImport_FullMethodName,
+		runtime.WithHTTPPathPattern(importUploadPath))
+	if err != nil {
+		closeUnread(w, r)
+		g.handleError(r.Context(), g.mux, codec{}, w, r, err)
+		return
+	}
+	// Cancelling the call tells the service the upload was abandoned (too
+	// large, or the client went away), so it keeps nothing of it.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	resp, err := g.streamImport(ctx, w, r, client, header)
+	var readErr bodyReadError
+	switch {
+	case errors.Is(err, errImportTooLarge):
+		cancel()
+		closeUnread(w, r)
+		g.writeImportTooLarge(w, r)
+		return
+	case errors.As(err, &readErr):
+		cancel()
+		closeUnread(w, r)
+		d := g.problems.New(problem.CategoryValidation, http.StatusBadRequest, "One or more validation errors occurred.")
+		d.Errors = map[string][]string{"$": {"The request body could not be read."}}
+		g.writeProblem(w, r, d)
+		return
+	case err != nil:
+		closeUnread(w, r)
+		g.handleError(ctx, g.mux, codec{}, w, r, err)
+		return
+	}
+	b, err := wirejson.Marshal(resp)
+	if err != nil {
+		g.handleError(ctx, g.mux, codec{}, w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusAccepted)
+	_, _ = w.Write(b)
+}
+
+// importHeader is the upload's header message: the tenant from the path,
+// the options from the query string (decoded as every route decodes its
+// query: a parameter the upload does not read, or a value of the wrong
+// type, is a 400 under its name), the Idempotency-Key and Content-Type
+// headers. The service judges the values (kind, format, duplicates).
+func importHeader(r *http.Request, tenantID string) (*importsv1.ImportHeader, error) {
+	h := &importsv1.ImportHeader{}
+	if r.URL.RawQuery != "" {
+		values, err := url.ParseQuery(r.URL.RawQuery)
+		if err != nil {
+			return nil, invalid(&wirejson.DecodeError{Violations: []apperr.Violation{{Field: "", Message: "The query string is not valid."}}})
+		}
+		if err := wirejson.UnmarshalQuery(values, h, func(name string) bool { return !importQueryFields[name] }); err != nil {
+			return nil, invalid(err)
+		}
+	}
+	h.TenantId = tenantID
+	h.IdempotencyKey = r.Header.Get("Idempotency-Key")
+	h.ContentType = r.Header.Get("Content-Type")
+	return h, nil
+}
+
+// streamImport sends the header, then the body in chunks of at most
+// importChunkBytes, and returns the service's answer. Only one chunk is
+// held at a time, whatever the file's size. A service that refuses the
+// upload early (a bad header, a missing scope) ends the stream: its status
+// is the answer, and the rest of the body is left unread.
+func (g *Gateway) streamImport(ctx context.Context, w http.ResponseWriter, r *http.Request, client importsv1.ImportServiceClient,
+	header *importsv1.ImportHeader) (*importsv1.UploadImportResponse, error) {
+	stream, err := client.UploadImport(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := stream.Send(&importsv1.UploadImportRequest{Part: &importsv1.UploadImportRequest_Header{Header: header}}); err != nil {
+		return nil, serviceAnswer(stream, err)
+	}
+	if hasBody(r) {
+		if err := g.sendChunks(w, r, stream); err != nil {
+			return nil, err
+		}
+	}
+	return stream.CloseAndRecv()
+}
+
+// sendChunks streams r's body, renewing the connection's deadlines as it
+// arrives and refusing it at the first byte past MaxImportBytes.
+func (g *Gateway) sendChunks(w http.ResponseWriter, r *http.Request, stream grpc.ClientStreamingClient[importsv1.UploadImportRequest, importsv1.UploadImportResponse]) error {
+	rc := http.NewResponseController(w)
+	buf := make([]byte, importChunkBytes)
+	chunk := &importsv1.UploadImportRequest_Chunk{}
+	msg := &importsv1.UploadImportRequest{Part: chunk}
+	var total int64
+	for {
+		// Not every writer reaches a connection (tests' recorders).
+		_ = rc.SetReadDeadline(time.Now().Add(importIdleTimeout))
+		_ = rc.SetWriteDeadline(time.Now().Add(2 * importIdleTimeout))
+		n, rerr := io.ReadFull(r.Body, buf)
+		total += int64(n)
+		if total > g.cfg.MaxImportBytes {
+			return errImportTooLarge
+		}
+		if n > 0 {
+			// Send encodes the message before it returns: buf can be
+			// filled again.
+			chunk.Chunk = buf[:n]
+			if err := stream.Send(msg); err != nil {
+				return serviceAnswer(stream, err)
+			}
+		}
+		switch {
+		case rerr == io.EOF || rerr == io.ErrUnexpectedEOF:
+			return nil
+		case rerr != nil:
+			return bodyReadError{rerr}
+		}
+	}
+}
+
+// serviceAnswer is the status that ended a stream: Send reports io.EOF
+// when the service answered early, and the answer is what CloseAndRecv
+// receives.
+func serviceAnswer(stream grpc.ClientStreamingClient[importsv1.UploadImportRequest, importsv1.UploadImportResponse], err error) error {
+	if !errors.Is(err, io.EOF) {
+		return err
+	}
+	if _, err := stream.CloseAndRecv(); err != nil {
+		return err
+	}
+	return errors.New("gateway: the imports service answered before the upload ended")
+}
+
+// writeImportTooLarge answers 413 for a file over MaxImportBytes.
+func (g *Gateway) writeImportTooLarge(w http.ResponseWriter, r *http.Request) {
+	g.writeProblem(w, r, g.problems.New(problem.CategoryTooLarge, http.StatusRequestEntityTooLarge,
+		fmt.Sprintf("The import file is larger than %d bytes.", g.cfg.MaxImportBytes)))
+}

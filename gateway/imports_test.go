@@ -1,0 +1,240 @@
+package gateway
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	importsv1 "github.com/almoner/almoner/pkg/api/almoner/imports/v1"
+	"github.com/almoner/almoner/pkg/apperr"
+	"github.com/almoner/almoner/pkg/authctx"
+)
+
+// fakeImports is the import service of the edge tests: it receives an
+// upload as the real one does (header first, then chunks) and reports
+// what it received on uploads.
+type fakeImports struct {
+	importsv1.UnimplementedImportServiceServer
+	uploads chan upload
+}
+
+// upload is what one UploadImport call received.
+type upload struct {
+	header    *importsv1.ImportHeader
+	principal authctx.Principal
+	size      int64
+	sum       [32]byte
+	chunks    []int
+	// err is how the stream ended when it did not end with the file:
+	// the call cancelled (the gateway abandoned the upload).
+	err error
+}
+
+func (f *fakeImports) UploadImport(stream grpc.ClientStreamingServer[importsv1.UploadImportRequest, importsv1.UploadImportResponse]) error {
+	var u upload
+	defer func() { f.uploads <- u }()
+	u.principal, _ = authctx.FromIncoming(stream.Context())
+	first, err := stream.Recv()
+	if err != nil {
+		u.err = err
+		return err
+	}
+	u.header = first.GetHeader()
+	if u.header.GetKind() != "contacts" && u.header.GetKind() != "gifts" {
+		// As the service: a bad header is refused before the file.
+		return apperr.ToStatus(apperr.Invalid(apperr.Violation{Field: "Kind", Message: "Kind must be contacts or gifts."})).Err()
+	}
+	h := sha256.New()
+	for {
+		m, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			u.err = err
+			return err
+		}
+		u.chunks = append(u.chunks, len(m.GetChunk()))
+		u.size += int64(len(m.GetChunk()))
+		h.Write(m.GetChunk())
+	}
+	copy(u.sum[:], h.Sum(nil))
+	return stream.SendAndClose(&importsv1.UploadImportResponse{Id: "0197a3c2-0000-7000-8000-000000000020", Status: "queued"})
+}
+
+// received waits for the fake's report of the next upload.
+func (f *fakeImports) received(t *testing.T) upload {
+	t.Helper()
+	select {
+	case u := <-f.uploads:
+		return u
+	case <-time.After(10 * time.Second):
+		t.Fatal("the import service received no upload")
+		return upload{}
+	}
+}
+
+const importsURL = "/api/tenants/" + edgeTenant + "/imports"
+
+// file is n bytes of CSV-looking content.
+func file(n int) []byte {
+	row := []byte("ext-1,Individual,Ada,Lovelace,ada@example.org\n")
+	return bytes.Repeat(row, n/len(row)+1)[:n]
+}
+
+func startImportsEdge(t *testing.T, cfg Config) (*Gateway, *fakeImports) {
+	g, u := startEdge(t, cfg)
+	u.imports.uploads = make(chan upload, 4)
+	return g, u.imports
+}
+
+// TestImportUploadStreams sends a file of 3.5 MiB, of unknown length and
+// of declared length, through a gateway whose JSON bodies stop at 1 MiB
+// and whose body budget holds 1 MiB: the service receives the header
+// (tenant from the path, options from the query, the Idempotency-Key and
+// Content-Type headers, the caller's principal) and then the very bytes,
+// in chunks of at most 1 MiB; the answer is the service's, 202.
+func TestImportUploadStreams(t *testing.T) {
+	g, imports := startImportsEdge(t, Config{MaxBodyBytes: 1 << 20, BodyMemoryBytes: 1 << 20})
+	content := file(3<<20 + 512<<10)
+	for _, length := range []int64{-1, int64(len(content))} {
+		r := request(http.MethodPost, importsURL+"?kind=contacts&format=csv&duplicates=update&dryRun=true", goodKey, "text/csv",
+			io.NopCloser(bytes.NewReader(content)), length)
+		r.Header.Set("Idempotency-Key", "migration-1")
+		w := serve(g, r)
+		if w.Code != http.StatusAccepted || w.Header().Get("Content-Type") != "application/json" {
+			t.Fatalf("length %d: %d %s", length, w.Code, w.Body)
+		}
+		var got map[string]any
+		if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || got["id"] != "0197a3c2-0000-7000-8000-000000000020" || got["status"] != "queued" || len(got) != 2 {
+			t.Errorf("body %s (%v)", w.Body, err)
+		}
+		u := imports.received(t)
+		want := &importsv1.ImportHeader{TenantId: edgeTenant, Kind: "contacts", Format: "csv", Duplicates: "update", DryRun: true,
+			IdempotencyKey: "migration-1", ContentType: "text/csv"}
+		if !proto.Equal(u.header, want) {
+			t.Errorf("header %v, want %v", u.header, want)
+		}
+		if u.principal.TenantID != edgeTenant || u.principal.KeyID != "k1" {
+			t.Errorf("principal %+v", u.principal)
+		}
+		if u.size != int64(len(content)) || u.sum != sha256.Sum256(content) {
+			t.Errorf("received %d bytes (sum equal: %v), sent %d", u.size, u.sum == sha256.Sum256(content), len(content))
+		}
+		for _, n := range u.chunks {
+			if n > importChunkBytes || n == 0 {
+				t.Errorf("chunks %v: each must hold 1 to %d bytes", u.chunks, importChunkBytes)
+			}
+		}
+		if len(u.chunks) != 4 {
+			t.Errorf("%d chunks, want 4 for 3.5 MiB", len(u.chunks))
+		}
+	}
+	if held := g.budget.inUse(); held != 0 {
+		t.Errorf("%d bytes held in the body budget", held)
+	}
+}
+
+// TestImportUploadLimit checks the file limit: at the limit accepted, one
+// byte past refused with a 413 problem, unread when the length is
+// declared, and with the call cancelled (the service keeps nothing) when
+// it is not.
+func TestImportUploadLimit(t *testing.T) {
+	const limit = 2<<20 + 100
+	g, imports := startImportsEdge(t, Config{MaxImportBytes: limit})
+	path := importsURL + "?kind=gifts&format=jsonl"
+	w := serve(g, request(http.MethodPost, path, goodKey, "application/x-ndjson", io.NopCloser(bytes.NewReader(file(limit))), -1))
+	if w.Code != http.StatusAccepted {
+		t.Fatalf("at the limit: %d %s", w.Code, w.Body)
+	}
+	if u := imports.received(t); u.size != limit {
+		t.Errorf("received %d bytes", u.size)
+	}
+
+	body := newWatchedBody(string(file(limit + 1)))
+	w = serve(g, request(http.MethodPost, path, goodKey, "application/x-ndjson", body, limit+1))
+	if w.Code != http.StatusRequestEntityTooLarge || w.Header().Get("Content-Type") != "application/problem+json" || body.reads.Load() != 0 {
+		t.Errorf("declared one past: %d %s, %d reads", w.Code, w.Body, body.reads.Load())
+	}
+	if w.Header().Get("Connection") != "close" {
+		t.Errorf("Connection %q", w.Header().Get("Connection"))
+	}
+
+	w = serve(g, request(http.MethodPost, path, goodKey, "application/x-ndjson", io.NopCloser(bytes.NewReader(file(limit+1))), -1))
+	if w.Code != http.StatusRequestEntityTooLarge || !strings.Contains(w.Body.String(), "larger than") {
+		t.Errorf("unknown length one past: %d %s", w.Code, w.Body)
+	}
+	if u := imports.received(t); u.err == nil {
+		t.Errorf("the service saw a complete upload of %d bytes; want the call cancelled", u.size)
+	}
+}
+
+// TestImportUploadRefusals: the upload is refused like every /api/tenants
+// route (no key 401, another tenant 404, both before the body is read), a
+// query parameter it does not read or a bad value is a 400 under its
+// name (unread), the service's refusal of the header is its answer
+// without the rest of the file, and a body that cannot be read is a 400.
+func TestImportUploadRefusals(t *testing.T) {
+	g, imports := startImportsEdge(t, Config{})
+	for _, tc := range []struct {
+		name, path, key string
+		want            int
+		field           string
+	}{
+		{"no key", importsURL + "?kind=contacts&format=csv", "", http.StatusUnauthorized, ""},
+		{"wrong key", importsURL + "?kind=contacts&format=csv", "ak_test_wrong", http.StatusUnauthorized, ""},
+		{"another tenant", "/api/tenants/" + otherTenant + "/imports?kind=contacts&format=csv", goodKey, http.StatusNotFound, ""},
+		{"unknown parameter", importsURL + "?kind=contacts&format=csv&delimiter=tab", goodKey, http.StatusBadRequest, "Delimiter"},
+		{"dryRun not a boolean", importsURL + "?kind=contacts&format=csv&dryRun=maybe", goodKey, http.StatusBadRequest, "DryRun"},
+		{"tenant in the query", importsURL + "?kind=contacts&format=csv&tenantId=" + otherTenant, goodKey, http.StatusBadRequest, "TenantId"},
+		{"bad query string", importsURL + "?kind=%zz", goodKey, http.StatusBadRequest, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := newWatchedBody("externalId,firstName\n1,Ada\n")
+			w := serve(g, request(http.MethodPost, tc.path, tc.key, "text/csv", body, -1))
+			if w.Code != tc.want || w.Header().Get("Content-Type") != "application/problem+json" {
+				t.Fatalf("%d %s, want %d", w.Code, w.Body, tc.want)
+			}
+			if body.reads.Load() != 0 {
+				t.Errorf("%d reads of a refused upload's body", body.reads.Load())
+			}
+			if tc.field != "" && !strings.Contains(w.Body.String(), `"`+tc.field+`"`) {
+				t.Errorf("400 without an error under %s: %s", tc.field, w.Body)
+			}
+		})
+	}
+	select {
+	case u := <-imports.uploads:
+		t.Errorf("a refused request reached the service: %+v", u.header)
+	default:
+	}
+
+	// The service refuses the header: its 400, and the gateway stops
+	// sending (at most what the transport had buffered is read).
+	body := newWatchedBody(string(file(64 << 20)))
+	w := serve(g, request(http.MethodPost, importsURL+"?kind=donors&format=csv", goodKey, "text/csv", body, -1))
+	if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), `"Kind"`) {
+		t.Errorf("refused header: %d %s", w.Code, w.Body)
+	}
+	if reads := body.reads.Load(); reads > 32 {
+		t.Errorf("%d reads of 1 MiB after the service refused the upload", reads)
+	}
+	imports.received(t)
+
+	w = serve(g, request(http.MethodPost, importsURL+"?kind=contacts&format=csv", goodKey, "text/csv", errReader{}, -1))
+	if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "could not be read") {
+		t.Errorf("unreadable body: %d %s", w.Code, w.Body)
+	}
+	if u := imports.received(t); u.err == nil {
+		t.Errorf("the service saw a complete upload after a failed read")
+	}
+}
