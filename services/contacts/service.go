@@ -90,6 +90,7 @@ func (s *Service) Register(r grpc.ServiceRegistrar) {
 	contactsv1.RegisterContactFormServiceServer(r, &formServer{s: s})
 	contactsv1.RegisterContactFormAdminServiceServer(r, &formAdminServer{s: s})
 	contactsv1.RegisterContactDirectoryServiceServer(r, &directoryServer{s: s})
+	contactsv1.RegisterContactImportServiceServer(r, &importServer{s: s})
 }
 
 // Start runs the rate-limit counter pruner until Stop.

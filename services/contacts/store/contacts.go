@@ -22,11 +22,13 @@ const EntityType = "Contact"
 const contactColumns = `c.tenant_id, c.id, c.contact_type, c.first_name, c.last_name, c.organization_name, c.external_id, c.notes,
 	c.tags, c.do_not_email, c.do_not_mail, c.do_not_call, c.is_active, c.version, c.created_at, c.updated_at`
 
-func scanContact(row pgx.Row) (Contact, error) {
+// scanContact reads contactColumns, then any extra columns into extra.
+func scanContact(row pgx.Row, extra ...any) (Contact, error) {
 	var c Contact
 	var first, last, org, ext, notes *string
-	err := row.Scan(&c.TenantID, &c.ID, &c.Type, &first, &last, &org, &ext, &notes,
-		&c.Tags, &c.DoNotEmail, &c.DoNotMail, &c.DoNotCall, &c.IsActive, &c.Version, &c.CreatedAt, &c.UpdatedAt)
+	dest := []any{&c.TenantID, &c.ID, &c.Type, &first, &last, &org, &ext, &notes,
+		&c.Tags, &c.DoNotEmail, &c.DoNotMail, &c.DoNotCall, &c.IsActive, &c.Version, &c.CreatedAt, &c.UpdatedAt}
+	err := row.Scan(append(dest, extra...)...)
 	if err != nil {
 		return Contact{}, fmt.Errorf("read contact: %w", db.Interpret(err))
 	}
@@ -43,14 +45,19 @@ func (s *Store) Get(ctx context.Context, tenant uuid.UUID, id int64) (Contact, e
 	return c, nil
 }
 
+// get reads contact id with its rows; a tombstone is a *MergedError.
 func get(ctx context.Context, q querier, tenant uuid.UUID, id int64, forUpdate bool) (Contact, error) {
 	lock := ""
 	if forUpdate {
 		lock = " FOR UPDATE"
 	}
-	c, err := scanContact(q.QueryRow(ctx, `SELECT `+contactColumns+` FROM contacts.contacts c WHERE c.tenant_id = $1 AND c.id = $2`+lock, tenant, id))
+	var mergedInto *int64
+	c, err := scanContact(q.QueryRow(ctx, `SELECT `+contactColumns+`, c.merged_into FROM contacts.contacts c WHERE c.tenant_id = $1 AND c.id = $2`+lock, tenant, id), &mergedInto)
 	if err != nil {
 		return Contact{}, err
+	}
+	if mergedInto != nil {
+		return Contact{}, &MergedError{ID: id, Into: *mergedInto}
 	}
 	if err := loadRows(ctx, q, tenant, []*Contact{&c}); err != nil {
 		return Contact{}, err
@@ -299,7 +306,8 @@ func lockRelated(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, self int64, f
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	rows, err := tx.Query(ctx, `SELECT id, contact_type FROM contacts.contacts WHERE tenant_id = $1 AND id = ANY($2) ORDER BY id FOR UPDATE`, tenant, ids)
+	// A tombstone is no contact to relate to (not found, below).
+	rows, err := tx.Query(ctx, `SELECT id, contact_type FROM contacts.contacts WHERE tenant_id = $1 AND id = ANY($2) AND merged_into IS NULL ORDER BY id FOR UPDATE`, tenant, ids)
 	if err != nil {
 		return nil, fmt.Errorf("lock related contacts: %w", err)
 	}

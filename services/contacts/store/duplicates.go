@@ -37,7 +37,8 @@ const (
 )
 
 // FindDuplicates returns every reason a contact of the tenant looks like
-// c: the same email key, the same phone key, or a name with trigram
+// c (tombstones have no email, phone or address rows left, and the name
+// branch leaves them out): the same email key, the same phone key, or a name with trigram
 // similarity of at least minSimilarity at one of c's postal keys. Each
 // branch is an index lookup on (tenant_id, key); the name branch compares
 // names only of the contacts at those postal codes.
@@ -53,7 +54,7 @@ func (s *Store) FindDuplicates(ctx context.Context, tenant uuid.UUID, c Candidat
 		(SELECT c.id, 'Name', max(similarity(c.name_key, $4))::float8 AS sim
 		 FROM contacts.contact_addresses a
 		 JOIN contacts.contacts c ON c.tenant_id = a.tenant_id AND c.id = a.contact_id
-		 WHERE a.tenant_id = $1 AND a.postal_key = ANY($5) AND $4 <> '' AND c.id <> $6
+		 WHERE a.tenant_id = $1 AND a.postal_key = ANY($5) AND $4 <> '' AND c.id <> $6 AND c.merged_into IS NULL
 		   AND similarity(c.name_key, $4) >= $7
 		 GROUP BY c.id ORDER BY sim DESC LIMIT `+fmt.Sprint(maxNameHits)+`)`,
 		tenant, emails, phones, c.NameKey, postals, c.ExcludeID, minSimilarity)
@@ -72,12 +73,12 @@ func (s *Store) FindDuplicates(ctx context.Context, tenant uuid.UUID, c Candidat
 }
 
 // GetMany reads contacts by id with their rows, in the order of ids;
-// missing ids are skipped.
+// missing ids and tombstones are skipped.
 func (s *Store) GetMany(ctx context.Context, tenant uuid.UUID, ids []int64) ([]Contact, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+contactColumns+` FROM contacts.contacts c WHERE c.tenant_id = $1 AND c.id = ANY($2)`, tenant, ids)
+	rows, err := s.pool.Query(ctx, `SELECT `+contactColumns+` FROM contacts.contacts c WHERE c.tenant_id = $1 AND c.id = ANY($2) AND c.merged_into IS NULL`, tenant, ids)
 	if err != nil {
 		return nil, fmt.Errorf("contacts: get contacts: %w", err)
 	}

@@ -42,7 +42,11 @@ type ListPage struct {
 // keyset cursor over them stays valid while other clients edit contacts.
 func (s *Store) List(ctx context.Context, tenant uuid.UUID, f ListFilter, p ListPage) ([]Contact, bool, int64, error) {
 	where, args := listWhere(tenant, f)
-	pageWhere := where
+	// Tombstones of merged contacts are in no list (docs/merge.md). The
+	// count subtracts them rather than filtering them out: both counts
+	// stay index-only scans (the primary key, and the partial index of
+	// tombstones), where a filter on merged_into would read every row.
+	pageWhere := where + " AND c.merged_into IS NULL"
 	pageArgs := append([]any(nil), args...)
 	if p.AfterID > 0 {
 		pageArgs = append(pageArgs, p.AfterID)
@@ -67,7 +71,8 @@ func (s *Store) List(ctx context.Context, tenant uuid.UUID, f ListFilter, p List
 		return err
 	})
 	if !p.SkipCount {
-		b.Queue(`SELECT count(*) FROM contacts.contacts c WHERE `+where, args...).QueryRow(func(row pgx.Row) error {
+		b.Queue(`SELECT (SELECT count(*) FROM contacts.contacts c WHERE `+where+`)
+			- (SELECT count(*) FROM contacts.contacts c WHERE `+where+` AND c.merged_into IS NOT NULL)`, args...).QueryRow(func(row pgx.Row) error {
 			return row.Scan(&total)
 		})
 	}

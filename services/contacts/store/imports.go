@@ -1,0 +1,503 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// Duplicates policies of an import: what a row that matches an existing
+// contact (or an earlier row of its batch) does.
+const (
+	PolicySkip   = "skip"
+	PolicyUpdate = "update"
+	PolicyCreate = "create"
+)
+
+// Outcomes of an import row.
+const (
+	OutcomeCreated = "created"
+	OutcomeUpdated = "updated"
+	OutcomeSkipped = "skipped"
+	OutcomeFailed  = "failed"
+)
+
+// StrongNameSimilarity is the trigram similarity of two names at the same
+// postal code from which an import treats them as the same contact. The
+// check-duplicates endpoint lists names from 0.5 up for a person to judge;
+// an import acts without one, so it takes only near-identical names.
+const StrongNameSimilarity = 0.8
+
+// ImportRow is one contact row of an import, validated and normalized by
+// the service (Fields as validateContact makes them: at most one email,
+// phone and address, each primary).
+type ImportRow struct {
+	Row int64
+	Fields
+}
+
+// ImportResult is what became of one row. ContactID is 0 for a failed row,
+// and for created rows (and rows matching them) of a dry run, whose ids
+// were never taken.
+type ImportResult struct {
+	Row       int64
+	Outcome   string
+	ContactID int64
+	Column    string
+	Message   string
+}
+
+// ImportBatch is one batch of one import.
+type ImportBatch struct {
+	Tenant   uuid.UUID
+	ImportID uuid.UUID
+	Policy   string
+	DryRun   bool
+	// Rows are the rows to write, in file order.
+	Rows []ImportRow
+	// Failed are rows the service refused; they are recorded with the
+	// others, so a re-sent batch answers them the same way.
+	Failed []ImportResult
+}
+
+// errDryRun rolls a dry run's transaction back.
+var errDryRun = errors.New("dry run")
+
+// ImportContacts writes one batch of an import in one transaction and
+// returns the result of every row of b (Rows and Failed), keyed by row
+// number. A row already recorded for the import (a batch sent again) is
+// answered from contacts.import_rows and not written again. docs/imports.md
+// describes the matching and the policies; in short, each row is matched
+// to an existing live contact (external id, then email, then phone, then a
+// strong name match at the same postal code), else to the first earlier
+// row of the batch it matches, and the policy decides. A dry run does the
+// same work and rolls it back.
+//
+// The batch holds the tenant's import lock (importLock) for its
+// transaction: batches of one tenant, and merges, take turns, so two
+// batches never both create the same new contact and a merge never
+// tombstones a contact a batch is updating.
+func (s *Store) ImportContacts(ctx context.Context, b ImportBatch) (map[int64]ImportResult, error) {
+	var out map[int64]ImportResult
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		out, err = importBatch(ctx, tx, b)
+		if err == nil && b.DryRun {
+			return errDryRun
+		}
+		return err
+	})
+	if err != nil && !errors.Is(err, errDryRun) {
+		return nil, fmt.Errorf("contacts: import batch of %s: %w", b.ImportID, err)
+	}
+	return out, nil
+}
+
+// importLock serialises a tenant's import batches and merges (see
+// ImportContacts).
+func importLock(ctx context.Context, tx pgx.Tx, tenant uuid.UUID) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('contacts.import-merge:' || $1::text, 0))`, tenant); err != nil {
+		return fmt.Errorf("take the tenant's import lock: %w", err)
+	}
+	return nil
+}
+
+func importBatch(ctx context.Context, tx pgx.Tx, b ImportBatch) (map[int64]ImportResult, error) {
+	if err := importLock(ctx, tx, b.Tenant); err != nil {
+		return nil, err
+	}
+	out, err := priorResults(ctx, tx, b)
+	if err != nil {
+		return nil, err
+	}
+	var todo []ImportRow
+	for _, r := range b.Rows {
+		if _, done := out[r.Row]; !done {
+			todo = append(todo, r)
+		}
+	}
+	var fresh []ImportResult
+	for _, f := range b.Failed {
+		if _, done := out[f.Row]; !done {
+			fresh = append(fresh, f)
+		}
+	}
+	if len(todo) > 0 {
+		results, err := writeRowsOfBatch(ctx, tx, b, todo)
+		if err != nil {
+			return nil, err
+		}
+		fresh = append(fresh, results...)
+	}
+	if err := recordResults(ctx, tx, b, fresh); err != nil {
+		return nil, err
+	}
+	for _, r := range fresh {
+		if r.ContactID < 0 {
+			r.ContactID = 0
+		}
+		out[r.Row] = r
+	}
+	return out, nil
+}
+
+// priorResults reads the rows of b already recorded for the import.
+func priorResults(ctx context.Context, tx pgx.Tx, b ImportBatch) (map[int64]ImportResult, error) {
+	nums := make([]int64, 0, len(b.Rows)+len(b.Failed))
+	for _, r := range b.Rows {
+		nums = append(nums, r.Row)
+	}
+	for _, r := range b.Failed {
+		nums = append(nums, r.Row)
+	}
+	rows, err := tx.Query(ctx, `SELECT row, outcome, coalesce(contact_id, 0), coalesce(column_name, ''), coalesce(message, '')
+		FROM contacts.import_rows WHERE tenant_id = $1 AND import_id = $2 AND row = ANY($3)`, b.Tenant, b.ImportID, nums)
+	if err != nil {
+		return nil, fmt.Errorf("read recorded rows: %w", err)
+	}
+	out := make(map[int64]ImportResult, len(nums))
+	var r ImportResult
+	if _, err := pgx.ForEachRow(rows, []any{&r.Row, &r.Outcome, &r.ContactID, &r.Column, &r.Message}, func() error {
+		out[r.Row] = r
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read recorded rows: %w", err)
+	}
+	return out, nil
+}
+
+// recordResults writes the answers of the rows done by this batch.
+func recordResults(ctx context.Context, tx pgx.Tx, b ImportBatch, results []ImportResult) error {
+	if len(results) == 0 {
+		return nil
+	}
+	tid, iid := pgUUID(b.Tenant), pgUUID(b.ImportID)
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"contacts", "import_rows"},
+		[]string{"tenant_id", "import_id", "row", "outcome", "contact_id", "column_name", "message"},
+		pgx.CopyFromSlice(len(results), func(i int) ([]any, error) {
+			r := results[i]
+			var cid *int64
+			if r.ContactID != 0 {
+				cid = &r.ContactID
+			}
+			return []any{tid, iid, r.Row, r.Outcome, cid, nullable(r.Column), nullable(r.Message)}, nil
+		}))
+	if err != nil {
+		return fmt.Errorf("record row results: %w", err)
+	}
+	return nil
+}
+
+// pgUUID encodes straight to binary in COPY (uuid.UUID would go through
+// its text form on every row).
+func pgUUID(u uuid.UUID) pgtype.UUID { return pgtype.UUID{Bytes: u, Valid: true} }
+
+// rowKeys are what matching compares of a row, normalized.
+type rowKeys struct {
+	external, email, phone, postal, name string
+}
+
+func keysOf(f Fields) rowKeys {
+	k := rowKeys{external: f.ExternalID, name: NameKey(f)}
+	if len(f.Emails) > 0 {
+		k.email = f.Emails[0].Key
+	}
+	if len(f.Phones) > 0 {
+		k.phone = f.Phones[0].Key
+	}
+	if len(f.Addresses) > 0 {
+		k.postal = f.Addresses[0].PostalKey
+	}
+	return k
+}
+
+// rowMatch is a row's duplicate: an existing contact (contact > 0) or an
+// earlier row of the batch (earlier ≥ 0), and whether by external id.
+type rowMatch struct {
+	contact    int64
+	earlier    int
+	byExternal bool
+}
+
+// stageKeys copies the rows' keys into a temporary table for the matching
+// queries; its statistics are gathered, so the planner probes the
+// tenant's indexes row by row instead of scanning them.
+func stageKeys(ctx context.Context, tx pgx.Tx, rows []ImportRow) error {
+	if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE import_stage (
+			ord int NOT NULL, external_id text, email_key text, phone_key text, postal_key text, name_key text NOT NULL
+		) ON COMMIT DROP`); err != nil {
+		return fmt.Errorf("create staging table: %w", err)
+	}
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"import_stage"},
+		[]string{"ord", "external_id", "email_key", "phone_key", "postal_key", "name_key"},
+		pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
+			k := keysOf(rows[i].Fields)
+			return []any{int32(i), nullable(k.external), nullable(k.email), nullable(k.phone), nullable(k.postal), k.name}, nil
+		}))
+	if err != nil {
+		return fmt.Errorf("stage rows: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `ANALYZE import_stage`); err != nil {
+		return fmt.Errorf("analyze staging table: %w", err)
+	}
+	return nil
+}
+
+// existingMatchSQL finds each staged row's best live contact: by external
+// id, else email, else phone, else the most similar strong name at its
+// postal code; ties to the lowest id. An external id of a tombstone leads
+// to its survivor (merges keep chains one hop long).
+const existingMatchSQL = `
+	SELECT DISTINCT ON (m.ord) m.ord, coalesce(c.merged_into, c.id), m.pri = 1
+	FROM (
+		SELECT s.ord, x.id, 1 AS pri, 1::float8 AS sim FROM import_stage s
+		JOIN contacts.contacts x ON x.tenant_id = $1 AND x.external_id = s.external_id
+		UNION ALL
+		SELECT s.ord, e.contact_id, 2, 1 FROM import_stage s
+		JOIN contacts.contact_emails e ON e.tenant_id = $1 AND e.email_key = s.email_key
+		UNION ALL
+		SELECT s.ord, p.contact_id, 3, 1 FROM import_stage s
+		JOIN contacts.contact_phones p ON p.tenant_id = $1 AND p.phone_key = s.phone_key
+		UNION ALL
+		SELECT s.ord, x.id, 4, similarity(x.name_key, s.name_key) FROM import_stage s
+		JOIN contacts.contact_addresses a ON a.tenant_id = $1 AND a.postal_key = s.postal_key
+		JOIN contacts.contacts x ON x.tenant_id = $1 AND x.id = a.contact_id
+		WHERE s.name_key <> '' AND x.merged_into IS NULL AND similarity(x.name_key, s.name_key) >= $2
+	) m
+	JOIN contacts.contacts c ON c.tenant_id = $1 AND c.id = m.id
+	ORDER BY m.ord, m.pri, m.sim DESC, m.id`
+
+// batchMatchSQL finds, for each staged row, the first earlier row it
+// matches by the same rules, and the first by external id. Exact keys use
+// a window (no pairs); names compare pairs within a postal code only.
+const batchMatchSQL = `
+	WITH firsts AS (
+		SELECT ord,
+			CASE WHEN external_id IS NOT NULL THEN min(ord) OVER (PARTITION BY external_id) END AS by_ext,
+			CASE WHEN email_key IS NOT NULL THEN min(ord) OVER (PARTITION BY email_key) END AS by_email,
+			CASE WHEN phone_key IS NOT NULL THEN min(ord) OVER (PARTITION BY phone_key) END AS by_phone
+		FROM import_stage
+	), names AS (
+		SELECT b.ord, min(a.ord) AS by_name FROM import_stage a
+		JOIN import_stage b ON a.postal_key = b.postal_key AND a.ord < b.ord
+		WHERE a.name_key <> '' AND b.name_key <> '' AND similarity(a.name_key, b.name_key) >= $1
+		GROUP BY b.ord
+	)
+	SELECT f.ord, nullif(f.by_ext, f.ord),
+		nullif(least(f.by_ext, f.by_email, f.by_phone, n.by_name), f.ord)
+	FROM firsts f LEFT JOIN names n ON n.ord = f.ord
+	WHERE least(f.by_ext, f.by_email, f.by_phone, n.by_name) < f.ord`
+
+// findMatches returns each row's match, if it has one (indexed by the
+// row's position in rows).
+func findMatches(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, rows []ImportRow) ([]*rowMatch, error) {
+	if err := stageKeys(ctx, tx, rows); err != nil {
+		return nil, err
+	}
+	out := make([]*rowMatch, len(rows))
+	existing, err := tx.Query(ctx, existingMatchSQL, tenant, StrongNameSimilarity)
+	if err != nil {
+		return nil, fmt.Errorf("match existing contacts: %w", err)
+	}
+	var (
+		ord   int32
+		id    int64
+		byExt bool
+	)
+	if _, err := pgx.ForEachRow(existing, []any{&ord, &id, &byExt}, func() error {
+		out[ord] = &rowMatch{contact: id, earlier: -1, byExternal: byExt}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("match existing contacts: %w", err)
+	}
+	batch, err := tx.Query(ctx, batchMatchSQL, StrongNameSimilarity)
+	if err != nil {
+		return nil, fmt.Errorf("match rows of the batch: %w", err)
+	}
+	var firstExt, firstAny *int32
+	if _, err := pgx.ForEachRow(batch, []any{&ord, &firstExt, &firstAny}, func() error {
+		switch {
+		case out[ord] != nil && (out[ord].byExternal || firstExt == nil):
+			// An existing contact wins over an earlier row, unless the
+			// earlier row has the external id and the contact does not.
+		case firstExt != nil:
+			out[ord] = &rowMatch{earlier: int(*firstExt), byExternal: true}
+		case out[ord] == nil && firstAny != nil:
+			out[ord] = &rowMatch{earlier: int(*firstAny)}
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("match rows of the batch: %w", err)
+	}
+	return out, nil
+}
+
+// plan is what the batch writes: new contacts (from their first row, with
+// later rows folded in under the update policy), updates of existing
+// contacts, and the outcome of every row.
+type plan struct {
+	creates []*Fields
+	// createOf maps a row's position to its index in creates (-1: none).
+	createOf []int
+	// updates are the rows to fold into each existing contact, in order.
+	updates     map[int64][]Fields
+	updateOrder []int64
+	// results are per row; ContactID of a row on a new contact is
+	// -(index in creates + 1) until ids are taken.
+	results []ImportResult
+}
+
+// decide applies the policy to the matches, row by row in file order: a
+// row matching an earlier row is treated as matching whatever that row
+// became.
+func decide(policy string, rows []ImportRow, matches []*rowMatch) *plan {
+	p := &plan{createOf: make([]int, len(rows)), updates: map[int64][]Fields{}, results: make([]ImportResult, len(rows))}
+	for i, r := range rows {
+		p.createOf[i] = -1
+		m := matches[i]
+		if policy == PolicyCreate && m != nil && !m.byExternal {
+			m = nil
+		}
+		target := int64(0)
+		if m != nil {
+			target = m.contact
+			if m.earlier >= 0 {
+				target = p.results[m.earlier].ContactID
+				if c := p.createOf[m.earlier]; c >= 0 {
+					p.createOf[i] = c
+				}
+			}
+		}
+		res := ImportResult{Row: r.Row}
+		switch {
+		case target == 0:
+			p.creates = append(p.creates, new(r.Fields))
+			p.createOf[i] = len(p.creates) - 1
+			res.Outcome, res.ContactID = OutcomeCreated, -int64(len(p.creates))
+		case policy == PolicyUpdate:
+			res.Outcome, res.ContactID = OutcomeUpdated, target
+			if c := p.createOf[i]; c >= 0 {
+				foldInto(p.creates[c], r.Fields, nil)
+			} else {
+				if _, ok := p.updates[target]; !ok {
+					p.updateOrder = append(p.updateOrder, target)
+				}
+				p.updates[target] = append(p.updates[target], r.Fields)
+			}
+		default:
+			res.Outcome, res.ContactID = OutcomeSkipped, target
+		}
+		p.results[i] = res
+	}
+	return p
+}
+
+// existingKeys are the normalized keys of an existing contact's rows, to
+// add only what it lacks.
+type existingKeys struct {
+	emails, phones, addresses map[string]bool
+}
+
+// foldInto applies an update row to f: non-empty names replace, the
+// external id fills an empty one, tags are added (case ignored), and the
+// email, phone and address are added when f has none with the same key.
+// The contact type never changes. It reports whether f changed.
+func foldInto(f *Fields, row Fields, have *existingKeys) bool {
+	changed := false
+	set := func(dst *string, v string) {
+		if v != "" && *dst != v {
+			*dst, changed = v, true
+		}
+	}
+	set(&f.FirstName, row.FirstName)
+	set(&f.LastName, row.LastName)
+	set(&f.OrganizationName, row.OrganizationName)
+	if f.ExternalID == "" && row.ExternalID != "" {
+		f.ExternalID, changed = row.ExternalID, true
+	}
+	for _, t := range row.Tags {
+		if !slices.ContainsFunc(f.Tags, func(x string) bool { return strings.EqualFold(x, t) }) {
+			f.Tags, changed = append(f.Tags, t), true
+		}
+	}
+	if have == nil {
+		have = keysOfFields(f)
+	}
+	for _, e := range row.Emails {
+		if !have.emails[e.Key] {
+			e.IsPrimary = len(have.emails) == 0
+			f.Emails, have.emails[e.Key], changed = append(f.Emails, e), true, true
+		}
+	}
+	for _, ph := range row.Phones {
+		if !have.phones[ph.Key] {
+			ph.IsPrimary = len(have.phones) == 0
+			f.Phones, have.phones[ph.Key], changed = append(f.Phones, ph), true, true
+		}
+	}
+	for _, a := range row.Addresses {
+		if k := addressKey(a); !have.addresses[k] {
+			a.IsPrimary = len(have.addresses) == 0
+			f.Addresses, have.addresses[k], changed = append(f.Addresses, a), true, true
+		}
+	}
+	return changed
+}
+
+func keysOfFields(f *Fields) *existingKeys {
+	k := &existingKeys{emails: map[string]bool{}, phones: map[string]bool{}, addresses: map[string]bool{}}
+	for _, e := range f.Emails {
+		k.emails[e.Key] = true
+	}
+	for _, p := range f.Phones {
+		k.phones[p.Key] = true
+	}
+	for _, a := range f.Addresses {
+		k.addresses[addressKey(a)] = true
+	}
+	return k
+}
+
+// writeRowsOfBatch matches, decides and writes the rows not yet recorded,
+// and returns their results.
+func writeRowsOfBatch(ctx context.Context, tx pgx.Tx, b ImportBatch, rows []ImportRow) ([]ImportResult, error) {
+	matches, err := findMatches(ctx, tx, b.Tenant, rows)
+	if err != nil {
+		return nil, err
+	}
+	p := decide(b.Policy, rows, matches)
+	upd, err := planUpdates(ctx, tx, b.Tenant, p)
+	if err != nil {
+		return nil, err
+	}
+	w := &bulkWrite{tenant: pgUUID(b.Tenant), importID: pgUUID(b.ImportID)}
+	if err := w.takeIDs(ctx, tx, b.Tenant, p, upd); err != nil {
+		return nil, err
+	}
+	if err := w.insertContacts(ctx, tx, p); err != nil {
+		return nil, err
+	}
+	if err := applyUpdates(ctx, tx, b.Tenant, upd); err != nil {
+		return nil, err
+	}
+	if err := w.insertRows(ctx, tx); err != nil {
+		return nil, err
+	}
+	if b.DryRun {
+		// The ids were taken in a transaction that is rolled back: they
+		// name nothing, so the answer leaves them out (importBatch).
+		return p.results, nil
+	}
+	for i := range p.results {
+		if id := p.results[i].ContactID; id < 0 {
+			p.results[i].ContactID = w.contactIDs[-id-1]
+		}
+	}
+	return p.results, nil
+}
