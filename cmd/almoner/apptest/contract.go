@@ -113,8 +113,10 @@ var contractOptions = &openapi3filter.Options{
 }
 
 func init() {
-	// Report exports are files: their bytes are not JSON to check.
-	for _, mt := range []string{"text/csv", "application/pdf", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"} {
+	// Report exports are files: their bytes are not JSON to check; so
+	// are import files (text/csv, application/x-ndjson: JSON Lines is not
+	// one JSON document).
+	for _, mt := range []string{"text/csv", "application/pdf", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", "application/x-ndjson"} {
 		openapi3filter.RegisterBodyDecoder(mt, openapi3filter.FileBodyDecoder)
 	}
 }
