@@ -4,7 +4,7 @@ SHELL := /usr/bin/env bash
 .DEFAULT_GOAL := help
 
 BIN        := $(CURDIR)/bin
-MODULES    := pkg services/auth services/contacts services/inventory services/orders services/reports services/webhooks gateway cmd/almoner deploy docs/examples/webhook-receiver
+MODULES    := pkg services/auth services/contacts services/imports services/inventory services/orders services/reports services/webhooks gateway cmd/almoner deploy docs/examples/webhook-receiver
 export PATH := $(BIN):$(PATH)
 export GOFLAGS := -buildvcs=false
 

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
-var services = []string{"auth", "contacts", "inventory", "orders", "reports", "webhooks"}
+var services = []string{"auth", "contacts", "imports", "inventory", "orders", "reports", "webhooks"}
 
 // strict decodes one object into its API type, failing on unknown fields.
 func strict(t *testing.T, obj map[string]any, into any) {

@@ -7,6 +7,7 @@ require (
 	github.com/almoner/almoner/pkg v0.0.0
 	github.com/almoner/almoner/services/auth v0.0.0
 	github.com/almoner/almoner/services/contacts v0.0.0
+	github.com/almoner/almoner/services/imports v0.0.0
 	github.com/almoner/almoner/services/inventory v0.0.0
 	github.com/almoner/almoner/services/orders v0.0.0
 	github.com/almoner/almoner/services/reports v0.0.0
@@ -75,6 +76,7 @@ replace (
 	github.com/almoner/almoner/pkg => ../../pkg
 	github.com/almoner/almoner/services/auth => ../../services/auth
 	github.com/almoner/almoner/services/contacts => ../../services/contacts
+	github.com/almoner/almoner/services/imports => ../../services/imports
 	github.com/almoner/almoner/services/inventory => ../../services/inventory
 	github.com/almoner/almoner/services/orders => ../../services/orders
 	github.com/almoner/almoner/services/reports => ../../services/reports

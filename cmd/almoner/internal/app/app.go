@@ -23,6 +23,7 @@ import (
 	"github.com/almoner/almoner/pkg/telemetry"
 	"github.com/almoner/almoner/services/auth"
 	"github.com/almoner/almoner/services/contacts"
+	"github.com/almoner/almoner/services/imports"
 	"github.com/almoner/almoner/services/inventory"
 	"github.com/almoner/almoner/services/orders"
 	"github.com/almoner/almoner/services/reports"
@@ -34,6 +35,7 @@ import (
 var Modules = map[string]service.Module{
 	auth.Name:      auth.Module,
 	contacts.Name:  contacts.Module,
+	imports.Name:   imports.Module,
 	inventory.Name: inventory.Module,
 	orders.Name:    orders.Module,
 	reports.Name:   reports.Module,
