@@ -35,4 +35,5 @@ const (
 	codeNotResumable          = "RecurringDonation.NotResumable"
 	codeNotSkippable          = "RecurringDonation.NotSkippable"
 	codeContactMerged         = "Contact.Merged"
+	codeImportBatchClosed     = "Import.BatchClosed"
 )

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"google.golang.org/grpc"
 
+	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
 	contactsv1 "github.com/almoner/almoner/pkg/api/almoner/contacts/v1"
 	inventoryv1 "github.com/almoner/almoner/pkg/api/almoner/inventory/v1"
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
@@ -51,6 +52,9 @@ type Config struct {
 	IdempotencyLease time.Duration
 	// Runner configures the recurring charge runner; nil means it does not run.
 	Runner *RunnerConfig
+	// Tenants reads a tenant's default currency for gift imports whose
+	// principal carries none; nil means such rows need their currency.
+	Tenants TenantSettings
 }
 
 // Service is the orders service.
@@ -93,6 +97,7 @@ func (s *Service) Register(r grpc.ServiceRegistrar) {
 	ordersv1.RegisterPaymentMethodServiceServer(r, &paymentMethodServer{s: s})
 	ordersv1.RegisterProcessorNotificationServiceServer(r, &notificationServer{s: s})
 	ordersv1.RegisterContactMoveServiceServer(r, &contactMoveServer{s: s})
+	ordersv1.RegisterGiftImportServiceServer(r, &giftImportServer{s: s})
 }
 
 // Start starts the recurring charge runner when configured.
@@ -152,6 +157,13 @@ var Module = service.Module{
 			Sandbox: d.Environment != "production",
 			HTTP:    &http.Client{Timeout: stripeproc.DefaultTimeout},
 		}
+		cfg.Tenants = grpcTenants{conn: func() (authv1.TenantAdminServiceClient, error) {
+			conn, err := dial("auth")
+			if err != nil {
+				return nil, err
+			}
+			return authv1.NewTenantAdminServiceClient(conn), nil
+		}}
 		if runnerOn {
 			cfg.Runner = &RunnerConfig{Interval: interval}
 		}
