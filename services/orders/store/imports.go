@@ -87,7 +87,7 @@ func ImportActor(importID uuid.UUID) string { return "import:" + importID.String
 // batches of a tenant's gift imports, which makes the external-id check
 // exact, and keeps merges out while contact ids are mapped.
 func (s *Store) ImportGifts(ctx context.Context, in GiftImport) ([]GiftResult, error) {
-	first, err := s.importNumbers(ctx, in)
+	first, recorded, err := s.importNumbers(ctx, in)
 	if err != nil {
 		return nil, fmt.Errorf("orders: import gifts: %w", err)
 	}
@@ -97,7 +97,7 @@ func (s *Store) ImportGifts(ctx context.Context, in GiftImport) ([]GiftResult, e
 			return err
 		}
 		var err error
-		if results, err = importBatch(ctx, tx, in, first); err != nil {
+		if results, err = importBatch(ctx, tx, in, first, recorded > 0); err != nil {
 			return err
 		}
 		if in.DryRun {
@@ -111,35 +111,33 @@ func (s *Store) ImportGifts(ctx context.Context, in GiftImport) ([]GiftResult, e
 	return results, nil
 }
 
-// importNumbers takes the order numbers of the batch from the tenant's
-// counter in one statement, before the transaction (a refill must not
-// wait for a second pooled connection inside it): one per row not refused
-// already and not recorded by an earlier call. Rows then skipped leave
-// their numbers unused, a gap as after any failed order. A dry run takes
-// none: its orders, rolled back, are numbered below zero.
-func (s *Store) importNumbers(ctx context.Context, in GiftImport) (int64, error) {
-	if in.DryRun {
-		return math.MinInt64 / 2, nil
-	}
+// importNumbers counts the batch's rows an earlier call recorded, and
+// takes the order numbers of the others (not refused already) from the
+// tenant's counter in one statement, before the transaction (a refill must
+// not wait for a second pooled connection inside it). Rows then skipped
+// leave their numbers unused, a gap as after any failed order. A dry run
+// takes none: its orders, rolled back, are numbered below zero.
+func (s *Store) importNumbers(ctx context.Context, in GiftImport) (first, recorded int64, err error) {
 	rows := make([]int64, 0, len(in.Rows))
 	for _, r := range in.Rows {
 		if r.FailColumn == "" {
 			rows = append(rows, r.Row)
 		}
 	}
-	recorded, err := countRecorded(ctx, s.pool, in.TenantID, in.ImportID, rows)
-	if err != nil {
-		return 0, err
+	if recorded, err = countRecorded(ctx, s.pool, in.TenantID, in.ImportID, rows); err != nil {
+		return 0, 0, err
 	}
 	n := int64(len(rows)) - recorded
-	if n <= 0 {
-		return 0, nil
+	switch {
+	case in.DryRun:
+		return math.MinInt64 / 2, recorded, nil
+	case n <= 0:
+		return 0, recorded, nil
 	}
-	first, err := s.numbers.Take(ctx, in.TenantID, counterOrderNumber, n)
-	if err != nil {
-		return 0, fmt.Errorf("take %d order numbers: %w", n, err)
+	if first, err = s.numbers.Take(ctx, in.TenantID, counterOrderNumber, n); err != nil {
+		return 0, 0, fmt.Errorf("take %d order numbers: %w", n, err)
 	}
-	return first, nil
+	return first, recorded, nil
 }
 
 // countRecorded counts the rows an earlier call recorded. Each row is
@@ -156,8 +154,12 @@ func countRecorded(ctx context.Context, q querier, tenantID, importID uuid.UUID,
 }
 
 // importBatch does the batch's work inside tx: funds resolved, rows
-// staged, outcomes decided, gifts written, outcomes recorded and read.
-func importBatch(ctx context.Context, tx pgx.Tx, in GiftImport, first int64) ([]GiftResult, error) {
+// staged, outcomes decided, gifts written (numbered from first), outcomes
+// recorded and read. replays says whether rows of the batch were recorded
+// by an earlier call, as counted before tx began: when another replica
+// records them meanwhile, the outcomes' insert fails on their key and
+// nothing of this call stays (its retry answers them).
+func importBatch(ctx context.Context, tx pgx.Tx, in GiftImport, first int64, replays bool) ([]GiftResult, error) {
 	funds, err := readImportFunds(ctx, tx, in.TenantID)
 	if err != nil {
 		return nil, err
@@ -165,7 +167,7 @@ func importBatch(ctx context.Context, tx pgx.Tx, in GiftImport, first int64) ([]
 	if err := stageGifts(ctx, tx, in.Rows, funds); err != nil {
 		return nil, err
 	}
-	created, err := decideOutcomes(ctx, tx, in, first)
+	created, err := decideOutcomes(ctx, tx, in, replays)
 	if err != nil {
 		return nil, err
 	}
@@ -174,12 +176,12 @@ func importBatch(ctx context.Context, tx pgx.Tx, in GiftImport, first int64) ([]
 		if err != nil {
 			return nil, err
 		}
-		if err := writeGifts(ctx, tx, in, batchID); err != nil {
+		if err := writeGifts(ctx, tx, in, batchID, first); err != nil {
 			return nil, err
 		}
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO orders.import_rows (tenant_id, import_id, row, outcome, order_id, "column", message)
-		SELECT $1, $2, row, outcome, CASE WHEN outcome = 'failed' THEN NULL ELSE order_id END, fail_column, fail_message
+		SELECT $1, $2, row, coalesce(outcome, 'created'), CASE WHEN outcome = 'failed' THEN NULL ELSE order_id END, fail_column, fail_message
 		FROM import_gifts WHERE NOT replay`, in.TenantID, in.ImportID); err != nil {
 		return nil, fmt.Errorf("record row outcomes: %w", err)
 	}
@@ -243,14 +245,14 @@ var stageColumns = []string{"row", "external_id", "contact_id", "gift_at", "amou
 	"campaign_id", "method", "check_number", "reference", "order_id", "donation_id", "payment_id", "outcome", "fail_column", "fail_message"}
 
 // stageGifts copies the rows into the transaction's temporary table,
-// their funds resolved and their ids made, and analyses it so the
-// statements that join it to the orders pick index lookups.
+// their funds resolved and their ids made. A row whose outcome stays NULL
+// is to be created.
 func stageGifts(ctx context.Context, tx pgx.Tx, rows []GiftRow, funds importFunds) error {
 	if _, err := tx.Exec(ctx, `CREATE TEMP TABLE import_gifts (
 			row bigint PRIMARY KEY, external_id text NOT NULL, contact_id bigint NOT NULL, gift_at timestamptz, amount_minor bigint NOT NULL,
 			currency text NOT NULL, fund_id uuid, fund_name text NOT NULL, deductible boolean NOT NULL, campaign_id text NOT NULL,
 			method text NOT NULL, check_number text NOT NULL, reference text NOT NULL, order_id uuid, donation_id uuid, payment_id uuid,
-			outcome text, fail_column text NOT NULL, fail_message text NOT NULL, replay boolean NOT NULL DEFAULT false, order_number bigint
+			outcome text, fail_column text NOT NULL, fail_message text NOT NULL, replay boolean NOT NULL DEFAULT false
 		) ON COMMIT DROP`); err != nil {
 		return fmt.Errorf("create staging table: %w", err)
 	}
@@ -259,9 +261,6 @@ func stageGifts(ctx context.Context, tx pgx.Tx, rows []GiftRow, funds importFund
 	}))
 	if err != nil {
 		return fmt.Errorf("copy rows: %w", err)
-	}
-	if _, err := tx.Exec(ctx, `ANALYZE import_gifts`); err != nil {
-		return fmt.Errorf("analyse staging table: %w", err)
 	}
 	return nil
 }
@@ -304,15 +303,15 @@ func idAt(t time.Time) uuid.UUID {
 	return id
 }
 
-// decideOutcomes settles every staged row still open: answered from an
-// earlier call, skipped for an external id already recorded (by an
-// earlier import or batch, or an earlier row of this one), else created
-// with the next of the batch's numbers from first. It answers how many
-// rows are created. The lookups into import_rows and orders are
+// decideOutcomes settles the staged rows that are not to be created:
+// answered from an earlier call (when replays), skipped for an external id
+// already recorded (by an earlier import or batch, or an earlier row of
+// this one). The others (outcome NULL) are created; it answers how many.
+// The lookups into import_rows and orders are
 // sub-selects per staged row, so each is an index lookup whatever the
 // (growing, maybe not yet analysed) tables' statistics say: a hash join
 // would scan a million orders for every batch.
-func decideOutcomes(ctx context.Context, tx pgx.Tx, in GiftImport, first int64) (int64, error) {
+func decideOutcomes(ctx context.Context, tx pgx.Tx, in GiftImport, replays bool) (int64, error) {
 	steps := []struct {
 		what string
 		sql  string
@@ -335,18 +334,19 @@ func decideOutcomes(ctx context.Context, tx pgx.Tx, in GiftImport, first int64) 
 				WHERE outcome IS NULL AND external_id <> '' ORDER BY external_id, row) f
 			WHERE t.outcome IS NULL AND t.external_id = f.external_id AND t.row > f.row`, nil},
 	}
+	if !replays {
+		steps = steps[1:]
+	}
 	for _, st := range steps {
 		if _, err := tx.Exec(ctx, st.sql, st.args...); err != nil {
 			return 0, fmt.Errorf("%s: %w", st.what, err)
 		}
 	}
-	tag, err := tx.Exec(ctx, `UPDATE import_gifts t SET outcome = 'created', order_number = $1 + n.rn - 1
-		FROM (SELECT row, row_number() OVER (ORDER BY row) AS rn FROM import_gifts WHERE outcome IS NULL) n
-		WHERE t.row = n.row`, first)
-	if err != nil {
-		return 0, fmt.Errorf("number created rows: %w", err)
+	var created int64
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM import_gifts WHERE outcome IS NULL`).Scan(&created); err != nil {
+		return 0, fmt.Errorf("count created rows: %w", err)
 	}
-	return tag.RowsAffected(), nil
+	return created, nil
 }
 
 // importBatchID returns the import's batch, opening it on the import's
@@ -381,10 +381,11 @@ func importBatchID(ctx context.Context, tx pgx.Tx, tenantID, importID uuid.UUID)
 	return id, nil
 }
 
-// writeGifts writes the created rows' orders (under the survivor of a
-// merged contact: the bulk lock keeps merges out, so the redirects read
-// here are final), donation lines and payments.
-func writeGifts(ctx context.Context, tx pgx.Tx, in GiftImport, batchID uuid.UUID) error {
+// writeGifts writes the created rows' orders (numbered from first in row
+// order; under the survivor of a merged contact: the bulk lock keeps
+// merges out, so the redirects read here are final), donation lines and
+// payments.
+func writeGifts(ctx context.Context, tx pgx.Tx, in GiftImport, batchID uuid.UUID, first int64) error {
 	steps := []struct {
 		what string
 		sql  string
@@ -392,19 +393,19 @@ func writeGifts(ctx context.Context, tx pgx.Tx, in GiftImport, batchID uuid.UUID
 	}{
 		{"insert orders", `INSERT INTO orders.orders (tenant_id, id, order_number, contact_id, status, currency, donation_subtotal_minor,
 				item_subtotal_minor, total_minor, deductible_minor, has_donations, has_items, batch_id, created_at, updated_at, external_id, import_id)
-			SELECT $1, t.order_id, t.order_number, coalesce(r.survivor_id, t.contact_id), 'Completed', t.currency, t.amount_minor,
+			SELECT $1, t.order_id, $4 + row_number() OVER (ORDER BY t.row) - 1, coalesce(r.survivor_id, t.contact_id), 'Completed', t.currency, t.amount_minor,
 				0, t.amount_minor, CASE WHEN t.deductible THEN t.amount_minor ELSE 0 END, true, false, $3, t.gift_at, now(),
 				nullif(t.external_id, ''), $2
 			FROM import_gifts t
 			LEFT JOIN orders.contact_redirects r ON r.tenant_id = $1 AND r.duplicate_id = t.contact_id
-			WHERE t.outcome = 'created' AND NOT t.replay`, []any{in.TenantID, in.ImportID, batchID}},
+			WHERE t.outcome IS NULL`, []any{in.TenantID, in.ImportID, batchID, first}},
 		{"insert donation lines", `INSERT INTO orders.order_donations (tenant_id, order_id, id, position, fund_id, fund_name, amount_minor,
 				is_tax_deductible, campaign_id)
 			SELECT $1, order_id, donation_id, 0, fund_id, fund_name, amount_minor, deductible, campaign_id
-			FROM import_gifts WHERE outcome = 'created' AND NOT replay`, []any{in.TenantID}},
+			FROM import_gifts WHERE outcome IS NULL`, []any{in.TenantID}},
 		{"insert payments", `INSERT INTO orders.order_payments (tenant_id, order_id, id, position, method, amount_minor, status, check_number, reference)
 			SELECT $1, order_id, payment_id, 0, method, amount_minor, 'Captured', check_number, reference
-			FROM import_gifts WHERE outcome = 'created' AND NOT replay`, []any{in.TenantID}},
+			FROM import_gifts WHERE outcome IS NULL`, []any{in.TenantID}},
 	}
 	for _, st := range steps {
 		if _, err := tx.Exec(ctx, st.sql, st.args...); err != nil {
@@ -417,7 +418,7 @@ func writeGifts(ctx context.Context, tx pgx.Tx, in GiftImport, batchID uuid.UUID
 // readOutcomes reads every staged row's outcome, answered in the order of
 // rows.
 func readOutcomes(ctx context.Context, tx pgx.Tx, rows []GiftRow) ([]GiftResult, error) {
-	qr, err := tx.Query(ctx, `SELECT row, outcome, order_id, fail_column, fail_message FROM import_gifts`)
+	qr, err := tx.Query(ctx, `SELECT row, coalesce(outcome, 'created'), order_id, fail_column, fail_message FROM import_gifts`)
 	if err != nil {
 		return nil, fmt.Errorf("read outcomes: %w", err)
 	}
