@@ -273,3 +273,45 @@ func TestCheckGiftRow(t *testing.T) {
 		}
 	}
 }
+
+// TestImportGiftsSameBatchTwiceAtOnce: two replicas sending the same batch
+// at once (a lease that expired under a slow one) record each row once:
+// the second either answers the first's outcomes or fails and leaves
+// nothing, and a retry answers the first's order ids.
+func TestImportGiftsSameBatchTwiceAtOnce(t *testing.T) {
+	t.Parallel()
+	f := newImportFixture(t)
+	rows := []*ordersv1.GiftImportRow{giftRow(1, "", 5, "", "USD"), giftRow(2, "X-2", 6, "Building", "USD"), giftRow(3, "", 7, "General", "USD")}
+	req := &ordersv1.ImportGiftsRequest{TenantId: f.tenant.String(), ImportId: f.importID.String(), Rows: rows}
+	type answer struct {
+		resp *ordersv1.ImportGiftsResponse
+		err  error
+	}
+	answers := make(chan answer, 2)
+	for range 2 {
+		go func() {
+			resp, err := f.srv.ImportGifts(f.ctx, req)
+			answers <- answer{resp, err}
+		}()
+	}
+	var ok []*ordersv1.ImportGiftsResponse
+	for range 2 {
+		if a := <-answers; a.err == nil {
+			ok = append(ok, a.resp)
+		}
+	}
+	if len(ok) == 0 {
+		t.Fatal("both calls failed")
+	}
+	retry := f.importRows(t, false, rows...)
+	for _, resp := range ok {
+		for i, r := range resp.GetResults() {
+			if r.GetOutcome() != "created" || r.GetOrderId() != retry[i].GetOrderId() {
+				t.Errorf("row %d answered %v, the retry %v", i+1, r, retry[i])
+			}
+		}
+	}
+	if n := f.count(t, `SELECT count(*) FROM orders.orders WHERE tenant_id = $1`); n != 3 {
+		t.Errorf("%d orders, want 3", n)
+	}
+}
