@@ -195,6 +195,8 @@ type fakeServices struct {
 	calls int
 	// unavailable answers that many calls Unavailable first.
 	unavailable int
+	// refuse answers every call InvalidArgument.
+	refuse bool
 	// onCall runs before a call is answered, with the call's number.
 	onCall func(n int)
 	// dryRows counts rows of dry-run calls (never written).
@@ -216,6 +218,10 @@ func (f *fakeServices) begin() error {
 	f.mu.Lock()
 	f.calls++
 	n, hook := f.calls, f.onCall
+	if f.refuse {
+		f.mu.Unlock()
+		return status.Error(codes.InvalidArgument, "batch too large")
+	}
 	if f.unavailable > 0 {
 		f.unavailable--
 		f.mu.Unlock()

@@ -342,3 +342,22 @@ func TestRunnerInBackground(t *testing.T) {
 	id := f.mustUpload(t, header(f.tenant, "contacts", "csv"), "lastName\nA\n")
 	waitFor(t, 10*time.Second, func() bool { return f.get(t, id).GetStatus() == "succeeded" })
 }
+
+// TestRefusedBatchFailsTheImport: a service refusing a batch outright (not
+// a row) fails the import in pass 2 with its message, audited as leaving
+// importing.
+func TestRefusedBatchFailsTheImport(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{})
+	f.fake.refuse = true
+	id := f.mustUpload(t, header(f.tenant, "contacts", "csv"), "lastName\nA\n")
+	f.runAll(t, "r")
+	got := f.get(t, id)
+	if got.GetStatus() != "failed" || got.GetMessage() != "The contacts service refused a batch: batch too large" {
+		t.Fatalf("import = %v", got)
+	}
+	if n := f.count(t, `SELECT count(*) FROM audit.events WHERE entity_id = $1 AND changes->'status'->>'old' = 'importing'
+		AND changes->'status'->>'new' = 'failed'`, id); n != 1 {
+		t.Errorf("%d audit rows importing > failed", n)
+	}
+}

@@ -103,18 +103,17 @@ func (s *csvSource) next() (record, error) {
 	}
 	s.num++
 	rec := record{num: s.num}
-	var pe *csv.ParseError
 	switch {
 	case errors.Is(err, errRowTooLong):
 		return record{}, fileErrorf("Row %d is longer than %d bytes.", s.num, MaxRowBytes)
-	case errors.As(err, &pe) && errors.Is(pe.Err, csv.ErrFieldCount):
-		rec.errs = append(rec.errs, RowError{Row: s.num, Message: fmt.Sprintf("The row has %d values; the header has %d.", len(fields), len(s.cols))})
-		return rec, nil
 	case isCSVSyntax(err):
 		rec.errs = append(rec.errs, RowError{Row: s.num, Message: fmt.Sprintf("The row is not valid CSV: %s.", csvReason(err))})
 		return rec, nil
 	case err != nil:
 		return record{}, err
+	case len(fields) != len(s.cols):
+		rec.errs = append(rec.errs, RowError{Row: s.num, Message: fmt.Sprintf("The row has %d values; the header has %d.", len(fields), len(s.cols))})
+		return rec, nil
 	}
 	rec.values = make([]string, s.width)
 	for i, f := range fields {

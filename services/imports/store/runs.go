@@ -124,7 +124,18 @@ func (s *Store) SaveBatch(ctx context.Context, m Import, owner string, c Counts,
 func (s *Store) Finish(ctx context.Context, m Import, owner, status, message, actor string) (Import, error) {
 	var out Import
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
+		// The status it leaves, as the database has it: the caller's copy
+		// may predate the move from validating to importing.
+		var old string
+		err := tx.QueryRow(ctx, `SELECT status FROM imports.imports
+			WHERE tenant_id = $1 AND id = $2 AND lease_owner = $3 AND status IN ('validating', 'importing') FOR UPDATE`,
+			m.TenantID, m.ID, owner).Scan(&old)
+		if db.IsNoRows(err) {
+			return ErrLeaseLost
+		}
+		if err != nil {
+			return fmt.Errorf("lock: %w", db.Interpret(err))
+		}
 		out, err = scanImport(tx.QueryRow(ctx, `UPDATE imports.imports SET status = $4, message = $5, finished_at = now(),
 				lease_owner = NULL, lease_until = NULL
 			WHERE tenant_id = $1 AND id = $2 AND lease_owner = $3 AND status IN ('validating', 'importing')
@@ -138,7 +149,7 @@ func (s *Store) Finish(ctx context.Context, m Import, owner, status, message, ac
 		if _, err := tx.Exec(ctx, `DELETE FROM imports.import_chunks WHERE tenant_id = $1 AND import_id = $2`, m.TenantID, m.ID); err != nil {
 			return fmt.Errorf("delete chunks: %w", err)
 		}
-		return record(ctx, tx, out, audit.Updated, m.Status, actor)
+		return record(ctx, tx, out, audit.Updated, old, actor)
 	})
 	if err != nil {
 		return out, fmt.Errorf("imports: finish %s: %w", m.ID, err)
