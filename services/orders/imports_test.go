@@ -315,3 +315,17 @@ func TestImportGiftsSameBatchTwiceAtOnce(t *testing.T) {
 		t.Errorf("%d orders, want 3", n)
 	}
 }
+
+// TestImportGiftsReplayOfRefusedRows: a batch of rows all refused before
+// the store looked at them answers the same when sent again.
+func TestImportGiftsReplayOfRefusedRows(t *testing.T) {
+	t.Parallel()
+	f := newImportFixture(t)
+	bad := &ordersv1.GiftImportRow{Row: 1, ContactId: 5, Date: "not a date", AmountMinor: 100, Currency: "USD", PaymentMethod: "Cash"}
+	for range 2 {
+		got := f.importRows(t, false, bad)
+		if got[0].GetOutcome() != "failed" || got[0].GetColumn() != "date" {
+			t.Errorf("answered %v, want failed under date", got[0])
+		}
+	}
+}

@@ -112,22 +112,25 @@ func (s *Store) ImportGifts(ctx context.Context, in GiftImport) ([]GiftResult, e
 }
 
 // importNumbers counts the batch's rows an earlier call recorded, and
-// takes the order numbers of the others (not refused already) from the
+// takes the order numbers of the others not refused already from the
 // tenant's counter in one statement, before the transaction (a refill must
 // not wait for a second pooled connection inside it). Rows then skipped
 // leave their numbers unused, a gap as after any failed order. A dry run
 // takes none: its orders, rolled back, are numbered below zero.
 func (s *Store) importNumbers(ctx context.Context, in GiftImport) (first, recorded int64, err error) {
-	rows := make([]int64, 0, len(in.Rows))
-	for _, r := range in.Rows {
-		if r.FailColumn == "" {
-			rows = append(rows, r.Row)
+	rows, valid := make([]int64, len(in.Rows)), make([]bool, len(in.Rows))
+	var nValid int64
+	for i, r := range in.Rows {
+		rows[i], valid[i] = r.Row, r.FailColumn == ""
+		if valid[i] {
+			nValid++
 		}
 	}
-	if recorded, err = countRecorded(ctx, s.pool, in.TenantID, in.ImportID, rows); err != nil {
+	recorded, recordedValid, err := countRecorded(ctx, s.pool, in.TenantID, in.ImportID, rows, valid)
+	if err != nil {
 		return 0, 0, err
 	}
-	n := int64(len(rows)) - recorded
+	n := nValid - recordedValid
 	switch {
 	case in.DryRun:
 		return math.MinInt64 / 2, recorded, nil
@@ -140,17 +143,18 @@ func (s *Store) importNumbers(ctx context.Context, in GiftImport) (first, record
 	return first, recorded, nil
 }
 
-// countRecorded counts the rows an earlier call recorded. Each row is
-// looked up by the key (a sub-select per row): a join could be planned as
-// a scan of the import's rows, which grow with every batch.
-func countRecorded(ctx context.Context, q querier, tenantID, importID uuid.UUID, rows []int64) (int64, error) {
-	var n int64
-	err := q.QueryRow(ctx, `SELECT count((SELECT 1 FROM orders.import_rows i WHERE i.tenant_id = $1 AND i.import_id = $2 AND i.row = r))
-		FROM unnest($3::bigint[]) r`, tenantID, importID, rows).Scan(&n)
+// countRecorded counts the rows an earlier call recorded, all and those
+// of them that are valid. Each row is looked up by the key (a sub-select
+// per row): a join could be planned as a scan of the import's rows, which
+// grow with every batch.
+func countRecorded(ctx context.Context, q querier, tenantID, importID uuid.UUID, rows []int64, valid []bool) (all, ofValid int64, err error) {
+	err = q.QueryRow(ctx, `SELECT count(x.found), count(x.found) FILTER (WHERE x.valid)
+		FROM (SELECT (SELECT 1 FROM orders.import_rows i WHERE i.tenant_id = $1 AND i.import_id = $2 AND i.row = r.row) AS found, r.valid
+			FROM unnest($3::bigint[], $4::boolean[]) AS r(row, valid)) x`, tenantID, importID, rows, valid).Scan(&all, &ofValid)
 	if err != nil {
-		return 0, fmt.Errorf("count recorded rows: %w", err)
+		return 0, 0, fmt.Errorf("count recorded rows: %w", err)
 	}
-	return n, nil
+	return all, ofValid, nil
 }
 
 // importBatch does the batch's work inside tx: funds resolved, rows
