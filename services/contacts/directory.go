@@ -26,7 +26,7 @@ type directoryServer struct {
 }
 
 // CheckContact reports whether the contact exists in the tenant and is
-// active. A contact id that does not exist is an answer, not an error: the
+// active (a merged contact: whether its survivor is). A contact id that does not exist is an answer, not an error: the
 // caller decides how to report it.
 func (d *directoryServer) CheckContact(ctx context.Context, req *contactsv1.CheckContactRequest) (*contactsv1.CheckContactResponse, error) {
 	p, err := authctx.RequireAny(ctx, req.GetTenantId(), scopes.OrdersCreate, scopes.ContactsView, scopes.DonationsView)
@@ -37,7 +37,12 @@ func (d *directoryServer) CheckContact(ctx context.Context, req *contactsv1.Chec
 	if req.GetContactId() <= 0 {
 		return out, nil
 	}
-	err = d.s.store.Pool().QueryRow(ctx, `SELECT true, is_active FROM contacts.contacts WHERE tenant_id = $1 AND id = $2`,
+	// A merged contact answers for its survivor: the orders service
+	// records an order for it under the survivor (its redirect), so the
+	// order may go ahead whenever the survivor could take it.
+	err = d.s.store.Pool().QueryRow(ctx, `SELECT true, coalesce(s.is_active, c.is_active) FROM contacts.contacts c
+		LEFT JOIN contacts.contacts s ON s.tenant_id = c.tenant_id AND s.id = c.merged_into
+		WHERE c.tenant_id = $1 AND c.id = $2`,
 		uuid.MustParse(p.TenantID), req.GetContactId()).Scan(&out.Exists, &out.IsActive)
 	if err != nil && !db.IsNoRows(err) {
 		return nil, err
@@ -97,7 +102,7 @@ func (d *directoryServer) AddContactAddress(ctx context.Context, req *contactsv1
 	out := &contactsv1.AddContactAddressResponse{}
 	err = db.InTx(ctx, d.s.store.Pool(), func(tx pgx.Tx) error {
 		var exists bool
-		if err := tx.QueryRow(ctx, `SELECT true FROM contacts.contacts WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, tenant, req.GetContactId()).Scan(&exists); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT true FROM contacts.contacts WHERE tenant_id = $1 AND id = $2 AND merged_into IS NULL FOR UPDATE`, tenant, req.GetContactId()).Scan(&exists); err != nil {
 			if db.IsNoRows(err) {
 				return apperr.NotFound("Contact")
 			}
@@ -117,8 +122,9 @@ func (d *directoryServer) AddContactAddress(ctx context.Context, req *contactsv1
 			return err
 		}
 		if err := tx.QueryRow(ctx, `INSERT INTO contacts.contact_addresses (tenant_id, id, contact_id, position, address_type, is_primary,
-				line1, line2, city, state_province, postal_code, postal_key, country)
-			SELECT $1, $11, $2, coalesce(max(position) + 1, 0), $3, false, $4, $5, $6, $7, $8, $9, $10
+				line1, line2, city, state_province, postal_code, postal_key, country, name_key)
+			SELECT $1, $11, $2, coalesce(max(position) + 1, 0), $3, false, $4, $5, $6, $7, $8, $9, $10,
+				(SELECT name_key FROM contacts.contacts WHERE tenant_id = $1 AND id = $2)
 			FROM contacts.contact_addresses WHERE tenant_id = $1 AND contact_id = $2
 			RETURNING id`, tenant, req.GetContactId(), kind, line1, nullable(req.GetLine2()), nullable(req.GetCity()),
 			nullable(req.GetStateProvince()), nullable(postal), nullable(postalKey), nullable(country), id).Scan(&out.AddressId); err != nil {

@@ -41,10 +41,15 @@ func authorize(ctx context.Context, tenantID, scope string) (authctx.Principal, 
 	return p, tenant, nil
 }
 
-// storeError maps the store's sentinels to domain errors.
+// storeError maps the store's sentinels to domain errors. A tombstone is a
+// 404 like any contact that is not there, with the member mergedInto
+// naming its survivor (docs/merge.md).
 func storeError(err error) error {
 	var re *store.RefError
+	var merged *store.MergedError
 	switch {
+	case errors.As(err, &merged):
+		return errContactNotFound.With("mergedInto", merged.Into)
 	case errors.Is(err, db.ErrNotFound):
 		return errContactNotFound
 	case errors.As(err, &re):

@@ -1,6 +1,7 @@
 // Package contacts is the contacts service: a tenant's contacts with their
 // phones, emails, addresses, tags, preferences and relationships; duplicate
-// detection; the contact dashboard (giving figures come from the orders
+// detection; merging (merge.go, docs/merge.md); bulk imports of contacts
+// (imports.go, for the imports service); the contact dashboard (giving figures come from the orders
 // service over gRPC); the contact's audit feed; and the public contact form
 // with its per-IP rate limit.
 package contacts
@@ -37,12 +38,20 @@ type Config struct {
 	PruneInterval time.Duration
 	// GivingTimeout bounds the dashboard's call to the orders service.
 	GivingTimeout time.Duration
+	// MergeRecoveryInterval is how often pending merges are looked for.
+	MergeRecoveryInterval time.Duration
+	// MergeRecoveryAge is how long a merge stays pending before the
+	// recovery loop finishes it (docs/merge.md): longer than a merge
+	// request takes, so the loop does not race live requests (it would
+	// be harmless, only wasted work).
+	MergeRecoveryAge time.Duration
 }
 
 // DefaultConfig returns the defaults: prune every 10 minutes, a 5 s giving
-// call.
+// call, merges pending for a minute finished every 30 s.
 func DefaultConfig() Config {
-	return Config{PruneInterval: 10 * time.Minute, GivingTimeout: 5 * time.Second}
+	return Config{PruneInterval: 10 * time.Minute, GivingTimeout: 5 * time.Second,
+		MergeRecoveryInterval: 30 * time.Second, MergeRecoveryAge: time.Minute}
 }
 
 // Migrations are the schemas the service needs: the audit log, the
@@ -59,9 +68,9 @@ type Service struct {
 	logger  *slog.Logger
 	dial    func(string) (grpc.ClientConnInterface, error)
 
-	givingOnce sync.Once
-	giving     ordersv1.GivingServiceClient
-	givingErr  error
+	ordersOnce sync.Once
+	orders     grpc.ClientConnInterface
+	ordersErr  error
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -78,6 +87,12 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger, dial func(string) 
 	if cfg.GivingTimeout <= 0 {
 		cfg.GivingTimeout = def.GivingTimeout
 	}
+	if cfg.MergeRecoveryInterval <= 0 {
+		cfg.MergeRecoveryInterval = def.MergeRecoveryInterval
+	}
+	if cfg.MergeRecoveryAge <= 0 {
+		cfg.MergeRecoveryAge = def.MergeRecoveryAge
+	}
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -93,23 +108,30 @@ func (s *Service) Register(r grpc.ServiceRegistrar) {
 	contactsv1.RegisterContactImportServiceServer(r, &importServer{s: s})
 }
 
-// Start runs the rate-limit counter pruner until Stop.
+// Start runs the rate-limit counter pruner and the merge recovery loop
+// until Stop.
 func (s *Service) Start(ctx context.Context) error {
 	ctx, s.stop = context.WithCancel(context.WithoutCancel(ctx))
 	s.done = make(chan struct{})
 	go func() {
 		defer close(s.done)
-		t := time.NewTicker(s.cfg.PruneInterval)
-		defer t.Stop()
+		prune := time.NewTicker(s.cfg.PruneInterval)
+		defer prune.Stop()
+		merges := time.NewTicker(s.cfg.MergeRecoveryInterval)
+		defer merges.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-t.C:
+			case <-prune.C:
 				// Keep an hour of ended windows: nothing reads them, but a
 				// little slack costs nothing and helps an operator looking.
 				if _, err := s.limiter.Prune(ctx, time.Now().Add(-time.Hour)); err != nil {
 					s.logger.Warn("prune rate-limit counters", "error", err)
+				}
+			case <-merges.C:
+				if err := s.recoverMerges(ctx); err != nil {
+					s.logger.Warn("finish pending merges", "error", err)
 				}
 			}
 		}
@@ -117,7 +139,7 @@ func (s *Service) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop ends the pruner.
+// Stop ends the background loops.
 func (s *Service) Stop(context.Context) error {
 	if s.stop != nil {
 		s.stop()
@@ -126,22 +148,39 @@ func (s *Service) Stop(context.Context) error {
 	return nil
 }
 
-// givingClient returns the orders service's GivingService client, dialled
-// once.
-func (s *Service) givingClient() (ordersv1.GivingServiceClient, error) {
-	s.givingOnce.Do(func() {
+// ordersConn returns the connection to the orders service, dialled once.
+func (s *Service) ordersConn() (grpc.ClientConnInterface, error) {
+	s.ordersOnce.Do(func() {
 		if s.dial == nil {
-			s.givingErr = apperr.Unavailable("The orders service is not configured.", nil)
+			s.ordersErr = apperr.Unavailable("The orders service is not configured.", nil)
 			return
 		}
 		conn, err := s.dial(OrdersService)
 		if err != nil {
-			s.givingErr = apperr.Unavailable("The orders service is not reachable.", err)
+			s.ordersErr = apperr.Unavailable("The orders service is not reachable.", err)
 			return
 		}
-		s.giving = ordersv1.NewGivingServiceClient(conn)
+		s.orders = conn
 	})
-	return s.giving, s.givingErr
+	return s.orders, s.ordersErr
+}
+
+// givingClient returns the orders service's GivingService client.
+func (s *Service) givingClient() (ordersv1.GivingServiceClient, error) {
+	conn, err := s.ordersConn()
+	if err != nil {
+		return nil, err
+	}
+	return ordersv1.NewGivingServiceClient(conn), nil
+}
+
+// moveClient returns the orders service's ContactMoveService client.
+func (s *Service) moveClient() (ordersv1.ContactMoveServiceClient, error) {
+	conn, err := s.ordersConn()
+	if err != nil {
+		return nil, err
+	}
+	return ordersv1.NewContactMoveServiceClient(conn), nil
 }
 
 // Module describes the contacts service to the binaries that host it.
@@ -155,6 +194,12 @@ var Module = service.Module{
 			return nil, err
 		}
 		if cfg.GivingTimeout, err = d.Config.Duration("ALMONER_CONTACTS_GIVING_TIMEOUT", cfg.GivingTimeout); err != nil {
+			return nil, err
+		}
+		if cfg.MergeRecoveryInterval, err = d.Config.Duration("ALMONER_CONTACTS_MERGE_RECOVERY_INTERVAL", cfg.MergeRecoveryInterval); err != nil {
+			return nil, err
+		}
+		if cfg.MergeRecoveryAge, err = d.Config.Duration("ALMONER_CONTACTS_MERGE_RECOVERY_AGE", cfg.MergeRecoveryAge); err != nil {
 			return nil, err
 		}
 		return New(d.DB, cfg, d.Logger, d.Dial), nil

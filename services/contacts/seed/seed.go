@@ -191,9 +191,11 @@ func Seed(ctx context.Context, pool *pgxpool.Pool, tenant uuid.UUID, n int) (Res
 		},
 		func(ctx context.Context, skipChecks bool) error {
 			return copyRows(ctx, pool, skipChecks, "contact_addresses", []string{"tenant_id", "id", "contact_id", "position", "address_type", "is_primary",
-				"line1", "city", "state_province", "postal_code", "postal_key", "country"}, n, func(i int) []any {
-				a := address(mix(uint64(i)))
-				return []any{tid, addressID + int64(i), first + int64(i), int16(0), a.Type, true, a.Line1, a.City, a.StateProvince, a.PostalCode, a.PostalKey, a.Country}
+				"line1", "city", "state_province", "postal_code", "postal_key", "country", "name_key"}, n, func(i int) []any {
+				h := mix(uint64(i))
+				a := address(h)
+				return []any{tid, addressID + int64(i), first + int64(i), int16(0), a.Type, true, a.Line1, a.City, a.StateProvince, a.PostalCode, a.PostalKey, a.Country,
+					store.NameKey(names(h))}
 			})
 		},
 	}

@@ -417,16 +417,8 @@ func (s *Store) Update(ctx context.Context, tenant uuid.UUID, id int64, f Fields
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `
-			UPDATE contacts.contacts SET contact_type = $3, first_name = $4, last_name = $5, organization_name = $6,
-				external_id = $7, notes = $8, tags = $9, tag_keys = $10, do_not_email = $11, do_not_mail = $12,
-				do_not_call = $13, is_active = $14, name_key = $15, search_text = $16,
-				version = version + 1, updated_at = now()
-			WHERE tenant_id = $1 AND id = $2`,
-			tenant, id, f.Type, nullable(f.FirstName), nullable(f.LastName), nullable(f.OrganizationName), nullable(f.ExternalID), nullable(f.Notes),
-			nonNil(f.Tags), tagKeys(f.Tags), f.DoNotEmail, f.DoNotMail, f.DoNotCall, f.IsActive, NameKey(f), SearchText(f))
-		if err != nil {
-			return fmt.Errorf("update contact row: %w", err)
+		if err := updateContactRow(ctx, tx, tenant, id, f); err != nil {
+			return err
 		}
 		if err := writeRows(ctx, tx, tenant, id, f, &before, ids); err != nil {
 			return err
@@ -449,8 +441,26 @@ func (s *Store) Update(ctx context.Context, tenant uuid.UUID, id int64, f Fields
 	return out, nil
 }
 
+// updateContactRow writes f's own properties to contact id and moves its
+// version.
+func updateContactRow(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, id int64, f Fields) error {
+	_, err := tx.Exec(ctx, `
+		UPDATE contacts.contacts SET contact_type = $3, first_name = $4, last_name = $5, organization_name = $6,
+			external_id = $7, notes = $8, tags = $9, tag_keys = $10, do_not_email = $11, do_not_mail = $12,
+			do_not_call = $13, is_active = $14, name_key = $15, search_text = $16,
+			version = version + 1, updated_at = now()
+		WHERE tenant_id = $1 AND id = $2`,
+		tenant, id, f.Type, nullable(f.FirstName), nullable(f.LastName), nullable(f.OrganizationName), nullable(f.ExternalID), nullable(f.Notes),
+		nonNil(f.Tags), tagKeys(f.Tags), f.DoNotEmail, f.DoNotMail, f.DoNotCall, f.IsActive, NameKey(f), SearchText(f))
+	if err != nil {
+		return fmt.Errorf("update contact row: %w", err)
+	}
+	return nil
+}
+
 // writeRows writes the phone, email and address rows and the relationships
-// of contact id. before is the stored contact on an update (nil on create):
+// of contact id. Every address is written, changed or not: each carries
+// the contact's name key (migration 00005), which a rename changes. before is the stored contact on an update (nil on create):
 // its rows that f does not keep are removed. A row of f with an id is one
 // of the contact's own (matched above) and is updated in place; a row
 // without one takes the next of ids.
@@ -499,14 +509,14 @@ func writeRows(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, id int64, f Fie
 	for i, a := range addresses {
 		b.Queue(`
 			INSERT INTO contacts.contact_addresses (tenant_id, id, contact_id, position, address_type, is_primary, line1, line2,
-				city, state_province, postal_code, postal_key, country)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+				city, state_province, postal_code, postal_key, country, name_key)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 			ON CONFLICT (tenant_id, contact_id, id) DO UPDATE SET position = excluded.position, address_type = excluded.address_type,
 				is_primary = excluded.is_primary, line1 = excluded.line1, line2 = excluded.line2, city = excluded.city,
 				state_province = excluded.state_province, postal_code = excluded.postal_code, postal_key = excluded.postal_key,
-				country = excluded.country`,
+				country = excluded.country, name_key = excluded.name_key`,
 			tenant, a.ID, id, i, a.Type, a.IsPrimary, a.Line1, nullable(a.Line2), nullable(a.City),
-			nullable(a.StateProvince), nullable(a.PostalCode), nullable(a.PostalKey), nullable(a.Country))
+			nullable(a.StateProvince), nullable(a.PostalCode), nullable(a.PostalKey), nullable(a.Country), NameKey(f))
 	}
 	for _, r := range f.Relationships {
 		row := canonical(id, r)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -28,11 +29,12 @@ const (
 	OutcomeFailed  = "failed"
 )
 
-// StrongNameSimilarity is the trigram similarity of two names at the same
-// postal code from which an import treats them as the same contact. The
-// check-duplicates endpoint lists names from 0.5 up for a person to judge;
-// an import acts without one, so it takes only near-identical names.
-const StrongNameSimilarity = 0.8
+// The strong name match of an import is the same name key (NameKey:
+// case and spacing ignored) at the same postal key. The check-duplicates
+// endpoint lists similar names (trigram similarity from 0.5) for a person
+// to judge; an import acts without one, so it takes only the same name,
+// which is also one index probe per row where similarity would compare
+// every contact at the postal code (migration 00005, docs/imports.md).
 
 // ImportRow is one contact row of an import, validated and normalized by
 // the service (Fields as validateContact makes them: at most one email,
@@ -112,6 +114,12 @@ func importBatch(ctx context.Context, tx pgx.Tx, b ImportBatch) (map[int64]Impor
 	if err := importLock(ctx, tx, b.Tenant); err != nil {
 		return nil, err
 	}
+	// The matching probes are cheap, but their estimates (5,000 rows
+	// times a few index probes) pass the JIT threshold, and compiling
+	// the plan costs seconds every batch.
+	if _, err := tx.Exec(ctx, `SET LOCAL jit = off`); err != nil {
+		return nil, fmt.Errorf("turn JIT off: %w", err)
+	}
 	out, err := priorResults(ctx, tx, b)
 	if err != nil {
 		return nil, err
@@ -149,27 +157,52 @@ func importBatch(ctx context.Context, tx pgx.Tx, b ImportBatch) (map[int64]Impor
 
 // priorResults reads the rows of b already recorded for the import.
 func priorResults(ctx context.Context, tx pgx.Tx, b ImportBatch) (map[int64]ImportResult, error) {
-	nums := make([]int64, 0, len(b.Rows)+len(b.Failed))
-	for _, r := range b.Rows {
-		nums = append(nums, r.Row)
+	// A batch is a run of consecutive rows (less the ones the imports
+	// service refused itself): one range scan of the primary key reads
+	// them, where row = ANY(5,000 numbers) would test every row of the
+	// import against the list.
+	in := make(map[int64]bool, len(b.Rows)+len(b.Failed))
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, rs := range [][]int64{rowNumbers(b.Rows), failedNumbers(b.Failed)} {
+		for _, n := range rs {
+			in[n], lo, hi = true, min(lo, n), max(hi, n)
+		}
 	}
-	for _, r := range b.Failed {
-		nums = append(nums, r.Row)
+	out := make(map[int64]ImportResult, len(in))
+	if len(in) == 0 {
+		return out, nil
 	}
 	rows, err := tx.Query(ctx, `SELECT row, outcome, coalesce(contact_id, 0), coalesce(column_name, ''), coalesce(message, '')
-		FROM contacts.import_rows WHERE tenant_id = $1 AND import_id = $2 AND row = ANY($3)`, b.Tenant, b.ImportID, nums)
+		FROM contacts.import_rows WHERE tenant_id = $1 AND import_id = $2 AND row BETWEEN $3 AND $4`, b.Tenant, b.ImportID, lo, hi)
 	if err != nil {
 		return nil, fmt.Errorf("read recorded rows: %w", err)
 	}
-	out := make(map[int64]ImportResult, len(nums))
 	var r ImportResult
 	if _, err := pgx.ForEachRow(rows, []any{&r.Row, &r.Outcome, &r.ContactID, &r.Column, &r.Message}, func() error {
-		out[r.Row] = r
+		if in[r.Row] {
+			out[r.Row] = r
+		}
 		return nil
 	}); err != nil {
 		return nil, fmt.Errorf("read recorded rows: %w", err)
 	}
 	return out, nil
+}
+
+func rowNumbers(rows []ImportRow) []int64 {
+	out := make([]int64, len(rows))
+	for i, r := range rows {
+		out[i] = r.Row
+	}
+	return out
+}
+
+func failedNumbers(rows []ImportResult) []int64 {
+	out := make([]int64, len(rows))
+	for i, r := range rows {
+		out[i] = r.Row
+	}
+	return out
 }
 
 // recordResults writes the answers of the rows done by this batch.
@@ -250,49 +283,56 @@ func stageKeys(ctx context.Context, tx pgx.Tx, rows []ImportRow) error {
 }
 
 // existingMatchSQL finds each staged row's best live contact: by external
-// id, else email, else phone, else the most similar strong name at its
-// postal code; ties to the lowest id. An external id of a tombstone leads
+// id, else email, else phone, else the same name at its postal code; ties
+// to the lowest id. An external id of a tombstone leads
 // to its survivor (merges keep chains one hop long).
+//
+// Every lookup is a LATERAL probe of an index with the row's key: a
+// tenant that an import is filling grows faster than autovacuum analyzes
+// it, and with its statistics saying "a few hundred rows" the planner
+// would hash the whole tenant instead (seen: 0.9 s a batch at 150,000
+// contacts, and growing). Probes cost about the same at any size. The LIMITs
+// (and OFFSET 0) keep PostgreSQL from flattening the probes back into
+// joins; they also cap one very common value (a shared office address, a
+// crowded postal code), as the check-duplicates query does.
 const existingMatchSQL = `
-	SELECT DISTINCT ON (m.ord) m.ord, coalesce(c.merged_into, c.id), m.pri = 1
+	SELECT DISTINCT ON (m.ord) m.ord, l.live, m.pri = 1
 	FROM (
 		SELECT s.ord, x.id, 1 AS pri, 1::float8 AS sim FROM import_stage s
-		JOIN contacts.contacts x ON x.tenant_id = $1 AND x.external_id = s.external_id
+		CROSS JOIN LATERAL (SELECT id FROM contacts.contacts WHERE tenant_id = $1 AND external_id = s.external_id LIMIT 50) x
+		WHERE s.external_id IS NOT NULL
 		UNION ALL
 		SELECT s.ord, e.contact_id, 2, 1 FROM import_stage s
-		JOIN contacts.contact_emails e ON e.tenant_id = $1 AND e.email_key = s.email_key
+		CROSS JOIN LATERAL (SELECT contact_id FROM contacts.contact_emails WHERE tenant_id = $1 AND email_key = s.email_key LIMIT 50) e
+		WHERE s.email_key IS NOT NULL
 		UNION ALL
 		SELECT s.ord, p.contact_id, 3, 1 FROM import_stage s
-		JOIN contacts.contact_phones p ON p.tenant_id = $1 AND p.phone_key = s.phone_key
+		CROSS JOIN LATERAL (SELECT contact_id FROM contacts.contact_phones WHERE tenant_id = $1 AND phone_key = s.phone_key LIMIT 50) p
+		WHERE s.phone_key IS NOT NULL
 		UNION ALL
-		SELECT s.ord, x.id, 4, similarity(x.name_key, s.name_key) FROM import_stage s
-		JOIN contacts.contact_addresses a ON a.tenant_id = $1 AND a.postal_key = s.postal_key
-		JOIN contacts.contacts x ON x.tenant_id = $1 AND x.id = a.contact_id
-		WHERE s.name_key <> '' AND x.merged_into IS NULL AND similarity(x.name_key, s.name_key) >= $2
+		SELECT s.ord, a.contact_id, 4, 1 FROM import_stage s
+		CROSS JOIN LATERAL (SELECT contact_id FROM contacts.contact_addresses
+			WHERE tenant_id = $1 AND postal_key = s.postal_key AND name_key = s.name_key LIMIT 50) a
+		WHERE s.postal_key IS NOT NULL AND s.name_key <> ''
 	) m
-	JOIN contacts.contacts c ON c.tenant_id = $1 AND c.id = m.id
+	CROSS JOIN LATERAL (SELECT coalesce(merged_into, id) AS live FROM contacts.contacts WHERE tenant_id = $1 AND id = m.id OFFSET 0) l
 	ORDER BY m.ord, m.pri, m.sim DESC, m.id`
 
 // batchMatchSQL finds, for each staged row, the first earlier row it
-// matches by the same rules, and the first by external id. Exact keys use
-// a window (no pairs); names compare pairs within a postal code only.
+// matches by the same rules, and the first by external id: windows over
+// each key, no pairs.
 const batchMatchSQL = `
 	WITH firsts AS (
 		SELECT ord,
 			CASE WHEN external_id IS NOT NULL THEN min(ord) OVER (PARTITION BY external_id) END AS by_ext,
 			CASE WHEN email_key IS NOT NULL THEN min(ord) OVER (PARTITION BY email_key) END AS by_email,
-			CASE WHEN phone_key IS NOT NULL THEN min(ord) OVER (PARTITION BY phone_key) END AS by_phone
+			CASE WHEN phone_key IS NOT NULL THEN min(ord) OVER (PARTITION BY phone_key) END AS by_phone,
+			CASE WHEN postal_key IS NOT NULL AND name_key <> '' THEN min(ord) OVER (PARTITION BY postal_key, name_key) END AS by_name
 		FROM import_stage
-	), names AS (
-		SELECT b.ord, min(a.ord) AS by_name FROM import_stage a
-		JOIN import_stage b ON a.postal_key = b.postal_key AND a.ord < b.ord
-		WHERE a.name_key <> '' AND b.name_key <> '' AND similarity(a.name_key, b.name_key) >= $1
-		GROUP BY b.ord
 	)
-	SELECT f.ord, nullif(f.by_ext, f.ord),
-		nullif(least(f.by_ext, f.by_email, f.by_phone, n.by_name), f.ord)
-	FROM firsts f LEFT JOIN names n ON n.ord = f.ord
-	WHERE least(f.by_ext, f.by_email, f.by_phone, n.by_name) < f.ord`
+	SELECT ord, nullif(by_ext, ord), nullif(least(by_ext, by_email, by_phone, by_name), ord)
+	FROM firsts
+	WHERE least(by_ext, by_email, by_phone, by_name) < ord`
 
 // findMatches returns each row's match, if it has one (indexed by the
 // row's position in rows).
@@ -301,7 +341,7 @@ func findMatches(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, rows []Import
 		return nil, err
 	}
 	out := make([]*rowMatch, len(rows))
-	existing, err := tx.Query(ctx, existingMatchSQL, tenant, StrongNameSimilarity)
+	existing, err := tx.Query(ctx, existingMatchSQL, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("match existing contacts: %w", err)
 	}
@@ -316,7 +356,7 @@ func findMatches(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, rows []Import
 	}); err != nil {
 		return nil, fmt.Errorf("match existing contacts: %w", err)
 	}
-	batch, err := tx.Query(ctx, batchMatchSQL, StrongNameSimilarity)
+	batch, err := tx.Query(ctx, batchMatchSQL)
 	if err != nil {
 		return nil, fmt.Errorf("match rows of the batch: %w", err)
 	}

@@ -167,7 +167,7 @@ func (w *bulkWrite) addRows(id int64, f Fields, posPhone, posEmail, posAddress i
 	}
 	for i, a := range f.Addresses {
 		w.addresses = append(w.addresses, []any{w.tenant, next(addressID), id, posAddress + int16(i), a.Type, a.IsPrimary, a.Line1,
-			nullable(a.Line2), nullable(a.City), nullable(a.StateProvince), nullable(a.PostalCode), nullable(a.PostalKey), nullable(a.Country)})
+			nullable(a.Line2), nullable(a.City), nullable(a.StateProvince), nullable(a.PostalCode), nullable(a.PostalKey), nullable(a.Country), NameKey(f)})
 	}
 }
 
@@ -200,7 +200,7 @@ func (w *bulkWrite) insertRows(ctx context.Context, tx pgx.Tx) error {
 		{"contact_phones", []string{"tenant_id", "id", "contact_id", "position", "phone_number", "phone_key", "phone_type", "is_primary"}, w.phones},
 		{"contact_emails", []string{"tenant_id", "id", "contact_id", "position", "email_address", "email_key", "email_type", "is_primary"}, w.emails},
 		{"contact_addresses", []string{"tenant_id", "id", "contact_id", "position", "address_type", "is_primary", "line1", "line2",
-			"city", "state_province", "postal_code", "postal_key", "country"}, w.addresses},
+			"city", "state_province", "postal_code", "postal_key", "country", "name_key"}, w.addresses},
 	} {
 		if len(t.rows) == 0 {
 			continue
@@ -240,6 +240,12 @@ func applyUpdates(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, upd []*updat
 			version = c.version + 1, updated_at = now()
 		FROM import_patch p WHERE c.tenant_id = $1 AND c.id = p.id`, tenant); err != nil {
 		return fmt.Errorf("update %d contacts: %w", len(upd), err)
+	}
+	// The addresses carry the contact's name key (migration 00005).
+	if _, err := tx.Exec(ctx, `
+		UPDATE contacts.contact_addresses a SET name_key = p.name_key
+		FROM import_patch p WHERE a.tenant_id = $1 AND a.contact_id = p.id AND a.name_key <> p.name_key`, tenant); err != nil {
+		return fmt.Errorf("update name keys of %d contacts' addresses: %w", len(upd), err)
 	}
 	return nil
 }

@@ -1352,6 +1352,133 @@ func (x *UpdateContactResponse) GetContact() *Contact {
 	return nil
 }
 
+// MergeContactsRequest names the survivor (path) and the duplicate (body).
+type MergeContactsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the tenant in the path.
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// ContactId (path) is the survivor: the contact that stays.
+	ContactId int64 `protobuf:"varint,2,opt,name=contact_id,json=contactId,proto3" json:"contact_id,omitempty"`
+	// DuplicateId is the contact merged away; it becomes a tombstone.
+	DuplicateId int64 `protobuf:"varint,3,opt,name=duplicate_id,json=duplicateId,proto3" json:"duplicate_id,omitempty"`
+	// FieldChoices says, per property, whose value the survivor keeps:
+	// `survivor` or `duplicate`. Properties: `firstName`, `lastName`,
+	// `organizationName`, `externalId`, `notes` (the value itself, even
+	// empty); `email`, `phone`, `address` (whose primary row is the
+	// survivor's primary; the other's moves as a secondary row);
+	// `communicationPreferences` (whose three flags). Without a choice the
+	// survivor keeps its value, or takes the duplicate's where it has none;
+	// the preferences default to the stricter of the two (a flag set on
+	// either stays set). Tags, the other rows and relationships always move.
+	FieldChoices  map[string]string `protobuf:"bytes,4,rep,name=field_choices,json=fieldChoices,proto3" json:"field_choices,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MergeContactsRequest) Reset() {
+	*x = MergeContactsRequest{}
+	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MergeContactsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MergeContactsRequest) ProtoMessage() {}
+
+func (x *MergeContactsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MergeContactsRequest.ProtoReflect.Descriptor instead.
+func (*MergeContactsRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_contacts_v1_contacts_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *MergeContactsRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *MergeContactsRequest) GetContactId() int64 {
+	if x != nil {
+		return x.ContactId
+	}
+	return 0
+}
+
+func (x *MergeContactsRequest) GetDuplicateId() int64 {
+	if x != nil {
+		return x.DuplicateId
+	}
+	return 0
+}
+
+func (x *MergeContactsRequest) GetFieldChoices() map[string]string {
+	if x != nil {
+		return x.FieldChoices
+	}
+	return nil
+}
+
+// MergeContactsResponse is the survivor after the merge.
+type MergeContactsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Contact is the survivor.
+	Contact       *Contact `protobuf:"bytes,1,opt,name=contact,proto3" json:"contact,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MergeContactsResponse) Reset() {
+	*x = MergeContactsResponse{}
+	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MergeContactsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MergeContactsResponse) ProtoMessage() {}
+
+func (x *MergeContactsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MergeContactsResponse.ProtoReflect.Descriptor instead.
+func (*MergeContactsResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_contacts_v1_contacts_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *MergeContactsResponse) GetContact() *Contact {
+	if x != nil {
+		return x.Contact
+	}
+	return nil
+}
+
 // CheckDuplicateContactsRequest carries the candidate contact.
 type CheckDuplicateContactsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1369,7 +1496,7 @@ type CheckDuplicateContactsRequest struct {
 
 func (x *CheckDuplicateContactsRequest) Reset() {
 	*x = CheckDuplicateContactsRequest{}
-	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[16]
+	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1381,7 +1508,7 @@ func (x *CheckDuplicateContactsRequest) String() string {
 func (*CheckDuplicateContactsRequest) ProtoMessage() {}
 
 func (x *CheckDuplicateContactsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[16]
+	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1394,7 +1521,7 @@ func (x *CheckDuplicateContactsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckDuplicateContactsRequest.ProtoReflect.Descriptor instead.
 func (*CheckDuplicateContactsRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_contacts_v1_contacts_proto_rawDescGZIP(), []int{16}
+	return file_almoner_contacts_v1_contacts_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CheckDuplicateContactsRequest) GetTenantId() string {
@@ -1429,7 +1556,7 @@ type CheckDuplicateContactsResponse struct {
 
 func (x *CheckDuplicateContactsResponse) Reset() {
 	*x = CheckDuplicateContactsResponse{}
-	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[17]
+	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1441,7 +1568,7 @@ func (x *CheckDuplicateContactsResponse) String() string {
 func (*CheckDuplicateContactsResponse) ProtoMessage() {}
 
 func (x *CheckDuplicateContactsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[17]
+	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1454,7 +1581,7 @@ func (x *CheckDuplicateContactsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckDuplicateContactsResponse.ProtoReflect.Descriptor instead.
 func (*CheckDuplicateContactsResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_contacts_v1_contacts_proto_rawDescGZIP(), []int{17}
+	return file_almoner_contacts_v1_contacts_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CheckDuplicateContactsResponse) GetMatches() []*DuplicateMatch {
@@ -1479,7 +1606,7 @@ type DuplicateMatch struct {
 
 func (x *DuplicateMatch) Reset() {
 	*x = DuplicateMatch{}
-	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[18]
+	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1491,7 +1618,7 @@ func (x *DuplicateMatch) String() string {
 func (*DuplicateMatch) ProtoMessage() {}
 
 func (x *DuplicateMatch) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[18]
+	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1504,7 +1631,7 @@ func (x *DuplicateMatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DuplicateMatch.ProtoReflect.Descriptor instead.
 func (*DuplicateMatch) Descriptor() ([]byte, []int) {
-	return file_almoner_contacts_v1_contacts_proto_rawDescGZIP(), []int{18}
+	return file_almoner_contacts_v1_contacts_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DuplicateMatch) GetContact() *Contact {
@@ -1541,7 +1668,7 @@ type GetContactDashboardRequest struct {
 
 func (x *GetContactDashboardRequest) Reset() {
 	*x = GetContactDashboardRequest{}
-	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[19]
+	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1553,7 +1680,7 @@ func (x *GetContactDashboardRequest) String() string {
 func (*GetContactDashboardRequest) ProtoMessage() {}
 
 func (x *GetContactDashboardRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[19]
+	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1566,7 +1693,7 @@ func (x *GetContactDashboardRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetContactDashboardRequest.ProtoReflect.Descriptor instead.
 func (*GetContactDashboardRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_contacts_v1_contacts_proto_rawDescGZIP(), []int{19}
+	return file_almoner_contacts_v1_contacts_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetContactDashboardRequest) GetTenantId() string {
@@ -1594,7 +1721,7 @@ type GetContactDashboardResponse struct {
 
 func (x *GetContactDashboardResponse) Reset() {
 	*x = GetContactDashboardResponse{}
-	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[20]
+	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1606,7 +1733,7 @@ func (x *GetContactDashboardResponse) String() string {
 func (*GetContactDashboardResponse) ProtoMessage() {}
 
 func (x *GetContactDashboardResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[20]
+	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1619,7 +1746,7 @@ func (x *GetContactDashboardResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetContactDashboardResponse.ProtoReflect.Descriptor instead.
 func (*GetContactDashboardResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_contacts_v1_contacts_proto_rawDescGZIP(), []int{20}
+	return file_almoner_contacts_v1_contacts_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetContactDashboardResponse) GetDashboard() *ContactDashboard {
@@ -1653,7 +1780,7 @@ type ContactDashboard struct {
 
 func (x *ContactDashboard) Reset() {
 	*x = ContactDashboard{}
-	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[21]
+	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1665,7 +1792,7 @@ func (x *ContactDashboard) String() string {
 func (*ContactDashboard) ProtoMessage() {}
 
 func (x *ContactDashboard) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[21]
+	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1678,7 +1805,7 @@ func (x *ContactDashboard) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContactDashboard.ProtoReflect.Descriptor instead.
 func (*ContactDashboard) Descriptor() ([]byte, []int) {
-	return file_almoner_contacts_v1_contacts_proto_rawDescGZIP(), []int{21}
+	return file_almoner_contacts_v1_contacts_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ContactDashboard) GetContact() *Contact {
@@ -1755,7 +1882,7 @@ type GivingTotal struct {
 
 func (x *GivingTotal) Reset() {
 	*x = GivingTotal{}
-	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[22]
+	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1767,7 +1894,7 @@ func (x *GivingTotal) String() string {
 func (*GivingTotal) ProtoMessage() {}
 
 func (x *GivingTotal) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[22]
+	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1780,7 +1907,7 @@ func (x *GivingTotal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GivingTotal.ProtoReflect.Descriptor instead.
 func (*GivingTotal) Descriptor() ([]byte, []int) {
-	return file_almoner_contacts_v1_contacts_proto_rawDescGZIP(), []int{22}
+	return file_almoner_contacts_v1_contacts_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GivingTotal) GetCurrency() string {
@@ -1852,7 +1979,7 @@ type GiftSummary struct {
 
 func (x *GiftSummary) Reset() {
 	*x = GiftSummary{}
-	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[23]
+	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1864,7 +1991,7 @@ func (x *GiftSummary) String() string {
 func (*GiftSummary) ProtoMessage() {}
 
 func (x *GiftSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[23]
+	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1877,7 +2004,7 @@ func (x *GiftSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GiftSummary.ProtoReflect.Descriptor instead.
 func (*GiftSummary) Descriptor() ([]byte, []int) {
-	return file_almoner_contacts_v1_contacts_proto_rawDescGZIP(), []int{23}
+	return file_almoner_contacts_v1_contacts_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GiftSummary) GetDate() *timestamppb.Timestamp {
@@ -1915,7 +2042,7 @@ type DashboardOrder struct {
 
 func (x *DashboardOrder) Reset() {
 	*x = DashboardOrder{}
-	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[24]
+	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1927,7 +2054,7 @@ func (x *DashboardOrder) String() string {
 func (*DashboardOrder) ProtoMessage() {}
 
 func (x *DashboardOrder) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[24]
+	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1940,7 +2067,7 @@ func (x *DashboardOrder) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DashboardOrder.ProtoReflect.Descriptor instead.
 func (*DashboardOrder) Descriptor() ([]byte, []int) {
-	return file_almoner_contacts_v1_contacts_proto_rawDescGZIP(), []int{24}
+	return file_almoner_contacts_v1_contacts_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DashboardOrder) GetId() string {
@@ -2004,7 +2131,7 @@ type DashboardSchedule struct {
 
 func (x *DashboardSchedule) Reset() {
 	*x = DashboardSchedule{}
-	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[25]
+	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2016,7 +2143,7 @@ func (x *DashboardSchedule) String() string {
 func (*DashboardSchedule) ProtoMessage() {}
 
 func (x *DashboardSchedule) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[25]
+	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2029,7 +2156,7 @@ func (x *DashboardSchedule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DashboardSchedule.ProtoReflect.Descriptor instead.
 func (*DashboardSchedule) Descriptor() ([]byte, []int) {
-	return file_almoner_contacts_v1_contacts_proto_rawDescGZIP(), []int{25}
+	return file_almoner_contacts_v1_contacts_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DashboardSchedule) GetId() string {
@@ -2086,7 +2213,7 @@ type ListContactAuditLogsRequest struct {
 
 func (x *ListContactAuditLogsRequest) Reset() {
 	*x = ListContactAuditLogsRequest{}
-	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[26]
+	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2098,7 +2225,7 @@ func (x *ListContactAuditLogsRequest) String() string {
 func (*ListContactAuditLogsRequest) ProtoMessage() {}
 
 func (x *ListContactAuditLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[26]
+	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2111,7 +2238,7 @@ func (x *ListContactAuditLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListContactAuditLogsRequest.ProtoReflect.Descriptor instead.
 func (*ListContactAuditLogsRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_contacts_v1_contacts_proto_rawDescGZIP(), []int{26}
+	return file_almoner_contacts_v1_contacts_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListContactAuditLogsRequest) GetTenantId() string {
@@ -2168,7 +2295,7 @@ type ListContactAuditLogsResponse struct {
 
 func (x *ListContactAuditLogsResponse) Reset() {
 	*x = ListContactAuditLogsResponse{}
-	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[27]
+	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2180,7 +2307,7 @@ func (x *ListContactAuditLogsResponse) String() string {
 func (*ListContactAuditLogsResponse) ProtoMessage() {}
 
 func (x *ListContactAuditLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[27]
+	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2193,7 +2320,7 @@ func (x *ListContactAuditLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListContactAuditLogsResponse.ProtoReflect.Descriptor instead.
 func (*ListContactAuditLogsResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_contacts_v1_contacts_proto_rawDescGZIP(), []int{27}
+	return file_almoner_contacts_v1_contacts_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListContactAuditLogsResponse) GetItems() []*AuditLogEntry {
@@ -2259,7 +2386,7 @@ type AuditLogEntry struct {
 
 func (x *AuditLogEntry) Reset() {
 	*x = AuditLogEntry{}
-	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[28]
+	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2271,7 +2398,7 @@ func (x *AuditLogEntry) String() string {
 func (*AuditLogEntry) ProtoMessage() {}
 
 func (x *AuditLogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[28]
+	mi := &file_almoner_contacts_v1_contacts_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2284,7 +2411,7 @@ func (x *AuditLogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditLogEntry.ProtoReflect.Descriptor instead.
 func (*AuditLogEntry) Descriptor() ([]byte, []int) {
-	return file_almoner_contacts_v1_contacts_proto_rawDescGZIP(), []int{28}
+	return file_almoner_contacts_v1_contacts_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *AuditLogEntry) GetId() int64 {
@@ -2500,6 +2627,17 @@ const file_almoner_contacts_v1_contacts_proto_rawDesc = "" +
 	"contact_id\x18\x02 \x01(\x03R\tcontactId\x12;\n" +
 	"\acontact\x18\x03 \x01(\v2!.almoner.contacts.v1.ContactInputR\acontact\"O\n" +
 	"\x15UpdateContactResponse\x126\n" +
+	"\acontact\x18\x01 \x01(\v2\x1c.almoner.contacts.v1.ContactR\acontact\"\x98\x02\n" +
+	"\x14MergeContactsRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1d\n" +
+	"\n" +
+	"contact_id\x18\x02 \x01(\x03R\tcontactId\x12!\n" +
+	"\fduplicate_id\x18\x03 \x01(\x03R\vduplicateId\x12`\n" +
+	"\rfield_choices\x18\x04 \x03(\v2;.almoner.contacts.v1.MergeContactsRequest.FieldChoicesEntryR\ffieldChoices\x1a?\n" +
+	"\x11FieldChoicesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"O\n" +
+	"\x15MergeContactsResponse\x126\n" +
 	"\acontact\x18\x01 \x01(\v2\x1c.almoner.contacts.v1.ContactR\acontact\"\xab\x01\n" +
 	"\x1dCheckDuplicateContactsRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12?\n" +
@@ -2580,7 +2718,7 @@ const file_almoner_contacts_v1_contacts_proto_rawDesc = "" +
 	"\x06action\x18\x06 \x01(\tB!\x92A\x1e\xf2\x02\aCreated\xf2\x02\aUpdated\xf2\x02\aDeletedR\x06action\x121\n" +
 	"\achanges\x18\a \x01(\v2\x17.google.protobuf.StructR\achanges\x12\x17\n" +
 	"\auser_id\x18\b \x01(\tR\x06userId\x128\n" +
-	"\ttimestamp\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\ttimestamp2\x93\r\n" +
+	"\ttimestamp\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\ttimestamp2\xea\x0f\n" +
 	"\x0eContactService\x12\xaa\x01\n" +
 	"\fListContacts\x12(.almoner.contacts.v1.ListContactsRequest\x1a).almoner.contacts.v1.ListContactsResponse\"E\x92A\x19\n" +
 	"\bContacts\x12\rList contacts\x82\xd3\xe4\x93\x02#\x12!/api/tenants/{tenant_id}/contacts\x12\xba\x01\n" +
@@ -2601,7 +2739,11 @@ const file_almoner_contacts_v1_contacts_proto_rawDesc = "" +
 	"\x13GetContactDashboard\x12/.almoner.contacts.v1.GetContactDashboardRequest\x1a0.almoner.contacts.v1.GetContactDashboardResponse\"s\x92A%\n" +
 	"\bContacts\x12\x19Get a contact's dashboard\x82\xd3\xe4\x93\x02Eb\tdashboard\x128/api/tenants/{tenant_id}/contacts/{contact_id}/dashboard\x12\xe7\x01\n" +
 	"\x14ListContactAuditLogs\x120.almoner.contacts.v1.ListContactAuditLogsRequest\x1a1.almoner.contacts.v1.ListContactAuditLogsResponse\"j\x92A&\n" +
-	"\bContacts\x12\x1aList a contact's audit log\x82\xd3\xe4\x93\x02;\x129/api/tenants/{tenant_id}/contacts/{contact_id}/audit-logsBCZAgithub.com/almoner/almoner/pkg/api/almoner/contacts/v1;contactsv1b\x06proto3"
+	"\bContacts\x12\x1aList a contact's audit log\x82\xd3\xe4\x93\x02;\x129/api/tenants/{tenant_id}/contacts/{contact_id}/audit-logs\x12\xd4\x02\n" +
+	"\rMergeContacts\x12).almoner.contacts.v1.MergeContactsRequest\x1a*.almoner.contacts.v1.MergeContactsResponse\"\xeb\x01\x92A\x9f\x01\n" +
+	"\bContacts\x12'Merge a duplicate contact into this oneJj\n" +
+	"\x03409\x12c\n" +
+	"aEither contact is in another merge that has not finished: Contact.MergeInProgress; retry shortly.\x82\xd3\xe4\x93\x02B:\x01*b\acontact\"4/api/tenants/{tenant_id}/contacts/{contact_id}/mergeBCZAgithub.com/almoner/almoner/pkg/api/almoner/contacts/v1;contactsv1b\x06proto3"
 
 var (
 	file_almoner_contacts_v1_contacts_proto_rawDescOnce sync.Once
@@ -2615,7 +2757,7 @@ func file_almoner_contacts_v1_contacts_proto_rawDescGZIP() []byte {
 	return file_almoner_contacts_v1_contacts_proto_rawDescData
 }
 
-var file_almoner_contacts_v1_contacts_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_almoner_contacts_v1_contacts_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_almoner_contacts_v1_contacts_proto_goTypes = []any{
 	(*Contact)(nil),                        // 0: almoner.contacts.v1.Contact
 	(*ContactInput)(nil),                   // 1: almoner.contacts.v1.ContactInput
@@ -2633,29 +2775,32 @@ var file_almoner_contacts_v1_contacts_proto_goTypes = []any{
 	(*CreateContactResponse)(nil),          // 13: almoner.contacts.v1.CreateContactResponse
 	(*UpdateContactRequest)(nil),           // 14: almoner.contacts.v1.UpdateContactRequest
 	(*UpdateContactResponse)(nil),          // 15: almoner.contacts.v1.UpdateContactResponse
-	(*CheckDuplicateContactsRequest)(nil),  // 16: almoner.contacts.v1.CheckDuplicateContactsRequest
-	(*CheckDuplicateContactsResponse)(nil), // 17: almoner.contacts.v1.CheckDuplicateContactsResponse
-	(*DuplicateMatch)(nil),                 // 18: almoner.contacts.v1.DuplicateMatch
-	(*GetContactDashboardRequest)(nil),     // 19: almoner.contacts.v1.GetContactDashboardRequest
-	(*GetContactDashboardResponse)(nil),    // 20: almoner.contacts.v1.GetContactDashboardResponse
-	(*ContactDashboard)(nil),               // 21: almoner.contacts.v1.ContactDashboard
-	(*GivingTotal)(nil),                    // 22: almoner.contacts.v1.GivingTotal
-	(*GiftSummary)(nil),                    // 23: almoner.contacts.v1.GiftSummary
-	(*DashboardOrder)(nil),                 // 24: almoner.contacts.v1.DashboardOrder
-	(*DashboardSchedule)(nil),              // 25: almoner.contacts.v1.DashboardSchedule
-	(*ListContactAuditLogsRequest)(nil),    // 26: almoner.contacts.v1.ListContactAuditLogsRequest
-	(*ListContactAuditLogsResponse)(nil),   // 27: almoner.contacts.v1.ListContactAuditLogsResponse
-	(*AuditLogEntry)(nil),                  // 28: almoner.contacts.v1.AuditLogEntry
-	(*timestamppb.Timestamp)(nil),          // 29: google.protobuf.Timestamp
-	(*v1.Decimal)(nil),                     // 30: almoner.type.v1.Decimal
-	(*structpb.Struct)(nil),                // 31: google.protobuf.Struct
+	(*MergeContactsRequest)(nil),           // 16: almoner.contacts.v1.MergeContactsRequest
+	(*MergeContactsResponse)(nil),          // 17: almoner.contacts.v1.MergeContactsResponse
+	(*CheckDuplicateContactsRequest)(nil),  // 18: almoner.contacts.v1.CheckDuplicateContactsRequest
+	(*CheckDuplicateContactsResponse)(nil), // 19: almoner.contacts.v1.CheckDuplicateContactsResponse
+	(*DuplicateMatch)(nil),                 // 20: almoner.contacts.v1.DuplicateMatch
+	(*GetContactDashboardRequest)(nil),     // 21: almoner.contacts.v1.GetContactDashboardRequest
+	(*GetContactDashboardResponse)(nil),    // 22: almoner.contacts.v1.GetContactDashboardResponse
+	(*ContactDashboard)(nil),               // 23: almoner.contacts.v1.ContactDashboard
+	(*GivingTotal)(nil),                    // 24: almoner.contacts.v1.GivingTotal
+	(*GiftSummary)(nil),                    // 25: almoner.contacts.v1.GiftSummary
+	(*DashboardOrder)(nil),                 // 26: almoner.contacts.v1.DashboardOrder
+	(*DashboardSchedule)(nil),              // 27: almoner.contacts.v1.DashboardSchedule
+	(*ListContactAuditLogsRequest)(nil),    // 28: almoner.contacts.v1.ListContactAuditLogsRequest
+	(*ListContactAuditLogsResponse)(nil),   // 29: almoner.contacts.v1.ListContactAuditLogsResponse
+	(*AuditLogEntry)(nil),                  // 30: almoner.contacts.v1.AuditLogEntry
+	nil,                                    // 31: almoner.contacts.v1.MergeContactsRequest.FieldChoicesEntry
+	(*timestamppb.Timestamp)(nil),          // 32: google.protobuf.Timestamp
+	(*v1.Decimal)(nil),                     // 33: almoner.type.v1.Decimal
+	(*structpb.Struct)(nil),                // 34: google.protobuf.Struct
 }
 var file_almoner_contacts_v1_contacts_proto_depIdxs = []int32{
 	2,  // 0: almoner.contacts.v1.Contact.phones:type_name -> almoner.contacts.v1.Phone
 	3,  // 1: almoner.contacts.v1.Contact.emails:type_name -> almoner.contacts.v1.Email
 	4,  // 2: almoner.contacts.v1.Contact.addresses:type_name -> almoner.contacts.v1.Address
-	29, // 3: almoner.contacts.v1.Contact.created_at:type_name -> google.protobuf.Timestamp
-	29, // 4: almoner.contacts.v1.Contact.updated_at:type_name -> google.protobuf.Timestamp
+	32, // 3: almoner.contacts.v1.Contact.created_at:type_name -> google.protobuf.Timestamp
+	32, // 4: almoner.contacts.v1.Contact.updated_at:type_name -> google.protobuf.Timestamp
 	5,  // 5: almoner.contacts.v1.Contact.communication_preferences:type_name -> almoner.contacts.v1.CommunicationPreferences
 	6,  // 6: almoner.contacts.v1.Contact.relationships:type_name -> almoner.contacts.v1.ContactRelationship
 	2,  // 7: almoner.contacts.v1.ContactInput.phones:type_name -> almoner.contacts.v1.Phone
@@ -2663,56 +2808,60 @@ var file_almoner_contacts_v1_contacts_proto_depIdxs = []int32{
 	4,  // 9: almoner.contacts.v1.ContactInput.addresses:type_name -> almoner.contacts.v1.Address
 	5,  // 10: almoner.contacts.v1.ContactInput.communication_preferences:type_name -> almoner.contacts.v1.CommunicationPreferences
 	7,  // 11: almoner.contacts.v1.ContactInput.relationships:type_name -> almoner.contacts.v1.ContactRelationshipInput
-	29, // 12: almoner.contacts.v1.ListContactsRequest.updated_since:type_name -> google.protobuf.Timestamp
+	32, // 12: almoner.contacts.v1.ListContactsRequest.updated_since:type_name -> google.protobuf.Timestamp
 	0,  // 13: almoner.contacts.v1.ListContactsResponse.items:type_name -> almoner.contacts.v1.Contact
 	0,  // 14: almoner.contacts.v1.GetContactResponse.contact:type_name -> almoner.contacts.v1.Contact
 	1,  // 15: almoner.contacts.v1.CreateContactRequest.contact:type_name -> almoner.contacts.v1.ContactInput
 	0,  // 16: almoner.contacts.v1.CreateContactResponse.contact:type_name -> almoner.contacts.v1.Contact
 	1,  // 17: almoner.contacts.v1.UpdateContactRequest.contact:type_name -> almoner.contacts.v1.ContactInput
 	0,  // 18: almoner.contacts.v1.UpdateContactResponse.contact:type_name -> almoner.contacts.v1.Contact
-	1,  // 19: almoner.contacts.v1.CheckDuplicateContactsRequest.candidate:type_name -> almoner.contacts.v1.ContactInput
-	18, // 20: almoner.contacts.v1.CheckDuplicateContactsResponse.matches:type_name -> almoner.contacts.v1.DuplicateMatch
-	0,  // 21: almoner.contacts.v1.DuplicateMatch.contact:type_name -> almoner.contacts.v1.Contact
-	21, // 22: almoner.contacts.v1.GetContactDashboardResponse.dashboard:type_name -> almoner.contacts.v1.ContactDashboard
-	0,  // 23: almoner.contacts.v1.ContactDashboard.contact:type_name -> almoner.contacts.v1.Contact
-	22, // 24: almoner.contacts.v1.ContactDashboard.giving_totals:type_name -> almoner.contacts.v1.GivingTotal
-	24, // 25: almoner.contacts.v1.ContactDashboard.recent_orders:type_name -> almoner.contacts.v1.DashboardOrder
-	25, // 26: almoner.contacts.v1.ContactDashboard.recurring_schedules:type_name -> almoner.contacts.v1.DashboardSchedule
-	6,  // 27: almoner.contacts.v1.ContactDashboard.organizations:type_name -> almoner.contacts.v1.ContactRelationship
-	6,  // 28: almoner.contacts.v1.ContactDashboard.relationships:type_name -> almoner.contacts.v1.ContactRelationship
-	30, // 29: almoner.contacts.v1.GivingTotal.lifetime_total:type_name -> almoner.type.v1.Decimal
-	23, // 30: almoner.contacts.v1.GivingTotal.first_gift:type_name -> almoner.contacts.v1.GiftSummary
-	23, // 31: almoner.contacts.v1.GivingTotal.last_gift:type_name -> almoner.contacts.v1.GiftSummary
-	23, // 32: almoner.contacts.v1.GivingTotal.largest_gift:type_name -> almoner.contacts.v1.GiftSummary
-	30, // 33: almoner.contacts.v1.GivingTotal.this_year:type_name -> almoner.type.v1.Decimal
-	30, // 34: almoner.contacts.v1.GivingTotal.last_year:type_name -> almoner.type.v1.Decimal
-	29, // 35: almoner.contacts.v1.GiftSummary.date:type_name -> google.protobuf.Timestamp
-	30, // 36: almoner.contacts.v1.GiftSummary.amount:type_name -> almoner.type.v1.Decimal
-	29, // 37: almoner.contacts.v1.DashboardOrder.date:type_name -> google.protobuf.Timestamp
-	30, // 38: almoner.contacts.v1.DashboardOrder.total:type_name -> almoner.type.v1.Decimal
-	30, // 39: almoner.contacts.v1.DashboardSchedule.amount:type_name -> almoner.type.v1.Decimal
-	28, // 40: almoner.contacts.v1.ListContactAuditLogsResponse.items:type_name -> almoner.contacts.v1.AuditLogEntry
-	31, // 41: almoner.contacts.v1.AuditLogEntry.changes:type_name -> google.protobuf.Struct
-	29, // 42: almoner.contacts.v1.AuditLogEntry.timestamp:type_name -> google.protobuf.Timestamp
-	8,  // 43: almoner.contacts.v1.ContactService.ListContacts:input_type -> almoner.contacts.v1.ListContactsRequest
-	10, // 44: almoner.contacts.v1.ContactService.GetContact:input_type -> almoner.contacts.v1.GetContactRequest
-	12, // 45: almoner.contacts.v1.ContactService.CreateContact:input_type -> almoner.contacts.v1.CreateContactRequest
-	14, // 46: almoner.contacts.v1.ContactService.UpdateContact:input_type -> almoner.contacts.v1.UpdateContactRequest
-	16, // 47: almoner.contacts.v1.ContactService.CheckDuplicateContacts:input_type -> almoner.contacts.v1.CheckDuplicateContactsRequest
-	19, // 48: almoner.contacts.v1.ContactService.GetContactDashboard:input_type -> almoner.contacts.v1.GetContactDashboardRequest
-	26, // 49: almoner.contacts.v1.ContactService.ListContactAuditLogs:input_type -> almoner.contacts.v1.ListContactAuditLogsRequest
-	9,  // 50: almoner.contacts.v1.ContactService.ListContacts:output_type -> almoner.contacts.v1.ListContactsResponse
-	11, // 51: almoner.contacts.v1.ContactService.GetContact:output_type -> almoner.contacts.v1.GetContactResponse
-	13, // 52: almoner.contacts.v1.ContactService.CreateContact:output_type -> almoner.contacts.v1.CreateContactResponse
-	15, // 53: almoner.contacts.v1.ContactService.UpdateContact:output_type -> almoner.contacts.v1.UpdateContactResponse
-	17, // 54: almoner.contacts.v1.ContactService.CheckDuplicateContacts:output_type -> almoner.contacts.v1.CheckDuplicateContactsResponse
-	20, // 55: almoner.contacts.v1.ContactService.GetContactDashboard:output_type -> almoner.contacts.v1.GetContactDashboardResponse
-	27, // 56: almoner.contacts.v1.ContactService.ListContactAuditLogs:output_type -> almoner.contacts.v1.ListContactAuditLogsResponse
-	50, // [50:57] is the sub-list for method output_type
-	43, // [43:50] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	31, // 19: almoner.contacts.v1.MergeContactsRequest.field_choices:type_name -> almoner.contacts.v1.MergeContactsRequest.FieldChoicesEntry
+	0,  // 20: almoner.contacts.v1.MergeContactsResponse.contact:type_name -> almoner.contacts.v1.Contact
+	1,  // 21: almoner.contacts.v1.CheckDuplicateContactsRequest.candidate:type_name -> almoner.contacts.v1.ContactInput
+	20, // 22: almoner.contacts.v1.CheckDuplicateContactsResponse.matches:type_name -> almoner.contacts.v1.DuplicateMatch
+	0,  // 23: almoner.contacts.v1.DuplicateMatch.contact:type_name -> almoner.contacts.v1.Contact
+	23, // 24: almoner.contacts.v1.GetContactDashboardResponse.dashboard:type_name -> almoner.contacts.v1.ContactDashboard
+	0,  // 25: almoner.contacts.v1.ContactDashboard.contact:type_name -> almoner.contacts.v1.Contact
+	24, // 26: almoner.contacts.v1.ContactDashboard.giving_totals:type_name -> almoner.contacts.v1.GivingTotal
+	26, // 27: almoner.contacts.v1.ContactDashboard.recent_orders:type_name -> almoner.contacts.v1.DashboardOrder
+	27, // 28: almoner.contacts.v1.ContactDashboard.recurring_schedules:type_name -> almoner.contacts.v1.DashboardSchedule
+	6,  // 29: almoner.contacts.v1.ContactDashboard.organizations:type_name -> almoner.contacts.v1.ContactRelationship
+	6,  // 30: almoner.contacts.v1.ContactDashboard.relationships:type_name -> almoner.contacts.v1.ContactRelationship
+	33, // 31: almoner.contacts.v1.GivingTotal.lifetime_total:type_name -> almoner.type.v1.Decimal
+	25, // 32: almoner.contacts.v1.GivingTotal.first_gift:type_name -> almoner.contacts.v1.GiftSummary
+	25, // 33: almoner.contacts.v1.GivingTotal.last_gift:type_name -> almoner.contacts.v1.GiftSummary
+	25, // 34: almoner.contacts.v1.GivingTotal.largest_gift:type_name -> almoner.contacts.v1.GiftSummary
+	33, // 35: almoner.contacts.v1.GivingTotal.this_year:type_name -> almoner.type.v1.Decimal
+	33, // 36: almoner.contacts.v1.GivingTotal.last_year:type_name -> almoner.type.v1.Decimal
+	32, // 37: almoner.contacts.v1.GiftSummary.date:type_name -> google.protobuf.Timestamp
+	33, // 38: almoner.contacts.v1.GiftSummary.amount:type_name -> almoner.type.v1.Decimal
+	32, // 39: almoner.contacts.v1.DashboardOrder.date:type_name -> google.protobuf.Timestamp
+	33, // 40: almoner.contacts.v1.DashboardOrder.total:type_name -> almoner.type.v1.Decimal
+	33, // 41: almoner.contacts.v1.DashboardSchedule.amount:type_name -> almoner.type.v1.Decimal
+	30, // 42: almoner.contacts.v1.ListContactAuditLogsResponse.items:type_name -> almoner.contacts.v1.AuditLogEntry
+	34, // 43: almoner.contacts.v1.AuditLogEntry.changes:type_name -> google.protobuf.Struct
+	32, // 44: almoner.contacts.v1.AuditLogEntry.timestamp:type_name -> google.protobuf.Timestamp
+	8,  // 45: almoner.contacts.v1.ContactService.ListContacts:input_type -> almoner.contacts.v1.ListContactsRequest
+	10, // 46: almoner.contacts.v1.ContactService.GetContact:input_type -> almoner.contacts.v1.GetContactRequest
+	12, // 47: almoner.contacts.v1.ContactService.CreateContact:input_type -> almoner.contacts.v1.CreateContactRequest
+	14, // 48: almoner.contacts.v1.ContactService.UpdateContact:input_type -> almoner.contacts.v1.UpdateContactRequest
+	18, // 49: almoner.contacts.v1.ContactService.CheckDuplicateContacts:input_type -> almoner.contacts.v1.CheckDuplicateContactsRequest
+	21, // 50: almoner.contacts.v1.ContactService.GetContactDashboard:input_type -> almoner.contacts.v1.GetContactDashboardRequest
+	28, // 51: almoner.contacts.v1.ContactService.ListContactAuditLogs:input_type -> almoner.contacts.v1.ListContactAuditLogsRequest
+	16, // 52: almoner.contacts.v1.ContactService.MergeContacts:input_type -> almoner.contacts.v1.MergeContactsRequest
+	9,  // 53: almoner.contacts.v1.ContactService.ListContacts:output_type -> almoner.contacts.v1.ListContactsResponse
+	11, // 54: almoner.contacts.v1.ContactService.GetContact:output_type -> almoner.contacts.v1.GetContactResponse
+	13, // 55: almoner.contacts.v1.ContactService.CreateContact:output_type -> almoner.contacts.v1.CreateContactResponse
+	15, // 56: almoner.contacts.v1.ContactService.UpdateContact:output_type -> almoner.contacts.v1.UpdateContactResponse
+	19, // 57: almoner.contacts.v1.ContactService.CheckDuplicateContacts:output_type -> almoner.contacts.v1.CheckDuplicateContactsResponse
+	22, // 58: almoner.contacts.v1.ContactService.GetContactDashboard:output_type -> almoner.contacts.v1.GetContactDashboardResponse
+	29, // 59: almoner.contacts.v1.ContactService.ListContactAuditLogs:output_type -> almoner.contacts.v1.ListContactAuditLogsResponse
+	17, // 60: almoner.contacts.v1.ContactService.MergeContacts:output_type -> almoner.contacts.v1.MergeContactsResponse
+	53, // [53:61] is the sub-list for method output_type
+	45, // [45:53] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_almoner_contacts_v1_contacts_proto_init() }
@@ -2724,14 +2873,14 @@ func file_almoner_contacts_v1_contacts_proto_init() {
 	file_almoner_contacts_v1_contacts_proto_msgTypes[1].OneofWrappers = []any{}
 	file_almoner_contacts_v1_contacts_proto_msgTypes[4].OneofWrappers = []any{}
 	file_almoner_contacts_v1_contacts_proto_msgTypes[8].OneofWrappers = []any{}
-	file_almoner_contacts_v1_contacts_proto_msgTypes[26].OneofWrappers = []any{}
+	file_almoner_contacts_v1_contacts_proto_msgTypes[28].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_almoner_contacts_v1_contacts_proto_rawDesc), len(file_almoner_contacts_v1_contacts_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   29,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

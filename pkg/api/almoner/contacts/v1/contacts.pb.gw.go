@@ -432,6 +432,67 @@ func local_request_ContactService_ListContactAuditLogs_0(ctx context.Context, ma
 	return msg, metadata, err
 }
 
+func request_ContactService_MergeContacts_0(ctx context.Context, marshaler runtime.Marshaler, client ContactServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq MergeContactsRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	val, ok := pathParams["tenant_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "tenant_id")
+	}
+	protoReq.TenantId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "tenant_id", err)
+	}
+	val, ok = pathParams["contact_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "contact_id")
+	}
+	protoReq.ContactId, err = runtime.Int64(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "contact_id", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.MergeContacts(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_ContactService_MergeContacts_0(ctx context.Context, marshaler runtime.Marshaler, server ContactServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq MergeContactsRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	val, ok := pathParams["tenant_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "tenant_id")
+	}
+	protoReq.TenantId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "tenant_id", err)
+	}
+	val, ok = pathParams["contact_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "contact_id")
+	}
+	protoReq.ContactId, err = runtime.Int64(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "contact_id", err)
+	}
+	msg, err := server.MergeContacts(ctx, &protoReq)
+	return msg, metadata, err
+}
+
 // RegisterContactServiceHandlerServer registers the http handlers for service ContactService to "mux".
 // UnaryRPC     :call ContactServiceServer directly.
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
@@ -577,6 +638,26 @@ func RegisterContactServiceHandlerServer(ctx context.Context, mux *runtime.Serve
 			return
 		}
 		forward_ContactService_ListContactAuditLogs_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodPost, pattern_ContactService_MergeContacts_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/almoner.contacts.v1.ContactService/MergeContacts", runtime.WithHTTPPathPattern("/api/tenants/{tenant_id}/contacts/{contact_id}/merge"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_ContactService_MergeContacts_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_ContactService_MergeContacts_0(annotatedContext, mux, outboundMarshaler, w, req, response_ContactService_MergeContacts_0{resp.(*MergeContactsResponse)}, mux.GetForwardResponseOptions()...)
 	})
 
 	return nil
@@ -737,6 +818,23 @@ func RegisterContactServiceHandlerClient(ctx context.Context, mux *runtime.Serve
 		}
 		forward_ContactService_ListContactAuditLogs_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodPost, pattern_ContactService_MergeContacts_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/almoner.contacts.v1.ContactService/MergeContacts", runtime.WithHTTPPathPattern("/api/tenants/{tenant_id}/contacts/{contact_id}/merge"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_ContactService_MergeContacts_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_ContactService_MergeContacts_0(annotatedContext, mux, outboundMarshaler, w, req, response_ContactService_MergeContacts_0{resp.(*MergeContactsResponse)}, mux.GetForwardResponseOptions()...)
+	})
 	return nil
 }
 
@@ -776,6 +874,15 @@ func (m response_ContactService_GetContactDashboard_0) XXX_ResponseBody() interf
 	return response.Dashboard
 }
 
+type response_ContactService_MergeContacts_0 struct {
+	*MergeContactsResponse
+}
+
+func (m response_ContactService_MergeContacts_0) XXX_ResponseBody() interface{} {
+	response := m.MergeContactsResponse
+	return response.Contact
+}
+
 var (
 	pattern_ContactService_ListContacts_0           = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3}, []string{"api", "tenants", "tenant_id", "contacts"}, ""))
 	pattern_ContactService_GetContact_0             = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 1, 0, 4, 1, 5, 4}, []string{"api", "tenants", "tenant_id", "contacts", "contact_id"}, ""))
@@ -784,6 +891,7 @@ var (
 	pattern_ContactService_CheckDuplicateContacts_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 2, 4}, []string{"api", "tenants", "tenant_id", "contacts", "check-duplicates"}, ""))
 	pattern_ContactService_GetContactDashboard_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5}, []string{"api", "tenants", "tenant_id", "contacts", "contact_id", "dashboard"}, ""))
 	pattern_ContactService_ListContactAuditLogs_0   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5}, []string{"api", "tenants", "tenant_id", "contacts", "contact_id", "audit-logs"}, ""))
+	pattern_ContactService_MergeContacts_0          = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5}, []string{"api", "tenants", "tenant_id", "contacts", "contact_id", "merge"}, ""))
 )
 
 var (
@@ -794,4 +902,5 @@ var (
 	forward_ContactService_CheckDuplicateContacts_0 = runtime.ForwardResponseMessage
 	forward_ContactService_GetContactDashboard_0    = runtime.ForwardResponseMessage
 	forward_ContactService_ListContactAuditLogs_0   = runtime.ForwardResponseMessage
+	forward_ContactService_MergeContacts_0          = runtime.ForwardResponseMessage
 )

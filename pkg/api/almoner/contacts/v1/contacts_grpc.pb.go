@@ -26,6 +26,7 @@ const (
 	ContactService_CheckDuplicateContacts_FullMethodName = "/almoner.contacts.v1.ContactService/CheckDuplicateContacts"
 	ContactService_GetContactDashboard_FullMethodName    = "/almoner.contacts.v1.ContactService/GetContactDashboard"
 	ContactService_ListContactAuditLogs_FullMethodName   = "/almoner.contacts.v1.ContactService/ListContactAuditLogs"
+	ContactService_MergeContacts_FullMethodName          = "/almoner.contacts.v1.ContactService/MergeContacts"
 )
 
 // ContactServiceClient is the client API for ContactService service.
@@ -63,6 +64,17 @@ type ContactServiceClient interface {
 	// Changes to its phones, emails, addresses and relationships are inside
 	// the contact's own Updated rows. Needs `audit-logs:view`.
 	ListContactAuditLogs(ctx context.Context, in *ListContactAuditLogsRequest, opts ...grpc.CallOption) (*ListContactAuditLogsResponse, error)
+	// MergeContacts merges the duplicate named in the body into the contact
+	// in the path (the survivor) and returns the survivor. The duplicate's
+	// orders, recurring schedules, saved payment methods, relationships,
+	// emails, phones and addresses (de-duplicated by their normalized value)
+	// and tags move to the survivor; the duplicate becomes a tombstone: a
+	// GET of it answers 404 with the member `mergedInto` (the survivor's id)
+	// and no list, search or duplicate check shows it. Both contacts must be
+	// live contacts of the tenant and of the same contact type. Audit rows:
+	// the survivor Updated with its changes, the duplicate Deleted with
+	// `mergedInto`. docs/merge.md. Needs `contacts:merge`.
+	MergeContacts(ctx context.Context, in *MergeContactsRequest, opts ...grpc.CallOption) (*MergeContactsResponse, error)
 }
 
 type contactServiceClient struct {
@@ -143,6 +155,16 @@ func (c *contactServiceClient) ListContactAuditLogs(ctx context.Context, in *Lis
 	return out, nil
 }
 
+func (c *contactServiceClient) MergeContacts(ctx context.Context, in *MergeContactsRequest, opts ...grpc.CallOption) (*MergeContactsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MergeContactsResponse)
+	err := c.cc.Invoke(ctx, ContactService_MergeContacts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ContactServiceServer is the server API for ContactService service.
 // All implementations must embed UnimplementedContactServiceServer
 // for forward compatibility.
@@ -178,6 +200,17 @@ type ContactServiceServer interface {
 	// Changes to its phones, emails, addresses and relationships are inside
 	// the contact's own Updated rows. Needs `audit-logs:view`.
 	ListContactAuditLogs(context.Context, *ListContactAuditLogsRequest) (*ListContactAuditLogsResponse, error)
+	// MergeContacts merges the duplicate named in the body into the contact
+	// in the path (the survivor) and returns the survivor. The duplicate's
+	// orders, recurring schedules, saved payment methods, relationships,
+	// emails, phones and addresses (de-duplicated by their normalized value)
+	// and tags move to the survivor; the duplicate becomes a tombstone: a
+	// GET of it answers 404 with the member `mergedInto` (the survivor's id)
+	// and no list, search or duplicate check shows it. Both contacts must be
+	// live contacts of the tenant and of the same contact type. Audit rows:
+	// the survivor Updated with its changes, the duplicate Deleted with
+	// `mergedInto`. docs/merge.md. Needs `contacts:merge`.
+	MergeContacts(context.Context, *MergeContactsRequest) (*MergeContactsResponse, error)
 	mustEmbedUnimplementedContactServiceServer()
 }
 
@@ -208,6 +241,9 @@ func (UnimplementedContactServiceServer) GetContactDashboard(context.Context, *G
 }
 func (UnimplementedContactServiceServer) ListContactAuditLogs(context.Context, *ListContactAuditLogsRequest) (*ListContactAuditLogsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListContactAuditLogs not implemented")
+}
+func (UnimplementedContactServiceServer) MergeContacts(context.Context, *MergeContactsRequest) (*MergeContactsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method MergeContacts not implemented")
 }
 func (UnimplementedContactServiceServer) mustEmbedUnimplementedContactServiceServer() {}
 func (UnimplementedContactServiceServer) testEmbeddedByValue()                        {}
@@ -356,6 +392,24 @@ func _ContactService_ListContactAuditLogs_Handler(srv interface{}, ctx context.C
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ContactService_MergeContacts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MergeContactsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ContactServiceServer).MergeContacts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ContactService_MergeContacts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ContactServiceServer).MergeContacts(ctx, req.(*MergeContactsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ContactService_ServiceDesc is the grpc.ServiceDesc for ContactService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -390,6 +444,10 @@ var ContactService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListContactAuditLogs",
 			Handler:    _ContactService_ListContactAuditLogs_Handler,
+		},
+		{
+			MethodName: "MergeContacts",
+			Handler:    _ContactService_MergeContacts_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
