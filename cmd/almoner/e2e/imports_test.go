@@ -23,7 +23,9 @@ import (
 // import them, so they stay true.
 var examplesDir = filepath.Join("..", "..", "..", "docs", "examples", "imports")
 
-func importsPath(tenantID string, rest ...string) string { return tPath(tenantID, "/imports", strings.Join(rest, "")) }
+func importsPath(tenantID string, rest ...string) string {
+	return tPath(tenantID, "/imports", strings.Join(rest, ""))
+}
 
 // mediaType is the Content-Type of a format.
 var mediaType = map[string]string{"csv": "text/csv", "jsonl": "application/x-ndjson"}
@@ -472,7 +474,10 @@ func TestImportResumesAfterKill(t *testing.T) {
 		}
 	}
 	victim := start()
-	m := poll(func(m map[string]any) bool { d, _ := m["created"].(float64); return d >= 400 || m["status"] == "succeeded" })
+	m := poll(func(m map[string]any) bool {
+		d, _ := m["created"].(float64)
+		return d >= 400 || m["status"] == "succeeded"
+	})
 	if err := victim.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
