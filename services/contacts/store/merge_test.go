@@ -8,7 +8,7 @@ import (
 // TestMergedFields: choices, the defaults and the de-duplication of rows.
 func TestMergedFields(t *testing.T) {
 	s := Fields{Type: Individual, FirstName: "Jane", LastName: "Donor", Notes: "", DoNotCall: true, Tags: []string{"Donor"},
-		Emails: []Email{{ID: 1, Key: "jane@x.org", IsPrimary: true}, {ID: 2, Key: "j@work.org"}},
+		Emails:        []Email{{ID: 1, Key: "jane@x.org", IsPrimary: true}, {ID: 2, Key: "j@work.org"}},
 		Relationships: []Relationship{{RelatedID: 9, Type: Spouse}, {RelatedID: 7, Type: HouseholdMember}}}
 	d := Fields{Type: Individual, FirstName: "Janet", LastName: "", Notes: "met at the gala", DoNotEmail: true, Tags: []string{"donor", "gala"},
 		Emails:        []Email{{ID: 5, Key: "janet@home.org", IsPrimary: true}, {ID: 6, Key: "jane@x.org"}},
