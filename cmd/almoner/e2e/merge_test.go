@@ -23,7 +23,9 @@ func giving(t *testing.T, c *apptest.Cluster, tn apptest.Tenant, id any) (int64,
 	return num(g["giftCount"]), total
 }
 
-func mergePath(tenantID string, survivor any) string { return contactPath(tenantID, survivor) + "/merge" }
+func mergePath(tenantID string, survivor any) string {
+	return contactPath(tenantID, survivor) + "/merge"
+}
 
 // TestMergeContacts: merging moves the duplicate's gifts and schedule to
 // the survivor (the dashboard counts every gift once, under the
