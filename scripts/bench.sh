@@ -3,6 +3,7 @@
 # a second process on loopback, and run pgbench on the same database in the
 # same run, so the figures can be read as ratios. Results: bin/bench/*.json
 # and a table on stdout; docs/performance.md records them.
+# BENCH_ONLY=imports runs only the imports step (bench_imports below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The servers this script starts sign their internal calls with this key,
@@ -14,6 +15,94 @@ CLIENTS=${BENCH_CLIENTS:-16}
 secs=${DURATION%s}
 out=bin/bench
 mkdir -p "$out"
+pid= fpid= ipid=
+cleanup() {
+  for p in $pid $fpid $ipid; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in $pid $fpid $ipid; do wait "$p" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+
+# bench_imports: IMPORTS_BENCH_ROWS (1,000,000) contacts, then as many
+# gifts (one per contact, fund by name, contact by externalId), from CSV,
+# end to end through a one-process server of their own on a fresh
+# database: POST /imports streams the file, then GET …/imports/{id} is
+# polled every 0.5 s until it succeeded. Reports per file the upload time,
+# the wall time from the first byte sent to succeeded, and the server
+# process's peak RSS so far (/proc/<pid>/status VmHWM: gateway and every
+# service in that one process; PostgreSQL's own memory is not in it).
+# Targets (issue 20): each file under 3 minutes, peak under 256 MB.
+bench_imports() {
+  local rows=${IMPORTS_BENCH_ROWS:-1000000}
+  local ihttp=${IMPORTS_BENCH_HTTP:-127.0.0.1:18081} igrpc=${IMPORTS_BENCH_GRPC:-127.0.0.1:19091}
+  local idb=almoner_bench_imports
+  psql "$server" -qc "DROP DATABASE IF EXISTS $idb WITH (FORCE)" >/dev/null
+  psql "$server" -qc "CREATE DATABASE $idb" >/dev/null
+  local iurl
+  iurl=$(echo "$server" | sed -E "s#/postgres(\?|$)#/$idb\1#")
+  echo "== imports: generating $rows contacts and $rows gifts (CSV)"
+  python3 - "$rows" "$out/imports-contacts.csv" "$out/imports-gifts.csv" <<'PY'
+import sys
+n, cpath, gpath = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+letters = "abcdefghijklmnopqrstuvwxyz"
+def word(i, k):
+    # A scrambled base-26 word per row: names no two rows share closely,
+    # so the duplicate matching (names at one postal code) finds none.
+    x = (i * 2654435761 + k) % (26 ** 7)
+    out = []
+    for _ in range(7):
+        x, r = divmod(x, 26)
+        out.append(letters[r])
+    return "".join(out).capitalize()
+with open(cpath, "w") as f:
+    f.write("externalId,firstName,lastName,email,line1,city,postalCode,country,tags\n")
+    for i in range(n):
+        f.write(f"B-{i},{word(i, 1)},{word(i, 2)},donor{i}@example.org,{i % 9999 + 1} Main St,Springfield,{i % 99991:05d},US,bench;import\n")
+with open(gpath, "w") as f:
+    f.write("externalId,contactExternalId,date,amount,currency,fund,paymentMethod\n")
+    for i in range(n):
+        f.write(f"G-{i},B-{i},2025-{i % 12 + 1:02d}-{i % 28 + 1:02d},{10 + i % 90}.{i % 100:02d},USD,General,Cash\n")
+PY
+  DATABASE_URL=$iurl ALMONER_HTTP_ADDR=$ihttp ALMONER_GRPC_ADDR=$igrpc ALMONER_METRICS_ADDR=off ALMONER_LOG_FORMAT=text \
+    ./bin/almoner serve >"$out/imports-server.log" 2>&1 &
+  ipid=$!
+  local itenant= tid key
+  for _ in $(seq 1 100); do
+    itenant=$(./bin/almoner admin tenant create --name "Imports bench" --slug "imports-$RANDOM$RANDOM" --features api-access:enabled --auth-addr=$igrpc 2>/dev/null) && break
+    sleep 0.2
+  done
+  tid=$(echo "$itenant" | sed -n 's/^{"id":"\([^"]*\)".*/\1/p')
+  key=$(./bin/almoner admin key create --tenant "$tid" --name bench --scopes all --auth-addr=$igrpc | sed -n 's/.*"plainTextKey":"\([^"]*\)".*/\1/p')
+  local ibase=http://$ihttp/api/tenants/$tid
+  curl -sf -X POST "$ibase/funds" -H "X-Api-Key: $key" -H 'Content-Type: application/json' -d '{"name":"General"}' >/dev/null
+  local kind file start uploaded end id status state
+  for kind in contacts gifts; do
+    file=$out/imports-$kind.csv
+    psql "$iurl" -qc CHECKPOINT >/dev/null
+    echo "== imports: $rows $kind from CSV ($(du -m "$file" | cut -f1) MB)"
+    start=$(date +%s.%N)
+    # -T streams the file from disk; no Expect: 100-continue round trip.
+    id=$(curl -sf -X POST -T "$file" -H 'Expect:' -H "X-Api-Key: $key" -H 'Content-Type: text/csv' "$ibase/imports?kind=$kind&format=csv" |
+      sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+    uploaded=$(date +%s.%N)
+    while :; do
+      state=$(curl -sf "$ibase/imports/$id" -H "X-Api-Key: $key")
+      status=$(echo "$state" | sed -n 's/.*"status":"\([^"]*\)".*/\1/p')
+      case $status in succeeded|failed) break ;; esac
+      sleep 0.5
+    done
+    end=$(date +%s.%N)
+    echo "$state" >"$out/imports-$kind.json"
+    python3 - "$kind" "$rows" "$start" "$uploaded" "$end" "$(sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' /proc/$ipid/status)" "$state" <<'PY' | tee -a "$out/imports.txt"
+import json, sys
+kind, rows, start, up, end, hwm, state = sys.argv[1], int(sys.argv[2]), *map(float, sys.argv[3:6]), int(sys.argv[6]), json.loads(sys.argv[7])
+counts = " ".join(f"{k}={state[k]}" for k in ("rows", "created", "updated", "skipped", "failed"))
+print(f"| {rows:,} {kind} | {state['status']} | {up - start:.1f} s | {end - start:.1f} s | {rows / (end - start):,.0f} | {hwm / 1024:.1f} MB | {counts} |")
+PY
+  done
+  kill -TERM $ipid 2>/dev/null || true
+  wait $ipid 2>/dev/null || true
+  ipid=
+}
 (cd cmd/almoner && go build -o ../../bin/loadgen ./tools/loadgen && go build -o ../../bin/fakestripe ./tools/fakestripe)
 
 server=$(./scripts/find-postgres.sh --server)
@@ -21,6 +110,12 @@ db=almoner_bench
 psql "$server" -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null
 psql "$server" -qc "CREATE DATABASE $db" >/dev/null
 url=$(echo "$server" | sed -E "s#/postgres(\?|$)#/$db\1#")
+if [ "${BENCH_ONLY:-}" = imports ]; then
+  echo "| file | status | upload | wall (upload to succeeded) | rows/s | server peak RSS | counts |"
+  echo "|---|---|---|---|---|---|---|"
+  bench_imports
+  exit 0
+fi
 
 http=127.0.0.1:18080
 grpc=127.0.0.1:19090
@@ -34,7 +129,6 @@ stripe_base=$(head -1 "$out/fakestripe.url")
 DATABASE_URL=$url ALMONER_HTTP_ADDR=$http ALMONER_GRPC_ADDR=$grpc ALMONER_LOG_FORMAT=text ALMONER_STRIPE_API_BASE=$stripe_base \
   ./bin/almoner serve >"$out/server.log" 2>&1 &
 pid=$!
-trap 'kill -TERM $pid $fpid 2>/dev/null || true; wait $pid $fpid 2>/dev/null || true' EXIT
 admin() { ./bin/almoner admin "$@" --auth-addr=$grpc; }
 for _ in $(seq 1 100); do
   tenant=$(admin tenant create --name Bench --slug "bench-$RANDOM$RANDOM" --features api-access:enabled,payment-processor:enabled 2>/dev/null) && break
@@ -139,10 +233,17 @@ fi
 
 # Per-service benchmark scripts (each owns its setup and prints its own
 # table): scripts/bench-<service>.sh, given the PostgreSQL server URL.
-# BENCH_ONLY=webhooks (or reports, ...) runs just those.
-for s in auth webhooks reports taxruns; do
-  case " ${BENCH_ONLY:-auth webhooks reports taxruns} " in *" $s "*) ;; *) continue ;; esac
-  if [ -x "scripts/bench-$s.sh" ]; then
+# BENCH_ONLY=webhooks (or reports, ...) runs just those; imports is the
+# step above (bench_imports), after the others.
+for s in auth webhooks reports taxruns imports; do
+  case " ${BENCH_ONLY:-auth webhooks reports taxruns imports} " in *" $s "*) ;; *) continue ;; esac
+  if [ "$s" = imports ]; then
+    kill -TERM $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; pid=
+    echo "== imports (bench_imports)"
+    echo "| file | status | upload | wall (upload to succeeded) | rows/s | server peak RSS | counts |"
+    echo "|---|---|---|---|---|---|---|"
+    bench_imports
+  elif [ -x "scripts/bench-$s.sh" ]; then
     echo "== $s (scripts/bench-$s.sh)"
     ./scripts/bench-$s.sh "$server"
   fi
