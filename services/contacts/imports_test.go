@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -210,5 +211,49 @@ func TestResolveContacts(t *testing.T) {
 	if len(resp.GetByContactId()) != 1 || resp.GetByContactId()[c.GetId()] != c.GetId() ||
 		len(resp.GetByExternalId()) != 1 || resp.GetByExternalId()["legacy-1"] != c.GetId() {
 		t.Errorf("resolved %v", resp)
+	}
+}
+
+// TestImportSameBatchTwiceAtOnce: two replicas sending the same batch at
+// once (a lease taken over) write each row once and answer the same.
+func TestImportSameBatchTwiceAtOnce(t *testing.T) {
+	f := newFixture(t, nil)
+	id := uuid.NewString()
+	rows := make([]*contactsv1.ContactImportRow, 200)
+	for i := range rows {
+		rows[i] = seedRow(i)
+	}
+	var answers [2]*contactsv1.ImportContactsResponse
+	var errs [2]error
+	var wg sync.WaitGroup
+	is := &importServer{s: f.svc}
+	for n := range answers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[n], errs[n] = is.ImportContacts(f.as(scopes.ImportsManage), &contactsv1.ImportContactsRequest{
+				TenantId: f.tenant, ImportId: id, Duplicates: "skip", Rows: rows})
+		}()
+	}
+	wg.Wait()
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatal(errs)
+	}
+	for i, a := range answers[0].GetResults() {
+		if b := answers[1].GetResults()[i]; a.String() != b.String() {
+			t.Errorf("row %d: %v and %v", a.GetRow(), a, b)
+		}
+	}
+	if n := f.count(t, `SELECT count(*) FROM contacts.import_rows WHERE tenant_id = $1`, f.tenant); n != len(rows) {
+		t.Errorf("%d recorded rows, want %d", n, len(rows))
+	}
+	created := 0
+	for _, a := range answers[0].GetResults() {
+		if a.GetOutcome() == "created" {
+			created++
+		}
+	}
+	if n := f.count(t, `SELECT count(*) FROM contacts.contacts WHERE tenant_id = $1`, f.tenant); n != created || created == 0 {
+		t.Errorf("%d contacts for %d created rows", n, created)
 	}
 }
