@@ -14,6 +14,7 @@ import (
 
 	importsv1 "github.com/almoner/almoner/pkg/api/almoner/imports/v1"
 	"github.com/almoner/almoner/pkg/scopes"
+	"github.com/almoner/almoner/services/imports/store"
 )
 
 const contactsCSV = "\ufefflastName,firstName,email,tags,externalId\n" +
@@ -359,5 +360,58 @@ func TestRefusedBatchFailsTheImport(t *testing.T) {
 	if n := f.count(t, `SELECT count(*) FROM audit.events WHERE entity_id = $1 AND changes->'status'->>'old' = 'importing'
 		AND changes->'status'->>'new' = 'failed'`, id); n != 1 {
 		t.Errorf("%d audit rows importing > failed", n)
+	}
+}
+
+// TestAbandonedUpload: an upload whose process died (its lease ran out)
+// does not hold its Idempotency-Key: the next upload with the key takes
+// its place, and the runner's sweep deletes such uploads.
+func TestAbandonedUpload(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{})
+	ctx := context.Background()
+	key := "k-1"
+	dead := func() uuid.UUID {
+		m, err := f.svc.store.BeginUpload(ctx, store.Import{TenantID: f.tenant, ID: uuid.New(), Kind: "contacts", Format: "csv",
+			Duplicates: "skip", IdempotencyKey: &key, Actor: "test"}, time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.svc.store.AppendChunk(ctx, f.tenant, m.ID, 0, []byte("lastName\n")); err != nil {
+			t.Fatal(err)
+		}
+		return m.ID
+	}
+	first := dead()
+	time.Sleep(5 * time.Millisecond)
+	h := header(f.tenant, "contacts", "csv")
+	h.IdempotencyKey = key
+	resp, err := f.upload(as(ctx, f.tenant), h, "lastName\nA\n", 100)
+	if err != nil || resp.GetId() == first.String() {
+		t.Fatalf("upload over an abandoned one: %v %v", resp, err)
+	}
+	key = "k-2"
+	dead()
+	time.Sleep(5 * time.Millisecond)
+	newRunner(f.svc, "r").sweep(ctx)
+	if n := f.count(t, `SELECT count(*) FROM imports.imports WHERE status = 'uploading'`); n != 0 {
+		t.Errorf("%d abandoned uploads left", n)
+	}
+	if n := f.count(t, `SELECT count(*) FROM imports.import_chunks`); n != 1 {
+		t.Errorf("%d chunks, want the queued import's 1", n)
+	}
+}
+
+func TestConfigFrom(t *testing.T) {
+	t.Parallel()
+	src := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	cfg, err := ConfigFrom(src(map[string]string{"ALMONER_IMPORTS_LEASE": "2s", "ALMONER_IMPORTS_BATCH": "10", "ALMONER_IMPORTS_RUNNER": "false"}))
+	if err != nil || cfg.Lease != 2*time.Second || cfg.Batch != 10 || !cfg.NoRunner || cfg.MaxBytes != DefaultMaxBytes {
+		t.Errorf("config %+v, %v", cfg, err)
+	}
+	for _, bad := range []map[string]string{{"ALMONER_IMPORTS_BATCH": "0"}, {"ALMONER_IMPORTS_BATCH": "10001"}, {"ALMONER_IMPORTS_LEASE": "soon"}} {
+		if _, err := ConfigFrom(src(bad)); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
 	}
 }
