@@ -1,14 +1,18 @@
 package openapigen
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/almoner/almoner/gateway/internal/httpmap"
+	importsv1 "github.com/almoner/almoner/pkg/api/almoner/imports/v1"
+	"github.com/almoner/almoner/pkg/wirejson"
 )
 
 // streamedOp is a route the gateway serves by hand, with no
@@ -39,6 +43,11 @@ type streamedOp struct {
 	failures []int
 	// summary and description are the operation's words.
 	summary, description string
+	// examples are a request body per media type and the success
+	// response, as the recipes' (examples.go): the response a message the
+	// wire codec encodes.
+	examples map[string]string
+	response proto.Message
 	// definitions are the words of the messages no binding reaches, in
 	// openapiv2's form (properties by JSON name), by message.
 	definitions map[protoreflect.FullName]swaggerSchema
@@ -77,6 +86,11 @@ var streamedOps = []streamedOp{{
 	failures:        []int{400, 401, 403, 404, 409, 413, 429, 500, 503, 504},
 	summary:         "Upload an import file",
 	description:     "Queues a bulk import of contacts or gifts from the request body and answers 202 with its id; GET …/imports/{importId} follows it (queued, validating, importing, succeeded or failed) and GET …/imports/{importId}/errors lists the rejected rows. Needs `imports:manage`. A file over 1 GiB is a 413.",
+	examples: map[string]string{
+		"text/csv":             "externalId,firstName,lastName,email,tags\nCRM-1001,Ada,Lovelace,ada.lovelace@example.org,major donor;newsletter\n",
+		"application/x-ndjson": `{"externalId": "CRM-1001", "firstName": "Ada", "lastName": "Lovelace", "email": "ada.lovelace@example.org", "tags": ["major donor", "newsletter"]}` + "\n",
+	},
+	response: &importsv1.UploadImportResponse{Id: "0197a3c2-a164-7e85-8f70-5d6e7f8091a2", Status: "queued"},
 	definitions: map[protoreflect.FullName]swaggerSchema{
 		"almoner.imports.v1.UploadImportResponse": {
 			Description: "UploadImportResponse is the 202 answer: the import, queued.",
@@ -174,13 +188,30 @@ func (g *generator) planStreamedOp(s streamedOp, m protoreflect.MethodDescriptor
 		g.schemas.words[name] = def
 	}
 	desc := "Accepted: the import is queued."
+	var example any
+	if s.response != nil {
+		b, err := wirejson.Marshal(s.response)
+		if err != nil {
+			return fmt.Errorf("example response: %w", err)
+		}
+		if err := json.Unmarshal(b, &example); err != nil {
+			return fmt.Errorf("example response: %w", err)
+		}
+	}
 	op.respond = func() *openapi3.Response {
-		return &openapi3.Response{Description: &desc, Content: openapi3.NewContentWithJSONSchemaRef(g.schemas.ref(out))}
+		content := openapi3.NewContentWithJSONSchemaRef(g.schemas.ref(out))
+		if example != nil {
+			content.Get("application/json").Examples = openapi3.Examples{string(m.Name()): {Value: &openapi3.Example{Summary: "Queued", Value: example}}}
+		}
+		return &openapi3.Response{Description: &desc, Content: content}
 	}
 	op.finish = func(o *openapi3.Operation) {
 		content := openapi3.Content{}
 		for _, mt := range slices.Sorted(slices.Values(s.mediaTypes)) {
 			content[mt] = file(mt)
+			if ex, ok := s.examples[mt]; ok {
+				content[mt].Examples = openapi3.Examples{string(m.Name()): {Value: &openapi3.Example{Summary: "A contact", Value: ex}}}
+			}
 		}
 		o.RequestBody = &openapi3.RequestBodyRef{Value: &openapi3.RequestBody{Description: s.bodyDescription, Required: true, Content: content}}
 	}
