@@ -293,11 +293,32 @@ func (s *schemas) requestExtras(sch *openapi3.Schema, md, res protoreflect.Messa
 		if md.Fields().ByJSONName(fd.JSONName()) != nil || sch.Properties[fd.JSONName()] != nil {
 			continue
 		}
-		sch.Properties[fd.JSONName()] = openapi3.NewSchemaRef("", &openapi3.Schema{
-			ReadOnly:    true,
-			Description: fmt.Sprintf("Returned by the API in %s; a request may send it back, and it is ignored.", localName(res)),
-		})
+		desc := fmt.Sprintf("Returned by the API in %s; a request may send it back, and it is ignored.", localName(res))
+		sch.Properties[fd.JSONName()] = s.extra(fd, desc)
 	}
+}
+
+// extra is the schema of a property a request may carry back from its
+// resource: what the API wrote there (its type as a response, null
+// included where the codec writes null, as a client sends back a GET's
+// `"disabledReason": null`), read-only. A message of no response
+// component (none so far) is any value.
+func (s *schemas) extra(fd protoreflect.FieldDescriptor, desc string) *openapi3.SchemaRef {
+	md := fd.Message()
+	if fd.IsMap() {
+		md = fd.MapValue().Message()
+	}
+	if md != nil && !wellKnown(md.FullName()) {
+		if _, ok := s.names[use{msg: md.FullName(), dir: response}]; !ok {
+			return openapi3.NewSchemaRef("", &openapi3.Schema{ReadOnly: true, Description: desc})
+		}
+	}
+	p := s.field(fd, response)
+	if p.Ref != "" {
+		p = openapi3.NewSchemaRef("", &openapi3.Schema{AllOf: openapi3.SchemaRefs{p}})
+	}
+	p.Value.ReadOnly, p.Value.Description = true, desc
+	return p
 }
 
 // describe sets the description of a property (on the wrapper of a
