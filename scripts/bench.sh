@@ -81,11 +81,19 @@ PY
     echo "== imports: $rows $kind from CSV ($(du -m "$file" | cut -f1) MB)"
     start=$(date +%s.%N)
     # -T streams the file from disk; no Expect: 100-continue round trip.
-    id=$(curl -sf -X POST -T "$file" -H 'Expect:' -H "X-Api-Key: $key" -H 'Content-Type: text/csv' "$ibase/imports?kind=$kind&format=csv" |
-      sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+    id=$(curl -sS -X POST -T "$file" -H 'Expect:' -H "X-Api-Key: $key" -H 'Content-Type: text/csv' "$ibase/imports?kind=$kind&format=csv" |
+      tee "$out/imports-$kind-upload.json" | sed -n 's/^{"id":"\([^"]*\)".*/\1/p')
     uploaded=$(date +%s.%N)
+    [ -n "$id" ] || { echo "imports: the upload of $file was refused"; return 1; }
     while :; do
-      state=$(curl -sf "$ibase/imports/$id" -H "X-Api-Key: $key")
+      # A poll that fails (a timeout under load) is noted and retried.
+      state=$(curl -sS -m 10 -w '\n%{http_code}' "$ibase/imports/$id" -H "X-Api-Key: $key" 2>&1) || true
+      if [ "${state##*$'\n'}" != 200 ]; then
+        echo "imports: poll answered: $state" >&2
+        sleep 0.5
+        continue
+      fi
+      state=${state%$'\n'*}
       status=$(echo "$state" | sed -n 's/.*"status":"\([^"]*\)".*/\1/p')
       case $status in succeeded|failed) break ;; esac
       sleep 0.5
