@@ -12,6 +12,7 @@ import (
 
 	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/scopes"
+	"github.com/almoner/almoner/pkg/service"
 	"github.com/almoner/almoner/services/imports/parse"
 	"github.com/almoner/almoner/services/imports/store"
 )
@@ -29,10 +30,8 @@ type runner struct {
 	owner  string
 	logger *slog.Logger
 
-	wake   chan struct{}
-	cancel context.CancelFunc
-	done   sync.WaitGroup
-	swept  time.Time
+	loop  *service.Loop
+	swept time.Time
 }
 
 // newRunner returns a runner; owner names it in leases (host/uuid when
@@ -42,55 +41,27 @@ func newRunner(s *Service, owner string) *runner {
 		host, _ := os.Hostname()
 		owner = host + "/" + uuid.NewString()
 	}
-	return &runner{s: s, owner: owner, logger: s.logger, wake: make(chan struct{}, 1)}
+	r := &runner{s: s, owner: owner, logger: s.logger}
+	r.loop = service.NewLoop(s.cfg.Poll, r.step)
+	return r
+}
+
+// step sweeps abandoned uploads, then runs imports until none is left to
+// claim.
+func (r *runner) step(ctx context.Context) {
+	r.sweep(ctx)
+	for r.claimAndRun(ctx) {
+	}
 }
 
 // poke wakes the runner at once (an import was just queued here).
-func (r *runner) poke() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
-}
+func (r *runner) poke() { r.loop.Wake() }
 
-func (r *runner) start() {
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
-	r.done.Add(1)
-	go func() {
-		defer r.done.Done()
-		t := time.NewTicker(r.s.cfg.Poll)
-		defer t.Stop()
-		for {
-			r.sweep(ctx)
-			for r.claimAndRun(ctx) {
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			case <-r.wake:
-			}
-		}
-	}()
-}
+func (r *runner) start() { r.loop.Start() }
 
 // stop ends the runner: the batch in hand is dropped (it was not saved),
 // and the lease runs out for another replica or the next start.
-func (r *runner) stop(ctx context.Context) error {
-	if r.cancel == nil {
-		return nil
-	}
-	r.cancel()
-	ch := make(chan struct{})
-	go func() { r.done.Wait(); close(ch) }()
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (r *runner) stop(ctx context.Context) error { return r.loop.Stop(ctx) }
 
 // sweep deletes uploads abandoned by processes that died, once a minute.
 func (r *runner) sweep(ctx context.Context) {

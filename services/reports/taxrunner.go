@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -15,6 +14,7 @@ import (
 	reportsv1 "github.com/almoner/almoner/pkg/api/almoner/reports/v1"
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
+	"github.com/almoner/almoner/pkg/service"
 	"github.com/almoner/almoner/pkg/wirejson"
 	"github.com/almoner/almoner/services/reports/store"
 )
@@ -41,15 +41,13 @@ type taxRunner struct {
 	batch  int
 	logger *slog.Logger
 
-	wake   chan struct{}
-	cancel context.CancelFunc
-	done   sync.WaitGroup
+	loop *service.Loop
 }
 
 func newTaxRunner(s *Service) *taxRunner {
 	host, _ := os.Hostname()
 	r := &taxRunner{s: s, owner: host + "/" + uuid.NewString(), poll: s.cfg.TaxRunPoll, lease: s.cfg.TaxRunLease, batch: s.cfg.TaxRunBatch,
-		logger: s.logger, wake: make(chan struct{}, 1)}
+		logger: s.logger}
 	if r.poll <= 0 {
 		r.poll = defaultTaxRunPoll
 	}
@@ -59,54 +57,21 @@ func newTaxRunner(s *Service) *taxRunner {
 	if r.batch <= 0 {
 		r.batch = defaultTaxRunBatch
 	}
+	r.loop = service.NewLoop(r.poll, func(ctx context.Context) {
+		for r.claimAndRun(ctx) {
+		}
+	})
 	return r
 }
 
 // poke wakes the runner at once (a run was just queued here).
-func (r *taxRunner) poke() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
-}
+func (r *taxRunner) poke() { r.loop.Wake() }
 
-func (r *taxRunner) start() {
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
-	r.done.Add(1)
-	go func() {
-		defer r.done.Done()
-		t := time.NewTicker(r.poll)
-		defer t.Stop()
-		for {
-			for r.claimAndRun(ctx) {
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			case <-r.wake:
-			}
-		}
-	}()
-}
+func (r *taxRunner) start() { r.loop.Start() }
 
 // stop ends the runner: the batch in hand is dropped (it was not saved),
 // and the lease runs out for another replica or the next start.
-func (r *taxRunner) stop(ctx context.Context) error {
-	if r.cancel == nil {
-		return nil
-	}
-	r.cancel()
-	ch := make(chan struct{})
-	go func() { r.done.Wait(); close(ch) }()
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (r *taxRunner) stop(ctx context.Context) error { return r.loop.Stop(ctx) }
 
 // claimAndRun takes one run and makes it; false when there was none to
 // take or the runner is stopping.
