@@ -43,6 +43,7 @@ import (
 	"github.com/almoner/almoner/pkg/ratelimit"
 	"github.com/almoner/almoner/pkg/telemetry"
 	"github.com/almoner/almoner/pkg/traceid"
+	"github.com/almoner/almoner/pkg/wirejson"
 )
 
 // DefaultMaxBodyBytes is the request body limit: 1 MiB.
@@ -393,6 +394,20 @@ func (g *Gateway) handleRoutingError(_ context.Context, _ *runtime.ServeMux, _ r
 	default:
 		g.writeProblem(w, r, g.problems.New(problem.CategoryNotFound, http.StatusNotFound, "Not Found"))
 	}
+}
+
+// writeMessage answers status with m in the wire codec, for the routes a
+// handler of ours serves instead of grpc-gateway (processor notifications,
+// import uploads).
+func (g *Gateway) writeMessage(ctx context.Context, w http.ResponseWriter, r *http.Request, status int, m proto.Message) {
+	b, err := wirejson.Marshal(m)
+	if err != nil {
+		g.handleError(ctx, g.mux, codec{}, w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
 }
 
 func (g *Gateway) writeProblem(w http.ResponseWriter, r *http.Request, d problem.Document) {

@@ -81,60 +81,59 @@ func (g *Gateway) registerImports() error {
 }
 
 // uploadImport answers POST …/imports: the request was authenticated and
-// its tenant checked (route) like every /api/tenants request. It reads the
-// query string, refuses a declared length over the limit unread, streams
-// the body into UploadImport, and answers 202 with the queued import.
+// its tenant checked (route) like every /api/tenants request. It answers
+// 202 with the queued import, or the one refusal refuseImport writes.
 func (g *Gateway) uploadImport(w http.ResponseWriter, r *http.Request, client importsv1.ImportServiceClient, tenantID string) {
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	resp, err := g.receiveImport(ctx, w, r, client, tenantID)
+	if err != nil {
+		// Cancelling the call before answering tells the service the
+		// upload was abandoned (too large, the client went away), so it
+		// keeps nothing of it.
+		cancel()
+		g.refuseImport(ctx, w, r, err)
+		return
+	}
+	g.writeMessage(ctx, w, r, http.StatusAccepted, resp)
+}
+
+// receiveImport reads the query string, refuses a declared length over
+// the limit unread, and streams the body into UploadImport.
+func (g *Gateway) receiveImport(ctx context.Context, w http.ResponseWriter, r *http.Request, client importsv1.ImportServiceClient,
+	tenantID string) (*importsv1.UploadImportResponse, error) {
 	header, err := importHeader(r, tenantID)
 	if err != nil {
-		closeUnread(w, r)
-		g.handleError(r.Context(), g.mux, codec{}, w, r, err)
-		return
+		return nil, err
 	}
 	if r.ContentLength > g.cfg.MaxImportBytes {
-		closeUnread(w, r)
-		g.writeImportTooLarge(w, r)
-		return
+		return nil, errImportTooLarge
 	}
-	ctx, err := runtime.AnnotateContext(r.Context(), g.mux, r, importsv1.ImportService_UploadImport_FullMethodName,
+	ctx, err = runtime.AnnotateContext(ctx, g.mux, r, importsv1.ImportService_UploadImport_FullMethodName,
 		runtime.WithHTTPPathPattern(importUploadPath))
 	if err != nil {
-		closeUnread(w, r)
-		g.handleError(r.Context(), g.mux, codec{}, w, r, err)
-		return
+		return nil, err
 	}
-	// Cancelling the call tells the service the upload was abandoned (too
-	// large, or the client went away), so it keeps nothing of it.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	resp, err := g.streamImport(ctx, w, r, client, header)
+	return g.streamImport(ctx, w, r, client, header)
+}
+
+// refuseImport answers a failed upload, leaving what is left of the body
+// unread: 413 past the size limit, 400 for a body that could not be read,
+// else the call's status as every route answers it.
+func (g *Gateway) refuseImport(ctx context.Context, w http.ResponseWriter, r *http.Request, err error) {
+	closeUnread(w, r)
 	var readErr bodyReadError
 	switch {
 	case errors.Is(err, errImportTooLarge):
-		cancel()
-		closeUnread(w, r)
-		g.writeImportTooLarge(w, r)
-		return
+		g.writeProblem(w, r, g.problems.New(problem.CategoryTooLarge, http.StatusRequestEntityTooLarge,
+			fmt.Sprintf("The import file is larger than %d bytes.", g.cfg.MaxImportBytes)))
 	case errors.As(err, &readErr):
-		cancel()
-		closeUnread(w, r)
 		d := g.problems.New(problem.CategoryValidation, http.StatusBadRequest, "One or more validation errors occurred.")
 		d.Errors = map[string][]string{"$": {"The request body could not be read."}}
 		g.writeProblem(w, r, d)
-		return
-	case err != nil:
-		closeUnread(w, r)
+	default:
 		g.handleError(ctx, g.mux, codec{}, w, r, err)
-		return
 	}
-	b, err := wirejson.Marshal(resp)
-	if err != nil {
-		g.handleError(ctx, g.mux, codec{}, w, r, err)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusAccepted)
-	_, _ = w.Write(b)
 }
 
 // importHeader is the upload's header message: the tenant from the path,
@@ -226,10 +225,4 @@ func serviceAnswer(stream grpc.ClientStreamingClient[importsv1.UploadImportReque
 		return err
 	}
 	return errors.New("gateway: the imports service answered before the upload ended")
-}
-
-// writeImportTooLarge answers 413 for a file over MaxImportBytes.
-func (g *Gateway) writeImportTooLarge(w http.ResponseWriter, r *http.Request) {
-	g.writeProblem(w, r, g.problems.New(problem.CategoryTooLarge, http.StatusRequestEntityTooLarge,
-		fmt.Sprintf("The import file is larger than %d bytes.", g.cfg.MaxImportBytes)))
 }

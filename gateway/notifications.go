@@ -7,7 +7,6 @@ import (
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
-	"github.com/almoner/almoner/pkg/wirejson"
 )
 
 // stripeNotificationPath is where a tenant's Stripe account sends its
@@ -42,13 +41,6 @@ func (g *Gateway) registerNotifications() error {
 			g.handleError(ctx, g.mux, codec{}, w, r, err)
 			return
 		}
-		b, err := wirejson.Marshal(resp)
-		if err != nil {
-			g.handleError(ctx, g.mux, codec{}, w, r, err)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(b)
+		g.writeMessage(ctx, w, r, http.StatusOK, resp)
 	})
 }
