@@ -13,7 +13,7 @@ import (
 	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/scopes"
-	"github.com/almoner/almoner/services/contacts/normalize"
+	"github.com/almoner/almoner/pkg/normalize"
 	"github.com/almoner/almoner/services/contacts/store"
 )
 

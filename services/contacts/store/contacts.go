@@ -12,7 +12,7 @@ import (
 	"github.com/almoner/almoner/pkg/audit"
 	"github.com/almoner/almoner/pkg/counter"
 	"github.com/almoner/almoner/pkg/db"
-	"github.com/almoner/almoner/services/contacts/normalize"
+	"github.com/almoner/almoner/pkg/normalize"
 )
 
 // EntityType is the audit log's entity type of a contact. Phone, email,
