@@ -51,3 +51,13 @@ func FromIncoming(ctx context.Context) string {
 	}
 	return ""
 }
+
+// Forward returns ctx whose outgoing gRPC calls carry the incoming call's
+// trace id, so that one id finds the log lines of every service a request
+// crossed.
+func Forward(ctx context.Context) context.Context {
+	if id := FromIncoming(ctx); id != "" {
+		return metadata.AppendToOutgoingContext(ctx, MetadataKey, id)
+	}
+	return ctx
+}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 
-	"google.golang.org/grpc/metadata"
-
 	contactsv1 "github.com/almoner/almoner/pkg/api/almoner/contacts/v1"
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
 	"github.com/almoner/almoner/pkg/apperr"
@@ -104,10 +102,7 @@ func (s *Service) completeMerge(ctx context.Context, p authctx.Principal, m stor
 	if err != nil {
 		return store.Contact{}, err
 	}
-	callCtx := authctx.NewOutgoingContext(ctx, p)
-	if id := traceid.FromIncoming(ctx); id != "" {
-		callCtx = metadata.AppendToOutgoingContext(callCtx, traceid.MetadataKey, id)
-	}
+	callCtx := authctx.NewOutgoingContext(traceid.Forward(ctx), p)
 	if _, err := mover.MoveContactRecords(callCtx, &ordersv1.MoveContactRecordsRequest{
 		TenantId: m.Tenant.String(), DuplicateId: m.Duplicate, SurvivorId: m.Survivor}); err != nil {
 		return store.Contact{}, fmt.Errorf("move the orders of contact %d: %w", m.Duplicate, err)

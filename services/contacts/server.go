@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"google.golang.org/grpc/metadata"
 
 	contactsv1 "github.com/almoner/almoner/pkg/api/almoner/contacts/v1"
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
@@ -334,10 +333,7 @@ func (c *contactServer) GetContactDashboard(ctx context.Context, req *contactsv1
 	// The orders service authorizes the same principal (this process signs
 	// it for the call), and the trace id follows the call so one id finds
 	// both services' log lines.
-	callCtx := authctx.NewOutgoingContext(ctx, p)
-	if id := traceid.FromIncoming(ctx); id != "" {
-		callCtx = metadata.AppendToOutgoingContext(callCtx, traceid.MetadataKey, id)
-	}
+	callCtx := authctx.NewOutgoingContext(traceid.Forward(ctx), p)
 	callCtx, cancel := context.WithTimeout(callCtx, c.s.cfg.GivingTimeout)
 	defer cancel()
 	summary, err := giving.GetContactGivingSummary(callCtx, &ordersv1.GetContactGivingSummaryRequest{
