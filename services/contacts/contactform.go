@@ -9,8 +9,8 @@ import (
 
 	contactsv1 "github.com/almoner/almoner/pkg/api/almoner/contacts/v1"
 	"github.com/almoner/almoner/pkg/apperr"
-	"github.com/almoner/almoner/pkg/ratelimit"
 	"github.com/almoner/almoner/pkg/normalize"
+	"github.com/almoner/almoner/pkg/ratelimit"
 	"github.com/almoner/almoner/services/contacts/store"
 )
 

@@ -12,8 +12,8 @@ import (
 	"github.com/almoner/almoner/pkg/audit"
 	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/db"
-	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/pkg/normalize"
+	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/services/contacts/store"
 )
 
