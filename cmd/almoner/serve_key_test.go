@@ -58,8 +58,10 @@ func startServe(t *testing.T, ready bool, env []string, args ...string) *served 
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
+		// The services' gRPC listener opens before the gateway's HTTP one:
+		// ready is both answering.
 		code, _, errOut := runCLI(t, "admin", "tenant", "get", "--tenant", "00000000-0000-0000-0000-000000000000", "--auth-addr="+s.grpcAddr)
-		if code == 1 && strings.Contains(errOut, "not found") {
+		if code == 1 && strings.Contains(errOut, "not found") && s.httpUp() {
 			return s
 		}
 		select {
@@ -72,6 +74,16 @@ func startServe(t *testing.T, ready bool, env []string, args ...string) *served 
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// httpUp reports whether the process's gateway answers its liveness probe.
+func (s *served) httpUp() bool {
+	resp, err := http.Get("http://" + s.httpAddr + "/healthz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // stop sends SIGTERM and waits for a clean exit.
