@@ -94,7 +94,7 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) (*Service, error) 
 		cfg.KeyLimit = DefaultKeyLimit
 	}
 	st := store.New(pool)
-	return &Service{cfg: cfg, store: st, usage: newUsageTracker(st), logger: logger, now: time.Now}, nil
+	return &Service{cfg: cfg, store: st, usage: newUsageTracker(st.TouchKeys), logger: logger, now: time.Now}, nil
 }
 
 // Register adds the service's gRPC servers to r.

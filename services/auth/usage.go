@@ -12,37 +12,58 @@ import (
 
 // usageTracker remembers when each key was last used and writes those
 // times in batches, so that validating a key never writes to the database.
+//
+// A key's shown lastUsedAt is the later of its row and the tracker's
+// unwritten use, so the tracker keeps a batch visible while it is being
+// written: were it forgotten before the write committed, a list read in
+// between would show the older row value, and lastUsedAt would step back.
 type usageTracker struct {
-	store   *store.Store
-	mu      sync.Mutex
-	pending map[uuid.UUID]store.KeyUse
+	write func(context.Context, []store.KeyUse) error
+
+	flushMu  sync.Mutex // one flush at a time (the ticker and Stop)
+	mu       sync.Mutex
+	pending  map[uuid.UUID]store.KeyUse
+	flushing map[uuid.UUID]store.KeyUse // the batch being written
 }
 
-func newUsageTracker(st *store.Store) *usageTracker {
-	return &usageTracker{store: st, pending: map[uuid.UUID]store.KeyUse{}}
+func newUsageTracker(write func(context.Context, []store.KeyUse) error) *usageTracker {
+	return &usageTracker{write: write, pending: map[uuid.UUID]store.KeyUse{}}
 }
 
-// Touch records a use of the key at t.
+// Touch records a use of the key at t. An older use than one already
+// recorded (reports from replicas arrive out of order) changes nothing.
+// Times are kept at the database's microsecond precision so that a shown
+// value does not change when it is written.
 func (u *usageTracker) Touch(tenantID, keyID uuid.UUID, t time.Time) {
+	t = t.Truncate(time.Microsecond)
 	u.mu.Lock()
-	u.pending[keyID] = store.KeyUse{TenantID: tenantID, KeyID: keyID, At: t}
+	if cur, ok := u.pending[keyID]; !ok || cur.At.Before(t) {
+		u.pending[keyID] = store.KeyUse{TenantID: tenantID, KeyID: keyID, At: t}
+	}
 	u.mu.Unlock()
 }
 
-// Pending returns the unwritten last use of a key, if any.
+// Pending returns the unwritten last use of a key, if any: recorded, or
+// in a batch whose write has not yet committed.
 func (u *usageTracker) Pending(keyID uuid.UUID) (time.Time, bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	v, ok := u.pending[keyID]
+	if f, fok := u.flushing[keyID]; fok && (!ok || v.At.Before(f.At)) {
+		return f.At, true
+	}
 	return v.At, ok
 }
 
 // Flush writes the pending uses. On failure they are kept for the next try
 // unless a newer use of the same key arrived meanwhile.
 func (u *usageTracker) Flush(ctx context.Context) error {
+	u.flushMu.Lock()
+	defer u.flushMu.Unlock()
 	u.mu.Lock()
 	batch := u.pending
 	u.pending = make(map[uuid.UUID]store.KeyUse, len(batch))
+	u.flushing = batch
 	u.mu.Unlock()
 	if len(batch) == 0 {
 		return nil
@@ -51,15 +72,16 @@ func (u *usageTracker) Flush(ctx context.Context) error {
 	for _, v := range batch {
 		uses = append(uses, v)
 	}
-	if err := u.store.TouchKeys(ctx, uses); err != nil {
-		u.mu.Lock()
+	err := u.write(ctx, uses)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.flushing = nil
+	if err != nil {
 		for id, v := range batch {
 			if cur, ok := u.pending[id]; !ok || cur.At.Before(v.At) {
 				u.pending[id] = v
 			}
 		}
-		u.mu.Unlock()
-		return err
 	}
-	return nil
+	return err
 }
