@@ -403,7 +403,10 @@ var Catalog = []*Type{
 // overdue), then every later period boundary, anchor + k periods (months
 // clamped as the orders runner does: Jan 31 + 1 month is Feb 28), up to
 // the end date. k starts at the next charge date's own k, which the
-// runner keeps on a boundary.
+// runner keeps on a boundary. A schedule paused until a day counts too:
+// pausing keeps its next charge date at the first boundary on or after
+// that day, where the runner resumes it; one paused with no resume day
+// has no next charge date and counts nothing.
 func upcomingRecurring(v Values) store.Query {
 	from := v.Date("From")
 	days := v.Int("Days")
@@ -415,7 +418,8 @@ func upcomingRecurring(v Values) store.Query {
 					ELSE ((extract(year FROM next_charge_date) - extract(year FROM anchor_date)) * 12
 						+ extract(month FROM next_charge_date) - extract(month FROM anchor_date))::int
 						/ CASE frequency WHEN 'monthly' THEN 1 WHEN 'quarterly' THEN 3 ELSE 12 END END AS k0
-			FROM orders.report_schedules_v2 WHERE tenant_id = $1 AND status = 'active' AND next_charge_date IS NOT NULL),
+			FROM orders.report_schedules_v2 WHERE tenant_id = $1 AND next_charge_date IS NOT NULL
+				AND (status = 'active' OR (status = 'paused' AND paused_until IS NOT NULL))),
 		d AS (SELECT currency, amount_minor, greatest(coalesce(retry_on, next_charge_date), $2) AS day FROM s
 			UNION ALL
 			SELECT currency, amount_minor, day FROM (

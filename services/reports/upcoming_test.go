@@ -12,8 +12,10 @@ import (
 // TestUpcomingRecurring places the installments of active schedules in a
 // window: monthly dates clamped to the month's end from their anchor, a
 // weekly schedule up to its end date, a declined installment on its retry
-// day, an overdue one on the first day; paused and past-due schedules are
-// left out and counted apart by recurring-revenue.
+// day, an overdue one on the first day, a schedule paused until a day from
+// the boundary it resumes on; a schedule paused with no resume day and a
+// past-due one are left out, and recurring-revenue counts paused and
+// past-due schedules apart.
 func TestUpcomingRecurring(t *testing.T) {
 	f := newFixture(t)
 	x := &server{s: f.svc}
@@ -22,18 +24,21 @@ func TestUpcomingRecurring(t *testing.T) {
 		minor                   int64
 		cur, freq, status       string
 		start, next, end, retry any
+		pausedUntil             any
 	}{
-		{1000, "USD", "monthly", "active", "2026-01-31", "2026-03-31", nil, nil},
-		{500, "USD", "weekly", "active", "2026-03-02", "2026-03-09", "2026-03-23", nil},
-		{700, "USD", "monthly", "paused", "2026-01-10", "2026-03-10", nil, nil},
-		{800, "USD", "monthly", "past_due", "2026-01-12", "2026-03-12", nil, nil},
-		{3000, "EUR", "quarterly", "active", "2025-11-30", "2026-02-28", nil, "2026-03-03"},
-		{200, "USD", "monthly", "active", "2026-01-15", "2026-02-15", nil, nil},
+		{1000, "USD", "monthly", "active", "2026-01-31", "2026-03-31", nil, nil, nil},
+		{500, "USD", "weekly", "active", "2026-03-02", "2026-03-09", "2026-03-23", nil, nil},
+		{700, "USD", "monthly", "paused", "2026-01-10", nil, nil, nil, nil},
+		// Paused on 2026-03-01 until 2026-04-05: it resumes at its 2026-04-20 boundary.
+		{900, "USD", "monthly", "paused", "2026-01-20", "2026-04-20", nil, nil, "2026-04-05"},
+		{800, "USD", "monthly", "past_due", "2026-01-12", "2026-03-12", nil, nil, nil},
+		{3000, "EUR", "quarterly", "active", "2025-11-30", "2026-02-28", nil, "2026-03-03", nil},
+		{200, "USD", "monthly", "active", "2026-01-15", "2026-02-15", nil, nil, nil},
 	} {
 		f.exec(t, `INSERT INTO orders.recurring_donations (tenant_id, id, contact_id, amount_minor, currency, frequency, start_date, end_date, fund_id,
-				payment_method, status, next_charge_date, retry_on, origin_order_id)
-			VALUES ($1, $2, 1, $3, $4, $5, $6::date, $7::date, $8, 'Card', $9, $10::date, $11::date, $12)`,
-			f.tenant, uuid.New(), s.minor, s.cur, s.freq, s.start, s.end, f.general, s.status, s.next, s.retry, origin)
+				payment_method, status, next_charge_date, retry_on, origin_order_id, paused_until)
+			VALUES ($1, $2, 1, $3, $4, $5, $6::date, $7::date, $8, 'Card', $9, $10::date, $11::date, $12, $13::date)`,
+			f.tenant, uuid.New(), s.minor, s.cur, s.freq, s.start, s.end, f.general, s.status, s.next, s.retry, origin, s.pausedUntil)
 	}
 	run := func(typ string, p map[string]any) runDoc {
 		t.Helper()
@@ -56,11 +61,12 @@ func TestUpcomingRecurring(t *testing.T) {
 		`{"Date":"2026-03-23","Currency":"USD","Installments":1,"Amount":5.00},` +
 		`{"Date":"2026-03-31","Currency":"USD","Installments":1,"Amount":10.00},` +
 		`{"Date":"2026-04-15","Currency":"USD","Installments":1,"Amount":2.00},` +
+		`{"Date":"2026-04-20","Currency":"USD","Installments":1,"Amount":9.00},` +
 		`{"Date":"2026-04-30","Currency":"USD","Installments":1,"Amount":10.00}]`
 	if string(doc.Rows) != want {
 		t.Errorf("rows\n got %s\nwant %s", doc.Rows, want)
 	}
-	if want := `[{"Date":null,"Currency":"EUR","Installments":1,"Amount":30.00},{"Date":null,"Currency":"USD","Installments":8,"Amount":41.00}]`; string(doc.Totals) != want {
+	if want := `[{"Date":null,"Currency":"EUR","Installments":1,"Amount":30.00},{"Date":null,"Currency":"USD","Installments":9,"Amount":50.00}]`; string(doc.Totals) != want {
 		t.Errorf("totals\n got %s\nwant %s", doc.Totals, want)
 	}
 	// The default window is the 30 days from the service's today
@@ -73,8 +79,8 @@ func TestUpcomingRecurring(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range rev {
-		if r["Currency"] == "USD" && (r["PausedSchedules"] != 1.0 || r["ActiveSchedules"] != 5.0) {
-			t.Errorf("recurring-revenue USD = %v, want 1 paused apart, 5 active", r)
+		if r["Currency"] == "USD" && (r["PausedSchedules"] != 2.0 || r["ActiveSchedules"] != 5.0) {
+			t.Errorf("recurring-revenue USD = %v, want 2 paused apart, 5 active", r)
 		}
 	}
 }
