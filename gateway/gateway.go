@@ -97,6 +97,28 @@ type principalKey struct{}
 
 // New dials every upstream and registers its routes.
 func New(ctx context.Context, cfg Config) (*Gateway, error) {
+	if err := cfg.complete(); err != nil {
+		return nil, err
+	}
+	g := &Gateway{
+		cfg:      cfg,
+		conns:    map[string]*grpc.ClientConn{},
+		problems: problem.Renderer{BaseURL: cfg.ErrorsBaseURL},
+		logger:   cfg.Logger,
+		budget:   newBodyBudget(cfg.BodyMemoryBytes, cfg.MaxBodyBytes),
+	}
+	g.mux = g.newMux()
+	if err := g.connect(ctx); err != nil {
+		g.Close()
+		return nil, err
+	}
+	g.startKeyCache(ctx)
+	g.handler = g.observe(g.recoverPanics(g.withTrace(g.opsHandler(http.HandlerFunc(g.route)))))
+	return g, nil
+}
+
+// complete fills in the defaults of unset limits and checks what has none.
+func (cfg *Config) complete() error {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -107,25 +129,24 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		cfg.MaxImportBytes = DefaultMaxImportBytes
 	}
 	if cfg.BodyMemoryBytes < cfg.MaxBodyBytes {
-		return nil, fmt.Errorf("gateway: the body budget (%d bytes) cannot hold one body of the largest size (%d bytes)", cfg.BodyMemoryBytes, cfg.MaxBodyBytes)
+		return fmt.Errorf("gateway: the body budget (%d bytes) cannot hold one body of the largest size (%d bytes)", cfg.BodyMemoryBytes, cfg.MaxBodyBytes)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Upstreams[authName] == "" {
-		return nil, errors.New("gateway: the auth service address is required")
+		return errors.New("gateway: the auth service address is required")
 	}
 	if cfg.InternalKey == nil {
-		return nil, fmt.Errorf("gateway: %w", authctx.ErrNoKey)
+		return fmt.Errorf("gateway: %w", authctx.ErrNoKey)
 	}
-	g := &Gateway{
-		cfg:      cfg,
-		conns:    map[string]*grpc.ClientConn{},
-		problems: problem.Renderer{BaseURL: cfg.ErrorsBaseURL},
-		logger:   cfg.Logger,
-		budget:   newBodyBudget(cfg.BodyMemoryBytes, cfg.MaxBodyBytes),
-	}
-	g.mux = runtime.NewServeMux(
+	return nil
+}
+
+// newMux is the grpc-gateway mux with the edge's codec, header rules,
+// status mapping and error rendering.
+func (g *Gateway) newMux() *runtime.ServeMux {
+	return runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, bodyCodec{&runtime.HTTPBodyMarshaler{Marshaler: codec{}}}),
 		runtime.WithIncomingHeaderMatcher(incomingHeader),
 		runtime.WithOutgoingHeaderMatcher(outgoingHeader),
@@ -143,39 +164,52 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		// route answers its own method only, and a body must be JSON.
 		runtime.WithDisablePathLengthFallback(),
 	)
-	for name, addr := range cfg.Upstreams {
-		regs, ok := registry[name]
-		if !ok {
-			g.Close()
-			return nil, fmt.Errorf("gateway: unknown service %q", name)
-		}
-		// One shared connection per upstream: the REST routes, key
-		// validation and health checks all use it, and every call on it
-		// is signed.
-		opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), telemetry.GRPCClientOption()},
-			cfg.InternalKey.DialOptions()...)
-		conn, err := grpc.NewClient(addr, opts...)
-		if err != nil {
-			g.Close()
-			return nil, fmt.Errorf("gateway: dial %s at %s: %w", name, addr, err)
-		}
-		g.conns[name] = conn
-		for _, register := range regs {
-			if err := register(ctx, g.mux, conn); err != nil {
-				g.Close()
-				return nil, fmt.Errorf("gateway: register %s routes: %w", name, err)
-			}
+}
+
+// connect dials every upstream and registers its routes, then the
+// gateway's own routes (processor notifications, the import upload).
+// On failure the caller closes what was dialled.
+func (g *Gateway) connect(ctx context.Context) error {
+	for name, addr := range g.cfg.Upstreams {
+		if err := g.dial(ctx, name, addr); err != nil {
+			return err
 		}
 	}
 	if err := g.registerNotifications(); err != nil {
-		g.Close()
-		return nil, fmt.Errorf("gateway: register processor notifications: %w", err)
+		return fmt.Errorf("gateway: register processor notifications: %w", err)
 	}
 	if err := g.registerImports(); err != nil {
-		g.Close()
-		return nil, fmt.Errorf("gateway: register the import upload: %w", err)
+		return fmt.Errorf("gateway: register the import upload: %w", err)
 	}
-	g.keys = newKeyCache(authv1.NewKeyValidationServiceClient(g.conns[authName]), cfg.Logger)
+	return nil
+}
+
+// dial opens one shared connection to an upstream and registers its REST
+// routes on it: the routes, key validation and health checks all use it,
+// and every call on it is signed.
+func (g *Gateway) dial(ctx context.Context, name, addr string) error {
+	regs, ok := registry[name]
+	if !ok {
+		return fmt.Errorf("gateway: unknown service %q", name)
+	}
+	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), telemetry.GRPCClientOption()},
+		g.cfg.InternalKey.DialOptions()...)
+	conn, err := grpc.NewClient(addr, opts...)
+	if err != nil {
+		return fmt.Errorf("gateway: dial %s at %s: %w", name, addr, err)
+	}
+	g.conns[name] = conn
+	for _, register := range regs {
+		if err := register(ctx, g.mux, conn); err != nil {
+			return fmt.Errorf("gateway: register %s routes: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// startKeyCache starts the key cache's poller, which Close stops.
+func (g *Gateway) startKeyCache(ctx context.Context) {
+	g.keys = newKeyCache(authv1.NewKeyValidationServiceClient(g.conns[authName]), g.cfg.Logger)
 	var keysCtx context.Context
 	keysCtx, g.stopKeys = context.WithCancel(context.WithoutCancel(ctx))
 	g.keysDone = make(chan struct{})
@@ -183,8 +217,6 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		defer close(g.keysDone)
 		g.keys.run(keysCtx)
 	}()
-	g.handler = g.observe(g.recoverPanics(g.withTrace(g.opsHandler(http.HandlerFunc(g.route)))))
-	return g, nil
 }
 
 // Close stops the key cache's poller (reporting its last key uses) and
