@@ -115,95 +115,129 @@ type App struct {
 	served     chan error
 }
 
-// Start starts what cfg.Targets names.
-func Start(ctx context.Context, cfg Config) (*App, error) {
+// Start starts what cfg.Targets names: the services in one gRPC host,
+// then the gateway in front of them (and of cfg.Upstreams for services
+// that run elsewhere), then the metrics listener.
+func Start(ctx context.Context, cfg Config) (_ *App, err error) {
+	mods, withGateway, key, err := prepare(ctx, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	a := &App{cfg: cfg, served: make(chan error, 1)}
+	defer func() {
+		if err != nil {
+			if a.gw != nil {
+				a.gw.Close()
+			}
+			a.stopHost(ctx)
+		}
+	}()
+	upstreams, err := a.startHost(ctx, mods, key)
+	if err != nil {
+		return nil, err
+	}
+	if withGateway {
+		if err := a.startGateway(ctx, upstreams, key); err != nil {
+			return nil, err
+		}
+	}
+	a.serveMetrics()
+	return a, nil
+}
+
+// prepare checks cfg, resolves its targets and settles the keys, and
+// checks the database before anything is migrated: a process that cannot
+// serve leaves the database as it found it.
+func prepare(ctx context.Context, cfg *Config) (mods []service.Module, withGateway bool, key *authctx.Key, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Environment != "sandbox" && cfg.Environment != "production" {
-		return nil, fmt.Errorf("ALMONER_ENVIRONMENT=%q: want sandbox or production", cfg.Environment)
+		return nil, false, nil, fmt.Errorf("ALMONER_ENVIRONMENT=%q: want sandbox or production", cfg.Environment)
 	}
-	mods, withGateway, err := resolve(cfg.Targets)
-	if err != nil {
-		return nil, err
+	if mods, withGateway, err = resolve(cfg.Targets); err != nil {
+		return nil, false, nil, err
 	}
-	if cfg.ServiceConfig, err = sealingKey(cfg, mods, withGateway); err != nil {
-		return nil, err
+	if cfg.ServiceConfig, err = sealingKey(*cfg, mods, withGateway); err != nil {
+		return nil, false, nil, err
 	}
-	key, err := internalKey(cfg, mods, withGateway)
-	if err != nil {
-		return nil, err
+	if key, err = internalKey(*cfg, mods, withGateway); err != nil {
+		return nil, false, nil, err
 	}
 	if len(mods) > 0 {
 		if cfg.DatabaseURL == "" {
-			return nil, errors.New("DATABASE_URL is required")
+			return nil, false, nil, errors.New("DATABASE_URL is required")
 		}
-		// Before anything is migrated: a process that cannot serve
-		// leaves the database as it found it.
 		if err := checkNeeds(ctx, cfg.DatabaseURL, cfg.Migrate, mods); err != nil {
-			return nil, err
+			return nil, false, nil, err
 		}
 	}
-	a := &App{cfg: cfg, served: make(chan error, 1)}
+	return mods, withGateway, key, nil
+}
+
+// startHost serves mods in one gRPC host (none: nothing to start) and
+// returns every service's address: cfg.Upstreams, with the host's own.
+func (a *App) startHost(ctx context.Context, mods []service.Module, key *authctx.Key) (map[string]string, error) {
+	cfg := a.cfg
 	upstreams := map[string]string{}
 	for k, v := range cfg.Upstreams {
 		upstreams[k] = v
 	}
-	if len(mods) > 0 {
-		a.host, err = service.StartHost(ctx, service.HostConfig{
-			DatabaseURL: cfg.DatabaseURL, GRPCAddr: cfg.GRPCAddr, Environment: cfg.Environment,
-			Migrate: cfg.Migrate, Logger: cfg.Logger, Upstreams: cfg.Upstreams, Config: cfg.ServiceConfig, InternalKey: key,
-		}, mods...)
-		if err != nil {
-			return nil, err
-		}
-		for _, m := range mods {
-			upstreams[m.Name] = a.host.Addr()
+	if len(mods) == 0 {
+		return upstreams, nil
+	}
+	var err error
+	a.host, err = service.StartHost(ctx, service.HostConfig{
+		DatabaseURL: cfg.DatabaseURL, GRPCAddr: cfg.GRPCAddr, Environment: cfg.Environment,
+		Migrate: cfg.Migrate, Logger: cfg.Logger, Upstreams: cfg.Upstreams, Config: cfg.ServiceConfig, InternalKey: key,
+	}, mods...)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range mods {
+		upstreams[m.Name] = a.host.Addr()
+	}
+	return upstreams, nil
+}
+
+// startGateway builds the gateway in front of the upstreams it knows and
+// serves it on cfg.HTTPAddr.
+func (a *App) startGateway(ctx context.Context, upstreams map[string]string, key *authctx.Key) error {
+	cfg := a.cfg
+	gwUpstreams := map[string]string{}
+	for _, name := range gateway.Services() {
+		if addr := upstreams[name]; addr != "" {
+			gwUpstreams[name] = addr
 		}
 	}
-	if withGateway {
-		gwUpstreams := map[string]string{}
-		for _, name := range gateway.Services() {
-			if addr := upstreams[name]; addr != "" {
-				gwUpstreams[name] = addr
-			}
-		}
-		// ALMONER_TRUSTED_PROXIES comes from the same source as the
-		// services' settings: the environment, or a test's overlay.
-		trusted, terr := ratelimit.ParseTrustedProxies(cfg.ServiceConfig.String("ALMONER_TRUSTED_PROXIES", ""))
-		if terr != nil {
-			a.stopHost(ctx)
-			return nil, fmt.Errorf("ALMONER_TRUSTED_PROXIES: %w", terr)
-		}
-		bodyMemory, berr := cfg.ServiceConfig.Int("ALMONER_BODY_MEMORY_BYTES", gateway.DefaultBodyMemoryBytes)
-		if berr != nil {
-			a.stopHost(ctx)
-			return nil, berr
-		}
-		a.gw, err = gateway.New(ctx, gateway.Config{Upstreams: gwUpstreams, ErrorsBaseURL: cfg.ErrorsBaseURL, Logger: cfg.Logger,
-			TrustedProxies: trusted, BodyMemoryBytes: int64(bodyMemory), InternalKey: key})
-		if err != nil {
-			a.stopHost(ctx)
-			return nil, err
-		}
-		a.httpLis, err = net.Listen("tcp", cfg.HTTPAddr)
-		if err != nil {
-			a.gw.Close()
-			a.stopHost(ctx)
-			return nil, fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
-		}
-		a.httpSrv = &http.Server{
-			Handler:           a.gw,
-			ReadHeaderTimeout: 10 * time.Second,
-			ReadTimeout:       30 * time.Second,
-			WriteTimeout:      60 * time.Second,
-			IdleTimeout:       120 * time.Second,
-			ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
-		}
-		go func() { a.served <- a.httpSrv.Serve(a.httpLis) }()
+	// ALMONER_TRUSTED_PROXIES comes from the same source as the
+	// services' settings: the environment, or a test's overlay.
+	trusted, err := ratelimit.ParseTrustedProxies(cfg.ServiceConfig.String("ALMONER_TRUSTED_PROXIES", ""))
+	if err != nil {
+		return fmt.Errorf("ALMONER_TRUSTED_PROXIES: %w", err)
 	}
-	a.serveMetrics()
-	return a, nil
+	bodyMemory, err := cfg.ServiceConfig.Int("ALMONER_BODY_MEMORY_BYTES", gateway.DefaultBodyMemoryBytes)
+	if err != nil {
+		return err
+	}
+	a.gw, err = gateway.New(ctx, gateway.Config{Upstreams: gwUpstreams, ErrorsBaseURL: cfg.ErrorsBaseURL, Logger: cfg.Logger,
+		TrustedProxies: trusted, BodyMemoryBytes: int64(bodyMemory), InternalKey: key})
+	if err != nil {
+		return err
+	}
+	if a.httpLis, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
+	}
+	a.httpSrv = &http.Server{
+		Handler:           a.gw,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+	}
+	go func() { a.served <- a.httpSrv.Serve(a.httpLis) }()
+	return nil
 }
 
 // serveMetrics serves /metrics on cfg.MetricsAddr. A listener that cannot
