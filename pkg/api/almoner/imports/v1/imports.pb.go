@@ -7,6 +7,7 @@
 package importsv1
 
 import (
+	_ "github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-openapiv2/options"
 	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -553,6 +554,198 @@ func (x *GetImportResponse) GetImport() *Import {
 	return nil
 }
 
+// ListImportsRequest is the path and query of the import list.
+type ListImportsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the tenant in the path.
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// Page is the 1-based page number (default 1).
+	Page *int32 `protobuf:"varint,2,opt,name=page,proto3,oneof" json:"page,omitempty"`
+	// PageSize is the number of imports per page (default 20, at most 100).
+	PageSize *int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3,oneof" json:"page_size,omitempty"`
+	// PageToken continues from a previous response's nextPageToken; it
+	// overrides page.
+	PageToken string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Status keeps imports in one of these statuses (comma-separated).
+	Status []string `protobuf:"bytes,5,rep,name=status,proto3" json:"status,omitempty"`
+	// Kind keeps imports of contacts or of gifts.
+	Kind string `protobuf:"bytes,6,opt,name=kind,proto3" json:"kind,omitempty"`
+	// CreatedFrom keeps imports created at or after (RFC 3339 or YYYY-MM-DD).
+	CreatedFrom string `protobuf:"bytes,7,opt,name=created_from,json=createdFrom,proto3" json:"created_from,omitempty"`
+	// CreatedTo keeps imports created before (RFC 3339 or YYYY-MM-DD, exclusive).
+	CreatedTo     string `protobuf:"bytes,8,opt,name=created_to,json=createdTo,proto3" json:"created_to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListImportsRequest) Reset() {
+	*x = ListImportsRequest{}
+	mi := &file_almoner_imports_v1_imports_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListImportsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListImportsRequest) ProtoMessage() {}
+
+func (x *ListImportsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_imports_v1_imports_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListImportsRequest.ProtoReflect.Descriptor instead.
+func (*ListImportsRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_imports_v1_imports_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ListImportsRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *ListImportsRequest) GetPage() int32 {
+	if x != nil && x.Page != nil {
+		return *x.Page
+	}
+	return 0
+}
+
+func (x *ListImportsRequest) GetPageSize() int32 {
+	if x != nil && x.PageSize != nil {
+		return *x.PageSize
+	}
+	return 0
+}
+
+func (x *ListImportsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *ListImportsRequest) GetStatus() []string {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+func (x *ListImportsRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ListImportsRequest) GetCreatedFrom() string {
+	if x != nil {
+		return x.CreatedFrom
+	}
+	return ""
+}
+
+func (x *ListImportsRequest) GetCreatedTo() string {
+	if x != nil {
+		return x.CreatedTo
+	}
+	return ""
+}
+
+// ListImportsResponse is the page envelope.
+type ListImportsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Items are the imports of the page, newest first.
+	Items []*Import `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	// TotalCount counts the imports that match the filters.
+	TotalCount int64 `protobuf:"varint,2,opt,name=total_count,json=totalCount,proto3" json:"total_count,omitempty"`
+	// Page is the page number served.
+	Page int32 `protobuf:"varint,3,opt,name=page,proto3" json:"page,omitempty"`
+	// PageSize is the page size served.
+	PageSize int32 `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// NextPageToken fetches the next page; empty on the last page.
+	NextPageToken string `protobuf:"bytes,5,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListImportsResponse) Reset() {
+	*x = ListImportsResponse{}
+	mi := &file_almoner_imports_v1_imports_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListImportsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListImportsResponse) ProtoMessage() {}
+
+func (x *ListImportsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_imports_v1_imports_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListImportsResponse.ProtoReflect.Descriptor instead.
+func (*ListImportsResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_imports_v1_imports_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ListImportsResponse) GetItems() []*Import {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *ListImportsResponse) GetTotalCount() int64 {
+	if x != nil {
+		return x.TotalCount
+	}
+	return 0
+}
+
+func (x *ListImportsResponse) GetPage() int32 {
+	if x != nil {
+		return x.Page
+	}
+	return 0
+}
+
+func (x *ListImportsResponse) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListImportsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
 // ListImportErrorsRequest is the path and query of the list.
 type ListImportErrorsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -570,7 +763,7 @@ type ListImportErrorsRequest struct {
 
 func (x *ListImportErrorsRequest) Reset() {
 	*x = ListImportErrorsRequest{}
-	mi := &file_almoner_imports_v1_imports_proto_msgTypes[6]
+	mi := &file_almoner_imports_v1_imports_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -582,7 +775,7 @@ func (x *ListImportErrorsRequest) String() string {
 func (*ListImportErrorsRequest) ProtoMessage() {}
 
 func (x *ListImportErrorsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_imports_v1_imports_proto_msgTypes[6]
+	mi := &file_almoner_imports_v1_imports_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -595,7 +788,7 @@ func (x *ListImportErrorsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListImportErrorsRequest.ProtoReflect.Descriptor instead.
 func (*ListImportErrorsRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_imports_v1_imports_proto_rawDescGZIP(), []int{6}
+	return file_almoner_imports_v1_imports_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListImportErrorsRequest) GetTenantId() string {
@@ -643,7 +836,7 @@ type ListImportErrorsResponse struct {
 
 func (x *ListImportErrorsResponse) Reset() {
 	*x = ListImportErrorsResponse{}
-	mi := &file_almoner_imports_v1_imports_proto_msgTypes[7]
+	mi := &file_almoner_imports_v1_imports_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -655,7 +848,7 @@ func (x *ListImportErrorsResponse) String() string {
 func (*ListImportErrorsResponse) ProtoMessage() {}
 
 func (x *ListImportErrorsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_imports_v1_imports_proto_msgTypes[7]
+	mi := &file_almoner_imports_v1_imports_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -668,7 +861,7 @@ func (x *ListImportErrorsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListImportErrorsResponse.ProtoReflect.Descriptor instead.
 func (*ListImportErrorsResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_imports_v1_imports_proto_rawDescGZIP(), []int{7}
+	return file_almoner_imports_v1_imports_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListImportErrorsResponse) GetItems() []*ImportError {
@@ -715,7 +908,7 @@ type ImportError struct {
 
 func (x *ImportError) Reset() {
 	*x = ImportError{}
-	mi := &file_almoner_imports_v1_imports_proto_msgTypes[8]
+	mi := &file_almoner_imports_v1_imports_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -727,7 +920,7 @@ func (x *ImportError) String() string {
 func (*ImportError) ProtoMessage() {}
 
 func (x *ImportError) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_imports_v1_imports_proto_msgTypes[8]
+	mi := &file_almoner_imports_v1_imports_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -740,7 +933,7 @@ func (x *ImportError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportError.ProtoReflect.Descriptor instead.
 func (*ImportError) Descriptor() ([]byte, []int) {
-	return file_almoner_imports_v1_imports_proto_rawDescGZIP(), []int{8}
+	return file_almoner_imports_v1_imports_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ImportError) GetRow() int64 {
@@ -768,7 +961,7 @@ var File_almoner_imports_v1_imports_proto protoreflect.FileDescriptor
 
 const file_almoner_imports_v1_imports_proto_rawDesc = "" +
 	"\n" +
-	" almoner/imports/v1/imports.proto\x12\x12almoner.imports.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"q\n" +
+	" almoner/imports/v1/imports.proto\x12\x12almoner.imports.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"q\n" +
 	"\x13UploadImportRequest\x12:\n" +
 	"\x06header\x18\x01 \x01(\v2 .almoner.imports.v1.ImportHeaderH\x00R\x06header\x12\x16\n" +
 	"\x05chunk\x18\x02 \x01(\fH\x00R\x05chunkB\x06\n" +
@@ -814,7 +1007,29 @@ const file_almoner_imports_v1_imports_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1b\n" +
 	"\timport_id\x18\x02 \x01(\tR\bimportId\"G\n" +
 	"\x11GetImportResponse\x122\n" +
-	"\x06import\x18\x01 \x01(\v2\x1a.almoner.imports.v1.ImportR\x06import\"\xa5\x01\n" +
+	"\x06import\x18\x01 \x01(\v2\x1a.almoner.imports.v1.ImportR\x06import\"\xe4\x02\n" +
+	"\x12ListImportsRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x17\n" +
+	"\x04page\x18\x02 \x01(\x05H\x00R\x04page\x88\x01\x01\x12 \n" +
+	"\tpage_size\x18\x03 \x01(\x05H\x01R\bpageSize\x88\x01\x01\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\x12R\n" +
+	"\x06status\x18\x05 \x03(\tB:\x92A7\xf2\x02\x06queued\xf2\x02\n" +
+	"validating\xf2\x02\timporting\xf2\x02\tsucceeded\xf2\x02\x06failedR\x06status\x12*\n" +
+	"\x04kind\x18\x06 \x01(\tB\x16\x92A\x13\xf2\x02\bcontacts\xf2\x02\x05giftsR\x04kind\x12!\n" +
+	"\fcreated_from\x18\a \x01(\tR\vcreatedFrom\x12\x1d\n" +
+	"\n" +
+	"created_to\x18\b \x01(\tR\tcreatedToB\a\n" +
+	"\x05_pageB\f\n" +
+	"\n" +
+	"_page_size\"\xc1\x01\n" +
+	"\x13ListImportsResponse\x120\n" +
+	"\x05items\x18\x01 \x03(\v2\x1a.almoner.imports.v1.ImportR\x05items\x12\x1f\n" +
+	"\vtotal_count\x18\x02 \x01(\x03R\n" +
+	"totalCount\x12\x12\n" +
+	"\x04page\x18\x03 \x01(\x05R\x04page\x12\x1b\n" +
+	"\tpage_size\x18\x04 \x01(\x05R\bpageSize\x12&\n" +
+	"\x0fnext_page_token\x18\x05 \x01(\tR\rnextPageToken\"\xa5\x01\n" +
 	"\x17ListImportErrorsRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1b\n" +
 	"\timport_id\x18\x02 \x01(\tR\bimportId\x12\x17\n" +
@@ -832,9 +1047,10 @@ const file_almoner_imports_v1_imports_proto_rawDesc = "" +
 	"\vImportError\x12\x10\n" +
 	"\x03row\x18\x01 \x01(\x03R\x03row\x12\x16\n" +
 	"\x06column\x18\x02 \x01(\tR\x06column\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage2\xba\x03\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage2\xc5\x04\n" +
 	"\rImportService\x12c\n" +
-	"\fUploadImport\x12'.almoner.imports.v1.UploadImportRequest\x1a(.almoner.imports.v1.UploadImportResponse(\x01\x12\x96\x01\n" +
+	"\fUploadImport\x12'.almoner.imports.v1.UploadImportRequest\x1a(.almoner.imports.v1.UploadImportResponse(\x01\x12\x88\x01\n" +
+	"\vListImports\x12&.almoner.imports.v1.ListImportsRequest\x1a'.almoner.imports.v1.ListImportsResponse\"(\x82\xd3\xe4\x93\x02\"\x12 /api/tenants/{tenant_id}/imports\x12\x96\x01\n" +
 	"\tGetImport\x12$.almoner.imports.v1.GetImportRequest\x1a%.almoner.imports.v1.GetImportResponse\"<\x82\xd3\xe4\x93\x026b\x06import\x12,/api/tenants/{tenant_id}/imports/{import_id}\x12\xaa\x01\n" +
 	"\x10ListImportErrors\x12+.almoner.imports.v1.ListImportErrorsRequest\x1a,.almoner.imports.v1.ListImportErrorsResponse\";\x82\xd3\xe4\x93\x025\x123/api/tenants/{tenant_id}/imports/{import_id}/errorsBAZ?github.com/almoner/almoner/pkg/api/almoner/imports/v1;importsv1b\x06proto3"
 
@@ -850,7 +1066,7 @@ func file_almoner_imports_v1_imports_proto_rawDescGZIP() []byte {
 	return file_almoner_imports_v1_imports_proto_rawDescData
 }
 
-var file_almoner_imports_v1_imports_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_almoner_imports_v1_imports_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_almoner_imports_v1_imports_proto_goTypes = []any{
 	(*UploadImportRequest)(nil),      // 0: almoner.imports.v1.UploadImportRequest
 	(*ImportHeader)(nil),             // 1: almoner.imports.v1.ImportHeader
@@ -858,29 +1074,34 @@ var file_almoner_imports_v1_imports_proto_goTypes = []any{
 	(*Import)(nil),                   // 3: almoner.imports.v1.Import
 	(*GetImportRequest)(nil),         // 4: almoner.imports.v1.GetImportRequest
 	(*GetImportResponse)(nil),        // 5: almoner.imports.v1.GetImportResponse
-	(*ListImportErrorsRequest)(nil),  // 6: almoner.imports.v1.ListImportErrorsRequest
-	(*ListImportErrorsResponse)(nil), // 7: almoner.imports.v1.ListImportErrorsResponse
-	(*ImportError)(nil),              // 8: almoner.imports.v1.ImportError
-	(*timestamppb.Timestamp)(nil),    // 9: google.protobuf.Timestamp
+	(*ListImportsRequest)(nil),       // 6: almoner.imports.v1.ListImportsRequest
+	(*ListImportsResponse)(nil),      // 7: almoner.imports.v1.ListImportsResponse
+	(*ListImportErrorsRequest)(nil),  // 8: almoner.imports.v1.ListImportErrorsRequest
+	(*ListImportErrorsResponse)(nil), // 9: almoner.imports.v1.ListImportErrorsResponse
+	(*ImportError)(nil),              // 10: almoner.imports.v1.ImportError
+	(*timestamppb.Timestamp)(nil),    // 11: google.protobuf.Timestamp
 }
 var file_almoner_imports_v1_imports_proto_depIdxs = []int32{
-	1, // 0: almoner.imports.v1.UploadImportRequest.header:type_name -> almoner.imports.v1.ImportHeader
-	9, // 1: almoner.imports.v1.Import.created_at:type_name -> google.protobuf.Timestamp
-	9, // 2: almoner.imports.v1.Import.started_at:type_name -> google.protobuf.Timestamp
-	9, // 3: almoner.imports.v1.Import.finished_at:type_name -> google.protobuf.Timestamp
-	3, // 4: almoner.imports.v1.GetImportResponse.import:type_name -> almoner.imports.v1.Import
-	8, // 5: almoner.imports.v1.ListImportErrorsResponse.items:type_name -> almoner.imports.v1.ImportError
-	0, // 6: almoner.imports.v1.ImportService.UploadImport:input_type -> almoner.imports.v1.UploadImportRequest
-	4, // 7: almoner.imports.v1.ImportService.GetImport:input_type -> almoner.imports.v1.GetImportRequest
-	6, // 8: almoner.imports.v1.ImportService.ListImportErrors:input_type -> almoner.imports.v1.ListImportErrorsRequest
-	2, // 9: almoner.imports.v1.ImportService.UploadImport:output_type -> almoner.imports.v1.UploadImportResponse
-	5, // 10: almoner.imports.v1.ImportService.GetImport:output_type -> almoner.imports.v1.GetImportResponse
-	7, // 11: almoner.imports.v1.ImportService.ListImportErrors:output_type -> almoner.imports.v1.ListImportErrorsResponse
-	9, // [9:12] is the sub-list for method output_type
-	6, // [6:9] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	1,  // 0: almoner.imports.v1.UploadImportRequest.header:type_name -> almoner.imports.v1.ImportHeader
+	11, // 1: almoner.imports.v1.Import.created_at:type_name -> google.protobuf.Timestamp
+	11, // 2: almoner.imports.v1.Import.started_at:type_name -> google.protobuf.Timestamp
+	11, // 3: almoner.imports.v1.Import.finished_at:type_name -> google.protobuf.Timestamp
+	3,  // 4: almoner.imports.v1.GetImportResponse.import:type_name -> almoner.imports.v1.Import
+	3,  // 5: almoner.imports.v1.ListImportsResponse.items:type_name -> almoner.imports.v1.Import
+	10, // 6: almoner.imports.v1.ListImportErrorsResponse.items:type_name -> almoner.imports.v1.ImportError
+	0,  // 7: almoner.imports.v1.ImportService.UploadImport:input_type -> almoner.imports.v1.UploadImportRequest
+	6,  // 8: almoner.imports.v1.ImportService.ListImports:input_type -> almoner.imports.v1.ListImportsRequest
+	4,  // 9: almoner.imports.v1.ImportService.GetImport:input_type -> almoner.imports.v1.GetImportRequest
+	8,  // 10: almoner.imports.v1.ImportService.ListImportErrors:input_type -> almoner.imports.v1.ListImportErrorsRequest
+	2,  // 11: almoner.imports.v1.ImportService.UploadImport:output_type -> almoner.imports.v1.UploadImportResponse
+	7,  // 12: almoner.imports.v1.ImportService.ListImports:output_type -> almoner.imports.v1.ListImportsResponse
+	5,  // 13: almoner.imports.v1.ImportService.GetImport:output_type -> almoner.imports.v1.GetImportResponse
+	9,  // 14: almoner.imports.v1.ImportService.ListImportErrors:output_type -> almoner.imports.v1.ListImportErrorsResponse
+	11, // [11:15] is the sub-list for method output_type
+	7,  // [7:11] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_almoner_imports_v1_imports_proto_init() }
@@ -893,13 +1114,14 @@ func file_almoner_imports_v1_imports_proto_init() {
 		(*UploadImportRequest_Chunk)(nil),
 	}
 	file_almoner_imports_v1_imports_proto_msgTypes[6].OneofWrappers = []any{}
+	file_almoner_imports_v1_imports_proto_msgTypes[8].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_almoner_imports_v1_imports_proto_rawDesc), len(file_almoner_imports_v1_imports_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

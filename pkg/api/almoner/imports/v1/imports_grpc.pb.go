@@ -20,6 +20,7 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	ImportService_UploadImport_FullMethodName     = "/almoner.imports.v1.ImportService/UploadImport"
+	ImportService_ListImports_FullMethodName      = "/almoner.imports.v1.ImportService/ListImports"
 	ImportService_GetImport_FullMethodName        = "/almoner.imports.v1.ImportService/GetImport"
 	ImportService_ListImportErrors_FullMethodName = "/almoner.imports.v1.ImportService/ListImportErrors"
 )
@@ -40,6 +41,10 @@ type ImportServiceClient interface {
 	// body limit does not apply), and answers 202 with the queued import.
 	// A repeated Idempotency-Key of the tenant answers the first import.
 	UploadImport(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[UploadImportRequest, UploadImportResponse], error)
+	// ListImports returns one page of the tenant's imports, newest first (by
+	// createdAt, then id), each as GetImport reads it; an upload still
+	// arriving is not listed.
+	ListImports(ctx context.Context, in *ListImportsRequest, opts ...grpc.CallOption) (*ListImportsResponse, error)
 	// GetImport reads an import's status and counts.
 	GetImport(ctx context.Context, in *GetImportRequest, opts ...grpc.CallOption) (*GetImportResponse, error)
 	// ListImportErrors lists the rejected rows of an import, by row number:
@@ -67,6 +72,16 @@ func (c *importServiceClient) UploadImport(ctx context.Context, opts ...grpc.Cal
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ImportService_UploadImportClient = grpc.ClientStreamingClient[UploadImportRequest, UploadImportResponse]
+
+func (c *importServiceClient) ListImports(ctx context.Context, in *ListImportsRequest, opts ...grpc.CallOption) (*ListImportsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListImportsResponse)
+	err := c.cc.Invoke(ctx, ImportService_ListImports_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
 
 func (c *importServiceClient) GetImport(ctx context.Context, in *GetImportRequest, opts ...grpc.CallOption) (*GetImportResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -104,6 +119,10 @@ type ImportServiceServer interface {
 	// body limit does not apply), and answers 202 with the queued import.
 	// A repeated Idempotency-Key of the tenant answers the first import.
 	UploadImport(grpc.ClientStreamingServer[UploadImportRequest, UploadImportResponse]) error
+	// ListImports returns one page of the tenant's imports, newest first (by
+	// createdAt, then id), each as GetImport reads it; an upload still
+	// arriving is not listed.
+	ListImports(context.Context, *ListImportsRequest) (*ListImportsResponse, error)
 	// GetImport reads an import's status and counts.
 	GetImport(context.Context, *GetImportRequest) (*GetImportResponse, error)
 	// ListImportErrors lists the rejected rows of an import, by row number:
@@ -121,6 +140,9 @@ type UnimplementedImportServiceServer struct{}
 
 func (UnimplementedImportServiceServer) UploadImport(grpc.ClientStreamingServer[UploadImportRequest, UploadImportResponse]) error {
 	return status.Error(codes.Unimplemented, "method UploadImport not implemented")
+}
+func (UnimplementedImportServiceServer) ListImports(context.Context, *ListImportsRequest) (*ListImportsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListImports not implemented")
 }
 func (UnimplementedImportServiceServer) GetImport(context.Context, *GetImportRequest) (*GetImportResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetImport not implemented")
@@ -155,6 +177,24 @@ func _ImportService_UploadImport_Handler(srv interface{}, stream grpc.ServerStre
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ImportService_UploadImportServer = grpc.ClientStreamingServer[UploadImportRequest, UploadImportResponse]
+
+func _ImportService_ListImports_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListImportsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ImportServiceServer).ListImports(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ImportService_ListImports_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ImportServiceServer).ListImports(ctx, req.(*ListImportsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
 
 func _ImportService_GetImport_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(GetImportRequest)
@@ -199,6 +239,10 @@ var ImportService_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "almoner.imports.v1.ImportService",
 	HandlerType: (*ImportServiceServer)(nil),
 	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "ListImports",
+			Handler:    _ImportService_ListImports_Handler,
+		},
 		{
 			MethodName: "GetImport",
 			Handler:    _ImportService_GetImport_Handler,
