@@ -50,7 +50,11 @@ func (g *recurringRig) schedule(t *testing.T, f orderFixture, amount float64) st
 // pass returns once a runner has made a whole pass that started after
 // the call: it makes a sentinel schedule due today and waits until it is
 // charged. Schedules due on an earlier day, or today and made before it,
-// come before it in a runner's pass.
+// come before it in a runner's pass, except one that the other runner was
+// still charging when the pass came to it: the pass skips a schedule whose
+// row is locked (FOR UPDATE SKIP LOCKED) and may charge the sentinel
+// before that charge commits. So pass then takes every schedule's row
+// lock, which waits for each charge in flight to commit.
 func (g *recurringRig) pass(t *testing.T) {
 	t.Helper()
 	sid := g.schedule(t, g.sentinel, 1)
@@ -59,13 +63,24 @@ func (g *recurringRig) pass(t *testing.T) {
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		sc := g.c.Do(t, "GET", tPath(g.sentinel.tn.ID, "/recurring-donations/", sid), g.sentinel.tn.Key, nil).Expect(t, http.StatusOK).Map(t)
 		if sc["nextChargeDate"] != today {
-			return
+			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("no runner passed in 30 s")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	withDB(t, g.c, func(conn *pgx.Conn) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, `SELECT 1 FROM orders.recurring_donations FOR UPDATE`)
+			return err
+		})
+		if err != nil {
+			t.Fatalf("waiting for the runners' charges in flight: %v", err)
+		}
+	})
 }
 
 // age moves a schedule's clock forward by interval (a PostgreSQL
