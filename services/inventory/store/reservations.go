@@ -148,18 +148,30 @@ func (s *Store) reserve(ctx context.Context, tenantID, orderID uuid.UUID, lines 
 	if err != nil {
 		return nil, err
 	}
+	out, taken, err := planReservations(tenantID, orderID, lines, existing, items)
+	if err != nil {
+		return nil, err
+	}
+	if err := commitReservations(ctx, tx, tenantID, items, taken, out, actor); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// planReservations checks every line in request order, so the error names
+// the first failing line, and returns each line's reservation (an
+// existing one Replayed) and the units to take from each item that tracks
+// stock (per item: two lines may share one).
+func planReservations(tenantID, orderID uuid.UUID, lines []ReserveLine, existing map[int32]Reservation, items map[uuid.UUID]Item) ([]Reservation, map[uuid.UUID]int64, error) {
 	out := make([]Reservation, len(lines))
-	// Check every line in request order, so the error names the first
-	// failing line; taken accumulates per item because two lines may
-	// share one.
 	taken := map[uuid.UUID]int64{}
 	for i, l := range lines {
 		if r, ok := existing[l.LineNumber]; ok {
 			switch {
 			case r.ItemID != l.ItemID || r.Quantity != l.Quantity:
-				return nil, &LineError{Index: i, Reason: ReservationMismatch, LineNumber: l.LineNumber, SKU: r.SKU}
+				return nil, nil, &LineError{Index: i, Reason: ReservationMismatch, LineNumber: l.LineNumber, SKU: r.SKU}
 			case r.State == StateReleased:
-				return nil, &LineError{Index: i, Reason: ReservationReleased, LineNumber: l.LineNumber, SKU: r.SKU}
+				return nil, nil, &LineError{Index: i, Reason: ReservationReleased, LineNumber: l.LineNumber, SKU: r.SKU}
 			}
 			r.Replayed = true
 			out[i] = r
@@ -168,14 +180,14 @@ func (s *Store) reserve(ctx context.Context, tenantID, orderID uuid.UUID, lines 
 		it, ok := items[l.ItemID]
 		switch {
 		case !ok:
-			return nil, &LineError{Index: i, Reason: ItemNotFound, LineNumber: l.LineNumber}
+			return nil, nil, &LineError{Index: i, Reason: ItemNotFound, LineNumber: l.LineNumber}
 		case !it.Active:
-			return nil, &LineError{Index: i, Reason: ItemInactive, LineNumber: l.LineNumber, SKU: it.SKU}
+			return nil, nil, &LineError{Index: i, Reason: ItemInactive, LineNumber: l.LineNumber, SKU: it.SKU}
 		}
 		if it.TrackStock {
 			avail := int64(it.StockOnHand) - taken[it.ID]
 			if int64(l.Quantity) > avail {
-				return nil, &LineError{Index: i, Reason: InsufficientStock, LineNumber: l.LineNumber, SKU: it.SKU,
+				return nil, nil, &LineError{Index: i, Reason: InsufficientStock, LineNumber: l.LineNumber, SKU: it.SKU,
 					Available: avail, Requested: int64(l.Quantity)}
 			}
 			taken[it.ID] += int64(l.Quantity)
@@ -186,29 +198,35 @@ func (s *Store) reserve(ctx context.Context, tenantID, orderID uuid.UUID, lines 
 			UnitPriceMinor: it.PriceMinor, FairMarketValueMinor: it.FairMarketValueMinor, Currency: it.Currency,
 		}
 	}
+	return out, taken, nil
+}
+
+// commitReservations takes the stock, inserts the new reservations (their
+// ReservedAt set from the rows) and commits, in one round trip.
+func commitReservations(ctx context.Context, tx *db.PipelinedTx, tenantID uuid.UUID, items map[uuid.UUID]Item, taken map[uuid.UUID]int64, out []Reservation, actor string) error {
 	b := &pgx.Batch{}
 	moves, err := queueStockMoves(ctx, b, tenantID, items, taken, -1, actor)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	inserted := queueReservations(b, out)
 	br := tx.CommitBatch(ctx, b)
 	for range moves {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
-			return nil, fmt.Errorf("take stock: %w", err)
+			return fmt.Errorf("take stock: %w", err)
 		}
 	}
 	for _, i := range inserted {
 		if err := br.QueryRow().Scan(&out[i].ReservedAt); err != nil {
 			_ = br.Close()
-			return nil, fmt.Errorf("insert reservation: %w", err)
+			return fmt.Errorf("insert reservation: %w", err)
 		}
 	}
 	if err := br.Close(); err != nil {
-		return nil, fmt.Errorf("commit: %w", err)
+		return fmt.Errorf("commit: %w", err)
 	}
-	return out, nil
+	return nil
 }
 
 // Release gives back the stock of an order's reserved lines and marks them
@@ -353,6 +371,38 @@ func releaseLines(ctx context.Context, tx pgx.Tx, tenantID, orderID uuid.UUID, r
 // (it stopped tracking stock while the statement waited for its lock) is
 // locked and read again on its own (TestItemStopsTrackingWhileReserving).
 func beginReserve(ctx context.Context, tx *db.PipelinedTx, tenantID, orderID uuid.UUID, lines []int32, ids []uuid.UUID) (map[int32]Reservation, map[uuid.UUID]Item, error) {
+	br := tx.SendBatch(ctx, reserveBatch(tenantID, orderID, lines, ids))
+	defer br.Close()
+	if _, err := br.Exec(); err != nil { // the setting and the lock
+		return nil, nil, fmt.Errorf("lock order: %w", err)
+	}
+	existing, err := collectReservations(br.Query())
+	if err != nil {
+		return nil, nil, err
+	}
+	items, relock, err := collectReadItems(br)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := br.Close(); err != nil {
+		return nil, nil, fmt.Errorf("read items: %w", err)
+	}
+	if len(relock) == 0 {
+		return existing, items, nil
+	}
+	again, err := lockItems(ctx, tx, tenantID, relock)
+	if err != nil {
+		return nil, nil, fmt.Errorf("lock items again: %w", err)
+	}
+	for id, it := range again {
+		items[id] = it
+	}
+	return existing, items, nil
+}
+
+// reserveBatch is beginReserve's round trip: the commit setting and the
+// order's lock, the order's reservations of lines, and the items.
+func reserveBatch(tenantID, orderID uuid.UUID, lines []int32, ids []uuid.UUID) *pgx.Batch {
 	b := &pgx.Batch{}
 	// A reservation commits without waiting for its WAL flush. Its order
 	// is what makes it durable: the orders service commits the order, in
@@ -372,24 +422,29 @@ func beginReserve(ctx context.Context, tx *db.PipelinedTx, tenantID, orderID uui
 		UNION ALL
 		SELECT `+itemColumns+`, false FROM inventory.items
 		WHERE tenant_id = $1 AND id = ANY($2) AND id NOT IN (SELECT id FROM locked)`, tenantID, ids)
-	br := tx.SendBatch(ctx, b)
-	defer br.Close()
-	if _, err := br.Exec(); err != nil { // the setting and the lock
-		return nil, nil, fmt.Errorf("lock order: %w", err)
-	}
-	rows, err := br.Query()
+	return b
+}
+
+// collectReservations gathers reservation rows by line number.
+func collectReservations(rows pgx.Rows, err error) (map[int32]Reservation, error) {
 	if err != nil {
-		return nil, nil, fmt.Errorf("read reservations: %w", err)
+		return nil, fmt.Errorf("read reservations: %w", err)
 	}
 	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Reservation, error) { return scanReservation(r) })
 	if err != nil {
-		return nil, nil, fmt.Errorf("read reservations: %w", err)
+		return nil, fmt.Errorf("read reservations: %w", err)
 	}
-	existing := make(map[int32]Reservation, len(list))
+	m := make(map[int32]Reservation, len(list))
 	for _, r := range list {
-		existing[r.LineNumber] = r
+		m[r.LineNumber] = r
 	}
-	rows, err = br.Query()
+	return m, nil
+}
+
+// collectReadItems reads reserveBatch's items: by id, except those that
+// track stock but were not locked, which it returns to lock again.
+func collectReadItems(br pgx.BatchResults) (map[uuid.UUID]Item, []uuid.UUID, error) {
+	rows, err := br.Query()
 	if err != nil {
 		return nil, nil, fmt.Errorf("read items: %w", err)
 	}
@@ -406,9 +461,6 @@ func beginReserve(ctx context.Context, tx *db.PipelinedTx, tenantID, orderID uui
 	if err != nil {
 		return nil, nil, fmt.Errorf("read items: %w", err)
 	}
-	if err := br.Close(); err != nil {
-		return nil, nil, fmt.Errorf("read items: %w", err)
-	}
 	items := make(map[uuid.UUID]Item, len(read))
 	var relock []uuid.UUID
 	for _, it := range read {
@@ -418,17 +470,7 @@ func beginReserve(ctx context.Context, tx *db.PipelinedTx, tenantID, orderID uui
 		}
 		items[it.ID] = it.Item
 	}
-	if len(relock) == 0 {
-		return existing, items, nil
-	}
-	again, err := lockItems(ctx, tx, tenantID, relock)
-	if err != nil {
-		return nil, nil, fmt.Errorf("lock items again: %w", err)
-	}
-	for id, it := range again {
-		items[id] = it
-	}
-	return existing, items, nil
+	return items, relock, nil
 }
 
 // collectItems reads the next result of br as items by id.
@@ -466,21 +508,9 @@ func orderLockKey(tenantID, orderID uuid.UUID) string {
 // readReservations returns the order's reservations by line number, those
 // of lineNumbers only unless it is nil.
 func readReservations(ctx context.Context, tx pgx.Tx, tenantID, orderID uuid.UUID, lineNumbers []int32) (map[int32]Reservation, error) {
-	rows, err := tx.Query(ctx, `SELECT `+reservationColumns+` FROM inventory.reservations
+	return collectReservations(tx.Query(ctx, `SELECT `+reservationColumns+` FROM inventory.reservations
 		WHERE tenant_id = $1 AND order_id = $2 AND ($3::integer[] IS NULL OR line_number = ANY($3))`,
-		tenantID, orderID, lineNumbers)
-	if err != nil {
-		return nil, fmt.Errorf("read reservations: %w", err)
-	}
-	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Reservation, error) { return scanReservation(r) })
-	if err != nil {
-		return nil, fmt.Errorf("read reservations: %w", err)
-	}
-	m := make(map[int32]Reservation, len(list))
-	for _, r := range list {
-		m[r.LineNumber] = r
-	}
-	return m, nil
+		tenantID, orderID, lineNumbers))
 }
 
 // lockItemsSQL and lockItemsOrder read and row-lock a tenant's items by
