@@ -115,36 +115,60 @@ func scanEvent(row pgx.Row) (Event, error) {
 // xid holds the horizon back. A long transaction anywhere in the cluster
 // holds it back too; rows then arrive late, never out of order.
 func Read(ctx context.Context, q Querier, rq ReadQuery) (Page, error) {
-	limit := rq.Limit
+	limit := min(rq.Limit, MaxReadLimit)
 	if limit <= 0 {
 		limit = 100
 	}
-	if limit > MaxReadLimit {
-		limit = MaxReadLimit
+	sql, args := readSQL(rq, limit)
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return Page{}, fmt.Errorf("audit: read: %w", err)
 	}
+	events, horizon, err := collectRead(rows)
+	if err != nil {
+		return Page{}, err
+	}
+	page := Page{Events: events, Next: rq.After}
+	if n := len(events); n > 0 {
+		page.Next = Cursor{XID: events[n-1].XID, ID: events[n-1].Seq}
+	}
+	if len(events) < limit {
+		// Every qualifying row below the horizon was returned, so nothing
+		// between here and the horizon is left to read. Ids start at 1, so
+		// (horizon, 0) is just before the horizon's first possible row.
+		if h := (Cursor{XID: horizon}); page.Next.Less(h) {
+			page.Next = h
+		}
+	}
+	return page, nil
+}
+
+// readSQL is Read's statement for rq: up to limit rows after rq.After
+// below the horizon, with rq's filters, each row with the horizon.
+func readSQL(rq ReadQuery, limit int) (string, []any) {
 	args := []any{rq.After.XID, rq.After.ID, limit}
 	where := []string{`(e.xid, e.id) > ($1::xid8, $2::bigint)`, `e.xid < h.xmin`}
+	filter := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
 	if rq.TenantID != "" {
-		args = append(args, rq.TenantID)
-		where = append(where, fmt.Sprintf(`e.tenant_id = $%d::uuid`, len(args)))
+		filter(`e.tenant_id = $%d::uuid`, rq.TenantID)
 	}
 	if len(rq.Events) > 0 {
-		args = append(args, rq.Events)
-		where = append(where, fmt.Sprintf(`e.event = ANY($%d::text[])`, len(args)))
+		filter(`e.event = ANY($%d::text[])`, rq.Events)
 	}
 	if rq.EntityType != "" {
-		args = append(args, rq.EntityType)
-		where = append(where, fmt.Sprintf(`e.entity_type = $%d`, len(args)))
+		filter(`e.entity_type = $%d`, rq.EntityType)
 	}
 	if rq.EntityID != "" {
-		args = append(args, rq.EntityID)
-		where = append(where, fmt.Sprintf(`e.entity_id = $%d`, len(args)))
+		filter(`e.entity_id = $%d`, rq.EntityID)
 	}
 	// The horizon and the rows come from one statement, hence one snapshot:
 	// a horizon read by a later statement could be newer than the rows and
 	// let Next jump over a row that committed in between. The LEFT JOIN
 	// returns the horizon even when no row qualifies.
-	sql := `
+	return `
 		WITH h AS MATERIALIZED (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin),
 		rows AS (
 			SELECT ` + eventColumns + ` FROM audit.events e, h
@@ -153,13 +177,14 @@ func Read(ctx context.Context, q Querier, rq ReadQuery) (Page, error) {
 			LIMIT $3
 		)
 		SELECT h.xmin, rows.* FROM h LEFT JOIN rows ON true
-		ORDER BY rows.xid, rows.id`
-	rows, err := q.Query(ctx, sql, args...)
-	if err != nil {
-		return Page{}, fmt.Errorf("audit: read: %w", err)
-	}
+		ORDER BY rows.xid, rows.id`, args
+}
+
+// collectRead scans readSQL's rows: the events, and the horizon every row
+// carries (the only row of an empty result carries nothing else).
+func collectRead(rows pgx.Rows) ([]Event, uint64, error) {
 	defer rows.Close()
-	page := Page{Next: rq.After}
+	var events []Event
 	var horizon uint64
 	for rows.Next() {
 		var (
@@ -171,31 +196,19 @@ func Read(ctx context.Context, q Querier, rq ReadQuery) (Page, error) {
 			traceParent                                                 *string
 		)
 		if err := rows.Scan(&horizon, &tenant, &seq, &xid, &eventID, &entityType, &entityID, &action, &event, &changes, &actor, &occurred, &traceParent); err != nil {
-			return Page{}, fmt.Errorf("audit: read: %w", err)
+			return nil, 0, fmt.Errorf("audit: read: %w", err)
 		}
 		if seq == nil {
 			continue // the horizon-only row of an empty result
 		}
-		page.Events = append(page.Events, Event{Seq: *seq, XID: *xid, TenantID: *tenant, EventID: *eventID,
+		events = append(events, Event{Seq: *seq, XID: *xid, TenantID: *tenant, EventID: *eventID,
 			EntityType: *entityType, EntityID: *entityID, Action: *action, Event: *event, Changes: changes,
 			Actor: *actor, OccurredAt: *occurred, TraceParent: *traceParent})
 	}
 	if err := rows.Err(); err != nil {
-		return Page{}, fmt.Errorf("audit: read: %w", err)
+		return nil, 0, fmt.Errorf("audit: read: %w", err)
 	}
-	if n := len(page.Events); n > 0 {
-		last := page.Events[n-1]
-		page.Next = Cursor{XID: last.XID, ID: last.Seq}
-	}
-	if len(page.Events) < limit {
-		// Every qualifying row below the horizon was returned, so nothing
-		// between here and the horizon is left to read. Ids start at 1, so
-		// (horizon, 0) is just before the horizon's first possible row.
-		if h := (Cursor{XID: horizon}); page.Next.Less(h) {
-			page.Next = h
-		}
-	}
-	return page, nil
+	return events, horizon, nil
 }
 
 // startSlack bounds how long a transaction may run before its first write
