@@ -28,6 +28,10 @@ const (
 	RequiresAction
 	// Declined: the processor refused the payment method.
 	Declined
+	// Canceled: the charge was cancelled before it collected anything.
+	// Only FindCharges reports it: a charge is never cancelled as it is
+	// made.
+	Canceled
 )
 
 // String names the outcome for logs and metrics.
@@ -41,6 +45,8 @@ func (o Outcome) String() string {
 		return "requires_action"
 	case Declined:
 		return "declined"
+	case Canceled:
+		return "canceled"
 	}
 	return fmt.Sprintf("outcome(%d)", int(o))
 }
@@ -119,6 +125,23 @@ type Refund struct {
 	Pending bool
 }
 
+// FoundCharge is a charge as the processor holds it now, found by
+// FindCharges.
+type FoundCharge struct {
+	// Reference is the processor's id of the charge (pi_…).
+	Reference string
+	// Outcome is where the charge stands: Succeeded (money collected),
+	// Processing or RequiresAction (not settled: it can still be
+	// cancelled), Declined or Canceled (nothing collected).
+	Outcome Outcome
+	// AmountMinor is the amount charged, in the currency's minor units.
+	AmountMinor int64
+	// RefundedMinor is how much of a succeeded charge is refunded so far.
+	RefundedMinor int64
+	// Currency is the ISO 4217 code, as the processor spells it.
+	Currency string
+}
+
 // CustomerRequest creates the processor's customer for one contact.
 type CustomerRequest struct {
 	// IdempotencyKey makes a retry the same customer (tenant and contact).
@@ -164,6 +187,12 @@ type Processor interface {
 	AttachPaymentMethod(ctx context.Context, paymentMethodID, customerID, idempotencyKey string) (PaymentMethod, error)
 	// DetachPaymentMethod detaches a method from its customer.
 	DetachPaymentMethod(ctx context.Context, paymentMethodID string) error
+	// FindCharges returns the charges whose metadata names both the
+	// tenant and the order (the metadata every charge of an order
+	// carries), so that the charges of an order that was never recorded
+	// can be given back. The processor's index may lag its charges by a
+	// little: a charge made a moment ago may not be found yet.
+	FindCharges(ctx context.Context, tenantID, orderID string) ([]FoundCharge, error)
 }
 
 // UnavailableError means the processor could not be asked or did not

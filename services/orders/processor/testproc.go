@@ -62,3 +62,7 @@ func (Test) AttachPaymentMethod(_ context.Context, pm, customer, _ string) (Paym
 
 // DetachPaymentMethod always succeeds.
 func (Test) DetachPaymentMethod(context.Context, string) error { return nil }
+
+// FindCharges finds nothing: the test processor moves no money, so an
+// order that was never recorded has nothing to give back.
+func (Test) FindCharges(context.Context, string, string) ([]FoundCharge, error) { return nil, nil }

@@ -367,6 +367,61 @@ func (a *adapter) DetachPaymentMethod(ctx context.Context, paymentMethodID strin
 	return mapError(err)
 }
 
+// searchPageSize is the most PaymentIntents one search request returns
+// (Stripe's maximum): an order has a handful of charges, so one page.
+const searchPageSize = 100
+
+// FindCharges searches the account's PaymentIntents (Stripe's Search API)
+// for those whose metadata names the tenant and the order, with each one's
+// latest charge expanded for the amount refunded so far. Search is
+// eventually consistent: Stripe indexes a PaymentIntent within about a
+// minute, longer during an incident, so a caller looks well after the
+// charge was made.
+func (a *adapter) FindCharges(ctx context.Context, tenantID, orderID string) ([]processor.FoundCharge, error) {
+	params := &stripe.PaymentIntentSearchParams{}
+	params.Query = "metadata['tenant_id']:" + searchString(tenantID) + " AND metadata['order_id']:" + searchString(orderID)
+	params.Limit = stripe.Int64(searchPageSize)
+	params.AddExpand("data.latest_charge")
+	var out []processor.FoundCharge
+	for pi, err := range a.client.V1PaymentIntents.Search(ctx, params).All(ctx) {
+		if err != nil {
+			return nil, mapError(err)
+		}
+		out = append(out, foundCharge(pi))
+	}
+	return out, nil
+}
+
+// searchString quotes a value for Stripe's search query language: in
+// single quotes, with a quote or backslash escaped by a backslash.
+func searchString(v string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'"
+}
+
+// foundCharge maps a PaymentIntent to where its charge stands.
+func foundCharge(pi *stripe.PaymentIntent) processor.FoundCharge {
+	c := processor.FoundCharge{Reference: pi.ID, AmountMinor: pi.Amount, Currency: string(pi.Currency)}
+	if pi.LatestCharge != nil {
+		c.RefundedMinor = pi.LatestCharge.AmountRefunded
+	}
+	switch pi.Status {
+	case stripe.PaymentIntentStatusSucceeded:
+		c.Outcome = processor.Succeeded
+	case stripe.PaymentIntentStatusProcessing:
+		c.Outcome = processor.Processing
+	case stripe.PaymentIntentStatusRequiresPaymentMethod:
+		c.Outcome = processor.Declined
+	case stripe.PaymentIntentStatusCanceled:
+		c.Outcome = processor.Canceled
+	default:
+		// requires_action, and requires_confirmation or requires_capture
+		// (which our confirmed, automatically captured charges never
+		// have): nothing collected yet, and cancelling it ends it.
+		c.Outcome = processor.RequiresAction
+	}
+	return c
+}
+
 // copyMetadata keeps the caller's map out of the SDK's params, which the
 // SDK may extend.
 func copyMetadata(m map[string]string) map[string]string {

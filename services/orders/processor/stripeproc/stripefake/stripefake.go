@@ -39,6 +39,11 @@
 // refusals (400) and injected failures are not stored, so a retry runs
 // again.
 //
+// PaymentIntents are found with Stripe's Search API
+// (GET /v1/payment_intents/search) by metadata['key']:'value' clauses
+// joined by AND, the latest charge expandable; the fake's index is up to
+// date at once, where Stripe's may lag by a minute or more.
+//
 // Parameters the endpoint does not take are refused (400
 // parameter_unknown), like stripe-mock and Stripe; the fake is stricter
 // than Stripe on a few points: currency must be three lower-case letters
@@ -750,6 +755,7 @@ var params = map[string][]string{
 		"description", "metadata[", "off_session", "setup_future_usage", "mandate_data[customer_acceptance][type]",
 		"mandate_data[customer_acceptance][online][ip_address]", "mandate_data[customer_acceptance][online][user_agent]",
 		"mandate_data[customer_acceptance][accepted_at]"},
+	"GET /v1/payment_intents/search":       {"query", "limit", "page", "expand["},
 	"GET /v1/payment_intents/{id}":         {},
 	"POST /v1/payment_intents/{id}/cancel": {"cancellation_reason"},
 	"POST /v1/refunds":                     {"payment_intent", "amount", "metadata[", "reason"},
@@ -783,6 +789,8 @@ func (s *Server) route(key, verb, path string, form url.Values) (any, *apiErr) {
 	switch {
 	case path == "/v1/payment_intents" || path == "/v1/refunds" || path == "/v1/customers":
 		endpoint = verb + " " + path
+	case path == "/v1/payment_intents/search":
+		endpoint = verb + " " + path
 	case reIntentCancel.MatchString(path):
 		endpoint, id = verb+" /v1/payment_intents/{id}/cancel", reIntentCancel.FindStringSubmatch(path)[1]
 	case reIntent.MatchString(path):
@@ -802,6 +810,8 @@ func (s *Server) route(key, verb, path string, form url.Values) (any, *apiErr) {
 	switch endpoint {
 	case "POST /v1/payment_intents":
 		return s.createIntent(key, form)
+	case "GET /v1/payment_intents/search":
+		return s.searchIntents(key, form)
 	case "GET /v1/payment_intents/{id}":
 		pi, ok := s.intents[id]
 		if !ok || pi.key != key {
@@ -982,6 +992,100 @@ func (s *Server) cancelIntent(key, id string) (any, *apiErr) {
 	pi.status, pi.cancellationReason, pi.nextAction = "canceled", "requested_by_customer", nil
 	s.event(key, "payment_intent.canceled", pi.id, s.renderIntent(pi))
 	return s.renderIntent(pi), nil
+}
+
+// searchIntents answers a PaymentIntent search of one account: the
+// query language's metadata['key']:'value' clauses joined by AND (the only
+// ones the fake understands; anything else is a 400), newest first,
+// limit (1–100, 10 by default) per page, and data.latest_charge as the
+// one expansion. Unlike Stripe's, the fake's index never lags.
+func (s *Server) searchIntents(key string, form url.Values) (any, *apiErr) {
+	match, aerr := parseSearch(form.Get("query"))
+	if aerr != nil {
+		return nil, aerr
+	}
+	limit, offset, aerr := searchPage(form)
+	if aerr != nil {
+		return nil, aerr
+	}
+	expandCharge := false
+	for k, v := range form {
+		if strings.HasPrefix(k, "expand[") {
+			if v[0] != "data.latest_charge" {
+				return nil, invalid(400, "", k, "stripefake expands only data.latest_charge in a search, not "+v[0]+".")
+			}
+			expandCharge = true
+		}
+	}
+	var found []*intent
+	for _, pi := range s.intents {
+		if pi.key == key && match(pi.metadata) {
+			found = append(found, pi)
+		}
+	}
+	sort.Slice(found, func(i, j int) bool { return found[i].seq > found[j].seq })
+	data := []any{}
+	for i := offset; i < len(found) && i < offset+limit; i++ {
+		obj := s.renderIntent(found[i])
+		if expandCharge && found[i].charge != "" {
+			obj["latest_charge"] = renderCharge(found[i])
+		}
+		data = append(data, obj)
+	}
+	var next any
+	more := offset+limit < len(found)
+	if more {
+		next = "page_" + strconv.Itoa(offset+limit)
+	}
+	return map[string]any{"object": "search_result", "url": "/v1/payment_intents/search", "has_more": more, "next_page": next, "data": data}, nil
+}
+
+// reClause is one clause of a search query the fake understands:
+// metadata['key']:'value', with \' and \\ escapes in the value.
+var reClause = regexp.MustCompile(`^metadata\['([^'\\]+)'\]:'((?:[^'\\]|\\.)*)'$`)
+
+// parseSearch returns the test of a search query: every clause must hold.
+func parseSearch(query string) (func(map[string]string) bool, *apiErr) {
+	if strings.TrimSpace(query) == "" {
+		return nil, invalid(400, "parameter_missing", "query", "Missing required param: query.")
+	}
+	want := map[string]string{}
+	for _, clause := range strings.Split(query, " AND ") {
+		m := reClause.FindStringSubmatch(strings.TrimSpace(clause))
+		if m == nil {
+			return nil, invalid(400, "", "query", "stripefake's search takes only metadata['key']:'value' clauses joined by AND, not "+clause+".")
+		}
+		want[m[1]] = strings.NewReplacer(`\'`, `'`, `\\`, `\`).Replace(m[2])
+	}
+	return func(md map[string]string) bool {
+		for k, v := range want {
+			if got, ok := md[k]; !ok || got != v {
+				return false
+			}
+		}
+		return true
+	}, nil
+}
+
+// searchPage reads a search's limit and page (the offset the fake's
+// next_page names).
+func searchPage(form url.Values) (limit, offset int, aerr *apiErr) {
+	limit = 10
+	if form.Has("limit") {
+		n, err := strconv.Atoi(form.Get("limit"))
+		if err != nil || n < 1 || n > 100 {
+			return 0, 0, invalid(400, "", "limit", "This value must be between 1 and 100.")
+		}
+		limit = n
+	}
+	if form.Has("page") {
+		n, err := strconv.Atoi(strings.TrimPrefix(form.Get("page"), "page_"))
+		if err != nil || n < 0 || !strings.HasPrefix(form.Get("page"), "page_") {
+			return 0, 0, invalid(400, "", "page", "Invalid page: "+form.Get("page"))
+		}
+		offset = n
+	}
+	return limit, offset, nil
 }
 
 func (s *Server) createRefund(key string, form url.Values) (any, *apiErr) {
