@@ -15,6 +15,7 @@ import (
 	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/paging"
 	"github.com/almoner/almoner/pkg/scopes"
+	"github.com/almoner/almoner/services/imports/parse"
 	"github.com/almoner/almoner/services/imports/store"
 )
 
@@ -91,7 +92,7 @@ func listFilter(req *importsv1.ListImportsRequest) (store.ListFilter, error) {
 	}
 	slices.Sort(f.Statuses)
 	if s := req.GetKind(); s != "" {
-		if f.Kind = canonical([]string{"contacts", "gifts"}, s); f.Kind == "" {
+		if f.Kind = canonical([]string{parse.KindContacts, parse.KindGifts}, s); f.Kind == "" {
 			v.Add("Kind", "'Kind' must be contacts or gifts.")
 		}
 	}
