@@ -204,12 +204,22 @@ func TestWebhookReplay(t *testing.T) {
 	if strings.Join(entities, ",") != "0,1,2,3,4" {
 		t.Errorf("replayed entities %v", entities)
 	}
-	// Queued in commit order: the deliveries are due in that order.
+	// Queued in commit order: the deliveries are due in that order. Seen
+	// on an inactive endpoint, whose deliveries stay as queued: the
+	// dispatcher rewrites next_attempt_at of those it sends (the claim's
+	// lease, one for all it claims at once, then the outcome's), so
+	// after the sends above their order says nothing.
+	held, _ := createWebhook(t, c, tn, rc.srv.URL+"/held", "contact.created")
+	c.Do(t, "PUT", whPath(tn.ID, "/", held), tn.Key, map[string]any{"name": "held", "url": rc.srv.URL + "/held", "eventTypes": []string{"contact.created"}, "active": false}).Expect(t, http.StatusOK)
+	r = c.Do(t, "POST", whPath(tn.ID, "/", held, "/replay"), tn.Key, map[string]any{"since": since.Format(time.RFC3339Nano)}).Expect(t, http.StatusAccepted).Map(t)
+	if r["enqueued"] != float64(5) {
+		t.Fatalf("replay to the inactive endpoint = %v", r)
+	}
 	var inOrder bool
 	if err := dbConn(t, c.DatabaseURL).QueryRow(context.Background(), `
-		SELECT array_agg(a.id ORDER BY d.next_attempt_at) = array_agg(a.id ORDER BY a.xid, a.id)
+		SELECT array_agg(a.id ORDER BY d.next_attempt_at) = array_agg(a.id ORDER BY a.xid, a.id) AND count(DISTINCT d.next_attempt_at) = 5
 		FROM webhooks.deliveries d JOIN audit.events a ON a.event_id = d.event_id
-		WHERE d.tenant_id = $1 AND d.kind = 'replay'`, tn.ID).Scan(&inOrder); err != nil || !inOrder {
+		WHERE d.tenant_id = $1 AND d.endpoint_id = $2 AND d.kind = 'replay' AND d.attempts = 0`, tn.ID, held).Scan(&inOrder); err != nil || !inOrder {
 		t.Errorf("replay deliveries due in commit order: %v, %v", inOrder, err)
 	}
 	// The whole window, every type of the endpoint; until excludes.
