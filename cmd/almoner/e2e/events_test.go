@@ -382,7 +382,7 @@ func TestEventFeedItemIsTheWebhookBody(t *testing.T) {
 		audit.Entry{EntityType: "Contact", EntityID: "42", Action: audit.Updated, Actor: "system", Changes: map[string]audit.Change{
 			"firstName": {Old: "Ada <x> & \"y\"", New: "Grace"}, "amount": {Old: 10.5, New: 12}, "tags": {Old: []string{"a"}, New: nil}}},
 	)
-	got := rc.waitFor(t, 2, 15*time.Second)
+	got := rc.waitFor(t, 2)
 	bodies := map[string][]byte{}
 	for _, g := range got {
 		var e feedEvent

@@ -75,7 +75,7 @@ func TestWebhookFlagOffStopsAtOnce(t *testing.T) {
 	t.Parallel()
 	f := newFlagCase(t)
 	first := f.contact(t, "First")
-	f.rc.waitFor(t, 1, 10*time.Second)
+	f.rc.waitFor(t, 1)
 
 	f.setFlag(t, false)
 	off := f.contact(t, "Off")
@@ -93,7 +93,7 @@ func TestWebhookFlagOffStopsAtOnce(t *testing.T) {
 
 	f.setFlag(t, true)
 	on := f.contact(t, "On")
-	f.rc.waitFor(t, 2, 10*time.Second)
+	f.rc.waitFor(t, 2)
 	time.Sleep(200 * time.Millisecond) // twenty ticks more: nothing else may come
 	if ids := f.delivered(t); len(ids) != 2 || ids[1] != on {
 		t.Errorf("after turning the flag on: delivered %v, want %s then %s (never %s)", ids, first, on, off)
@@ -109,7 +109,7 @@ func TestWebhookFlagOffBehindTheHorizon(t *testing.T) {
 	f := newFlagCase(t)
 	ctx := context.Background()
 	first := f.contact(t, "First")
-	f.rc.waitFor(t, 1, 10*time.Second)
+	f.rc.waitFor(t, 1)
 
 	conn, err := pgx.Connect(ctx, f.c.DatabaseURL)
 	if err != nil {
@@ -133,7 +133,7 @@ func TestWebhookFlagOffBehindTheHorizon(t *testing.T) {
 
 	on := f.contact(t, "On")
 	waitCursorPast(t, f.c, f.tn.ID, on) // the dispatcher has now read both
-	f.rc.waitFor(t, 2, 10*time.Second)
+	f.rc.waitFor(t, 2)
 	time.Sleep(200 * time.Millisecond)
 	if ids := f.delivered(t); len(ids) != 2 || ids[0] != first || ids[1] != on {
 		t.Errorf("delivered %v, want %s then %s (never %s, committed while the flag was off)", ids, first, on, off)

@@ -32,7 +32,7 @@ func deliveries(t *testing.T, c *apptest.Cluster, tn apptest.Tenant, id, query s
 // waitDeliveries polls the list with query until it counts n records.
 func waitDeliveries(t *testing.T, c *apptest.Cluster, tn apptest.Tenant, id, query string, n int) deliveryPage {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(deliveryWait)
 	for {
 		p := deliveries(t, c, tn, id, query)
 		if p.TotalCount >= n {
@@ -121,7 +121,7 @@ func TestWebhookRedeliver(t *testing.T) {
 	if re["id"] == abandonedID || re["eventId"] != detail["eventId"] || re["redeliveryOf"] != abandonedID || re["state"] != "pending" || fmt.Sprint(re["attempts"]) != "[]" {
 		t.Fatalf("redeliver = %v", re)
 	}
-	got := rc.waitFor(t, before+1, 10*time.Second)[before]
+	got := rc.waitFor(t, before+1)[before]
 	checkSigned(t, got, secret, "contact.created")
 	if string(got.body) != string(first.body) || got.header.Get("X-Webhook-Delivery-Id") == first.header.Get("X-Webhook-Delivery-Id") {
 		t.Errorf("redelivered body %s (first %s), delivery ids %s / %s", got.body, first.body,
@@ -194,7 +194,7 @@ func TestWebhookReplay(t *testing.T) {
 	if r["enqueued"] != float64(5) {
 		t.Fatalf("replay = %v", r)
 	}
-	got := rc.waitFor(t, before+5, 10*time.Second)[before:]
+	got := rc.waitFor(t, before+5)[before:]
 	var entities []string
 	for _, g := range got {
 		b := checkSigned(t, g, secret, "contact.created")
@@ -231,7 +231,7 @@ func TestWebhookReplay(t *testing.T) {
 	if r["enqueued"] != float64(0) {
 		t.Errorf("replay of an empty window = %v", r)
 	}
-	rc.waitFor(t, before+11, 10*time.Second)
+	rc.waitFor(t, before+11)
 
 	// Bad windows.
 	for _, bc := range []struct {
@@ -318,7 +318,7 @@ func TestWebhookAutoDisable(t *testing.T) {
 	}
 	// The feed shows it once the audit horizon has passed its transaction.
 	ev := readFeed(t, c, tn, "types=webhook_endpoint.updated&entityType=WebhookEndpoint&entityId="+id)
-	for deadline := time.Now().Add(10 * time.Second); len(ev.Items) == 0 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(deliveryWait); len(ev.Items) == 0 && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
 		ev = readFeed(t, c, tn, "types=webhook_endpoint.updated&entityType=WebhookEndpoint&entityId="+id)
 	}
@@ -341,7 +341,7 @@ func TestWebhookAutoDisable(t *testing.T) {
 		t.Errorf("switched on = %v", on)
 	}
 	var entities []string
-	for _, g := range rc.waitFor(t, before+2, 10*time.Second)[before:] {
+	for _, g := range rc.waitFor(t, before+2)[before:] {
 		entities = append(entities, checkSigned(t, g, secret, "contact.created")["data"].(map[string]any)["entity_id"].(string))
 	}
 	slices.Sort(entities)

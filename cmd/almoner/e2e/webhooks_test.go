@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -82,16 +83,27 @@ func (rc *receiver) requests() []received {
 	return append([]received(nil), rc.got...)
 }
 
-func (rc *receiver) waitFor(t *testing.T, n int, within time.Duration) []received {
+// deliveryWait bounds a wait for the dispatcher to deliver or record
+// something. It is long because a delivery waits for more than this
+// test: the dispatcher reads the audit log only below the oldest
+// transaction running anywhere on the database server, and the server is
+// shared with every other test (and whatever else runs on the machine),
+// some of which hold transactions open for seconds. A passing test waits
+// only as long as the delivery takes.
+const deliveryWait = time.Minute
+
+// waitFor waits until the receiver has got at least n requests and
+// returns them.
+func (rc *receiver) waitFor(t *testing.T, n int) []received {
 	t.Helper()
-	deadline := time.Now().Add(within)
+	deadline := time.Now().Add(deliveryWait)
 	for {
 		got := rc.requests()
 		if len(got) >= n {
 			return got
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("receiver got %d requests, want %d", len(got), n)
+			t.Fatalf("receiver got %d requests in %s, want %d", len(got), deliveryWait, n)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -130,13 +142,17 @@ func createWebhook(t *testing.T, c *apptest.Cluster, tn apptest.Tenant, url stri
 	return m["id"].(string), m["secret"].(string)
 }
 
-// writeAudit appends audit rows as a service would, in one transaction.
-func writeAudit(t *testing.T, dbURL, tenantID string, entries ...audit.Entry) {
+// writeAudit appends audit rows as a service would, in one transaction,
+// and returns that transaction's id.
+func writeAudit(t *testing.T, dbURL, tenantID string, entries ...audit.Entry) (xid uint64) {
 	t.Helper()
 	conn := dbConn(t, dbURL)
 	ctx := context.Background()
 	tx, err := conn.Begin(ctx)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.QueryRow(ctx, `SELECT pg_current_xact_id()::text::numeric::bigint`).Scan(&xid); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
@@ -148,6 +164,75 @@ func writeAudit(t *testing.T, dbURL, tenantID string, entries ...audit.Entry) {
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
+	return xid
+}
+
+// horizonWatch notes when transactions pass the audit horizon: the
+// moment the dispatcher can first read their events. It polls on a
+// connection of its own until stopped.
+type horizonWatch struct {
+	mu      sync.Mutex
+	waiting map[uint64]bool
+	passed  map[uint64]time.Time
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+func watchHorizon(t *testing.T, dbURL string) *horizonWatch {
+	t.Helper()
+	conn := dbConn(t, dbURL)
+	w := &horizonWatch{waiting: map[uint64]bool{}, passed: map[uint64]time.Time{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for {
+			var xmin uint64
+			err := conn.QueryRow(context.Background(), `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::numeric::bigint`).Scan(&xmin)
+			now := time.Now()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			w.mu.Lock()
+			for xid := range w.waiting {
+				if xmin > xid {
+					w.passed[xid] = now
+					delete(w.waiting, xid)
+				}
+			}
+			w.mu.Unlock()
+			select {
+			case <-w.stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(w.close)
+	return w
+}
+
+// watch starts watching transaction xid.
+func (w *horizonWatch) watch(xid uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.waiting[xid] = true
+}
+
+// passedAt is when xid passed the horizon (false while it has not).
+func (w *horizonWatch) passedAt(xid uint64) (time.Time, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	at, ok := w.passed[xid]
+	return at, ok
+}
+
+func (w *horizonWatch) close() {
+	select {
+	case <-w.stop:
+	default:
+		close(w.stop)
+	}
+	<-w.done
 }
 
 func TestWebhookEndpointsAPI(t *testing.T) {
@@ -365,7 +450,7 @@ func TestWebhookDelivery(t *testing.T) {
 		audit.Entry{EntityType: "Contact", EntityID: "42", Action: audit.Updated, Actor: "system", Changes: map[string]audit.Change{"name": {Old: "a", New: "b"}}},
 		audit.Entry{EntityType: "Order", EntityID: "0190a4d6-0000-7000-8000-0000000000aa", Action: audit.Created, Actor: "system"},
 	)
-	got := rc.waitFor(t, 2, 10*time.Second)
+	got := rc.waitFor(t, 2)
 	byEvent := map[string]received{}
 	for _, g := range got {
 		byEvent[g.header.Get("X-Webhook-Event")] = g
@@ -390,7 +475,7 @@ func TestWebhookDelivery(t *testing.T) {
 	// Through the real contacts endpoint, when that service accepts this body.
 	cr := c.Do(t, "POST", "/api/tenants/"+tn.ID+"/contacts", tn.Key, map[string]any{"contactType": "Individual", "firstName": "Ada", "lastName": "Lovelace"})
 	if cr.Status == http.StatusCreated {
-		got = rc.waitFor(t, 3, 10*time.Second)
+		got = rc.waitFor(t, 3)
 		b := checkSigned(t, got[2], secret, "contact.created")
 		if d := b["data"].(map[string]any); d["entity_type"] != "Contact" || !strings.HasPrefix(d["user_id"].(string), "api-key:ak_test_") {
 			t.Errorf("contact created through the API: %s", got[2].body)
@@ -399,16 +484,14 @@ func TestWebhookDelivery(t *testing.T) {
 		t.Logf("contacts endpoint answered %d; delivery through it not checked: %s", cr.Status, cr.Body)
 	}
 	time.Sleep(100 * time.Millisecond)
-	if n := len(rc.requests()); n != 2 && n != 3 {
+	n := len(rc.requests())
+	if n != 2 && n != 3 {
 		t.Errorf("receiver got %d requests; the update was not subscribed", n)
 	}
 
-	// The records: success, status, attempt, timing.
-	var page struct {
-		Items      []map[string]any
-		TotalCount int
-	}
-	c.Do(t, "GET", whPath(tn.ID, "/", id, "/deliveries"), tn.Key, nil).Expect(t, http.StatusOK).JSON(t, &page)
+	// The records: success, status, attempt, timing. Each is written
+	// after its receiver answered: wait for them.
+	page := waitDeliveries(t, c, tn, id, "", min(n, 3))
 	if page.TotalCount < 2 || page.Items[0]["success"] != true || page.Items[0]["statusCode"] != float64(200) || page.Items[0]["attemptNumber"] != float64(1) || page.Items[0]["error"] != nil {
 		t.Errorf("deliveries = %+v", page)
 	}
@@ -459,24 +542,28 @@ func TestWebhookRetriesThenAbandons(t *testing.T) {
 	tn := c.NewTenant(t, "api-access:enabled", "webhooks:enabled")
 	id, _ := createWebhook(t, c, tn, rc.srv.URL, "fund.created")
 	writeAudit(t, c.DatabaseURL, tn.ID, audit.Entry{EntityType: "Fund", EntityID: "f1", Action: audit.Created, Actor: "system"})
-	got := rc.waitFor(t, 5, 20*time.Second)
-	time.Sleep(20 * unit) // long enough for a sixth attempt, were there one
-	got = rc.requests()
+	// Abandoned is final: once the delivery says so, no attempt follows,
+	// and the receiver's count is the number of attempts made.
+	conn := dbConn(t, c.DatabaseURL)
+	for deadline := time.Now().Add(deliveryWait); ; time.Sleep(20 * time.Millisecond) {
+		var state string
+		err := conn.QueryRow(context.Background(), `SELECT state FROM webhooks.deliveries WHERE tenant_id = $1`, tn.ID).Scan(&state)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			t.Fatal(err)
+		}
+		if state == "abandoned" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("delivery state %q after %s and %d attempts, want abandoned after 5", state, deliveryWait, len(rc.requests()))
+		}
+	}
+	got := rc.requests()
 	if len(got) != 5 {
 		t.Fatalf("attempts = %d, want 5", len(got))
 	}
 	ids := map[string]bool{}
 	for i, g := range got {
-		// 0, 1, 3, 7, 15 units after the first attempt: each wait is
-		// 2^(n-1) units after attempt n. Each gap is checked on its own,
-		// since a late attempt delays the ones after it.
-		if i > 0 {
-			want := time.Duration(1<<(i-1)) * unit
-			gap := g.at.Sub(got[i-1].at)
-			if gap < want-unit/2 || gap > want+2*unit {
-				t.Errorf("attempt %d came %s after attempt %d, want %s", i+1, gap, i, want)
-			}
-		}
 		ids[g.header.Get("X-Webhook-Delivery-Id")] = true
 		var b map[string]any
 		_ = json.Unmarshal(g.body, &b)
@@ -504,9 +591,18 @@ func TestWebhookRetriesThenAbandons(t *testing.T) {
 			t.Errorf("item %d = %v", i, it)
 		}
 	}
-	var state string
-	if err := dbConn(t, c.DatabaseURL).QueryRow(context.Background(), `SELECT state FROM webhooks.deliveries WHERE tenant_id = $1`, tn.ID).Scan(&state); err != nil || state != "abandoned" {
-		t.Errorf("delivery state %q, %v", state, err)
+	// 0, 1, 3, 7, 15 units after the first attempt: each wait is 2^(n-1)
+	// units after attempt n. The times are the dispatcher's own (when it
+	// began each attempt, before dialling), not the receiver's: a first
+	// attempt's TLS handshake on a loaded machine took a good part of a
+	// unit and made the next gap look short. Each gap is checked on its
+	// own, since a late attempt delays the ones after it.
+	for i := 1; i < len(page.Items); i++ {
+		prev, next := mustTime(t, page.Items[len(page.Items)-i]["attemptedAt"].(string)), mustTime(t, page.Items[len(page.Items)-1-i]["attemptedAt"].(string))
+		want, gap := time.Duration(1<<(i-1))*unit, next.Sub(prev)
+		if gap < want-unit/2 || gap > want+2*unit {
+			t.Errorf("attempt %d began %s after attempt %d, want %s", i+1, gap, i, want)
+		}
 	}
 }
 
@@ -515,22 +611,46 @@ func TestWebhookTimeoutDoesNotStallOthers(t *testing.T) {
 	slow := newReceiver(t, nil)
 	slow.hang = true
 	fast := newReceiver(t, nil)
-	c := apptest.Start(t, apptest.Options{Settings: devSettings(caFile(t, fast), "ALMONER_WEBHOOK_TIMEOUT", "3s", "ALMONER_WEBHOOK_RETRY_BASE", "1h")})
+	const timeout = 3 * time.Second
+	c := apptest.Start(t, apptest.Options{Settings: devSettings(caFile(t, fast), "ALMONER_WEBHOOK_TIMEOUT", timeout.String(), "ALMONER_WEBHOOK_RETRY_BASE", "1h")})
 	tn := c.NewTenant(t, "api-access:enabled", "webhooks:enabled")
 	slowID, _ := createWebhook(t, c, tn, slow.srv.URL, "batch.created")
 	createWebhook(t, c, tn, fast.srv.URL, "batch.created")
-	start := time.Now()
+	// Five events in five ticks or more, each timed from the moment the
+	// dispatcher could first read it: the audit horizon is the whole
+	// server's, and another test's open transaction can hold an event back
+	// for seconds, which is not the dispatcher waiting.
+	hw := watchHorizon(t, c.DatabaseURL)
+	xids := map[string]uint64{}
 	for i := 0; i < 5; i++ {
-		writeAudit(t, c.DatabaseURL, tn.ID, audit.Entry{EntityType: "Batch", EntityID: fmt.Sprint(i), Action: audit.Created, Actor: "system"})
+		xid := writeAudit(t, c.DatabaseURL, tn.ID, audit.Entry{EntityType: "Batch", EntityID: fmt.Sprint(i), Action: audit.Created, Actor: "system"})
+		hw.watch(xid)
+		xids[fmt.Sprint(i)] = xid
 		time.Sleep(30 * time.Millisecond)
 	}
-	fast.waitFor(t, 5, 10*time.Second)
-	// Had the fast endpoint waited behind the hanging one, this would take
-	// at least the 3 s timeout.
-	if d := time.Since(start); d > 2500*time.Millisecond {
-		t.Errorf("the fast receiver waited %s for the slow one", d)
+	// Had the fast endpoint waited behind the hanging one, an event
+	// readable while the slow endpoint's attempt of an earlier one hung
+	// would have reached it only after that attempt's timeout.
+	for _, g := range fast.waitFor(t, 5) {
+		var b struct {
+			Data struct {
+				EntityID string `json:"entity_id"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(g.body, &b); err != nil {
+			t.Fatal(err)
+		}
+		readable, ok := hw.passedAt(xids[b.Data.EntityID])
+		if !ok {
+			// Delivered, so readable: the watch had not polled yet.
+			readable = g.at
+		}
+		if d := g.at.Sub(readable); d > timeout*5/6 {
+			t.Errorf("event %s reached the fast receiver %s after it was readable: it waited for the slow one", b.Data.EntityID, d)
+		}
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	hw.close()
+	deadline := time.Now().Add(deliveryWait)
 	for {
 		var page struct{ Items []map[string]any }
 		c.Do(t, "GET", whPath(tn.ID, "/", slowID, "/deliveries"), tn.Key, nil).Expect(t, http.StatusOK).JSON(t, &page)

@@ -25,7 +25,7 @@ func TestWebhookDeliveryJoinsRequestTrace(t *testing.T) {
 	c.Do(t, "POST", "/api/tenants/"+tn.ID+"/contacts", tn.Key,
 		map[string]any{"contactType": "Individual", "firstName": "Grace", "lastName": "Hopper"},
 		"traceparent", "00-"+id+"-00f067aa0ba902b7-01").Expect(t, http.StatusCreated)
-	got := rc.waitFor(t, 1, 20*time.Second)
+	got := rc.waitFor(t, 1)
 	if h := got[0].header; h.Get("Traceparent") != "" || h.Get("Tracestate") != "" {
 		t.Errorf("the receiver got trace context: %v", h)
 	}
