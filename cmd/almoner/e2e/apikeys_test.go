@@ -253,8 +253,11 @@ func TestUnauthorizedResponsesAreIdentical(t *testing.T) {
 	revoked := createKey(t, c, live, map[string]any{"name": "revoked", "scopes": []string{"api-keys:manage"}})
 	c.Do(t, "DELETE", path+"/"+revoked["id"].(string), live.Key, nil).Expect(t, http.StatusNoContent)
 
+	// It must still be valid for this first use (which puts it in the
+	// gateway's key cache), created and used in time on a loaded machine
+	// too; the cluster started below takes most of its life anyway.
 	expiring := createKey(t, c, live, map[string]any{"name": "expiring", "scopes": []string{"api-keys:manage"},
-		"expiresAt": time.Now().Add(time.Second).UTC().Format(time.RFC3339Nano)})
+		"expiresAt": time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano)})
 	c.Do(t, "GET", path, expiring["plainTextKey"].(string), nil).Expect(t, http.StatusOK)
 
 	deactivated := c.NewTenant(t)
@@ -362,7 +365,24 @@ func TestRevocationIsImmediateUnderLoad(t *testing.T) {
 	}
 	c.Do(t, "DELETE", keysPath(tn.ID)+"/"+victim["id"].(string), tn.Key, nil).Expect(t, http.StatusNoContent)
 	revokedAt := time.Now()
+	// Enough requests started after the revocation to tell: a fixed
+	// 300 ms was not, on a loaded machine, where requests in flight at
+	// the revocation took most of it.
+	startedAfter := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, r := range results {
+			if r.start.After(revokedAt) {
+				n++
+			}
+		}
+		return n
+	}
 	time.Sleep(300 * time.Millisecond)
+	for deadline := time.Now().Add(30 * time.Second); startedAfter() < 20 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	stop.Store(true)
 	wg.Wait()
 
@@ -406,7 +426,9 @@ func TestLastUsedAtMoves(t *testing.T) {
 	before := time.Now()
 	c.Do(t, "GET", keysPath(tn.ID), key, nil).Expect(t, http.StatusOK)
 	// The background flush writes it without any further request.
-	deadline := time.Now().Add(5 * time.Second)
+	// Generous: the flush is every 100 ms, but a loaded machine can hold
+	// a background loop back for seconds.
+	deadline := time.Now().Add(30 * time.Second)
 	for lastUsed() == nil && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -430,7 +452,7 @@ func TestLastUsedAtMoves(t *testing.T) {
 		t.Fatalf("key %s not listed", id)
 		return time.Time{}
 	}
-	deadline = time.Now().Add(2 * time.Second)
+	deadline = time.Now().Add(30 * time.Second)
 	for !shown().After(*at) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
