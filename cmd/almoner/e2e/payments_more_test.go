@@ -348,11 +348,22 @@ func TestStripeRecurringOffSession(t *testing.T) {
 		}
 		return out
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for len(installments(visa)) == 0 && time.Now().Before(deadline) {
+	// Wait until the runners have tried all three schedules (the charge,
+	// and the two failures they record): they come in one pass, but not
+	// at one moment, and a loaded machine spreads them out.
+	failedAttempts := func(id string) float64 {
+		sc := c.Do(t, "GET", tPath(st.tn.ID, "/recurring-donations/", id), st.tn.Key, nil).Expect(t, http.StatusOK).Map(t)
+		n, _ := sc["failedAttempts"].(float64)
+		return n
+	}
+	for deadline := time.Now().Add(60 * time.Second); len(installments(visa)) == 0 || failedAttempts(auth) == 0 || failedAttempts(declining) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the runners did not try all three schedules in 60 s: %d charges of the visa schedule, failed attempts %v and %v",
+				len(installments(visa)), failedAttempts(auth), failedAttempts(declining))
+		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	time.Sleep(500 * time.Millisecond) // many more ticks of both runners
+	time.Sleep(500 * time.Millisecond) // many more ticks of both runners: no second charge
 	got := installments(visa)
 	if len(got) != 1 || !got[0].OffSession || got[0].Customer == "" || got[0].Amount != 1000 {
 		t.Fatalf("installment charges = %+v, want one off-session charge with the customer", got)
