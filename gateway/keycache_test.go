@@ -1,10 +1,12 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -302,7 +304,7 @@ func TestKeyCacheSharesConcurrentMisses(t *testing.T) {
 		})
 	}
 	waitFor(t, func() bool { return f.calls() == 1 })
-	time.Sleep(20 * time.Millisecond) // let the other 49 reach the flight
+	waitInFlight(t, n) // the other 49 wait for the leader's answer
 	close(release)
 	wg.Wait()
 	close(errs)
@@ -363,7 +365,7 @@ func TestKeyCacheFollowerOfCancelledLeader(t *testing.T) {
 		_, err := c.Validate(context.Background(), "good")
 		follower <- err
 	}()
-	time.Sleep(20 * time.Millisecond) // the follower joins the flight
+	waitInFlight(t, 2) // the follower joins the flight
 	cancel()
 	close(release)
 	if err := <-leader; status.Code(err) != codes.Canceled {
@@ -385,12 +387,33 @@ func (c cancelAware) ValidateKey(ctx context.Context, req *authv1.ValidateKeyReq
 	return resp, err
 }
 
+// waitInFlight waits until n goroutines are in the cache's single flight:
+// the leader calling ValidateKey and the rest waiting for its answer. A
+// fixed pause was not enough on a loaded machine: a goroutine that missed
+// the cache but reached the flight only after the leader's call ended made
+// a call of its own.
+func waitInFlight(t *testing.T, n int) {
+	t.Helper()
+	waitFor(t, func() bool {
+		buf := make([]byte, 1<<16)
+		for {
+			k := runtime.Stack(buf, true)
+			if k < len(buf) {
+				buf = buf[:k]
+				break
+			}
+			buf = make([]byte, 2*len(buf))
+		}
+		return bytes.Count(buf, []byte("singleflight.(*Group).Do(")) >= n
+	})
+}
+
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5 s")
+			t.Fatal("condition not met within 30 s")
 		}
 		time.Sleep(time.Millisecond)
 	}
