@@ -264,8 +264,8 @@ func TestEventFeedAPI(t *testing.T) {
 	// the feed starts after it.
 	want := append(tenantEventIDs(t, c.DatabaseURL, tn.ID, "Contact")[1:], tenantEventIDs(t, c.DatabaseURL, tn.ID, "Fund")...)
 	var all []string
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		all, _ = followFeed(t, c, tn, nil, "", 100, 4, 30*time.Second)
+	for deadline := time.Now().Add(deliveryWait); ; time.Sleep(50 * time.Millisecond) {
+		all, _ = followFeed(t, c, tn, nil, "", 100, 4, deliveryWait)
 		if strings.Join(all, ",") == strings.Join(want, ",") {
 			break
 		}
