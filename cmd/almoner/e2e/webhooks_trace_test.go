@@ -31,7 +31,7 @@ func TestWebhookDeliveryJoinsRequestTrace(t *testing.T) {
 	}
 
 	// The span ends after the POST returns; give it a moment to be recorded.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		spans := apptest.Spans(id)
 		ids := map[string]bool{}
