@@ -1,7 +1,8 @@
 // Package normalize checks and normalizes the parts of a contact that
 // duplicate detection compares: email addresses, phone numbers, postal
-// codes, countries and names. Its functions take untrusted input straight
-// from request bodies, so each is fuzz-tested.
+// codes, countries and names; and the enum values of requests (OneOf).
+// Its functions take untrusted input straight from request bodies, so
+// each is fuzz-tested.
 package normalize
 
 import (
@@ -198,3 +199,16 @@ TH TJ TK TL TM TN TO TR TT TV TW TZ UA UG UM US UY UZ VA VC VE VG VI VN VU WF WS
 	}
 	return m
 }()
+
+// OneOf returns the member of set equal to s ignoring letter case and the
+// spaces around it, or "" when none is: enum values of requests are taken
+// in any case and kept in their one spelling.
+func OneOf(set []string, s string) string {
+	s = strings.TrimSpace(s)
+	for _, m := range set {
+		if strings.EqualFold(m, s) {
+			return m
+		}
+	}
+	return ""
+}

@@ -156,3 +156,35 @@ func FuzzPostalCode(f *testing.F) {
 		}
 	})
 }
+
+func TestOneOf(t *testing.T) {
+	set := []string{"Cash", "Check", "InHonorOf"}
+	for _, tc := range []struct{ in, want string }{
+		{"cash", "Cash"},
+		{"  CHECK ", "Check"},
+		{"inhonorof", "InHonorOf"},
+		{"Cheque", ""},
+		{"", ""},
+		{"Ca sh", ""},
+	} {
+		if got := OneOf(set, tc.in); got != tc.want {
+			t.Errorf("OneOf(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func FuzzOneOf(f *testing.F) {
+	set := []string{"weekly", "monthly", "Card", "Ach"}
+	for _, s := range []string{"WEEKLY", " card ", "ach\x00", "ﬀ", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := OneOf(set, s)
+		if got == "" {
+			return
+		}
+		if !strings.EqualFold(got, strings.TrimSpace(s)) {
+			t.Errorf("OneOf(%q) = %q, which it does not equal", s, got)
+		}
+	})
+}

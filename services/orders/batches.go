@@ -10,6 +10,7 @@ import (
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/pkg/normalize"
 	"github.com/almoner/almoner/pkg/paging"
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/services/orders/store"
@@ -33,7 +34,7 @@ func (a *batchServer) ListBatches(ctx context.Context, req *ordersv1.ListBatches
 	}
 	state := ""
 	if req.GetState() != "" {
-		if state = canonical([]string{store.BatchOpen, store.BatchClosed}, req.GetState()); state == "" {
+		if state = normalize.OneOf([]string{store.BatchOpen, store.BatchClosed}, req.GetState()); state == "" {
 			return nil, apperr.Invalid(apperr.Violation{Field: "State", Message: "'State' must be Open or Closed."})
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/money"
+	"github.com/almoner/almoner/pkg/normalize"
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/services/orders/store"
 )
@@ -134,7 +135,7 @@ func (s *Service) importCurrency(ctx context.Context, p authctx.Principal, rows 
 func checkGiftRow(r *ordersv1.GiftImportRow, defaultCurrency string) store.GiftRow {
 	g := store.GiftRow{Row: r.GetRow(), ExternalID: strings.TrimSpace(r.GetExternalId()), ContactID: r.GetContactId(),
 		AmountMinor: r.GetAmountMinor(), Currency: strings.ToUpper(strings.TrimSpace(r.GetCurrency())), Fund: strings.TrimSpace(r.GetFund()),
-		CampaignID: strings.TrimSpace(r.GetCampaignId()), Method: canonical(importPaymentMethods, r.GetPaymentMethod()),
+		CampaignID: strings.TrimSpace(r.GetCampaignId()), Method: normalize.OneOf(importPaymentMethods, r.GetPaymentMethod()),
 		CheckNumber: strings.TrimSpace(r.GetCheckNumber()), Reference: strings.TrimSpace(r.GetReference())}
 	if g.Currency == "" {
 		g.Currency = defaultCurrency

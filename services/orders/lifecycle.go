@@ -14,6 +14,7 @@ import (
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/pkg/normalize"
 	"github.com/almoner/almoner/pkg/paging"
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/services/orders/store"
@@ -218,7 +219,7 @@ func (s *Service) validateAmendment(ctx context.Context, cur store.Schedule, req
 		am.amountMinor = &m
 	}
 	if req.Frequency != nil {
-		f := canonical(frequencies, req.GetFrequency())
+		f := normalize.OneOf(frequencies, req.GetFrequency())
 		if f == "" {
 			v.Add("Frequency", "'Frequency' must be one of weekly, monthly, quarterly, annually.")
 		}

@@ -2,10 +2,8 @@ package orders
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -13,6 +11,7 @@ import (
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/money"
+	"github.com/almoner/almoner/pkg/normalize"
 	"github.com/almoner/almoner/pkg/paging"
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/services/orders/store"
@@ -29,10 +28,8 @@ import (
 // would otherwise pay it on every page. A token without a total (made
 // before it was carried) counts again.
 type listCursor struct {
-	After  uuid.UUID `json:"a"`
-	Page   int32     `json:"p"`
-	Filter string    `json:"f"`
-	Total  int64     `json:"n,omitempty"`
+	After uuid.UUID `json:"a"`
+	paging.Position
 }
 
 var orderStatuses = []string{store.StatusPending, store.StatusCompleted, store.StatusPartiallyRefunded, store.StatusRefunded, store.StatusVoided, store.StatusFailed}
@@ -54,9 +51,14 @@ func (a *orderServer) ListOrders(ctx context.Context, req *ordersv1.ListOrdersRe
 		return nil, err
 	}
 	key := filterKey(f, pg.Size)
-	after, carried, err := resumeList(&pg, key)
+	var tok listCursor
+	resumed, carried, err := paging.Resume(&pg, key, &tok)
 	if err != nil {
 		return nil, err
+	}
+	var after *uuid.UUID
+	if resumed {
+		after = &tok.After
 	}
 	list, total, err := a.s.store.ListOrders(ctx, uuid.MustParse(p.TenantID), f, pg.Size, pg.Offset(), after, carried > 0)
 	if err != nil {
@@ -70,7 +72,7 @@ func (a *orderServer) ListOrders(ctx context.Context, req *ordersv1.ListOrdersRe
 		out.Items = append(out.Items, toOrder(o))
 	}
 	if len(list) == int(pg.Size) && int64(pg.Number)*int64(pg.Size) < total {
-		out.NextPageToken = paging.EncodeToken(listCursor{After: list[len(list)-1].ID, Page: pg.Number + 1, Filter: key, Total: total})
+		out.NextPageToken = paging.EncodeToken(listCursor{After: list[len(list)-1].ID, Position: paging.Position{Page: pg.Number + 1, Filter: key, Total: total}})
 	}
 	return out, nil
 }
@@ -81,18 +83,18 @@ func orderFilter(req *ordersv1.ListOrdersRequest) (store.OrderFilter, error) {
 	var v apperr.Violations
 	f := store.OrderFilter{ContactID: req.ContactId, CampaignID: strings.TrimSpace(req.GetCampaignId())}
 	if s := req.GetStatus(); s != "" {
-		if f.Status = canonical(orderStatuses, s); f.Status == "" {
+		if f.Status = normalize.OneOf(orderStatuses, s); f.Status == "" {
 			v.Add("Status", "'Status' must be one of %s.", strings.Join(orderStatuses, ", "))
 		}
 	}
 	if s := req.GetLineKind(); s != "" {
-		if f.LineKind = canonical([]string{"Donation", "Item"}, s); f.LineKind == "" {
+		if f.LineKind = normalize.OneOf([]string{"Donation", "Item"}, s); f.LineKind == "" {
 			v.Add("LineKind", "'LineKind' must be Donation or Item.")
 		}
 	}
 	f.FundID, f.BatchID = optionalID(&v, "FundId", req.GetFundId()), optionalID(&v, "BatchId", req.GetBatchId())
 	f.ScheduleID = optionalID(&v, "RecurringDonationId", req.GetRecurringDonationId())
-	f.From, f.To = optionalTime(&v, "CreatedFrom", req.GetCreatedFrom()), optionalTime(&v, "CreatedTo", req.GetCreatedTo())
+	f.From, f.To = paging.TimeBound(&v, "CreatedFrom", req.GetCreatedFrom()), paging.TimeBound(&v, "CreatedTo", req.GetCreatedTo())
 	// Amount filters compare in minor units of two decimals, the exponent
 	// of nearly every currency; an exact filter for JPY orders uses whole
 	// numbers, which parse the same.
@@ -110,19 +112,6 @@ func optionalID(v *apperr.Violations, field, s string) *uuid.UUID {
 		return nil
 	}
 	return &id
-}
-
-func optionalTime(v *apperr.Violations, field, s string) *time.Time {
-	if s = strings.TrimSpace(s); s == "" {
-		return nil
-	}
-	for _, layout := range []string{time.RFC3339Nano, time.DateOnly} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return &t
-		}
-	}
-	v.Add(field, "'%s' must be a date (2026-04-12) or an RFC 3339 time.", field)
-	return nil
 }
 
 func optionalAmount(v *apperr.Violations, field, s string) *int64 {
@@ -154,32 +143,6 @@ func filterKey(f store.OrderFilter, size int32) string {
 		}
 		return p.String()
 	}
-	at := func(p *time.Time) string {
-		if p == nil {
-			return ""
-		}
-		return p.UTC().Format(time.RFC3339Nano)
-	}
-	return fmt.Sprintf("%x", sha256.Sum256([]byte(strings.Join([]string{
-		i64(f.ContactID), f.Status, f.LineKind, id(f.FundID), f.CampaignID, id(f.BatchID), id(f.ScheduleID),
-		at(f.From), at(f.To), i64(f.MinAmount), i64(f.MaxAmount), fmt.Sprint(size),
-	}, "\x00"))))[:16]
-}
-
-// resumeList reads a page token: where the keyset page starts, its page
-// number (set in pg) and the total counted when the listing started.
-func resumeList(pg *paging.Page, key string) (*uuid.UUID, int64, error) {
-	if pg.Token == nil {
-		return nil, 0, nil
-	}
-	var c listCursor
-	if err := paging.DecodeToken(pg.Token, &c); err != nil {
-		return nil, 0, err
-	}
-	if c.Filter != key || c.Page < 2 || c.Total < 0 {
-		return nil, 0, apperr.Invalid(apperr.Violation{Field: "PageToken",
-			Message: "'PageToken' was made for other filters or another page size; send the same ones, or start again without it."})
-	}
-	pg.Number = c.Page
-	return &c.After, c.Total, nil
+	return paging.FilterKey(size, i64(f.ContactID), f.Status, f.LineKind, id(f.FundID), f.CampaignID, id(f.BatchID), id(f.ScheduleID),
+		paging.TimeKey(f.From), paging.TimeKey(f.To), i64(f.MinAmount), i64(f.MaxAmount))
 }

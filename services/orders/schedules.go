@@ -10,6 +10,7 @@ import (
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/pkg/normalize"
 	"github.com/almoner/almoner/pkg/paging"
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/services/orders/store"
@@ -35,7 +36,7 @@ func (a *scheduleServer) ListRecurringDonations(ctx context.Context, req *orders
 	}
 	status := ""
 	if req.GetStatus() != "" {
-		if status = canonical(scheduleStatuses, req.GetStatus()); status == "" {
+		if status = normalize.OneOf(scheduleStatuses, req.GetStatus()); status == "" {
 			return nil, apperr.Invalid(apperr.Violation{Field: "Status", Message: "'Status' must be one of active, paused, past_due, cancelled, completed."})
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	typev1 "github.com/almoner/almoner/pkg/api/almoner/type/v1"
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/money"
+	"github.com/almoner/almoner/pkg/normalize"
 	"github.com/almoner/almoner/services/orders/store"
 )
 
@@ -34,16 +35,6 @@ var (
 	frequencies    = []string{"weekly", "monthly", "quarterly", "annually"}
 	tributeTypes   = []string{"InHonorOf", "InMemoryOf"}
 )
-
-// canonical returns the value of list that equals s ignoring case, or "".
-func canonical(list []string, s string) string {
-	for _, x := range list {
-		if strings.EqualFold(x, strings.TrimSpace(s)) {
-			return x
-		}
-	}
-	return ""
-}
 
 func maxMinor(currency string) int64 {
 	m := int64(maxAmountMajor)
@@ -194,7 +185,7 @@ func validateDonations(v *apperr.Violations, d *draft, in []*ordersv1.DonationIn
 		dn := store.Donation{ID: uuid.Must(uuid.NewV7()), FundID: fid, AmountMinor: amount(v, p+".Amount", dl.GetAmount(), d.currency),
 			CampaignID: text(v, p+".CampaignId", dl.GetCampaignId(), maxText, false), AppealID: text(v, p+".AppealId", dl.GetAppealId(), maxText, false)}
 		if t := dl.GetTribute(); t != nil {
-			tt := canonical(tributeTypes, t.GetTributeType())
+			tt := normalize.OneOf(tributeTypes, t.GetTributeType())
 			if tt == "" {
 				v.Add(p+".Tribute.TributeType", "'TributeType' must be InHonorOf or InMemoryOf.")
 			}
@@ -238,7 +229,7 @@ func validatePayments(v *apperr.Violations, d *draft, in []*ordersv1.PaymentInpu
 			break
 		}
 		p := indexPath("Payments", i)
-		m := canonical(paymentMethods, pl.GetPaymentMethod())
+		m := normalize.OneOf(paymentMethods, pl.GetPaymentMethod())
 		if m == "" {
 			v.Add(p+".PaymentMethod", "'PaymentMethod' must be one of Cash, Check, Card, Ach, External.")
 		}
@@ -284,14 +275,14 @@ func validateSchedule(v *apperr.Violations, p string, in *ordersv1.RecurringDona
 	if err != nil {
 		v.Add(p+".FundId", "'FundId' must be the id of a fund.")
 	}
-	freq := canonical(frequencies, in.GetFrequency())
+	freq := normalize.OneOf(frequencies, in.GetFrequency())
 	if freq == "" {
 		v.Add(p+".Frequency", "'Frequency' must be one of weekly, monthly, quarterly, annually.")
 	}
 	sc := store.Schedule{ID: uuid.Must(uuid.NewV7()), AmountMinor: amount(v, p+".Amount", in.GetAmount(), d.currency), Currency: d.currency,
 		Frequency: freq, FundID: fid, CampaignID: text(v, p+".CampaignId", in.GetCampaignId(), maxText, false),
 		PaymentToken: strings.TrimSpace(in.GetPaymentToken()), Status: store.ScheduleActive}
-	sc.PaymentMethod = canonical(paymentMethods, in.GetPaymentMethod())
+	sc.PaymentMethod = normalize.OneOf(paymentMethods, in.GetPaymentMethod())
 	if in.GetPaymentMethod() == "" && len(d.payments) > 0 {
 		sc.PaymentMethod, sc.PaymentToken = d.payments[0].Method, firstNonEmpty(sc.PaymentToken, d.payments[0].token)
 	}
