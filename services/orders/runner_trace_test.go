@@ -2,6 +2,7 @@ package orders
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,17 +16,30 @@ import (
 	"github.com/almoner/almoner/pkg/testdb"
 )
 
+var (
+	spansOnce sync.Once
+	spans     *tracetest.SpanRecorder
+)
+
+// recordSpans installs a global tracer provider that keeps every span, once
+// per test binary. Once only: the runner's tracer (a package variable)
+// follows the first provider installed and no later one, so a second
+// provider (a second run of the test, -count=2) never saw its spans.
+func recordSpans() *tracetest.SpanRecorder {
+	spansOnce.Do(func() {
+		spans = tracetest.NewSpanRecorder()
+		otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)))
+	})
+	return spans
+}
+
 // TestRunnerTrace: a run is one trace; each due schedule gets a
 // "recurring.charge" span under "recurring.run", its PostgreSQL queries
 // are children of that charge, and the installment order's audit row
 // carries the charge span, so the webhook deliveries it causes join the
 // same trace. Not parallel: it installs the global tracer provider.
 func TestRunnerTrace(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	prev := otel.GetTracerProvider()
-	otel.SetTracerProvider(tp)
-	t.Cleanup(func() { otel.SetTracerProvider(prev); _ = tp.Shutdown(context.Background()) })
+	rec := recordSpans()
 
 	ctx := context.Background()
 	pool, err := db.Open(ctx, testdb.New(t, Migrations()...))
@@ -49,10 +63,21 @@ func TestRunnerTrace(t *testing.T) {
 		t.Fatalf("RunOnce = %d, %v; want 3", n, err)
 	}
 
+	// This run's span: the parent of the charges of this test's tenant
+	// (the recorder holds every run of the test binary).
 	var run sdktrace.ReadOnlySpan
 	for _, s := range rec.Ended() {
-		if s.Name() == "recurring.run" {
-			run = s
+		if s.Name() != "recurring.charge" {
+			continue
+		}
+		for _, a := range s.Attributes() {
+			if a.Key == "almoner.tenant_id" && a.Value.AsString() == tenant.String() {
+				for _, p := range rec.Ended() {
+					if p.Name() == "recurring.run" && p.SpanContext().SpanID() == s.Parent().SpanID() {
+						run = p
+					}
+				}
+			}
 		}
 	}
 	if run == nil {
