@@ -258,20 +258,33 @@ func firstMD(ctx context.Context, key string) string {
 	return ""
 }
 
-// undoCharge takes back a charge of an order that was not recorded: a
-// refund once the money moved, else a cancel. It is logged, not
-// returned: the order's own error is what the caller must see.
+// undoCharge takes back a charge of an order that was not recorded (see
+// giveBack). It is logged, not returned: the order's own error is what the
+// caller must see.
 func (s *Service) undoCharge(ctx context.Context, tp tenantProcessor, ref string, outcome processor.Outcome, amountMinor int64) {
-	var err error
-	if outcome == processor.Succeeded {
-		_, err = tp.Refund(ctx, processor.RefundRequest{IdempotencyKey: "undo/" + ref, Reference: ref, AmountMinor: amountMinor,
-			Metadata: map[string]string{"reason": "order not recorded"}})
-	} else {
-		err = tp.Cancel(ctx, ref, "undo/"+ref)
-	}
-	if err != nil {
+	if _, err := giveBack(ctx, tp, ref, outcome, amountMinor); err != nil {
 		s.logger.ErrorContext(ctx, "undo charge of an order that was not recorded", "processor_reference", ref, "error", err)
 	}
+}
+
+// giveBack takes back a charge of an order that was not recorded: a
+// refund of amountMinor once the money moved, else a cancel. The
+// idempotency key and the request are derived from the charge alone, so
+// the undo of a failed request and the sweep of its abandoned claim
+// (sweeper.go) are one and the same request at the processor, and a
+// retried sweep never refunds twice. A refund the processor refuses
+// because the charge is refunded already is done, not a failure: the
+// processor forgets a key after a while (Stripe: 24 hours).
+func giveBack(ctx context.Context, p processor.Processor, ref string, outcome processor.Outcome, amountMinor int64) (processor.Refund, error) {
+	if outcome != processor.Succeeded {
+		return processor.Refund{}, p.Cancel(ctx, ref, "undo/"+ref)
+	}
+	re, err := p.Refund(ctx, processor.RefundRequest{IdempotencyKey: "undo/" + ref, Reference: ref, AmountMinor: amountMinor,
+		Metadata: map[string]string{"reason": "order not recorded"}})
+	if r, ok := processor.AsRefused(err); ok && r.Code == "charge_already_refunded" {
+		return processor.Refund{}, nil
+	}
+	return re, err
 }
 
 // processorError maps a processor failure: a refusal of the request (an

@@ -8,6 +8,7 @@ package orders
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -20,6 +21,7 @@ import (
 	inventoryv1 "github.com/almoner/almoner/pkg/api/almoner/inventory/v1"
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
 	"github.com/almoner/almoner/pkg/audit"
+	"github.com/almoner/almoner/pkg/config"
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/service"
 	"github.com/almoner/almoner/services/orders/migrations"
@@ -52,6 +54,9 @@ type Config struct {
 	IdempotencyLease time.Duration
 	// Runner configures the recurring charge runner; nil means it does not run.
 	Runner *RunnerConfig
+	// Sweeper configures the sweeper of abandoned keyed-order claims; nil
+	// means it does not run.
+	Sweeper *SweeperConfig
 	// Tenants reads a tenant's default currency for gift imports whose
 	// principal carries none; nil means such rows need their currency.
 	Tenants TenantSettings
@@ -59,10 +64,11 @@ type Config struct {
 
 // Service is the orders service.
 type Service struct {
-	store  *store.Store
-	cfg    Config
-	logger *slog.Logger
-	runner *Runner
+	store   *store.Store
+	cfg     Config
+	logger  *slog.Logger
+	runner  *Runner
+	sweeper *Sweeper
 }
 
 // New returns the orders service on pool.
@@ -79,6 +85,9 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *Service {
 	s := &Service{store: store.New(pool), cfg: cfg, logger: logger}
 	if cfg.Runner != nil {
 		s.runner = s.NewRunner(*cfg.Runner)
+	}
+	if cfg.Sweeper != nil {
+		s.sweeper = s.NewSweeper(*cfg.Sweeper)
 	}
 	return s
 }
@@ -100,20 +109,29 @@ func (s *Service) Register(r grpc.ServiceRegistrar) {
 	ordersv1.RegisterGiftImportServiceServer(r, &giftImportServer{s: s})
 }
 
-// Start starts the recurring charge runner when configured.
+// Start starts the recurring charge runner and the sweeper of abandoned
+// claims when configured.
 func (s *Service) Start(context.Context) error {
 	if s.runner != nil {
 		s.runner.Start()
 	}
+	if s.sweeper != nil {
+		s.sweeper.Start()
+	}
 	return nil
 }
 
-// Stop stops the runner, letting its current charge finish.
+// Stop stops the runner, letting its current charge finish, and the
+// sweeper, whose claim in hand is swept again after its lease.
 func (s *Service) Stop(ctx context.Context) error {
+	var errs []error
 	if s.runner != nil {
-		return s.runner.Stop(ctx)
+		errs = append(errs, s.runner.Stop(ctx))
 	}
-	return nil
+	if s.sweeper != nil {
+		errs = append(errs, s.sweeper.Stop(ctx))
+	}
+	return errors.Join(errs...)
 }
 
 // Module describes the orders service to the binaries that host it.
@@ -126,6 +144,10 @@ var Module = service.Module{
 			return nil, err
 		}
 		runnerOn, err := d.Config.Bool("ALMONER_ORDERS_RUNNER", true)
+		if err != nil {
+			return nil, err
+		}
+		abandonAfter, err := abandonedOrderAfter(d.Config)
 		if err != nil {
 			return nil, err
 		}
@@ -164,11 +186,28 @@ var Module = service.Module{
 			}
 			return authv1.NewTenantAdminServiceClient(conn), nil
 		}}
+		// The runner's switch turns on both background jobs: each replica
+		// may run them (schedules and claims are taken under locks).
 		if runnerOn {
 			cfg.Runner = &RunnerConfig{Interval: interval}
+			cfg.Sweeper = &SweeperConfig{Interval: interval, After: abandonAfter}
 		}
 		return New(d.DB, cfg, d.Logger), nil
 	},
+}
+
+// abandonedOrderAfter reads ALMONER_ABANDONED_ORDER_AFTER within its
+// bounds (sweeper.go says why each).
+func abandonedOrderAfter(c config.Source) (time.Duration, error) {
+	d, err := c.Duration("ALMONER_ABANDONED_ORDER_AFTER", DefaultAbandonedOrderAfter)
+	if err != nil {
+		return 0, err
+	}
+	if d < minAbandonedOrderAfter || d > maxAbandonedOrderAfter {
+		return 0, fmt.Errorf("ALMONER_ABANDONED_ORDER_AFTER=%s: must be between %s and %s (well under the 24 hours Stripe keeps an idempotency key)",
+			d, minAbandonedOrderAfter, maxAbandonedOrderAfter)
+	}
+	return d, nil
 }
 
 func lazyConn(dial func(string) (grpc.ClientConnInterface, error)) func(string) (grpc.ClientConnInterface, error) {
