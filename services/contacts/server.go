@@ -16,6 +16,7 @@ import (
 	"github.com/almoner/almoner/pkg/audit"
 	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/pkg/normalize"
 	"github.com/almoner/almoner/pkg/paging"
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/pkg/traceid"
@@ -172,8 +173,8 @@ func (c *contactServer) ListContacts(ctx context.Context, req *contactsv1.ListCo
 		IsActive:   req.IsActive,
 	}
 	if t := strings.TrimSpace(req.GetContactType()); t != "" {
-		ct, ok := oneOf(t, contactTypes)
-		if !ok {
+		ct := normalize.OneOf(contactTypes, t)
+		if ct == "" {
 			v.Add("ContactType", "'Contact Type' must be Individual or Organization.")
 		}
 		f.Type = ct

@@ -42,16 +42,6 @@ var (
 // defaultRowType is the type of a phone, email or address row sent without one.
 const defaultRowType = "Other"
 
-func oneOf(s string, options []string) (string, bool) {
-	s = strings.TrimSpace(s)
-	for _, o := range options {
-		if strings.EqualFold(s, o) {
-			return o, true
-		}
-	}
-	return "", false
-}
-
 func path(list string, i int, prop string) string {
 	return list + "[" + strconv.Itoa(i) + "]." + prop
 }
@@ -93,8 +83,8 @@ func validateContact(in *contactsv1.ContactInput, mode validateMode, self int64)
 	if in == nil {
 		in = &contactsv1.ContactInput{}
 	}
-	switch t, ok := oneOf(in.GetContactType(), contactTypes); {
-	case ok:
+	switch t := normalize.OneOf(contactTypes, in.GetContactType()); {
+	case t != "":
 		f.Type = t
 	case strings.TrimSpace(in.GetContactType()) == "" && mode == modeCandidate:
 		f.Type = ""
@@ -152,8 +142,8 @@ func rowType(v *apperr.Violations, field, label, s string, options []string) str
 	if strings.TrimSpace(s) == "" {
 		return defaultRowType
 	}
-	t, ok := oneOf(s, options)
-	if !ok {
+	t := normalize.OneOf(options, s)
+	if t == "" {
 		v.Add(field, "'%s' must be one of %s.", label, strings.Join(options, ", "))
 	}
 	return t
@@ -323,11 +313,11 @@ func validateRelationships(v *apperr.Violations, in []*contactsv1.ContactRelatio
 		case rel.RelatedID == self:
 			v.Add(idField, "A contact cannot be related to itself.")
 		}
-		t, ok := oneOf(r.GetRelationshipType(), relationshipTypes)
+		t := normalize.OneOf(relationshipTypes, r.GetRelationshipType())
 		switch {
 		case strings.TrimSpace(r.GetRelationshipType()) == "":
 			v.Add(typeField, "'Relationship Type' must not be empty.")
-		case !ok:
+		case t == "":
 			v.Add(typeField, "'Relationship Type' must be one of %s.", strings.Join(relationshipTypes, ", "))
 		case t == store.Employer && selfType == store.Organization:
 			v.Add(typeField, "Employer is for individuals: an organization lists its people as Employee.")
@@ -335,7 +325,7 @@ func validateRelationships(v *apperr.Violations, in []*contactsv1.ContactRelatio
 			v.Add(typeField, "Employee is for organizations: an individual lists its organization as Employer.")
 		}
 		rel.Type = t
-		if j, dup := seen[rel]; dup && ok && rel.RelatedID > 0 {
+		if j, dup := seen[rel]; dup && t != "" && rel.RelatedID > 0 {
 			v.Add(idField, "Relationship repeats Relationships[%d].", j)
 		}
 		seen[rel] = i
