@@ -120,9 +120,10 @@ func (a *orderServer) CreateOrder(ctx context.Context, req *ordersv1.CreateOrder
 // failure that left a charge's outcome unknown, the claim keeps its order
 // id and only its lease ends, so the client's retry with the same key
 // takes it over at once and charges with the same processor idempotency
-// keys (the processor answers the first charge again). After any other
-// failure the key goes back, order id and all, so a corrected request
-// may use it.
+// keys (the processor answers the first charge again); when no retry
+// comes, the sweeper gives those charges back and frees the key
+// (sweeper.go). After any other failure the key goes back, order id and
+// all, so a corrected request may use it.
 func (s *Service) giveBackKey(ctx context.Context, tenantID uuid.UUID, key string, orderID uuid.UUID, cause error) {
 	ctx = context.WithoutCancel(ctx)
 	var err error

@@ -25,7 +25,9 @@ type Claim struct {
 // ClaimKey claims key for a request whose hash is hash, proposing orderID.
 // A pending claim whose lease ran out (its owner crashed or gave up) is
 // taken over with the same order id, so stock reservations and charges,
-// idempotent by order id, are reused rather than repeated.
+// idempotent by order id, are reused rather than repeated. A claim the
+// sweeper is giving back ('sweeping') is never taken over: the request is
+// told it is in progress until the sweeper releases the key.
 func (s *Store) ClaimKey(ctx context.Context, tenantID uuid.UUID, key string, hash []byte, orderID uuid.UUID, lease time.Duration) (Claim, error) {
 	leaseSecs := lease.Seconds()
 	tag, err := s.pool.Exec(ctx, `INSERT INTO orders.idempotency_keys (tenant_id, key, request_hash, order_id, state, lease_until)
@@ -73,6 +75,8 @@ func (s *Store) ReleaseKey(ctx context.Context, tenantID uuid.UUID, key string, 
 
 // ExpireKey ends a pending claim's lease but keeps its order id, so the
 // next request with the key takes it over at once with the same order id.
+// A claim no request takes over is swept once its lease has ended long
+// enough ago (TakeAbandonedClaim).
 func (s *Store) ExpireKey(ctx context.Context, tenantID uuid.UUID, key string, orderID uuid.UUID) error {
 	_, err := s.pool.Exec(ctx, `UPDATE orders.idempotency_keys SET lease_until = now() - interval '1 second'
 		WHERE tenant_id = $1 AND key = $2 AND order_id = $3 AND state = 'pending'`, tenantID, key, orderID)
