@@ -26,11 +26,32 @@ func main() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	f := &flows{ctx: ctx, tenant: tenant}
+	f.makeKey(client(base, key))
+	f.api = client(base, f.key.PlainTextKey)
+	f.contacts()
+	f.fund()
+	f.cashGift()
+	f.paging()
+	f.problems()
+	fmt.Println("goclient: every flow passed")
+}
 
-	// A key for the flows, made with the operator's key as an integrator's
-	// set-up script would; everything after runs with the new key.
-	admin := client(base, key)
-	created, err := admin.CreateApiKeyWithResponse(ctx, tenant, almonerapi.CreateApiKeyRequest{
+// flows are the recipe flows, run in order; each keeps what later ones use.
+type flows struct {
+	ctx    context.Context
+	tenant string
+	api    *almonerapi.ClientWithResponses // with key
+	key    *almonerapi.CreatedApiKey
+	jane   almonerapi.Contact
+	fundID string
+	order  almonerapi.Order
+}
+
+// makeKey makes the flows' key with the operator's key, as an
+// integrator's set-up script would; everything after runs with it.
+func (f *flows) makeKey(admin *almonerapi.ClientWithResponses) {
+	created, err := admin.CreateApiKeyWithResponse(f.ctx, f.tenant, almonerapi.CreateApiKeyRequest{
 		Name: ptr("go-client"),
 		Scopes: &[]almonerapi.ScopeName{
 			"contacts:view", "contacts:create", "funds:view", "funds:manage", "orders:view", "orders:create",
@@ -38,21 +59,22 @@ func main() {
 	})
 	must(err, "create key")
 	want(created.StatusCode(), http.StatusCreated, "create key", created.Body)
-	newKey := created.JSON201
-	if newKey.PlainTextKey == "" || !slices.Contains(newKey.Scopes, "orders:create") {
+	f.key = created.JSON201
+	if f.key.PlainTextKey == "" || !slices.Contains(f.key.Scopes, "orders:create") {
 		fail("create key: %s", created.Body)
 	}
-	keys, err := admin.ListApiKeysWithResponse(ctx, tenant)
+	keys, err := admin.ListApiKeysWithResponse(f.ctx, f.tenant)
 	must(err, "list keys")
 	want(keys.StatusCode(), http.StatusOK, "list keys", keys.Body)
-	if !slices.ContainsFunc(*keys.JSON200, func(k almonerapi.ApiKey) bool { return k.Id == newKey.Id }) {
-		fail("list keys: %s lacks %s", keys.Body, newKey.Id)
+	if !slices.ContainsFunc(*keys.JSON200, func(k almonerapi.ApiKey) bool { return k.Id == f.key.Id }) {
+		fail("list keys: %s lacks %s", keys.Body, f.key.Id)
 	}
-	api := client(base, newKey.PlainTextKey)
+}
 
-	// A donor with an email, and an organization so that the list has two
-	// pages of one.
-	jane, err := api.CreateContactWithResponse(ctx, tenant, almonerapi.ContactInput{
+// contacts makes a donor with an email, and an organization so that the
+// list has two pages of one, and reads the donor back.
+func (f *flows) contacts() {
+	jane, err := f.api.CreateContactWithResponse(f.ctx, f.tenant, almonerapi.ContactInput{
 		ContactType: ptr(almonerapi.ContactInputContactTypeIndividual),
 		FirstName:   ptr("Jane"), LastName: ptr("Donor"),
 		Emails: &[]almonerapi.EmailInput{{
@@ -61,86 +83,96 @@ func main() {
 	})
 	must(err, "create contact")
 	want(jane.StatusCode(), http.StatusCreated, "create contact", jane.Body)
-	acme, err := api.CreateContactWithResponse(ctx, tenant, almonerapi.ContactInput{
+	f.jane = *jane.JSON201
+	acme, err := f.api.CreateContactWithResponse(f.ctx, f.tenant, almonerapi.ContactInput{
 		ContactType: ptr(almonerapi.ContactInputContactTypeOrganization), OrganizationName: ptr("Acme Foundation"),
 	})
 	must(err, "create organization")
 	want(acme.StatusCode(), http.StatusCreated, "create organization", acme.Body)
-	got, err := api.GetContactWithResponse(ctx, tenant, jane.JSON201.Id)
+	got, err := f.api.GetContactWithResponse(f.ctx, f.tenant, f.jane.Id)
 	must(err, "get contact")
 	want(got.StatusCode(), http.StatusOK, "get contact", got.Body)
-	if c := got.JSON200; c.Id != jane.JSON201.Id || c.ContactType != almonerapi.ContactContactTypeIndividual ||
+	if c := got.JSON200; c.Id != f.jane.Id || c.ContactType != almonerapi.ContactContactTypeIndividual ||
 		len(c.Emails) != 1 || c.Emails[0].EmailAddress != "jane@example.org" || c.LastName == nil || *c.LastName != "Donor" {
 		fail("get contact: %s", got.Body)
 	}
+}
 
-	// A tax-deductible fund.
-	fund, err := api.CreateFundWithResponse(ctx, tenant, almonerapi.CreateFundRequest{Name: ptr("General Fund"), IsTaxDeductible: ptr(true)})
+// fund makes a tax-deductible fund and finds it in the list.
+func (f *flows) fund() {
+	fund, err := f.api.CreateFundWithResponse(f.ctx, f.tenant, almonerapi.CreateFundRequest{Name: ptr("General Fund"), IsTaxDeductible: ptr(true)})
 	must(err, "create fund")
 	want(fund.StatusCode(), http.StatusCreated, "create fund", fund.Body)
-	funds, err := api.ListFundsWithResponse(ctx, tenant)
+	f.fundID = fund.JSON201.Id
+	funds, err := f.api.ListFundsWithResponse(f.ctx, f.tenant)
 	must(err, "list funds")
 	want(funds.StatusCode(), http.StatusOK, "list funds", funds.Body)
-	if !slices.ContainsFunc(*funds.JSON200, func(f almonerapi.Fund) bool { return f.Id == fund.JSON201.Id && f.IsTaxDeductible }) {
-		fail("list funds: %s lacks %s", funds.Body, fund.JSON201.Id)
+	if !slices.ContainsFunc(*funds.JSON200, func(x almonerapi.Fund) bool { return x.Id == f.fundID && x.IsTaxDeductible }) {
+		fail("list funds: %s lacks %s", funds.Body, f.fundID)
 	}
+}
 
-	// A $100 cash gift, read back.
-	order, err := api.CreateOrderWithResponse(ctx, tenant, almonerapi.CreateOrderRequest{
-		ContactId:      ptr(jane.JSON201.Id),
-		Donations:      &[]almonerapi.DonationInput{{FundId: ptr(fund.JSON201.Id), Amount: ptr(json.Number("100.00"))}},
+// cashGift records a $100 cash gift and reads it back.
+func (f *flows) cashGift() {
+	order, err := f.api.CreateOrderWithResponse(f.ctx, f.tenant, almonerapi.CreateOrderRequest{
+		ContactId:      ptr(f.jane.Id),
+		Donations:      &[]almonerapi.DonationInput{{FundId: ptr(f.fundID), Amount: ptr(json.Number("100.00"))}},
 		Payments:       &[]almonerapi.PaymentInput{{PaymentMethod: ptr(almonerapi.PaymentInputPaymentMethodCash), Amount: ptr(json.Number("100.00"))}},
-		IdempotencyKey: ptr("go-client-" + newKey.Id),
+		IdempotencyKey: ptr("go-client-" + f.key.Id),
 	})
 	must(err, "create order")
 	want(order.StatusCode(), http.StatusCreated, "create order", order.Body)
-	if o := order.JSON201; o.TotalAmount == nil || *o.TotalAmount != "100.00" || o.OrderStatus != "Completed" || o.ContactId != jane.JSON201.Id {
+	if o := order.JSON201; o.TotalAmount == nil || *o.TotalAmount != "100.00" || o.OrderStatus != "Completed" || o.ContactId != f.jane.Id {
 		fail("create order: %s", order.Body)
 	}
-	readOrder, err := api.GetOrderWithResponse(ctx, tenant, order.JSON201.Id)
+	f.order = *order.JSON201
+	readOrder, err := f.api.GetOrderWithResponse(f.ctx, f.tenant, f.order.Id)
 	must(err, "get order")
 	want(readOrder.StatusCode(), http.StatusOK, "get order", readOrder.Body)
-	if o := readOrder.JSON200; len(o.Donations) != 1 || o.Donations[0].FundId != fund.JSON201.Id || o.Donations[0].Amount == nil ||
+	if o := readOrder.JSON200; len(o.Donations) != 1 || o.Donations[0].FundId != f.fundID || o.Donations[0].Amount == nil ||
 		*o.Donations[0].Amount != "100.00" || len(o.Payments) != 1 || o.Payments[0].PaymentMethod != "Cash" {
 		fail("get order: %s", readOrder.Body)
 	}
+}
 
-	// Paging: two contacts, one per page, the second page by its token.
-	first, err := api.ListContactsWithResponse(ctx, tenant, &almonerapi.ListContactsParams{PageSize: ptr(int32(1))})
+// paging lists the two contacts one per page, the second page by its
+// token, and the donor's orders.
+func (f *flows) paging() {
+	first, err := f.api.ListContactsWithResponse(f.ctx, f.tenant, &almonerapi.ListContactsParams{PageSize: ptr(int32(1))})
 	must(err, "list contacts")
 	want(first.StatusCode(), http.StatusOK, "list contacts", first.Body)
 	if p := first.JSON200; p.TotalCount != 2 || len(p.Items) != 1 || p.NextPageToken == "" {
 		fail("list contacts, page 1: %s", first.Body)
 	}
-	second, err := api.ListContactsWithResponse(ctx, tenant, &almonerapi.ListContactsParams{PageSize: ptr(int32(1)), PageToken: ptr(first.JSON200.NextPageToken)})
+	second, err := f.api.ListContactsWithResponse(f.ctx, f.tenant, &almonerapi.ListContactsParams{PageSize: ptr(int32(1)), PageToken: ptr(first.JSON200.NextPageToken)})
 	must(err, "list contacts, page 2")
 	want(second.StatusCode(), http.StatusOK, "list contacts, page 2", second.Body)
 	if p := second.JSON200; len(p.Items) != 1 || p.Items[0].Id == first.JSON200.Items[0].Id || p.NextPageToken != "" {
 		fail("list contacts, page 2: %s", second.Body)
 	}
-	orders, err := api.ListOrdersWithResponse(ctx, tenant, &almonerapi.ListOrdersParams{ContactId: ptr(jane.JSON201.Id), PageSize: ptr(int32(1))})
+	orders, err := f.api.ListOrdersWithResponse(f.ctx, f.tenant, &almonerapi.ListOrdersParams{ContactId: ptr(f.jane.Id), PageSize: ptr(int32(1))})
 	must(err, "list orders")
 	want(orders.StatusCode(), http.StatusOK, "list orders", orders.Body)
-	if p := orders.JSON200; p.TotalCount != 1 || len(p.Items) != 1 || p.Items[0].Id != order.JSON201.Id {
+	if p := orders.JSON200; p.TotalCount != 1 || len(p.Items) != 1 || p.Items[0].Id != f.order.Id {
 		fail("list orders: %s", orders.Body)
 	}
+}
 
-	// A 400: a contact without its type, with the property in errors.
-	bad, err := api.CreateContactWithResponse(ctx, tenant, almonerapi.ContactInput{LastName: ptr("Typeless")})
+// problems reads a 400 (a contact without its type, the property in
+// errors) and a 404 (a contact that does not exist) as problem documents.
+func (f *flows) problems() {
+	bad, err := f.api.CreateContactWithResponse(f.ctx, f.tenant, almonerapi.ContactInput{LastName: ptr("Typeless")})
 	must(err, "create contact without a type")
 	want(bad.StatusCode(), http.StatusBadRequest, "create contact without a type", bad.Body)
 	if p := bad.ApplicationproblemJSON400; p == nil || p.Status != 400 || p.Errors == nil || len((*p.Errors)["ContactType"]) == 0 {
 		fail("400: %s", bad.Body)
 	}
-
-	// A 404: a contact that does not exist.
-	missing, err := api.GetContactWithResponse(ctx, tenant, 987654321)
+	missing, err := f.api.GetContactWithResponse(f.ctx, f.tenant, 987654321)
 	must(err, "get a missing contact")
 	want(missing.StatusCode(), http.StatusNotFound, "get a missing contact", missing.Body)
 	if p := missing.ApplicationproblemJSON404; p == nil || p.Status != 404 || p.Type == "" {
 		fail("404: %s", missing.Body)
 	}
-	fmt.Println("goclient: every flow passed")
 }
 
 // client is a generated client that sends key in X-Api-Key.
