@@ -31,22 +31,17 @@ type served struct {
 	exited   chan error
 	httpAddr string
 	grpcAddr string
+	env      []string
+	args     []string
+	launches int
 }
 
 // startServe runs `almoner serve args…` in a child with env added to the
 // test's environment, and waits until it answers (ready) or exits.
 func startServe(t *testing.T, ready bool, env []string, args ...string) *served {
 	t.Helper()
-	s := &served{t: t, logs: &apptest.SyncBuffer{}, exited: make(chan error, 1), httpAddr: apptest.FreeAddr(t), grpcAddr: apptest.FreeAddr(t)}
-	s.cmd = exec.Command(os.Args[0])
-	s.cmd.Env = append(append(os.Environ(),
-		"ALMONER_TEST_RUN_MAIN="+strings.Join(append([]string{"serve", "--http-addr=" + s.httpAddr, "--grpc-addr=" + s.grpcAddr}, args...), "\x1f"),
-		"ALMONER_MIGRATE=false", "ALMONER_METRICS_ADDR=off", "ALMONER_LOG_FORMAT=json"), env...)
-	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { s.exited <- s.cmd.Wait() }()
+	s := &served{t: t, env: env, args: args}
+	s.launch()
 	t.Cleanup(func() {
 		_ = s.cmd.Process.Kill()
 		if t.Failed() {
@@ -66,6 +61,10 @@ func startServe(t *testing.T, ready bool, env []string, args ...string) *served 
 		}
 		select {
 		case err := <-s.exited:
+			if s.relaunchedAfterPortTaken() {
+				deadline = time.Now().Add(30 * time.Second)
+				continue
+			}
 			t.Fatalf("serve exited: %v\n%s", err, s.logs.String())
 		default:
 		}
@@ -74,6 +73,39 @@ func startServe(t *testing.T, ready bool, env []string, args ...string) *served 
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// launch starts the process on ports that are free a moment before.
+func (s *served) launch() {
+	s.t.Helper()
+	s.launches++
+	s.logs, s.exited = &apptest.SyncBuffer{}, make(chan error, 1)
+	s.httpAddr, s.grpcAddr = apptest.FreeAddr(s.t), apptest.FreeAddr(s.t)
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(append(os.Environ(),
+		"ALMONER_TEST_RUN_MAIN="+strings.Join(append([]string{"serve", "--http-addr=" + s.httpAddr, "--grpc-addr=" + s.grpcAddr}, s.args...), "\x1f"),
+		"ALMONER_MIGRATE=false", "ALMONER_METRICS_ADDR=off", "ALMONER_LOG_FORMAT=json"), s.env...)
+	cmd.Stdout, cmd.Stderr = s.logs, s.logs
+	if err := cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	exited := s.exited
+	go func() { exited <- cmd.Wait() }()
+	s.cmd = cmd
+}
+
+// relaunchedAfterPortTaken starts the process again on new ports when it
+// exited because one of its ports was taken between FreeAddr and its
+// listening (by another test's listener or the local end of a connection),
+// a few times at most; it reports whether it did.
+func (s *served) relaunchedAfterPortTaken() bool {
+	s.t.Helper()
+	if !strings.Contains(s.logs.String(), "address already in use") || s.launches >= 5 {
+		return false
+	}
+	s.t.Logf("serve: a port was taken before it listened; starting again on others: %s", s.logs.String())
+	s.launch()
+	return true
 }
 
 // httpUp reports whether the process's gateway answers its liveness probe.
@@ -318,6 +350,10 @@ func (s *served) waitServing() {
 	for !strings.Contains(s.logs.String(), "almoner serving") {
 		select {
 		case err := <-s.exited:
+			if s.relaunchedAfterPortTaken() {
+				deadline = time.Now().Add(30 * time.Second)
+				continue
+			}
 			s.t.Fatalf("exited: %v %s", err, s.logs.String())
 		default:
 		}
