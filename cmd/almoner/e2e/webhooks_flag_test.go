@@ -144,7 +144,7 @@ func TestWebhookFlagOffBehindTheHorizon(t *testing.T) {
 // audit-log cursor past the contact's created event.
 func waitCursorPast(t *testing.T, c *apptest.Cluster, tenantID, contactID string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(deliveryWait)
 	for {
 		var past bool
 		withDB(t, c, func(conn *pgx.Conn) {
@@ -160,7 +160,7 @@ func waitCursorPast(t *testing.T, c *apptest.Cluster, tenantID, contactID string
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the dispatcher did not read past contact %s's event within 30 s", contactID)
+			t.Fatalf("the dispatcher did not read past contact %s's event within %s", contactID, deliveryWait)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
