@@ -25,6 +25,7 @@ import (
 	"github.com/almoner/almoner/pkg/features"
 	"github.com/almoner/almoner/pkg/ratelimit"
 	"github.com/almoner/almoner/pkg/scopes"
+	"github.com/almoner/almoner/pkg/service"
 	"github.com/almoner/almoner/pkg/testdb"
 	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/processor/stripeproc"
@@ -630,6 +631,40 @@ func TestAbandonedOrderAfterSetting(t *testing.T) {
 		})
 		if got != tc.want || (err != nil) != (tc.want == 0) {
 			t.Errorf("ALMONER_ABANDONED_ORDER_AFTER=%q: %s, %v; want %s", tc.value, got, err, tc.want)
+		}
+	}
+}
+
+// TestModuleStartsSweeper: the module runs the sweeper where the runner
+// runs, with the window it was given, and refuses a window out of bounds.
+func TestModuleStartsSweeper(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		settings map[string]string
+		after    time.Duration // 0: no sweeper
+		refused  bool
+	}{
+		{"default", nil, time.Hour, false},
+		{"set", map[string]string{"ALMONER_ABANDONED_ORDER_AFTER": "2h", "ALMONER_ORDERS_RUNNER_INTERVAL": "10s"}, 2 * time.Hour, false},
+		{"runner off", map[string]string{"ALMONER_ORDERS_RUNNER": "false"}, 0, false},
+		{"a day", map[string]string{"ALMONER_ABANDONED_ORDER_AFTER": "24h"}, 0, true},
+	} {
+		svc, err := Module.New(context.Background(), service.Deps{Config: func(k string) string { return tc.settings[k] }})
+		if tc.refused {
+			if err == nil || !strings.Contains(err.Error(), "ALMONER_ABANDONED_ORDER_AFTER") {
+				t.Errorf("%s: err %v, want the setting refused", tc.name, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		w := svc.(*Service).sweeper
+		switch {
+		case tc.after == 0 && w != nil:
+			t.Errorf("%s: a sweeper runs", tc.name)
+		case tc.after != 0 && (w == nil || w.cfg.After != tc.after):
+			t.Errorf("%s: sweeper %+v, want one sweeping after %s", tc.name, w, tc.after)
 		}
 	}
 }
