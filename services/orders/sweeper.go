@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/almoner/almoner/pkg/service"
@@ -94,14 +95,25 @@ func (w *Sweeper) step(ctx context.Context) {
 }
 
 // SweepOnce sweeps every claim due now and returns how many it released.
-// A claim whose sweep fails stays taken until its lease ends, so this
-// sweep does not meet it again; the first sweep after the lease does.
+// A claim whose sweep fails stays taken until its lease ends, and is left
+// to the first sweep after it: should the lease end within this sweep,
+// which takes the claim again, this sweep stops rather than go round
+// while the processor is down.
 func (w *Sweeper) SweepOnce(ctx context.Context) (released int, err error) {
+	type claimKey struct {
+		tenant uuid.UUID
+		key    string
+	}
+	seen := map[claimKey]bool{}
 	for ctx.Err() == nil {
 		c, ok, err := w.s.store.TakeAbandonedClaim(ctx, w.cfg.After, w.cfg.Lease)
 		if err != nil || !ok {
 			return released, err
 		}
+		if seen[claimKey{c.TenantID, c.Key}] {
+			return released, nil
+		}
+		seen[claimKey{c.TenantID, c.Key}] = true
 		ok, err = w.sweep(ctx, c)
 		if err != nil {
 			abandonedClaims.WithLabelValues("failed").Inc()

@@ -668,3 +668,26 @@ func TestModuleStartsSweeper(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepStopsOnARepeat: a sweep whose lease is shorter than a failing
+// claim takes to fail meets the claim again in the same sweep; it stops
+// there instead of going round while Stripe is down.
+func TestSweepStopsOnARepeat(t *testing.T) {
+	t.Parallel()
+	f := newSweepFixture(t)
+	f.abandon(f.card("k"), nil)
+	f.fake.Close()
+	done := make(chan int, 1)
+	go func() { done <- f.sweep(atOnce, time.Microsecond) }()
+	select {
+	case n := <-done:
+		if n != 0 {
+			t.Errorf("sweep released %d claims with Stripe down", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the sweep goes round a claim it cannot finish")
+	}
+	if state, _ := f.claim("k"); state != "sweeping" {
+		t.Errorf("claim %q, want sweeping", state)
+	}
+}
