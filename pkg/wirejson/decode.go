@@ -190,29 +190,8 @@ func (d *decoder) object(obj map[string]any, m protoreflect.Message, prefix stri
 	// one would win depends on the map's order, so neither does.
 	seen := map[protoreflect.FieldNumber]string{}
 	for key, raw := range obj {
-		fd := fieldByJSONName(fields, key)
-		if fd != nil {
-			if other, dup := seen[fd.Number()]; dup {
-				path := PascalPath(prefix, fd.JSONName())
-				d.fail(path, "'%s' is given twice ('%s' and '%s'); property names match case-insensitively.",
-					lastSegment(path), shownName(min(other, key)), shownName(max(other, key)))
-				continue
-			}
-			seen[fd.Number()] = key
-		}
-		bound := fd != nil && prefix == "" && d.bound != nil && d.bound(string(fd.Name()))
-		if fd == nil || bound {
-			if resource != nil && fieldByJSONName(resource.Fields(), key) != nil {
-				// The resource returns it: read-only, or written elsewhere.
-				continue
-			}
-			if bound {
-				path := PascalPath(prefix, fd.JSONName())
-				d.fail(path, "'%s' is set by the request's path, not its body.", lastSegment(path))
-				continue
-			}
-			name := PascalPath("", shownName(key))
-			d.fail(PascalPath(prefix, shownName(key)), "'%s' is not a property of this request.", name)
+		fd := d.property(fields, key, prefix, resource, seen)
+		if fd == nil {
 			continue
 		}
 		sub := resourceOf(resource, fd)
@@ -226,44 +205,88 @@ func (d *decoder) object(obj map[string]any, m protoreflect.Message, prefix stri
 		}
 		switch {
 		case fd.IsList():
-			arr, ok := raw.([]any)
-			if !ok {
-				d.fail(path, "'%s' must be an array.", lastSegment(path))
-				continue
-			}
-			list := m.Mutable(fd).List()
-			for i, el := range arr {
-				elPath := fmt.Sprintf("%s[%d]", path, i)
-				if v, ok := d.value(fd, el, elPath, list.NewElement, sub); ok {
-					list.Append(v)
-				}
-			}
+			d.list(m, fd, raw, path, sub)
 		case fd.IsMap():
-			mo, ok := raw.(map[string]any)
-			if !ok {
-				d.fail(path, "'%s' must be an object.", lastSegment(path))
-				continue
-			}
-			mp := m.Mutable(fd).Map()
-			for k, el := range mo {
-				// A bad key is reported under the map's own path: the
-				// key itself would make an unreadable one.
-				if !d.text(path, k) {
-					continue
-				}
-				mk, ok := d.mapKey(fd.MapKey(), k, path+"."+k)
-				if !ok {
-					continue
-				}
-				if v, ok := d.value(fd.MapValue(), el, path+"."+k, mp.NewValue, sub); ok {
-					mp.Set(mk, v)
-				}
-			}
+			d.mapField(m, fd, raw, path, sub)
 		default:
 			newMsg := func() protoreflect.Value { return m.NewField(fd) }
 			if v, ok := d.value(fd, raw, path, newMsg, sub); ok {
 				m.Set(fd, v)
 			}
+		}
+	}
+}
+
+// property returns the field a body's key names, or nil when the key is
+// to be skipped: a property of the resource that the request does not
+// take (accepted and ignored), or a failure it records (the field named
+// twice, set by the path, or no property of the request).
+func (d *decoder) property(fields protoreflect.FieldDescriptors, key, prefix string, resource protoreflect.MessageDescriptor,
+	seen map[protoreflect.FieldNumber]string) protoreflect.FieldDescriptor {
+	fd := fieldByJSONName(fields, key)
+	if fd != nil {
+		if other, dup := seen[fd.Number()]; dup {
+			path := PascalPath(prefix, fd.JSONName())
+			d.fail(path, "'%s' is given twice ('%s' and '%s'); property names match case-insensitively.",
+				lastSegment(path), shownName(min(other, key)), shownName(max(other, key)))
+			return nil
+		}
+		seen[fd.Number()] = key
+	}
+	bound := fd != nil && prefix == "" && d.bound != nil && d.bound(string(fd.Name()))
+	if fd != nil && !bound {
+		return fd
+	}
+	switch {
+	case resource != nil && fieldByJSONName(resource.Fields(), key) != nil:
+		// The resource returns it: read-only, or written elsewhere.
+	case bound:
+		path := PascalPath(prefix, fd.JSONName())
+		d.fail(path, "'%s' is set by the request's path, not its body.", lastSegment(path))
+	default:
+		d.fail(PascalPath(prefix, shownName(key)), "'%s' is not a property of this request.", PascalPath("", shownName(key)))
+	}
+	return nil
+}
+
+// list appends the elements of raw, which must be an array, to m's list
+// field fd.
+func (d *decoder) list(m protoreflect.Message, fd protoreflect.FieldDescriptor, raw any, path string, sub protoreflect.MessageDescriptor) {
+	arr, ok := raw.([]any)
+	if !ok {
+		d.fail(path, "'%s' must be an array.", lastSegment(path))
+		return
+	}
+	list := m.Mutable(fd).List()
+	for i, el := range arr {
+		elPath := fmt.Sprintf("%s[%d]", path, i)
+		if v, ok := d.value(fd, el, elPath, list.NewElement, sub); ok {
+			list.Append(v)
+		}
+	}
+}
+
+// mapField sets the entries of raw, which must be an object, in m's map
+// field fd.
+func (d *decoder) mapField(m protoreflect.Message, fd protoreflect.FieldDescriptor, raw any, path string, sub protoreflect.MessageDescriptor) {
+	mo, ok := raw.(map[string]any)
+	if !ok {
+		d.fail(path, "'%s' must be an object.", lastSegment(path))
+		return
+	}
+	mp := m.Mutable(fd).Map()
+	for k, el := range mo {
+		// A bad key is reported under the map's own path: the key itself
+		// would make an unreadable one.
+		if !d.text(path, k) {
+			continue
+		}
+		mk, ok := d.mapKey(fd.MapKey(), k, path+"."+k)
+		if !ok {
+			continue
+		}
+		if v, ok := d.value(fd.MapValue(), el, path+"."+k, mp.NewValue, sub); ok {
+			mp.Set(mk, v)
 		}
 	}
 }
