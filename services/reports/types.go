@@ -402,33 +402,44 @@ var Catalog = []*Type{
 // [From, From + Days): the one due now (on its retry day, or on From when
 // overdue), then every later period boundary, anchor + k periods (months
 // clamped as the orders runner does: Jan 31 + 1 month is Feb 28), up to
-// the end date. k starts at the next charge date's own k, which the
-// runner keeps on a boundary. A schedule paused until a day counts too:
-// pausing keeps its next charge date at the first boundary on or after
-// that day, where the runner resumes it; one paused with no resume day
-// has no next charge date and counts nothing.
+// the end date. k runs from the next charge date's own k, which the
+// runner keeps on a boundary, to the window end's. A boundary that has
+// passed before From is an installment the runner catches up (it charges
+// each missed period, one a pass), so it counts on From. A schedule
+// paused until a day counts too: pausing keeps its next charge date at
+// the first boundary on or after that day, where the runner resumes it;
+// one paused with no resume day has no next charge date and counts
+// nothing.
 func upcomingRecurring(v Values) store.Query {
 	from := v.Date("From")
 	days := v.Int("Days")
-	return store.Query{Args: []any{from, from.AddDate(0, 0, int(days)), days/7 + 2}, Order: `"Date", "Currency"`, SQL: `
+	return store.Query{Args: []any{from, from.AddDate(0, 0, int(days))}, Order: `"Date", "Currency"`, SQL: `
 		WITH s AS (SELECT currency, amount_minor, end_date, anchor_date, next_charge_date, retry_on,
 				CASE frequency WHEN 'weekly' THEN interval '7 days' WHEN 'monthly' THEN interval '1 month'
 					WHEN 'quarterly' THEN interval '3 months' ELSE interval '12 months' END AS step,
-				CASE frequency WHEN 'weekly' THEN (next_charge_date - anchor_date) / 7
-					ELSE ((extract(year FROM next_charge_date) - extract(year FROM anchor_date)) * 12
-						+ extract(month FROM next_charge_date) - extract(month FROM anchor_date))::int
-						/ CASE frequency WHEN 'monthly' THEN 1 WHEN 'quarterly' THEN 3 ELSE 12 END END AS k0
+				` + periodIndex("next_charge_date") + ` AS k0, ` + periodIndex("$3::date") + ` AS k1
 			FROM orders.report_schedules_v2 WHERE tenant_id = $1 AND next_charge_date IS NOT NULL
 				AND (status = 'active' OR (status = 'paused' AND paused_until IS NOT NULL))),
 		d AS (SELECT currency, amount_minor, greatest(coalesce(retry_on, next_charge_date), $2) AS day FROM s
 			UNION ALL
-			SELECT currency, amount_minor, day FROM (
+			SELECT currency, amount_minor, greatest(day, $2) FROM (
 				SELECT s.currency, s.amount_minor, s.next_charge_date, s.end_date, (s.anchor_date + s.step * k)::date AS day
-				FROM s, generate_series(s.k0 + 1, s.k0 + $4) k) later
+				FROM s, generate_series(s.k0 + 1, s.k1 + 1) k) later
 			WHERE day > next_charge_date AND (end_date IS NULL OR day <= end_date))
 		SELECT day AS "Date", currency AS "Currency", count(*) AS "Installments", sum(amount_minor)::bigint AS "Amount"
 		FROM d WHERE day >= $2 AND day < $3
 		GROUP BY 1, 2`}
+}
+
+// periodIndex is the SQL for the k of the period boundary on or before
+// the date expression day, counted from the schedule's anchor_date in its
+// frequency (for months, by calendar month: the clamped boundary of a
+// month may fall after day, which the callers' range filters handle).
+func periodIndex(day string) string {
+	return `CASE frequency WHEN 'weekly' THEN (` + day + ` - anchor_date) / 7
+					ELSE ((extract(year FROM ` + day + `) - extract(year FROM anchor_date)) * 12
+						+ extract(month FROM ` + day + `) - extract(month FROM anchor_date))::int
+						/ CASE frequency WHEN 'monthly' THEN 1 WHEN 'quarterly' THEN 3 ELSE 12 END END`
 }
 
 // giftsCTE is each standing order with donations before the end of the
