@@ -45,13 +45,18 @@ type Config struct {
 	// request takes, so the loop does not race live requests (it would
 	// be harmless, only wasted work).
 	MergeRecoveryAge time.Duration
+	// ImportRowsRetention is how long contacts.import_rows keeps an
+	// imported row's outcome (ALMONER_IMPORT_ROWS_RETENTION, importrows.go);
+	// older rows are pruned every PruneInterval.
+	ImportRowsRetention time.Duration
 }
 
 // DefaultConfig returns the defaults: prune every 10 minutes, a 5 s giving
-// call, merges pending for a minute finished every 30 s.
+// call, merges pending for a minute finished every 30 s, import rows kept
+// 30 days.
 func DefaultConfig() Config {
 	return Config{PruneInterval: 10 * time.Minute, GivingTimeout: 5 * time.Second,
-		MergeRecoveryInterval: 30 * time.Second, MergeRecoveryAge: time.Minute}
+		MergeRecoveryInterval: 30 * time.Second, MergeRecoveryAge: time.Minute, ImportRowsRetention: DefaultImportRowsRetention}
 }
 
 // Migrations are the schemas the service needs: the audit log, the
@@ -93,6 +98,9 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger, dial func(string) 
 	if cfg.MergeRecoveryAge <= 0 {
 		cfg.MergeRecoveryAge = def.MergeRecoveryAge
 	}
+	if cfg.ImportRowsRetention <= 0 {
+		cfg.ImportRowsRetention = def.ImportRowsRetention
+	}
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -108,8 +116,8 @@ func (s *Service) Register(r grpc.ServiceRegistrar) {
 	contactsv1.RegisterContactImportServiceServer(r, &importServer{s: s})
 }
 
-// Start runs the rate-limit counter pruner and the merge recovery loop
-// until Stop.
+// Start runs the pruner of rate-limit counters and import rows and the
+// merge recovery loop until Stop.
 func (s *Service) Start(ctx context.Context) error {
 	ctx, s.stop = context.WithCancel(context.WithoutCancel(ctx))
 	s.done = make(chan struct{})
@@ -128,6 +136,9 @@ func (s *Service) Start(ctx context.Context) error {
 				// little slack costs nothing and helps an operator looking.
 				if _, err := s.limiter.Prune(ctx, time.Now().Add(-time.Hour)); err != nil {
 					s.logger.Warn("prune rate-limit counters", "error", err)
+				}
+				if err := s.pruneImportRows(ctx); err != nil && ctx.Err() == nil {
+					s.logger.Warn("prune import rows", "error", err)
 				}
 			case <-merges.C:
 				if err := s.recoverMerges(ctx); err != nil {
@@ -200,6 +211,9 @@ var Module = service.Module{
 			return nil, err
 		}
 		if cfg.MergeRecoveryAge, err = d.Config.Duration("ALMONER_CONTACTS_MERGE_RECOVERY_AGE", cfg.MergeRecoveryAge); err != nil {
+			return nil, err
+		}
+		if cfg.ImportRowsRetention, err = importRowsRetention(d.Config); err != nil {
 			return nil, err
 		}
 		return New(d.DB, cfg, d.Logger, d.Dial), nil
