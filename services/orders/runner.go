@@ -62,14 +62,23 @@ func (r *Runner) Start() {
 				if _, err := r.RunOnce(ctx); err != nil {
 					r.logger.ErrorContext(ctx, "recurring charge run", "error", err)
 				}
-				// Idempotency records are kept two days: the promise is 24 hours.
-				if _, err := r.s.store.PurgeKeys(ctx, 48*time.Hour); err != nil {
-					r.logger.ErrorContext(ctx, "purge idempotency keys", "error", err)
-				}
+				r.housekeep(ctx)
 				cancel()
 			}
 		}
 	}()
+}
+
+// housekeep deletes what the service keeps for a while only, after each
+// run: idempotency records, and import rows past their retention.
+func (r *Runner) housekeep(ctx context.Context) {
+	// Idempotency records are kept two days: the promise is 24 hours.
+	if _, err := r.s.store.PurgeKeys(ctx, 48*time.Hour); err != nil {
+		r.logger.ErrorContext(ctx, "purge idempotency keys", "error", err)
+	}
+	if err := r.s.pruneImportRows(ctx); err != nil && ctx.Err() == nil {
+		r.logger.ErrorContext(ctx, "prune import rows", "error", err)
+	}
 }
 
 // Stop ends the runner after its current charge.

@@ -60,6 +60,11 @@ type Config struct {
 	// Tenants reads a tenant's default currency for gift imports whose
 	// principal carries none; nil means such rows need their currency.
 	Tenants TenantSettings
+	// ImportRowsRetention is how long orders.import_rows keeps an imported
+	// row's outcome (ALMONER_IMPORT_ROWS_RETENTION, importrows.go); the
+	// runner's housekeeping prunes older rows. DefaultImportRowsRetention
+	// when 0.
+	ImportRowsRetention time.Duration
 }
 
 // Service is the orders service.
@@ -78,6 +83,9 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *Service {
 	}
 	if cfg.IdempotencyLease <= 0 {
 		cfg.IdempotencyLease = 30 * time.Second
+	}
+	if cfg.ImportRowsRetention <= 0 {
+		cfg.ImportRowsRetention = DefaultImportRowsRetention
 	}
 	if logger == nil {
 		logger = slog.Default()
@@ -151,10 +159,15 @@ var Module = service.Module{
 		if err != nil {
 			return nil, err
 		}
+		retention, err := importRowsRetention(d.Config)
+		if err != nil {
+			return nil, err
+		}
 		// Other services are dialled lazily: a process hosting orders alone
 		// may start before them, and each call says when one is missing.
 		dial := lazyConn(d.Dial)
 		cfg := Config{
+			ImportRowsRetention: retention,
 			Contacts: grpcContacts{conn: func() (contactsv1.ContactDirectoryServiceClient, error) {
 				conn, err := dial("contacts")
 				if err != nil {
