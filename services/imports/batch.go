@@ -240,6 +240,11 @@ func (r *runner) call(ctx context.Context, m store.Import, svc string, fn func(c
 		if st, ok := status.FromError(err); ok && permanent(st.Code()) {
 			return &refusal{fmt.Sprintf("The %s service refused a batch: %s", svc, st.Message())}
 		}
+		// The call may have been written before its answer was lost: it
+		// is sent again only while the service surely keeps its rows.
+		if err := r.s.resumable(m, time.Now()); err != nil {
+			return err
+		}
 		r.logger.WarnContext(ctx, "imports: batch not sent; trying again", "import", m.ID, "service", svc, "in", delay, "error", err)
 		select {
 		case <-ctx.Done():

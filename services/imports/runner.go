@@ -93,7 +93,15 @@ func (r *runner) claimAndRun(ctx context.Context) bool {
 	if !ok {
 		return false
 	}
-	err = r.runLeased(ctx, m)
+	// An import resumed after its runner stopped sends the batch in hand
+	// again; past the retention of the services' import rows that could
+	// write it twice, so such an import fails instead (retention.go).
+	if err = r.s.resumable(m, time.Now()); err != nil {
+		r.logger.WarnContext(ctx, "imports: import too old to resume; it fails", "import", m.ID, "tenant", m.TenantID,
+			"started_at", m.StartedAt, "checkpoint", m.Checkpoint)
+	} else {
+		err = r.runLeased(ctx, m)
+	}
 	var fe *parse.FileError
 	var refused *refusal
 	switch {

@@ -73,6 +73,11 @@ type Config struct {
 	// NoRunner turns the runner off in this process (API-only replicas;
 	// ALMONER_IMPORTS_RUNNER=false).
 	NoRunner bool
+	// ImportRowsRetention is how long the contacts and orders services
+	// keep an import's rows (ALMONER_IMPORT_ROWS_RETENTION, retention.go):
+	// an import that started longer ago (less ResumeMargin) does not
+	// resume, it fails.
+	ImportRowsRetention time.Duration
 }
 
 // ConfigFrom reads the settings from src (ALMONER_IMPORTS_*).
@@ -104,6 +109,9 @@ func ConfigFrom(src config.Source) (Config, error) {
 	if cfg.Batch < 1 || cfg.Batch > MaxBatch {
 		return cfg, fmt.Errorf("ALMONER_IMPORTS_BATCH: %d is not between 1 and %d", cfg.Batch, MaxBatch)
 	}
+	if cfg.ImportRowsRetention, err = importRowsRetention(src); err != nil {
+		return cfg, err
+	}
 	run, err := src.Bool("ALMONER_IMPORTS_RUNNER", true)
 	cfg.NoRunner = !run
 	return cfg, err
@@ -127,6 +135,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.RetryMax < cfg.RetryBase {
 		cfg.RetryMax = max(DefaultRetryMax, cfg.RetryBase)
+	}
+	if cfg.ImportRowsRetention <= 0 {
+		cfg.ImportRowsRetention = DefaultImportRowsRetention
 	}
 	return cfg
 }
