@@ -167,34 +167,17 @@ func TestAdminCommands(t *testing.T) {
 func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 	t.Parallel()
 	dbURL := testdb.New(t, app.AllMigrations()...)
-	httpAddr, grpcAddr := apptest.FreeAddr(t), apptest.FreeAddr(t)
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(),
-		"ALMONER_TEST_RUN_MAIN="+strings.Join([]string{"serve", "--http-addr=" + httpAddr, "--grpc-addr=" + grpcAddr}, "\x1f"),
-		"DATABASE_URL="+dbURL, "ALMONER_MIGRATE=false", "ALMONER_METRICS_ADDR=off")
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-
-	addr := "--auth-addr=" + grpcAddr
 	var tenantOut string
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		code, out, _ := runCLI(t, "admin", "tenant", "create", "--name", "Shutdown", addr)
-		if code == 0 {
-			tenantOut = out
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server did not come up: %s", logs.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	child := startOnFreePorts(t, 2, func(addrs []string) []string {
+		return []string{"ALMONER_TEST_RUN_MAIN=" + strings.Join([]string{"serve", "--http-addr=" + addrs[0], "--grpc-addr=" + addrs[1]}, "\x1f"),
+			"DATABASE_URL=" + dbURL, "ALMONER_MIGRATE=false", "ALMONER_METRICS_ADDR=off"}
+	}, func(addrs []string) bool {
+		code, out, _ := runCLI(t, "admin", "tenant", "create", "--name", "Shutdown", "--auth-addr="+addrs[1])
+		tenantOut = out
+		return code == 0
+	})
+	cmd, logs, exited := child.cmd, child.logs, child.exited
+	httpAddr, addr := child.addrs[0], "--auth-addr="+child.addrs[1]
 	tid := decodeObject(t, tenantOut)["id"].(string)
 	_, keyOut, _ := runCLI(t, "admin", "key", "create", "--tenant", tid, "--name", "k", "--scopes", "all", addr)
 	key := decodeObject(t, keyOut)["plainTextKey"].(string)
@@ -258,21 +241,6 @@ func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 // 404 on the API port, where the probes' /healthz stays.
 func TestServeMetricsOnItsOwnListener(t *testing.T) {
 	t.Parallel()
-	httpAddr, metricsAddr := apptest.FreeAddr(t), apptest.FreeAddr(t)
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(),
-		"ALMONER_TEST_RUN_MAIN="+strings.Join([]string{"serve", "--target=gateway", "--http-addr=" + httpAddr}, "\x1f"),
-		// The gateway dials lazily: no auth service is needed to start.
-		"ALMONER_AUTH_ADDR=127.0.0.1:1", "ALMONER_METRICS_ADDR="+metricsAddr)
-	var logs apptest.SyncBuffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
 	get := func(url string) (int, string) {
 		resp, err := http.Get(url)
 		if err != nil {
@@ -282,16 +250,16 @@ func TestServeMetricsOnItsOwnListener(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if code, _ := get("http://" + httpAddr + "/healthz"); code == http.StatusOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server did not come up: %s", logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	child := startOnFreePorts(t, 2, func(addrs []string) []string {
+		return []string{"ALMONER_TEST_RUN_MAIN=" + strings.Join([]string{"serve", "--target=gateway", "--http-addr=" + addrs[0]}, "\x1f"),
+			// The gateway dials lazily: no auth service is needed to start.
+			"ALMONER_AUTH_ADDR=127.0.0.1:1", "ALMONER_METRICS_ADDR=" + addrs[1]}
+	}, func(addrs []string) bool {
+		code, _ := get("http://" + addrs[0] + "/healthz")
+		return code == http.StatusOK
+	})
+	logs := child.logs
+	httpAddr, metricsAddr := child.addrs[0], child.addrs[1]
 	if code, body := get("http://" + metricsAddr + "/metrics"); code != http.StatusOK || !strings.Contains(body, "go_goroutines") {
 		t.Errorf("/metrics on ALMONER_METRICS_ADDR: %d %.200s", code, body)
 	}
@@ -300,5 +268,56 @@ func TestServeMetricsOnItsOwnListener(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), `"metrics_addr":"`+metricsAddr+`"`) {
 		t.Errorf("the start-up line does not name the metrics address: %s", logs.String())
+	}
+}
+
+// portChild is a child process of the test binary serving on ports that
+// were free a moment before it started.
+type portChild struct {
+	cmd    *exec.Cmd
+	logs   *apptest.SyncBuffer
+	exited chan error
+	addrs  []string
+}
+
+// startOnFreePorts starts a child of the test binary with env(addrs) on n
+// fresh loopback addresses and returns once ready(addrs) holds (polled
+// for 30 s). A port can be taken between FreeAddr and the child's
+// listening (another test's listener, the local end of a connection): when
+// the child exits saying so, it starts again on new ports, 5 times at most.
+// The child is killed when the test ends.
+func startOnFreePorts(t *testing.T, n int, env func(addrs []string) []string, ready func(addrs []string) bool) *portChild {
+	t.Helper()
+launches:
+	for launch := 1; ; launch++ {
+		c := &portChild{logs: &apptest.SyncBuffer{}, exited: make(chan error, 1)}
+		for range n {
+			c.addrs = append(c.addrs, apptest.FreeAddr(t))
+		}
+		c.cmd = exec.Command(os.Args[0])
+		c.cmd.Env = append(os.Environ(), env(c.addrs)...)
+		c.cmd.Stdout, c.cmd.Stderr = c.logs, c.logs
+		if err := c.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { c.exited <- c.cmd.Wait() }()
+		t.Cleanup(func() { _ = c.cmd.Process.Kill() })
+		deadline := time.Now().Add(30 * time.Second)
+		for !ready(c.addrs) {
+			select {
+			case err := <-c.exited:
+				if strings.Contains(c.logs.String(), "address already in use") && launch < 5 {
+					t.Logf("a port was taken before the server listened; starting again on others: %s", c.logs.String())
+					continue launches
+				}
+				t.Fatalf("server exited: %v\n%s", err, c.logs.String())
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("server did not come up: %s", c.logs.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return c
 	}
 }
