@@ -32,6 +32,10 @@ const (
 	MaxImportRowsRetention = 365 * 24 * time.Hour
 )
 
+// ImportRowsPruneEvery is how often the runner's housekeeping prunes
+// import rows (Runner.housekeep), as the contacts service does by default.
+const ImportRowsPruneEvery = 10 * time.Minute
+
 // importRowsRetention reads ALMONER_IMPORT_ROWS_RETENTION within its
 // bounds.
 func importRowsRetention(c config.Source) (time.Duration, error) {
@@ -48,7 +52,8 @@ func importRowsRetention(c config.Source) (time.Duration, error) {
 
 // pruneImportRows deletes the import rows older than the retention, in
 // chunks (store.PruneImportRows), counting them and logging when there
-// were any. The runner's housekeeping runs it after each pass.
+// were any. The runner's housekeeping runs it after a pass, every
+// ImportRowsPruneEvery.
 func (s *Service) pruneImportRows(ctx context.Context) error {
 	n, err := s.store.PruneImportRows(ctx, s.cfg.ImportRowsRetention, 0)
 	importRowsPruned.Add(float64(n))

@@ -66,7 +66,8 @@ func TestPruneImportRows(t *testing.T) {
 	}
 
 	before := testutil.ToFloat64(importRowsPruned)
-	svc.NewRunner(RunnerConfig{}).housekeep(ctx)
+	runner := svc.NewRunner(RunnerConfig{})
+	runner.housekeep(ctx)
 	wantPruned := store.PruneChunk + 2_500 + store.PruneChunk + 2
 	// The counter is the process's: other tests' prunes may add to it.
 	if got := testutil.ToFloat64(importRowsPruned) - before; got < float64(wantPruned) {
@@ -101,6 +102,20 @@ func TestPruneImportRows(t *testing.T) {
 	svc.NewRunner(RunnerConfig{}).housekeep(ctx)
 	if logs.Len() != 0 {
 		t.Errorf("a prune of nothing logged %q", logs.String())
+	}
+	// The same runner prunes again only ImportRowsPruneEvery later.
+	if _, err := f.pool.Exec(ctx, `INSERT INTO orders.import_rows (tenant_id, import_id, row, outcome, created_at)
+		SELECT $1, $2, g, 'skipped', now() - interval '40 days' FROM generate_series(1, 5) g`, other, uuid.New()); err != nil {
+		t.Fatal(err)
+	}
+	runner.housekeep(ctx)
+	if n := f.count(t, `SELECT count(*) FROM orders.import_rows WHERE created_at < now() - interval '39 days' AND tenant_id <> $1`); n != 5 {
+		t.Errorf("%d old rows after a second pass within %s, want the 5 kept for the next prune", n, ImportRowsPruneEvery)
+	}
+	runner.pruned = time.Now().Add(-ImportRowsPruneEvery)
+	runner.housekeep(ctx)
+	if n := f.count(t, `SELECT count(*) FROM orders.import_rows WHERE created_at < now() - interval '39 days' AND tenant_id <> $1`); n != 0 {
+		t.Errorf("%d old rows after a pass %s later, want 0", n, ImportRowsPruneEvery)
 	}
 	// The young import's batch sent again is answered from its row.
 	if again := f.importRows(t, false, giftRow(1, "new-1", 7, "General", "USD")); again[0].GetOutcome() != "created" {
