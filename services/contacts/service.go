@@ -20,6 +20,7 @@ import (
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/audit"
 	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/pkg/importrows"
 	"github.com/almoner/almoner/pkg/ratelimit"
 	"github.com/almoner/almoner/pkg/service"
 	"github.com/almoner/almoner/services/contacts/migrations"
@@ -56,7 +57,7 @@ type Config struct {
 // 30 days.
 func DefaultConfig() Config {
 	return Config{PruneInterval: 10 * time.Minute, GivingTimeout: 5 * time.Second,
-		MergeRecoveryInterval: 30 * time.Second, MergeRecoveryAge: time.Minute, ImportRowsRetention: DefaultImportRowsRetention}
+		MergeRecoveryInterval: 30 * time.Second, MergeRecoveryAge: time.Minute, ImportRowsRetention: importrows.DefaultRetention}
 }
 
 // Migrations are the schemas the service needs: the audit log, the
@@ -213,7 +214,7 @@ var Module = service.Module{
 		if cfg.MergeRecoveryAge, err = d.Config.Duration("ALMONER_CONTACTS_MERGE_RECOVERY_AGE", cfg.MergeRecoveryAge); err != nil {
 			return nil, err
 		}
-		if cfg.ImportRowsRetention, err = importRowsRetention(d.Config); err != nil {
+		if cfg.ImportRowsRetention, err = importrows.Retention(d.Config); err != nil {
 			return nil, err
 		}
 		return New(d.DB, cfg, d.Logger, d.Dial), nil

@@ -4,50 +4,17 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/almoner/almoner/pkg/config"
 	"github.com/almoner/almoner/services/imports/store"
 )
 
-// The retention of import rows (ALMONER_IMPORT_ROWS_RETENTION): the
-// contacts and orders services keep the outcome of each imported row that
-// long (their import_rows), and prune it after. Those rows are what make
-// a batch sent again by a resumed import safe: the services answer it from
-// them instead of writing it twice. So an import may resume only while
-// the rows of its batches are surely kept (resumable). The three services
-// must be given the same value; the bounds are theirs too.
-const (
-	DefaultImportRowsRetention = 30 * 24 * time.Hour
-	// MinImportRowsRetention: a day. An import resumes only within the
-	// retention less ResumeMargin, so it must be well over the longest an
-	// import runs: a million rows take minutes, but a service down for
-	// hours holds an import back, and an operator should have a working
-	// day to bring it back before the import fails for good.
-	MinImportRowsRetention = 24 * time.Hour
-	// MaxImportRowsRetention: a year. Nothing but a resume reads the rows,
-	// so a longer one only grows the services' tables; the bound also
-	// catches a unit typed wrong (720000h for 720h).
-	MaxImportRowsRetention = 365 * 24 * time.Hour
-	// ResumeMargin is how much earlier than the retention an import stops
-	// resuming: a resumed import reads its file up to the checkpoint and
-	// may wait out a service before the batch is sent again, and the
-	// clocks of this process and the database may differ a little; an hour
-	// covers both with room to spare.
-	ResumeMargin = time.Hour
-)
-
-// importRowsRetention reads ALMONER_IMPORT_ROWS_RETENTION within its
-// bounds.
-func importRowsRetention(c config.Source) (time.Duration, error) {
-	d, err := c.Duration("ALMONER_IMPORT_ROWS_RETENTION", DefaultImportRowsRetention)
-	if err != nil {
-		return 0, err
-	}
-	if d < MinImportRowsRetention || d > MaxImportRowsRetention {
-		return 0, fmt.Errorf("ALMONER_IMPORT_ROWS_RETENTION=%s: must be between %s and %s (docs/imports.md, Housekeeping)",
-			d, MinImportRowsRetention, MaxImportRowsRetention)
-	}
-	return d, nil
-}
+// ResumeMargin is how much earlier than the import rows' retention
+// (pkg/importrows: the contacts and orders services keep each imported
+// row's outcome that long, and only those rows make a batch sent again
+// safe) an import stops resuming: a resumed import reads its file up to
+// the checkpoint and may wait out a service before the batch is sent
+// again, and the clocks of this process and the database may differ a
+// little; an hour covers both with room to spare.
+const ResumeMargin = time.Hour
 
 // resumable refuses (a *refusal: the import fails with its message) to
 // send a batch of m again at now when m may have outlived the import rows

@@ -24,6 +24,7 @@ import (
 	"github.com/almoner/almoner/pkg/audit"
 	"github.com/almoner/almoner/pkg/config"
 	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/pkg/importrows"
 	"github.com/almoner/almoner/pkg/service"
 	"github.com/almoner/almoner/services/imports/migrations"
 	"github.com/almoner/almoner/services/imports/store"
@@ -109,7 +110,7 @@ func ConfigFrom(src config.Source) (Config, error) {
 	if cfg.Batch < 1 || cfg.Batch > MaxBatch {
 		return cfg, fmt.Errorf("ALMONER_IMPORTS_BATCH: %d is not between 1 and %d", cfg.Batch, MaxBatch)
 	}
-	if cfg.ImportRowsRetention, err = importRowsRetention(src); err != nil {
+	if cfg.ImportRowsRetention, err = importrows.Retention(src); err != nil {
 		return cfg, err
 	}
 	run, err := src.Bool("ALMONER_IMPORTS_RUNNER", true)
@@ -137,7 +138,7 @@ func (cfg Config) withDefaults() Config {
 		cfg.RetryMax = max(DefaultRetryMax, cfg.RetryBase)
 	}
 	if cfg.ImportRowsRetention <= 0 {
-		cfg.ImportRowsRetention = DefaultImportRowsRetention
+		cfg.ImportRowsRetention = importrows.DefaultRetention
 	}
 	return cfg
 }

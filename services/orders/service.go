@@ -23,6 +23,7 @@ import (
 	"github.com/almoner/almoner/pkg/audit"
 	"github.com/almoner/almoner/pkg/config"
 	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/pkg/importrows"
 	"github.com/almoner/almoner/pkg/service"
 	"github.com/almoner/almoner/services/orders/migrations"
 	"github.com/almoner/almoner/services/orders/processor/stripeproc"
@@ -62,7 +63,7 @@ type Config struct {
 	Tenants TenantSettings
 	// ImportRowsRetention is how long orders.import_rows keeps an imported
 	// row's outcome (ALMONER_IMPORT_ROWS_RETENTION, importrows.go); the
-	// runner's housekeeping prunes older rows. DefaultImportRowsRetention
+	// runner's housekeeping prunes older rows. importrows.DefaultRetention
 	// when 0.
 	ImportRowsRetention time.Duration
 }
@@ -85,7 +86,7 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *Service {
 		cfg.IdempotencyLease = 30 * time.Second
 	}
 	if cfg.ImportRowsRetention <= 0 {
-		cfg.ImportRowsRetention = DefaultImportRowsRetention
+		cfg.ImportRowsRetention = importrows.DefaultRetention
 	}
 	if logger == nil {
 		logger = slog.Default()
@@ -159,7 +160,7 @@ var Module = service.Module{
 		if err != nil {
 			return nil, err
 		}
-		retention, err := importRowsRetention(d.Config)
+		retention, err := importrows.Retention(d.Config)
 		if err != nil {
 			return nil, err
 		}
