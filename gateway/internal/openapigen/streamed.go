@@ -123,7 +123,9 @@ func (g *generator) planStreamed() error {
 	return nil
 }
 
-// planStreamedOp plans one streamed route.
+// planStreamedOp plans one streamed route: its parameters from the
+// header message's fields, its response from the RPC's output, its body
+// the files it takes.
 func (g *generator) planStreamedOp(s streamedOp, m protoreflect.MethodDescriptor, hdr protoreflect.MessageDescriptor) error {
 	id := string(m.Name())
 	if prev, ok := g.ops[id]; ok {
@@ -137,17 +139,36 @@ func (g *generator) planStreamedOp(s streamedOp, m protoreflect.MethodDescriptor
 		}},
 		fixedFailures: s.failures,
 	}
-	field := func(name string) (protoreflect.FieldDescriptor, error) {
-		fd := hdr.Fields().ByName(protoreflect.Name(name))
-		if fd == nil {
-			return nil, fmt.Errorf("%s is no field of %s", name, hdr.FullName())
-		}
-		return fd, nil
+	if err := g.streamedParams(op, s, hdr); err != nil {
+		return err
 	}
+	respond, err := g.streamedResponse(s, m)
+	if err != nil {
+		return err
+	}
+	op.respond = respond
+	op.finish = func(o *openapi3.Operation) { o.RequestBody = streamedBody(s, m) }
+	g.ops[id] = op
+	g.order = append(g.order, id)
+	return nil
+}
+
+// headerField is the field of the header message hdr named name.
+func headerField(hdr protoreflect.MessageDescriptor, name string) (protoreflect.FieldDescriptor, error) {
+	fd := hdr.Fields().ByName(protoreflect.Name(name))
+	if fd == nil {
+		return nil, fmt.Errorf("%s is no field of %s", name, hdr.FullName())
+	}
+	return fd, nil
+}
+
+// streamedParams sets op's path (its variables named by their JSON
+// names) and its path, query and header parameters, each from its field
+// of the header message.
+func (g *generator) streamedParams(op *operation, s streamedOp, hdr protoreflect.MessageDescriptor) error {
 	var perr error
 	op.path = pathVar.ReplaceAllStringFunc(s.template, func(v string) string {
-		name := pathVar.FindStringSubmatch(v)[1]
-		fd, err := field(name)
+		fd, err := headerField(hdr, pathVar.FindStringSubmatch(v)[1])
 		if err != nil {
 			perr = err
 			return v
@@ -161,7 +182,7 @@ func (g *generator) planStreamedOp(s streamedOp, m protoreflect.MethodDescriptor
 		return perr
 	}
 	for _, q := range s.query {
-		fd, err := field(q.field)
+		fd, err := headerField(hdr, q.field)
 		if err != nil {
 			return err
 		}
@@ -173,7 +194,7 @@ func (g *generator) planStreamedOp(s streamedOp, m protoreflect.MethodDescriptor
 		op.params = append(op.params, p)
 	}
 	for _, h := range s.headers {
-		fd, err := field(h.field)
+		fd, err := headerField(hdr, h.field)
 		if err != nil {
 			return err
 		}
@@ -182,40 +203,47 @@ func (g *generator) planStreamedOp(s streamedOp, m protoreflect.MethodDescriptor
 			Schema: g.schemas.singular(fd, request),
 		}})
 	}
+	return nil
+}
+
+// streamedResponse collects the schema of the RPC's output (with the
+// route's words for the messages no binding reaches) and returns the
+// success response, with the route's example in the wire codec.
+func (g *generator) streamedResponse(s streamedOp, m protoreflect.MethodDescriptor) (func() *openapi3.Response, error) {
 	out := use{msg: m.Output().FullName(), dir: response}
 	g.schemas.collect(m.Output(), out, "")
 	for name, def := range s.definitions {
 		g.schemas.words[name] = def
 	}
-	desc := "Accepted: the import is queued."
 	var example any
 	if s.response != nil {
 		b, err := wirejson.Marshal(s.response)
 		if err != nil {
-			return fmt.Errorf("example response: %w", err)
+			return nil, fmt.Errorf("example response: %w", err)
 		}
 		if err := json.Unmarshal(b, &example); err != nil {
-			return fmt.Errorf("example response: %w", err)
+			return nil, fmt.Errorf("example response: %w", err)
 		}
 	}
-	op.respond = func() *openapi3.Response {
+	desc := "Accepted: the import is queued."
+	return func() *openapi3.Response {
 		content := openapi3.NewContentWithJSONSchemaRef(g.schemas.ref(out))
 		if example != nil {
 			content.Get("application/json").Examples = openapi3.Examples{string(m.Name()): {Value: &openapi3.Example{Summary: "Queued", Value: example}}}
 		}
 		return &openapi3.Response{Description: &desc, Content: content}
-	}
-	op.finish = func(o *openapi3.Operation) {
-		content := openapi3.Content{}
-		for _, mt := range slices.Sorted(slices.Values(s.mediaTypes)) {
-			content[mt] = file(mt)
-			if ex, ok := s.examples[mt]; ok {
-				content[mt].Examples = openapi3.Examples{string(m.Name()): {Value: &openapi3.Example{Summary: "A contact", Value: ex}}}
-			}
+	}, nil
+}
+
+// streamedBody is the route's request body: one file of each media type
+// it takes, with its example.
+func streamedBody(s streamedOp, m protoreflect.MethodDescriptor) *openapi3.RequestBodyRef {
+	content := openapi3.Content{}
+	for _, mt := range slices.Sorted(slices.Values(s.mediaTypes)) {
+		content[mt] = file(mt)
+		if ex, ok := s.examples[mt]; ok {
+			content[mt].Examples = openapi3.Examples{string(m.Name()): {Value: &openapi3.Example{Summary: "A contact", Value: ex}}}
 		}
-		o.RequestBody = &openapi3.RequestBodyRef{Value: &openapi3.RequestBody{Description: s.bodyDescription, Required: true, Content: content}}
 	}
-	g.ops[id] = op
-	g.order = append(g.order, id)
-	return nil
+	return &openapi3.RequestBodyRef{Value: &openapi3.RequestBody{Description: s.bodyDescription, Required: true, Content: content}}
 }
