@@ -116,6 +116,53 @@ func Start(t testing.TB, opts Options) *Cluster {
 		opts.Environment = "sandbox"
 	}
 	split := opts.Split || os.Getenv("ALMONER_E2E_SPLIT") == "1"
+	opts.Settings = clusterSettings(opts, split)
+	internalKey, err := authctx.KeyFromConfig(config.Overlay(opts.Settings, nil))
+	if err != nil {
+		t.Fatalf("apptest: %v", err)
+	}
+	dbURL := opts.DatabaseURL
+	if dbURL == "" {
+		dbURL = testdb.New(t, app.AllMigrations()...)
+	}
+	logs := &SyncBuffer{}
+	registerLogs(logs)
+	logger := slog.New(telemetry.LogHandler(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	run := startApps(t, appConfig(opts, dbURL, logger), split)
+	conn, err := grpc.NewClient(run.addrs["auth"], append(internalKey.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+	if err != nil {
+		t.Fatalf("apptest: dial: %v", err)
+	}
+	gw := run.apps[len(run.apps)-1]
+	c := &Cluster{
+		URL:         "http://" + gw.HTTPAddr(),
+		MetricsURL:  "http://" + gw.MetricsAddr() + "/metrics",
+		GRPCAddr:    run.addrs["auth"],
+		DatabaseURL: dbURL,
+		Admin:       authv1.NewTenantAdminServiceClient(conn),
+		Credentials: authv1.NewProcessorCredentialServiceClient(conn),
+		InternalKey: internalKey,
+		Settings:    opts.Settings,
+		Logs:        logs,
+		App:         gw,
+		// Every exchange is checked against /openapi.json (contract.go).
+		HTTP:  &http.Client{Timeout: 30 * time.Second, Transport: newContractTransport(t, "http://"+gw.HTTPAddr())},
+		Split: split,
+		addrs: run.addrs,
+	}
+	t.Cleanup(func() {
+		_ = conn.Close()
+		run.stop(t)
+		if t.Failed() {
+			t.Logf("apptest logs:\n%s", logs.String())
+		}
+	})
+	return c
+}
+
+// clusterSettings are the cluster's service settings: opts.Settings over
+// the keys every cluster has of its own.
+func clusterSettings(opts Options, split bool) map[string]string {
 	// Every cluster has an internal key of its own unless the test gives
 	// one, as `make run` keeps one: the admin client signs with it (a
 	// sandbox process that runs everything would otherwise make one that
@@ -133,20 +180,13 @@ func Start(t testing.TB, opts Options) *Cluster {
 	for k, v := range opts.Settings {
 		settings[k] = v
 	}
-	opts.Settings = settings
-	internalKey, err := authctx.KeyFromConfig(config.Overlay(opts.Settings, nil))
-	if err != nil {
-		t.Fatalf("apptest: %v", err)
-	}
-	dbURL := opts.DatabaseURL
-	if dbURL == "" {
-		dbURL = testdb.New(t, app.AllMigrations()...)
-	}
-	logs := &SyncBuffer{}
-	registerLogs(logs)
-	logger := slog.New(telemetry.LogHandler(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	ctx := context.Background()
-	cfg := app.Config{
+	return settings
+}
+
+// appConfig is the configuration of a cluster's App that runs
+// everything; a split cluster narrows its targets and addresses per App.
+func appConfig(opts Options, dbURL string, logger *slog.Logger) app.Config {
+	return app.Config{
 		Targets:     []string{"all"},
 		DatabaseURL: dbURL,
 		HTTPAddr:    "127.0.0.1:0",
@@ -160,77 +200,61 @@ func Start(t testing.TB, opts Options) *Cluster {
 		Logger:        logger,
 		ServiceConfig: config.Overlay(opts.Settings, nil),
 	}
-	var apps []*app.App
-	addrs := map[string]string{}
-	stopAll := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		for i := len(apps) - 1; i >= 0; i-- {
-			if err := apps[i].Stop(ctx); err != nil {
-				t.Logf("apptest: stop: %v", err)
-			}
+}
+
+// running are a cluster's Apps, the gateway's last, and every service's
+// gRPC address.
+type running struct {
+	apps  []*app.App
+	addrs map[string]string
+}
+
+// stop stops the Apps, the gateway first.
+func (r *running) stop(t testing.TB) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := len(r.apps) - 1; i >= 0; i-- {
+		if err := r.apps[i].Stop(ctx); err != nil {
+			t.Logf("apptest: stop: %v", err)
 		}
 	}
-	if split {
-		// As on Kubernetes: each service its own process-like App with its
-		// own gRPC port and pool, the gateway alone in front, all wired by
-		// addresses only. The ports are picked before anything listens (every
-		// App needs the others' addresses), so one can be taken meanwhile,
-		// by another test's listener or the local end of any outgoing
-		// connection; then the cluster starts again on new ports.
-		// Each service after those it needs (app.Needs), as an operator
-		// who migrates at start-up starts them.
-		names := app.Services()
-		for try := 1; ; try++ {
-			err := startSplit(ctx, t, cfg, names, addrs, &apps)
-			if err == nil {
-				break
-			}
-			stopAll()
-			apps = nil
-			if !errors.Is(err, syscall.EADDRINUSE) || try == 5 {
-				t.Fatalf("apptest: %v", err)
-			}
-		}
-	} else {
+	r.apps = nil
+}
+
+// startApps starts cfg as one App, or split: each service its own App.
+func startApps(t testing.TB, cfg app.Config, split bool) *running {
+	ctx := context.Background()
+	r := &running{addrs: map[string]string{}}
+	if !split {
 		a, err := app.Start(ctx, cfg)
 		if err != nil {
 			t.Fatalf("apptest: start: %v", err)
 		}
-		apps = append(apps, a)
+		r.apps = append(r.apps, a)
 		for n := range app.Modules {
-			addrs[n] = a.GRPCAddr()
+			r.addrs[n] = a.GRPCAddr()
+		}
+		return r
+	}
+	// As on Kubernetes: each service its own process-like App with its
+	// own gRPC port and pool, the gateway alone in front, all wired by
+	// addresses only. The ports are picked before anything listens (every
+	// App needs the others' addresses), so one can be taken meanwhile,
+	// by another test's listener or the local end of any outgoing
+	// connection; then the cluster starts again on new ports.
+	// Each service after those it needs (app.Needs), as an operator
+	// who migrates at start-up starts them.
+	names := app.Services()
+	for try := 1; ; try++ {
+		err := startSplit(ctx, t, cfg, names, r.addrs, &r.apps)
+		if err == nil {
+			return r
+		}
+		r.stop(t)
+		if !errors.Is(err, syscall.EADDRINUSE) || try == 5 {
+			t.Fatalf("apptest: %v", err)
 		}
 	}
-	gw := apps[len(apps)-1]
-	conn, err := grpc.NewClient(addrs["auth"], append(internalKey.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
-	if err != nil {
-		t.Fatalf("apptest: dial: %v", err)
-	}
-	c := &Cluster{
-		URL:         "http://" + gw.HTTPAddr(),
-		MetricsURL:  "http://" + gw.MetricsAddr() + "/metrics",
-		GRPCAddr:    addrs["auth"],
-		DatabaseURL: dbURL,
-		Admin:       authv1.NewTenantAdminServiceClient(conn),
-		Credentials: authv1.NewProcessorCredentialServiceClient(conn),
-		InternalKey: internalKey,
-		Settings:    settings,
-		Logs:        logs,
-		App:         gw,
-		// Every exchange is checked against /openapi.json (contract.go).
-		HTTP:  &http.Client{Timeout: 30 * time.Second, Transport: newContractTransport(t, "http://"+gw.HTTPAddr())},
-		Split: split,
-		addrs: addrs,
-	}
-	t.Cleanup(func() {
-		_ = conn.Close()
-		stopAll()
-		if t.Failed() {
-			t.Logf("apptest logs:\n%s", logs.String())
-		}
-	})
-	return c
 }
 
 // pickAddr picks a split cluster's service addresses; a test replaces it.
