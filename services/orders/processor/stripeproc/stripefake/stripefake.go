@@ -854,21 +854,13 @@ func (s *Server) route(key, verb, path string, form url.Values) (any, *apiErr) {
 
 var reCurrency = regexp.MustCompile(`^[a-z]{3}$`)
 
+// createIntent creates and confirms a PaymentIntent as Stripe does: the
+// request is checked, its payment method found (a test method cloned),
+// the intent recorded, and its method's behaviour decides the outcome.
 func (s *Server) createIntent(key string, form url.Values) (any, *apiErr) {
-	amount, err := strconv.ParseInt(form.Get("amount"), 10, 64)
-	switch {
-	case !form.Has("amount"):
-		return nil, invalid(400, "parameter_missing", "amount", "Missing required param: amount.")
-	case err != nil || amount <= 0:
-		return nil, invalid(400, "parameter_invalid_integer", "amount", "Invalid positive integer")
-	case !reCurrency.MatchString(form.Get("currency")):
-		return nil, invalid(400, "", "currency", "Invalid currency: "+form.Get("currency")+". stripefake takes three lower-case letters.")
-	case form.Get("currency") == "usd" && amount < 50:
-		return nil, invalid(400, "amount_too_small", "amount", "Amount must be at least $0.50 usd")
-	case form.Get("confirm") != "true":
-		return nil, invalid(400, "", "confirm", "stripefake only creates PaymentIntents with confirm=true.")
-	case form.Get("payment_method") == "":
-		return nil, invalid(400, "parameter_missing", "payment_method", "Missing required param: payment_method.")
+	amount, e := checkIntentForm(form)
+	if e != nil {
+		return nil, e
 	}
 	offSession := form.Get("off_session") == "true"
 	cusID := form.Get("customer")
@@ -877,39 +869,12 @@ func (s *Server) createIntent(key string, form url.Values) (any, *apiErr) {
 			return nil, missing("customer", "customer", cusID)
 		}
 	}
-	pmID := form.Get("payment_method")
-	pm, ok := s.methods[pmID]
-	if ok && pm.key != key {
-		ok = false
+	pm, e := s.intentMethod(key, form.Get("payment_method"), cusID)
+	if e != nil {
+		return nil, e
 	}
-	if ok && pm.customer != "" && pm.customer != cusID {
-		return nil, invalid(400, "payment_intent_invalid_parameter", "payment_method",
-			"The provided PaymentMethod belongs to a Customer; pass that customer to use it.")
-	}
-	if !ok {
-		t, test := testTemplate(pmID)
-		if !test {
-			return nil, missing("payment_method", "PaymentMethod", pmID)
-		}
-		// A test method is cloned into a method of its own, as at Stripe.
-		pm = &method{id: newID("pm_"), key: key, tmpl: t, created: time.Now().Unix()}
-		s.methods[pm.id] = pm
-	}
-	if types := form["payment_method_types[0]"]; len(types) > 0 {
-		allowed := false
-		for k, v := range form {
-			if strings.HasPrefix(k, "payment_method_types[") && v[0] == pm.tmpl.typ {
-				allowed = true
-			}
-		}
-		if !allowed {
-			return nil, invalid(400, "payment_intent_incompatible_payment_method", "payment_method",
-				fmt.Sprintf("The PaymentMethod provided (%s) is not allowed for this PaymentIntent.", pm.tmpl.typ))
-		}
-	}
-	if pm.tmpl.typ == "us_bank_account" && !offSession && form.Get("mandate_data[customer_acceptance][type]") == "" {
-		return nil, invalid(400, "parameter_missing", "mandate_data",
-			"A us_bank_account payment confirmed on session needs mandate_data.")
+	if e := checkMethodAllowed(form, pm, offSession); e != nil {
+		return nil, e
 	}
 	pi := &intent{
 		seq: nextSeq(), id: newID("pi_"), key: key, amount: amount, currency: form.Get("currency"),
@@ -919,12 +884,90 @@ func (s *Server) createIntent(key string, form url.Values) (any, *apiErr) {
 	}
 	pi.clientSecret = pi.id + "_secret_" + strings.TrimPrefix(newID(""), "fake")
 	s.intents[pi.id] = pi
-	t := pm.tmpl
+	if e := s.confirm(key, pi, pm.tmpl); e != nil {
+		return nil, e
+	}
+	return s.renderIntent(pi), nil
+}
+
+// checkIntentForm checks a create request's own parameters, as Stripe
+// refuses them, and returns its amount.
+func checkIntentForm(form url.Values) (int64, *apiErr) {
+	amount, err := strconv.ParseInt(form.Get("amount"), 10, 64)
+	switch {
+	case !form.Has("amount"):
+		return 0, invalid(400, "parameter_missing", "amount", "Missing required param: amount.")
+	case err != nil || amount <= 0:
+		return 0, invalid(400, "parameter_invalid_integer", "amount", "Invalid positive integer")
+	case !reCurrency.MatchString(form.Get("currency")):
+		return 0, invalid(400, "", "currency", "Invalid currency: "+form.Get("currency")+". stripefake takes three lower-case letters.")
+	case form.Get("currency") == "usd" && amount < 50:
+		return 0, invalid(400, "amount_too_small", "amount", "Amount must be at least $0.50 usd")
+	case form.Get("confirm") != "true":
+		return 0, invalid(400, "", "confirm", "stripefake only creates PaymentIntents with confirm=true.")
+	case form.Get("payment_method") == "":
+		return 0, invalid(400, "parameter_missing", "payment_method", "Missing required param: payment_method.")
+	}
+	return amount, nil
+}
+
+// intentMethod finds the payment method pmID of the account key for a
+// charge of customer cusID: a method of the account (attached to that
+// customer, if to any), or a test method (pm_card_visa, …) cloned into
+// a method of its own, as at Stripe.
+func (s *Server) intentMethod(key, pmID, cusID string) (*method, *apiErr) {
+	pm, ok := s.methods[pmID]
+	if ok && pm.key != key {
+		ok = false
+	}
+	if ok && pm.customer != "" && pm.customer != cusID {
+		return nil, invalid(400, "payment_intent_invalid_parameter", "payment_method",
+			"The provided PaymentMethod belongs to a Customer; pass that customer to use it.")
+	}
+	if ok {
+		return pm, nil
+	}
+	t, test := testTemplate(pmID)
+	if !test {
+		return nil, missing("payment_method", "PaymentMethod", pmID)
+	}
+	pm = &method{id: newID("pm_"), key: key, tmpl: t, created: time.Now().Unix()}
+	s.methods[pm.id] = pm
+	return pm, nil
+}
+
+// checkMethodAllowed refuses a method outside the request's
+// payment_method_types, and a bank debit confirmed on session without
+// the donor's acceptance of its mandate.
+func checkMethodAllowed(form url.Values, pm *method, offSession bool) *apiErr {
+	if types := form["payment_method_types[0]"]; len(types) > 0 {
+		allowed := false
+		for k, v := range form {
+			if strings.HasPrefix(k, "payment_method_types[") && v[0] == pm.tmpl.typ {
+				allowed = true
+			}
+		}
+		if !allowed {
+			return invalid(400, "payment_intent_incompatible_payment_method", "payment_method",
+				fmt.Sprintf("The PaymentMethod provided (%s) is not allowed for this PaymentIntent.", pm.tmpl.typ))
+		}
+	}
+	if pm.tmpl.typ == "us_bank_account" && !offSession && form.Get("mandate_data[customer_acceptance][type]") == "" {
+		return invalid(400, "parameter_missing", "mandate_data",
+			"A us_bank_account payment confirmed on session needs mandate_data.")
+	}
+	return nil
+}
+
+// confirm confirms pi as its method's template behaves: a decline (also
+// a charge off session that would need authentication), 3-D Secure, a
+// bank debit that settles later, or success; each with its event.
+func (s *Server) confirm(key string, pi *intent, t template) *apiErr {
 	switch {
 	case t.behavior == declines:
-		return nil, s.decline(pi, &apiErr{Type: "card_error", Code: t.code, DeclineCode: t.declineCode, Message: t.message})
-	case t.behavior == needsAuthentication && offSession:
-		return nil, s.decline(pi, &apiErr{Type: "card_error", Code: "authentication_required", DeclineCode: "authentication_required",
+		return s.decline(pi, &apiErr{Type: "card_error", Code: t.code, DeclineCode: t.declineCode, Message: t.message})
+	case t.behavior == needsAuthentication && pi.offSession:
+		return s.decline(pi, &apiErr{Type: "card_error", Code: "authentication_required", DeclineCode: "authentication_required",
 			Message: "Your card was declined. This transaction requires authentication."})
 	case t.behavior == needsAuthentication:
 		pi.status = "requires_action"
@@ -938,7 +981,7 @@ func (s *Server) createIntent(key string, form url.Values) (any, *apiErr) {
 		s.succeed(pi)
 		s.event(key, "payment_intent.succeeded", pi.id, s.renderIntent(pi))
 	}
-	return s.renderIntent(pi), nil
+	return nil
 }
 
 // decline fails a confirmation: the PaymentIntent goes back to
