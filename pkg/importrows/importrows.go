@@ -4,12 +4,18 @@
 // prune it after, and the imports service resumes an import only while
 // those rows are surely kept, since they are what makes a batch sent
 // again safe (docs/imports.md, Housekeeping). Every process running any
-// of the three must be given the same value.
+// of the three must be given the same value. Prune is the pruning both
+// services run on their own table.
 package importrows
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/almoner/almoner/pkg/config"
 )
@@ -43,4 +49,47 @@ func Retention(c config.Source) (time.Duration, error) {
 		return 0, fmt.Errorf("%s=%s: must be between %s and %s (docs/imports.md, Housekeeping)", Setting, d, MinRetention, MaxRetention)
 	}
 	return d, nil
+}
+
+// PruneChunk is the most rows one statement of Prune deletes: a statement
+// holds its row locks and its WAL until it commits, so a chunk keeps each
+// one short (tens of milliseconds) however many rows are due.
+const PruneChunk = 10_000
+
+// Execer runs a statement: a pool, a connection or a transaction.
+type Execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// Prune deletes the rows of table (a service's import rows, "schema.table",
+// with a created_at column) of every tenant older than keep, chunk rows a
+// statement (PruneChunk when chunk <= 0), until none is left or ctx ends.
+// It returns how many it deleted: those of the statements that committed,
+// also when it returns an error. The imports service refuses to resume an
+// import that started longer than keep ago, so no batch is sent again for
+// a row pruned here.
+func Prune(ctx context.Context, db Execer, table string, keep time.Duration, chunk int) (int64, error) {
+	if chunk <= 0 {
+		chunk = PruneChunk
+	}
+	schema, name, _ := strings.Cut(table, ".")
+	t := pgx.Identifier{schema, name}.Sanitize()
+	var total int64
+	for ctx.Err() == nil {
+		// By ctid: the rows the BRIN scan found, deleted without a second
+		// lookup through the primary key. Replicas pruning at once both
+		// pick some of the same rows; the second waits for the first and
+		// passes over what it deleted.
+		tag, err := db.Exec(ctx, `DELETE FROM `+t+` WHERE ctid = ANY (ARRAY(
+			SELECT ctid FROM `+t+` WHERE created_at < now() - make_interval(secs => $1) LIMIT $2))`,
+			keep.Seconds(), chunk)
+		if err != nil {
+			return total, fmt.Errorf("prune %s: %w", table, err)
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < int64(chunk) {
+			break
+		}
+	}
+	return total, nil
 }

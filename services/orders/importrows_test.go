@@ -14,7 +14,6 @@ import (
 	"github.com/almoner/almoner/pkg/config"
 	"github.com/almoner/almoner/pkg/importrows"
 	"github.com/almoner/almoner/pkg/service"
-	"github.com/almoner/almoner/services/orders/store"
 )
 
 // TestPruneImportRows: the runner's housekeeping deletes import rows
@@ -53,8 +52,8 @@ func TestPruneImportRows(t *testing.T) {
 		rows   int
 		age    time.Duration
 	}{
-		{f.tenant, store.PruneChunk + 2_500, retention + time.Hour},
-		{other, store.PruneChunk, retention + 24*time.Hour},
+		{f.tenant, importrows.PruneChunk + 2_500, retention + time.Hour},
+		{other, importrows.PruneChunk, retention + 24*time.Hour},
 		{other, 40, retention - time.Hour},
 		{f.tenant, 60, time.Hour},
 	}
@@ -69,7 +68,7 @@ func TestPruneImportRows(t *testing.T) {
 	before := testutil.ToFloat64(importRowsPruned)
 	runner := svc.NewRunner(RunnerConfig{})
 	runner.housekeep(ctx)
-	wantPruned := store.PruneChunk + 2_500 + store.PruneChunk + 2
+	wantPruned := importrows.PruneChunk + 2_500 + importrows.PruneChunk + 2
 	// The counter is the process's: other tests' prunes may add to it.
 	if got := testutil.ToFloat64(importRowsPruned) - before; got < float64(wantPruned) {
 		t.Errorf("counter grew by %v, want at least %d", got, wantPruned)
