@@ -9,7 +9,6 @@ package contacts
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -17,7 +16,6 @@ import (
 
 	contactsv1 "github.com/almoner/almoner/pkg/api/almoner/contacts/v1"
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
-	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/audit"
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/importrows"
@@ -72,11 +70,7 @@ type Service struct {
 	store   *store.Store
 	limiter *ratelimit.Limiter
 	logger  *slog.Logger
-	dial    func(string) (grpc.ClientConnInterface, error)
-
-	ordersOnce sync.Once
-	orders     grpc.ClientConnInterface
-	ordersErr  error
+	orders  *service.Upstream // dialled on the first dashboard or merge
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -105,7 +99,7 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger, dial func(string) 
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Service{cfg: cfg, store: store.New(pool), limiter: ratelimit.New(pool), logger: logger, dial: dial}
+	return &Service{cfg: cfg, store: store.New(pool), limiter: ratelimit.New(pool), logger: logger, orders: service.NewUpstream(dial, OrdersService)}
 }
 
 // Register adds the service's gRPC servers to r.
@@ -160,26 +154,9 @@ func (s *Service) Stop(context.Context) error {
 	return nil
 }
 
-// ordersConn returns the connection to the orders service, dialled once.
-func (s *Service) ordersConn() (grpc.ClientConnInterface, error) {
-	s.ordersOnce.Do(func() {
-		if s.dial == nil {
-			s.ordersErr = apperr.Unavailable("The orders service is not configured.", nil)
-			return
-		}
-		conn, err := s.dial(OrdersService)
-		if err != nil {
-			s.ordersErr = apperr.Unavailable("The orders service is not reachable.", err)
-			return
-		}
-		s.orders = conn
-	})
-	return s.orders, s.ordersErr
-}
-
 // givingClient returns the orders service's GivingService client.
 func (s *Service) givingClient() (ordersv1.GivingServiceClient, error) {
-	conn, err := s.ordersConn()
+	conn, err := s.orders.Conn()
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +165,7 @@ func (s *Service) givingClient() (ordersv1.GivingServiceClient, error) {
 
 // moveClient returns the orders service's ContactMoveService client.
 func (s *Service) moveClient() (ordersv1.ContactMoveServiceClient, error) {
-	conn, err := s.ordersConn()
+	conn, err := s.orders.Conn()
 	if err != nil {
 		return nil, err
 	}

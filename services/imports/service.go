@@ -11,7 +11,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -20,7 +19,6 @@ import (
 	contactsv1 "github.com/almoner/almoner/pkg/api/almoner/contacts/v1"
 	importsv1 "github.com/almoner/almoner/pkg/api/almoner/imports/v1"
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
-	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/audit"
 	"github.com/almoner/almoner/pkg/config"
 	"github.com/almoner/almoner/pkg/db"
@@ -153,12 +151,9 @@ type Service struct {
 	cfg    Config
 	store  *store.Store
 	logger *slog.Logger
-	dial   func(string) (grpc.ClientConnInterface, error)
-	runner *runner
-
-	clientsOnce sync.Once
-	clients     clients
-	clientsErr  error
+	// contacts and orders are dialled on the first import that needs them.
+	contacts, orders *service.Upstream
+	runner           *runner
 }
 
 // clients are the calls an import makes.
@@ -174,7 +169,8 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger, dial func(string) 
 	if logger == nil {
 		logger = slog.Default()
 	}
-	s := &Service{cfg: cfg.withDefaults(), store: store.New(pool), logger: logger, dial: dial}
+	s := &Service{cfg: cfg.withDefaults(), store: store.New(pool), logger: logger,
+		contacts: service.NewUpstream(dial, ContactsService), orders: service.NewUpstream(dial, OrdersService)}
 	s.runner = newRunner(s, "")
 	return s
 }
@@ -198,26 +194,17 @@ func (s *Service) Stop(ctx context.Context) error {
 	return s.runner.stop(ctx)
 }
 
-// importClients returns the contacts and orders clients, dialled once.
+// importClients returns the contacts and orders clients.
 func (s *Service) importClients() (clients, error) {
-	s.clientsOnce.Do(func() {
-		if s.dial == nil {
-			s.clientsErr = apperr.Unavailable("The contacts and orders services are not configured.", nil)
-			return
-		}
-		cc, err := s.dial(ContactsService)
-		if err != nil {
-			s.clientsErr = apperr.Unavailable("The contacts service is not reachable.", err)
-			return
-		}
-		oc, err := s.dial(OrdersService)
-		if err != nil {
-			s.clientsErr = apperr.Unavailable("The orders service is not reachable.", err)
-			return
-		}
-		s.clients = clients{contacts: contactsv1.NewContactImportServiceClient(cc), gifts: ordersv1.NewGiftImportServiceClient(oc)}
-	})
-	return s.clients, s.clientsErr
+	cc, err := s.contacts.Conn()
+	if err != nil {
+		return clients{}, err
+	}
+	oc, err := s.orders.Conn()
+	if err != nil {
+		return clients{}, err
+	}
+	return clients{contacts: contactsv1.NewContactImportServiceClient(cc), gifts: ordersv1.NewGiftImportServiceClient(oc)}, nil
 }
 
 // Module describes the imports service to the binaries that host it.
