@@ -95,6 +95,10 @@ func (s *sender) send(ctx context.Context, url, secret, event string, body []byt
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
 	r.duration = time.Since(r.started)
+	if late(ctx) {
+		r.err = "timeout"
+		return r
+	}
 	r.status = resp.StatusCode
 	if !r.success() {
 		r.err = "HTTP " + strconv.Itoa(resp.StatusCode)
@@ -103,6 +107,15 @@ func (s *sender) send(ctx context.Context, url, secret, event string, body []byt
 		}
 	}
 	return r
+}
+
+// late reports that an attempt's answer came after its deadline. The
+// transport hands back a response that races its own cancellation (the
+// receiver may answer the moment it sees the connection close), so a
+// response does not prove the receiver answered in time. The timeout is
+// the contract: a late answer is a timeout, whatever its status.
+func late(ctx context.Context) bool {
+	return errors.Is(ctx.Err(), context.DeadlineExceeded)
 }
 
 // sanitize turns a transport error into a short reason that carries no
