@@ -26,15 +26,37 @@ const DefaultBodyMemoryBytes = 64 << 20
 
 // bodyBudget counts the bytes of request bodies the gateway holds, from
 // the moment a body is admitted until its request is answered, against a
-// total for all requests and a smaller one for public routes (no API
-// key), so that anonymous uploaders, however slow and however many, can
-// hold at most that share and never starve keyed callers. It refuses
-// rather than waits: a refused request answers 503 at once and holds
-// nothing.
+// total for all requests and smaller shares for two kinds of holder that
+// must never starve keyed JSON callers: public routes (no API key), whose
+// anonymous uploaders may be however slow and however many, and import
+// uploads, each of which holds one chunk for as long as its file takes to
+// arrive (minutes for a large one). It refuses rather than waits: a
+// refused request answers 503 at once and holds nothing.
 type bodyBudget struct {
-	mu               sync.Mutex
-	total, public    int64
-	used, publicUsed int64
+	mu    sync.Mutex
+	total int64
+	used  int64
+	// share and held are by access: what each kind may hold, and holds.
+	share [accessKinds]int64
+	held  [accessKinds]int64
+}
+
+// access is whose share of the budget a reservation counts against.
+type access int
+
+const (
+	// accessKeyed is a JSON body sent with an API key: the whole budget.
+	accessKeyed access = iota
+	// accessPublic is a JSON body of a route without a key.
+	accessPublic
+	// accessUpload is the chunk an import upload holds while it streams.
+	accessUpload
+	accessKinds
+)
+
+// String is the access's label on the refusal counter.
+func (a access) String() string {
+	return [accessKinds]string{"keyed", "public", "upload"}[a]
 }
 
 var (
@@ -44,48 +66,45 @@ var (
 	})
 	bodyRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "almoner_gateway_request_body_refusals_total",
-		Help: "Requests answered 503 because the body budget was spent, by route access (public: no API key; keyed).",
+		Help: "Requests answered 503 because the body budget was spent, by access (public: no API key; keyed; upload: an import file).",
 	}, []string{"access"})
 )
 
 func init() { telemetry.Register(bodyBytesHeld, bodyRefusals) }
 
-// newBodyBudget returns a budget of total bytes; public routes may hold a
-// quarter of it, but always at least one body of maxBody bytes.
-func newBodyBudget(total, maxBody int64) *bodyBudget {
-	return &bodyBudget{total: total, public: min(total, max(total/4, maxBody))}
+// newBodyBudget returns a budget of total bytes. Public routes and import
+// uploads may each hold a quarter of it, but always at least one body of
+// maxBody bytes and one chunk of chunk bytes.
+func newBodyBudget(total, maxBody, chunk int64) *bodyBudget {
+	b := &bodyBudget{total: total}
+	b.share[accessKeyed] = total
+	b.share[accessPublic] = min(total, max(total/4, maxBody))
+	b.share[accessUpload] = min(total, max(total/4, chunk))
+	return b
 }
 
 // acquire reserves n bytes, or reports false when that would exceed the
-// total or, for a public route, the public share.
-func (b *bodyBudget) acquire(n int64, public bool) bool {
+// total or the share of a.
+func (b *bodyBudget) acquire(n int64, a access) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.used+n > b.total || public && b.publicUsed+n > b.public {
-		access := "keyed"
-		if public {
-			access = "public"
-		}
-		bodyRefusals.WithLabelValues(access).Inc()
+	if b.used+n > b.total || b.held[a]+n > b.share[a] {
+		bodyRefusals.WithLabelValues(a.String()).Inc()
 		return false
 	}
 	bodyBytesHeld.Add(float64(n))
 	b.used += n
-	if public {
-		b.publicUsed += n
-	}
+	b.held[a] += n
 	return true
 }
 
 // release returns n bytes reserved with acquire.
-func (b *bodyBudget) release(n int64, public bool) {
+func (b *bodyBudget) release(n int64, a access) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	bodyBytesHeld.Sub(float64(n))
 	b.used -= n
-	if public {
-		b.publicUsed -= n
-	}
+	b.held[a] -= n
 }
 
 // inUse reports the bytes held, for tests.
@@ -150,7 +169,19 @@ func jsonMediaType(contentType string) bool {
 	return ok && (sub == "json" || strings.HasSuffix(sub, "+json"))
 }
 
-// errBodyBudget is readBody's refusal when the budget is spent.
+// refuseBusy answers a request whose body the budget cannot hold: 503
+// with Retry-After, nothing read.
+func (g *Gateway) refuseBusy(w http.ResponseWriter, r *http.Request) {
+	closeUnread(w, r)
+	// problem.Write may set it too; a refusal of this kind must carry it
+	// whatever that does.
+	w.Header().Set("Retry-After", "1")
+	g.writeProblem(w, r, g.problems.New(problem.CategoryUnavailable, http.StatusServiceUnavailable,
+		"The server is receiving too many request bodies at once; retry shortly."))
+}
+
+// errBodyBudget is readBody's and the upload's refusal when the budget is
+// spent.
 var errBodyBudget = errors.New("gateway: request body budget exhausted")
 
 // errBodyTooLarge is readBody's refusal of a body over MaxBodyBytes.
@@ -166,18 +197,18 @@ const unknownLengthStep = 32 << 10
 // read, and one over MaxBodyBytes is refused unread; a body of unknown
 // length is reserved as it grows, and refused at the first byte past the
 // limit.
-func (g *Gateway) readBody(r *http.Request, public bool) ([]byte, int64, error) {
+func (g *Gateway) readBody(r *http.Request, a access) ([]byte, int64, error) {
 	limit := g.cfg.MaxBodyBytes
 	if r.ContentLength > limit {
 		return nil, 0, errBodyTooLarge
 	}
 	if r.ContentLength > 0 {
-		if !g.budget.acquire(r.ContentLength, public) {
+		if !g.budget.acquire(r.ContentLength, a) {
 			return nil, 0, errBodyBudget
 		}
 		buf := make([]byte, r.ContentLength)
 		if _, err := io.ReadFull(r.Body, buf); err != nil {
-			g.budget.release(r.ContentLength, public)
+			g.budget.release(r.ContentLength, a)
 			return nil, 0, err
 		}
 		return buf, r.ContentLength, nil
@@ -191,18 +222,18 @@ func (g *Gateway) readBody(r *http.Request, public bool) ([]byte, int64, error) 
 				var one [1]byte
 				n, err := io.ReadFull(r.Body, one[:])
 				if n > 0 {
-					g.budget.release(held, public)
+					g.budget.release(held, a)
 					return nil, 0, errBodyTooLarge
 				}
 				if err != io.EOF {
-					g.budget.release(held, public)
+					g.budget.release(held, a)
 					return nil, 0, err
 				}
 				return buf, held, nil
 			}
 			next := min(max(2*int64(cap(buf)), unknownLengthStep), limit)
-			if !g.budget.acquire(next-held, public) {
-				g.budget.release(held, public)
+			if !g.budget.acquire(next-held, a) {
+				g.budget.release(held, a)
 				return nil, 0, errBodyBudget
 			}
 			held = next
@@ -216,7 +247,7 @@ func (g *Gateway) readBody(r *http.Request, public bool) ([]byte, int64, error) 
 			return buf, held, nil
 		}
 		if err != nil {
-			g.budget.release(held, public)
+			g.budget.release(held, a)
 			return nil, 0, err
 		}
 	}
@@ -240,9 +271,11 @@ func (g *Gateway) admitBody(w http.ResponseWriter, r *http.Request, next func(*h
 			"The request body must be JSON: Content-Type application/json."))
 		return
 	}
-	_, keyed := r.Context().Value(principalKey{}).(authctx.Principal)
-	public := !keyed
-	body, held, err := g.readBody(r, public)
+	a := accessKeyed
+	if _, ok := r.Context().Value(principalKey{}).(authctx.Principal); !ok {
+		a = accessPublic
+	}
+	body, held, err := g.readBody(r, a)
 	switch {
 	case errors.Is(err, errBodyTooLarge):
 		closeUnread(w, r)
@@ -250,12 +283,7 @@ func (g *Gateway) admitBody(w http.ResponseWriter, r *http.Request, next func(*h
 			fmt.Sprintf("The request body is larger than %d bytes.", g.cfg.MaxBodyBytes)))
 		return
 	case errors.Is(err, errBodyBudget):
-		closeUnread(w, r)
-		// problem.Write may set it too; a refusal of this kind must
-		// carry it whatever that does.
-		w.Header().Set("Retry-After", "1")
-		g.writeProblem(w, r, g.problems.New(problem.CategoryUnavailable, http.StatusServiceUnavailable,
-			"The server is receiving too many request bodies at once; retry shortly."))
+		g.refuseBusy(w, r)
 		return
 	case err != nil:
 		closeUnread(w, r)
@@ -264,7 +292,7 @@ func (g *Gateway) admitBody(w http.ResponseWriter, r *http.Request, next func(*h
 		g.writeProblem(w, r, d)
 		return
 	}
-	defer g.budget.release(held, public)
+	defer g.budget.release(held, a)
 	_ = r.Body.Close()
 	r.Body = &bufferedBody{Reader: bytes.NewReader(body), data: body}
 	r.ContentLength = int64(len(body))

@@ -105,7 +105,7 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		conns:    map[string]*grpc.ClientConn{},
 		problems: problem.Renderer{BaseURL: cfg.ErrorsBaseURL},
 		logger:   cfg.Logger,
-		budget:   newBodyBudget(cfg.BodyMemoryBytes, cfg.MaxBodyBytes),
+		budget:   newBodyBudget(cfg.BodyMemoryBytes, cfg.MaxBodyBytes, importChunk(cfg)),
 	}
 	g.mux = g.newMux()
 	if err := g.connect(ctx); err != nil {

@@ -33,6 +33,11 @@ const DefaultMaxImportBytes = 1 << 30
 // message limit.
 const importChunkBytes = 1 << 20
 
+// importChunk is the chunk an upload holds in the body budget: 1 MiB, or
+// the whole budget where it is smaller (tests' budgets of a few bodies),
+// so that every budget the gateway accepts can admit an upload.
+func importChunk(cfg Config) int64 { return min(importChunkBytes, cfg.BodyMemoryBytes) }
+
 // importIdleTimeout is how long the upload may wait for its next chunk of
 // the body, and then for its answer to be written. The server's read and
 // write timeouts (30 s, 60 s) count from the request's headers: they suit
@@ -47,7 +52,8 @@ var importQueryFields = map[string]bool{"kind": true, "format": true, "duplicate
 
 // streamedRoutes are the routes whose handler reads the body itself, as a
 // stream: routed neither buffers it (the 1 MiB limit) nor counts it in
-// the body budget, and the handler checks the query string.
+// the body budget, and the handler checks the query string and holds its
+// chunk in the budget's upload share.
 var streamedRoutes = map[routeBinding]bool{{http.MethodPost, importUploadPath}: true}
 
 // streamsBody reports whether r matched one of streamedRoutes.
@@ -99,7 +105,10 @@ func (g *Gateway) uploadImport(w http.ResponseWriter, r *http.Request, client im
 }
 
 // receiveImport reads the query string, refuses a declared length over
-// the limit unread, and streams the body into UploadImport.
+// the limit unread, reserves the upload's chunk in the body budget (an
+// upload may take minutes, so uploads together hold at most their share
+// and never the memory JSON bodies need), and streams the body into
+// UploadImport.
 func (g *Gateway) receiveImport(ctx context.Context, w http.ResponseWriter, r *http.Request, client importsv1.ImportServiceClient,
 	tenantID string) (*importsv1.UploadImportResponse, error) {
 	header, err := importHeader(r, tenantID)
@@ -109,6 +118,11 @@ func (g *Gateway) receiveImport(ctx context.Context, w http.ResponseWriter, r *h
 	if r.ContentLength > g.cfg.MaxImportBytes {
 		return nil, errImportTooLarge
 	}
+	chunk := importChunk(g.cfg)
+	if !g.budget.acquire(chunk, accessUpload) {
+		return nil, errBodyBudget
+	}
+	defer g.budget.release(chunk, accessUpload)
 	ctx, err = runtime.AnnotateContext(ctx, g.mux, r, importsv1.ImportService_UploadImport_FullMethodName,
 		runtime.WithHTTPPathPattern(importUploadPath))
 	if err != nil {
@@ -118,9 +132,14 @@ func (g *Gateway) receiveImport(ctx context.Context, w http.ResponseWriter, r *h
 }
 
 // refuseImport answers a failed upload, leaving what is left of the body
-// unread: 413 past the size limit, 400 for a body that could not be read,
-// else the call's status as every route answers it.
+// unread: 503 when the budget's upload share is spent, 413 past the size
+// limit, 400 for a body that could not be read, else the call's status as
+// every route answers it.
 func (g *Gateway) refuseImport(ctx context.Context, w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, errBodyBudget) {
+		g.refuseBusy(w, r)
+		return
+	}
 	closeUnread(w, r)
 	var readErr bodyReadError
 	switch {
@@ -184,7 +203,7 @@ func (g *Gateway) streamImport(ctx context.Context, w http.ResponseWriter, r *ht
 // arrives and refusing it at the first byte past MaxImportBytes.
 func (g *Gateway) sendChunks(w http.ResponseWriter, r *http.Request, stream grpc.ClientStreamingClient[importsv1.UploadImportRequest, importsv1.UploadImportResponse]) error {
 	rc := http.NewResponseController(w)
-	buf := make([]byte, importChunkBytes)
+	buf := make([]byte, importChunk(g.cfg))
 	chunk := &importsv1.UploadImportRequest_Chunk{}
 	msg := &importsv1.UploadImportRequest{Part: chunk}
 	var total int64

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -236,5 +237,81 @@ func TestImportUploadRefusals(t *testing.T) {
 	}
 	if u := imports.received(t); u.err == nil {
 		t.Errorf("the service saw a complete upload after a failed read")
+	}
+}
+
+// TestImportUploadShare: an upload in flight holds one chunk in the body
+// budget, and uploads together at most a quarter of it. Past that share
+// an upload is a 503 with Retry-After, unread and before the service
+// hears of it; keyed JSON bodies are still admitted beside the full
+// share; a finished upload gives its chunk back.
+func TestImportUploadShare(t *testing.T) {
+	// A budget of 8 MiB: an upload share of 2 MiB, two uploads.
+	g, imports := startImportsEdge(t, Config{BodyMemoryBytes: 8 << 20})
+	path := importsURL + "?kind=contacts&format=csv"
+	content := string(file(4096))
+	hold := func() func() int {
+		body := newWatchedBody(content)
+		body.hold, body.reading = make(chan struct{}), make(chan struct{})
+		done := make(chan int, 1)
+		go func() { done <- serve(g, request(http.MethodPost, path, goodKey, "text/csv", body, -1)).Code }()
+		select {
+		case <-body.reading:
+		case code := <-done:
+			t.Fatalf("held upload answered %d before reading its file", code)
+		case <-time.After(10 * time.Second):
+			t.Fatal("held upload never read its file")
+		}
+		return func() int {
+			close(body.hold)
+			return <-done
+		}
+	}
+	upload := func() *httptest.ResponseRecorder {
+		return serve(g, request(http.MethodPost, path, goodKey, "text/csv", io.NopCloser(strings.NewReader(content)), int64(len(content))))
+	}
+
+	first, second := hold(), hold()
+	if held := g.budget.inUse(); held != 2*importChunkBytes {
+		t.Errorf("two uploads hold %d bytes, want %d", held, 2*importChunkBytes)
+	}
+	body := newWatchedBody(content)
+	w := serve(g, request(http.MethodPost, path, goodKey, "text/csv", body, int64(len(content))))
+	var p map[string]any
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "1" ||
+		json.Unmarshal(w.Body.Bytes(), &p) != nil || p["type"] != "/errors/unavailable" {
+		t.Fatalf("upload past the share: %d (Retry-After %q) %s", w.Code, w.Header().Get("Retry-After"), w.Body)
+	}
+	if body.reads.Load() != 0 {
+		t.Errorf("%d reads of the refused upload's file", body.reads.Load())
+	}
+
+	key := `{"name":"k","scopes":["contacts:view"]}`
+	w = serve(g, request(http.MethodPost, keysURL, goodKey, "application/json", io.NopCloser(strings.NewReader(key)), int64(len(key))))
+	if w.Code != http.StatusCreated {
+		t.Errorf("keyed JSON beside a full upload share: %d %s", w.Code, w.Body)
+	}
+
+	if code := first(); code != http.StatusAccepted {
+		t.Errorf("first held upload: %d", code)
+	}
+	imports.received(t)
+	if w := upload(); w.Code != http.StatusAccepted {
+		t.Errorf("upload after one finished: %d %s", w.Code, w.Body)
+	}
+	imports.received(t)
+	if code := second(); code != http.StatusAccepted {
+		t.Errorf("second held upload: %d", code)
+	}
+	if u := imports.received(t); u.size != int64(len(content)) {
+		t.Errorf("second upload: the service received %d bytes, want %d", u.size, len(content))
+	}
+	select {
+	case u := <-imports.uploads:
+		t.Errorf("the refused upload reached the service: %+v", u)
+	default:
+	}
+	if held := g.budget.inUse(); held != 0 {
+		t.Errorf("%d bytes held after every upload ended", held)
 	}
 }
