@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestNoBodyReadBeforeTheCallerIsKnown sends bodies the gateway must refuse
@@ -127,20 +126,7 @@ func TestBodyBudget(t *testing.T) {
 	// that lets it finish and returns its status.
 	hold := func(path, key, content string, declared int64) func() int {
 		body := newWatchedBody(content)
-		body.hold, body.reading = make(chan struct{}), make(chan struct{})
-		done := make(chan int, 1)
-		go func() { done <- serve(g, request("POST", path, key, "application/json", body, declared)).Code }()
-		select {
-		case <-body.reading:
-		case code := <-done:
-			t.Fatalf("held request answered %d before reading its body", code)
-		case <-time.After(10 * time.Second):
-			t.Fatal("held request never read its body")
-		}
-		return func() int {
-			close(body.hold)
-			return <-done
-		}
+		return holdRequest(t, g, request("POST", path, key, "application/json", body, declared), body)
 	}
 	refused := func(what, path, key, content string) {
 		t.Helper()

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -194,6 +195,27 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 }
 
 func (b *watchedBody) Close() error { return nil }
+
+// holdRequest serves r, whose body is body, in the background until the
+// gateway's first read of the body, which it holds there; it returns a
+// function that lets the read go on and returns the answer's status.
+func holdRequest(t *testing.T, g *Gateway, r *http.Request, body *watchedBody) func() int {
+	t.Helper()
+	body.hold, body.reading = make(chan struct{}), make(chan struct{})
+	done := make(chan int, 1)
+	go func() { done <- serve(g, r).Code }()
+	select {
+	case <-body.reading:
+	case code := <-done:
+		t.Fatalf("held request answered %d before reading its body", code)
+	case <-time.After(10 * time.Second):
+		t.Fatal("held request never read its body")
+	}
+	return func() int {
+		close(body.hold)
+		return <-done
+	}
+}
 
 // request builds a request with body as its body and contentLength as its
 // declared length (-1: unknown, as chunked).

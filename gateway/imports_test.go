@@ -252,20 +252,7 @@ func TestImportUploadShare(t *testing.T) {
 	content := string(file(4096))
 	hold := func() func() int {
 		body := newWatchedBody(content)
-		body.hold, body.reading = make(chan struct{}), make(chan struct{})
-		done := make(chan int, 1)
-		go func() { done <- serve(g, request(http.MethodPost, path, goodKey, "text/csv", body, -1)).Code }()
-		select {
-		case <-body.reading:
-		case code := <-done:
-			t.Fatalf("held upload answered %d before reading its file", code)
-		case <-time.After(10 * time.Second):
-			t.Fatal("held upload never read its file")
-		}
-		return func() int {
-			close(body.hold)
-			return <-done
-		}
+		return holdRequest(t, g, request(http.MethodPost, path, goodKey, "text/csv", body, -1), body)
 	}
 	upload := func() *httptest.ResponseRecorder {
 		return serve(g, request(http.MethodPost, path, goodKey, "text/csv", io.NopCloser(strings.NewReader(content)), int64(len(content))))
