@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"os/exec"
 	"strings"
@@ -182,11 +185,19 @@ func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 	_, keyOut, _ := runCLI(t, "admin", "key", "create", "--tenant", tid, "--name", "k", "--scopes", "all", addr)
 	key := decodeObject(t, keyOut)["plainTextKey"].(string)
 
-	// A request whose body is still arriving when SIGTERM comes.
+	// A request whose body is still arriving when SIGTERM comes. It asks
+	// for 100 Continue, which the server sends when the handler first
+	// reads the body: then the request is in flight, whatever the load (a
+	// fixed 300 ms was not always enough for the connection to be
+	// accepted, and a connection still in the listen queue at SIGTERM is
+	// refused).
 	pr, pw := io.Pipe()
-	req, _ := http.NewRequest("POST", "http://"+httpAddr+"/api/tenants/"+tid+"/api-keys", pr)
+	inFlight := make(chan struct{})
+	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{Got100Continue: func() { close(inFlight) }})
+	req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+httpAddr+"/api/tenants/"+tid+"/api-keys", pr)
 	req.Header.Set("X-Api-Key", key)
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Expect", "100-continue")
 	type result struct {
 		status int
 		err    error
@@ -201,14 +212,31 @@ func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 		resp.Body.Close()
 		done <- result{resp.StatusCode, nil}
 	}()
+	select {
+	case <-inFlight:
+	case r := <-done:
+		t.Fatalf("the request ended before its body was read: status %d, err %v", r.status, r.err)
+	case <-time.After(time.Minute):
+		t.Fatal("the server did not start reading the request's body within a minute")
+	}
 	if _, err := pw.Write([]byte(`{"name": "in flight", `)); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// The rest of the body comes once the shutdown has closed the
+	// listener: new connections are refused.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		conn, err := net.Dial("tcp", httpAddr)
+		if err != nil {
+			break
+		}
+		conn.Close()
+		if time.Now().After(deadline) {
+			t.Fatalf("the server still accepts connections a minute after SIGTERM: %s", logs.String())
+		}
+	}
 	if _, err := pw.Write([]byte(`"scopes": ["contacts:view"]}`)); err != nil {
 		t.Fatal(err)
 	}
