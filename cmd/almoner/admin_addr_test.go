@@ -1,9 +1,12 @@
 package main
 
 import (
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/almoner/almoner/cmd/almoner/apptest"
@@ -88,7 +91,7 @@ func TestAdminFindsMakeRunsServer(t *testing.T) {
 		t.Errorf("through the run file: exit %d, stdout %q, stderr %q; want the server's not found", code, out, errOut)
 	}
 
-	stopped := apptest.FreeAddr(t)
+	stopped := refusingAddr(t)
 	writeRunFile(t, data, `{"grpcAddr":"`+stopped+`"}`)
 	code, _, errOut = runCLI(t, "admin", "tenant", "get", "--tenant", nobody)
 	for _, want := range []string{"unavailable", "no auth service answers at " + stopped, "recorded in " + runFile + " by make run", "make run has stopped", "ALMONER_AUTH_ADDR"} {
@@ -117,6 +120,28 @@ func TestAdminFindsMakeRunsServer(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "the internal key from "+authctx.KeyVar+" is not") {
 		t.Errorf("%s over the key file: exit %d, stderr %q", authctx.KeyVar, code, errOut)
 	}
+}
+
+// refusingAddr returns a loopback address where connections are refused
+// for the rest of the test, as at a server that has stopped: its port is
+// bound by a socket that never listens, so no other test's listener (nor
+// the local end of a connection) can take it meanwhile, as one could take
+// a port that was merely free a moment ago.
+func refusingAddr(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
 }
 
 // writeKeyFile writes a key file as scripts/internal-key.sh does.
