@@ -296,15 +296,89 @@ func (f *moveFixture) waitForLockWaiters(t *testing.T, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		var waiting int
-		if err := f.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting >= n {
+		if f.lockWaiters(t) >= n {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatal(errors.New("timed out waiting for sessions to wait for advisory locks"))
+}
+
+// lockWaiters counts the sessions waiting for an advisory lock.
+func (f *moveFixture) lockWaiters(t *testing.T) int {
+	t.Helper()
+	var waiting int
+	if err := f.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`).Scan(&waiting); err != nil {
+		t.Fatal(err)
+	}
+	return waiting
+}
+
+// TestMoveContactRecordsRepeatRacingOrder: a repeat of a completed merge
+// takes no lock, so an order for the duplicate in flight (holding the
+// duplicate's lock, about to take the survivor's) neither waits for it nor
+// deadlocks with it. The survivor's id is the lower: the order in which a
+// repeat that locked deadlocked.
+func TestMoveContactRecordsRepeatRacingOrder(t *testing.T) {
+	t.Parallel()
+	f := newMoveFixture(t)
+	ctx := context.Background()
+	const dup, surv = 42, 41
+	f.order(t, dup, false)
+	if _, err := f.move(dup, surv); err != nil {
+		t.Fatal(err)
+	}
+
+	// An order for the duplicate, stopped after contact_for_write's first
+	// lock.
+	order, err := f.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer order.Rollback(ctx) //nolint:errcheck
+	if _, err := order.Exec(ctx, `SELECT pg_advisory_xact_lock_shared(orders.contact_lock_key($1, $2))`, f.tenant, dup); err != nil {
+		t.Fatal(err)
+	}
+	repeated := make(chan error, 1)
+	go func() {
+		resp, err := f.move(dup, surv)
+		if err == nil && resp.GetOrders()+resp.GetSchedules()+resp.GetPaymentMethods() != 0 {
+			err = fmt.Errorf("the repeat moved %v, want nothing", resp)
+		}
+		repeated <- err
+	}()
+	returned, repeatErr := false, error(nil)
+	for deadline := time.Now().Add(30 * time.Second); !returned && f.lockWaiters(t) == 0; {
+		select {
+		case repeatErr = <-repeated:
+			returned = true
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the repeat neither returned nor waited for a lock")
+		}
+	}
+	if !returned {
+		t.Error("the repeat of a completed merge waits for the lock of an order in flight")
+	}
+
+	// The order goes on: the duplicate resolves to the survivor, whose
+	// lock it takes.
+	var got int64
+	if err := order.QueryRow(ctx, `SELECT orders.contact_for_write($1, $2)`, f.tenant, dup).Scan(&got); err != nil {
+		t.Fatalf("the order: %v", err)
+	}
+	if got != surv {
+		t.Errorf("the order resolved contact %d, want the survivor %d", got, surv)
+	}
+	if err := order.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !returned {
+		repeatErr = <-repeated
+	}
+	if repeatErr != nil {
+		t.Errorf("the repeat: %v", repeatErr)
+	}
 }

@@ -68,12 +68,14 @@ type MoveCounts struct {
 // earlier at the survivor too), then moves the duplicate's orders,
 // schedules, saved payment methods and processor customers, each moved
 // row with an audit row naming the contact change. A repeated call for the
-// same pair moves what is left: nothing, unless rows were written without
-// contact_for_write. Idempotency records keep their stored answers, which
-// name the contact as it was then.
+// same pair moves nothing (alreadyMoved). Idempotency records keep their
+// stored answers, which name the contact as it was then.
 func (s *Store) MoveContactRecords(ctx context.Context, tenantID uuid.UUID, duplicateID, survivorID int64, actor string) (MoveCounts, error) {
 	var out MoveCounts
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if done, err := alreadyMoved(ctx, tx, tenantID, duplicateID, survivorID); err != nil || done {
+			return err
+		}
 		if err := lockForMerge(ctx, tx, tenantID, duplicateID, survivorID); err != nil {
 			return err
 		}
@@ -88,6 +90,23 @@ func (s *Store) MoveContactRecords(ctx context.Context, tenantID uuid.UUID, dupl
 		return MoveCounts{}, fmt.Errorf("orders: move contact %d to %d: %w", duplicateID, survivorID, err)
 	}
 	return out, nil
+}
+
+// alreadyMoved reports whether the redirect duplicate → survivor is
+// recorded. The move committed with it, and every write since resolved the
+// duplicate to the survivor, so a repeat has nothing left to move and
+// takes no lock. Taking them deadlocked with an order for the duplicate
+// when the survivor's id is the lower: the order holds the duplicate's lock
+// shared and waits for the survivor's, while the repeat holds the
+// survivor's and waits for the duplicate's.
+func alreadyMoved(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, duplicateID, survivorID int64) (bool, error) {
+	var done bool
+	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM orders.contact_redirects
+		WHERE tenant_id = $1 AND duplicate_id = $2 AND survivor_id = $3)`, tenantID, duplicateID, survivorID).Scan(&done)
+	if err != nil {
+		return false, fmt.Errorf("read the redirect: %w", err)
+	}
+	return done, nil
 }
 
 // lockForMerge holds the tenant's bulk lock shared, then both contacts'
