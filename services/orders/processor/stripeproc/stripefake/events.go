@@ -97,3 +97,14 @@ func (e Event) Send(ctx context.Context, url, secret string) (int, error) {
 	_, _ = io.Copy(io.Discard, res.Body)
 	return res.StatusCode, nil
 }
+
+// Events returns every event the fake's accounts produced, oldest first:
+// those of API requests (a charge's succeeded or payment_failed, a
+// cancel's canceled, a refund's charge.refunded) and those of the helpers
+// above. Nothing is delivered on its own: a test sends the ones it wants
+// (Event.Send).
+func (s *Server) Events() []Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Event(nil), s.events...)
+}
