@@ -2,6 +2,7 @@ package stripefake
 
 import (
 	"net/http"
+	"net/url"
 	"sort"
 	"time"
 )
@@ -49,6 +50,24 @@ type method struct {
 	created  int64
 }
 
+func (s *Server) createCustomer(key string, form url.Values) (any, *apiErr) {
+	c := &customer{id: newID("cus_"), key: key, name: form.Get("name"), email: form.Get("email"), metadata: metadata(form), created: time.Now().Unix()}
+	s.customers[c.id] = c
+	return renderCustomer(c), nil
+}
+
+// getMethod finds a test method (pm_card_visa, …) without cloning it:
+// only a charge or an attach makes a method of the account.
+func (s *Server) getMethod(key, id string) (any, *apiErr) {
+	if m, ok := s.methods[id]; ok && m.key == key {
+		return renderMethod(m), nil
+	}
+	if t, ok := testTemplate(id); ok {
+		return renderMethod(&method{id: id, key: key, tmpl: t, created: time.Now().Unix()}), nil
+	}
+	return nil, missing("id", "PaymentMethod", id)
+}
+
 func (s *Server) attach(key, id, cusID string) (any, *apiErr) {
 	if cusID == "" {
 		return nil, invalid(400, "parameter_missing", "customer", "Missing required param: customer.")
@@ -75,5 +94,21 @@ func (s *Server) attach(key, id, cusID string) (any, *apiErr) {
 		return nil, invalid(400, "", "", "The payment method you provided has already been attached to a customer.")
 	}
 	m.customer = cusID
+	return renderMethod(m), nil
+}
+
+// detach refuses a test method (pm_card_visa, …) as one not attached,
+// not as a missing one: the id names a method, never attached.
+func (s *Server) detach(key, id string) (any, *apiErr) {
+	m, ok := s.methods[id]
+	if !ok || m.key != key {
+		if _, test := testTemplate(id); !test {
+			return nil, missing("id", "PaymentMethod", id)
+		}
+	}
+	if !ok || m.customer == "" {
+		return nil, invalid(http.StatusBadRequest, "", "", "The payment method you provided is not attached to a customer so detachment is impossible.")
+	}
+	m.customer = ""
 	return renderMethod(m), nil
 }

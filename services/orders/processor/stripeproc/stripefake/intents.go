@@ -348,6 +348,14 @@ func cancelable(status string) bool {
 	return false
 }
 
+func (s *Server) getIntent(key, id string) (any, *apiErr) {
+	pi, ok := s.intents[id]
+	if !ok || pi.key != key {
+		return nil, missing("id", "payment_intent", id)
+	}
+	return s.renderIntent(pi), nil
+}
+
 func (s *Server) cancelIntent(key, id string) (any, *apiErr) {
 	pi, ok := s.intents[id]
 	if !ok || pi.key != key {
