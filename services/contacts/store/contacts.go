@@ -273,6 +273,38 @@ type relatedState struct {
 	before []Relationship
 }
 
+// lockWithRelated locks contacts ids, every contact related to them and
+// those of rels (a write's new relationships), in id order in one
+// statement, as every multi-contact write does (docs/merge.md). A write
+// that locked itself first and its related contacts after deadlocked with
+// one holding a related contact of lower id and then wanting the writer's
+// (the other side's update, a merge, an import batch). The relationships
+// are read before the lock: one made in between is found by lockRelated
+// under the lock, which then locks its contact late, a narrow race that
+// inTx's retry covers.
+func lockWithRelated(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, ids []int64, rels []Relationship) error {
+	rows, err := tx.Query(ctx, `
+		SELECT related_contact_id FROM contacts.contact_relationships WHERE tenant_id = $1 AND contact_id = ANY($2)
+		UNION SELECT contact_id FROM contacts.contact_relationships WHERE tenant_id = $1 AND related_contact_id = ANY($2)`, tenant, ids)
+	if err != nil {
+		return fmt.Errorf("read related contacts: %w", err)
+	}
+	old, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return fmt.Errorf("read related contacts: %w", err)
+	}
+	all := append(slices.Clone(ids), old...)
+	for _, r := range rels {
+		all = append(all, r.RelatedID)
+	}
+	slices.Sort(all)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM contacts.contacts WHERE tenant_id = $1 AND id = ANY($2) ORDER BY id FOR UPDATE`,
+		tenant, slices.Compact(all)); err != nil {
+		return fmt.Errorf("lock contacts: %w", err)
+	}
+	return nil
+}
+
 // lockRelated locks, in id order, the contacts that self's relationships
 // touch before and after the write (new ones from f, old ones from the
 // stored rows), checks that the new ones exist and fit their relationship
@@ -391,6 +423,9 @@ func (s *Store) Update(ctx context.Context, tenant uuid.UUID, id int64, f Fields
 	var out Contact
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		ids.rewind()
+		if err := lockWithRelated(ctx, tx, tenant, []int64{id}, f.Relationships); err != nil {
+			return err
+		}
 		before, err := get(ctx, tx, tenant, id, true)
 		if err != nil {
 			return err

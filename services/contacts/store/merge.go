@@ -214,6 +214,11 @@ func (s *Store) FinishMerge(ctx context.Context, m Merge) (Contact, error) {
 }
 
 func finish(ctx context.Context, tx pgx.Tx, m Merge) error {
+	// The pair and every contact related to either, in one pass in id
+	// order (lockWithRelated), before lockPair and lockRelated re-lock them.
+	if err := lockWithRelated(ctx, tx, m.Tenant, []int64{m.Survivor, m.Duplicate}, nil); err != nil {
+		return err
+	}
 	if _, _, err := lockPair(ctx, tx, m.Tenant, m.Survivor, m.Duplicate); err != nil {
 		return err
 	}
