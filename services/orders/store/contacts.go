@@ -19,7 +19,7 @@ import (
 // taken here and in the migration's SQL functions (00011):
 //
 //   - every write of one contact's row (an order, a schedule, a saved
-//     method, a processor customer) names its contact through
+//     method, a detach, a processor customer) names its contact through
 //     contactForWrite, the SQL function orders.contact_for_write: it holds
 //     the contact's lock shared until the writer's transaction ends and
 //     answers the survivor when the contact was merged;

@@ -93,9 +93,18 @@ func (s *Store) GetPaymentMethod(ctx context.Context, tenantID uuid.UUID, id str
 // row; detach is called first (at the processor) inside the transaction,
 // so the row changes only when the processor let go of it. The default
 // passes to the contact's oldest remaining method.
+//
+// The contact's lock (contactForWrite, shared) comes first, as for every
+// write of a contact's rows: a merge of the contact then waits for the
+// whole detach. Locking only the method deadlocked with a merge that,
+// holding the contact's lock, had locked the other method and waited for
+// this one, while the detach passed the default to that other method.
 func (s *Store) DetachPaymentMethod(ctx context.Context, tenantID uuid.UUID, contactID int64, id string,
 	detach func(PaymentMethod) error, actor string) error {
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT `+contactForWrite("$1", "$2::bigint"), tenantID, contactID); err != nil {
+			return fmt.Errorf("lock the contact: %w", err)
+		}
 		m, err := scanMethod(tx.QueryRow(ctx, `SELECT `+methodColumns+` FROM orders.payment_methods
 			WHERE tenant_id = $1 AND contact_id = $2 AND id = $3 AND detached_at IS NULL FOR UPDATE`, tenantID, contactID, id))
 		if err != nil {
