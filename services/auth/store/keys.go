@@ -202,6 +202,9 @@ type KeyUse struct {
 
 // TouchKeys moves last_used_at forward for many keys in one statement. It
 // never moves a value backwards, so replicas flushing out of order agree.
+// The rows are locked in key order first (uses come in a tracker's map
+// order): two replicas' flushes locking the same keys in opposite orders
+// deadlocked.
 func (s *Store) TouchKeys(ctx context.Context, uses []KeyUse) error {
 	if len(uses) == 0 {
 		return nil
@@ -213,8 +216,14 @@ func (s *Store) TouchKeys(ctx context.Context, uses []KeyUse) error {
 		tenants[i], ids[i], ats[i] = u.TenantID, u.KeyID, u.At
 	}
 	_, err := s.pool.Exec(ctx, `
-		UPDATE auth.api_keys k SET last_used_at = u.at
-		FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[]) AS u(tenant_id, id, at)
+		WITH u AS MATERIALIZED (
+			SELECT k.tenant_id, k.id, u.at FROM auth.api_keys k
+			JOIN unnest($1::uuid[], $2::uuid[], $3::timestamptz[]) AS u(tenant_id, id, at) ON k.tenant_id = u.tenant_id AND k.id = u.id
+			WHERE k.last_used_at IS NULL OR k.last_used_at < u.at
+			ORDER BY k.tenant_id, k.id
+			FOR NO KEY UPDATE OF k
+		)
+		UPDATE auth.api_keys k SET last_used_at = u.at FROM u
 		WHERE k.tenant_id = u.tenant_id AND k.id = u.id
 		  AND (k.last_used_at IS NULL OR k.last_used_at < u.at)`, tenants, ids, ats)
 	if err != nil {

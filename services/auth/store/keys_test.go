@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"testing"
@@ -122,5 +123,79 @@ func TestCreateKeyLimitWaitsForConcurrentCreation(t *testing.T) {
 	}
 	if _, err := s.CreateKey(ctx, testKey(uuid.New()), "test", limit); !errors.Is(err, db.ErrNotFound) {
 		t.Errorf("creation for a tenant that does not exist = %v, want db.ErrNotFound", err)
+	}
+}
+
+// TestTouchKeysLocksInKeyOrder: TouchKeys locks the keys it moves in key
+// order, whatever the order of the uses (a replica's tracker hands them
+// over in map order). Locked in the given order, two replicas' flushes of
+// the same two keys in opposite orders deadlocked: each held one key and
+// waited for the other, and PostgreSQL aborted one after deadlock_timeout.
+func TestTouchKeysLocksInKeyOrder(t *testing.T) {
+	ctx := context.Background()
+	pool, err := db.Open(ctx, testdb.New(t, audit.Migrations(), migrations.Set()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s := New(pool)
+	tn, err := s.CreateTenant(ctx, Tenant{Name: "T", Slug: "t", Features: []string{}, DefaultCurrency: "USD"}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	low, err := s.CreateKey(ctx, testKey(tn.ID), "test", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	high, err := s.CreateKey(ctx, testKey(tn.ID), "test", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Compare(low.ID[:], high.ID[:]) > 0 {
+		low, high = high, low
+	}
+	// The lower key's row goes after the higher's in the table, so the
+	// uses' order (high, low) is also the order of a scan of the table.
+	if _, err := pool.Exec(ctx, `UPDATE auth.api_keys SET name = 'low' WHERE tenant_id = $1 AND id = $2`, tn.ID, low.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	// The other replica's flush, in key order: it holds the lower key.
+	other, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Rollback(ctx) //nolint:errcheck
+	if _, err := other.Exec(ctx, `SET LOCAL deadlock_timeout = '100ms'`); err != nil {
+		t.Fatal(err)
+	}
+	touch := func(id uuid.UUID) error {
+		_, err := other.Exec(ctx, `UPDATE auth.api_keys SET last_used_at = now() WHERE tenant_id = $1 AND id = $2`, tn.ID, id)
+		return err
+	}
+	if err := touch(low.ID); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(time.Hour).Truncate(time.Microsecond)
+	done := make(chan error, 1)
+	go func() {
+		done <- s.TouchKeys(ctx, []KeyUse{{TenantID: tn.ID, KeyID: high.ID, At: at}, {TenantID: tn.ID, KeyID: low.ID, At: at}})
+	}()
+	waitForLockWait(t, pool)
+	if err := touch(high.ID); err != nil {
+		t.Errorf("the other flush, locking the higher key: %v", err)
+		_ = other.Rollback(ctx)
+	} else if err := other.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("TouchKeys: %v", err)
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM auth.api_keys WHERE tenant_id = $1 AND last_used_at = $2`, tn.ID, at).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Errorf("%d keys touched at %v, want 2", n, at)
 	}
 }
