@@ -53,44 +53,81 @@ func (a accounts) Check(ctx context.Context, req *healthpb.HealthCheckRequest) (
 }
 
 func main() {
-	dbURL := flag.String("database", "", "PostgreSQL URL of a pgbench database (required)")
-	httpAddr := flag.String("http", "127.0.0.1:18280", "HTTP listen address")
-	grpcAddr := flag.String("grpc", "127.0.0.1:19290", "gRPC listen address")
-	flag.Parse()
-	if *dbURL == "" {
-		flag.Usage()
-		os.Exit(2)
-	}
+	dbURL, httpAddr, grpcAddr := parseFlags()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg, err := pgxpool.ParseConfig(*dbURL)
-	if err != nil {
-		log.Fatal(err)
-	}
-	cfg.MaxConns = 16 // as Almoner's pool
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pool, err := openPool(ctx, dbURL)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer pool.Close()
-
-	lis, err := net.Listen("tcp", *grpcAddr)
+	gs, err := serveGRPC(grpcAddr, pool)
 	if err != nil {
 		log.Fatal(err)
 	}
-	gs := grpc.NewServer()
-	healthpb.RegisterHealthServer(gs, accounts{pool: pool})
-	go func() { _ = gs.Serve(lis) }()
 	defer gs.Stop()
-
-	cc, err := grpc.NewClient(*grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer cc.Close()
-	client := healthpb.NewHealthClient(cc)
+	mux, err := newMux(healthpb.NewHealthClient(cc))
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := serveHTTP(ctx, httpAddr, mux); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// parseFlags reads the flags, or prints the usage and exits 2 when the
+// database is missing.
+func parseFlags() (dbURL, httpAddr, grpcAddr string) {
+	flag.StringVar(&dbURL, "database", "", "PostgreSQL URL of a pgbench database (required)")
+	flag.StringVar(&httpAddr, "http", "127.0.0.1:18280", "HTTP listen address")
+	flag.StringVar(&grpcAddr, "grpc", "127.0.0.1:19290", "gRPC listen address")
+	flag.Parse()
+	if dbURL == "" {
+		flag.Usage()
+		os.Exit(2)
+	}
+	return dbURL, httpAddr, grpcAddr
+}
+
+// openPool opens the pgbench database's pool, sized as Almoner's.
+func openPool(ctx context.Context, dbURL string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		return nil, err
+	}
+	cfg.MaxConns = 16 // as Almoner's pool
+	return pgxpool.NewWithConfig(ctx, cfg)
+}
+
+// serveGRPC serves accounts over gRPC on addr, in the background.
+func serveGRPC(addr string, pool *pgxpool.Pool) (*grpc.Server, error) {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	gs := grpc.NewServer()
+	healthpb.RegisterHealthServer(gs, accounts{pool: pool})
+	go func() { _ = gs.Serve(lis) }()
+	return gs, nil
+}
+
+// newMux routes GET /floor/{aid} to the gRPC client's Check.
+func newMux(client healthpb.HealthClient) (*runtime.ServeMux, error) {
 	mux := runtime.NewServeMux()
-	err = mux.HandlePath(http.MethodGet, "/floor/{aid}", func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+	if err := mux.HandlePath(http.MethodGet, "/floor/{aid}", getAccount(mux, client)); err != nil {
+		return nil, err
+	}
+	return mux, nil
+}
+
+// getAccount is the handler of GET /floor/{aid} on mux.
+func getAccount(mux *runtime.ServeMux, client healthpb.HealthClient) runtime.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, p map[string]string) {
 		// What grpc-gateway's generated handlers do for a unary call.
 		ctx, err := runtime.AnnotateContext(r.Context(), mux, r, "/floor.Floor/Get", runtime.WithHTTPPathPattern("/floor/{aid}"))
 		if err != nil {
@@ -106,17 +143,19 @@ func main() {
 			return
 		}
 		runtime.ForwardResponseMessage(ctx, mux, out, w, r, resp)
-	})
-	if err != nil {
-		log.Fatal(err)
 	}
-	srv := &http.Server{Addr: *httpAddr, Handler: mux}
+}
+
+// serveHTTP serves mux on addr until ctx is done.
+func serveHTTP(ctx context.Context, addr string, mux *runtime.ServeMux) error {
+	srv := &http.Server{Addr: addr, Handler: mux}
 	go func() {
 		<-ctx.Done()
 		_ = srv.Close()
 	}()
-	fmt.Fprintf(os.Stderr, "floor: serving http://%s/floor/{aid}\n", *httpAddr)
+	fmt.Fprintf(os.Stderr, "floor: serving http://%s/floor/{aid}\n", addr)
 	if err := srv.ListenAndServe(); err != nil && err != http.ErrServerClosed {
-		log.Fatal(err)
+		return err
 	}
+	return nil
 }
