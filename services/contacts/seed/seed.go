@@ -147,83 +147,126 @@ func Seed(ctx context.Context, pool *pgxpool.Pool, tenant uuid.UUID, n int) (Res
 		return Result{}, errors.New("seed: n must be positive")
 	}
 	start := time.Now()
-	phones := (n + 1) / 2
+	ids, err := reserve(ctx, pool, tenant, n)
+	if err != nil {
+		return Result{}, err
+	}
+	// pgtype.UUID encodes straight to binary; uuid.UUID would go through
+	// its driver.Valuer text form on every row.
+	l := loader{pool: pool, tenant: pgtype.UUID{Bytes: tenant, Valid: true}, n: n, ids: ids, now: time.Now().UTC()}
+	if err := l.load(ctx); err != nil {
+		return Result{}, err
+	}
+	if err := vacuum(ctx, pool); err != nil {
+		return Result{}, err
+	}
+	return Result{Tenant: tenant, Contacts: n, FirstID: ids.contact, LastID: ids.contact + int64(n) - 1, Elapsed: time.Since(start)}, nil
+}
+
+// idRanges are the first ids of the ranges reserved for one load.
+type idRanges struct{ contact, email, phone, address int64 }
+
+// phoneCount is how many of n contacts have a phone: the even ones.
+func phoneCount(n int) int { return (n + 1) / 2 }
+
+// reserve takes the id ranges of n contacts and their rows from tenant's
+// counters.
+func reserve(ctx context.Context, pool *pgxpool.Pool, tenant uuid.UUID, n int) (idRanges, error) {
 	// Each kind of id comes in one consecutive range of the tenant's
 	// counter, taken with one statement (pkg/counter's bulk Take), so
 	// API writes of the same tenant meanwhile never take an id inside it.
 	ids := store.New(pool).IDs()
-	var first, emailID, phoneID, addressID int64
-	for _, r := range []struct {
+	var r idRanges
+	for _, k := range []struct {
 		into *int64
 		name string
 		n    int
-	}{{&first, store.CounterContact, n}, {&emailID, store.CounterEmail, n}, {&phoneID, store.CounterPhone, phones}, {&addressID, store.CounterAddress, n}} {
+	}{{&r.contact, store.CounterContact, n}, {&r.email, store.CounterEmail, n}, {&r.phone, store.CounterPhone, phoneCount(n)}, {&r.address, store.CounterAddress, n}} {
 		var err error
-		if *r.into, err = ids.Take(ctx, tenant, r.name, int64(r.n)); err != nil {
-			return Result{}, fmt.Errorf("seed: reserve %s ids: %w", r.name, err)
+		if *k.into, err = ids.Take(ctx, tenant, k.name, int64(k.n)); err != nil {
+			return idRanges{}, fmt.Errorf("seed: reserve %s ids: %w", k.name, err)
 		}
 	}
-	now := time.Now().UTC()
-	// pgtype.UUID encodes straight to binary; uuid.UUID would go through
-	// its driver.Valuer text form on every row.
-	tid := pgtype.UUID{Bytes: tenant, Valid: true}
-	loadContacts := func(ctx context.Context, skipChecks bool) error {
-		return copyRows(ctx, pool, skipChecks, "contacts", []string{"tenant_id", "id", "contact_type", "first_name", "last_name", "organization_name",
-			"tags", "tag_keys", "is_active", "name_key", "search_text", "created_at", "updated_at"}, n, func(i int) []any {
-			f := Contact(i)
-			return []any{tid, first + int64(i), f.Type, nullable(f.FirstName), nullable(f.LastName), nullable(f.OrganizationName),
-				f.Tags, f.Tags, f.IsActive, store.NameKey(f), store.SearchText(f), now, now}
-		})
-	}
-	children := []func(ctx context.Context, skipChecks bool) error{
-		func(ctx context.Context, skipChecks bool) error {
-			return copyRows(ctx, pool, skipChecks, "contact_emails", []string{"tenant_id", "id", "contact_id", "position", "email_address", "email_key", "email_type", "is_primary"}, n, func(i int) []any {
-				e := email(i, names(mix(uint64(i))))
-				return []any{tid, emailID + int64(i), first + int64(i), int16(0), e.Address, e.Key, e.Type, true}
-			})
-		},
-		func(ctx context.Context, skipChecks bool) error {
-			return copyRows(ctx, pool, skipChecks, "contact_phones", []string{"tenant_id", "id", "contact_id", "position", "phone_number", "phone_key", "phone_type", "is_primary"}, phones, func(j int) []any {
-				i := 2 * j
-				p := phone(i, mix(uint64(i)))
-				return []any{tid, phoneID + int64(j), first + int64(i), int16(0), p.Number, p.Key, p.Type, true}
-			})
-		},
-		func(ctx context.Context, skipChecks bool) error {
-			return copyRows(ctx, pool, skipChecks, "contact_addresses", []string{"tenant_id", "id", "contact_id", "position", "address_type", "is_primary",
-				"line1", "city", "state_province", "postal_code", "postal_key", "country", "name_key"}, n, func(i int) []any {
-				h := mix(uint64(i))
-				a := address(h)
-				return []any{tid, addressID + int64(i), first + int64(i), int16(0), a.Type, true, a.Line1, a.City, a.StateProvince, a.PostalCode, a.PostalKey, a.Country,
-					store.NameKey(names(h))}
-			})
-		},
-	}
-	skip, err := canSkipChecks(ctx, pool)
+	return r, nil
+}
+
+// loader copies one load's rows into the four tables.
+type loader struct {
+	pool   *pgxpool.Pool
+	tenant pgtype.UUID
+	n      int
+	ids    idRanges
+	now    time.Time
+}
+
+// load copies the four tables at once when the foreign-key checks can be
+// skipped, and the contacts before their rows otherwise.
+func (l loader) load(ctx context.Context) error {
+	skip, err := canSkipChecks(ctx, l.pool)
 	if err != nil {
-		return Result{}, err
+		return err
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	if skip {
-		g.Go(func() error { return loadContacts(gctx, true) })
-	} else if err := loadContacts(ctx, false); err != nil {
-		return Result{}, err
+		g.Go(func() error { return l.contacts(gctx, true) })
+	} else if err := l.contacts(ctx, false); err != nil {
+		return err
 	}
-	for _, load := range children {
+	for _, load := range []func(ctx context.Context, skipChecks bool) error{l.emails, l.phones, l.addresses} {
 		g.Go(func() error { return load(gctx, skip) })
 	}
-	if err := g.Wait(); err != nil {
-		return Result{}, err
-	}
+	return g.Wait()
+}
+
+// contacts copies the contacts themselves.
+func (l loader) contacts(ctx context.Context, skipChecks bool) error {
+	return copyRows(ctx, l.pool, skipChecks, "contacts", []string{"tenant_id", "id", "contact_type", "first_name", "last_name", "organization_name",
+		"tags", "tag_keys", "is_active", "name_key", "search_text", "created_at", "updated_at"}, l.n, func(i int) []any {
+		f := Contact(i)
+		return []any{l.tenant, l.ids.contact + int64(i), f.Type, nullable(f.FirstName), nullable(f.LastName), nullable(f.OrganizationName),
+			f.Tags, f.Tags, f.IsActive, store.NameKey(f), store.SearchText(f), l.now, l.now}
+	})
+}
+
+// emails copies every contact's email.
+func (l loader) emails(ctx context.Context, skipChecks bool) error {
+	return copyRows(ctx, l.pool, skipChecks, "contact_emails", []string{"tenant_id", "id", "contact_id", "position", "email_address", "email_key", "email_type", "is_primary"}, l.n, func(i int) []any {
+		e := email(i, names(mix(uint64(i))))
+		return []any{l.tenant, l.ids.email + int64(i), l.ids.contact + int64(i), int16(0), e.Address, e.Key, e.Type, true}
+	})
+}
+
+// phones copies the phones of the even contacts.
+func (l loader) phones(ctx context.Context, skipChecks bool) error {
+	return copyRows(ctx, l.pool, skipChecks, "contact_phones", []string{"tenant_id", "id", "contact_id", "position", "phone_number", "phone_key", "phone_type", "is_primary"}, phoneCount(l.n), func(j int) []any {
+		i := 2 * j
+		p := phone(i, mix(uint64(i)))
+		return []any{l.tenant, l.ids.phone + int64(j), l.ids.contact + int64(i), int16(0), p.Number, p.Key, p.Type, true}
+	})
+}
+
+// addresses copies every contact's address.
+func (l loader) addresses(ctx context.Context, skipChecks bool) error {
+	return copyRows(ctx, l.pool, skipChecks, "contact_addresses", []string{"tenant_id", "id", "contact_id", "position", "address_type", "is_primary",
+		"line1", "city", "state_province", "postal_code", "postal_key", "country", "name_key"}, l.n, func(i int) []any {
+		h := mix(uint64(i))
+		a := address(h)
+		return []any{l.tenant, l.ids.address + int64(i), l.ids.contact + int64(i), int16(0), a.Type, true, a.Line1, a.City, a.StateProvince, a.PostalCode, a.PostalKey, a.Country,
+			store.NameKey(names(h))}
+	})
+}
+
+// vacuum analyzes the four tables and sets their visibility maps.
+func vacuum(ctx context.Context, pool *pgxpool.Pool) error {
 	// Fresh statistics, so the planner knows the new tenant's size at once,
 	// and a visibility map, so counts are index-only scans from the first
 	// request instead of after autovacuum gets round to it.
 	for _, t := range []string{"contacts", "contact_emails", "contact_phones", "contact_addresses"} {
 		if _, err := pool.Exec(ctx, "VACUUM (ANALYZE) contacts."+t); err != nil {
-			return Result{}, fmt.Errorf("vacuum %s: %w", t, err)
+			return fmt.Errorf("vacuum %s: %w", t, err)
 		}
 	}
-	return Result{Tenant: tenant, Contacts: n, FirstID: first, LastID: first + int64(n) - 1, Elapsed: time.Since(start)}, nil
+	return nil
 }
 
 // canSkipChecks reports whether the role may switch off foreign-key
