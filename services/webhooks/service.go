@@ -112,6 +112,31 @@ type Config struct {
 // are the spec's.
 func ConfigFrom(src config.Source, environment string) (Config, error) {
 	cfg := Config{Dispatch: true}
+	if err := readNumbers(src, &cfg); err != nil {
+		return Config{}, err
+	}
+	if err := checkLimits(cfg); err != nil {
+		return Config{}, err
+	}
+	if err := readSwitches(src, &cfg); err != nil {
+		return Config{}, err
+	}
+	var err error
+	if cfg.RootCAs, err = readRootCAs(src); err != nil {
+		return Config{}, err
+	}
+	if environment == "production" && (cfg.AllowPrivate || cfg.RootCAs != nil) {
+		return Config{}, errors.New("ALMONER_WEBHOOK_ALLOW_PRIVATE and ALMONER_WEBHOOK_CA_FILE are for development; not allowed in production")
+	}
+	if cfg.SecretKey, err = readSecretKey(src); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// readNumbers reads the durations and counts into cfg, each defaulting to
+// the spec's.
+func readNumbers(src config.Source, cfg *Config) error {
 	var err error
 	durs := []struct {
 		key string
@@ -126,7 +151,7 @@ func ConfigFrom(src config.Source, environment string) (Config, error) {
 	}
 	for _, d := range durs {
 		if *d.dst, err = src.Duration(d.key, d.def); err != nil {
-			return Config{}, err
+			return err
 		}
 	}
 	ints := []struct {
@@ -141,48 +166,69 @@ func ConfigFrom(src config.Source, environment string) (Config, error) {
 	}
 	for _, i := range ints {
 		if *i.dst, err = src.Int(i.key, i.def); err != nil {
-			return Config{}, err
+			return err
 		}
 	}
+	return nil
+}
+
+// checkLimits refuses a retention, endpoint limit or enqueue limit out of
+// bounds.
+func checkLimits(cfg Config) error {
 	if cfg.EventRetention < MinEventRetention {
-		return Config{}, errNoRetention
+		return errNoRetention
 	}
 	if cfg.EndpointLimit < 1 {
-		return Config{}, fmt.Errorf("ALMONER_WEBHOOK_ENDPOINT_LIMIT: %d is not a positive number of endpoints", cfg.EndpointLimit)
+		return fmt.Errorf("ALMONER_WEBHOOK_ENDPOINT_LIMIT: %d is not a positive number of endpoints", cfg.EndpointLimit)
 	}
 	if cfg.EnqueueLimit > audit.MaxReadLimit {
-		return Config{}, fmt.Errorf("ALMONER_WEBHOOK_ENQUEUE_LIMIT: at most %d", audit.MaxReadLimit)
+		return fmt.Errorf("ALMONER_WEBHOOK_ENQUEUE_LIMIT: at most %d", audit.MaxReadLimit)
 	}
+	return nil
+}
+
+// readSwitches reads ALMONER_WEBHOOK_DISPATCH and
+// ALMONER_WEBHOOK_ALLOW_PRIVATE into cfg.
+func readSwitches(src config.Source, cfg *Config) error {
+	var err error
 	if cfg.Dispatch, err = src.Bool("ALMONER_WEBHOOK_DISPATCH", true); err != nil {
-		return Config{}, err
+		return err
 	}
 	if cfg.AllowPrivate, err = src.Bool("ALMONER_WEBHOOK_ALLOW_PRIVATE", false); err != nil {
-		return Config{}, err
+		return err
 	}
-	if f := src.String("ALMONER_WEBHOOK_CA_FILE", ""); f != "" {
-		pem, err := os.ReadFile(f)
-		if err != nil {
-			return Config{}, fmt.Errorf("ALMONER_WEBHOOK_CA_FILE: %w", err)
-		}
-		cfg.RootCAs = x509.NewCertPool()
-		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-			return Config{}, errors.New("ALMONER_WEBHOOK_CA_FILE: no PEM certificate in the file")
-		}
+	return nil
+}
+
+// readRootCAs reads the CAs of ALMONER_WEBHOOK_CA_FILE; nil when it is
+// unset.
+func readRootCAs(src config.Source) (*x509.CertPool, error) {
+	f := src.String("ALMONER_WEBHOOK_CA_FILE", "")
+	if f == "" {
+		return nil, nil
 	}
-	if environment == "production" && (cfg.AllowPrivate || cfg.RootCAs != nil) {
-		return Config{}, errors.New("ALMONER_WEBHOOK_ALLOW_PRIVATE and ALMONER_WEBHOOK_CA_FILE are for development; not allowed in production")
+	pem, err := os.ReadFile(f)
+	if err != nil {
+		return nil, fmt.Errorf("ALMONER_WEBHOOK_CA_FILE: %w", err)
 	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, errors.New("ALMONER_WEBHOOK_CA_FILE: no PEM certificate in the file")
+	}
+	return pool, nil
+}
+
+// readSecretKey reads the key that seals secrets at rest, which has no
+// default.
+func readSecretKey(src config.Source) ([]byte, error) {
 	// The process that hosts everything in a sandbox gets a random key
 	// from its host when none is set (cmd/almoner); anything else must be
 	// given one, the same in every process.
 	k := src.String(secretbox.KeyVar, "")
 	if k == "" {
-		return Config{}, secretbox.ErrNoKey
+		return nil, secretbox.ErrNoKey
 	}
-	if cfg.SecretKey, err = secretbox.ParseKey(k); err != nil {
-		return Config{}, err
-	}
-	return cfg, nil
+	return secretbox.ParseKey(k)
 }
 
 // Migrations are the schemas the service needs: the audit log and its own.
