@@ -32,10 +32,28 @@ cd "$(dirname "$0")/.."
 command -v openssl >/dev/null || { echo "quickstart-check: openssl is required" >&2; exit 2; }
 command -v curl >/dev/null || { echo "quickstart-check: curl is required" >&2; exit 2; }
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-http_port=$(free_port)
-grpc_port=$(free_port)
-rx_port=$(free_port)
+# The server's ports, the receiver's and a stopped make run's are held for
+# the whole check by a process that binds them (SO_REUSEADDR) and never
+# listens: the kernel gives them to no other socket, so no listener or
+# connection of the tests running beside this check takes one before make
+# run listens on it (as one could take a port that was merely free a moment
+# before), while the server and the receiver (Go listeners set
+# SO_REUSEADDR) can listen on them, again after a restart; and nothing
+# answers on the stopped one. The holder exits with this script (its input
+# closes).
+coproc PORTS { python3 -c '
+import socket, sys
+held = []
+for _ in range(4):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", 0))
+    held.append(s)
+print(*(s.getsockname()[1] for s in held), flush=True)
+sys.stdin.read()
+'; }
+ports_pid=$PORTS_PID
+read -r http_port grpc_port rx_port stale_port <&"${PORTS[0]}"
 data=$(mktemp -d /tmp/almoner-quickstart.XXXXXX)
 # The README's own .data: a folder that does not exist, apart from make run's.
 readme_data=$data/readme-data
@@ -53,6 +71,7 @@ cleanup() {
   [ -n "${rx_pid:-}" ] && kill "$rx_pid" 2>/dev/null || true
   psql "$server" -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
   rm -rf "$data"
+  kill "$ports_pid" 2>/dev/null || true
 }
 trap cleanup EXIT
 # fd 3 is the script's stderr, also inside a README block whose output goes
@@ -245,7 +264,7 @@ card_gift restarted
 
 # An admin command pointed at a make run that has stopped says what to set.
 mkdir -p "$data/stale"
-printf '{"grpcAddr":"127.0.0.1:%s"}\n' "$(free_port)" >"$data/stale/run.json"
+printf '{"grpcAddr":"127.0.0.1:%s"}\n' "$stale_port" >"$data/stale/run.json"
 if out=$(ALMONER_DATA_DIR=$data/stale ./bin/almoner admin tenant get --tenant "$TID" 2>&1); then
   fail "admin reached a server at an address where none runs: $out"
 fi
