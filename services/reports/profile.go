@@ -137,6 +137,10 @@ func profileFromProto(tenant uuid.UUID, in *reportsv1.OrganizationProfile) (stor
 }
 
 func addressFromProto(a *reportsv1.PostalAddress, v *apperr.Violations) store.Address {
+	if a == nil {
+		// A body without an address: the profile has none yet.
+		a = &reportsv1.PostalAddress{}
+	}
 	out := store.Address{Line1: strings.TrimSpace(a.GetLine1()), Line2: a.Line2, City: a.City, StateProvince: a.StateProvince, PostalCode: a.PostalCode, Country: a.Country}
 	for _, f := range []struct {
 		field string
