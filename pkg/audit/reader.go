@@ -72,8 +72,13 @@ const MaxReadLimit = 10_000
 type ReadQuery struct {
 	// After is the cursor to continue from (exclusive).
 	After Cursor
-	// TenantID keeps one tenant's rows; "" reads every tenant.
+	// TenantID keeps one tenant's rows. It is required unless AllTenants
+	// is set: a caller that forgot it would otherwise read every tenant's
+	// events.
 	TenantID string
+	// AllTenants reads every tenant's rows (TenantID empty): operators'
+	// tools and tests only.
+	AllTenants bool
 	// Events keeps rows whose event name is one of these
 	// ("contact.created"); empty keeps every event.
 	Events []string
@@ -104,6 +109,10 @@ func scanEvent(row pgx.Row) (Event, error) {
 	return e, err
 }
 
+// ErrNoTenant refuses a ReadQuery that names no tenant and does not ask
+// for every tenant's rows.
+var ErrNoTenant = errors.New("audit: read: no tenant (set TenantID, or AllTenants to read every tenant)")
+
 // Read returns the rows after q.After that no later read could place before
 // them: rows of transactions that ended before every transaction still in
 // flight began (xid < pg_snapshot_xmin of the statement's snapshot), in
@@ -115,6 +124,9 @@ func scanEvent(row pgx.Row) (Event, error) {
 // xid holds the horizon back. A long transaction anywhere in the cluster
 // holds it back too; rows then arrive late, never out of order.
 func Read(ctx context.Context, q Querier, rq ReadQuery) (Page, error) {
+	if rq.TenantID == "" && !rq.AllTenants {
+		return Page{}, ErrNoTenant
+	}
 	limit := min(rq.Limit, MaxReadLimit)
 	if limit <= 0 {
 		limit = 100

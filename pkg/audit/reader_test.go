@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -330,9 +331,13 @@ func TestReadFilters(t *testing.T) {
 	if len(p.Events) != 0 || !got[1].cursor().Less(p.Next) {
 		t.Errorf("empty filtered page: next %v, last row %v", p.Next, got[1].cursor())
 	}
-	all, _ := readWant(t, pool, ReadQuery{Limit: 1}, 4)
+	all, _ := readWant(t, pool, ReadQuery{Limit: 1, AllTenants: true}, 4)
 	if len(all) != 4 {
 		t.Errorf("unfiltered read %d rows", len(all))
+	}
+	// A query that names no tenant reads nothing unless it asks for all.
+	if p, err := Read(ctx, pool, ReadQuery{Events: []string{"contact.updated"}}); !errors.Is(err, ErrNoTenant) || len(p.Events) != 0 {
+		t.Errorf("read without a tenant: %d rows, %v; want ErrNoTenant", len(p.Events), err)
 	}
 }
 
