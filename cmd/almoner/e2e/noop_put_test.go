@@ -36,3 +36,30 @@ func TestProfileWithoutAddress(t *testing.T) {
 		t.Errorf("errors = %v, want Country", e)
 	}
 }
+
+// noopPut sends body to path twice and reports whether the second PUT,
+// which changes nothing, left updatedAt and the audit log as they were.
+func noopPut(t *testing.T, c *apptest.Cluster, tn apptest.Tenant, path string, body map[string]any) {
+	t.Helper()
+	first := c.Do(t, "PUT", path, tn.Key, body).Expect(t, http.StatusOK).Map(t)
+	rows := tenantAuditRows(t, c, tn.ID)
+	again := c.Do(t, "PUT", path, tn.Key, body).Expect(t, http.StatusOK).Map(t)
+	if again["updatedAt"] != first["updatedAt"] {
+		t.Errorf("PUT %s changing nothing moved updatedAt %v to %v with no audit row: an integrator syncing by updatedAt sees a change no event reports",
+			path, first["updatedAt"], again["updatedAt"])
+	}
+	if n := tenantAuditRows(t, c, tn.ID) - rows; n != 0 {
+		t.Errorf("PUT %s changing nothing wrote %d audit rows, want 0", path, n)
+	}
+}
+
+// TestFundNoopPut: a PUT of a fund that changes nothing writes nothing,
+// as for inventory items and contacts (docs/audit-log.md: no row for a
+// no-op update, so no write either).
+func TestFundNoopPut(t *testing.T) {
+	t.Parallel()
+	c := apptest.Start(t, apptest.Options{})
+	tn := c.NewTenant(t)
+	id := c.Do(t, "POST", tPath(tn.ID, "/funds"), tn.Key, map[string]any{"name": "General"}).Expect(t, http.StatusCreated).Map(t)["id"].(string)
+	noopPut(t, c, tn, tPath(tn.ID, "/funds/", id), map[string]any{"name": "General", "description": "Where most needed", "processingFeePercent": 2.9})
+}

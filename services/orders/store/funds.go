@@ -100,13 +100,20 @@ func (s *Store) CreateFund(ctx context.Context, f Fund, actor string) (Fund, err
 	return out, nil
 }
 
-// UpdateFund replaces the editable fields of the fund f.ID.
+// UpdateFund replaces the editable fields of the fund f.ID and records
+// what changed. Nothing is written when nothing changed.
 func (s *Store) UpdateFund(ctx context.Context, f Fund, actor string) (Fund, error) {
 	var out Fund
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		before, err := scanFund(tx.QueryRow(ctx, `SELECT `+fundColumns+` FROM orders.funds WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, f.TenantID, f.ID))
 		if err != nil {
 			return fmt.Errorf("lock fund: %w", err)
+		}
+		if audit.Diff(before.snapshot(), f.snapshot()) == nil {
+			// A PUT that changes nothing writes nothing: no audit row,
+			// updatedAt unchanged.
+			out = before
+			return nil
 		}
 		out, err = scanFund(tx.QueryRow(ctx, `UPDATE orders.funds SET name = $3, description = $4, is_tax_deductible = $5,
 				processing_fee_bp = $6, is_active = $7, updated_at = now()
