@@ -523,75 +523,94 @@ func (d *decoder) message(md protoreflect.MessageDescriptor, raw any, path strin
 
 // structpb fills a google.protobuf.Struct, Value or ListValue from raw.
 func (d *decoder) structpb(m protoreflect.Message, raw any, path string) bool {
-	md := m.Descriptor()
-	switch md.FullName() {
+	switch m.Descriptor().FullName() {
 	case structName:
-		obj, ok := raw.(map[string]any)
-		if !ok {
-			d.fail(path, "'%s' must be an object.", lastSegment(path))
-			return false
-		}
-		fd := md.Fields().ByName("fields")
-		mp := m.Mutable(fd).Map()
-		for k, el := range obj {
-			if !d.text(path, k) {
-				return false
-			}
-			val := mp.NewValue()
-			if !d.structpb(val.Message(), el, path+"."+k) {
-				return false
-			}
-			mp.Set(protoreflect.ValueOfString(k).MapKey(), val)
-		}
+		return d.structFields(m, raw, path)
 	case listValueName:
-		arr, ok := raw.([]any)
-		if !ok {
-			d.fail(path, "'%s' must be an array.", lastSegment(path))
+		return d.listValues(m, raw, path)
+	case valueName:
+		return d.jsonValue(m, raw, path)
+	}
+	return true
+}
+
+// structFields fills a google.protobuf.Struct from raw, which must be an
+// object.
+func (d *decoder) structFields(m protoreflect.Message, raw any, path string) bool {
+	obj, ok := raw.(map[string]any)
+	if !ok {
+		d.fail(path, "'%s' must be an object.", lastSegment(path))
+		return false
+	}
+	mp := m.Mutable(m.Descriptor().Fields().ByName("fields")).Map()
+	for k, el := range obj {
+		if !d.text(path, k) {
 			return false
 		}
-		fd := md.Fields().ByName("values")
-		list := m.Mutable(fd).List()
-		for i, el := range arr {
-			val := list.NewElement()
-			if !d.structpb(val.Message(), el, fmt.Sprintf("%s[%d]", path, i)) {
-				return false
-			}
-			list.Append(val)
+		val := mp.NewValue()
+		if !d.structpb(val.Message(), el, path+"."+k) {
+			return false
 		}
-	case valueName:
-		f := md.Fields()
-		switch r := raw.(type) {
-		case nil:
-			m.Set(f.ByName("null_value"), protoreflect.ValueOfEnum(0))
-		case bool:
-			m.Set(f.ByName("bool_value"), protoreflect.ValueOfBool(r))
-		case string:
-			if !d.text(path, r) {
-				return false
-			}
-			m.Set(f.ByName("string_value"), protoreflect.ValueOfString(r))
-		case json.Number:
-			x, err := strconv.ParseFloat(string(r), 64)
-			if err != nil || math.IsInf(x, 0) {
-				d.fail(path, "'%s' must be a finite number.", lastSegment(path))
-				return false
-			}
-			m.Set(f.ByName("number_value"), protoreflect.ValueOfFloat64(x))
-		case map[string]any:
-			fd := f.ByName("struct_value")
-			sv := m.NewField(fd)
-			if !d.structpb(sv.Message(), r, path) {
-				return false
-			}
-			m.Set(fd, sv)
-		case []any:
-			fd := f.ByName("list_value")
-			lv := m.NewField(fd)
-			if !d.structpb(lv.Message(), r, path) {
-				return false
-			}
-			m.Set(fd, lv)
-		}
+		mp.Set(protoreflect.ValueOfString(k).MapKey(), val)
 	}
+	return true
+}
+
+// listValues fills a google.protobuf.ListValue from raw, which must be an
+// array.
+func (d *decoder) listValues(m protoreflect.Message, raw any, path string) bool {
+	arr, ok := raw.([]any)
+	if !ok {
+		d.fail(path, "'%s' must be an array.", lastSegment(path))
+		return false
+	}
+	list := m.Mutable(m.Descriptor().Fields().ByName("values")).List()
+	for i, el := range arr {
+		val := list.NewElement()
+		if !d.structpb(val.Message(), el, fmt.Sprintf("%s[%d]", path, i)) {
+			return false
+		}
+		list.Append(val)
+	}
+	return true
+}
+
+// jsonValue fills a google.protobuf.Value with whichever kind of JSON value
+// raw is.
+func (d *decoder) jsonValue(m protoreflect.Message, raw any, path string) bool {
+	f := m.Descriptor().Fields()
+	switch r := raw.(type) {
+	case nil:
+		m.Set(f.ByName("null_value"), protoreflect.ValueOfEnum(0))
+	case bool:
+		m.Set(f.ByName("bool_value"), protoreflect.ValueOfBool(r))
+	case string:
+		if !d.text(path, r) {
+			return false
+		}
+		m.Set(f.ByName("string_value"), protoreflect.ValueOfString(r))
+	case json.Number:
+		x, err := strconv.ParseFloat(string(r), 64)
+		if err != nil || math.IsInf(x, 0) {
+			d.fail(path, "'%s' must be a finite number.", lastSegment(path))
+			return false
+		}
+		m.Set(f.ByName("number_value"), protoreflect.ValueOfFloat64(x))
+	case map[string]any:
+		return d.setStructpb(m, f.ByName("struct_value"), r, path)
+	case []any:
+		return d.setStructpb(m, f.ByName("list_value"), r, path)
+	}
+	return true
+}
+
+// setStructpb sets m's Struct or ListValue field fd to raw, and leaves it
+// unset when raw is refused.
+func (d *decoder) setStructpb(m protoreflect.Message, fd protoreflect.FieldDescriptor, raw any, path string) bool {
+	v := m.NewField(fd)
+	if !d.structpb(v.Message(), raw, path) {
+		return false
+	}
+	m.Set(fd, v)
 	return true
 }
