@@ -63,3 +63,14 @@ func TestFundNoopPut(t *testing.T) {
 	id := c.Do(t, "POST", tPath(tn.ID, "/funds"), tn.Key, map[string]any{"name": "General"}).Expect(t, http.StatusCreated).Map(t)["id"].(string)
 	noopPut(t, c, tn, tPath(tn.ID, "/funds/", id), map[string]any{"name": "General", "description": "Where most needed", "processingFeePercent": 2.9})
 }
+
+// TestReportNoopPut: a PUT of a saved report that changes nothing writes
+// nothing.
+func TestReportNoopPut(t *testing.T) {
+	t.Parallel()
+	c := apptest.Start(t, apptest.Options{})
+	tn := c.NewTenant(t)
+	body := map[string]any{"name": "Top donors", "typeKey": "top-donors", "parameters": map[string]any{"Limit": 10}}
+	id := c.Do(t, "POST", tPath(tn.ID, "/reports"), tn.Key, body).Expect(t, http.StatusCreated).Map(t)["id"].(string)
+	noopPut(t, c, tn, tPath(tn.ID, "/reports/", id), body)
+}

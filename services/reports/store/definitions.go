@@ -80,6 +80,7 @@ func (s *Store) Get(ctx context.Context, tenantID, id uuid.UUID) (Definition, er
 }
 
 // Update replaces a definition's fields with d's, recording the diff.
+// Nothing is written when nothing changed.
 func (s *Store) Update(ctx context.Context, d Definition, actor string) (Definition, error) {
 	params, err := json.Marshal(d.Parameters)
 	if err != nil {
@@ -90,6 +91,12 @@ func (s *Store) Update(ctx context.Context, d Definition, actor string) (Definit
 		before, err := scanDef(tx.QueryRow(ctx, `SELECT `+defColumns+` FROM reports.definitions WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE`, d.TenantID, d.ID))
 		if err != nil {
 			return fmt.Errorf("lock report: %w", err)
+		}
+		if audit.Diff(before.snapshot(), d.snapshot()) == nil {
+			// A PUT that changes nothing writes nothing: no audit row,
+			// updatedAt unchanged.
+			out = before
+			return nil
 		}
 		out, err = scanDef(tx.QueryRow(ctx, `UPDATE reports.definitions SET name = $3, description = $4, type_key = $5, parameters = $6, updated_at = now()
 			WHERE tenant_id = $1 AND id = $2 RETURNING `+defColumns, d.TenantID, d.ID, d.Name, d.Description, d.TypeKey, params))
