@@ -354,71 +354,98 @@ func (d *decoder) mapKey(fd protoreflect.FieldDescriptor, k, path string) (proto
 // value converts one JSON value for a singular field or a list/map element;
 // resource is what the resource returns there (see object).
 func (d *decoder) value(fd protoreflect.FieldDescriptor, raw any, path string, newMsg func() protoreflect.Value, resource protoreflect.MessageDescriptor) (protoreflect.Value, bool) {
-	name := lastSegment(path)
 	switch fd.Kind() {
 	case protoreflect.BoolKind:
-		b, ok := raw.(bool)
-		if !ok {
-			d.fail(path, "'%s' must be true or false.", name)
-			return protoreflect.Value{}, false
-		}
-		return protoreflect.ValueOfBool(b), true
+		return d.boolValue(raw, path)
 	case protoreflect.StringKind:
-		s, ok := raw.(string)
-		if !ok {
-			d.fail(path, "'%s' must be a string.", name)
-			return protoreflect.Value{}, false
-		}
-		if !d.text(path, s) {
-			return protoreflect.Value{}, false
-		}
-		return protoreflect.ValueOfString(s), true
+		return d.stringValue(raw, path)
 	case protoreflect.BytesKind:
-		s, ok := raw.(string)
-		if !ok {
-			d.fail(path, "'%s' must be a base64 string.", name)
-			return protoreflect.Value{}, false
-		}
-		b, err := base64.StdEncoding.DecodeString(s)
-		if err != nil {
-			d.fail(path, "'%s' must be a base64 string.", name)
-			return protoreflect.Value{}, false
-		}
-		return protoreflect.ValueOfBytes(b), true
+		return d.bytesValue(raw, path)
 	case protoreflect.FloatKind, protoreflect.DoubleKind:
-		n, ok := raw.(json.Number)
-		if !ok {
-			d.fail(path, "'%s' must be a number.", name)
-			return protoreflect.Value{}, false
-		}
-		f, err := strconv.ParseFloat(string(n), 64)
-		if err != nil || math.IsInf(f, 0) {
-			d.fail(path, "'%s' must be a number.", name)
-			return protoreflect.Value{}, false
-		}
-		if fd.Kind() == protoreflect.FloatKind {
-			return protoreflect.ValueOfFloat32(float32(f)), true
-		}
-		return protoreflect.ValueOfFloat64(f), true
+		return d.floatValue(fd, raw, path)
 	case protoreflect.EnumKind:
-		s, ok := raw.(string)
-		if !ok {
-			d.fail(path, "'%s' must be a string.", name)
-			return protoreflect.Value{}, false
-		}
-		for i := range fd.Enum().Values().Len() {
-			ev := fd.Enum().Values().Get(i)
-			if strings.EqualFold(string(ev.Name()), s) {
-				return protoreflect.ValueOfEnum(ev.Number()), true
-			}
-		}
-		d.fail(path, "The value '%s' is not valid for %s.", s, name)
-		return protoreflect.Value{}, false
+		return d.enumValue(fd, raw, path)
 	case protoreflect.MessageKind, protoreflect.GroupKind:
 		return d.message(fd.Message(), raw, path, newMsg, resource)
 	default:
 		return d.integer(fd, raw, path)
 	}
+}
+
+// boolValue converts raw, which must be true or false.
+func (d *decoder) boolValue(raw any, path string) (protoreflect.Value, bool) {
+	b, ok := raw.(bool)
+	if !ok {
+		d.fail(path, "'%s' must be true or false.", lastSegment(path))
+		return protoreflect.Value{}, false
+	}
+	return protoreflect.ValueOfBool(b), true
+}
+
+// stringValue converts raw, which must be a string that text accepts.
+func (d *decoder) stringValue(raw any, path string) (protoreflect.Value, bool) {
+	s, ok := raw.(string)
+	if !ok {
+		d.fail(path, "'%s' must be a string.", lastSegment(path))
+		return protoreflect.Value{}, false
+	}
+	if !d.text(path, s) {
+		return protoreflect.Value{}, false
+	}
+	return protoreflect.ValueOfString(s), true
+}
+
+// bytesValue converts raw, which must be a string in standard, padded
+// base64.
+func (d *decoder) bytesValue(raw any, path string) (protoreflect.Value, bool) {
+	s, ok := raw.(string)
+	if !ok {
+		d.fail(path, "'%s' must be a base64 string.", lastSegment(path))
+		return protoreflect.Value{}, false
+	}
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		d.fail(path, "'%s' must be a base64 string.", lastSegment(path))
+		return protoreflect.Value{}, false
+	}
+	return protoreflect.ValueOfBytes(b), true
+}
+
+// floatValue converts raw, which must be a finite JSON number, for a float
+// or double field fd.
+func (d *decoder) floatValue(fd protoreflect.FieldDescriptor, raw any, path string) (protoreflect.Value, bool) {
+	n, ok := raw.(json.Number)
+	if !ok {
+		d.fail(path, "'%s' must be a number.", lastSegment(path))
+		return protoreflect.Value{}, false
+	}
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil || math.IsInf(f, 0) {
+		d.fail(path, "'%s' must be a number.", lastSegment(path))
+		return protoreflect.Value{}, false
+	}
+	if fd.Kind() == protoreflect.FloatKind {
+		return protoreflect.ValueOfFloat32(float32(f)), true
+	}
+	return protoreflect.ValueOfFloat64(f), true
+}
+
+// enumValue converts raw, which must be the name of one of fd's values in
+// any case.
+func (d *decoder) enumValue(fd protoreflect.FieldDescriptor, raw any, path string) (protoreflect.Value, bool) {
+	s, ok := raw.(string)
+	if !ok {
+		d.fail(path, "'%s' must be a string.", lastSegment(path))
+		return protoreflect.Value{}, false
+	}
+	for i := range fd.Enum().Values().Len() {
+		ev := fd.Enum().Values().Get(i)
+		if strings.EqualFold(string(ev.Name()), s) {
+			return protoreflect.ValueOfEnum(ev.Number()), true
+		}
+	}
+	d.fail(path, "The value '%s' is not valid for %s.", s, lastSegment(path))
+	return protoreflect.Value{}, false
 }
 
 func (d *decoder) integer(fd protoreflect.FieldDescriptor, raw any, path string) (protoreflect.Value, bool) {
