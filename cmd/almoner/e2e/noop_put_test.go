@@ -74,3 +74,16 @@ func TestReportNoopPut(t *testing.T) {
 	id := c.Do(t, "POST", tPath(tn.ID, "/reports"), tn.Key, body).Expect(t, http.StatusCreated).Map(t)["id"].(string)
 	noopPut(t, c, tn, tPath(tn.ID, "/reports/", id), body)
 }
+
+// TestWebhookNoopPut: a PUT of a webhook endpoint that changes nothing
+// writes nothing.
+func TestWebhookNoopPut(t *testing.T) {
+	t.Parallel()
+	c := apptest.Start(t, apptest.Options{})
+	tn := c.NewTenant(t, "api-access:enabled", "webhooks:enabled")
+	body := map[string]any{"name": "CRM", "url": "https://8.8.8.8/hooks/almoner", "eventTypes": []string{"order.created", "contact.created"}}
+	id := c.Do(t, "POST", whPath(tn.ID), tn.Key, body).Expect(t, http.StatusCreated).Map(t)["id"].(string)
+	noopPut(t, c, tn, whPath(tn.ID, "/", id), body)
+	off := map[string]any{"name": "CRM", "url": "https://8.8.8.8/hooks/almoner", "eventTypes": []string{"order.created"}, "active": false}
+	noopPut(t, c, tn, whPath(tn.ID, "/", id), off)
+}

@@ -177,6 +177,7 @@ func (s *Store) GetEndpoint(ctx context.Context, tenantID, id uuid.UUID, withDel
 // endpoint switched back on starts from the current audit horizon: events
 // of the time it was off are not delivered; with limit > 0 it is refused
 // (ErrEndpointLimit) when the tenant already has limit active endpoints.
+// Nothing is written when nothing changed.
 func (s *Store) UpdateEndpoint(ctx context.Context, e Endpoint, actor string, limit int) (Endpoint, error) {
 	var out Endpoint
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
@@ -191,6 +192,17 @@ func (s *Store) UpdateEndpoint(ctx context.Context, e Endpoint, actor string, li
 			WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE`, e.TenantID, e.ID))
 		if err != nil {
 			return fmt.Errorf("lock endpoint: %w", err)
+		}
+		want := e
+		want.DisabledReason = before.DisabledReason
+		if e.Active {
+			want.DisabledReason = nil
+		}
+		if audit.Diff(snapshot(before), snapshot(want)) == nil {
+			// A PUT that changes nothing writes nothing: no audit row,
+			// updatedAt unchanged.
+			out = before
+			return nil
 		}
 		cur := ""
 		if e.Active && !before.Active {
