@@ -87,3 +87,12 @@ func TestWebhookNoopPut(t *testing.T) {
 	off := map[string]any{"name": "CRM", "url": "https://8.8.8.8/hooks/almoner", "eventTypes": []string{"order.created"}, "active": false}
 	noopPut(t, c, tn, whPath(tn.ID, "/", id), off)
 }
+
+// TestProfileNoopPut: a PUT of the organization profile that changes
+// nothing writes nothing.
+func TestProfileNoopPut(t *testing.T) {
+	t.Parallel()
+	c := apptest.Start(t, apptest.Options{})
+	tn := c.NewTenant(t)
+	noopPut(t, c, tn, tPath(tn.ID, "/organization-profile"), receiptProfile)
+}

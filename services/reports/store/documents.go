@@ -92,6 +92,12 @@ func (s *Store) PutProfile(ctx context.Context, p Profile, actor string) (Profil
 		if err != nil && !errors.Is(err, db.ErrNotFound) {
 			return fmt.Errorf("lock profile: %w", err)
 		}
+		if existed && audit.Diff(old.snapshot(), p.snapshot()) == nil {
+			// A PUT that changes nothing writes nothing: no audit row,
+			// updatedAt unchanged.
+			out = old
+			return nil
+		}
 		out, err = scanProfile(tx.QueryRow(ctx, `INSERT INTO reports.organization_profiles (tenant_id, legal_name, tax_id, address, email, phone, website,
 				signatory_name, signatory_title, receipt_footer, country, time_zone)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
