@@ -1,11 +1,13 @@
 package stripeproc
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
+	stripe "github.com/stripe/stripe-go/v85"
 	"github.com/stripe/stripe-go/v85/webhook"
 
 	"github.com/almoner/almoner/services/orders/processor"
@@ -33,57 +35,88 @@ var ErrIncompleteEvent = errors.New("stripe notification lacks what its type nee
 // tenant's account may be pinned to an older one, and only fields present
 // in every version are read, from the raw object.
 func ParseEvent(payload []byte, signatureHeader, webhookSecret string) (processor.Event, error) {
+	ev, err := verifyEvent(payload, signatureHeader, webhookSecret)
+	if err != nil {
+		return processor.Event{}, err
+	}
+	out := processor.Event{ID: ev.ID, Type: string(ev.Type), Livemode: ev.Livemode, Kind: eventKind(string(ev.Type))}
+	if out.Kind == processor.EventIgnored {
+		return out, nil
+	}
+	obj, err := readEventObject(ev, out)
+	if err != nil {
+		return processor.Event{}, err
+	}
+	if err := applyEventObject(&out, obj); err != nil {
+		return processor.Event{}, err
+	}
+	return out, nil
+}
+
+// verifyEvent checks the notification's signature and that it names an
+// event; every failure wraps processor.ErrBadSignature.
+func verifyEvent(payload []byte, signatureHeader, webhookSecret string) (stripe.Event, error) {
 	if webhookSecret == "" {
 		// An empty key would verify signatures anyone can compute.
-		return processor.Event{}, fmt.Errorf("%w: no signing secret", processor.ErrBadSignature)
+		return stripe.Event{}, fmt.Errorf("%w: no signing secret", processor.ErrBadSignature)
 	}
 	ev, err := webhook.ConstructEventWithOptions(payload, signatureHeader, webhookSecret, webhook.ConstructEventOptions{
 		Tolerance:                EventTolerance,
 		IgnoreAPIVersionMismatch: true,
 	})
 	if err != nil {
-		return processor.Event{}, fmt.Errorf("%w: %w", processor.ErrBadSignature, err)
+		return stripe.Event{}, fmt.Errorf("%w: %w", processor.ErrBadSignature, err)
 	}
 	if ev.ID == "" || ev.Type == "" {
-		return processor.Event{}, fmt.Errorf("%w: no event id or type", processor.ErrBadSignature)
+		return stripe.Event{}, fmt.Errorf("%w: no event id or type", processor.ErrBadSignature)
 	}
-	out := processor.Event{ID: ev.ID, Type: string(ev.Type), Livemode: ev.Livemode}
-	switch out.Type {
+	return ev, nil
+}
+
+// eventKind returns what orders does with a notification of type typ.
+func eventKind(typ string) processor.EventKind {
+	switch typ {
 	case "payment_intent.succeeded":
-		out.Kind = processor.EventPaymentSucceeded
+		return processor.EventPaymentSucceeded
 	case "payment_intent.payment_failed":
-		out.Kind = processor.EventPaymentFailed
+		return processor.EventPaymentFailed
 	case "payment_intent.canceled":
-		out.Kind = processor.EventPaymentCanceled
+		return processor.EventPaymentCanceled
 	case "charge.refunded":
-		out.Kind = processor.EventChargeRefunded
+		return processor.EventChargeRefunded
 	case "charge.dispute.created":
-		out.Kind = processor.EventDisputeCreated
-	default:
-		out.Kind = processor.EventIgnored
-		return out, nil
+		return processor.EventDisputeCreated
 	}
+	return processor.EventIgnored
+}
+
+// readEventObject decodes the object ev carries; out names the event in
+// the error.
+func readEventObject(ev stripe.Event, out processor.Event) (eventObject, error) {
 	var raw json.RawMessage
 	if ev.Data != nil {
 		raw = ev.Data.Raw
 	}
 	var obj eventObject
 	if len(raw) == 0 {
-		return processor.Event{}, fmt.Errorf("%w: %s %s has no object", ErrIncompleteEvent, out.Type, out.ID)
+		return obj, fmt.Errorf("%w: %s %s has no object", ErrIncompleteEvent, out.Type, out.ID)
 	}
 	if err := json.Unmarshal(raw, &obj); err != nil {
-		return processor.Event{}, fmt.Errorf("%w: %s %s: %w", ErrIncompleteEvent, out.Type, out.ID, err)
+		return obj, fmt.Errorf("%w: %s %s: %w", ErrIncompleteEvent, out.Type, out.ID, err)
 	}
+	return obj, nil
+}
+
+// applyEventObject copies into out what its kind of event needs from obj,
+// and refuses an event that names no PaymentIntent (or dispute) to act on.
+func applyEventObject(out *processor.Event, obj eventObject) error {
 	switch out.Kind {
 	case processor.EventPaymentSucceeded, processor.EventPaymentFailed, processor.EventPaymentCanceled:
 		out.Reference = obj.ID
 		if e := obj.LastPaymentError; out.Kind == processor.EventPaymentFailed && e != nil {
 			// The same choice as a declined charge: the issuer's reason
 			// when there is one (insufficient_funds), else Stripe's code.
-			out.FailureCode = e.DeclineCode
-			if out.FailureCode == "" {
-				out.FailureCode = e.Code
-			}
+			out.FailureCode = cmp.Or(e.DeclineCode, e.Code)
 			out.FailureMessage = e.Message
 		}
 	case processor.EventChargeRefunded:
@@ -93,13 +126,13 @@ func ParseEvent(payload []byte, signatureHeader, webhookSecret string) (processo
 		out.Reference = obj.PaymentIntent.id
 		out.DisputeID = obj.ID
 		if out.DisputeID == "" {
-			return processor.Event{}, fmt.Errorf("%w: %s %s has no dispute id", ErrIncompleteEvent, out.Type, out.ID)
+			return fmt.Errorf("%w: %s %s has no dispute id", ErrIncompleteEvent, out.Type, out.ID)
 		}
 	}
 	if out.Reference == "" {
-		return processor.Event{}, fmt.Errorf("%w: %s %s names no PaymentIntent", ErrIncompleteEvent, out.Type, out.ID)
+		return fmt.Errorf("%w: %s %s names no PaymentIntent", ErrIncompleteEvent, out.Type, out.ID)
 	}
-	return out, nil
+	return nil
 }
 
 // eventObject is the part of an event's object ParseEvent reads: fields
