@@ -160,6 +160,13 @@ func (s *Service) createOrder(ctx context.Context, p authctx.Principal, req *ord
 	if err := s.checkReferences(ctx, p, req.GetContactId(), &d); err != nil {
 		return store.Order{}, err
 	}
+	// A batch the order cannot go into is refused before any stock is
+	// reserved or card charged, not only when the order is written.
+	if d.batchID != nil {
+		if err := batchRefusal(s.store.CheckBatch(ctx, uuid.MustParse(p.TenantID), *d.batchID), d.batchID); err != nil {
+			return store.Order{}, err
+		}
+	}
 	o := store.Order{TenantID: uuid.MustParse(p.TenantID), ID: orderID, ContactID: req.GetContactId(), Status: store.StatusCompleted, Currency: currency,
 		Billing: d.billing, Shipping: d.shipping, Notes: d.notes, Donations: d.donations, Items: d.items}
 	var u undo
@@ -373,13 +380,19 @@ func (s *Service) record(ctx context.Context, p authctx.Principal, n store.NewOr
 		n.Schedules[i].TenantID, n.Schedules[i].ContactID, n.Schedules[i].OriginOrderID = n.TenantID, n.ContactID, n.ID
 	}
 	saved, err := s.store.CreateOrder(ctx, n, p.Actor())
+	return saved, batchRefusal(err, n.RequestedBatch)
+}
+
+// batchRefusal maps the store's refusal of an order's batch to its 400;
+// other errors pass through.
+func batchRefusal(err error, batchID *uuid.UUID) error {
 	switch {
 	case errors.Is(err, store.ErrBatchClosed):
-		return store.Order{}, apperr.Rule(codeBatchClosed, "The batch is closed; orders can no longer be added to it.")
-	case errors.Is(err, store.ErrBatchNotFound):
-		return store.Order{}, apperr.FieldRule(codeBatchNotFound, "BatchId", "Batch '"+n.RequestedBatch.String()+"' was not found.")
+		return apperr.Rule(codeBatchClosed, "The batch is closed; orders can no longer be added to it.")
+	case errors.Is(err, store.ErrBatchNotFound) && batchID != nil:
+		return apperr.FieldRule(codeBatchNotFound, "BatchId", "Batch '"+batchID.String()+"' was not found.")
 	}
-	return saved, err
+	return err
 }
 
 func (s *Service) saveAddress(ctx context.Context, p authctx.Principal, contactID int64, kind string, a *store.Address) {

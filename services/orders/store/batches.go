@@ -270,6 +270,24 @@ func (s *Store) batchFor(ctx context.Context, tenantID uuid.UUID, batchID *uuid.
 	return id, nil
 }
 
+// CheckBatch reports whether the tenant's batch id can take an order: nil
+// when it is open, else ErrBatchNotFound or ErrBatchClosed. An order
+// naming a batch asks before it reserves stock or charges a card; the
+// order's insert checks again (a batch may close in between).
+func (s *Store) CheckBatch(ctx context.Context, tenantID, id uuid.UUID) error {
+	var state string
+	err := s.pool.QueryRow(ctx, `SELECT state FROM orders.batches WHERE tenant_id = $1 AND id = $2`, tenantID, id).Scan(&state)
+	switch {
+	case db.IsNoRows(err):
+		return fmt.Errorf("batch %s: %w", id, ErrBatchNotFound)
+	case err != nil:
+		return fmt.Errorf("orders: read batch %s: %w", id, err)
+	case state != BatchOpen:
+		return fmt.Errorf("batch %s: %w", id, ErrBatchClosed)
+	}
+	return nil
+}
+
 // batchError says why an order could not join batch id: it is closed, or
 // there is no such batch in the tenant.
 func (s *Store) batchError(ctx context.Context, tenantID, id uuid.UUID) error {
