@@ -346,8 +346,13 @@ func (d *decoder) mapKey(fd protoreflect.FieldDescriptor, k, path string) (proto
 		}
 		return protoreflect.ValueOfBool(b).MapKey(), true
 	default:
+		// A key that is no integer fails (integer says why); the invalid
+		// value must not become a key: MapKey panics on it.
 		v, ok := d.integer(fd, json.Number(k), path)
-		return v.MapKey(), ok
+		if !ok {
+			return protoreflect.MapKey{}, false
+		}
+		return v.MapKey(), true
 	}
 }
 

@@ -168,6 +168,23 @@ func TestUnmarshalViolations(t *testing.T) {
 	}
 }
 
+// TestUnmarshalIntegerMapKeys: a map keyed by integers refuses a key that
+// is no integer, or out of range, under the key's path, and never panics.
+func TestUnmarshalIntegerMapKeys(t *testing.T) {
+	var ok contactsv1.ResolveContactsResponse
+	if err := Unmarshal([]byte(`{"byContactId":{"12":34,"-5":6}}`), &ok); err != nil || ok.GetByContactId()[12] != 34 || ok.GetByContactId()[-5] != 6 {
+		t.Fatalf("integer keys: %v, %v", ok.GetByContactId(), err)
+	}
+	for _, body := range []string{`{"byContactId":{"x":1}}`, `{"byContactId":{"1.5":1}}`, `{"byContactId":{"99999999999999999999":1}}`, `{"byContactId":{"":1}}`} {
+		var m contactsv1.ResolveContactsResponse
+		err := Unmarshal([]byte(body), &m)
+		de, isDecode := err.(*DecodeError)
+		if !isDecode || len(de.Violations) != 1 || !strings.HasPrefix(de.Violations[0].Field, "ByContactId") {
+			t.Errorf("%s: err = %v, want one violation under ByContactId", body, err)
+		}
+	}
+}
+
 func newDecimal() protoreflect.Value {
 	return protoreflect.ValueOfMessage((&typev1.Decimal{}).ProtoReflect())
 }
@@ -472,7 +489,8 @@ func FuzzUnmarshal(f *testing.F) {
 	for _, s := range []string{`{}`, `{"name":"a","scopes":["x"],"expiresAt":"2027-01-01T00:00:00Z"}`, `{"scopes":[1,{}]}`, `[`, `null`,
 		`{"name":"a\u0000b"}`, `{"parameters":{"a\u0000":["\u0000",{"b":"\u0000"}]}}`, "{\"name\":\"\xff\"}",
 		`{"nmae":"a"}`, `{"Name":"a","createdAt":"x","id":1}`, `{"items":[{"itemId":"a","quantty":1,"lineTotal":1}],"recurringDonation":[]}`,
-		`{"donations":[{"fundId":"f","amount":1,"tribute":{"name":"x","notify":1}}],"orderNumber":1,"tenantId":"t"}`} {
+		`{"donations":[{"fundId":"f","amount":1,"tribute":{"name":"x","notify":1}}],"orderNumber":1,"tenantId":"t"}`,
+		`{"byContactId":{"1":2},"byExternalId":{"a":3}}`} {
 		f.Add([]byte(s))
 	}
 	orderOpts := Options{Resource: (&ordersv1.Order{}).ProtoReflect().Descriptor(), Bound: func(n string) bool { return n == "tenant_id" }}
@@ -480,7 +498,9 @@ func FuzzUnmarshal(f *testing.F) {
 		for _, c := range []struct {
 			opts Options
 			m    proto.Message
-		}{{Options{}, &authv1.CreateApiKeyRequest{}}, {Options{}, &reportsv1.CreateReportRequest{}}, {orderOpts, &ordersv1.CreateOrderRequest{}}} {
+		}{{Options{}, &authv1.CreateApiKeyRequest{}}, {Options{}, &reportsv1.CreateReportRequest{}}, {orderOpts, &ordersv1.CreateOrderRequest{}},
+			// Integer map keys: no request has them yet.
+			{Options{}, &contactsv1.ResolveContactsResponse{}}} {
 			m := c.m
 			proto.Reset(m)
 			err := c.opts.Unmarshal(data, m)
