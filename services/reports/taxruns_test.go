@@ -60,7 +60,12 @@ func TestTaxRunResumesAfterACrash(t *testing.T) {
 	f, run := runFixture(t, "5.00")
 	ctx := context.Background()
 
-	crashed := replica(f, time.Second)
+	// The replica holds its lease as a working one does, and its last
+	// batch renews it for one second only: then it "crashes", and the lease
+	// runs out a second after its last write. (A one-second lease from the
+	// claim could run out before the first batch was saved, when making
+	// four statements took longer on a loaded machine.)
+	crashed := replica(f, time.Minute)
 	claimed, ok, err := f.svc.store.ClaimTaxRun(ctx, crashed.owner, crashed.lease)
 	if err != nil || !ok || claimed.ID != run.ID {
 		t.Fatalf("claim: %v %v %v", claimed.ID, ok, err)
@@ -80,7 +85,7 @@ func TestTaxRunResumesAfterACrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	total := 99
-	if err := f.svc.store.SaveTaxRunBatch(ctx, claimed, crashed.owner, items, &total, crashed.lease); err != nil {
+	if err := f.svc.store.SaveTaxRunBatch(ctx, claimed, crashed.owner, items, &total, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	// The replica "crashes" mid-batch: it made statements for the next
