@@ -289,6 +289,11 @@ func validateSchedule(v *apperr.Violations, p string, in *ordersv1.RecurringDona
 	if sc.PaymentMethod == "" {
 		v.Add(p+".PaymentMethod", "'PaymentMethod' must be one of Cash, Check, Card, Ach, External.")
 	}
+	if viaProcessor(sc.PaymentMethod) && sc.PaymentToken == "" {
+		// Its method is saved from the token; without one it can never
+		// be charged.
+		v.Add(p+".PaymentToken", "'PaymentToken' must not be empty for %s recurring donations.", sc.PaymentMethod)
+	}
 	sc.StartDate, sc.EndDate = scheduleDates(v, p, in, freq, today)
 	next := sc.StartDate
 	sc.NextChargeDate = &next
