@@ -174,7 +174,12 @@ func TestIdempotencyKey(t *testing.T) {
 // the counts and errors are not doubled, and the import succeeds.
 func TestResumeAfterKill(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Config{Batch: 25, Lease: 600 * time.Millisecond})
+	// The lease outlasts runner a's batches and the check that nobody
+	// takes the import while it lives, on any machine (600 ms did not
+	// always: a heartbeat held back on a loaded machine lost it, or b
+	// came after it); then it is made to have run out (below).
+	const lease = time.Minute
+	f := newFixture(t, Config{Batch: 25, Lease: lease})
 	var b strings.Builder
 	b.WriteString("externalId,firstName,lastName,email\n")
 	const rows = 1000
@@ -211,6 +216,11 @@ func TestResumeAfterKill(t *testing.T) {
 	bRunner := newRunner(f.svc, "runner-b")
 	if bRunner.claimAndRun(context.Background()) {
 		t.Fatal("a leased import was claimed")
+	}
+	// a's lease runs out, as it would have once that time had passed.
+	if n := f.count(t, `WITH ended AS (UPDATE imports.imports SET lease_until = lease_until - make_interval(secs => $2)
+		WHERE id = $1 AND lease_owner = 'runner-a' RETURNING 1) SELECT count(*) FROM ended`, id, lease.Seconds()); n != 1 {
+		t.Fatalf("ended the lease of %d imports, want 1", n)
 	}
 	waitFor(t, 5*time.Second, func() bool { return bRunner.claimAndRun(context.Background()) })
 
