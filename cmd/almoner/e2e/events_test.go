@@ -256,6 +256,8 @@ func TestEventFeedAPI(t *testing.T) {
 		audit.Entry{EntityType: "Contact", EntityID: "1", Action: audit.Updated, Actor: "system", Changes: map[string]audit.Change{"firstName": {Old: "a", New: "b"}}},
 		audit.Entry{EntityType: "Contact", EntityID: "2", Action: audit.Created, Actor: "system"},
 		audit.Entry{EntityType: "Fund", EntityID: "7", Action: audit.Created, Actor: "system"},
+		// Outside the webhook catalog, in the feed and its filter all the same.
+		audit.Entry{EntityType: "Report", EntityID: "3", Action: audit.Updated, Actor: "system"},
 	)
 	writeAudit(t, c.DatabaseURL, other.ID, audit.Entry{EntityType: "Contact", EntityID: "1", Action: audit.Created, Actor: "system"})
 	// The start is never past the oldest transaction running on the
@@ -263,6 +265,7 @@ func TestEventFeedAPI(t *testing.T) {
 	// before the old row, the feed starts before it too. Once none does,
 	// the feed starts after it.
 	want := append(tenantEventIDs(t, c.DatabaseURL, tn.ID, "Contact")[1:], tenantEventIDs(t, c.DatabaseURL, tn.ID, "Fund")...)
+	want = append(want, tenantEventIDs(t, c.DatabaseURL, tn.ID, "Report")...)
 	var all []string
 	for deadline := time.Now().Add(deliveryWait); ; time.Sleep(50 * time.Millisecond) {
 		all, _ = followFeed(t, c, tn, nil, "", 100, 4, deliveryWait)
@@ -270,7 +273,7 @@ func TestEventFeedAPI(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("feed from the start = %v: want the 4 rows within retention, %v", all, want)
+			t.Fatalf("feed from the start = %v: want the 5 rows within retention, %v", all, want)
 		}
 	}
 
@@ -283,6 +286,10 @@ func TestEventFeedAPI(t *testing.T) {
 		{"entityType=Contact&entityId=1", []string{"contact.created:1", "contact.updated:1"}},
 		{"entityType=Fund", []string{"fund.created:7"}},
 		{"entityType=Contact&types=contact.created", []string{"contact.created:1", "contact.created:2"}},
+		// The document types the filter by shape (FeedEventType), not as
+		// the subscribable EventTypeName: the contract checker refuses an
+		// accepted report.updated otherwise.
+		{"types=report.updated", []string{"report.updated:3"}},
 	}
 	for _, f := range filters {
 		p := readFeed(t, c, tn, f.query)

@@ -345,14 +345,23 @@ type catalog struct {
 	Component string
 	// Description says what the set is.
 	Description string
-	// Values lists the set, in the catalog's order.
+	// Values lists the set, in the catalog's order; nil for a set the
+	// service checks by shape, which Pattern then describes.
 	Values func() []string
+	// Pattern is the shape every value has, when the set is open.
+	Pattern string
 }
 
 var (
-	scopeCatalog      = catalog{"ScopeName", "A permission scope an API key can carry (docs/scopes.md).", scopeNames}
-	eventTypeCatalog  = catalog{"EventTypeName", "A subscribable event type, as GET /webhooks/event-types lists them.", eventTypeNames}
-	reportTypeCatalog = catalog{"ReportTypeKey", "A built-in report type, as GET /reports/types lists them.", reporttypes.Keys}
+	scopeCatalog      = catalog{"ScopeName", "A permission scope an API key can carry (docs/scopes.md).", scopeNames, ""}
+	eventTypeCatalog  = catalog{"EventTypeName", "A subscribable event type, as GET /webhooks/event-types lists them.", eventTypeNames, ""}
+	reportTypeCatalog = catalog{"ReportTypeKey", "A built-in report type, as GET /reports/types lists them.", reporttypes.Keys, ""}
+	// The feed holds every audit event of the tenant, those outside the
+	// subscribable catalog too (report.updated, api_key.created), and its
+	// filter takes any name of the audit shape (services/webhooks
+	// eventNameShape): an enum of EventTypeName would refuse in a
+	// generated client what the API accepts.
+	feedEventCatalog = catalog{"FeedEventType", "An event type of the feed: any audit event, subscribable or not (<entity>.created, .updated or .deleted).", nil, `^[a-z_]+\.(created|updated|deleted)$`}
 )
 
 // catalogEnums are the fields whose values a catalog lists.
@@ -366,7 +375,7 @@ var catalogEnums = map[protoreflect.FullName]catalog{
 	"almoner.webhooks.v1.UpdateWebhookRequest.event_types":         eventTypeCatalog,
 	"almoner.webhooks.v1.ReplayWebhookEventsRequest.event_types":   eventTypeCatalog,
 	"almoner.webhooks.v1.ListWebhookDeliveriesRequest.event_types": eventTypeCatalog,
-	"almoner.webhooks.v1.ListEventsRequest.types":                  eventTypeCatalog,
+	"almoner.webhooks.v1.ListEventsRequest.types":                  feedEventCatalog,
 	"almoner.reports.v1.ReportType.key":                            reportTypeCatalog,
 	"almoner.reports.v1.RunReportTypeRequest.type_key":             reportTypeCatalog,
 	"almoner.reports.v1.ReportSummary.data_source_key":             reportTypeCatalog,
@@ -382,8 +391,10 @@ var catalogEnums = map[protoreflect.FullName]catalog{
 func catalogComponents() openapi3.Schemas {
 	out := openapi3.Schemas{}
 	for _, c := range catalogEnums {
-		sch := openapi3.NewSchemaRef("", &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeString}, Description: c.Description})
-		setEnum(sch, c.Values())
+		sch := openapi3.NewSchemaRef("", &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeString}, Description: c.Description, Pattern: c.Pattern})
+		if c.Values != nil {
+			setEnum(sch, c.Values())
+		}
 		out[c.Component] = sch
 	}
 	return out
