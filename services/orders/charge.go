@@ -206,6 +206,11 @@ func (s *Service) charge(ctx context.Context, tp tenantProcessor, n *store.NewOr
 	if pd.Method == "Ach" {
 		req.PaymentMethodType = "us_bank_account"
 	}
+	// A server relaying the donor's form names the donor's acceptance; the
+	// request's own client is then the server, not the donor.
+	if pd.mandate != nil {
+		req.DonorIPAddress, req.DonorUserAgent = pd.mandate.ipAddress, pd.mandate.userAgent
+	}
 	// A method attached to the contact's customer is charged with it, and
 	// one kept for later is marked so the processor allows later charges.
 	if m, ok := kept[pd.token]; ok {

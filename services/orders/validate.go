@@ -2,6 +2,7 @@ package orders
 
 import (
 	"errors"
+	"net/netip"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -27,6 +28,9 @@ const (
 	maxKey         = 255
 	maxAmountMajor = 1_000_000_000
 	maxQuantity    = 100_000
+	// maxUserAgent bounds a mandate's User-Agent; browsers send a few
+	// hundred characters.
+	maxUserAgent = 1000
 )
 
 // Payment methods and schedule frequencies.
@@ -118,6 +122,15 @@ type paymentDraft struct {
 	token string
 	// save keeps the method for later gifts (savePaymentMethod).
 	save bool
+	// mandate is the donor's acceptance of a bank-debit mandate the body
+	// names (mandateAcceptance); nil: the request's own client is the record.
+	mandate *mandateAcceptance
+}
+
+// mandateAcceptance is where and with what a donor accepted a debit
+// mandate online.
+type mandateAcceptance struct {
+	ipAddress, userAgent string
 }
 
 // viaProcessor reports whether a payment is collected by a processor.
@@ -243,8 +256,27 @@ func validatePayments(v *apperr.Violations, d *draft, in []*ordersv1.PaymentInpu
 		if pd.save && m != "" && !pd.viaProcessor() {
 			v.Add(p+".SavePaymentMethod", "'SavePaymentMethod' applies only to Card and Ach payments.")
 		}
+		pd.mandate = validateMandate(v, p+".MandateAcceptance", m, pl.GetMandateAcceptance())
 		d.payments = append(d.payments, pd)
 	}
+}
+
+// validateMandate checks a payment's mandateAcceptance: only a bank debit
+// has a mandate, and Stripe records both the address and the browser.
+func validateMandate(v *apperr.Violations, field, method string, in *ordersv1.MandateAcceptance) *mandateAcceptance {
+	if in == nil {
+		return nil
+	}
+	if method != "" && method != "Ach" {
+		v.Add(field, "'MandateAcceptance' applies only to Ach payments.")
+		return nil
+	}
+	ip, err := netip.ParseAddr(strings.TrimSpace(in.GetIpAddress()))
+	if err != nil {
+		v.Add(field+".IpAddress", "'IpAddress' must be an IPv4 or IPv6 address.")
+	}
+	ua := text(v, field+".UserAgent", in.GetUserAgent(), maxUserAgent, true)
+	return &mandateAcceptance{ipAddress: ip.String(), userAgent: ua}
 }
 
 // validateEnvelope checks what surrounds the lines: addresses (and that

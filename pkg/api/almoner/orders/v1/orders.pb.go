@@ -878,6 +878,12 @@ type PaymentInput struct {
 	// SavePaymentMethod keeps the card or bank account for later gifts
 	// (needs `payment-methods:manage` besides `orders:create`).
 	SavePaymentMethod bool `protobuf:"varint,6,opt,name=save_payment_method,json=savePaymentMethod,proto3" json:"save_payment_method,omitempty"`
+	// MandateAcceptance is the donor's online acceptance of the debit
+	// mandate, for an Ach payment that a server relays from the donor's
+	// form. Without it the request's own client address and User-Agent are
+	// the record: the donor's when the donor's browser calls the API, the
+	// relaying server's otherwise, which does not show the donor accepted.
+	MandateAcceptance *MandateAcceptance `protobuf:"bytes,7,opt,name=mandate_acceptance,json=mandateAcceptance,proto3" json:"mandate_acceptance,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
@@ -954,6 +960,69 @@ func (x *PaymentInput) GetSavePaymentMethod() bool {
 	return false
 }
 
+func (x *PaymentInput) GetMandateAcceptance() *MandateAcceptance {
+	if x != nil {
+		return x.MandateAcceptance
+	}
+	return nil
+}
+
+// MandateAcceptance is where and with what a donor accepted a bank-debit
+// mandate online: Stripe keeps it with the mandate as the proof of consent.
+type MandateAcceptance struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// IpAddress is the IP address (IPv4 or IPv6) the donor accepted from.
+	IpAddress string `protobuf:"bytes,1,opt,name=ip_address,json=ipAddress,proto3" json:"ip_address,omitempty"`
+	// UserAgent is the User-Agent of the donor's browser when accepting.
+	UserAgent     string `protobuf:"bytes,2,opt,name=user_agent,json=userAgent,proto3" json:"user_agent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MandateAcceptance) Reset() {
+	*x = MandateAcceptance{}
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MandateAcceptance) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MandateAcceptance) ProtoMessage() {}
+
+func (x *MandateAcceptance) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MandateAcceptance.ProtoReflect.Descriptor instead.
+func (*MandateAcceptance) Descriptor() ([]byte, []int) {
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *MandateAcceptance) GetIpAddress() string {
+	if x != nil {
+		return x.IpAddress
+	}
+	return ""
+}
+
+func (x *MandateAcceptance) GetUserAgent() string {
+	if x != nil {
+		return x.UserAgent
+	}
+	return ""
+}
+
 // RecurringDonationInput asks for a recurring schedule with the order.
 type RecurringDonationInput struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -980,7 +1049,7 @@ type RecurringDonationInput struct {
 
 func (x *RecurringDonationInput) Reset() {
 	*x = RecurringDonationInput{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[14]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -992,7 +1061,7 @@ func (x *RecurringDonationInput) String() string {
 func (*RecurringDonationInput) ProtoMessage() {}
 
 func (x *RecurringDonationInput) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[14]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1005,7 +1074,7 @@ func (x *RecurringDonationInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecurringDonationInput.ProtoReflect.Descriptor instead.
 func (*RecurringDonationInput) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{14}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RecurringDonationInput) GetFundId() string {
@@ -1101,7 +1170,7 @@ type CreateOrderRequest struct {
 
 func (x *CreateOrderRequest) Reset() {
 	*x = CreateOrderRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[15]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1113,7 +1182,7 @@ func (x *CreateOrderRequest) String() string {
 func (*CreateOrderRequest) ProtoMessage() {}
 
 func (x *CreateOrderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[15]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1126,7 +1195,7 @@ func (x *CreateOrderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateOrderRequest.ProtoReflect.Descriptor instead.
 func (*CreateOrderRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{15}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CreateOrderRequest) GetTenantId() string {
@@ -1238,7 +1307,7 @@ type CreateOrderResponse struct {
 
 func (x *CreateOrderResponse) Reset() {
 	*x = CreateOrderResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[16]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1250,7 +1319,7 @@ func (x *CreateOrderResponse) String() string {
 func (*CreateOrderResponse) ProtoMessage() {}
 
 func (x *CreateOrderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[16]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1263,7 +1332,7 @@ func (x *CreateOrderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateOrderResponse.ProtoReflect.Descriptor instead.
 func (*CreateOrderResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{16}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CreateOrderResponse) GetOrder() *Order {
@@ -1298,7 +1367,7 @@ type OrderDonation struct {
 
 func (x *OrderDonation) Reset() {
 	*x = OrderDonation{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[17]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1310,7 +1379,7 @@ func (x *OrderDonation) String() string {
 func (*OrderDonation) ProtoMessage() {}
 
 func (x *OrderDonation) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[17]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1323,7 +1392,7 @@ func (x *OrderDonation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OrderDonation.ProtoReflect.Descriptor instead.
 func (*OrderDonation) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{17}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *OrderDonation) GetId() string {
@@ -1407,7 +1476,7 @@ type OrderItem struct {
 
 func (x *OrderItem) Reset() {
 	*x = OrderItem{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[18]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1419,7 +1488,7 @@ func (x *OrderItem) String() string {
 func (*OrderItem) ProtoMessage() {}
 
 func (x *OrderItem) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[18]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1432,7 +1501,7 @@ func (x *OrderItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OrderItem.ProtoReflect.Descriptor instead.
 func (*OrderItem) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{18}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *OrderItem) GetLineNumber() int32 {
@@ -1522,7 +1591,7 @@ type OrderPayment struct {
 
 func (x *OrderPayment) Reset() {
 	*x = OrderPayment{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[19]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1534,7 +1603,7 @@ func (x *OrderPayment) String() string {
 func (*OrderPayment) ProtoMessage() {}
 
 func (x *OrderPayment) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[19]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1547,7 +1616,7 @@ func (x *OrderPayment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OrderPayment.ProtoReflect.Descriptor instead.
 func (*OrderPayment) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{19}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *OrderPayment) GetId() string {
@@ -1626,7 +1695,7 @@ type NextAction struct {
 
 func (x *NextAction) Reset() {
 	*x = NextAction{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[20]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1638,7 +1707,7 @@ func (x *NextAction) String() string {
 func (*NextAction) ProtoMessage() {}
 
 func (x *NextAction) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[20]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1651,7 +1720,7 @@ func (x *NextAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextAction.ProtoReflect.Descriptor instead.
 func (*NextAction) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{20}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *NextAction) GetType() string {
@@ -1720,7 +1789,7 @@ type Order struct {
 
 func (x *Order) Reset() {
 	*x = Order{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[21]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1732,7 +1801,7 @@ func (x *Order) String() string {
 func (*Order) ProtoMessage() {}
 
 func (x *Order) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[21]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1745,7 +1814,7 @@ func (x *Order) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Order.ProtoReflect.Descriptor instead.
 func (*Order) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{21}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Order) GetId() string {
@@ -1927,7 +1996,7 @@ type ListOrdersRequest struct {
 
 func (x *ListOrdersRequest) Reset() {
 	*x = ListOrdersRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[22]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1939,7 +2008,7 @@ func (x *ListOrdersRequest) String() string {
 func (*ListOrdersRequest) ProtoMessage() {}
 
 func (x *ListOrdersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[22]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1952,7 +2021,7 @@ func (x *ListOrdersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrdersRequest.ProtoReflect.Descriptor instead.
 func (*ListOrdersRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{22}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListOrdersRequest) GetTenantId() string {
@@ -2079,7 +2148,7 @@ type ListOrdersResponse struct {
 
 func (x *ListOrdersResponse) Reset() {
 	*x = ListOrdersResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[23]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2091,7 +2160,7 @@ func (x *ListOrdersResponse) String() string {
 func (*ListOrdersResponse) ProtoMessage() {}
 
 func (x *ListOrdersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[23]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2104,7 +2173,7 @@ func (x *ListOrdersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrdersResponse.ProtoReflect.Descriptor instead.
 func (*ListOrdersResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{23}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListOrdersResponse) GetItems() []*Order {
@@ -2155,7 +2224,7 @@ type GetOrderRequest struct {
 
 func (x *GetOrderRequest) Reset() {
 	*x = GetOrderRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[24]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2167,7 +2236,7 @@ func (x *GetOrderRequest) String() string {
 func (*GetOrderRequest) ProtoMessage() {}
 
 func (x *GetOrderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[24]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2180,7 +2249,7 @@ func (x *GetOrderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrderRequest.ProtoReflect.Descriptor instead.
 func (*GetOrderRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{24}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetOrderRequest) GetTenantId() string {
@@ -2208,7 +2277,7 @@ type GetOrderResponse struct {
 
 func (x *GetOrderResponse) Reset() {
 	*x = GetOrderResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[25]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2220,7 +2289,7 @@ func (x *GetOrderResponse) String() string {
 func (*GetOrderResponse) ProtoMessage() {}
 
 func (x *GetOrderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[25]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2233,7 +2302,7 @@ func (x *GetOrderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrderResponse.ProtoReflect.Descriptor instead.
 func (*GetOrderResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{25}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetOrderResponse) GetOrder() *Order {
@@ -2258,7 +2327,7 @@ type VoidOrderRequest struct {
 
 func (x *VoidOrderRequest) Reset() {
 	*x = VoidOrderRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[26]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2270,7 +2339,7 @@ func (x *VoidOrderRequest) String() string {
 func (*VoidOrderRequest) ProtoMessage() {}
 
 func (x *VoidOrderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[26]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2283,7 +2352,7 @@ func (x *VoidOrderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VoidOrderRequest.ProtoReflect.Descriptor instead.
 func (*VoidOrderRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{26}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *VoidOrderRequest) GetTenantId() string {
@@ -2318,7 +2387,7 @@ type VoidOrderResponse struct {
 
 func (x *VoidOrderResponse) Reset() {
 	*x = VoidOrderResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[27]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2330,7 +2399,7 @@ func (x *VoidOrderResponse) String() string {
 func (*VoidOrderResponse) ProtoMessage() {}
 
 func (x *VoidOrderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[27]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2343,7 +2412,7 @@ func (x *VoidOrderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VoidOrderResponse.ProtoReflect.Descriptor instead.
 func (*VoidOrderResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{27}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *VoidOrderResponse) GetOrder() *Order {
@@ -2375,7 +2444,7 @@ type CreateOrderRefundRequest struct {
 
 func (x *CreateOrderRefundRequest) Reset() {
 	*x = CreateOrderRefundRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[28]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2387,7 +2456,7 @@ func (x *CreateOrderRefundRequest) String() string {
 func (*CreateOrderRefundRequest) ProtoMessage() {}
 
 func (x *CreateOrderRefundRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[28]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2400,7 +2469,7 @@ func (x *CreateOrderRefundRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateOrderRefundRequest.ProtoReflect.Descriptor instead.
 func (*CreateOrderRefundRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{28}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CreateOrderRefundRequest) GetTenantId() string {
@@ -2449,7 +2518,7 @@ type CreateOrderRefundResponse struct {
 
 func (x *CreateOrderRefundResponse) Reset() {
 	*x = CreateOrderRefundResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[29]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2461,7 +2530,7 @@ func (x *CreateOrderRefundResponse) String() string {
 func (*CreateOrderRefundResponse) ProtoMessage() {}
 
 func (x *CreateOrderRefundResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[29]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2474,7 +2543,7 @@ func (x *CreateOrderRefundResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateOrderRefundResponse.ProtoReflect.Descriptor instead.
 func (*CreateOrderRefundResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{29}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CreateOrderRefundResponse) GetOrder() *Order {
@@ -2509,7 +2578,7 @@ type Fund struct {
 
 func (x *Fund) Reset() {
 	*x = Fund{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[30]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2521,7 +2590,7 @@ func (x *Fund) String() string {
 func (*Fund) ProtoMessage() {}
 
 func (x *Fund) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[30]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2534,7 +2603,7 @@ func (x *Fund) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Fund.ProtoReflect.Descriptor instead.
 func (*Fund) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{30}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Fund) GetId() string {
@@ -2604,7 +2673,7 @@ type ListFundsRequest struct {
 
 func (x *ListFundsRequest) Reset() {
 	*x = ListFundsRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[31]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2616,7 +2685,7 @@ func (x *ListFundsRequest) String() string {
 func (*ListFundsRequest) ProtoMessage() {}
 
 func (x *ListFundsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[31]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2629,7 +2698,7 @@ func (x *ListFundsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFundsRequest.ProtoReflect.Descriptor instead.
 func (*ListFundsRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{31}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListFundsRequest) GetTenantId() string {
@@ -2650,7 +2719,7 @@ type ListFundsResponse struct {
 
 func (x *ListFundsResponse) Reset() {
 	*x = ListFundsResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[32]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2662,7 +2731,7 @@ func (x *ListFundsResponse) String() string {
 func (*ListFundsResponse) ProtoMessage() {}
 
 func (x *ListFundsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[32]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2675,7 +2744,7 @@ func (x *ListFundsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFundsResponse.ProtoReflect.Descriptor instead.
 func (*ListFundsResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{32}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListFundsResponse) GetFunds() []*Fund {
@@ -2706,7 +2775,7 @@ type CreateFundRequest struct {
 
 func (x *CreateFundRequest) Reset() {
 	*x = CreateFundRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[33]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2718,7 +2787,7 @@ func (x *CreateFundRequest) String() string {
 func (*CreateFundRequest) ProtoMessage() {}
 
 func (x *CreateFundRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[33]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2731,7 +2800,7 @@ func (x *CreateFundRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateFundRequest.ProtoReflect.Descriptor instead.
 func (*CreateFundRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{33}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CreateFundRequest) GetTenantId() string {
@@ -2787,7 +2856,7 @@ type CreateFundResponse struct {
 
 func (x *CreateFundResponse) Reset() {
 	*x = CreateFundResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[34]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2799,7 +2868,7 @@ func (x *CreateFundResponse) String() string {
 func (*CreateFundResponse) ProtoMessage() {}
 
 func (x *CreateFundResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[34]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2812,7 +2881,7 @@ func (x *CreateFundResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateFundResponse.ProtoReflect.Descriptor instead.
 func (*CreateFundResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{34}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CreateFundResponse) GetFund() *Fund {
@@ -2845,7 +2914,7 @@ type UpdateFundRequest struct {
 
 func (x *UpdateFundRequest) Reset() {
 	*x = UpdateFundRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[35]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2857,7 +2926,7 @@ func (x *UpdateFundRequest) String() string {
 func (*UpdateFundRequest) ProtoMessage() {}
 
 func (x *UpdateFundRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[35]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2870,7 +2939,7 @@ func (x *UpdateFundRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateFundRequest.ProtoReflect.Descriptor instead.
 func (*UpdateFundRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{35}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *UpdateFundRequest) GetTenantId() string {
@@ -2933,7 +3002,7 @@ type UpdateFundResponse struct {
 
 func (x *UpdateFundResponse) Reset() {
 	*x = UpdateFundResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[36]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2945,7 +3014,7 @@ func (x *UpdateFundResponse) String() string {
 func (*UpdateFundResponse) ProtoMessage() {}
 
 func (x *UpdateFundResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[36]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2958,7 +3027,7 @@ func (x *UpdateFundResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateFundResponse.ProtoReflect.Descriptor instead.
 func (*UpdateFundResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{36}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *UpdateFundResponse) GetFund() *Fund {
@@ -2983,7 +3052,7 @@ type CurrencyTotal struct {
 
 func (x *CurrencyTotal) Reset() {
 	*x = CurrencyTotal{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[37]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2995,7 +3064,7 @@ func (x *CurrencyTotal) String() string {
 func (*CurrencyTotal) ProtoMessage() {}
 
 func (x *CurrencyTotal) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[37]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3008,7 +3077,7 @@ func (x *CurrencyTotal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CurrencyTotal.ProtoReflect.Descriptor instead.
 func (*CurrencyTotal) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{37}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CurrencyTotal) GetCurrency() string {
@@ -3062,7 +3131,7 @@ type Batch struct {
 
 func (x *Batch) Reset() {
 	*x = Batch{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[38]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3074,7 +3143,7 @@ func (x *Batch) String() string {
 func (*Batch) ProtoMessage() {}
 
 func (x *Batch) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[38]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3087,7 +3156,7 @@ func (x *Batch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Batch.ProtoReflect.Descriptor instead.
 func (*Batch) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{38}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Batch) GetId() string {
@@ -3177,7 +3246,7 @@ type ListBatchesRequest struct {
 
 func (x *ListBatchesRequest) Reset() {
 	*x = ListBatchesRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[39]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3189,7 +3258,7 @@ func (x *ListBatchesRequest) String() string {
 func (*ListBatchesRequest) ProtoMessage() {}
 
 func (x *ListBatchesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[39]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3202,7 +3271,7 @@ func (x *ListBatchesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBatchesRequest.ProtoReflect.Descriptor instead.
 func (*ListBatchesRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{39}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListBatchesRequest) GetTenantId() string {
@@ -3250,7 +3319,7 @@ type ListBatchesResponse struct {
 
 func (x *ListBatchesResponse) Reset() {
 	*x = ListBatchesResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[40]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3262,7 +3331,7 @@ func (x *ListBatchesResponse) String() string {
 func (*ListBatchesResponse) ProtoMessage() {}
 
 func (x *ListBatchesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[40]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3275,7 +3344,7 @@ func (x *ListBatchesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBatchesResponse.ProtoReflect.Descriptor instead.
 func (*ListBatchesResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{40}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListBatchesResponse) GetItems() []*Batch {
@@ -3319,7 +3388,7 @@ type GetBatchRequest struct {
 
 func (x *GetBatchRequest) Reset() {
 	*x = GetBatchRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[41]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3331,7 +3400,7 @@ func (x *GetBatchRequest) String() string {
 func (*GetBatchRequest) ProtoMessage() {}
 
 func (x *GetBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[41]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3344,7 +3413,7 @@ func (x *GetBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBatchRequest.ProtoReflect.Descriptor instead.
 func (*GetBatchRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{41}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *GetBatchRequest) GetTenantId() string {
@@ -3372,7 +3441,7 @@ type GetBatchResponse struct {
 
 func (x *GetBatchResponse) Reset() {
 	*x = GetBatchResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[42]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3384,7 +3453,7 @@ func (x *GetBatchResponse) String() string {
 func (*GetBatchResponse) ProtoMessage() {}
 
 func (x *GetBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[42]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3397,7 +3466,7 @@ func (x *GetBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBatchResponse.ProtoReflect.Descriptor instead.
 func (*GetBatchResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{42}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *GetBatchResponse) GetBatch() *Batch {
@@ -3423,7 +3492,7 @@ type CreateBatchRequest struct {
 
 func (x *CreateBatchRequest) Reset() {
 	*x = CreateBatchRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[43]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3435,7 +3504,7 @@ func (x *CreateBatchRequest) String() string {
 func (*CreateBatchRequest) ProtoMessage() {}
 
 func (x *CreateBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[43]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3448,7 +3517,7 @@ func (x *CreateBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateBatchRequest.ProtoReflect.Descriptor instead.
 func (*CreateBatchRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{43}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *CreateBatchRequest) GetTenantId() string {
@@ -3483,7 +3552,7 @@ type CreateBatchResponse struct {
 
 func (x *CreateBatchResponse) Reset() {
 	*x = CreateBatchResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[44]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3495,7 +3564,7 @@ func (x *CreateBatchResponse) String() string {
 func (*CreateBatchResponse) ProtoMessage() {}
 
 func (x *CreateBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[44]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3508,7 +3577,7 @@ func (x *CreateBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateBatchResponse.ProtoReflect.Descriptor instead.
 func (*CreateBatchResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{44}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *CreateBatchResponse) GetBatch() *Batch {
@@ -3531,7 +3600,7 @@ type CloseBatchRequest struct {
 
 func (x *CloseBatchRequest) Reset() {
 	*x = CloseBatchRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[45]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3543,7 +3612,7 @@ func (x *CloseBatchRequest) String() string {
 func (*CloseBatchRequest) ProtoMessage() {}
 
 func (x *CloseBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[45]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3556,7 +3625,7 @@ func (x *CloseBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseBatchRequest.ProtoReflect.Descriptor instead.
 func (*CloseBatchRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{45}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *CloseBatchRequest) GetTenantId() string {
@@ -3584,7 +3653,7 @@ type CloseBatchResponse struct {
 
 func (x *CloseBatchResponse) Reset() {
 	*x = CloseBatchResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[46]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3596,7 +3665,7 @@ func (x *CloseBatchResponse) String() string {
 func (*CloseBatchResponse) ProtoMessage() {}
 
 func (x *CloseBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[46]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3609,7 +3678,7 @@ func (x *CloseBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseBatchResponse.ProtoReflect.Descriptor instead.
 func (*CloseBatchResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{46}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *CloseBatchResponse) GetBatch() *Batch {
@@ -3671,7 +3740,7 @@ type RecurringDonation struct {
 
 func (x *RecurringDonation) Reset() {
 	*x = RecurringDonation{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[47]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3683,7 +3752,7 @@ func (x *RecurringDonation) String() string {
 func (*RecurringDonation) ProtoMessage() {}
 
 func (x *RecurringDonation) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[47]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3696,7 +3765,7 @@ func (x *RecurringDonation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecurringDonation.ProtoReflect.Descriptor instead.
 func (*RecurringDonation) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{47}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *RecurringDonation) GetId() string {
@@ -3851,7 +3920,7 @@ type ListRecurringDonationsRequest struct {
 
 func (x *ListRecurringDonationsRequest) Reset() {
 	*x = ListRecurringDonationsRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[48]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3863,7 +3932,7 @@ func (x *ListRecurringDonationsRequest) String() string {
 func (*ListRecurringDonationsRequest) ProtoMessage() {}
 
 func (x *ListRecurringDonationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[48]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3876,7 +3945,7 @@ func (x *ListRecurringDonationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRecurringDonationsRequest.ProtoReflect.Descriptor instead.
 func (*ListRecurringDonationsRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{48}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ListRecurringDonationsRequest) GetTenantId() string {
@@ -3931,7 +4000,7 @@ type ListRecurringDonationsResponse struct {
 
 func (x *ListRecurringDonationsResponse) Reset() {
 	*x = ListRecurringDonationsResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[49]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3943,7 +4012,7 @@ func (x *ListRecurringDonationsResponse) String() string {
 func (*ListRecurringDonationsResponse) ProtoMessage() {}
 
 func (x *ListRecurringDonationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[49]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3956,7 +4025,7 @@ func (x *ListRecurringDonationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRecurringDonationsResponse.ProtoReflect.Descriptor instead.
 func (*ListRecurringDonationsResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{49}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListRecurringDonationsResponse) GetItems() []*RecurringDonation {
@@ -4000,7 +4069,7 @@ type GetRecurringDonationRequest struct {
 
 func (x *GetRecurringDonationRequest) Reset() {
 	*x = GetRecurringDonationRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[50]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4012,7 +4081,7 @@ func (x *GetRecurringDonationRequest) String() string {
 func (*GetRecurringDonationRequest) ProtoMessage() {}
 
 func (x *GetRecurringDonationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[50]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4025,7 +4094,7 @@ func (x *GetRecurringDonationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRecurringDonationRequest.ProtoReflect.Descriptor instead.
 func (*GetRecurringDonationRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{50}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *GetRecurringDonationRequest) GetTenantId() string {
@@ -4053,7 +4122,7 @@ type GetRecurringDonationResponse struct {
 
 func (x *GetRecurringDonationResponse) Reset() {
 	*x = GetRecurringDonationResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[51]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4065,7 +4134,7 @@ func (x *GetRecurringDonationResponse) String() string {
 func (*GetRecurringDonationResponse) ProtoMessage() {}
 
 func (x *GetRecurringDonationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[51]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4078,7 +4147,7 @@ func (x *GetRecurringDonationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRecurringDonationResponse.ProtoReflect.Descriptor instead.
 func (*GetRecurringDonationResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{51}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *GetRecurringDonationResponse) GetRecurringDonation() *RecurringDonation {
@@ -4101,7 +4170,7 @@ type CancelRecurringDonationRequest struct {
 
 func (x *CancelRecurringDonationRequest) Reset() {
 	*x = CancelRecurringDonationRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[52]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4113,7 +4182,7 @@ func (x *CancelRecurringDonationRequest) String() string {
 func (*CancelRecurringDonationRequest) ProtoMessage() {}
 
 func (x *CancelRecurringDonationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[52]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4126,7 +4195,7 @@ func (x *CancelRecurringDonationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRecurringDonationRequest.ProtoReflect.Descriptor instead.
 func (*CancelRecurringDonationRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{52}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *CancelRecurringDonationRequest) GetTenantId() string {
@@ -4154,7 +4223,7 @@ type CancelRecurringDonationResponse struct {
 
 func (x *CancelRecurringDonationResponse) Reset() {
 	*x = CancelRecurringDonationResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[53]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4166,7 +4235,7 @@ func (x *CancelRecurringDonationResponse) String() string {
 func (*CancelRecurringDonationResponse) ProtoMessage() {}
 
 func (x *CancelRecurringDonationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[53]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4179,7 +4248,7 @@ func (x *CancelRecurringDonationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRecurringDonationResponse.ProtoReflect.Descriptor instead.
 func (*CancelRecurringDonationResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{53}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *CancelRecurringDonationResponse) GetRecurringDonation() *RecurringDonation {
@@ -4221,7 +4290,7 @@ type AmendRecurringDonationRequest struct {
 
 func (x *AmendRecurringDonationRequest) Reset() {
 	*x = AmendRecurringDonationRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[54]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4233,7 +4302,7 @@ func (x *AmendRecurringDonationRequest) String() string {
 func (*AmendRecurringDonationRequest) ProtoMessage() {}
 
 func (x *AmendRecurringDonationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[54]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4246,7 +4315,7 @@ func (x *AmendRecurringDonationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AmendRecurringDonationRequest.ProtoReflect.Descriptor instead.
 func (*AmendRecurringDonationRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{54}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *AmendRecurringDonationRequest) GetTenantId() string {
@@ -4323,7 +4392,7 @@ type AmendRecurringDonationResponse struct {
 
 func (x *AmendRecurringDonationResponse) Reset() {
 	*x = AmendRecurringDonationResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[55]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4335,7 +4404,7 @@ func (x *AmendRecurringDonationResponse) String() string {
 func (*AmendRecurringDonationResponse) ProtoMessage() {}
 
 func (x *AmendRecurringDonationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[55]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4348,7 +4417,7 @@ func (x *AmendRecurringDonationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AmendRecurringDonationResponse.ProtoReflect.Descriptor instead.
 func (*AmendRecurringDonationResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{55}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *AmendRecurringDonationResponse) GetRecurringDonation() *RecurringDonation {
@@ -4374,7 +4443,7 @@ type PauseRecurringDonationRequest struct {
 
 func (x *PauseRecurringDonationRequest) Reset() {
 	*x = PauseRecurringDonationRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[56]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4386,7 +4455,7 @@ func (x *PauseRecurringDonationRequest) String() string {
 func (*PauseRecurringDonationRequest) ProtoMessage() {}
 
 func (x *PauseRecurringDonationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[56]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4399,7 +4468,7 @@ func (x *PauseRecurringDonationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRecurringDonationRequest.ProtoReflect.Descriptor instead.
 func (*PauseRecurringDonationRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{56}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *PauseRecurringDonationRequest) GetTenantId() string {
@@ -4434,7 +4503,7 @@ type PauseRecurringDonationResponse struct {
 
 func (x *PauseRecurringDonationResponse) Reset() {
 	*x = PauseRecurringDonationResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[57]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4446,7 +4515,7 @@ func (x *PauseRecurringDonationResponse) String() string {
 func (*PauseRecurringDonationResponse) ProtoMessage() {}
 
 func (x *PauseRecurringDonationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[57]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4459,7 +4528,7 @@ func (x *PauseRecurringDonationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRecurringDonationResponse.ProtoReflect.Descriptor instead.
 func (*PauseRecurringDonationResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{57}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *PauseRecurringDonationResponse) GetRecurringDonation() *RecurringDonation {
@@ -4482,7 +4551,7 @@ type ResumeRecurringDonationRequest struct {
 
 func (x *ResumeRecurringDonationRequest) Reset() {
 	*x = ResumeRecurringDonationRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[58]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4494,7 +4563,7 @@ func (x *ResumeRecurringDonationRequest) String() string {
 func (*ResumeRecurringDonationRequest) ProtoMessage() {}
 
 func (x *ResumeRecurringDonationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[58]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4507,7 +4576,7 @@ func (x *ResumeRecurringDonationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRecurringDonationRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRecurringDonationRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{58}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ResumeRecurringDonationRequest) GetTenantId() string {
@@ -4535,7 +4604,7 @@ type ResumeRecurringDonationResponse struct {
 
 func (x *ResumeRecurringDonationResponse) Reset() {
 	*x = ResumeRecurringDonationResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[59]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4547,7 +4616,7 @@ func (x *ResumeRecurringDonationResponse) String() string {
 func (*ResumeRecurringDonationResponse) ProtoMessage() {}
 
 func (x *ResumeRecurringDonationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[59]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4560,7 +4629,7 @@ func (x *ResumeRecurringDonationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRecurringDonationResponse.ProtoReflect.Descriptor instead.
 func (*ResumeRecurringDonationResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{59}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ResumeRecurringDonationResponse) GetRecurringDonation() *RecurringDonation {
@@ -4584,7 +4653,7 @@ type SkipRecurringDonationInstallmentRequest struct {
 
 func (x *SkipRecurringDonationInstallmentRequest) Reset() {
 	*x = SkipRecurringDonationInstallmentRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[60]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4596,7 +4665,7 @@ func (x *SkipRecurringDonationInstallmentRequest) String() string {
 func (*SkipRecurringDonationInstallmentRequest) ProtoMessage() {}
 
 func (x *SkipRecurringDonationInstallmentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[60]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4609,7 +4678,7 @@ func (x *SkipRecurringDonationInstallmentRequest) ProtoReflect() protoreflect.Me
 
 // Deprecated: Use SkipRecurringDonationInstallmentRequest.ProtoReflect.Descriptor instead.
 func (*SkipRecurringDonationInstallmentRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{60}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *SkipRecurringDonationInstallmentRequest) GetTenantId() string {
@@ -4637,7 +4706,7 @@ type SkipRecurringDonationInstallmentResponse struct {
 
 func (x *SkipRecurringDonationInstallmentResponse) Reset() {
 	*x = SkipRecurringDonationInstallmentResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[61]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4649,7 +4718,7 @@ func (x *SkipRecurringDonationInstallmentResponse) String() string {
 func (*SkipRecurringDonationInstallmentResponse) ProtoMessage() {}
 
 func (x *SkipRecurringDonationInstallmentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[61]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4662,7 +4731,7 @@ func (x *SkipRecurringDonationInstallmentResponse) ProtoReflect() protoreflect.M
 
 // Deprecated: Use SkipRecurringDonationInstallmentResponse.ProtoReflect.Descriptor instead.
 func (*SkipRecurringDonationInstallmentResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{61}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *SkipRecurringDonationInstallmentResponse) GetRecurringDonation() *RecurringDonation {
@@ -4689,7 +4758,7 @@ type ListRecurringDonationInstallmentsRequest struct {
 
 func (x *ListRecurringDonationInstallmentsRequest) Reset() {
 	*x = ListRecurringDonationInstallmentsRequest{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[62]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4701,7 +4770,7 @@ func (x *ListRecurringDonationInstallmentsRequest) String() string {
 func (*ListRecurringDonationInstallmentsRequest) ProtoMessage() {}
 
 func (x *ListRecurringDonationInstallmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[62]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4714,7 +4783,7 @@ func (x *ListRecurringDonationInstallmentsRequest) ProtoReflect() protoreflect.M
 
 // Deprecated: Use ListRecurringDonationInstallmentsRequest.ProtoReflect.Descriptor instead.
 func (*ListRecurringDonationInstallmentsRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{62}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ListRecurringDonationInstallmentsRequest) GetTenantId() string {
@@ -4762,7 +4831,7 @@ type ListRecurringDonationInstallmentsResponse struct {
 
 func (x *ListRecurringDonationInstallmentsResponse) Reset() {
 	*x = ListRecurringDonationInstallmentsResponse{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[63]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4774,7 +4843,7 @@ func (x *ListRecurringDonationInstallmentsResponse) String() string {
 func (*ListRecurringDonationInstallmentsResponse) ProtoMessage() {}
 
 func (x *ListRecurringDonationInstallmentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[63]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4787,7 +4856,7 @@ func (x *ListRecurringDonationInstallmentsResponse) ProtoReflect() protoreflect.
 
 // Deprecated: Use ListRecurringDonationInstallmentsResponse.ProtoReflect.Descriptor instead.
 func (*ListRecurringDonationInstallmentsResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{63}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ListRecurringDonationInstallmentsResponse) GetItems() []*RecurringDonationInstallment {
@@ -4852,7 +4921,7 @@ type RecurringDonationInstallment struct {
 
 func (x *RecurringDonationInstallment) Reset() {
 	*x = RecurringDonationInstallment{}
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[64]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4864,7 +4933,7 @@ func (x *RecurringDonationInstallment) String() string {
 func (*RecurringDonationInstallment) ProtoMessage() {}
 
 func (x *RecurringDonationInstallment) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_orders_v1_orders_proto_msgTypes[64]
+	mi := &file_almoner_orders_v1_orders_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4877,7 +4946,7 @@ func (x *RecurringDonationInstallment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecurringDonationInstallment.ProtoReflect.Descriptor instead.
 func (*RecurringDonationInstallment) Descriptor() ([]byte, []int) {
-	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{64}
+	return file_almoner_orders_v1_orders_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *RecurringDonationInstallment) GetId() string {
@@ -5014,14 +5083,20 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\atribute\x18\x05 \x01(\v2\x1a.almoner.orders.v1.TributeR\atribute\"@\n" +
 	"\tItemInput\x12\x17\n" +
 	"\aitem_id\x18\x01 \x01(\tR\x06itemId\x12\x1a\n" +
-	"\bquantity\x18\x02 \x01(\x05R\bquantity\"\xa9\x02\n" +
+	"\bquantity\x18\x02 \x01(\x05R\bquantity\"\xfe\x02\n" +
 	"\fPaymentInput\x12Q\n" +
 	"\x0epayment_method\x18\x01 \x01(\tB*\x92A'\xf2\x02\x04Cash\xf2\x02\x05Check\xf2\x02\x04Card\xf2\x02\x03Ach\xf2\x02\bExternalR\rpaymentMethod\x120\n" +
 	"\x06amount\x18\x02 \x01(\v2\x18.almoner.type.v1.DecimalR\x06amount\x12!\n" +
 	"\fcheck_number\x18\x03 \x01(\tR\vcheckNumber\x12\x1c\n" +
 	"\treference\x18\x04 \x01(\tR\treference\x12#\n" +
 	"\rpayment_token\x18\x05 \x01(\tR\fpaymentToken\x12.\n" +
-	"\x13save_payment_method\x18\x06 \x01(\bR\x11savePaymentMethod\"\x83\x03\n" +
+	"\x13save_payment_method\x18\x06 \x01(\bR\x11savePaymentMethod\x12S\n" +
+	"\x12mandate_acceptance\x18\a \x01(\v2$.almoner.orders.v1.MandateAcceptanceR\x11mandateAcceptance\"Q\n" +
+	"\x11MandateAcceptance\x12\x1d\n" +
+	"\n" +
+	"ip_address\x18\x01 \x01(\tR\tipAddress\x12\x1d\n" +
+	"\n" +
+	"user_agent\x18\x02 \x01(\tR\tuserAgent\"\x83\x03\n" +
 	"\x16RecurringDonationInput\x12\x17\n" +
 	"\afund_id\x18\x01 \x01(\tR\x06fundId\x120\n" +
 	"\x06amount\x18\x02 \x01(\v2\x18.almoner.type.v1.DecimalR\x06amount\x12K\n" +
@@ -5436,7 +5511,7 @@ func file_almoner_orders_v1_orders_proto_rawDescGZIP() []byte {
 	return file_almoner_orders_v1_orders_proto_rawDescData
 }
 
-var file_almoner_orders_v1_orders_proto_msgTypes = make([]protoimpl.MessageInfo, 65)
+var file_almoner_orders_v1_orders_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
 var file_almoner_orders_v1_orders_proto_goTypes = []any{
 	(*PaymentMethod)(nil),                             // 0: almoner.orders.v1.PaymentMethod
 	(*ListContactPaymentMethodsRequest)(nil),          // 1: almoner.orders.v1.ListContactPaymentMethodsRequest
@@ -5452,186 +5527,188 @@ var file_almoner_orders_v1_orders_proto_goTypes = []any{
 	(*DonationInput)(nil),                             // 11: almoner.orders.v1.DonationInput
 	(*ItemInput)(nil),                                 // 12: almoner.orders.v1.ItemInput
 	(*PaymentInput)(nil),                              // 13: almoner.orders.v1.PaymentInput
-	(*RecurringDonationInput)(nil),                    // 14: almoner.orders.v1.RecurringDonationInput
-	(*CreateOrderRequest)(nil),                        // 15: almoner.orders.v1.CreateOrderRequest
-	(*CreateOrderResponse)(nil),                       // 16: almoner.orders.v1.CreateOrderResponse
-	(*OrderDonation)(nil),                             // 17: almoner.orders.v1.OrderDonation
-	(*OrderItem)(nil),                                 // 18: almoner.orders.v1.OrderItem
-	(*OrderPayment)(nil),                              // 19: almoner.orders.v1.OrderPayment
-	(*NextAction)(nil),                                // 20: almoner.orders.v1.NextAction
-	(*Order)(nil),                                     // 21: almoner.orders.v1.Order
-	(*ListOrdersRequest)(nil),                         // 22: almoner.orders.v1.ListOrdersRequest
-	(*ListOrdersResponse)(nil),                        // 23: almoner.orders.v1.ListOrdersResponse
-	(*GetOrderRequest)(nil),                           // 24: almoner.orders.v1.GetOrderRequest
-	(*GetOrderResponse)(nil),                          // 25: almoner.orders.v1.GetOrderResponse
-	(*VoidOrderRequest)(nil),                          // 26: almoner.orders.v1.VoidOrderRequest
-	(*VoidOrderResponse)(nil),                         // 27: almoner.orders.v1.VoidOrderResponse
-	(*CreateOrderRefundRequest)(nil),                  // 28: almoner.orders.v1.CreateOrderRefundRequest
-	(*CreateOrderRefundResponse)(nil),                 // 29: almoner.orders.v1.CreateOrderRefundResponse
-	(*Fund)(nil),                                      // 30: almoner.orders.v1.Fund
-	(*ListFundsRequest)(nil),                          // 31: almoner.orders.v1.ListFundsRequest
-	(*ListFundsResponse)(nil),                         // 32: almoner.orders.v1.ListFundsResponse
-	(*CreateFundRequest)(nil),                         // 33: almoner.orders.v1.CreateFundRequest
-	(*CreateFundResponse)(nil),                        // 34: almoner.orders.v1.CreateFundResponse
-	(*UpdateFundRequest)(nil),                         // 35: almoner.orders.v1.UpdateFundRequest
-	(*UpdateFundResponse)(nil),                        // 36: almoner.orders.v1.UpdateFundResponse
-	(*CurrencyTotal)(nil),                             // 37: almoner.orders.v1.CurrencyTotal
-	(*Batch)(nil),                                     // 38: almoner.orders.v1.Batch
-	(*ListBatchesRequest)(nil),                        // 39: almoner.orders.v1.ListBatchesRequest
-	(*ListBatchesResponse)(nil),                       // 40: almoner.orders.v1.ListBatchesResponse
-	(*GetBatchRequest)(nil),                           // 41: almoner.orders.v1.GetBatchRequest
-	(*GetBatchResponse)(nil),                          // 42: almoner.orders.v1.GetBatchResponse
-	(*CreateBatchRequest)(nil),                        // 43: almoner.orders.v1.CreateBatchRequest
-	(*CreateBatchResponse)(nil),                       // 44: almoner.orders.v1.CreateBatchResponse
-	(*CloseBatchRequest)(nil),                         // 45: almoner.orders.v1.CloseBatchRequest
-	(*CloseBatchResponse)(nil),                        // 46: almoner.orders.v1.CloseBatchResponse
-	(*RecurringDonation)(nil),                         // 47: almoner.orders.v1.RecurringDonation
-	(*ListRecurringDonationsRequest)(nil),             // 48: almoner.orders.v1.ListRecurringDonationsRequest
-	(*ListRecurringDonationsResponse)(nil),            // 49: almoner.orders.v1.ListRecurringDonationsResponse
-	(*GetRecurringDonationRequest)(nil),               // 50: almoner.orders.v1.GetRecurringDonationRequest
-	(*GetRecurringDonationResponse)(nil),              // 51: almoner.orders.v1.GetRecurringDonationResponse
-	(*CancelRecurringDonationRequest)(nil),            // 52: almoner.orders.v1.CancelRecurringDonationRequest
-	(*CancelRecurringDonationResponse)(nil),           // 53: almoner.orders.v1.CancelRecurringDonationResponse
-	(*AmendRecurringDonationRequest)(nil),             // 54: almoner.orders.v1.AmendRecurringDonationRequest
-	(*AmendRecurringDonationResponse)(nil),            // 55: almoner.orders.v1.AmendRecurringDonationResponse
-	(*PauseRecurringDonationRequest)(nil),             // 56: almoner.orders.v1.PauseRecurringDonationRequest
-	(*PauseRecurringDonationResponse)(nil),            // 57: almoner.orders.v1.PauseRecurringDonationResponse
-	(*ResumeRecurringDonationRequest)(nil),            // 58: almoner.orders.v1.ResumeRecurringDonationRequest
-	(*ResumeRecurringDonationResponse)(nil),           // 59: almoner.orders.v1.ResumeRecurringDonationResponse
-	(*SkipRecurringDonationInstallmentRequest)(nil),   // 60: almoner.orders.v1.SkipRecurringDonationInstallmentRequest
-	(*SkipRecurringDonationInstallmentResponse)(nil),  // 61: almoner.orders.v1.SkipRecurringDonationInstallmentResponse
-	(*ListRecurringDonationInstallmentsRequest)(nil),  // 62: almoner.orders.v1.ListRecurringDonationInstallmentsRequest
-	(*ListRecurringDonationInstallmentsResponse)(nil), // 63: almoner.orders.v1.ListRecurringDonationInstallmentsResponse
-	(*RecurringDonationInstallment)(nil),              // 64: almoner.orders.v1.RecurringDonationInstallment
-	(*timestamppb.Timestamp)(nil),                     // 65: google.protobuf.Timestamp
-	(*v1.Decimal)(nil),                                // 66: almoner.type.v1.Decimal
-	(*structpb.Value)(nil),                            // 67: google.protobuf.Value
+	(*MandateAcceptance)(nil),                         // 14: almoner.orders.v1.MandateAcceptance
+	(*RecurringDonationInput)(nil),                    // 15: almoner.orders.v1.RecurringDonationInput
+	(*CreateOrderRequest)(nil),                        // 16: almoner.orders.v1.CreateOrderRequest
+	(*CreateOrderResponse)(nil),                       // 17: almoner.orders.v1.CreateOrderResponse
+	(*OrderDonation)(nil),                             // 18: almoner.orders.v1.OrderDonation
+	(*OrderItem)(nil),                                 // 19: almoner.orders.v1.OrderItem
+	(*OrderPayment)(nil),                              // 20: almoner.orders.v1.OrderPayment
+	(*NextAction)(nil),                                // 21: almoner.orders.v1.NextAction
+	(*Order)(nil),                                     // 22: almoner.orders.v1.Order
+	(*ListOrdersRequest)(nil),                         // 23: almoner.orders.v1.ListOrdersRequest
+	(*ListOrdersResponse)(nil),                        // 24: almoner.orders.v1.ListOrdersResponse
+	(*GetOrderRequest)(nil),                           // 25: almoner.orders.v1.GetOrderRequest
+	(*GetOrderResponse)(nil),                          // 26: almoner.orders.v1.GetOrderResponse
+	(*VoidOrderRequest)(nil),                          // 27: almoner.orders.v1.VoidOrderRequest
+	(*VoidOrderResponse)(nil),                         // 28: almoner.orders.v1.VoidOrderResponse
+	(*CreateOrderRefundRequest)(nil),                  // 29: almoner.orders.v1.CreateOrderRefundRequest
+	(*CreateOrderRefundResponse)(nil),                 // 30: almoner.orders.v1.CreateOrderRefundResponse
+	(*Fund)(nil),                                      // 31: almoner.orders.v1.Fund
+	(*ListFundsRequest)(nil),                          // 32: almoner.orders.v1.ListFundsRequest
+	(*ListFundsResponse)(nil),                         // 33: almoner.orders.v1.ListFundsResponse
+	(*CreateFundRequest)(nil),                         // 34: almoner.orders.v1.CreateFundRequest
+	(*CreateFundResponse)(nil),                        // 35: almoner.orders.v1.CreateFundResponse
+	(*UpdateFundRequest)(nil),                         // 36: almoner.orders.v1.UpdateFundRequest
+	(*UpdateFundResponse)(nil),                        // 37: almoner.orders.v1.UpdateFundResponse
+	(*CurrencyTotal)(nil),                             // 38: almoner.orders.v1.CurrencyTotal
+	(*Batch)(nil),                                     // 39: almoner.orders.v1.Batch
+	(*ListBatchesRequest)(nil),                        // 40: almoner.orders.v1.ListBatchesRequest
+	(*ListBatchesResponse)(nil),                       // 41: almoner.orders.v1.ListBatchesResponse
+	(*GetBatchRequest)(nil),                           // 42: almoner.orders.v1.GetBatchRequest
+	(*GetBatchResponse)(nil),                          // 43: almoner.orders.v1.GetBatchResponse
+	(*CreateBatchRequest)(nil),                        // 44: almoner.orders.v1.CreateBatchRequest
+	(*CreateBatchResponse)(nil),                       // 45: almoner.orders.v1.CreateBatchResponse
+	(*CloseBatchRequest)(nil),                         // 46: almoner.orders.v1.CloseBatchRequest
+	(*CloseBatchResponse)(nil),                        // 47: almoner.orders.v1.CloseBatchResponse
+	(*RecurringDonation)(nil),                         // 48: almoner.orders.v1.RecurringDonation
+	(*ListRecurringDonationsRequest)(nil),             // 49: almoner.orders.v1.ListRecurringDonationsRequest
+	(*ListRecurringDonationsResponse)(nil),            // 50: almoner.orders.v1.ListRecurringDonationsResponse
+	(*GetRecurringDonationRequest)(nil),               // 51: almoner.orders.v1.GetRecurringDonationRequest
+	(*GetRecurringDonationResponse)(nil),              // 52: almoner.orders.v1.GetRecurringDonationResponse
+	(*CancelRecurringDonationRequest)(nil),            // 53: almoner.orders.v1.CancelRecurringDonationRequest
+	(*CancelRecurringDonationResponse)(nil),           // 54: almoner.orders.v1.CancelRecurringDonationResponse
+	(*AmendRecurringDonationRequest)(nil),             // 55: almoner.orders.v1.AmendRecurringDonationRequest
+	(*AmendRecurringDonationResponse)(nil),            // 56: almoner.orders.v1.AmendRecurringDonationResponse
+	(*PauseRecurringDonationRequest)(nil),             // 57: almoner.orders.v1.PauseRecurringDonationRequest
+	(*PauseRecurringDonationResponse)(nil),            // 58: almoner.orders.v1.PauseRecurringDonationResponse
+	(*ResumeRecurringDonationRequest)(nil),            // 59: almoner.orders.v1.ResumeRecurringDonationRequest
+	(*ResumeRecurringDonationResponse)(nil),           // 60: almoner.orders.v1.ResumeRecurringDonationResponse
+	(*SkipRecurringDonationInstallmentRequest)(nil),   // 61: almoner.orders.v1.SkipRecurringDonationInstallmentRequest
+	(*SkipRecurringDonationInstallmentResponse)(nil),  // 62: almoner.orders.v1.SkipRecurringDonationInstallmentResponse
+	(*ListRecurringDonationInstallmentsRequest)(nil),  // 63: almoner.orders.v1.ListRecurringDonationInstallmentsRequest
+	(*ListRecurringDonationInstallmentsResponse)(nil), // 64: almoner.orders.v1.ListRecurringDonationInstallmentsResponse
+	(*RecurringDonationInstallment)(nil),              // 65: almoner.orders.v1.RecurringDonationInstallment
+	(*timestamppb.Timestamp)(nil),                     // 66: google.protobuf.Timestamp
+	(*v1.Decimal)(nil),                                // 67: almoner.type.v1.Decimal
+	(*structpb.Value)(nil),                            // 68: google.protobuf.Value
 }
 var file_almoner_orders_v1_orders_proto_depIdxs = []int32{
-	65, // 0: almoner.orders.v1.PaymentMethod.created_at:type_name -> google.protobuf.Timestamp
+	66, // 0: almoner.orders.v1.PaymentMethod.created_at:type_name -> google.protobuf.Timestamp
 	0,  // 1: almoner.orders.v1.ListContactPaymentMethodsResponse.payment_methods:type_name -> almoner.orders.v1.PaymentMethod
-	66, // 2: almoner.orders.v1.DonationInput.amount:type_name -> almoner.type.v1.Decimal
+	67, // 2: almoner.orders.v1.DonationInput.amount:type_name -> almoner.type.v1.Decimal
 	10, // 3: almoner.orders.v1.DonationInput.tribute:type_name -> almoner.orders.v1.Tribute
-	66, // 4: almoner.orders.v1.PaymentInput.amount:type_name -> almoner.type.v1.Decimal
-	66, // 5: almoner.orders.v1.RecurringDonationInput.amount:type_name -> almoner.type.v1.Decimal
-	12, // 6: almoner.orders.v1.CreateOrderRequest.items:type_name -> almoner.orders.v1.ItemInput
-	11, // 7: almoner.orders.v1.CreateOrderRequest.donations:type_name -> almoner.orders.v1.DonationInput
-	9,  // 8: almoner.orders.v1.CreateOrderRequest.billing_address:type_name -> almoner.orders.v1.Address
-	9,  // 9: almoner.orders.v1.CreateOrderRequest.shipping_address:type_name -> almoner.orders.v1.Address
-	13, // 10: almoner.orders.v1.CreateOrderRequest.payments:type_name -> almoner.orders.v1.PaymentInput
-	14, // 11: almoner.orders.v1.CreateOrderRequest.recurring_donations:type_name -> almoner.orders.v1.RecurringDonationInput
-	21, // 12: almoner.orders.v1.CreateOrderResponse.order:type_name -> almoner.orders.v1.Order
-	66, // 13: almoner.orders.v1.OrderDonation.amount:type_name -> almoner.type.v1.Decimal
-	10, // 14: almoner.orders.v1.OrderDonation.tribute:type_name -> almoner.orders.v1.Tribute
-	66, // 15: almoner.orders.v1.OrderItem.unit_price:type_name -> almoner.type.v1.Decimal
-	66, // 16: almoner.orders.v1.OrderItem.fair_market_value:type_name -> almoner.type.v1.Decimal
-	66, // 17: almoner.orders.v1.OrderItem.line_total:type_name -> almoner.type.v1.Decimal
-	66, // 18: almoner.orders.v1.OrderPayment.amount:type_name -> almoner.type.v1.Decimal
-	66, // 19: almoner.orders.v1.OrderPayment.refunded_amount:type_name -> almoner.type.v1.Decimal
-	20, // 20: almoner.orders.v1.OrderPayment.next_action:type_name -> almoner.orders.v1.NextAction
-	66, // 21: almoner.orders.v1.Order.donation_subtotal:type_name -> almoner.type.v1.Decimal
-	66, // 22: almoner.orders.v1.Order.item_subtotal:type_name -> almoner.type.v1.Decimal
-	66, // 23: almoner.orders.v1.Order.total_amount:type_name -> almoner.type.v1.Decimal
-	66, // 24: almoner.orders.v1.Order.deductible_amount:type_name -> almoner.type.v1.Decimal
-	66, // 25: almoner.orders.v1.Order.refunded_amount:type_name -> almoner.type.v1.Decimal
-	17, // 26: almoner.orders.v1.Order.donations:type_name -> almoner.orders.v1.OrderDonation
-	18, // 27: almoner.orders.v1.Order.items:type_name -> almoner.orders.v1.OrderItem
-	19, // 28: almoner.orders.v1.Order.payments:type_name -> almoner.orders.v1.OrderPayment
-	9,  // 29: almoner.orders.v1.Order.billing_address:type_name -> almoner.orders.v1.Address
-	9,  // 30: almoner.orders.v1.Order.shipping_address:type_name -> almoner.orders.v1.Address
-	65, // 31: almoner.orders.v1.Order.created_at:type_name -> google.protobuf.Timestamp
-	65, // 32: almoner.orders.v1.Order.updated_at:type_name -> google.protobuf.Timestamp
-	66, // 33: almoner.orders.v1.ListOrdersRequest.min_amount:type_name -> almoner.type.v1.Decimal
-	66, // 34: almoner.orders.v1.ListOrdersRequest.max_amount:type_name -> almoner.type.v1.Decimal
-	21, // 35: almoner.orders.v1.ListOrdersResponse.items:type_name -> almoner.orders.v1.Order
-	21, // 36: almoner.orders.v1.GetOrderResponse.order:type_name -> almoner.orders.v1.Order
-	21, // 37: almoner.orders.v1.VoidOrderResponse.order:type_name -> almoner.orders.v1.Order
-	66, // 38: almoner.orders.v1.CreateOrderRefundRequest.amount:type_name -> almoner.type.v1.Decimal
-	21, // 39: almoner.orders.v1.CreateOrderRefundResponse.order:type_name -> almoner.orders.v1.Order
-	66, // 40: almoner.orders.v1.Fund.processing_fee_percent:type_name -> almoner.type.v1.Decimal
-	65, // 41: almoner.orders.v1.Fund.created_at:type_name -> google.protobuf.Timestamp
-	65, // 42: almoner.orders.v1.Fund.updated_at:type_name -> google.protobuf.Timestamp
-	30, // 43: almoner.orders.v1.ListFundsResponse.funds:type_name -> almoner.orders.v1.Fund
-	66, // 44: almoner.orders.v1.CreateFundRequest.processing_fee_percent:type_name -> almoner.type.v1.Decimal
-	30, // 45: almoner.orders.v1.CreateFundResponse.fund:type_name -> almoner.orders.v1.Fund
-	66, // 46: almoner.orders.v1.UpdateFundRequest.processing_fee_percent:type_name -> almoner.type.v1.Decimal
-	30, // 47: almoner.orders.v1.UpdateFundResponse.fund:type_name -> almoner.orders.v1.Fund
-	66, // 48: almoner.orders.v1.CurrencyTotal.total:type_name -> almoner.type.v1.Decimal
-	37, // 49: almoner.orders.v1.Batch.totals:type_name -> almoner.orders.v1.CurrencyTotal
-	65, // 50: almoner.orders.v1.Batch.created_at:type_name -> google.protobuf.Timestamp
-	65, // 51: almoner.orders.v1.Batch.closed_at:type_name -> google.protobuf.Timestamp
-	38, // 52: almoner.orders.v1.ListBatchesResponse.items:type_name -> almoner.orders.v1.Batch
-	38, // 53: almoner.orders.v1.GetBatchResponse.batch:type_name -> almoner.orders.v1.Batch
-	38, // 54: almoner.orders.v1.CreateBatchResponse.batch:type_name -> almoner.orders.v1.Batch
-	38, // 55: almoner.orders.v1.CloseBatchResponse.batch:type_name -> almoner.orders.v1.Batch
-	66, // 56: almoner.orders.v1.RecurringDonation.amount:type_name -> almoner.type.v1.Decimal
-	65, // 57: almoner.orders.v1.RecurringDonation.created_at:type_name -> google.protobuf.Timestamp
-	65, // 58: almoner.orders.v1.RecurringDonation.updated_at:type_name -> google.protobuf.Timestamp
-	47, // 59: almoner.orders.v1.ListRecurringDonationsResponse.items:type_name -> almoner.orders.v1.RecurringDonation
-	47, // 60: almoner.orders.v1.GetRecurringDonationResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
-	47, // 61: almoner.orders.v1.CancelRecurringDonationResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
-	66, // 62: almoner.orders.v1.AmendRecurringDonationRequest.amount:type_name -> almoner.type.v1.Decimal
-	67, // 63: almoner.orders.v1.AmendRecurringDonationRequest.end_date:type_name -> google.protobuf.Value
-	47, // 64: almoner.orders.v1.AmendRecurringDonationResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
-	47, // 65: almoner.orders.v1.PauseRecurringDonationResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
-	47, // 66: almoner.orders.v1.ResumeRecurringDonationResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
-	47, // 67: almoner.orders.v1.SkipRecurringDonationInstallmentResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
-	64, // 68: almoner.orders.v1.ListRecurringDonationInstallmentsResponse.items:type_name -> almoner.orders.v1.RecurringDonationInstallment
-	66, // 69: almoner.orders.v1.RecurringDonationInstallment.amount:type_name -> almoner.type.v1.Decimal
-	65, // 70: almoner.orders.v1.RecurringDonationInstallment.created_at:type_name -> google.protobuf.Timestamp
-	15, // 71: almoner.orders.v1.OrderService.CreateOrder:input_type -> almoner.orders.v1.CreateOrderRequest
-	22, // 72: almoner.orders.v1.OrderService.ListOrders:input_type -> almoner.orders.v1.ListOrdersRequest
-	24, // 73: almoner.orders.v1.OrderService.GetOrder:input_type -> almoner.orders.v1.GetOrderRequest
-	26, // 74: almoner.orders.v1.OrderService.VoidOrder:input_type -> almoner.orders.v1.VoidOrderRequest
-	28, // 75: almoner.orders.v1.OrderService.CreateOrderRefund:input_type -> almoner.orders.v1.CreateOrderRefundRequest
-	1,  // 76: almoner.orders.v1.PaymentMethodService.ListContactPaymentMethods:input_type -> almoner.orders.v1.ListContactPaymentMethodsRequest
-	3,  // 77: almoner.orders.v1.PaymentMethodService.DeleteContactPaymentMethod:input_type -> almoner.orders.v1.DeleteContactPaymentMethodRequest
-	5,  // 78: almoner.orders.v1.ProcessorNotificationService.ReceiveStripeEvent:input_type -> almoner.orders.v1.ReceiveStripeEventRequest
-	31, // 79: almoner.orders.v1.FundService.ListFunds:input_type -> almoner.orders.v1.ListFundsRequest
-	33, // 80: almoner.orders.v1.FundService.CreateFund:input_type -> almoner.orders.v1.CreateFundRequest
-	35, // 81: almoner.orders.v1.FundService.UpdateFund:input_type -> almoner.orders.v1.UpdateFundRequest
-	39, // 82: almoner.orders.v1.BatchService.ListBatches:input_type -> almoner.orders.v1.ListBatchesRequest
-	41, // 83: almoner.orders.v1.BatchService.GetBatch:input_type -> almoner.orders.v1.GetBatchRequest
-	43, // 84: almoner.orders.v1.BatchService.CreateBatch:input_type -> almoner.orders.v1.CreateBatchRequest
-	45, // 85: almoner.orders.v1.BatchService.CloseBatch:input_type -> almoner.orders.v1.CloseBatchRequest
-	48, // 86: almoner.orders.v1.RecurringDonationService.ListRecurringDonations:input_type -> almoner.orders.v1.ListRecurringDonationsRequest
-	50, // 87: almoner.orders.v1.RecurringDonationService.GetRecurringDonation:input_type -> almoner.orders.v1.GetRecurringDonationRequest
-	52, // 88: almoner.orders.v1.RecurringDonationService.CancelRecurringDonation:input_type -> almoner.orders.v1.CancelRecurringDonationRequest
-	54, // 89: almoner.orders.v1.RecurringDonationService.AmendRecurringDonation:input_type -> almoner.orders.v1.AmendRecurringDonationRequest
-	56, // 90: almoner.orders.v1.RecurringDonationService.PauseRecurringDonation:input_type -> almoner.orders.v1.PauseRecurringDonationRequest
-	58, // 91: almoner.orders.v1.RecurringDonationService.ResumeRecurringDonation:input_type -> almoner.orders.v1.ResumeRecurringDonationRequest
-	60, // 92: almoner.orders.v1.RecurringDonationService.SkipRecurringDonationInstallment:input_type -> almoner.orders.v1.SkipRecurringDonationInstallmentRequest
-	62, // 93: almoner.orders.v1.RecurringDonationService.ListRecurringDonationInstallments:input_type -> almoner.orders.v1.ListRecurringDonationInstallmentsRequest
-	7,  // 94: almoner.orders.v1.RecurringSettingsService.SetRecurringRetries:input_type -> almoner.orders.v1.SetRecurringRetriesRequest
-	16, // 95: almoner.orders.v1.OrderService.CreateOrder:output_type -> almoner.orders.v1.CreateOrderResponse
-	23, // 96: almoner.orders.v1.OrderService.ListOrders:output_type -> almoner.orders.v1.ListOrdersResponse
-	25, // 97: almoner.orders.v1.OrderService.GetOrder:output_type -> almoner.orders.v1.GetOrderResponse
-	27, // 98: almoner.orders.v1.OrderService.VoidOrder:output_type -> almoner.orders.v1.VoidOrderResponse
-	29, // 99: almoner.orders.v1.OrderService.CreateOrderRefund:output_type -> almoner.orders.v1.CreateOrderRefundResponse
-	2,  // 100: almoner.orders.v1.PaymentMethodService.ListContactPaymentMethods:output_type -> almoner.orders.v1.ListContactPaymentMethodsResponse
-	4,  // 101: almoner.orders.v1.PaymentMethodService.DeleteContactPaymentMethod:output_type -> almoner.orders.v1.DeleteContactPaymentMethodResponse
-	6,  // 102: almoner.orders.v1.ProcessorNotificationService.ReceiveStripeEvent:output_type -> almoner.orders.v1.ReceiveStripeEventResponse
-	32, // 103: almoner.orders.v1.FundService.ListFunds:output_type -> almoner.orders.v1.ListFundsResponse
-	34, // 104: almoner.orders.v1.FundService.CreateFund:output_type -> almoner.orders.v1.CreateFundResponse
-	36, // 105: almoner.orders.v1.FundService.UpdateFund:output_type -> almoner.orders.v1.UpdateFundResponse
-	40, // 106: almoner.orders.v1.BatchService.ListBatches:output_type -> almoner.orders.v1.ListBatchesResponse
-	42, // 107: almoner.orders.v1.BatchService.GetBatch:output_type -> almoner.orders.v1.GetBatchResponse
-	44, // 108: almoner.orders.v1.BatchService.CreateBatch:output_type -> almoner.orders.v1.CreateBatchResponse
-	46, // 109: almoner.orders.v1.BatchService.CloseBatch:output_type -> almoner.orders.v1.CloseBatchResponse
-	49, // 110: almoner.orders.v1.RecurringDonationService.ListRecurringDonations:output_type -> almoner.orders.v1.ListRecurringDonationsResponse
-	51, // 111: almoner.orders.v1.RecurringDonationService.GetRecurringDonation:output_type -> almoner.orders.v1.GetRecurringDonationResponse
-	53, // 112: almoner.orders.v1.RecurringDonationService.CancelRecurringDonation:output_type -> almoner.orders.v1.CancelRecurringDonationResponse
-	55, // 113: almoner.orders.v1.RecurringDonationService.AmendRecurringDonation:output_type -> almoner.orders.v1.AmendRecurringDonationResponse
-	57, // 114: almoner.orders.v1.RecurringDonationService.PauseRecurringDonation:output_type -> almoner.orders.v1.PauseRecurringDonationResponse
-	59, // 115: almoner.orders.v1.RecurringDonationService.ResumeRecurringDonation:output_type -> almoner.orders.v1.ResumeRecurringDonationResponse
-	61, // 116: almoner.orders.v1.RecurringDonationService.SkipRecurringDonationInstallment:output_type -> almoner.orders.v1.SkipRecurringDonationInstallmentResponse
-	63, // 117: almoner.orders.v1.RecurringDonationService.ListRecurringDonationInstallments:output_type -> almoner.orders.v1.ListRecurringDonationInstallmentsResponse
-	8,  // 118: almoner.orders.v1.RecurringSettingsService.SetRecurringRetries:output_type -> almoner.orders.v1.SetRecurringRetriesResponse
-	95, // [95:119] is the sub-list for method output_type
-	71, // [71:95] is the sub-list for method input_type
-	71, // [71:71] is the sub-list for extension type_name
-	71, // [71:71] is the sub-list for extension extendee
-	0,  // [0:71] is the sub-list for field type_name
+	67, // 4: almoner.orders.v1.PaymentInput.amount:type_name -> almoner.type.v1.Decimal
+	14, // 5: almoner.orders.v1.PaymentInput.mandate_acceptance:type_name -> almoner.orders.v1.MandateAcceptance
+	67, // 6: almoner.orders.v1.RecurringDonationInput.amount:type_name -> almoner.type.v1.Decimal
+	12, // 7: almoner.orders.v1.CreateOrderRequest.items:type_name -> almoner.orders.v1.ItemInput
+	11, // 8: almoner.orders.v1.CreateOrderRequest.donations:type_name -> almoner.orders.v1.DonationInput
+	9,  // 9: almoner.orders.v1.CreateOrderRequest.billing_address:type_name -> almoner.orders.v1.Address
+	9,  // 10: almoner.orders.v1.CreateOrderRequest.shipping_address:type_name -> almoner.orders.v1.Address
+	13, // 11: almoner.orders.v1.CreateOrderRequest.payments:type_name -> almoner.orders.v1.PaymentInput
+	15, // 12: almoner.orders.v1.CreateOrderRequest.recurring_donations:type_name -> almoner.orders.v1.RecurringDonationInput
+	22, // 13: almoner.orders.v1.CreateOrderResponse.order:type_name -> almoner.orders.v1.Order
+	67, // 14: almoner.orders.v1.OrderDonation.amount:type_name -> almoner.type.v1.Decimal
+	10, // 15: almoner.orders.v1.OrderDonation.tribute:type_name -> almoner.orders.v1.Tribute
+	67, // 16: almoner.orders.v1.OrderItem.unit_price:type_name -> almoner.type.v1.Decimal
+	67, // 17: almoner.orders.v1.OrderItem.fair_market_value:type_name -> almoner.type.v1.Decimal
+	67, // 18: almoner.orders.v1.OrderItem.line_total:type_name -> almoner.type.v1.Decimal
+	67, // 19: almoner.orders.v1.OrderPayment.amount:type_name -> almoner.type.v1.Decimal
+	67, // 20: almoner.orders.v1.OrderPayment.refunded_amount:type_name -> almoner.type.v1.Decimal
+	21, // 21: almoner.orders.v1.OrderPayment.next_action:type_name -> almoner.orders.v1.NextAction
+	67, // 22: almoner.orders.v1.Order.donation_subtotal:type_name -> almoner.type.v1.Decimal
+	67, // 23: almoner.orders.v1.Order.item_subtotal:type_name -> almoner.type.v1.Decimal
+	67, // 24: almoner.orders.v1.Order.total_amount:type_name -> almoner.type.v1.Decimal
+	67, // 25: almoner.orders.v1.Order.deductible_amount:type_name -> almoner.type.v1.Decimal
+	67, // 26: almoner.orders.v1.Order.refunded_amount:type_name -> almoner.type.v1.Decimal
+	18, // 27: almoner.orders.v1.Order.donations:type_name -> almoner.orders.v1.OrderDonation
+	19, // 28: almoner.orders.v1.Order.items:type_name -> almoner.orders.v1.OrderItem
+	20, // 29: almoner.orders.v1.Order.payments:type_name -> almoner.orders.v1.OrderPayment
+	9,  // 30: almoner.orders.v1.Order.billing_address:type_name -> almoner.orders.v1.Address
+	9,  // 31: almoner.orders.v1.Order.shipping_address:type_name -> almoner.orders.v1.Address
+	66, // 32: almoner.orders.v1.Order.created_at:type_name -> google.protobuf.Timestamp
+	66, // 33: almoner.orders.v1.Order.updated_at:type_name -> google.protobuf.Timestamp
+	67, // 34: almoner.orders.v1.ListOrdersRequest.min_amount:type_name -> almoner.type.v1.Decimal
+	67, // 35: almoner.orders.v1.ListOrdersRequest.max_amount:type_name -> almoner.type.v1.Decimal
+	22, // 36: almoner.orders.v1.ListOrdersResponse.items:type_name -> almoner.orders.v1.Order
+	22, // 37: almoner.orders.v1.GetOrderResponse.order:type_name -> almoner.orders.v1.Order
+	22, // 38: almoner.orders.v1.VoidOrderResponse.order:type_name -> almoner.orders.v1.Order
+	67, // 39: almoner.orders.v1.CreateOrderRefundRequest.amount:type_name -> almoner.type.v1.Decimal
+	22, // 40: almoner.orders.v1.CreateOrderRefundResponse.order:type_name -> almoner.orders.v1.Order
+	67, // 41: almoner.orders.v1.Fund.processing_fee_percent:type_name -> almoner.type.v1.Decimal
+	66, // 42: almoner.orders.v1.Fund.created_at:type_name -> google.protobuf.Timestamp
+	66, // 43: almoner.orders.v1.Fund.updated_at:type_name -> google.protobuf.Timestamp
+	31, // 44: almoner.orders.v1.ListFundsResponse.funds:type_name -> almoner.orders.v1.Fund
+	67, // 45: almoner.orders.v1.CreateFundRequest.processing_fee_percent:type_name -> almoner.type.v1.Decimal
+	31, // 46: almoner.orders.v1.CreateFundResponse.fund:type_name -> almoner.orders.v1.Fund
+	67, // 47: almoner.orders.v1.UpdateFundRequest.processing_fee_percent:type_name -> almoner.type.v1.Decimal
+	31, // 48: almoner.orders.v1.UpdateFundResponse.fund:type_name -> almoner.orders.v1.Fund
+	67, // 49: almoner.orders.v1.CurrencyTotal.total:type_name -> almoner.type.v1.Decimal
+	38, // 50: almoner.orders.v1.Batch.totals:type_name -> almoner.orders.v1.CurrencyTotal
+	66, // 51: almoner.orders.v1.Batch.created_at:type_name -> google.protobuf.Timestamp
+	66, // 52: almoner.orders.v1.Batch.closed_at:type_name -> google.protobuf.Timestamp
+	39, // 53: almoner.orders.v1.ListBatchesResponse.items:type_name -> almoner.orders.v1.Batch
+	39, // 54: almoner.orders.v1.GetBatchResponse.batch:type_name -> almoner.orders.v1.Batch
+	39, // 55: almoner.orders.v1.CreateBatchResponse.batch:type_name -> almoner.orders.v1.Batch
+	39, // 56: almoner.orders.v1.CloseBatchResponse.batch:type_name -> almoner.orders.v1.Batch
+	67, // 57: almoner.orders.v1.RecurringDonation.amount:type_name -> almoner.type.v1.Decimal
+	66, // 58: almoner.orders.v1.RecurringDonation.created_at:type_name -> google.protobuf.Timestamp
+	66, // 59: almoner.orders.v1.RecurringDonation.updated_at:type_name -> google.protobuf.Timestamp
+	48, // 60: almoner.orders.v1.ListRecurringDonationsResponse.items:type_name -> almoner.orders.v1.RecurringDonation
+	48, // 61: almoner.orders.v1.GetRecurringDonationResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
+	48, // 62: almoner.orders.v1.CancelRecurringDonationResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
+	67, // 63: almoner.orders.v1.AmendRecurringDonationRequest.amount:type_name -> almoner.type.v1.Decimal
+	68, // 64: almoner.orders.v1.AmendRecurringDonationRequest.end_date:type_name -> google.protobuf.Value
+	48, // 65: almoner.orders.v1.AmendRecurringDonationResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
+	48, // 66: almoner.orders.v1.PauseRecurringDonationResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
+	48, // 67: almoner.orders.v1.ResumeRecurringDonationResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
+	48, // 68: almoner.orders.v1.SkipRecurringDonationInstallmentResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
+	65, // 69: almoner.orders.v1.ListRecurringDonationInstallmentsResponse.items:type_name -> almoner.orders.v1.RecurringDonationInstallment
+	67, // 70: almoner.orders.v1.RecurringDonationInstallment.amount:type_name -> almoner.type.v1.Decimal
+	66, // 71: almoner.orders.v1.RecurringDonationInstallment.created_at:type_name -> google.protobuf.Timestamp
+	16, // 72: almoner.orders.v1.OrderService.CreateOrder:input_type -> almoner.orders.v1.CreateOrderRequest
+	23, // 73: almoner.orders.v1.OrderService.ListOrders:input_type -> almoner.orders.v1.ListOrdersRequest
+	25, // 74: almoner.orders.v1.OrderService.GetOrder:input_type -> almoner.orders.v1.GetOrderRequest
+	27, // 75: almoner.orders.v1.OrderService.VoidOrder:input_type -> almoner.orders.v1.VoidOrderRequest
+	29, // 76: almoner.orders.v1.OrderService.CreateOrderRefund:input_type -> almoner.orders.v1.CreateOrderRefundRequest
+	1,  // 77: almoner.orders.v1.PaymentMethodService.ListContactPaymentMethods:input_type -> almoner.orders.v1.ListContactPaymentMethodsRequest
+	3,  // 78: almoner.orders.v1.PaymentMethodService.DeleteContactPaymentMethod:input_type -> almoner.orders.v1.DeleteContactPaymentMethodRequest
+	5,  // 79: almoner.orders.v1.ProcessorNotificationService.ReceiveStripeEvent:input_type -> almoner.orders.v1.ReceiveStripeEventRequest
+	32, // 80: almoner.orders.v1.FundService.ListFunds:input_type -> almoner.orders.v1.ListFundsRequest
+	34, // 81: almoner.orders.v1.FundService.CreateFund:input_type -> almoner.orders.v1.CreateFundRequest
+	36, // 82: almoner.orders.v1.FundService.UpdateFund:input_type -> almoner.orders.v1.UpdateFundRequest
+	40, // 83: almoner.orders.v1.BatchService.ListBatches:input_type -> almoner.orders.v1.ListBatchesRequest
+	42, // 84: almoner.orders.v1.BatchService.GetBatch:input_type -> almoner.orders.v1.GetBatchRequest
+	44, // 85: almoner.orders.v1.BatchService.CreateBatch:input_type -> almoner.orders.v1.CreateBatchRequest
+	46, // 86: almoner.orders.v1.BatchService.CloseBatch:input_type -> almoner.orders.v1.CloseBatchRequest
+	49, // 87: almoner.orders.v1.RecurringDonationService.ListRecurringDonations:input_type -> almoner.orders.v1.ListRecurringDonationsRequest
+	51, // 88: almoner.orders.v1.RecurringDonationService.GetRecurringDonation:input_type -> almoner.orders.v1.GetRecurringDonationRequest
+	53, // 89: almoner.orders.v1.RecurringDonationService.CancelRecurringDonation:input_type -> almoner.orders.v1.CancelRecurringDonationRequest
+	55, // 90: almoner.orders.v1.RecurringDonationService.AmendRecurringDonation:input_type -> almoner.orders.v1.AmendRecurringDonationRequest
+	57, // 91: almoner.orders.v1.RecurringDonationService.PauseRecurringDonation:input_type -> almoner.orders.v1.PauseRecurringDonationRequest
+	59, // 92: almoner.orders.v1.RecurringDonationService.ResumeRecurringDonation:input_type -> almoner.orders.v1.ResumeRecurringDonationRequest
+	61, // 93: almoner.orders.v1.RecurringDonationService.SkipRecurringDonationInstallment:input_type -> almoner.orders.v1.SkipRecurringDonationInstallmentRequest
+	63, // 94: almoner.orders.v1.RecurringDonationService.ListRecurringDonationInstallments:input_type -> almoner.orders.v1.ListRecurringDonationInstallmentsRequest
+	7,  // 95: almoner.orders.v1.RecurringSettingsService.SetRecurringRetries:input_type -> almoner.orders.v1.SetRecurringRetriesRequest
+	17, // 96: almoner.orders.v1.OrderService.CreateOrder:output_type -> almoner.orders.v1.CreateOrderResponse
+	24, // 97: almoner.orders.v1.OrderService.ListOrders:output_type -> almoner.orders.v1.ListOrdersResponse
+	26, // 98: almoner.orders.v1.OrderService.GetOrder:output_type -> almoner.orders.v1.GetOrderResponse
+	28, // 99: almoner.orders.v1.OrderService.VoidOrder:output_type -> almoner.orders.v1.VoidOrderResponse
+	30, // 100: almoner.orders.v1.OrderService.CreateOrderRefund:output_type -> almoner.orders.v1.CreateOrderRefundResponse
+	2,  // 101: almoner.orders.v1.PaymentMethodService.ListContactPaymentMethods:output_type -> almoner.orders.v1.ListContactPaymentMethodsResponse
+	4,  // 102: almoner.orders.v1.PaymentMethodService.DeleteContactPaymentMethod:output_type -> almoner.orders.v1.DeleteContactPaymentMethodResponse
+	6,  // 103: almoner.orders.v1.ProcessorNotificationService.ReceiveStripeEvent:output_type -> almoner.orders.v1.ReceiveStripeEventResponse
+	33, // 104: almoner.orders.v1.FundService.ListFunds:output_type -> almoner.orders.v1.ListFundsResponse
+	35, // 105: almoner.orders.v1.FundService.CreateFund:output_type -> almoner.orders.v1.CreateFundResponse
+	37, // 106: almoner.orders.v1.FundService.UpdateFund:output_type -> almoner.orders.v1.UpdateFundResponse
+	41, // 107: almoner.orders.v1.BatchService.ListBatches:output_type -> almoner.orders.v1.ListBatchesResponse
+	43, // 108: almoner.orders.v1.BatchService.GetBatch:output_type -> almoner.orders.v1.GetBatchResponse
+	45, // 109: almoner.orders.v1.BatchService.CreateBatch:output_type -> almoner.orders.v1.CreateBatchResponse
+	47, // 110: almoner.orders.v1.BatchService.CloseBatch:output_type -> almoner.orders.v1.CloseBatchResponse
+	50, // 111: almoner.orders.v1.RecurringDonationService.ListRecurringDonations:output_type -> almoner.orders.v1.ListRecurringDonationsResponse
+	52, // 112: almoner.orders.v1.RecurringDonationService.GetRecurringDonation:output_type -> almoner.orders.v1.GetRecurringDonationResponse
+	54, // 113: almoner.orders.v1.RecurringDonationService.CancelRecurringDonation:output_type -> almoner.orders.v1.CancelRecurringDonationResponse
+	56, // 114: almoner.orders.v1.RecurringDonationService.AmendRecurringDonation:output_type -> almoner.orders.v1.AmendRecurringDonationResponse
+	58, // 115: almoner.orders.v1.RecurringDonationService.PauseRecurringDonation:output_type -> almoner.orders.v1.PauseRecurringDonationResponse
+	60, // 116: almoner.orders.v1.RecurringDonationService.ResumeRecurringDonation:output_type -> almoner.orders.v1.ResumeRecurringDonationResponse
+	62, // 117: almoner.orders.v1.RecurringDonationService.SkipRecurringDonationInstallment:output_type -> almoner.orders.v1.SkipRecurringDonationInstallmentResponse
+	64, // 118: almoner.orders.v1.RecurringDonationService.ListRecurringDonationInstallments:output_type -> almoner.orders.v1.ListRecurringDonationInstallmentsResponse
+	8,  // 119: almoner.orders.v1.RecurringSettingsService.SetRecurringRetries:output_type -> almoner.orders.v1.SetRecurringRetriesResponse
+	96, // [96:120] is the sub-list for method output_type
+	72, // [72:96] is the sub-list for method input_type
+	72, // [72:72] is the sub-list for extension type_name
+	72, // [72:72] is the sub-list for extension extendee
+	0,  // [0:72] is the sub-list for field type_name
 }
 
 func init() { file_almoner_orders_v1_orders_proto_init() }
@@ -5639,21 +5716,21 @@ func file_almoner_orders_v1_orders_proto_init() {
 	if File_almoner_orders_v1_orders_proto != nil {
 		return
 	}
-	file_almoner_orders_v1_orders_proto_msgTypes[22].OneofWrappers = []any{}
-	file_almoner_orders_v1_orders_proto_msgTypes[33].OneofWrappers = []any{}
-	file_almoner_orders_v1_orders_proto_msgTypes[35].OneofWrappers = []any{}
-	file_almoner_orders_v1_orders_proto_msgTypes[39].OneofWrappers = []any{}
-	file_almoner_orders_v1_orders_proto_msgTypes[48].OneofWrappers = []any{}
-	file_almoner_orders_v1_orders_proto_msgTypes[54].OneofWrappers = []any{}
-	file_almoner_orders_v1_orders_proto_msgTypes[56].OneofWrappers = []any{}
-	file_almoner_orders_v1_orders_proto_msgTypes[62].OneofWrappers = []any{}
+	file_almoner_orders_v1_orders_proto_msgTypes[23].OneofWrappers = []any{}
+	file_almoner_orders_v1_orders_proto_msgTypes[34].OneofWrappers = []any{}
+	file_almoner_orders_v1_orders_proto_msgTypes[36].OneofWrappers = []any{}
+	file_almoner_orders_v1_orders_proto_msgTypes[40].OneofWrappers = []any{}
+	file_almoner_orders_v1_orders_proto_msgTypes[49].OneofWrappers = []any{}
+	file_almoner_orders_v1_orders_proto_msgTypes[55].OneofWrappers = []any{}
+	file_almoner_orders_v1_orders_proto_msgTypes[57].OneofWrappers = []any{}
+	file_almoner_orders_v1_orders_proto_msgTypes[63].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_almoner_orders_v1_orders_proto_rawDesc), len(file_almoner_orders_v1_orders_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   65,
+			NumMessages:   66,
 			NumExtensions: 0,
 			NumServices:   7,
 		},
