@@ -83,7 +83,8 @@ func (s *Service) applyEvent(ctx context.Context, tenantID string, ev processor.
 		return err
 	}
 	applied, err := s.store.ApplyNotification(ctx, tid, store.Notification{Provider: providerStripe, EventID: ev.ID, EventType: ev.Type,
-		Reference: ev.Reference, Settle: settle, RefundedMinor: ev.AmountRefundedMinor, Reason: ev.FailureCode}, processorActor)
+		Reference: ev.Reference, Settle: settle, RefundedMinor: ev.AmountRefundedMinor, Reason: ev.FailureCode,
+		On: s.cfg.Now()}, processorActor)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -188,8 +189,11 @@ type Notification struct {
 	// at the processor.
 	RefundedMinor int64
 	// Reason is the processor's reason for a failure, kept in the log of
-	// changes.
+	// changes and on a failed installment.
 	Reason string
+	// On is the day the notification is applied: a failed installment's
+	// retry days count from it.
+	On time.Time
 }
 
 // Applied says what a notification did.
@@ -268,7 +272,7 @@ func settle(ctx context.Context, tx pgx.Tx, o Order, paymentID uuid.UUID, n Noti
 	case SettleSucceeded:
 		return settleSucceeded(ctx, tx, o, idx, actor)
 	case SettleFailed:
-		return settleFailed(ctx, tx, o, idx, actor)
+		return settleFailed(ctx, tx, o, idx, n, actor)
 	case SettleRefunded:
 		return settleRefunded(ctx, tx, o, idx, n.RefundedMinor, actor)
 	case SettleDisputed:
@@ -282,7 +286,8 @@ func unsettled(p Payment) bool {
 }
 
 // settleSucceeded captures an unsettled payment; the order completes once
-// none of its payments is unsettled.
+// none of its payments is unsettled, and an installment's order then
+// clears its schedule's declines (installmentSettled).
 func settleSucceeded(ctx context.Context, tx pgx.Tx, o Order, idx int, actor string) (Applied, error) {
 	p := o.Payments[idx]
 	if !unsettled(p) {
@@ -296,13 +301,17 @@ func settleSucceeded(ctx context.Context, tx pgx.Tx, o Order, idx int, actor str
 		if err := setOrderStatus(ctx, tx, &o, StatusCompleted, audit.Updated, actor); err != nil {
 			return Applied{}, err
 		}
+		if err := installmentSettled(ctx, tx, o); err != nil {
+			return Applied{}, err
+		}
 	}
 	return Applied{Order: o, Changed: true}, nil
 }
 
 // settleFailed fails an unsettled payment and its Pending order, whose
-// stock then goes back.
-func settleFailed(ctx context.Context, tx pgx.Tx, o Order, idx int, actor string) (Applied, error) {
+// stock then goes back; an installment's order counts as a declined
+// attempt of its schedule (failInstallment).
+func settleFailed(ctx context.Context, tx pgx.Tx, o Order, idx int, n Notification, actor string) (Applied, error) {
 	p := o.Payments[idx]
 	if !unsettled(p) {
 		return Applied{Order: o}, nil
@@ -314,6 +323,13 @@ func settleFailed(ctx context.Context, tx pgx.Tx, o Order, idx int, actor string
 	out := Applied{Order: o, Changed: true}
 	if o.Status == StatusPending {
 		if err := setOrderStatus(ctx, tx, &o, StatusFailed, audit.Updated, actor); err != nil {
+			return Applied{}, err
+		}
+		on := n.On
+		if on.IsZero() {
+			on = time.Now()
+		}
+		if err := failInstallment(ctx, tx, o, cmp.Or(n.Reason, "payment_failed"), Day(on)); err != nil {
 			return Applied{}, err
 		}
 		out.Order, out.ReleaseStock = o, len(o.Items) > 0

@@ -124,7 +124,7 @@ func (s *Store) ChargeInstallment(ctx context.Context, tenantID, id uuid.UUID, t
 			return err
 		}
 		recorded = true
-		return advance(ctx, tx, sc, period)
+		return advanceCharged(ctx, tx, sc, period, o.Status == StatusPending)
 	})
 	if err != nil {
 		return false, fmt.Errorf("orders: charge installment of schedule %s: %w", id, err)
@@ -146,11 +146,18 @@ func decline(ctx context.Context, tx pgx.Tx, sc Schedule, period time.Time, atte
 		DeclineReason: out.Reason}); err != nil {
 		return err
 	}
+	return retryOrPastDue(ctx, tx, sc, sc, today, out)
+}
+
+// retryOrPastDue counts a declined attempt on next (sc as it is stored,
+// changed or not): the schedule waits for its next retry day, counted
+// from the first decline on the tenant's retry days, or is past_due when
+// they are used up or no retry can help.
+func retryOrPastDue(ctx context.Context, tx pgx.Tx, sc, next Schedule, today time.Time, out Outcome) error {
 	days, err := RetryDays(ctx, tx, sc.TenantID)
 	if err != nil {
 		return err
 	}
-	next := sc
 	next.FailedAttempts++
 	next.FailureReason = out.Reason
 	if next.FirstDeclinedOn == nil {
@@ -168,6 +175,89 @@ func decline(ctx context.Context, tx pgx.Tx, sc Schedule, period time.Time, atte
 	}
 	if _, err := writeSchedule(ctx, tx, sc, next, "system"); err != nil {
 		return fmt.Errorf("record declined attempt: %w", err)
+	}
+	return nil
+}
+
+// failInstallment counts an installment whose charge failed after it was
+// recorded (a bank debit returned days later, a charge cancelled at the
+// processor) as a declined attempt of its period, as a decline when it was
+// charged would have: the installment becomes declined with the reason,
+// the period's claim goes back, and an active schedule returns to that
+// period (if it has moved past it) to be tried again on the tenant's
+// retry days, or becomes past_due. A paused, cancelled or completed
+// schedule keeps its state: only the installment says what happened.
+func failInstallment(ctx context.Context, tx pgx.Tx, o Order, reason string, today time.Time) error {
+	if o.ScheduleID == nil {
+		return nil
+	}
+	var period time.Time
+	err := tx.QueryRow(ctx, `UPDATE orders.recurring_installments SET status = 'declined', decline_reason = $4
+		WHERE tenant_id = $1 AND schedule_id = $2 AND order_id = $3 AND status = 'charged' RETURNING period`,
+		o.TenantID, *o.ScheduleID, o.ID, reason).Scan(&period)
+	if db.IsNoRows(err) {
+		return nil // an installment recorded before installments were kept
+	}
+	if err != nil {
+		return fmt.Errorf("decline failed installment: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM orders.recurring_charges WHERE tenant_id = $1 AND schedule_id = $2 AND period = $3 AND order_id = $4`,
+		o.TenantID, *o.ScheduleID, period, o.ID); err != nil {
+		return fmt.Errorf("give back failed period: %w", err)
+	}
+	sc, err := scanSchedule(tx.QueryRow(ctx, `SELECT `+scheduleColumns+` FROM orders.recurring_donations
+		WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, o.TenantID, *o.ScheduleID))
+	if err != nil {
+		return fmt.Errorf("lock schedule of failed installment: %w", db.Interpret(err))
+	}
+	if sc.Status != ScheduleActive {
+		return nil
+	}
+	next := sc
+	if sc.NextChargeDate == nil || period.Before(*sc.NextChargeDate) {
+		next.NextChargeDate = &period
+	}
+	return retryOrPastDue(ctx, tx, sc, next, today, Outcome{Declined: true, Reason: reason})
+}
+
+// advanceCharged moves a schedule past a period just charged. A charge
+// that settles later (a bank debit, processing) has not gone through yet:
+// the declines counted so far stay (only the retry day goes) until it
+// settles (installmentSettled forgets them), so a debit returned again
+// counts on from them and the schedule reaches past_due, instead of
+// starting its retries afresh every time.
+func advanceCharged(ctx context.Context, tx pgx.Tx, sc Schedule, period time.Time, pending bool) error {
+	if !pending {
+		return advance(ctx, tx, sc, period)
+	}
+	next := sc
+	next.RetryOn = nil
+	next.PlaceNext(after(sc, period))
+	if _, err := writeSchedule(ctx, tx, sc, next, "system"); err != nil {
+		return fmt.Errorf("advance schedule: %w", err)
+	}
+	return nil
+}
+
+// installmentSettled forgets the declines of an active schedule whose
+// installment charge went through after it was recorded, unless the
+// schedule is waiting for the retry of a period meanwhile.
+func installmentSettled(ctx context.Context, tx pgx.Tx, o Order) error {
+	if o.ScheduleID == nil {
+		return nil
+	}
+	sc, err := scanSchedule(tx.QueryRow(ctx, `SELECT `+scheduleColumns+` FROM orders.recurring_donations
+		WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, o.TenantID, *o.ScheduleID))
+	if err != nil {
+		return fmt.Errorf("lock schedule of settled installment: %w", db.Interpret(err))
+	}
+	if sc.Status != ScheduleActive || sc.FailedAttempts == 0 || sc.RetryOn != nil {
+		return nil
+	}
+	next := sc
+	next.ClearRetry()
+	if _, err := writeSchedule(ctx, tx, sc, next, "system"); err != nil {
+		return fmt.Errorf("forget declines of settled installment: %w", err)
 	}
 	return nil
 }
