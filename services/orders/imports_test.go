@@ -13,9 +13,7 @@ import (
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
-	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/scopes"
-	"github.com/almoner/almoner/pkg/testdb"
 	"github.com/almoner/almoner/services/orders/store"
 )
 
@@ -39,11 +37,7 @@ type importFixture struct {
 func newImportFixture(t testing.TB) *importFixture {
 	t.Helper()
 	ctx := context.Background()
-	pool, err := db.Open(ctx, testdb.New(t, Migrations()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := testPool(t)
 	f := &importFixture{pool: pool, tenant: uuid.Must(uuid.NewV7()), importID: uuid.Must(uuid.NewV7()), funds: map[string]uuid.UUID{}}
 	for _, name := range []string{"General", "Building", "Old"} {
 		f.funds[name] = uuid.Must(uuid.NewV7())

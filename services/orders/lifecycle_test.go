@@ -14,9 +14,7 @@ import (
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
 	typev1 "github.com/almoner/almoner/pkg/api/almoner/type/v1"
 	"github.com/almoner/almoner/pkg/authctx"
-	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/scopes"
-	"github.com/almoner/almoner/pkg/testdb"
 	"github.com/almoner/almoner/services/orders/store"
 )
 
@@ -54,11 +52,7 @@ type lifecycleFixture struct {
 
 func newLifecycleFixture(t *testing.T, start string) *lifecycleFixture {
 	ctx := context.Background()
-	pool, err := db.Open(ctx, testdb.New(t, Migrations()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := testPool(t)
 	f := &lifecycleFixture{t: t, pool: pool, tenant: uuid.Must(uuid.NewV7())}
 	fund, id := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
 	f.id = id.String()

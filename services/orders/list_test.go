@@ -9,9 +9,7 @@ import (
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
 	typev1 "github.com/almoner/almoner/pkg/api/almoner/type/v1"
 	"github.com/almoner/almoner/pkg/authctx"
-	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/paging"
-	"github.com/almoner/almoner/pkg/testdb"
 )
 
 // TestListTokenCarriesTotal: a listing is counted on its first page and
@@ -21,11 +19,7 @@ import (
 func TestListTokenCarriesTotal(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := db.Open(ctx, testdb.New(t, Migrations()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := testPool(t)
 	tenant, fund := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
 	if _, err := pool.Exec(ctx, `INSERT INTO orders.funds (tenant_id, id, name) VALUES ($1, $2, 'General')`, tenant, fund); err != nil {
 		t.Fatal(err)

@@ -16,9 +16,7 @@ import (
 	typev1 "github.com/almoner/almoner/pkg/api/almoner/type/v1"
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
-	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/scopes"
-	"github.com/almoner/almoner/pkg/testdb"
 )
 
 // moveFixture is a tenant with a fund, its services and a principal that
@@ -35,11 +33,7 @@ type moveFixture struct {
 func newMoveFixture(t *testing.T) *moveFixture {
 	t.Helper()
 	ctx := context.Background()
-	pool, err := db.Open(ctx, testdb.New(t, Migrations()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := testPool(t)
 	f := &moveFixture{pool: pool, tenant: uuid.Must(uuid.NewV7()), fund: uuid.Must(uuid.NewV7())}
 	if _, err := pool.Exec(ctx, `INSERT INTO orders.funds (tenant_id, id, name) VALUES ($1, $2, 'General')`, f.tenant, f.fund); err != nil {
 		t.Fatal(err)

@@ -6,8 +6,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/almoner/almoner/pkg/db"
-	"github.com/almoner/almoner/pkg/testdb"
 	"github.com/almoner/almoner/services/orders/store"
 )
 
@@ -20,11 +18,7 @@ import (
 func TestRefundStoresLineShares(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := db.Open(ctx, testdb.New(t, Migrations()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := testPool(t)
 	tenant, fund, batch, order := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
 	for _, q := range []string{
 		`INSERT INTO orders.funds (tenant_id, id, name) SELECT $1, $2, 'General' WHERE $3::uuid IS NOT NULL AND $4::uuid IS NOT NULL`,

@@ -8,8 +8,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/almoner/almoner/pkg/db"
-	"github.com/almoner/almoner/pkg/testdb"
 	"github.com/almoner/almoner/services/orders/processor/stripeproc"
 	"github.com/almoner/almoner/services/orders/processor/stripeproc/stripefake"
 	"github.com/almoner/almoner/services/orders/store"
@@ -131,11 +129,7 @@ func (r *lateFailureRig) expect(what, status, next, retry string, failed int32) 
 func TestInstallmentFailingLaterIsRetried(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := db.Open(ctx, testdb.New(t, Migrations()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := testPool(t)
 	fake := stripefake.New()
 	t.Cleanup(fake.Close)
 

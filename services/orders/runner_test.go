@@ -9,8 +9,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/almoner/almoner/pkg/db"
-	"github.com/almoner/almoner/pkg/testdb"
 	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/store"
 )
@@ -21,11 +19,7 @@ import (
 func TestRunnerExactlyOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := db.Open(ctx, testdb.New(t, Migrations()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := testPool(t)
 	tenant := uuid.Must(uuid.NewV7())
 	fund := uuid.Must(uuid.NewV7())
 	if _, err := pool.Exec(ctx, `INSERT INTO orders.funds (tenant_id, id, name) VALUES ($1, $2, 'General')`, tenant, fund); err != nil {
@@ -94,11 +88,7 @@ func TestRunnerExactlyOnce(t *testing.T) {
 func TestRunnerDeclines(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := db.Open(ctx, testdb.New(t, Migrations()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := testPool(t)
 	fund := uuid.Must(uuid.NewV7())
 	seed := func(tenant uuid.UUID) uuid.UUID {
 		id := uuid.Must(uuid.NewV7())
@@ -176,11 +166,7 @@ func runTwice(t *testing.T, pool *pgxpool.Pool, clock func() time.Time) int {
 func TestRunnerAfterDailyBatchClosed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := db.Open(ctx, testdb.New(t, Migrations()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := testPool(t)
 	tenant, fund, id := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
 	if _, err := pool.Exec(ctx, `INSERT INTO orders.funds (tenant_id, id, name) VALUES ($1, $2, 'General')`, tenant, fund); err != nil {
 		t.Fatal(err)

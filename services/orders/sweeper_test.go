@@ -21,12 +21,10 @@ import (
 	typev1 "github.com/almoner/almoner/pkg/api/almoner/type/v1"
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
-	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/features"
 	"github.com/almoner/almoner/pkg/ratelimit"
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/pkg/service"
-	"github.com/almoner/almoner/pkg/testdb"
 	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/processor/stripeproc"
 	"github.com/almoner/almoner/services/orders/processor/stripeproc/stripefake"
@@ -51,11 +49,7 @@ type sweepFixture struct {
 func newSweepFixture(t *testing.T) *sweepFixture {
 	t.Helper()
 	ctx := context.Background()
-	pool, err := db.Open(ctx, testdb.New(t, Migrations()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := testPool(t)
 	fake := stripefake.New()
 	t.Cleanup(fake.Close)
 	f := &sweepFixture{t: t, pool: pool, fake: fake, tenant: uuid.Must(uuid.NewV7()), fund: uuid.Must(uuid.NewV7()), logs: &syncBuffer{}}
