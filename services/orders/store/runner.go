@@ -205,10 +205,9 @@ func failInstallment(ctx context.Context, tx pgx.Tx, o Order, reason string, tod
 		o.TenantID, *o.ScheduleID, period, o.ID); err != nil {
 		return fmt.Errorf("give back failed period: %w", err)
 	}
-	sc, err := scanSchedule(tx.QueryRow(ctx, `SELECT `+scheduleColumns+` FROM orders.recurring_donations
-		WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, o.TenantID, *o.ScheduleID))
+	sc, err := lockSchedule(ctx, tx, o.TenantID, *o.ScheduleID)
 	if err != nil {
-		return fmt.Errorf("lock schedule of failed installment: %w", db.Interpret(err))
+		return fmt.Errorf("failed installment: %w", err)
 	}
 	if sc.Status != ScheduleActive {
 		return nil
@@ -227,16 +226,13 @@ func failInstallment(ctx context.Context, tx pgx.Tx, o Order, reason string, tod
 // counts on from them and the schedule reaches past_due, instead of
 // starting its retries afresh every time.
 func advanceCharged(ctx context.Context, tx pgx.Tx, sc Schedule, period time.Time, pending bool) error {
-	if !pending {
-		return advance(ctx, tx, sc, period)
-	}
 	next := sc
-	next.RetryOn = nil
-	next.PlaceNext(after(sc, period))
-	if _, err := writeSchedule(ctx, tx, sc, next, "system"); err != nil {
-		return fmt.Errorf("advance schedule: %w", err)
+	if pending {
+		next.RetryOn = nil
+	} else {
+		next.ClearRetry()
 	}
-	return nil
+	return placeAfter(ctx, tx, sc, next, period)
 }
 
 // installmentSettled forgets the declines of an active schedule whose
@@ -246,10 +242,9 @@ func installmentSettled(ctx context.Context, tx pgx.Tx, o Order) error {
 	if o.ScheduleID == nil {
 		return nil
 	}
-	sc, err := scanSchedule(tx.QueryRow(ctx, `SELECT `+scheduleColumns+` FROM orders.recurring_donations
-		WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, o.TenantID, *o.ScheduleID))
+	sc, err := lockSchedule(ctx, tx, o.TenantID, *o.ScheduleID)
 	if err != nil {
-		return fmt.Errorf("lock schedule of settled installment: %w", db.Interpret(err))
+		return fmt.Errorf("settled installment: %w", err)
 	}
 	if sc.Status != ScheduleActive || sc.FailedAttempts == 0 || sc.RetryOn != nil {
 		return nil
@@ -268,6 +263,12 @@ func installmentSettled(ctx context.Context, tx pgx.Tx, o Order) error {
 func advance(ctx context.Context, tx pgx.Tx, sc Schedule, period time.Time) error {
 	next := sc
 	next.ClearRetry()
+	return placeAfter(ctx, tx, sc, next, period)
+}
+
+// placeAfter writes next (sc as stored, its retries settled by the caller)
+// with its next charge date moved past period.
+func placeAfter(ctx context.Context, tx pgx.Tx, sc, next Schedule, period time.Time) error {
 	next.PlaceNext(after(sc, period))
 	if _, err := writeSchedule(ctx, tx, sc, next, "system"); err != nil {
 		return fmt.Errorf("advance schedule: %w", err)
