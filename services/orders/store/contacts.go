@@ -40,6 +40,20 @@ func contactForWrite(tenantParam, contactParam string) string {
 	return "orders.contact_for_write(" + tenantParam + ", " + contactParam + ")"
 }
 
+// ContactSurvivor is the contact a write for contactID lands on: the
+// survivor it was merged into, else the contact itself. Read ahead of an
+// order, it lets the order check and answer with the contact it is
+// recorded under; contactForWrite still settles a merge that commits in
+// between.
+func (s *Store) ContactSurvivor(ctx context.Context, tenantID uuid.UUID, contactID int64) (int64, error) {
+	var id int64
+	if err := s.pool.QueryRow(ctx, `SELECT coalesce((SELECT survivor_id FROM orders.contact_redirects
+		WHERE tenant_id = $1 AND duplicate_id = $2), $2)`, tenantID, contactID).Scan(&id); err != nil {
+		return 0, fmt.Errorf("orders: read the survivor of contact %d: %w", contactID, err)
+	}
+	return id, nil
+}
+
 // lockContactsBulk takes the tenant's bulk contact lock for tx: merges of
 // the tenant wait until tx ends, and redirects read after it are final for
 // tx.

@@ -222,3 +222,39 @@ func TestOrderNumbersUnderConcurrency(t *testing.T) {
 		t.Errorf("%d completed keys, %d daily batches; want %d and 1", completed, dailies, n/2)
 	}
 }
+
+// TestKeyedOrderForMergedContact: a keyed order whose contact was merged
+// away after its answer was rendered is written again for the survivor,
+// so its answer, stored for replays, names the contact it is recorded
+// under. The order row landed on the survivor while the stored answer
+// named the merged-away contact.
+func TestKeyedOrderForMergedContact(t *testing.T) {
+	t.Parallel()
+	s, pool, tenant, fund := newStore(t)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `INSERT INTO orders.contact_redirects (tenant_id, duplicate_id, survivor_id) VALUES ($1, 1, 7)`, tenant); err != nil {
+		t.Fatal(err)
+	}
+	n := gift(tenant, fund, time.Now())
+	claim, err := s.ClaimKey(ctx, tenant, "merged", []byte("hash"), n.ID, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.ID = claim.OrderID
+	var rendered []int64
+	n.Idempotency = &store.Completion{Key: "merged", Render: func(o store.Order) ([]byte, error) {
+		rendered = append(rendered, o.ContactID)
+		return []byte{byte(o.ContactID)}, nil
+	}}
+	o, err := s.CreateOrder(ctx, n, actor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored []byte
+	if err := pool.QueryRow(ctx, `SELECT response FROM orders.idempotency_keys WHERE tenant_id = $1 AND key = 'merged'`, tenant).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if o.ContactID != 7 || !slices.Equal(rendered, []int64{1, 7}) || !slices.Equal(stored, []byte{7}) {
+		t.Errorf("order's contact %d, answers rendered for %v, stored %v; want 7, [1 7], [7]", o.ContactID, rendered, stored)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -198,6 +199,12 @@ func (s *Store) CreateOrder(ctx context.Context, n NewOrder, actor string) (Orde
 		if err == nil {
 			return out, nil
 		}
+		if errors.Is(err, errContactMoved) {
+			if n, err = s.forSurvivor(ctx, n); err != nil {
+				return Order{}, fmt.Errorf("orders: create order: %w", err)
+			}
+			continue
+		}
 		if !errors.Is(err, errBatchNotOpen) {
 			return Order{}, fmt.Errorf("orders: create order: %w", err)
 		}
@@ -240,9 +247,31 @@ func (s *Store) insertOrder(ctx context.Context, tx pgx.Tx, n NewOrder, number *
 	return o, err
 }
 
+// forSurvivor is n for the contact its contact was merged into.
+func (s *Store) forSurvivor(ctx context.Context, n NewOrder) (NewOrder, error) {
+	survivor, err := s.ContactSurvivor(ctx, n.TenantID, n.ContactID)
+	if err != nil {
+		return n, err
+	}
+	n.ContactID = survivor
+	n.Schedules = slices.Clone(n.Schedules)
+	for i := range n.Schedules {
+		n.Schedules[i].ContactID = survivor
+	}
+	n.SavedMethods = slices.Clone(n.SavedMethods)
+	for i := range n.SavedMethods {
+		n.SavedMethods[i].ContactID = survivor
+	}
+	return n, nil
+}
+
 // errBatchNotOpen: the order's batch was not open (or not there) when the
 // order row was written; the caller works out which.
 var errBatchNotOpen = errors.New("batch not open")
+
+// errContactMoved: a keyed order's contact was merged into another after
+// its answer was rendered; the order is written again for the survivor.
+var errContactMoved = errors.New("contact merged while the order was on its way")
 
 // batchSender is a pool (whose SendBatch runs the batch as one implicit
 // transaction) or a transaction.
@@ -316,16 +345,21 @@ func orderAsWritten(n NewOrder, batchID uuid.UUID, number int64) Order {
 // statement (errBatchNotOpen). The order row names its contact through
 // contactForWrite (a merged contact's survivor, under its shared lock
 // until the batch commits) and answers the contact it was written under.
+// A keyed order's answer was rendered before the batch, so its contact
+// must be the one written: one moved by a merge since makes the contact
+// NULL, which fails the first statement too (errContactMoved).
 func queueOrderRows(b *pgx.Batch, n NewOrder, o Order) {
 	b.Queue(`INSERT INTO orders.orders (tenant_id, id, order_number, contact_id, status, currency,
 			donation_subtotal_minor, item_subtotal_minor, total_minor, deductible_minor, has_donations, has_items, batch_id, schedule_id,
 			schedule_ids, billing_address, shipping_address, notes, created_at, updated_at)
-		VALUES ($1, $2, $3, `+contactForWrite("$1", "$4")+`, $5, $6, $7, $8, $9, $10, $11, $12,
+		VALUES ($1, $2, $3, (SELECT CASE WHEN NOT $20::boolean OR w.id = $4 THEN w.id END FROM (SELECT `+contactForWrite("$1", "$4")+` AS id) w),
+			$5, $6, $7, $8, $9, $10, $11, $12,
 			(SELECT id FROM orders.batches WHERE tenant_id = $1 AND id = $13 AND state = 'Open' FOR KEY SHARE),
 			$14, $15, $16, $17, $18, $19, $19)
 		RETURNING contact_id`,
 		o.TenantID, o.ID, o.OrderNumber, o.ContactID, o.Status, o.Currency, o.DonationSubtotalMinor, o.ItemSubtotalMinor, o.TotalMinor,
-		o.DeductibleMinor, len(o.Donations) > 0, len(o.Items) > 0, o.BatchID, o.ScheduleID, o.ScheduleIDs, o.Billing, o.Shipping, o.Notes, o.CreatedAt)
+		o.DeductibleMinor, len(o.Donations) > 0, len(o.Items) > 0, o.BatchID, o.ScheduleID, o.ScheduleIDs, o.Billing, o.Shipping, o.Notes, o.CreatedAt,
+		n.Idempotency != nil)
 	for i, d := range o.Donations {
 		b.Queue(`INSERT INTO orders.order_donations (tenant_id, order_id, id, position, fund_id, fund_name, amount_minor, is_tax_deductible, campaign_id, appeal_id, tribute)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
@@ -397,6 +431,8 @@ func sendOrder(ctx context.Context, q batchSender, b *pgx.Batch, keyed bool) (in
 			switch {
 			case i == 0 && errors.As(err, &pe) && pe.Code == notNullViolation && pe.ColumnName == "batch_id":
 				return 0, errBatchNotOpen
+			case i == 0 && errors.As(err, &pe) && pe.Code == notNullViolation && pe.ColumnName == "contact_id":
+				return 0, errContactMoved
 			case keyed && i == b.Len()-1 && errors.As(err, &pe) && pe.Code == divisionByZero:
 				return 0, ErrClaimLost
 			}
