@@ -128,8 +128,8 @@ func (s *Service) keepMethods(ctx context.Context, tp tenantProcessor, n *store.
 }
 
 // savedMethod returns the method a token names when it is saved at the
-// processor provider, for contactID (0: any contact of the tenant, as a
-// schedule's own method). Not saved is not an error; a failed read is.
+// processor provider for contactID. Not saved is not an error; a failed
+// read is.
 func (s *Service) savedMethod(ctx context.Context, tenantID uuid.UUID, token, provider string, contactID int64) (store.PaymentMethod, bool, error) {
 	m, err := s.store.GetPaymentMethod(ctx, tenantID, token)
 	if errors.Is(err, db.ErrNotFound) {
@@ -138,7 +138,7 @@ func (s *Service) savedMethod(ctx context.Context, tenantID uuid.UUID, token, pr
 	if err != nil {
 		return store.PaymentMethod{}, false, err
 	}
-	return m, m.Provider == provider && (contactID == 0 || m.ContactID == contactID), nil
+	return m, m.Provider == provider && m.ContactID == contactID, nil
 }
 
 // changeError maps a processor failure of a change made after the fact (a

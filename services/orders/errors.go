@@ -29,6 +29,7 @@ const (
 	codeDeclined              = "Payment.DeclinedByProcessor"
 	codeProcessorUnavailable  = "Payment.ProcessorNotConfigured"
 	codeProcessorRefused      = "Payment.RefusedByProcessor"
+	codeMethodNotOwned        = "Payment.MethodOfAnotherContact"
 	codeDuplicateFundName     = "Fund.DuplicateName"
 	codeNotAmendable          = "RecurringDonation.NotAmendable"
 	codeNotPausable           = "RecurringDonation.NotPausable"

@@ -160,6 +160,10 @@ func (s *Service) createOrder(ctx context.Context, p authctx.Principal, req *ord
 	if err := s.checkReferences(ctx, p, req.GetContactId(), &d); err != nil {
 		return store.Order{}, err
 	}
+	contactID, err := s.checkPayer(ctx, p, req.GetContactId(), d)
+	if err != nil {
+		return store.Order{}, err
+	}
 	// A batch the order cannot go into is refused before any stock is
 	// reserved or card charged, not only when the order is written.
 	if d.batchID != nil {
@@ -167,7 +171,7 @@ func (s *Service) createOrder(ctx context.Context, p authctx.Principal, req *ord
 			return store.Order{}, err
 		}
 	}
-	o := store.Order{TenantID: uuid.MustParse(p.TenantID), ID: orderID, ContactID: req.GetContactId(), Status: store.StatusCompleted, Currency: currency,
+	o := store.Order{TenantID: uuid.MustParse(p.TenantID), ID: orderID, ContactID: contactID, Status: store.StatusCompleted, Currency: currency,
 		Billing: d.billing, Shipping: d.shipping, Notes: d.notes, Donations: d.donations, Items: d.items}
 	var u undo
 	defer func() {
@@ -279,6 +283,19 @@ func (s *Service) checkReferences(ctx context.Context, p authctx.Principal, cont
 		return apperr.FieldRule(codeContactInactive, "ContactId", fmt.Sprintf("Contact %d is inactive.", contactID))
 	}
 	return nil
+}
+
+// checkPayer returns the contact the order is recorded under (a merged
+// contact's survivor, so the answer and the processor customer are the
+// survivor's) and checks that every saved method the order names is that
+// contact's.
+func (s *Service) checkPayer(ctx context.Context, p authctx.Principal, requested int64, d draft) (int64, error) {
+	tenantID := uuid.MustParse(p.TenantID)
+	contactID, err := s.store.ContactSurvivor(ctx, tenantID, requested)
+	if err != nil {
+		return 0, err
+	}
+	return contactID, s.checkMethodOwners(ctx, tenantID, contactID, d)
 }
 
 // checkFunds reads the order's funds: each must exist and be active;

@@ -255,6 +255,13 @@ func installmentOrderID(schedule uuid.UUID, period time.Time, attempt int32) uui
 // so the schedule is past_due at once. An unreachable processor is an
 // error: the period is tried again on the next run, with the same key.
 func (s *Service) chargeInstallment(ctx context.Context, sc store.Schedule, period time.Time, attempt int32, orderID uuid.UUID, pay *store.Payment) (store.Outcome, error) {
+	if theirs, err := s.methodOfAnotherContact(ctx, sc); err != nil || theirs {
+		if theirs {
+			runnerCharges.WithLabelValues("declined").Inc()
+			return store.Outcome{PastDue: true, Reason: reasonMethodOfAnotherContact}, nil
+		}
+		return store.Outcome{}, err
+	}
 	tp, ok, err := s.processors().ForTenant(ctx, sc.TenantID.String())
 	if err != nil {
 		return store.Outcome{}, err
@@ -276,7 +283,7 @@ func (s *Service) chargeInstallment(ctx context.Context, sc store.Schedule, peri
 	if sc.PaymentMethod == "Ach" {
 		req.PaymentMethodType = "us_bank_account"
 	}
-	if m, ok, err := s.savedMethod(ctx, sc.TenantID, sc.PaymentToken, tp.Name, 0); err != nil {
+	if m, ok, err := s.savedMethod(ctx, sc.TenantID, sc.PaymentToken, tp.Name, sc.ContactID); err != nil {
 		return store.Outcome{}, err
 	} else if ok {
 		req.CustomerID = m.CustomerID
@@ -307,6 +314,22 @@ func (s *Service) chargeInstallment(ctx context.Context, sc store.Schedule, peri
 		return store.Outcome{Declined: true, Reason: firstNonEmpty(res.DeclineCode, "declined")}, nil
 	}
 	return store.Outcome{}, nil
+}
+
+// reasonMethodOfAnotherContact is the failure reason of a schedule whose
+// method is saved for another contact: one made before orders refused
+// that (checkMethodOwners). It is never charged.
+const reasonMethodOfAnotherContact = "payment_method_of_another_contact"
+
+// methodOfAnotherContact reports whether the schedule's method is saved
+// for a contact other than the schedule's.
+func (s *Service) methodOfAnotherContact(ctx context.Context, sc store.Schedule) (bool, error) {
+	owners, err := s.store.MethodContacts(ctx, sc.TenantID, []string{sc.PaymentToken})
+	if err != nil {
+		return false, err
+	}
+	owner, ok := owners[sc.PaymentToken]
+	return ok && owner != sc.ContactID, nil
 }
 
 // runnerCharges counts the runner's installments by result: charged (an
