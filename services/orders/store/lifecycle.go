@@ -114,7 +114,9 @@ func (s *Store) UpdateSchedule(ctx context.Context, tenantID, id uuid.UUID, acto
 // SkipInstallment skips an active schedule's next installment: its period
 // is claimed (so no runner ever charges it) and recorded as a skipped
 // installment, and the next charge date moves one period. check refuses
-// a schedule that cannot skip (not active).
+// a schedule that cannot skip (not active). A period that is claimed
+// already (skipped or charged) is not skipped again: the schedule comes
+// back unchanged.
 func (s *Store) SkipInstallment(ctx context.Context, tenantID, id uuid.UUID, today time.Time, actor string, check func(Schedule) error) (Schedule, error) {
 	var out Schedule
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
@@ -126,9 +128,18 @@ func (s *Store) SkipInstallment(ctx context.Context, tenantID, id uuid.UUID, tod
 			return err
 		}
 		period := *old.NextChargeDate
-		if _, err := tx.Exec(ctx, `INSERT INTO orders.recurring_charges (tenant_id, schedule_id, period) VALUES ($1, $2, $3)
-			ON CONFLICT DO NOTHING`, tenantID, id, period); err != nil {
+		tag, err := tx.Exec(ctx, `INSERT INTO orders.recurring_charges (tenant_id, schedule_id, period) VALUES ($1, $2, $3)
+			ON CONFLICT DO NOTHING`, tenantID, id, period)
+		if err != nil {
 			return fmt.Errorf("claim period %s: %w", period.Format(time.DateOnly), err)
+		}
+		if tag.RowsAffected() == 0 {
+			// Skipped or charged already (an amendment moved the next
+			// charge date back onto it): a period has one outcome, so
+			// the repeat records nothing and changes nothing; the runner
+			// passes over the claimed period.
+			out = old
+			return nil
 		}
 		if err := insertInstallment(ctx, tx, old, Installment{Period: period, DueDate: today, Status: InstallmentSkipped}); err != nil {
 			return err
