@@ -271,10 +271,13 @@ func validateMandate(v *apperr.Violations, field, method string, in *ordersv1.Ma
 		v.Add(field, "'MandateAcceptance' applies only to Ach payments.")
 		return nil
 	}
+	// A zone (fe80::1%eth0) names an interface of the form's server, not
+	// where a donor is; Stripe would keep it as the mandate's address.
 	ip, err := netip.ParseAddr(strings.TrimSpace(in.GetIpAddress()))
-	if err != nil {
-		v.Add(field+".IpAddress", "'IpAddress' must be an IPv4 or IPv6 address.")
+	if err != nil || ip.Zone() != "" {
+		v.Add(field+".IpAddress", "'IpAddress' must be an IPv4 or IPv6 address without a zone.")
 	}
+	ip = ip.Unmap()
 	ua := text(v, field+".UserAgent", in.GetUserAgent(), maxUserAgent, true)
 	return &mandateAcceptance{ipAddress: ip.String(), userAgent: ua}
 }
