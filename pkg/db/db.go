@@ -51,8 +51,10 @@ func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-// InTx runs fn in a transaction and commits it when fn returns nil.
+// InTx runs fn in a transaction and commits it when fn returns nil. fn
+// makes no network call (OutsideTx, txtrack.go).
 func InTx(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
+	defer enterTx()()
 	return pgx.BeginFunc(ctx, pool, fn)
 }
 

@@ -35,6 +35,7 @@ const (
 	codeNotPausable           = "RecurringDonation.NotPausable"
 	codeNotResumable          = "RecurringDonation.NotResumable"
 	codeNotSkippable          = "RecurringDonation.NotSkippable"
+	codeChargeInProgress      = "RecurringDonation.ChargeInProgress"
 	codeContactMerged         = "Contact.Merged"
 	codeImportBatchClosed     = "Import.BatchClosed"
 )

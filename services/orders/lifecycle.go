@@ -187,9 +187,13 @@ func (s *Service) schedule(ctx context.Context, tenant, id uuid.UUID) (store.Sch
 	return sc, nil
 }
 
+// scheduleError maps the store's refusals of a schedule change.
 func scheduleError(err error) error {
-	if errors.Is(err, db.ErrNotFound) {
+	switch {
+	case errors.Is(err, db.ErrNotFound):
 		return errScheduleNotFound
+	case errors.Is(err, store.ErrChargeInProgress):
+		return apperr.Conflict(codeChargeInProgress, "An installment of this schedule is being charged; retry in a minute.")
 	}
 	return err
 }

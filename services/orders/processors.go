@@ -125,7 +125,7 @@ func (staticProcessors) ForNotification(context.Context, string, string) (notifi
 // processor is always the test processor's, whatever the tenant uses now.
 func (s *Service) byName(ctx context.Context, tenantID, name string) (processor.Processor, error) {
 	if name == providerTest {
-		return processor.Test{}, nil
+		return guardedProcessor{processor.Test{}}, nil
 	}
 	tp, ok, err := s.processors().ForTenant(ctx, tenantID)
 	if err != nil {
@@ -138,10 +138,11 @@ func (s *Service) byName(ctx context.Context, tenantID, name string) (processor.
 	return tp.Processor, nil
 }
 
-// processors is the configured source, or one that reports none.
+// processors is the configured source, or one that reports none, behind
+// the guard that no call runs inside a transaction.
 func (s *Service) processors() ProcessorSource {
 	if s.cfg.Processors == nil {
-		return staticProcessors{}
+		return guardedSource{staticProcessors{}}
 	}
-	return s.cfg.Processors
+	return guardedSource{s.cfg.Processors}
 }

@@ -176,10 +176,7 @@ func (r *Runner) charge(ctx context.Context, tenantID, scheduleID uuid.UUID, tod
 		attribute.String("almoner.tenant_id", tenantID.String()),
 		attribute.String("almoner.schedule_id", scheduleID.String())))
 	defer span.End()
-	ok, err := s.store.ChargeInstallment(ctx, tenantID, scheduleID, today, func(sc store.Schedule, period time.Time, attempt int32) (store.Outcome, error) {
-		span.SetAttributes(attribute.String("almoner.recurring.period", period.Format(time.DateOnly)), attribute.Int("almoner.recurring.attempt", int(attempt)))
-		return s.installment(ctx, sc, period, attempt)
-	})
+	ok, err := s.chargeDue(ctx, span, tenantID, scheduleID, today)
 	switch {
 	case err != nil:
 		span.RecordError(err)
@@ -194,6 +191,40 @@ func (r *Runner) charge(ctx context.Context, tenantID, scheduleID uuid.UUID, tod
 		span.SetAttributes(attribute.String("almoner.recurring.result", "not_charged"))
 	}
 	return ok
+}
+
+// chargeDue charges a due schedule's next period in three steps, with no
+// transaction open while the processor is called: claim the period
+// (committed, with a lease), build and charge the installment, record
+// the outcome. A charge whose outcome is unknown leaves its claim, its
+// lease ended, for the next pass to try with the same key; one whose
+// runner died is taken over when its lease ends.
+func (s *Service) chargeDue(ctx context.Context, span trace.Span, tenantID, scheduleID uuid.UUID, today time.Time) (bool, error) {
+	c, ok, err := s.store.ClaimInstallment(ctx, tenantID, scheduleID, today, s.chargeLease())
+	if err != nil || !ok {
+		return false, err
+	}
+	span.SetAttributes(attribute.String("almoner.recurring.period", c.Period.Format(time.DateOnly)), attribute.Int("almoner.recurring.attempt", int(c.Attempt)))
+	out, err := s.installment(ctx, c.Schedule, c.Period, c.Attempt)
+	if err != nil {
+		if xerr := s.store.ExpireInstallmentClaim(context.WithoutCancel(ctx), c); xerr != nil {
+			s.logger.ErrorContext(ctx, "expire installment claim", "schedule_id", scheduleID, "error", xerr)
+		}
+		return false, err
+	}
+	return s.store.RecordInstallment(ctx, c, today, out)
+}
+
+// DefaultChargeLease is how long a runner holds a claimed installment
+// while it charges it: far longer than a processor call may take
+// (stripeproc's timeout and retries), so only a dead runner loses it.
+const DefaultChargeLease = 5 * time.Minute
+
+func (s *Service) chargeLease() time.Duration {
+	if s.cfg.ChargeLease > 0 {
+		return s.cfg.ChargeLease
+	}
+	return DefaultChargeLease
 }
 
 // runnerTracer names the runner's spans; it follows the global provider

@@ -82,11 +82,8 @@ func (a *scheduleServer) CancelRecurringDonation(ctx context.Context, req *order
 		return nil, errScheduleNotFound
 	}
 	s, err := a.s.store.CancelSchedule(ctx, uuid.MustParse(p.TenantID), id, p.Actor())
-	if errors.Is(err, db.ErrNotFound) {
-		return nil, errScheduleNotFound
-	}
 	if err != nil {
-		return nil, err
+		return nil, scheduleError(err)
 	}
 	return &ordersv1.CancelRecurringDonationResponse{RecurringDonation: toSchedule(s)}, nil
 }

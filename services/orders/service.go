@@ -61,6 +61,9 @@ type Config struct {
 	// Tenants reads a tenant's default currency for gift imports whose
 	// principal carries none; nil means such rows need their currency.
 	Tenants TenantSettings
+	// ChargeLease is how long the runner holds a claimed installment
+	// while it charges it (DefaultChargeLease when 0).
+	ChargeLease time.Duration
 	// ImportRowsRetention is how long orders.import_rows keeps an imported
 	// row's outcome (ALMONER_IMPORT_ROWS_RETENTION, importrows.go); the
 	// runner's housekeeping prunes older rows. importrows.DefaultRetention

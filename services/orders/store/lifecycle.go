@@ -98,6 +98,9 @@ func (s *Store) UpdateSchedule(ctx context.Context, tenantID, id uuid.UUID, acto
 		if err != nil {
 			return err
 		}
+		if err := chargeInFlight(ctx, tx, tenantID, id); err != nil {
+			return err
+		}
 		next, err := change(old)
 		if err != nil {
 			return err
@@ -122,6 +125,9 @@ func (s *Store) SkipInstallment(ctx context.Context, tenantID, id uuid.UUID, tod
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		old, err := lockSchedule(ctx, tx, tenantID, id)
 		if err != nil {
+			return err
+		}
+		if err := chargeInFlight(ctx, tx, tenantID, id); err != nil {
 			return err
 		}
 		if err := check(old); err != nil {

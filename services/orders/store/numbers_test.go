@@ -228,10 +228,14 @@ func TestInstallmentNumbers(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := store.New(pool)
-	declined := func(store.Schedule, time.Time, int32) (store.Outcome, error) {
-		return store.Outcome{Declined: true, Reason: "card_declined"}, nil
+	charge := func(day time.Time, out store.Outcome) (bool, error) {
+		c, ok, err := s.ClaimInstallment(ctx, tenant, schedule, day, time.Minute)
+		if err != nil || !ok {
+			t.Fatalf("claim of %s: %v, %v", day.Format(time.DateOnly), ok, err)
+		}
+		return s.RecordInstallment(ctx, c, day, out)
 	}
-	if recorded, err := s.ChargeInstallment(ctx, tenant, schedule, today, declined); err != nil || recorded {
+	if recorded, err := charge(today, store.Outcome{Declined: true, Reason: "card_declined"}); err != nil || recorded {
 		t.Fatalf("declined installment: recorded %v, %v", recorded, err)
 	}
 	o, err := s.CreateOrder(ctx, gift(tenant, fund, today), actor)
@@ -241,12 +245,9 @@ func TestInstallmentNumbers(t *testing.T) {
 	if o.OrderNumber != 1 {
 		t.Errorf("order after a declined installment numbered %d, want 1 (the installment's number given back)", o.OrderNumber)
 	}
-	charged := func(store.Schedule, time.Time, int32) (store.Outcome, error) {
-		n := gift(tenant, fund, today.Add(24*time.Hour))
-		n.ScheduleID = &schedule
-		return store.Outcome{Order: &n}, nil
-	}
-	if recorded, err := s.ChargeInstallment(ctx, tenant, schedule, today.Add(24*time.Hour), charged); err != nil || !recorded {
+	n := gift(tenant, fund, today.Add(24*time.Hour))
+	n.ScheduleID = &schedule
+	if recorded, err := charge(today.Add(24*time.Hour), store.Outcome{Order: &n}); err != nil || !recorded {
 		t.Fatalf("installment: recorded %v, %v", recorded, err)
 	}
 	var number int64

@@ -221,7 +221,7 @@ func (s *Store) CreateOrder(ctx context.Context, n NewOrder, actor string) (Orde
 // up front because the runner's transaction holds other locks too.
 //
 // The number comes from number, reserved before tx began
-// (ChargeInstallment), not from nextOrderNumber: refilling the tenant's
+// (RecordInstallment), not from nextOrderNumber: refilling the tenant's
 // block needs a second pooled connection while this transaction holds one
 // and its locks, and requests waiting behind those locks with every other
 // connection could then keep it from ever getting one. The counter row is

@@ -50,30 +50,36 @@ type Outcome struct {
 	Reason string
 }
 
-// ChargeInstallment charges one due schedule exactly once per period.
-// The schedule row is locked with FOR UPDATE SKIP LOCKED, so two runners
-// never work on one schedule at once (the other skips it); the period's
-// row in recurring_charges is unique (a skip claims it too), and the
-// order, that row, the installment's record and the schedule's advance
-// commit together, so a runner killed mid-way leaves the period
-// uncharged, to be charged by the next run. charge builds the installment
-// (calling the processor, idempotent by schedule, period and attempt)
-// while the lock is held. It reports whether an order was recorded.
-func (s *Store) ChargeInstallment(ctx context.Context, tenantID, id uuid.UUID, today time.Time,
-	charge func(sc Schedule, period time.Time, attempt int32) (Outcome, error)) (bool, error) {
-	recorded := false
-	// The installment's number is set aside before the transaction, which
-	// must not ask the pool for a second connection (insertOrder), and
-	// goes back when the transaction records no order (the schedule taken
-	// by another runner or no longer due, a decline, a failure before the
-	// order's statement).
-	number, err := s.reserveNumber(ctx, tenantID)
-	if err != nil {
-		return false, fmt.Errorf("orders: charge installment of schedule %s: %w", id, err)
-	}
-	defer number.Release()
+// InstallmentClaim is one period of a schedule claimed for a charge
+// attempt: the schedule as it was claimed, the period and the attempt
+// whose idempotency key the charge carries.
+type InstallmentClaim struct {
+	Schedule Schedule
+	Period   time.Time
+	Attempt  int32
+}
+
+// claimResult is what claimPeriod found.
+type claimResult int
+
+const (
+	periodClaimed claimResult = iota // this runner charges it
+	periodDone                       // charged or skipped already
+	periodHeld                       // another runner is charging it
+)
+
+// ClaimInstallment claims a due schedule's next period for a charge
+// attempt and commits, so the processor is called with no transaction
+// open (docs/orders.md, "Charging an installment"). The schedule row is
+// locked with FOR UPDATE SKIP LOCKED, so two runners never claim one
+// schedule at once. A period charged or skipped already moves the
+// schedule past it; one another runner is charging (its lease running) is
+// left alone; one whose runner died (its lease over) is taken over with
+// the same attempt, so the charge replays at the processor. ok is false
+// when there is nothing to charge now.
+func (s *Store) ClaimInstallment(ctx context.Context, tenantID, id uuid.UUID, today time.Time, lease time.Duration) (c InstallmentClaim, ok bool, err error) {
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if ok, err := lockScheduleContact(ctx, tx, tenantID, id); err != nil || !ok {
+		if found, err := lockScheduleContact(ctx, tx, tenantID, id); err != nil || !found {
 			return err
 		}
 		sc, err := scanSchedule(tx.QueryRow(ctx, `SELECT `+scheduleColumns+` FROM orders.recurring_donations
@@ -86,50 +92,158 @@ func (s *Store) ChargeInstallment(ctx context.Context, tenantID, id uuid.UUID, t
 			return fmt.Errorf("lock schedule: %w", err)
 		}
 		period := *sc.NextChargeDate
-		tag, err := tx.Exec(ctx, `INSERT INTO orders.recurring_charges (tenant_id, schedule_id, period) VALUES ($1, $2, $3)
-			ON CONFLICT DO NOTHING`, tenantID, id, period)
-		if err != nil {
-			return fmt.Errorf("claim period %s: %w", period.Format(time.DateOnly), err)
-		}
-		if tag.RowsAffected() == 0 {
-			// Already charged or skipped (an amendment moved the next
-			// charge date back onto such a period): never charge twice.
+		attempt, got, err := claimPeriod(ctx, tx, sc, period, lease)
+		switch {
+		case err != nil:
+			return err
+		case got == periodDone:
+			// An amendment moved the next charge date back onto a
+			// charged or skipped period: never charge twice.
 			return advance(ctx, tx, sc, period)
+		case got == periodHeld:
+			return nil
 		}
-		// Attempts are numbered per period over the schedule's life, so
-		// a charge after a new payment method is a new processor request
-		// (its idempotency key names the attempt).
-		var declined int32
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM orders.recurring_installments
-			WHERE tenant_id = $1 AND schedule_id = $2 AND period = $3 AND status = 'declined'`, tenantID, id, period).Scan(&declined); err != nil {
-			return fmt.Errorf("count attempts of %s: %w", period.Format(time.DateOnly), err)
+		c, ok = InstallmentClaim{Schedule: sc, Period: period, Attempt: attempt}, true
+		return nil
+	})
+	if err != nil {
+		return InstallmentClaim{}, false, fmt.Errorf("orders: claim installment of schedule %s: %w", id, err)
+	}
+	return c, ok, nil
+}
+
+// claimPeriod claims period of sc for a charge attempt, or takes over the
+// claim of a runner whose lease ended (keeping its attempt). Attempts are
+// numbered per period over the schedule's life, so a charge after a new
+// payment method is a new processor request (its idempotency key names
+// the attempt).
+func claimPeriod(ctx context.Context, tx pgx.Tx, sc Schedule, period time.Time, lease time.Duration) (int32, claimResult, error) {
+	var declined int32
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM orders.recurring_installments
+		WHERE tenant_id = $1 AND schedule_id = $2 AND period = $3 AND status = 'declined'`, sc.TenantID, sc.ID, period).Scan(&declined); err != nil {
+		return 0, 0, fmt.Errorf("count attempts of %s: %w", period.Format(time.DateOnly), err)
+	}
+	var attempt int32
+	err := tx.QueryRow(ctx, `INSERT INTO orders.recurring_charges (tenant_id, schedule_id, period, state, attempt, lease_until)
+		VALUES ($1, $2, $3, 'charging', $4, now() + $5 * interval '1 millisecond')
+		ON CONFLICT (tenant_id, schedule_id, period) DO UPDATE SET lease_until = EXCLUDED.lease_until
+			WHERE recurring_charges.state = 'charging' AND recurring_charges.lease_until < now()
+		RETURNING attempt`, sc.TenantID, sc.ID, period, declined+1, lease.Milliseconds()).Scan(&attempt)
+	if err == nil {
+		return attempt, periodClaimed, nil
+	}
+	if !db.IsNoRows(err) {
+		return 0, 0, fmt.Errorf("claim period %s: %w", period.Format(time.DateOnly), err)
+	}
+	var state string
+	if err := tx.QueryRow(ctx, `SELECT state FROM orders.recurring_charges WHERE tenant_id = $1 AND schedule_id = $2 AND period = $3`,
+		sc.TenantID, sc.ID, period).Scan(&state); err != nil {
+		return 0, 0, fmt.Errorf("read claim of %s: %w", period.Format(time.DateOnly), err)
+	}
+	if state == "charging" {
+		return 0, periodHeld, nil
+	}
+	return 0, periodDone, nil
+}
+
+// RecordInstallment records the outcome of a claimed attempt in a second
+// transaction: a decline gives the period back and counts the attempt;
+// a charge records the installment order, marks the period done and moves
+// the schedule past it (unless a notification moved its next charge date
+// meanwhile). A claim that is no longer this attempt's (taken over and
+// recorded by another runner) records nothing. It reports whether an
+// order was recorded.
+func (s *Store) RecordInstallment(ctx context.Context, c InstallmentClaim, today time.Time, out Outcome) (bool, error) {
+	tenantID, id := c.Schedule.TenantID, c.Schedule.ID
+	recorded := false
+	// The installment's number is set aside before the transaction, which
+	// must not ask the pool for a second connection (insertOrder), and
+	// goes back when the transaction records no order.
+	number, err := s.reserveNumber(ctx, tenantID)
+	if err != nil {
+		return false, fmt.Errorf("orders: record installment of schedule %s: %w", id, err)
+	}
+	defer number.Release()
+	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := lockScheduleContact(ctx, tx, tenantID, id); err != nil {
+			return err
 		}
-		attempt := declined + 1
-		out, err := charge(sc, period, attempt)
+		sc, err := lockSchedule(ctx, tx, tenantID, id)
 		if err != nil {
-			return fmt.Errorf("charge period %s: %w", period.Format(time.DateOnly), err)
+			return err
+		}
+		if held, err := holdsClaim(ctx, tx, c); err != nil || !held {
+			return err
 		}
 		if out.Declined || out.PastDue {
-			return decline(ctx, tx, sc, period, attempt, today, out)
+			return decline(ctx, tx, sc, c.Period, c.Attempt, today, out)
 		}
 		o, err := s.insertOrder(ctx, tx, *out.Order, number, "system")
 		if err != nil {
 			return fmt.Errorf("insert installment order: %w", err)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE orders.recurring_charges SET order_id = $4 WHERE tenant_id = $1 AND schedule_id = $2 AND period = $3`,
-			tenantID, id, period, o.ID); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE orders.recurring_charges SET order_id = $4, state = 'done', lease_until = NULL
+			WHERE tenant_id = $1 AND schedule_id = $2 AND period = $3`, tenantID, id, c.Period, o.ID); err != nil {
 			return fmt.Errorf("link period to its order: %w", err)
 		}
-		if err := insertInstallment(ctx, tx, sc, Installment{Period: period, DueDate: today, Attempt: attempt, Status: InstallmentCharged, OrderID: &o.ID}); err != nil {
+		if err := insertInstallment(ctx, tx, sc, Installment{Period: c.Period, DueDate: today, Attempt: c.Attempt, Status: InstallmentCharged, OrderID: &o.ID}); err != nil {
 			return err
 		}
 		recorded = true
-		return advanceCharged(ctx, tx, sc, period, o.Status == StatusPending)
+		if sc.NextChargeDate == nil || !sc.NextChargeDate.Equal(c.Period) {
+			return nil
+		}
+		return advanceCharged(ctx, tx, sc, c.Period, o.Status == StatusPending)
 	})
 	if err != nil {
-		return false, fmt.Errorf("orders: charge installment of schedule %s: %w", id, err)
+		return false, fmt.Errorf("orders: record installment of schedule %s: %w", id, err)
 	}
 	return recorded, nil
+}
+
+// holdsClaim locks the claim of c's period and reports whether it is
+// still c's attempt in flight.
+func holdsClaim(ctx context.Context, tx pgx.Tx, c InstallmentClaim) (bool, error) {
+	var held bool
+	err := tx.QueryRow(ctx, `SELECT state = 'charging' AND attempt = $4 FROM orders.recurring_charges
+		WHERE tenant_id = $1 AND schedule_id = $2 AND period = $3 FOR UPDATE`,
+		c.Schedule.TenantID, c.Schedule.ID, c.Period, c.Attempt).Scan(&held)
+	if db.IsNoRows(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("lock claim of %s: %w", c.Period.Format(time.DateOnly), err)
+	}
+	return held, nil
+}
+
+// ExpireInstallmentClaim ends the lease of a claim whose charge failed
+// with its outcome unknown (the processor unreachable, its answer lost),
+// so the runner's next pass tries the period again with the same attempt
+// and key, which the processor replays, instead of waiting for the lease.
+func (s *Store) ExpireInstallmentClaim(ctx context.Context, c InstallmentClaim) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE orders.recurring_charges SET lease_until = now() - interval '1 millisecond'
+		WHERE tenant_id = $1 AND schedule_id = $2 AND period = $3 AND state = 'charging' AND attempt = $4`,
+		c.Schedule.TenantID, c.Schedule.ID, c.Period, c.Attempt); err != nil {
+		return fmt.Errorf("orders: expire installment claim of schedule %s: %w", c.Schedule.ID, err)
+	}
+	return nil
+}
+
+// chargeInFlight refuses a change of a schedule whose installment is being
+// charged: the outcome is recorded against the schedule as it was
+// claimed, so it must not move under the charge. A claim whose runner
+// died counts until the runner's next pass finishes it.
+func chargeInFlight(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID) error {
+	var busy bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM orders.recurring_charges
+		WHERE tenant_id = $1 AND schedule_id = $2 AND state = 'charging')`, tenantID, id).Scan(&busy); err != nil {
+		return fmt.Errorf("look for a charge in flight: %w", err)
+	}
+	if busy {
+		return ErrChargeInProgress
+	}
+	return nil
 }
 
 // decline records a declined attempt: the period's claim goes again (the

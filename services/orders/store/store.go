@@ -38,6 +38,8 @@ var (
 	ErrOverRefund     = errors.New("refund exceeds refundable amount")
 	ErrAlreadyVoided  = errors.New("already voided")
 	ErrNothingToApply = errors.New("nothing to apply")
+	// ErrChargeInProgress: a schedule's installment is being charged.
+	ErrChargeInProgress = errors.New("installment charge in progress")
 )
 
 // Audit entity types of the service (docs/orders.md lists their events).
