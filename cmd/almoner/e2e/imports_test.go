@@ -503,3 +503,50 @@ func TestImportResumesAfterKill(t *testing.T) {
 		t.Errorf("%d contacts, %d distinct external ids; want %d of each (every row once)", rows, distinct, n)
 	}
 }
+
+// TestImportKeyOfAnotherUpload: an Idempotency-Key answers only the
+// upload it was first used for. A gifts file sent with the key of a
+// contacts file is a 422 (it answered 202 with the contacts import, and
+// the gifts were never imported), as is another file or another option
+// with the key; nothing is stored for them, and the same upload again
+// still answers the first import.
+func TestImportKeyOfAnotherUpload(t *testing.T) {
+	t.Parallel()
+	c := apptest.Start(t, apptest.Options{})
+	tn := c.NewTenant(t)
+	c.Do(t, "POST", tPath(tn.ID, "/funds"), tn.Key, map[string]any{"name": "General"}).Expect(t, http.StatusCreated)
+	contacts := []byte("externalId,firstName,lastName\nK-1,Ada,Lovelace\n")
+	gifts := []byte("contactExternalId,date,amount\nK-1,2026-05-01,10\n")
+	first := importFile(t, c, tn, "kind=contacts&format=csv", contacts, "Idempotency-Key", "migration-1")
+
+	for _, tc := range []struct {
+		name, query string
+		file        []byte
+	}{
+		{"a gifts file", "kind=gifts&format=csv", gifts},
+		{"another contacts file", "kind=contacts&format=csv", append(contacts, "K-2,Alan,Turing\n"...)},
+		{"another duplicates policy", "kind=contacts&format=csv&duplicates=update", contacts},
+		{"a dry run", "kind=contacts&format=csv&dryRun=true", contacts},
+	} {
+		p := expectProblem(t, uploadImport(t, c, tn.ID, tn.Key, tc.query, tc.file, "Idempotency-Key", "migration-1"), http.StatusUnprocessableEntity)
+		if !strings.Contains(fmt.Sprint(p.Errors), "Import.IdempotencyKeyReused") {
+			t.Errorf("%s with the key: %+v, want Import.IdempotencyKeyReused", tc.name, p)
+		}
+	}
+	var list struct {
+		TotalCount int `json:"totalCount"`
+	}
+	c.Do(t, "GET", importsPath(tn.ID), tn.Key, nil).Expect(t, http.StatusOK).JSON(t, &list)
+	if list.TotalCount != 1 {
+		t.Errorf("%d imports after the refused uploads, want the first only", list.TotalCount)
+	}
+
+	again := uploadImport(t, c, tn.ID, tn.Key, "kind=contacts&format=csv", contacts, "Idempotency-Key", "migration-1").
+		Expect(t, http.StatusAccepted).Map(t)
+	if again["id"] != first["id"] || again["status"] != "succeeded" {
+		t.Errorf("the same upload again answered %v, want import %v succeeded", again, first["id"])
+	}
+	// A new key imports the gifts.
+	m := importFile(t, c, tn, "kind=gifts&format=csv", gifts, "Idempotency-Key", "migration-2")
+	expectCounts(t, m, "succeeded", 1, 1, 0, 0, 0)
+}
