@@ -20,6 +20,7 @@ import (
 	contactsv1 "github.com/almoner/almoner/pkg/api/almoner/contacts/v1"
 	inventoryv1 "github.com/almoner/almoner/pkg/api/almoner/inventory/v1"
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
+	reportsv1 "github.com/almoner/almoner/pkg/api/almoner/reports/v1"
 	"github.com/almoner/almoner/pkg/audit"
 	"github.com/almoner/almoner/pkg/config"
 	"github.com/almoner/almoner/pkg/db"
@@ -61,6 +62,9 @@ type Config struct {
 	// Tenants reads a tenant's default currency for gift imports whose
 	// principal carries none; nil means such rows need their currency.
 	Tenants TenantSettings
+	// Calendar reads a tenant's time zone, in which a gift's date is
+	// bounded by today; nil means UTC.
+	Calendar TenantCalendar
 	// ImportRowsRetention is how long orders.import_rows keeps an imported
 	// row's outcome (ALMONER_IMPORT_ROWS_RETENTION, importrows.go); the
 	// runner's housekeeping prunes older rows. importrows.DefaultRetention
@@ -199,6 +203,13 @@ var Module = service.Module{
 				return nil, err
 			}
 			return authv1.NewTenantAdminServiceClient(conn), nil
+		}}
+		cfg.Calendar = grpcCalendar{conn: func() (reportsv1.OrganizationProfileServiceClient, error) {
+			conn, err := dial("reports")
+			if err != nil {
+				return nil, err
+			}
+			return reportsv1.NewOrganizationProfileServiceClient(conn), nil
 		}}
 		// The runner's switch turns on both background jobs: each replica
 		// may run them (schedules and claims are taken under locks).
