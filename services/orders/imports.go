@@ -59,7 +59,7 @@ func (a *giftImportServer) ImportGifts(ctx context.Context, req *ordersv1.Import
 	if err != nil {
 		return nil, err
 	}
-	today, err := a.s.tenantToday(ctx, p.TenantID)
+	today, err := a.s.giftToday(ctx, p.TenantID)
 	if err != nil {
 		return nil, err
 	}
@@ -132,10 +132,10 @@ func (s *Service) importCurrency(ctx context.Context, p authctx.Principal, rows 
 	return c, nil
 }
 
-// tenantToday is today in the tenant's time zone (the organization
+// giftToday is today in the tenant's time zone (the organization
 // profile's, through Config.Calendar; UTC without one), the day a gift's
 // date is bounded by.
-func (s *Service) tenantToday(ctx context.Context, tenantID string) (time.Time, error) {
+func (s *Service) giftToday(ctx context.Context, tenantID string) (time.Time, error) {
 	if s.cfg.Calendar == nil {
 		return tenantToday(s.cfg.Now(), time.UTC), nil
 	}
