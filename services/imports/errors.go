@@ -11,6 +11,18 @@ var (
 	errNoHeader = apperr.Rule("Import.NoHeader", "The upload must start with its header.")
 )
 
+// codeKeyReused is the refusal of an Idempotency-Key used before for
+// another upload; orders' is Order.IdempotencyKeyReused.
+const codeKeyReused = "Import.IdempotencyKeyReused"
+
+// errKeyReused refuses an upload whose Idempotency-Key the tenant used
+// for another one (422): how says how the first was another ("of another
+// file", "with kind=contacts, not gifts").
+func errKeyReused(how string) error {
+	return apperr.Unprocessable(codeKeyReused, "This Idempotency-Key was already used for an upload "+how+
+		"; use a new key for a new import. Nothing was imported.")
+}
+
 // errTooLarge is the refusal of a file over max bytes.
 func errTooLarge(max int64) error {
 	return apperr.TooLarge("Import.TooLarge", "Import files are limited to "+humanBytes(max)+".")

@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/uuid"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	importsv1 "github.com/almoner/almoner/pkg/api/almoner/imports/v1"
 	"github.com/almoner/almoner/pkg/scopes"
@@ -122,8 +124,9 @@ func TestUploadRefusals(t *testing.T) {
 }
 
 // TestIdempotencyKey: the same key answers the first import (its body
-// dropped), while the first upload is still in progress it is a 409, and
-// another tenant's key is its own.
+// dropped), while the first upload is still in progress it is a 409, with
+// another file or other options it is a 422, and another tenant's key is
+// its own.
 func TestIdempotencyKey(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Config{})
@@ -149,17 +152,40 @@ func TestIdempotencyKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := f.upload(ctx, h, "lastName\nsomething else entirely\n", 3)
+	again, err := f.upload(ctx, h, "lastName\nA\n", 3)
 	if err != nil || again.GetId() != resp.GetId() || again.GetStatus() != "queued" {
 		t.Fatalf("repeated key: %v %v, want %s queued", again, err, resp.GetId())
 	}
-	if got := f.get(t, resp.GetId()); got.GetSizeBytes() != int64(len("lastName\nA\n")) {
+	// The key with another upload: another file, kind, format or option
+	// is a 422, and nothing is stored.
+	other := func(edit func(*importsv1.ImportHeader)) *importsv1.ImportHeader {
+		c := proto.Clone(h).(*importsv1.ImportHeader)
+		edit(c)
+		return c
+	}
+	for _, c := range []struct {
+		name string
+		h    *importsv1.ImportHeader
+		body string
+	}{
+		{"another file", h, "lastName\nsomething else entirely\n"},
+		{"another kind", other(func(c *importsv1.ImportHeader) { c.Kind = "gifts" }), "lastName\nA\n"},
+		{"another format", other(func(c *importsv1.ImportHeader) { c.Format, c.ContentType = "jsonl", "application/x-ndjson" }), "lastName\nA\n"},
+		{"another duplicates", other(func(c *importsv1.ImportHeader) { c.Duplicates = "update" }), "lastName\nA\n"},
+		{"a dry run", other(func(c *importsv1.ImportHeader) { c.DryRun = true }), "lastName\nA\n"},
+	} {
+		_, err := f.upload(ctx, c.h, c.body, 3)
+		if code(err) != codes.FailedPrecondition || !strings.Contains(status.Convert(err).Message(), "Idempotency-Key was already used") {
+			t.Errorf("same key, %s: %v, want FailedPrecondition (422): the key was already used", c.name, err)
+		}
+	}
+	if got := f.get(t, resp.GetId()); got.GetSizeBytes() != int64(len("lastName\nA\n")) || got.GetKind() != "contacts" {
 		t.Errorf("the first file was replaced: %v", got)
 	}
-	other := uuid.New()
-	h2 := header(other, "contacts", "csv")
+	otherTenant := uuid.New()
+	h2 := header(otherTenant, "contacts", "csv")
 	h2.IdempotencyKey = "file-1"
-	if r, err := f.upload(as(context.Background(), other), h2, "lastName\nC\n", 100); err != nil || r.GetId() == resp.GetId() {
+	if r, err := f.upload(as(context.Background(), otherTenant), h2, "lastName\nC\n", 100); err != nil || r.GetId() == resp.GetId() {
 		t.Fatalf("another tenant's key: %v %v", r, err)
 	}
 	if n := f.count(t, `SELECT count(*) FROM imports.imports`); n != 2 {

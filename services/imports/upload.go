@@ -1,12 +1,14 @@
 package imports
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"hash"
 	"io"
 	"mime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,7 +39,7 @@ var mediaTypes = map[string][]string{
 // upload takes one file: the header (validate, authorize), then the
 // chunks, stored as they arrive; the import is queued and audited once
 // all of it is stored. A repeated Idempotency-Key answers the first
-// import.
+// import, or a 422 when the upload is another one (replay).
 func (s *Service) upload(stream importsv1.ImportService_UploadImportServer) (*importsv1.UploadImportResponse, error) {
 	ctx := stream.Context()
 	first, err := stream.Recv()
@@ -65,12 +67,7 @@ func (s *Service) upload(stream importsv1.ImportService_UploadImportServer) (*im
 		return nil, err
 	}
 	if repeat {
-		// The same file again: its bytes are read and dropped, and the
-		// first import answers.
-		if err := discard(stream); err != nil {
-			return nil, err
-		}
-		return &importsv1.UploadImportResponse{Id: m.ID.String(), Status: m.Status}, nil
+		return s.replay(stream, m, draft)
 	}
 	size, sum, err := s.receive(ctx, stream, m)
 	if err == nil && size == 0 {
@@ -228,15 +225,55 @@ func (s *Service) renewUpload(ctx context.Context, m store.Import) func() {
 	return func() { cancel(); <-done }
 }
 
-// discard reads the rest of a stream and drops it.
-func discard(stream importsv1.ImportService_UploadImportServer) error {
+// replay answers an upload whose Idempotency-Key the tenant used before
+// for first: the first import when the upload is the same one again (the
+// same kind, format and options, and the same bytes, which are read and
+// dropped), else a 422, as an order's key sent with another body is. The
+// key of a contacts file answering a gifts file would leave those gifts
+// unimported without a word.
+func (s *Service) replay(stream importsv1.ImportService_UploadImportServer, first, draft store.Import) (*importsv1.UploadImportResponse, error) {
+	if differs := otherOptions(first, draft); differs != "" {
+		return nil, errKeyReused(differs)
+	}
+	sum, err := discard(stream)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(sum, first.SHA256) {
+		return nil, errKeyReused("of another file")
+	}
+	return &importsv1.UploadImportResponse{Id: first.ID.String(), Status: first.Status}, nil
+}
+
+// otherOptions says in which option draft is not first's upload ("with
+// kind=contacts, not gifts"), "" when they are the same.
+func otherOptions(first, draft store.Import) string {
+	differs := func(name, was, is string) string { return "with " + name + "=" + was + ", not " + is }
+	switch {
+	case first.Kind != draft.Kind:
+		return differs("kind", first.Kind, draft.Kind)
+	case first.Format != draft.Format:
+		return differs("format", first.Format, draft.Format)
+	case first.Duplicates != draft.Duplicates:
+		return differs("duplicates", first.Duplicates, draft.Duplicates)
+	case first.DryRun != draft.DryRun:
+		return differs("dryRun", strconv.FormatBool(first.DryRun), strconv.FormatBool(draft.DryRun))
+	}
+	return ""
+}
+
+// discard reads the rest of a stream and drops it, returning the SHA-256
+// of what it read (the file's, as receive sums it).
+func discard(stream importsv1.ImportService_UploadImportServer) ([]byte, error) {
+	sum := sha256.New()
 	for {
-		_, err := stream.Recv()
+		msg, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
-			return nil
+			return sum.Sum(nil), nil
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
+		sum.Write(msg.GetChunk())
 	}
 }

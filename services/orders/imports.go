@@ -59,10 +59,14 @@ func (a *giftImportServer) ImportGifts(ctx context.Context, req *ordersv1.Import
 	if err != nil {
 		return nil, err
 	}
+	today, err := a.s.giftToday(ctx, p.TenantID)
+	if err != nil {
+		return nil, err
+	}
 	in := store.GiftImport{TenantID: uuid.MustParse(p.TenantID), ImportID: importID, DryRun: req.GetDryRun(),
 		Rows: make([]store.GiftRow, len(req.GetRows()))}
 	for i, r := range req.GetRows() {
-		in.Rows[i] = checkGiftRow(r, currency)
+		in.Rows[i] = checkGiftRow(r, currency, today)
 	}
 	results, err := a.s.store.ImportGifts(ctx, in)
 	if errors.Is(err, store.ErrImportBatchClosed) {
@@ -128,11 +132,26 @@ func (s *Service) importCurrency(ctx context.Context, p authctx.Principal, rows 
 	return c, nil
 }
 
+// giftToday is today in the tenant's time zone (the organization
+// profile's, through Config.Calendar; UTC without one), the day a gift's
+// date is bounded by.
+func (s *Service) giftToday(ctx context.Context, tenantID string) (time.Time, error) {
+	if s.cfg.Calendar == nil {
+		return tenantToday(s.cfg.Now(), time.UTC), nil
+	}
+	loc, err := s.cfg.Calendar.Location(ctx, tenantID)
+	if err != nil {
+		return time.Time{}, upstream("The organization's time zone cannot be read right now.", err)
+	}
+	return tenantToday(s.cfg.Now(), loc), nil
+}
+
 // checkGiftRow checks one row as CreateOrder checks an order's values and
 // returns it for the store, refused (FailColumn) on the first value that
-// is wrong. The fund and the external id are the store's to check. A
-// check number or reference may be missing: histories rarely have them.
-func checkGiftRow(r *ordersv1.GiftImportRow, defaultCurrency string) store.GiftRow {
+// is wrong; today is the tenant's (giftDateProblem). The fund and the
+// external id are the store's to check. A check number or reference may
+// be missing: histories rarely have them.
+func checkGiftRow(r *ordersv1.GiftImportRow, defaultCurrency string, today time.Time) store.GiftRow {
 	g := store.GiftRow{Row: r.GetRow(), ExternalID: strings.TrimSpace(r.GetExternalId()), ContactID: r.GetContactId(),
 		AmountMinor: r.GetAmountMinor(), Currency: strings.ToUpper(strings.TrimSpace(r.GetCurrency())), Fund: strings.TrimSpace(r.GetFund()),
 		CampaignID: strings.TrimSpace(r.GetCampaignId()), Method: normalize.OneOf(importPaymentMethods, r.GetPaymentMethod()),
@@ -153,6 +172,8 @@ func checkGiftRow(r *ordersv1.GiftImportRow, defaultCurrency string) store.GiftR
 		return fail("contactId", "The gift has no contact.")
 	case dateErr != nil:
 		return fail("date", "'date' must be a date such as 2024-05-01.")
+	case giftDateProblem("date", date, today) != "":
+		return fail("date", "%s", giftDateProblem("date", date, today))
 	case !money.Known(g.Currency):
 		return fail("currency", "'%s' is not a currency this tenant accepts (an ISO 4217 code).", truncate(g.Currency, 8))
 	case g.AmountMinor <= 0:

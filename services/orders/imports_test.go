@@ -231,7 +231,7 @@ func TestImportGiftsRefusals(t *testing.T) {
 }
 
 // TestCheckGiftRow: each value refused under its column, the first one
-// wrong.
+// wrong; today is 2026-03-10.
 func TestCheckGiftRow(t *testing.T) {
 	t.Parallel()
 	ok := func() *ordersv1.GiftImportRow {
@@ -255,10 +255,14 @@ func TestCheckGiftRow(t *testing.T) {
 		{"no method", func(r *ordersv1.GiftImportRow) { r.PaymentMethod = "" }, "paymentMethod"},
 		{"long check number", func(r *ordersv1.GiftImportRow) { r.CheckNumber = long[:51] }, "checkNumber"},
 		{"long external id", func(r *ordersv1.GiftImportRow) { r.ExternalId = long }, "externalId"},
+		{"year 9999", func(r *ordersv1.GiftImportRow) { r.Date = "9999-12-31" }, "date"},
+		{"year 1", func(r *ordersv1.GiftImportRow) { r.Date = "0001-01-01" }, "date"},
+		{"the day after tomorrow", func(r *ordersv1.GiftImportRow) { r.Date = "2026-03-12" }, "date"},
+		{"tomorrow", func(r *ordersv1.GiftImportRow) { r.Date = "2026-03-11" }, ""},
 	} {
 		r := ok()
 		c.change(r)
-		g := checkGiftRow(r, "EUR")
+		g := checkGiftRow(r, "EUR", time.Date(2026, 3, 10, 0, 0, 0, 0, time.UTC))
 		if g.FailColumn != c.column {
 			t.Errorf("%s: refused under %q (%s), want %q", c.name, g.FailColumn, g.FailMessage, c.column)
 		}

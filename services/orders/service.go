@@ -20,6 +20,7 @@ import (
 	contactsv1 "github.com/almoner/almoner/pkg/api/almoner/contacts/v1"
 	inventoryv1 "github.com/almoner/almoner/pkg/api/almoner/inventory/v1"
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
+	reportsv1 "github.com/almoner/almoner/pkg/api/almoner/reports/v1"
 	"github.com/almoner/almoner/pkg/audit"
 	"github.com/almoner/almoner/pkg/config"
 	"github.com/almoner/almoner/pkg/db"
@@ -64,6 +65,9 @@ type Config struct {
 	// ChargeLease is how long the runner holds a claimed installment
 	// while it charges it (DefaultChargeLease when 0).
 	ChargeLease time.Duration
+	// Calendar reads a tenant's time zone, in which a gift's date is
+	// bounded by today; nil means UTC.
+	Calendar TenantCalendar
 	// ImportRowsRetention is how long orders.import_rows keeps an imported
 	// row's outcome (ALMONER_IMPORT_ROWS_RETENTION, importrows.go); the
 	// runner's housekeeping prunes older rows. importrows.DefaultRetention
@@ -202,6 +206,13 @@ var Module = service.Module{
 				return nil, err
 			}
 			return authv1.NewTenantAdminServiceClient(conn), nil
+		}}
+		cfg.Calendar = grpcCalendar{conn: func() (reportsv1.OrganizationProfileServiceClient, error) {
+			conn, err := dial("reports")
+			if err != nil {
+				return nil, err
+			}
+			return reportsv1.NewOrganizationProfileServiceClient(conn), nil
 		}}
 		// The runner's switch turns on both background jobs: each replica
 		// may run them (schedules and claims are taken under locks).

@@ -28,8 +28,10 @@ import (
 )
 
 // Statement years: a statement covers a calendar year between these.
+// From 1900, the first year a gift can be dated in (orders refuse an
+// earlier one), so that every gift recorded can be on a statement.
 const (
-	minStatementYear = 2000
+	minStatementYear = 1900
 	maxStatementYear = 2100
 )
 

@@ -503,3 +503,110 @@ func TestImportResumesAfterKill(t *testing.T) {
 		t.Errorf("%d contacts, %d distinct external ids; want %d of each (every row once)", rows, distinct, n)
 	}
 }
+
+// TestImportKeyOfAnotherUpload: an Idempotency-Key answers only the
+// upload it was first used for. A gifts file sent with the key of a
+// contacts file is a 422 (it answered 202 with the contacts import, and
+// the gifts were never imported), as is another file or another option
+// with the key; nothing is stored for them, and the same upload again
+// still answers the first import.
+func TestImportKeyOfAnotherUpload(t *testing.T) {
+	t.Parallel()
+	c := apptest.Start(t, apptest.Options{})
+	tn := c.NewTenant(t)
+	c.Do(t, "POST", tPath(tn.ID, "/funds"), tn.Key, map[string]any{"name": "General"}).Expect(t, http.StatusCreated)
+	contacts := []byte("externalId,firstName,lastName\nK-1,Ada,Lovelace\n")
+	gifts := []byte("contactExternalId,date,amount\nK-1,2026-05-01,10\n")
+	first := importFile(t, c, tn, "kind=contacts&format=csv", contacts, "Idempotency-Key", "migration-1")
+
+	for _, tc := range []struct {
+		name, query string
+		file        []byte
+	}{
+		{"a gifts file", "kind=gifts&format=csv", gifts},
+		{"another contacts file", "kind=contacts&format=csv", append(contacts, "K-2,Alan,Turing\n"...)},
+		{"another duplicates policy", "kind=contacts&format=csv&duplicates=update", contacts},
+		{"a dry run", "kind=contacts&format=csv&dryRun=true", contacts},
+	} {
+		p := expectProblem(t, uploadImport(t, c, tn.ID, tn.Key, tc.query, tc.file, "Idempotency-Key", "migration-1"), http.StatusUnprocessableEntity)
+		if !strings.Contains(fmt.Sprint(p.Errors), "Import.IdempotencyKeyReused") {
+			t.Errorf("%s with the key: %+v, want Import.IdempotencyKeyReused", tc.name, p)
+		}
+	}
+	var list struct {
+		TotalCount int `json:"totalCount"`
+	}
+	c.Do(t, "GET", importsPath(tn.ID), tn.Key, nil).Expect(t, http.StatusOK).JSON(t, &list)
+	if list.TotalCount != 1 {
+		t.Errorf("%d imports after the refused uploads, want the first only", list.TotalCount)
+	}
+
+	again := uploadImport(t, c, tn.ID, tn.Key, "kind=contacts&format=csv", contacts, "Idempotency-Key", "migration-1").
+		Expect(t, http.StatusAccepted).Map(t)
+	if again["id"] != first["id"] || again["status"] != "succeeded" {
+		t.Errorf("the same upload again answered %v, want import %v succeeded", again, first["id"])
+	}
+	// A new key imports the gifts.
+	m := importFile(t, c, tn, "kind=gifts&format=csv", gifts, "Idempotency-Key", "migration-2")
+	expectCounts(t, m, "succeeded", 1, 1, 0, 0, 0)
+}
+
+// TestGiftDatesNoCalendarNeeds: a gifts import whose rows are dated
+// 9999-12-31, 0001-01-01, 1899-12-31 or past the day after today in the
+// organization's time zone fails those rows under "date" (they were
+// recorded, and could never be receipted), and imports the others, down
+// to 1900-01-01; a gift of 1999 is on the donor's 1999 statement. An
+// order's body has no date of its own: one sent with an orderDate is a
+// 400 and records nothing.
+func TestGiftDatesNoCalendarNeeds(t *testing.T) {
+	t.Parallel()
+	c := apptest.Start(t, apptest.Options{})
+	f := newOrderFixture(t, c)
+	tn := f.tn
+	profile := map[string]any{}
+	for k, v := range receiptProfile {
+		profile[k] = v
+	}
+	// UTC+14: from 10:00 UTC its today is UTC's tomorrow.
+	profile["timeZone"] = "Pacific/Kiritimati"
+	c.Do(t, "PUT", tPath(tn.ID, "/organization-profile"), tn.Key, profile).Expect(t, http.StatusOK)
+	today := time.Now().In(mustLoc(t, "Pacific/Kiritimati"))
+	// Three days ahead, not two: the day may turn while the test runs.
+	tomorrow, tooLate := today.AddDate(0, 0, 1).Format(time.DateOnly), today.AddDate(0, 0, 3).Format(time.DateOnly)
+	gifts := fmt.Sprintf("contactId,date,amount,fund\n"+
+		"%[1]d,9999-12-31,10,General\n%[1]d,0001-01-01,10,General\n%[1]d,1899-12-31,10,General\n"+
+		"%[1]d,1900-01-01,11,General\n%[1]d,1999-06-01,12,General\n%[1]d,%[2]s,13,General\n%[1]d,%[3]s,10,General\n",
+		int64(f.contactID), tomorrow, tooLate)
+	m := importFile(t, c, tn, "kind=gifts&format=csv", []byte(gifts))
+	expectCounts(t, m, "succeeded", 7, 3, 0, 0, 4)
+	var got []string
+	for _, e := range importErrors(t, c, tn, m["id"].(string)) {
+		got = append(got, fmt.Sprintf("%d:%s", e.Row, e.Column))
+		if !strings.Contains(e.Message, "between 1900-01-01 and ") {
+			t.Errorf("row %d: %q", e.Row, e.Message)
+		}
+	}
+	if strings.Join(got, " ") != "1:date 2:date 3:date 7:date" {
+		t.Errorf("errors %v, want rows 1, 2, 3 and 7 under date", got)
+	}
+
+	var s1999 statementDoc
+	c.Do(t, "GET", tPath(tn.ID, fmt.Sprintf("/contacts/%d/giving-statements/1999", int64(f.contactID))), tn.Key, nil).
+		Expect(t, http.StatusOK).JSON(t, &s1999)
+	if len(s1999.Gifts) != 1 || s1999.Gifts[0].Amount != 12 {
+		t.Errorf("1999 statement gifts %+v, want the gift of 12", s1999.Gifts)
+	}
+
+	b := f.cashOrder(5)
+	b["orderDate"] = "9999-12-31"
+	if e := errorsOf(t, c.Do(t, "POST", tPath(tn.ID, "/orders"), tn.Key, b).Expect(t, http.StatusBadRequest)); len(e["OrderDate"]) == 0 {
+		t.Errorf("an order with an orderDate: errors %v, want one under OrderDate", e)
+	}
+	var orders struct {
+		TotalCount int `json:"totalCount"`
+	}
+	c.Do(t, "GET", tPath(tn.ID, "/orders"), tn.Key, nil).Expect(t, http.StatusOK).JSON(t, &orders)
+	if orders.TotalCount != 3 {
+		t.Errorf("%d orders, want the 3 imported", orders.TotalCount)
+	}
+}

@@ -119,9 +119,9 @@ func TestStatementTimeZoneAndCorrections(t *testing.T) {
 
 	checkStatementPDF(t, c, tn, path, s3.StatementNumber)
 
-	e := errorsOf(t, c.Do(t, "GET", tPath(tn.ID, fmt.Sprintf("/contacts/%d/giving-statements/1999", int64(f.contactID))), tn.Key, nil).Expect(t, http.StatusBadRequest))
+	e := errorsOf(t, c.Do(t, "GET", tPath(tn.ID, fmt.Sprintf("/contacts/%d/giving-statements/1899", int64(f.contactID))), tn.Key, nil).Expect(t, http.StatusBadRequest))
 	if len(e["Year"]) == 0 {
-		t.Errorf("year 1999: %v", e)
+		t.Errorf("year 1899: %v", e)
 	}
 	noScope := c.NewKey(t, tn.ID, "contacts:view", "reports:view")
 	c.Do(t, "GET", path, noScope, nil).Expect(t, http.StatusForbidden)

@@ -48,7 +48,7 @@ func TestTaxStatementRun(t *testing.T) {
 	year := time.Now().In(mustLoc(t, "America/New_York")).Year()
 
 	runs := tPath(tn.ID, "/tax-statements/runs")
-	e := errorsOf(t, c.Do(t, "POST", runs, tn.Key, map[string]any{"year": 1999, "minimumAmount": -1}).Expect(t, http.StatusBadRequest))
+	e := errorsOf(t, c.Do(t, "POST", runs, tn.Key, map[string]any{"year": 1899, "minimumAmount": -1}).Expect(t, http.StatusBadRequest))
 	if len(e["Year"]) == 0 || len(e["MinimumAmount"]) == 0 {
 		t.Errorf("errors %v", e)
 	}

@@ -177,7 +177,7 @@ func TestImportUpload(t *testing.T) {
 		codes = append(codes, n)
 	}
 	sort.Ints(codes)
-	if fmt.Sprint(codes) != "[202 400 401 403 404 409 413 429 500 503 504]" {
+	if fmt.Sprint(codes) != "[202 400 401 403 404 409 413 422 429 500 503 504]" {
 		t.Errorf("responses %v", codes)
 	}
 }

@@ -78,12 +78,12 @@ var streamedOps = []streamedOp{{
 		{field: "dry_run", description: "true validates every row (duplicates and funds included) and writes nothing."},
 	},
 	headers: []streamedParam{
-		{field: "idempotency_key", name: "Idempotency-Key", description: "Makes a re-sent file the same import: the tenant's first import with this key is the answer."},
+		{field: "idempotency_key", name: "Idempotency-Key", description: "Makes a re-sent file the same import: the tenant's first import with this key is the answer. The key with another file, kind, format, duplicates or dryRun is a 422 (Import.IdempotencyKeyReused)."},
 	},
 	mediaTypes:      []string{"text/csv", "application/x-ndjson"},
 	bodyDescription: "The file, streamed: CSV with a header row, or JSON Lines, up to 1 GiB (the 1 MiB limit of JSON bodies does not apply). docs/imports.md lists the columns of each kind.",
 	status:          http.StatusAccepted,
-	failures:        []int{400, 401, 403, 404, 409, 413, 429, 500, 503, 504},
+	failures:        []int{400, 401, 403, 404, 409, 413, 422, 429, 500, 503, 504},
 	summary:         "Upload an import file",
 	description:     "Queues a bulk import of contacts or gifts from the request body and answers 202 with its id; GET …/imports/{importId} follows it (queued, validating, importing, succeeded or failed) and GET …/imports/{importId}/errors lists the rejected rows. Needs `imports:manage`. A file over 1 GiB is a 413.",
 	examples: map[string]string{

@@ -31,7 +31,7 @@ type StartTaxStatementRunRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// TenantId is the tenant asking.
 	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
-	// Year is the calendar year, in the profile's time zone (2000 to 2100).
+	// Year is the calendar year, in the profile's time zone (1900 to 2100, the years a gift can be dated in).
 	Year int32 `protobuf:"varint,2,opt,name=year,proto3" json:"year,omitempty"`
 	// MinimumAmount leaves out donors whose year total is below it in every
 	// currency (0 when omitted: every donor of the year).
@@ -1321,7 +1321,7 @@ type GetGivingStatementRequest struct {
 	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
 	// ContactId is the donor.
 	ContactId int64 `protobuf:"varint,2,opt,name=contact_id,json=contactId,proto3" json:"contact_id,omitempty"`
-	// Year is the calendar year, in the profile's time zone (2000 to 2100).
+	// Year is the calendar year, in the profile's time zone (1900 to 2100, the years a gift can be dated in).
 	Year          int32 `protobuf:"varint,3,opt,name=year,proto3" json:"year,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
