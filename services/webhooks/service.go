@@ -241,6 +241,7 @@ type Service struct {
 	cfg        Config
 	store      *store.Store
 	sealer     *secretbox.Sealer
+	cursors    cursorKey
 	policy     urlPolicy
 	sender     *sender
 	features   *featureCache
@@ -295,6 +296,10 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) (*Service, error) 
 	if err != nil {
 		return nil, err
 	}
+	cursors, err := newCursorKey(cfg.SecretKey)
+	if err != nil {
+		return nil, err
+	}
 	features := cfg.Features
 	if features == nil {
 		features = func(context.Context, string) (Firing, error) {
@@ -303,7 +308,7 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) (*Service, error) 
 	}
 	policy := urlPolicy{allowPrivate: cfg.AllowPrivate, resolver: cfg.Resolver}
 	s := &Service{
-		cfg: cfg, store: store.New(pool), sealer: sl, policy: policy, logger: logger,
+		cfg: cfg, store: store.New(pool), sealer: sl, cursors: cursors, policy: policy, logger: logger,
 		sender:   newSender(policy, cfg.Timeout, cfg.RootCAs, cfg.SendLimit),
 		features: newFeatureCache(features, cfg.Epoch),
 		now:      time.Now,
