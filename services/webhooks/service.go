@@ -249,6 +249,8 @@ type Service struct {
 	dispatcher *Dispatcher
 	// now is the clock of the event feed's retention (tests move it).
 	now func() time.Time
+	// recoveryLimit is maxRecoveryPending (tests lower it).
+	recoveryLimit int
 }
 
 // New returns the webhooks service on pool. A zero Config field takes the
@@ -311,7 +313,7 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) (*Service, error) 
 		cfg: cfg, store: store.New(pool), sealer: sl, cursors: cursors, policy: policy, logger: logger,
 		sender:   newSender(policy, cfg.Timeout, cfg.RootCAs, cfg.SendLimit),
 		features: newFeatureCache(features, cfg.Epoch),
-		now:      time.Now,
+		now:      time.Now, recoveryLimit: maxRecoveryPending,
 	}
 	s.dispatcher = newDispatcher(s)
 	return s, nil
