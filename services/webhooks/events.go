@@ -2,7 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -68,44 +67,6 @@ func buildBody(e audit.Event) ([]byte, error) {
 	return wirejson.Marshal(m)
 }
 
-// feedCursor is a position in a tenant's feed: the audit cursor and when
-// it was issued. Clients see it as an opaque string.
-type feedCursor struct {
-	at     audit.Cursor
-	issued time.Time
-}
-
-const feedCursorVersion = "1"
-
-// String encodes c as base64url of "1:<xid>:<id>:<unix seconds>".
-func (c feedCursor) String() string {
-	s := feedCursorVersion + ":" + c.at.String() + ":" + strconv.FormatInt(c.issued.Unix(), 10)
-	return base64.RawURLEncoding.EncodeToString([]byte(s))
-}
-
-var errBadFeedCursor = apperr.Invalid(apperr.Violation{Field: "After", Message: "'After' is not a cursor of this feed: pass a nextCursor as it was returned."})
-
-// parseFeedCursor decodes what String made.
-func parseFeedCursor(s string) (feedCursor, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return feedCursor{}, errBadFeedCursor
-	}
-	parts := strings.Split(string(raw), ":")
-	if len(parts) != 4 || parts[0] != feedCursorVersion {
-		return feedCursor{}, errBadFeedCursor
-	}
-	at, err := audit.ParseCursor(parts[1] + ":" + parts[2])
-	if err != nil {
-		return feedCursor{}, errBadFeedCursor
-	}
-	secs, err := strconv.ParseInt(parts[3], 10, 64)
-	if err != nil {
-		return feedCursor{}, errBadFeedCursor
-	}
-	return feedCursor{at: at, issued: time.Unix(secs, 0)}, nil
-}
-
 // eventServer serves the public REST resource /api/tenants/{tid}/events.
 type eventServer struct {
 	webhooksv1.UnimplementedEventServiceServer
@@ -142,7 +103,7 @@ func (a *eventServer) ListEvents(ctx context.Context, req *webhooksv1.ListEvents
 	if err != nil {
 		return nil, err
 	}
-	return feedPage(page, q.limit, now)
+	return a.feedPage(p.TenantID, page, q.limit, now)
 }
 
 // validateFeedQuery checks the query's limit, types and entity filters.
@@ -185,13 +146,15 @@ func eventNameShape(name string) bool {
 
 // feedStart is the audit position a page starts after: the first event
 // within retention when the client sent no cursor, the cursor's position
-// otherwise (410 when it was issued before the retention window).
+// otherwise: 400 Events.InvalidCursor when the feed did not sign it for
+// this tenant, 410 when its signed issue time is before the retention
+// window.
 func (a *eventServer) feedStart(ctx context.Context, tenantID, after string, now time.Time) (audit.Cursor, error) {
 	oldest := now.Add(-a.s.cfg.EventRetention)
 	if after == "" {
 		return audit.StartAt(ctx, a.s.store.Pool(), tenantID, oldest)
 	}
-	c, err := parseFeedCursor(after)
+	c, err := a.s.cursors.parse(tenantID, after, now)
 	if err != nil {
 		return audit.Cursor{}, err
 	}
@@ -211,8 +174,9 @@ func retentionText(d time.Duration) string {
 	return d.String()
 }
 
-// feedPage makes the response from a read of up to limit+1 events.
-func feedPage(page audit.Page, limit int, now time.Time) (*webhooksv1.ListEventsResponse, error) {
+// feedPage makes the response from a read of up to limit+1 events, with
+// the tenant's signed cursor after it.
+func (a *eventServer) feedPage(tenantID string, page audit.Page, limit int, now time.Time) (*webhooksv1.ListEventsResponse, error) {
 	events, next := page.Events, page.Next
 	more := len(events) > limit
 	if more {
@@ -228,7 +192,7 @@ func feedPage(page audit.Page, limit int, now time.Time) (*webhooksv1.ListEvents
 		}
 		out.Items = append(out.Items, m)
 	}
-	out.NextCursor = feedCursor{at: next, issued: now}.String()
+	out.NextCursor = a.s.cursors.sign(tenantID, feedCursor{at: next, issued: now})
 	return out, nil
 }
 

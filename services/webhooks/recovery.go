@@ -26,6 +26,29 @@ var errDeliveryNotFound = apperr.NotFound("Delivery")
 // queueing an unbounded backlog in one call.
 const maxReplay = 10_000
 
+// maxRecoveryPending is the most replayed and redelivered deliveries a
+// tenant may have pending at once, across calls and endpoints: with
+// maxReplay per call alone, calls in a row (or at once) could each queue
+// 10,000, and every pending delivery takes a sending slot of the one
+// dispatcher all tenants share. A tenant at the cap waits until its
+// backlog is sent or abandoned.
+const maxRecoveryPending = 10_000
+
+// codeRecoveryBacklog is the typed code of the 409 for a replay or
+// redelivery past maxRecoveryPending.
+const codeRecoveryBacklog = "Webhook.RecoveryBacklog"
+
+// backlogError turns the store's refusal into the 409; other errors pass.
+func backlogError(err error) error {
+	var b *store.BacklogError
+	if !errors.As(err, &b) {
+		return err
+	}
+	return apperr.Conflict(codeRecoveryBacklog, fmt.Sprintf(
+		"The tenant has %d replayed or redelivered deliveries still pending; %d more would pass the %d it may have pending at once. "+
+			"Wait until they are sent or abandoned, or replay a shorter window.", b.Pending, b.Adding, b.Limit))
+}
+
 // codeReplayTooLarge is the typed code of the 400 for a window of more than
 // maxReplay events.
 const codeReplayTooLarge = "Webhook.ReplayTooLarge"
@@ -110,9 +133,9 @@ func (a *server) RedeliverWebhookDelivery(ctx context.Context, req *webhooksv1.R
 	if !p.HasFeature(featureWebhooks) {
 		return nil, errFeatureOff
 	}
-	nd, err := a.s.store.Redeliver(ctx, d.TenantID, d.ID)
+	nd, err := a.s.store.Redeliver(ctx, d.TenantID, d.ID, a.s.recoveryLimit)
 	if err != nil {
-		return nil, err
+		return nil, backlogError(err)
 	}
 	return &webhooksv1.RedeliverWebhookDeliveryResponse{Delivery: toDeliveryDetail(nd, nil)}, nil
 }
@@ -171,9 +194,9 @@ func (a *server) ReplayWebhookEvents(ctx context.Context, req *webhooksv1.Replay
 	if err != nil {
 		return nil, err
 	}
-	n, err := a.s.store.EnqueueReplay(ctx, e.TenantID, e.ID, ds)
+	n, err := a.s.store.EnqueueReplay(ctx, e.TenantID, e.ID, ds, a.s.recoveryLimit)
 	if err != nil {
-		return nil, err
+		return nil, backlogError(err)
 	}
 	return &webhooksv1.ReplayWebhookEventsResponse{Enqueued: int32(n)}, nil
 }

@@ -31,7 +31,7 @@ func newSender(policy urlPolicy, timeout time.Duration, roots *x509.CertPool, co
 		// Never a proxy: it would dial the receiver for us, past the
 		// address check of Control.
 		Proxy:                 nil,
-		DialContext:           dialer.DialContext,
+		DialContext:           policy.dialContext(dialer),
 		TLSClientConfig:       &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
 		TLSHandshakeTimeout:   timeout,
 		ResponseHeaderTimeout: timeout,

@@ -241,6 +241,7 @@ type Service struct {
 	cfg        Config
 	store      *store.Store
 	sealer     *secretbox.Sealer
+	cursors    cursorKey
 	policy     urlPolicy
 	sender     *sender
 	features   *featureCache
@@ -248,6 +249,8 @@ type Service struct {
 	dispatcher *Dispatcher
 	// now is the clock of the event feed's retention (tests move it).
 	now func() time.Time
+	// recoveryLimit is maxRecoveryPending (tests lower it).
+	recoveryLimit int
 }
 
 // New returns the webhooks service on pool. A zero Config field takes the
@@ -295,6 +298,10 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) (*Service, error) 
 	if err != nil {
 		return nil, err
 	}
+	cursors, err := newCursorKey(cfg.SecretKey)
+	if err != nil {
+		return nil, err
+	}
 	features := cfg.Features
 	if features == nil {
 		features = func(context.Context, string) (Firing, error) {
@@ -303,10 +310,10 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) (*Service, error) 
 	}
 	policy := urlPolicy{allowPrivate: cfg.AllowPrivate, resolver: cfg.Resolver}
 	s := &Service{
-		cfg: cfg, store: store.New(pool), sealer: sl, policy: policy, logger: logger,
+		cfg: cfg, store: store.New(pool), sealer: sl, cursors: cursors, policy: policy, logger: logger,
 		sender:   newSender(policy, cfg.Timeout, cfg.RootCAs, cfg.SendLimit),
 		features: newFeatureCache(features, cfg.Epoch),
-		now:      time.Now,
+		now:      time.Now, recoveryLimit: maxRecoveryPending,
 	}
 	s.dispatcher = newDispatcher(s)
 	return s, nil

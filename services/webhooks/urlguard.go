@@ -206,3 +206,28 @@ func (p urlPolicy) control(_, address string, _ syscall.RawConn) error {
 	}
 	return nil
 }
+
+// dialContext is the sender's dial function: d's own, whose resolver
+// answers and whose Control (control) judges each address it dials. When
+// the policy's lookup is set (tests), names are resolved with it instead
+// and the first answer is dialled by d, Control and all, so a test can
+// make a registered name answer an internal address at send time.
+func (p urlPolicy) dialContext(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if p.lookup == nil {
+		return d.DialContext
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := netip.ParseAddr(host); err == nil {
+			return d.DialContext(ctx, network, addr)
+		}
+		addrs, err := p.lookup(ctx, host)
+		if err != nil || len(addrs) == 0 {
+			return nil, &net.DNSError{Err: "no answer", Name: host, IsNotFound: true}
+		}
+		return d.DialContext(ctx, network, net.JoinHostPort(addrs[0].String(), port))
+	}
+}

@@ -3,6 +3,8 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/almoner/almoner/cmd/almoner/apptest"
 	"github.com/almoner/almoner/pkg/audit"
+	"github.com/almoner/almoner/pkg/secretbox"
 )
 
 func evPath(tenantID string, rest ...string) string {
@@ -223,27 +226,58 @@ func tenantEventIDs(t *testing.T, dbURL, tenantID, entityType string) []string {
 	return out
 }
 
-// forgeIssued returns cursor with its issue time moved to at: the
-// cursor's text is base64url of "1:<xid>:<id>:<unix seconds>".
-func forgeIssued(t *testing.T, cursor string, at time.Time) string {
+// cursorPurpose is the HKDF info of the feed's cursor key (docs/events.md).
+const cursorPurpose = "almoner event-feed cursor v2"
+
+// signCursor signs a feed cursor payload for a tenant as the webhooks
+// service does, written here from docs/events.md: base64url of
+// HMAC-SHA256(HKDF-SHA256(sealing key, info cursorPurpose), tenant id,
+// NUL, payload) followed by the payload.
+func signCursor(t *testing.T, sealing, tenantID, payload string) string {
 	t.Helper()
-	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	master, err := secretbox.ParseKey(sealing)
 	if err != nil {
 		t.Fatal(err)
 	}
-	parts := strings.Split(string(raw), ":")
-	if len(parts) != 4 {
-		t.Fatalf("cursor %q", raw)
+	key, err := secretbox.DeriveKey(master, cursorPurpose, sha256.Size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(tenantID + "\x00" + payload))
+	return base64.RawURLEncoding.EncodeToString(append(m.Sum(nil), payload...))
+}
+
+// cursorPayload is the payload of a feed cursor, "2:<xid>:<id>:<issued>".
+func cursorPayload(t *testing.T, cursor string) string {
+	t.Helper()
+	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil || len(raw) <= sha256.Size {
+		t.Fatalf("cursor %q: %v", cursor, err)
+	}
+	return string(raw[sha256.Size:])
+}
+
+// forgeIssued returns cursor with its issue time moved to at, signed
+// again with the deployment's sealing key: what a replica whose clock
+// said `at` would have issued.
+func forgeIssued(t *testing.T, sealing, tenantID, cursor string, at time.Time) string {
+	t.Helper()
+	parts := strings.Split(cursorPayload(t, cursor), ":")
+	if len(parts) != 4 || parts[0] != "2" {
+		t.Fatalf("cursor payload %q", parts)
 	}
 	parts[3] = fmt.Sprint(at.Unix())
-	return base64.RawURLEncoding.EncodeToString([]byte(strings.Join(parts, ":")))
+	return signCursor(t, sealing, tenantID, strings.Join(parts, ":"))
 }
 
 // TestEventFeedAPI: filters, one event, the retention start and 410,
 // validation, scope and another tenant.
 func TestEventFeedAPI(t *testing.T) {
 	t.Parallel()
-	c := apptest.Start(t, apptest.Options{})
+	// The sealing key is the test's, so it can sign cursors as a replica.
+	sealing := secretbox.NewKey()
+	c := apptest.Start(t, apptest.Options{Settings: map[string]string{secretbox.KeyVar: sealing}})
 	tn := c.NewTenant(t, "api-access:enabled")
 	other := c.NewTenant(t, "api-access:enabled")
 
@@ -317,7 +351,7 @@ func TestEventFeedAPI(t *testing.T) {
 	}
 
 	// A cursor issued before the retention: 410 Events.CursorExpired.
-	expired := forgeIssued(t, first.NextCursor, time.Now().Add(-31*24*time.Hour))
+	expired := forgeIssued(t, sealing, tn.ID, first.NextCursor, time.Now().Add(-31*24*time.Hour))
 	gone := c.Do(t, "GET", evPath(tn.ID, "?after="+expired), tn.Key, nil).Expect(t, http.StatusGone)
 	var p invProblem
 	gone.JSON(t, &p)
@@ -326,12 +360,13 @@ func TestEventFeedAPI(t *testing.T) {
 		t.Errorf("expired cursor: %s", gone.Body)
 	}
 	// One issued 29 days ago still reads.
-	c.Do(t, "GET", evPath(tn.ID, "?after="+forgeIssued(t, first.NextCursor, time.Now().Add(-29*24*time.Hour))), tn.Key, nil).Expect(t, http.StatusOK)
+	c.Do(t, "GET", evPath(tn.ID, "?after="+forgeIssued(t, sealing, tn.ID, first.NextCursor, time.Now().Add(-29*24*time.Hour))), tn.Key, nil).Expect(t, http.StatusOK)
+	checkForgedCursors(t, c, tn, other, first.NextCursor)
 
 	// Bad input: 400 under the property path.
 	for _, bc := range []struct{ query, field string }{
 		{"limit=0", "Limit"}, {"limit=1001", "Limit"}, {"limit=x", "Limit"},
-		{"after=not-a-cursor", "After"}, {"after=" + base64.RawURLEncoding.EncodeToString([]byte("2:1:1:1")), "After"},
+		{"after=not-a-cursor", "After"},
 		{"types=contact.created,contact.exploded", "Types[1]"}, {"entityId=1", "EntityId"}, {"colour=red", "Colour"},
 	} {
 		var p invProblem
@@ -364,6 +399,51 @@ func TestEventFeedAPI(t *testing.T) {
 	if got, _ := followFeed(t, c, other, url.Values{"entityType": {"Contact"}}, "", 100, 1, 10*time.Second); len(got) != 1 || got[0] != otherIDs[0] {
 		t.Errorf("other tenant's feed = %v", got)
 	}
+}
+
+// checkForgedCursors: a cursor the feed did not issue to the tenant is a
+// 400 Events.InvalidCursor under After, and the real one still reads. An
+// unsigned 1:0:0:<now> (the cursor of before) would start at the tenant's
+// first event, 40 days old, beyond the retention; one issued 31 years
+// ahead would never expire; another tenant's would read from its place.
+func checkForgedCursors(t *testing.T, c *apptest.Cluster, tn, other apptest.Tenant, real string) {
+	t.Helper()
+	now := fmt.Sprint(time.Now().Unix())
+	future := fmt.Sprint(time.Now().AddDate(31, 0, 0).Unix())
+	payload := cursorPayload(t, real)
+	raw, _ := base64.RawURLEncoding.DecodeString(real)
+	raw[len(raw)-1] ^= 1 // the issue time's last digit
+	var otherPage feedPage
+	c.Do(t, "GET", evPath(other.ID, "?limit=1"), other.Key, nil).Expect(t, http.StatusOK).JSON(t, &otherPage)
+	for _, bc := range []struct{ name, cursor string }{
+		{"unsigned 1:0:0:now", base64.RawURLEncoding.EncodeToString([]byte("1:0:0:" + now))},
+		{"unsigned 2:0:0:now", base64.RawURLEncoding.EncodeToString([]byte("2:0:0:" + now))},
+		{"one byte changed", base64.RawURLEncoding.EncodeToString(raw)},
+		{"issued 31 years ahead, MAC kept", keepMAC(t, real, strings.Join(append(strings.Split(payload, ":")[:3], future), ":"))},
+		{"another tenant's", otherPage.NextCursor},
+	} {
+		var p invProblem
+		r := c.Do(t, "GET", evPath(tn.ID, "?after="+bc.cursor), tn.Key, nil)
+		if r.Status != http.StatusBadRequest {
+			t.Errorf("%s: %d %s, want 400", bc.name, r.Status, r.Body)
+			continue
+		}
+		r.JSON(t, &p)
+		if len(p.Errors["After"]) != 1 || !strings.HasPrefix(p.Errors["After"][0], "Events.InvalidCursor: ") {
+			t.Errorf("%s: errors %v, want Events.InvalidCursor under After", bc.name, p.Errors)
+		}
+	}
+	c.Do(t, "GET", evPath(tn.ID, "?after="+real), tn.Key, nil).Expect(t, http.StatusOK)
+}
+
+// keepMAC returns cursor with its MAC kept and its payload replaced.
+func keepMAC(t *testing.T, cursor, payload string) string {
+	t.Helper()
+	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base64.RawURLEncoding.EncodeToString(append(raw[:sha256.Size:sha256.Size], payload...))
 }
 
 // age moves every audit row of the tenant so far back by d, as if written

@@ -265,6 +265,33 @@ func TestWebhookReplay(t *testing.T) {
 		t.Errorf("too large: %v", p.Errors)
 	}
 
+	// The cap across calls: with 10,000 replayed deliveries already
+	// pending (queued here as earlier replays to the inactive endpoint
+	// would have), another replay and a redelivery are 409s that queue
+	// nothing.
+	if _, err := dbConn(t, c.DatabaseURL).Exec(context.Background(), `INSERT INTO webhooks.deliveries (tenant_id, id, endpoint_id, event_id, event, body, occurred_at, kind)
+		SELECT $1, gen_random_uuid(), $2, gen_random_uuid(), 'fund.created', '{}', now(), 'replay' FROM generate_series(1, 10000)`, tn.ID, big); err != nil {
+		t.Fatal(err)
+	}
+	var heldDelivery string
+	if err := dbConn(t, c.DatabaseURL).QueryRow(context.Background(), `SELECT id::text FROM webhooks.deliveries WHERE endpoint_id = $1 LIMIT 1`, held).Scan(&heldDelivery); err != nil {
+		t.Fatal(err)
+	}
+	for _, call := range []struct{ path, body string }{
+		{whPath(tn.ID, "/", held, "/replay"), `{"since":"` + since.Format(time.RFC3339Nano) + `"}`},
+		{whPath(tn.ID, "/", held, "/deliveries/", heldDelivery, "/redeliver"), `{}`},
+	} {
+		var p invProblem
+		c.Do(t, "POST", call.path, tn.Key, call.body).Expect(t, http.StatusConflict).JSON(t, &p)
+		if len(p.Errors[""]) != 1 || !strings.HasPrefix(p.Errors[""][0], "Webhook.RecoveryBacklog: The tenant has ") {
+			t.Errorf("%s past the backlog cap: %v", call.path, p.Errors)
+		}
+	}
+	var heldQueued int
+	if err := dbConn(t, c.DatabaseURL).QueryRow(context.Background(), `SELECT count(*) FROM webhooks.deliveries WHERE endpoint_id = $1`, held).Scan(&heldQueued); err != nil || heldQueued != 5 {
+		t.Errorf("the held endpoint has %d deliveries after the refusals, want 5 (%v)", heldQueued, err)
+	}
+
 	// Scope and another tenant.
 	viewer := c.NewKey(t, tn.ID, "webhooks:view")
 	c.Do(t, "POST", whPath(tn.ID, "/", id, "/replay"), viewer, map[string]any{"since": since.Format(time.RFC3339)}).Expect(t, http.StatusForbidden)

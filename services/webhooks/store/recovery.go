@@ -79,20 +79,29 @@ func (s *Store) DeliveryAttempts(ctx context.Context, tenantID, deliveryID uuid.
 
 // Redeliver queues a delivery's event again for its endpoint as a new
 // delivery: a new id, the same event and body (the signature and
-// timestamp are made at each send), due now, with the normal retries.
-func (s *Store) Redeliver(ctx context.Context, tenantID, deliveryID uuid.UUID) (Delivery, error) {
+// timestamp are made at each send), due now, with the normal retries. With
+// limit > 0 it is refused (*BacklogError) when the tenant already has
+// limit replayed or redelivered deliveries pending.
+func (s *Store) Redeliver(ctx context.Context, tenantID, deliveryID uuid.UUID, limit int) (Delivery, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
 		return Delivery{}, fmt.Errorf("webhooks: redeliver %s: %w", deliveryID, err)
 	}
-	d, err := scanDelivery(s.pool.QueryRow(ctx, `
-		WITH d AS (
-			INSERT INTO webhooks.deliveries (tenant_id, id, endpoint_id, event_id, event, body, occurred_at, trace_parent, kind, redelivery_of)
-			SELECT o.tenant_id, $3, o.endpoint_id, o.event_id, o.event, o.body, o.occurred_at, o.trace_parent, 'redelivery', o.id
-			FROM webhooks.deliveries o WHERE o.tenant_id = $1 AND o.id = $2
-			RETURNING *
-		)
-		SELECT `+deliveryColumns+` FROM d`, tenantID, deliveryID, id))
+	var d Delivery
+	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := checkBacklog(ctx, tx, tenantID, 1, limit); err != nil {
+			return err
+		}
+		d, err = scanDelivery(tx.QueryRow(ctx, `
+			WITH d AS (
+				INSERT INTO webhooks.deliveries (tenant_id, id, endpoint_id, event_id, event, body, occurred_at, trace_parent, kind, redelivery_of)
+				SELECT o.tenant_id, $3, o.endpoint_id, o.event_id, o.event, o.body, o.occurred_at, o.trace_parent, 'redelivery', o.id
+				FROM webhooks.deliveries o WHERE o.tenant_id = $1 AND o.id = $2
+				RETURNING *
+			)
+			SELECT `+deliveryColumns+` FROM d`, tenantID, deliveryID, id))
+		return err
+	})
 	if err != nil {
 		return Delivery{}, fmt.Errorf("webhooks: redeliver %s: %w", deliveryID, err)
 	}
@@ -102,8 +111,10 @@ func (s *Store) Redeliver(ctx context.Context, tenantID, deliveryID uuid.UUID) (
 // EnqueueReplay queues ds for a live endpoint of the tenant as replay
 // deliveries, due in slice order (a microsecond apart, so claims take them
 // in the order given); it returns how many it queued (none when the
-// endpoint is deleted).
-func (s *Store) EnqueueReplay(ctx context.Context, tenantID, endpointID uuid.UUID, ds []NewDelivery) (int, error) {
+// endpoint is deleted). With limit > 0 it queues nothing (*BacklogError)
+// when the tenant's pending replayed and redelivered deliveries and ds
+// would be more than limit.
+func (s *Store) EnqueueReplay(ctx context.Context, tenantID, endpointID uuid.UUID, ds []NewDelivery, limit int) (int, error) {
 	n := len(ds)
 	ids, eventIDs, names, bodies := make([]uuid.UUID, n), make([]uuid.UUID, n), make([]string, n), make([][]byte, n)
 	times, traces := make([]time.Time, n), make([]string, n)
@@ -114,7 +125,24 @@ func (s *Store) EnqueueReplay(ctx context.Context, tenantID, endpointID uuid.UUI
 		}
 		ids[i], eventIDs[i], names[i], bodies[i], times[i], traces[i] = id, d.EventID, d.Event, d.Body, d.OccurredAt, d.TraceParent
 	}
-	tag, err := s.pool.Exec(ctx, `
+	var queued int
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := checkBacklog(ctx, tx, tenantID, n, limit); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, replayInsert, tenantID, endpointID, ids, eventIDs, names, bodies, times, traces)
+		queued = int(tag.RowsAffected())
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("webhooks: replay to %s: %w", endpointID, err)
+	}
+	return queued, nil
+}
+
+// replayInsert queues replay deliveries for a live endpoint, in the
+// order of the arrays.
+const replayInsert = `
 		INSERT INTO webhooks.deliveries (tenant_id, id, endpoint_id, event_id, event, body, occurred_at, trace_parent, kind, next_attempt_at)
 		SELECT ep.tenant_id, u.id, ep.id, u.event_id, u.event, u.body, u.occurred_at, NULLIF(u.trace_parent, ''), 'replay',
 			now() + u.ord * interval '1 microsecond'
@@ -122,10 +150,4 @@ func (s *Store) EnqueueReplay(ctx context.Context, tenantID, endpointID uuid.UUI
 			unnest($3::uuid[], $4::uuid[], $5::text[], $6::bytea[], $7::timestamptz[], $8::text[]) WITH ORDINALITY
 				AS u(id, event_id, event, body, occurred_at, trace_parent, ord)
 		WHERE ep.tenant_id = $1 AND ep.id = $2 AND ep.deleted_at IS NULL
-		ORDER BY u.ord`,
-		tenantID, endpointID, ids, eventIDs, names, bodies, times, traces)
-	if err != nil {
-		return 0, fmt.Errorf("webhooks: replay to %s: %w", endpointID, err)
-	}
-	return int(tag.RowsAffected()), nil
-}
+		ORDER BY u.ord`

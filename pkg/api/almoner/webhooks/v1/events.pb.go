@@ -189,7 +189,8 @@ type ListEventsRequest struct {
 	// TenantId is the tenant in the path.
 	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
 	// After is the `nextCursor` of an earlier page; absent: the first event
-	// within retention.
+	// within retention. Cursors are signed for the tenant: one the feed did
+	// not issue to it is a 400 `Events.InvalidCursor`.
 	After string `protobuf:"bytes,2,opt,name=after,proto3" json:"after,omitempty"`
 	// Limit is the most events per page (default 100, at most 1,000).
 	Limit *int32 `protobuf:"varint,3,opt,name=limit,proto3,oneof" json:"limit,omitempty"`

@@ -1955,7 +1955,7 @@ const file_almoner_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"\vevent_types\x18\x05 \x03(\tR\n" +
 	"eventTypes\"9\n" +
 	"\x1bReplayWebhookEventsResponse\x12\x1a\n" +
-	"\benqueued\x18\x01 \x01(\x05R\benqueued2\xbb\x14\n" +
+	"\benqueued\x18\x01 \x01(\x05R\benqueued2\xa0\x17\n" +
 	"\x0eWebhookService\x12\xbd\x01\n" +
 	"\fListWebhooks\x12(.almoner.webhooks.v1.ListWebhooksRequest\x1a).almoner.webhooks.v1.ListWebhooksResponse\"X\x92A\"\n" +
 	"\bWebhooks\x12\x16List webhook endpoints\x82\xd3\xe4\x93\x02-b\bwebhooks\x12!/api/tenants/{tenant_id}/webhooks\x12\xb8\x02\n" +
@@ -1978,17 +1978,21 @@ const file_almoner_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"\vTestWebhook\x12'.almoner.webhooks.v1.TestWebhookRequest\x1a(.almoner.webhooks.v1.TestWebhookResponse\"e\x92A\x1d\n" +
 	"\bWebhooks\x12\x11Send a test event\x82\xd3\xe4\x93\x02?b\bdelivery\"3/api/tenants/{tenant_id}/webhooks/{webhook_id}/test\x12\x83\x02\n" +
 	"\x12GetWebhookDelivery\x12..almoner.webhooks.v1.GetWebhookDeliveryRequest\x1a/.almoner.webhooks.v1.GetWebhookDeliveryResponse\"\x8b\x01\x92A/\n" +
-	"\bWebhooks\x12#Read one delivery with its attempts\x82\xd3\xe4\x93\x02Sb\bdelivery\x12G/api/tenants/{tenant_id}/webhooks/{webhook_id}/deliveries/{delivery_id}\x12\xe5\x02\n" +
-	"\x18RedeliverWebhookDelivery\x124.almoner.webhooks.v1.RedeliverWebhookDeliveryRequest\x1a5.almoner.webhooks.v1.RedeliverWebhookDeliveryResponse\"\xdb\x01\x92Au\n" +
+	"\bWebhooks\x12#Read one delivery with its attempts\x82\xd3\xe4\x93\x02Sb\bdelivery\x12G/api/tenants/{tenant_id}/webhooks/{webhook_id}/deliveries/{delivery_id}\x12\xfd\x03\n" +
+	"\x18RedeliverWebhookDelivery\x124.almoner.webhooks.v1.RedeliverWebhookDeliveryRequest\x1a5.almoner.webhooks.v1.RedeliverWebhookDeliveryResponse\"\xf3\x02\x92A\x8c\x02\n" +
 	"\bWebhooks\x12\x15Send a delivery againJR\n" +
 	"\x03202\x12K\n" +
 	"\x19The new delivery, queued.\x12.\n" +
-	",\x1a*.almoner.webhooks.v1.WebhookDeliveryDetail\x82\xd3\xe4\x93\x02]b\bdelivery\"Q/api/tenants/{tenant_id}/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver\x12\xd4\x02\n" +
-	"\x13ReplayWebhookEvents\x12/.almoner.webhooks.v1.ReplayWebhookEventsRequest\x1a0.almoner.webhooks.v1.ReplayWebhookEventsResponse\"\xd9\x01\x92A\x95\x01\n" +
+	",\x1a*.almoner.webhooks.v1.WebhookDeliveryDetailJ\x94\x01\n" +
+	"\x03409\x12\x8c\x01\n" +
+	"\x89\x01The tenant already has 10,000 replayed or redelivered deliveries pending: Webhook.RecoveryBacklog; wait until they are sent or abandoned.\x82\xd3\xe4\x93\x02]b\bdelivery\"Q/api/tenants/{tenant_id}/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver\x12\xa1\x04\n" +
+	"\x13ReplayWebhookEvents\x12/.almoner.webhooks.v1.ReplayWebhookEventsRequest\x1a0.almoner.webhooks.v1.ReplayWebhookEventsResponse\"\xa6\x03\x92A\xe2\x02\n" +
 	"\bWebhooks\x12(Replay a window of events to an endpointJ_\n" +
 	"\x03202\x12X\n" +
 	" The number of deliveries queued.\x124\n" +
-	"2\x1a0.almoner.webhooks.v1.ReplayWebhookEventsResponse\x82\xd3\xe4\x93\x02::\x01*\"5/api/tenants/{tenant_id}/webhooks/{webhook_id}/replayBCZAgithub.com/almoner/almoner/pkg/api/almoner/webhooks/v1;webhooksv1b\x06proto3"
+	"2\x1a0.almoner.webhooks.v1.ReplayWebhookEventsResponseJ\xca\x01\n" +
+	"\x03409\x12\xc2\x01\n" +
+	"\xbf\x01The tenant's pending replayed and redelivered deliveries and this window would be more than 10,000: Webhook.RecoveryBacklog; wait until they are sent or abandoned, or replay a shorter window.\x82\xd3\xe4\x93\x02::\x01*\"5/api/tenants/{tenant_id}/webhooks/{webhook_id}/replayBCZAgithub.com/almoner/almoner/pkg/api/almoner/webhooks/v1;webhooksv1b\x06proto3"
 
 var (
 	file_almoner_webhooks_v1_webhooks_proto_rawDescOnce sync.Once

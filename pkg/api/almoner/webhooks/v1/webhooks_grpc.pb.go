@@ -70,12 +70,14 @@ type WebhookServiceClient interface {
 	// delivery (a new delivery id, the same event `id` and body, a fresh
 	// signature and timestamp) with the normal retry policy. It works on
 	// abandoned and on successful deliveries alike; a test event has no
-	// delivery to send again.
+	// delivery to send again. It counts towards the tenant's 10,000 pending
+	// replayed and redelivered deliveries (409 beyond).
 	RedeliverWebhookDelivery(ctx context.Context, in *RedeliverWebhookDeliveryRequest, opts ...grpc.CallOption) (*RedeliverWebhookDeliveryResponse, error)
 	// ReplayWebhookEvents queues, as new deliveries in commit order, every
 	// event of [since, until) that the endpoint subscribes to (and, when
 	// given, of eventTypes): at most 10,000 per call, a 400 naming the count
-	// beyond that.
+	// beyond that; and a tenant has at most 10,000 replayed and redelivered
+	// deliveries pending across calls, a 409 beyond that.
 	ReplayWebhookEvents(ctx context.Context, in *ReplayWebhookEventsRequest, opts ...grpc.CallOption) (*ReplayWebhookEventsResponse, error)
 }
 
@@ -226,12 +228,14 @@ type WebhookServiceServer interface {
 	// delivery (a new delivery id, the same event `id` and body, a fresh
 	// signature and timestamp) with the normal retry policy. It works on
 	// abandoned and on successful deliveries alike; a test event has no
-	// delivery to send again.
+	// delivery to send again. It counts towards the tenant's 10,000 pending
+	// replayed and redelivered deliveries (409 beyond).
 	RedeliverWebhookDelivery(context.Context, *RedeliverWebhookDeliveryRequest) (*RedeliverWebhookDeliveryResponse, error)
 	// ReplayWebhookEvents queues, as new deliveries in commit order, every
 	// event of [since, until) that the endpoint subscribes to (and, when
 	// given, of eventTypes): at most 10,000 per call, a 400 naming the count
-	// beyond that.
+	// beyond that; and a tenant has at most 10,000 replayed and redelivered
+	// deliveries pending across calls, a 409 beyond that.
 	ReplayWebhookEvents(context.Context, *ReplayWebhookEventsRequest) (*ReplayWebhookEventsResponse, error)
 	mustEmbedUnimplementedWebhookServiceServer()
 }
