@@ -113,7 +113,7 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g.startKeyCache(ctx)
-	g.handler = g.observe(g.recoverPanics(g.withTrace(g.opsHandler(http.HandlerFunc(g.route)))))
+	g.handler = secureHeaders(g.observe(g.recoverPanics(g.withTrace(g.opsHandler(http.HandlerFunc(g.route))))))
 	return g, nil
 }
 
