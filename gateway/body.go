@@ -78,13 +78,25 @@ var (
 
 func init() { telemetry.Register(bodyBytesHeld, bodyRefusals) }
 
+// publicBodyCopies is what a body of a route without a key counts in the
+// budget, in multiples of its length: the copies of it that live while
+// its request is answered, in a process that runs the gateway and the
+// services (`almoner serve`). A processor notification is held by the
+// gateway, encoded into its gRPC request, received by the orders service
+// and decoded into the request's payload field: four copies, and the
+// body of the contact form about as many once decoded. Counted at its
+// length alone, 16 MiB of them cost about 100 MB more (docs/gateway.md).
+// Keyed bodies count their length: the callers are known, and the
+// container's limit is sized for the budget's total several times over.
+const publicBodyCopies = 4
+
 // newBodyBudget returns a budget of total bytes. Public routes and import
 // uploads may each hold a quarter of it, but always at least one body of
-// maxBody bytes and one chunk of chunk bytes.
+// maxBody bytes (with its copies) and one chunk of chunk bytes.
 func newBodyBudget(total, maxBody, chunk int64) *bodyBudget {
 	b := &bodyBudget{total: total}
 	b.share[accessKeyed] = total
-	b.share[accessPublic] = min(total, max(total/4, maxBody))
+	b.share[accessPublic] = min(total, max(total/4, maxBody*publicBodyCopies))
 	b.share[accessUpload] = min(total, max(total/4, chunk))
 	b.tenantShare = max(b.share[accessUpload]/4, chunk)
 	b.uploadsHeld = map[string]int64{}
@@ -126,8 +138,17 @@ func (b *bodyBudget) releaseUpload(n int64, tenant string) {
 	}
 }
 
+// cost is what n bytes of a body of access a count in the budget.
+func cost(n int64, a access) int64 {
+	if a == accessPublic {
+		return n * publicBodyCopies
+	}
+	return n
+}
+
 // reserve is acquire with b.mu held.
 func (b *bodyBudget) reserve(n int64, a access) bool {
+	n = cost(n, a)
 	if b.used+n > b.total || b.held[a]+n > b.share[a] {
 		bodyRefusals.WithLabelValues(a.String()).Inc()
 		return false
@@ -147,6 +168,7 @@ func (b *bodyBudget) release(n int64, a access) {
 
 // free is release with b.mu held.
 func (b *bodyBudget) free(n int64, a access) {
+	n = cost(n, a)
 	bodyBytesHeld.Sub(float64(n))
 	b.used -= n
 	b.held[a] -= n

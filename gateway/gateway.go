@@ -75,7 +75,7 @@ type Config struct {
 	// BodyMemoryBytes bounds the bytes of all request bodies held at once
 	// (ALMONER_BODY_MEMORY_BYTES); DefaultBodyMemoryBytes by default. It
 	// must hold at least one body of MaxBodyBytes. Routes without an API
-	// key may hold a quarter of it.
+	// key may hold a quarter of it, each counted with its copies.
 	BodyMemoryBytes int64
 	// Logger receives one line per failed request.
 	Logger *slog.Logger
