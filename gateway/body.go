@@ -39,6 +39,12 @@ type bodyBudget struct {
 	// share and held are by access: what each kind may hold, and holds.
 	share [accessKinds]int64
 	held  [accessKinds]int64
+	// tenantShare is what one tenant's uploads may hold (a quarter of the
+	// upload share, at least one chunk), and uploadsHeld what each holds:
+	// uploads last minutes, so without it one tenant's slow uploads would
+	// hold every slot for as long as they last.
+	tenantShare int64
+	uploadsHeld map[string]int64
 }
 
 // access is whose share of the budget a reservation counts against.
@@ -72,14 +78,28 @@ var (
 
 func init() { telemetry.Register(bodyBytesHeld, bodyRefusals) }
 
+// publicBodyCopies is what a body of a route without a key counts in the
+// budget, in multiples of its length: the copies of it that live while
+// its request is answered, in a process that runs the gateway and the
+// services (`almoner serve`). A processor notification is held by the
+// gateway, encoded into its gRPC request, received by the orders service
+// and decoded into the request's payload field: four copies, and the
+// body of the contact form about as many once decoded. Counted at its
+// length alone, 16 MiB of them cost about 100 MB more (docs/gateway.md).
+// Keyed bodies count their length: the callers are known, and the
+// container's limit is sized for the budget's total several times over.
+const publicBodyCopies = 4
+
 // newBodyBudget returns a budget of total bytes. Public routes and import
 // uploads may each hold a quarter of it, but always at least one body of
-// maxBody bytes and one chunk of chunk bytes.
+// maxBody bytes (with its copies) and one chunk of chunk bytes.
 func newBodyBudget(total, maxBody, chunk int64) *bodyBudget {
 	b := &bodyBudget{total: total}
 	b.share[accessKeyed] = total
-	b.share[accessPublic] = min(total, max(total/4, maxBody))
+	b.share[accessPublic] = min(total, max(total/4, maxBody*publicBodyCopies))
 	b.share[accessUpload] = min(total, max(total/4, chunk))
+	b.tenantShare = max(b.share[accessUpload]/4, chunk)
+	b.uploadsHeld = map[string]int64{}
 	return b
 }
 
@@ -88,6 +108,47 @@ func newBodyBudget(total, maxBody, chunk int64) *bodyBudget {
 func (b *bodyBudget) acquire(n int64, a access) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.reserve(n, a)
+}
+
+// acquireUpload reserves an upload's n bytes for tenant: errTenantUploads
+// past the tenant's own share, errBodyBudget past the upload share or the
+// total.
+func (b *bodyBudget) acquireUpload(n int64, tenant string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.uploadsHeld[tenant]+n > b.tenantShare {
+		bodyRefusals.WithLabelValues(accessUpload.String()).Inc()
+		return errTenantUploads
+	}
+	if !b.reserve(n, accessUpload) {
+		return errBodyBudget
+	}
+	b.uploadsHeld[tenant] += n
+	return nil
+}
+
+// releaseUpload returns n bytes reserved with acquireUpload.
+func (b *bodyBudget) releaseUpload(n int64, tenant string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.free(n, accessUpload)
+	if b.uploadsHeld[tenant] -= n; b.uploadsHeld[tenant] <= 0 {
+		delete(b.uploadsHeld, tenant)
+	}
+}
+
+// cost is what n bytes of a body of access a count in the budget.
+func cost(n int64, a access) int64 {
+	if a == accessPublic {
+		return n * publicBodyCopies
+	}
+	return n
+}
+
+// reserve is acquire with b.mu held.
+func (b *bodyBudget) reserve(n int64, a access) bool {
+	n = cost(n, a)
 	if b.used+n > b.total || b.held[a]+n > b.share[a] {
 		bodyRefusals.WithLabelValues(a.String()).Inc()
 		return false
@@ -102,6 +163,12 @@ func (b *bodyBudget) acquire(n int64, a access) bool {
 func (b *bodyBudget) release(n int64, a access) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.free(n, a)
+}
+
+// free is release with b.mu held.
+func (b *bodyBudget) free(n int64, a access) {
+	n = cost(n, a)
 	bodyBytesHeld.Sub(float64(n))
 	b.used -= n
 	b.held[a] -= n
@@ -183,6 +250,10 @@ func (g *Gateway) refuseBusy(w http.ResponseWriter, r *http.Request) {
 // errBodyBudget is readBody's and the upload's refusal when the budget is
 // spent.
 var errBodyBudget = errors.New("gateway: request body budget exhausted")
+
+// errTenantUploads refuses an upload of a tenant whose uploads already
+// hold its share of the upload share.
+var errTenantUploads = errors.New("gateway: the tenant's uploads hold its share of the body budget")
 
 // errBodyTooLarge is readBody's refusal of a body over MaxBodyBytes.
 var errBodyTooLarge = errors.New("gateway: request body too large")

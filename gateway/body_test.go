@@ -115,9 +115,10 @@ func TestBodyLimit(t *testing.T) {
 // rest, a refusal is an immediate 503 with Retry-After that reads
 // nothing, and everything held is given back.
 func TestBodyBudget(t *testing.T) {
-	// Bodies up to 1,000 bytes, 4,000 in all, 1,000 of them for public
-	// routes.
-	g, _ := startEdge(t, Config{MaxBodyBytes: 1000, BodyMemoryBytes: 4000})
+	// Bodies up to 1,000 bytes, 8,000 in all, 4,000 of them for public
+	// routes, where a body counts four times its length (its copies):
+	// one public body of the largest size.
+	g, _ := startEdge(t, Config{MaxBodyBytes: 1000, BodyMemoryBytes: 8000})
 	form := `{"name":"n","email":"a@example.org","message":"m"}`
 	apiKey := `{"name":"k","scopes":["contacts:view"]}`
 
@@ -159,11 +160,11 @@ func TestBodyBudget(t *testing.T) {
 
 	// Keyed bodies fill the rest; then keyed bodies are refused too.
 	var keyedDone []func() int
-	for range 3 {
+	for range 4 {
 		keyedDone = append(keyedDone, hold(keysURL, goodKey, apiKey+strings.Repeat(" ", 1000-len(apiKey)), 1000))
 	}
-	if held := g.budget.inUse(); held != 4000 {
-		t.Errorf("budget holds %d bytes, want 4000", held)
+	if held := g.budget.inUse(); held != 8000 {
+		t.Errorf("budget holds %d bytes, want 8000 (4 × 1,000 keyed, 4 × 1,000 public)", held)
 	}
 	refused("keyed route over the total", keysURL, goodKey, apiKey)
 

@@ -12,11 +12,12 @@ import (
 //go:embed openapi/openapi.json
 var openAPIDoc []byte
 
-// docsite holds the reference page, the stylesheet of the error pages and
-// Scalar's bundle (docsite/scalar, copied from the pinned npm package by
-// scripts/docs-viewer.sh): /docs needs nothing from outside the binary.
+// docsite holds the reference page and its script, the stylesheet of the
+// error pages and Scalar's bundle (docsite/scalar, copied from the pinned
+// npm package by scripts/docs-viewer.sh): /docs needs nothing from outside
+// the binary.
 //
-//go:embed docsite/index.html docsite/docs.css docsite/scalar/standalone.js
+//go:embed docsite/index.html docsite/docs.css docsite/docs.js docsite/scalar/standalone.js
 var docsite embed.FS
 
 // referencePage is /docs: Scalar's viewer of /openapi.json under a line of
@@ -57,6 +58,8 @@ func (g *Gateway) docsHandler(w http.ResponseWriter, r *http.Request) bool {
 		_ = referencePage.Execute(w, problem.Categories)
 	case p == "/docs/scalar.js":
 		serveAsset(w, "docsite/scalar/standalone.js", "text/javascript; charset=utf-8")
+	case p == "/docs/docs.js":
+		serveAsset(w, "docsite/docs.js", "text/javascript; charset=utf-8")
 	case p == "/docs/docs.css":
 		serveAsset(w, "docsite/docs.css", "text/css; charset=utf-8")
 	case strings.HasPrefix(p, "/errors/"):

@@ -32,7 +32,9 @@ const (
 	edgeTenant  = "7b0e4c1e-3f7a-4d0e-9a51-1f1e2d3c4b5a"
 	otherTenant = "0d7f3a52-8c1b-4e5f-9a2d-6b4c3e2f1a00"
 	goodKey     = "ak_test_good"
-	keysURL     = "/api/tenants/" + edgeTenant + "/api-keys"
+	// otherKey is a key of otherTenant.
+	otherKey = "ak_test_other"
+	keysURL  = "/api/tenants/" + edgeTenant + "/api-keys"
 )
 
 // upstream is every service the edge tests call, recording what arrives.
@@ -78,10 +80,15 @@ func (u *upstream) principal(method string) (seenPrincipal, bool) {
 
 func (u *upstream) ValidateKey(ctx context.Context, req *authv1.ValidateKeyRequest) (*authv1.ValidateKeyResponse, error) {
 	u.record(ctx, "ValidateKey")
-	if req.GetApiKey() != goodKey {
+	tenant := edgeTenant
+	switch req.GetApiKey() {
+	case goodKey:
+	case otherKey:
+		tenant = otherTenant
+	default:
 		return nil, status.Error(codes.Unauthenticated, "no")
 	}
-	return &authv1.ValidateKeyResponse{TenantId: edgeTenant, KeyId: "k1", KeyPrefix: "ak_test_", Scopes: []string{"api-keys:manage"}, DefaultCurrency: "EUR"}, nil
+	return &authv1.ValidateKeyResponse{TenantId: tenant, KeyId: "k1", KeyPrefix: "ak_test_", Scopes: []string{"api-keys:manage"}, DefaultCurrency: "EUR"}, nil
 }
 
 func (u *upstream) GetValidationEpoch(context.Context, *authv1.GetValidationEpochRequest) (*authv1.GetValidationEpochResponse, error) {

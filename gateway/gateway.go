@@ -25,6 +25,7 @@ import (
 	"net/netip"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -62,10 +63,19 @@ type Config struct {
 	// outside MaxBodyBytes and the body budget); DefaultMaxImportBytes by
 	// default.
 	MaxImportBytes int64
+	// ImportMinBytesPerSecond is the slowest an import file may arrive,
+	// averaged over the time the gateway waits for it once
+	// ImportRateGrace has passed (ALMONER_IMPORT_MIN_BYTES_PER_SECOND);
+	// DefaultImportMinBytesPerSecond by default, negative for no minimum.
+	ImportMinBytesPerSecond int64
+	// ImportRateGrace is how long an upload may wait for its file before
+	// the minimum rate applies (ALMONER_IMPORT_RATE_GRACE);
+	// DefaultImportRateGrace by default.
+	ImportRateGrace time.Duration
 	// BodyMemoryBytes bounds the bytes of all request bodies held at once
 	// (ALMONER_BODY_MEMORY_BYTES); DefaultBodyMemoryBytes by default. It
 	// must hold at least one body of MaxBodyBytes. Routes without an API
-	// key may hold a quarter of it.
+	// key may hold a quarter of it, each counted with its copies.
 	BodyMemoryBytes int64
 	// Logger receives one line per failed request.
 	Logger *slog.Logger
@@ -113,7 +123,7 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g.startKeyCache(ctx)
-	g.handler = g.observe(g.recoverPanics(g.withTrace(g.opsHandler(http.HandlerFunc(g.route)))))
+	g.handler = secureHeaders(g.observe(g.recoverPanics(g.withTrace(g.opsHandler(http.HandlerFunc(g.route))))))
 	return g, nil
 }
 
@@ -127,6 +137,12 @@ func (cfg *Config) complete() error {
 	}
 	if cfg.MaxImportBytes <= 0 {
 		cfg.MaxImportBytes = DefaultMaxImportBytes
+	}
+	if cfg.ImportMinBytesPerSecond == 0 {
+		cfg.ImportMinBytesPerSecond = DefaultImportMinBytesPerSecond
+	}
+	if cfg.ImportRateGrace <= 0 {
+		cfg.ImportRateGrace = DefaultImportRateGrace
 	}
 	if cfg.BodyMemoryBytes < cfg.MaxBodyBytes {
 		return fmt.Errorf("gateway: the body budget (%d bytes) cannot hold one body of the largest size (%d bytes)", cfg.BodyMemoryBytes, cfg.MaxBodyBytes)

@@ -119,10 +119,10 @@ func (g *Gateway) receiveImport(ctx context.Context, w http.ResponseWriter, r *h
 		return nil, errImportTooLarge
 	}
 	chunk := importChunk(g.cfg)
-	if !g.budget.acquire(chunk, accessUpload) {
-		return nil, errBodyBudget
+	if err := g.budget.acquireUpload(chunk, tenantID); err != nil {
+		return nil, err
 	}
-	defer g.budget.release(chunk, accessUpload)
+	defer g.budget.releaseUpload(chunk, tenantID)
 	ctx, err = runtime.AnnotateContext(ctx, g.mux, r, importsv1.ImportService_UploadImport_FullMethodName,
 		runtime.WithHTTPPathPattern(importUploadPath))
 	if err != nil {
@@ -132,12 +132,17 @@ func (g *Gateway) receiveImport(ctx context.Context, w http.ResponseWriter, r *h
 }
 
 // refuseImport answers a failed upload, leaving what is left of the body
-// unread: 503 when the budget's upload share is spent, 413 past the size
-// limit, 400 for a body that could not be read, else the call's status as
-// every route answers it.
+// unread: 503 when the budget's upload share or the tenant's part of it
+// is spent, 413 past the size limit, 400 for a body that arrived too
+// slowly or could not be read, else the call's status as every route
+// answers it.
 func (g *Gateway) refuseImport(ctx context.Context, w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, errBodyBudget) {
+	switch {
+	case errors.Is(err, errBodyBudget):
 		g.refuseBusy(w, r)
+		return
+	case errors.Is(err, errTenantUploads):
+		g.refuseTenantUploads(w, r)
 		return
 	}
 	closeUnread(w, r)
@@ -146,6 +151,10 @@ func (g *Gateway) refuseImport(ctx context.Context, w http.ResponseWriter, r *ht
 	case errors.Is(err, errImportTooLarge):
 		g.writeProblem(w, r, g.problems.New(problem.CategoryTooLarge, http.StatusRequestEntityTooLarge,
 			fmt.Sprintf("The import file is larger than %d bytes.", g.cfg.MaxImportBytes)))
+	case errors.Is(err, errImportTooSlow):
+		d := g.problems.New(problem.CategoryValidation, http.StatusBadRequest, "One or more validation errors occurred.")
+		d.Errors = map[string][]string{"$": {fmt.Sprintf("The import file arrived slower than %d bytes per second.", g.cfg.ImportMinBytesPerSecond)}}
+		g.writeProblem(w, r, d)
 	case errors.As(err, &readErr):
 		d := g.problems.New(problem.CategoryValidation, http.StatusBadRequest, "One or more validation errors occurred.")
 		d.Errors = map[string][]string{"$": {"The request body could not be read."}}
@@ -153,6 +162,16 @@ func (g *Gateway) refuseImport(ctx context.Context, w http.ResponseWriter, r *ht
 	default:
 		g.handleError(ctx, g.mux, codec{}, w, r, err)
 	}
+}
+
+// refuseTenantUploads answers an upload of a tenant whose uploads in
+// flight hold its part of the upload share: 503 with Retry-After, as for
+// a spent budget, nothing read.
+func (g *Gateway) refuseTenantUploads(w http.ResponseWriter, r *http.Request) {
+	closeUnread(w, r)
+	w.Header().Set("Retry-After", "1")
+	g.writeProblem(w, r, g.problems.New(problem.CategoryUnavailable, http.StatusServiceUnavailable,
+		"This tenant has as many import uploads in progress as one tenant may; retry when one ends."))
 }
 
 // importHeader is the upload's header message: the tenant from the path,
@@ -203,15 +222,15 @@ func (g *Gateway) streamImport(ctx context.Context, w http.ResponseWriter, r *ht
 // arrives and refusing it at the first byte past MaxImportBytes.
 func (g *Gateway) sendChunks(w http.ResponseWriter, r *http.Request, stream grpc.ClientStreamingClient[importsv1.UploadImportRequest, importsv1.UploadImportResponse]) error {
 	rc := http.NewResponseController(w)
+	body := &pacedBody{r: r.Body, rc: rc, minRate: g.cfg.ImportMinBytesPerSecond, grace: g.cfg.ImportRateGrace}
 	buf := make([]byte, importChunk(g.cfg))
 	chunk := &importsv1.UploadImportRequest_Chunk{}
 	msg := &importsv1.UploadImportRequest{Part: chunk}
 	var total int64
 	for {
 		// Not every writer reaches a connection (tests' recorders).
-		_ = rc.SetReadDeadline(time.Now().Add(importIdleTimeout))
 		_ = rc.SetWriteDeadline(time.Now().Add(2 * importIdleTimeout))
-		n, rerr := io.ReadFull(r.Body, buf)
+		n, rerr := io.ReadFull(body, buf)
 		total += int64(n)
 		if total > g.cfg.MaxImportBytes {
 			return errImportTooLarge
@@ -227,6 +246,8 @@ func (g *Gateway) sendChunks(w http.ResponseWriter, r *http.Request, stream grpc
 		switch {
 		case rerr == io.EOF || rerr == io.ErrUnexpectedEOF:
 			return nil
+		case errors.Is(rerr, errImportTooSlow):
+			return rerr
 		case rerr != nil:
 			return bodyReadError{rerr}
 		}
@@ -244,4 +265,59 @@ func serviceAnswer(stream grpc.ClientStreamingClient[importsv1.UploadImportReque
 		return err
 	}
 	return errors.New("gateway: the imports service answered before the upload ended")
+}
+
+// DefaultImportMinBytesPerSecond is the slowest an import file may arrive
+// once DefaultImportRateGrace has passed: 64 KiB/s, a 1 GiB file in under
+// 5 hours.
+const DefaultImportMinBytesPerSecond = 64 << 10
+
+// DefaultImportRateGrace is how long an upload may wait for its file
+// before the minimum rate applies (slow starts, a client's own reading).
+const DefaultImportRateGrace = 10 * time.Second
+
+// errImportTooSlow cuts an upload whose file arrives slower than
+// ImportMinBytesPerSecond: it would hold its chunk of the budget, a slot of
+// its tenant's share, for however long it likes.
+var errImportTooSlow = errors.New("gateway: the import file arrives too slowly")
+
+// pacedBody reads an import file at no less than minRate bytes per second
+// on average, counting only the time spent waiting for the client (not
+// the time the imports service takes to accept a chunk), after a grace
+// period. Before each read it sets the connection's read deadline to the
+// moment the average would fall below the minimum (or importIdleTimeout
+// from now, if sooner), so a client that stops sending is cut then, not at
+// its next byte.
+type pacedBody struct {
+	r       io.Reader
+	rc      *http.ResponseController
+	minRate int64
+	grace   time.Duration
+	// waited is the time spent in Read so far; read the bytes received.
+	waited time.Duration
+	read   int64
+}
+
+func (p *pacedBody) Read(b []byte) (int, error) {
+	start := time.Now()
+	// Not every writer reaches a connection (tests' recorders): then
+	// only the check after the read applies.
+	_ = p.rc.SetReadDeadline(start.Add(min(p.allowed()-p.waited, importIdleTimeout)))
+	n, err := p.r.Read(b)
+	p.waited += time.Since(start)
+	p.read += int64(n)
+	if p.minRate > 0 && err != io.EOF && p.waited >= p.allowed() {
+		return n, errImportTooSlow
+	}
+	return n, err
+}
+
+// allowed is how long the bytes read so far allow the upload to have
+// waited: the grace period, or the time they take at the minimum rate.
+// Without a minimum, always importIdleTimeout more than it has.
+func (p *pacedBody) allowed() time.Duration {
+	if p.minRate <= 0 {
+		return importIdleTimeout + p.waited
+	}
+	return max(p.grace, time.Duration(float64(p.read)/float64(p.minRate)*float64(time.Second)))
 }

@@ -250,15 +250,17 @@ func TestImportUploadShare(t *testing.T) {
 	g, imports := startImportsEdge(t, Config{BodyMemoryBytes: 8 << 20})
 	path := importsURL + "?kind=contacts&format=csv"
 	content := string(file(4096))
-	hold := func() func() int {
+	hold := func(path, key string) func() int {
 		body := newWatchedBody(content)
-		return holdRequest(t, g, request(http.MethodPost, path, goodKey, "text/csv", body, -1), body)
+		return holdRequest(t, g, request(http.MethodPost, path, key, "text/csv", body, -1), body)
 	}
 	upload := func() *httptest.ResponseRecorder {
 		return serve(g, request(http.MethodPost, path, goodKey, "text/csv", io.NopCloser(strings.NewReader(content)), int64(len(content))))
 	}
 
-	first, second := hold(), hold()
+	// Two tenants: one tenant's uploads hold at most a quarter of the
+	// share, and never less than one chunk (TestImportUploadTenantShare).
+	first, second := hold(path, goodKey), hold("/api/tenants/"+otherTenant+"/imports?kind=contacts&format=csv", otherKey)
 	if held := g.budget.inUse(); held != 2*importChunkBytes {
 		t.Errorf("two uploads hold %d bytes, want %d", held, 2*importChunkBytes)
 	}
@@ -300,5 +302,83 @@ func TestImportUploadShare(t *testing.T) {
 	}
 	if held := g.budget.inUse(); held != 0 {
 		t.Errorf("%d bytes held after every upload ended", held)
+	}
+}
+
+// TestImportUploadTenantShare: one tenant's uploads hold at most a quarter
+// of the upload share. A budget of 16 MiB has an upload share of 4 MiB,
+// four uploads, one per tenant: a tenant with an upload in flight has its
+// next refused (503, Retry-After, unread, the service never hears of it)
+// while another tenant's upload is admitted beside it.
+func TestImportUploadTenantShare(t *testing.T) {
+	g, imports := startImportsEdge(t, Config{BodyMemoryBytes: 16 << 20})
+	content := string(file(4096))
+	path := importsURL + "?kind=contacts&format=csv"
+	body := newWatchedBody(content)
+	held := holdRequest(t, g, request(http.MethodPost, path, goodKey, "text/csv", body, -1), body)
+
+	refusedBody := newWatchedBody(content)
+	w := serve(g, request(http.MethodPost, path, goodKey, "text/csv", refusedBody, int64(len(content))))
+	var p map[string]any
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "1" ||
+		json.Unmarshal(w.Body.Bytes(), &p) != nil || p["type"] != "/errors/unavailable" || !strings.Contains(p["title"].(string), "tenant") {
+		t.Fatalf("the tenant's second upload: %d (Retry-After %q) %s", w.Code, w.Header().Get("Retry-After"), w.Body)
+	}
+	if refusedBody.reads.Load() != 0 {
+		t.Errorf("%d reads of the refused upload's file", refusedBody.reads.Load())
+	}
+
+	other := "/api/tenants/" + otherTenant + "/imports?kind=contacts&format=csv"
+	w = serve(g, request(http.MethodPost, other, otherKey, "text/csv", io.NopCloser(strings.NewReader(content)), int64(len(content))))
+	if w.Code != http.StatusAccepted {
+		t.Fatalf("another tenant's upload beside the first tenant's: %d %s", w.Code, w.Body)
+	}
+	if u := imports.received(t); u.header.GetTenantId() != otherTenant {
+		t.Errorf("the service received %s's upload, want %s's", u.header.GetTenantId(), otherTenant)
+	}
+	if code := held(); code != http.StatusAccepted {
+		t.Errorf("held upload: %d", code)
+	}
+	imports.received(t)
+	if n := g.budget.inUse(); n != 0 || len(g.budget.uploadsHeld) != 0 {
+		t.Errorf("%d bytes, %v held after every upload ended", n, g.budget.uploadsHeld)
+	}
+}
+
+// slowBody is a file that gives 10 bytes a read, each after delay: a
+// client that sends slower than the minimum rate.
+type slowBody struct {
+	r     io.Reader
+	delay time.Duration
+}
+
+func (b *slowBody) Read(p []byte) (int, error) {
+	time.Sleep(b.delay)
+	return b.r.Read(p[:min(len(p), 10)])
+}
+
+func (b *slowBody) Close() error { return nil }
+
+// TestImportUploadTooSlowIsCut: past its grace period an upload that
+// arrives slower than the minimum rate is cut: 400 naming the rate, and
+// the service's call is cancelled, so nothing is imported. (Through a
+// real connection the read deadline cuts a client that sends nothing:
+// e2e TestImportUploadsFairPerTenant.)
+func TestImportUploadTooSlowIsCut(t *testing.T) {
+	g, imports := startImportsEdge(t, Config{BodyMemoryBytes: 16 << 20, ImportMinBytesPerSecond: 1 << 20, ImportRateGrace: 20 * time.Millisecond})
+	body := &slowBody{r: strings.NewReader(string(file(1000))), delay: 5 * time.Millisecond}
+	w := serve(g, request(http.MethodPost, importsURL+"?kind=contacts&format=csv", goodKey, "text/csv", body, 1000))
+	var p struct {
+		Errors map[string][]string `json:"errors"`
+	}
+	if w.Code != http.StatusBadRequest || json.Unmarshal(w.Body.Bytes(), &p) != nil || len(p.Errors["$"]) != 1 ||
+		!strings.Contains(p.Errors["$"][0], "slower than 1048576 bytes per second") {
+		t.Fatalf("slow upload: %d %s", w.Code, w.Body)
+	}
+	if u := imports.received(t); u.err == nil {
+		t.Errorf("the service's call ended with the file (%d bytes), not cancelled", u.size)
+	}
+	if n := g.budget.inUse(); n != 0 {
+		t.Errorf("%d bytes held after the cut upload", n)
 	}
 }

@@ -220,8 +220,17 @@ func (a *App) startGateway(ctx context.Context, upstreams map[string]string, key
 	if err != nil {
 		return err
 	}
+	minRate, err := cfg.ServiceConfig.Int("ALMONER_IMPORT_MIN_BYTES_PER_SECOND", gateway.DefaultImportMinBytesPerSecond)
+	if err != nil {
+		return err
+	}
+	grace, err := cfg.ServiceConfig.Duration("ALMONER_IMPORT_RATE_GRACE", gateway.DefaultImportRateGrace)
+	if err != nil {
+		return err
+	}
 	a.gw, err = gateway.New(ctx, gateway.Config{Upstreams: gwUpstreams, ErrorsBaseURL: cfg.ErrorsBaseURL, Logger: cfg.Logger,
-		TrustedProxies: trusted, BodyMemoryBytes: int64(bodyMemory), InternalKey: key})
+		TrustedProxies: trusted, BodyMemoryBytes: int64(bodyMemory), InternalKey: key,
+		ImportMinBytesPerSecond: int64(minRate), ImportRateGrace: grace})
 	if err != nil {
 		return err
 	}
