@@ -25,6 +25,7 @@ const (
 	codeAlreadyVoided         = "Order.AlreadyVoided"
 	codeCannotVoid            = "Order.CannotVoid"
 	codeCannotRefund          = "Order.CannotRefund"
+	codeChangeInProgress      = "Order.ChangeInProgress"
 	codeOverRefund            = "Order.RefundExceedsRefundable"
 	codeDeclined              = "Payment.DeclinedByProcessor"
 	codeProcessorUnavailable  = "Payment.ProcessorNotConfigured"

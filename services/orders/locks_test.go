@@ -2,21 +2,23 @@ package orders
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"testing"
-	"time"
 
-	"github.com/almoner/almoner/services/orders/store"
+	"github.com/jackc/pgx/v5"
 )
 
-// TestDetachRacingMerge: a detach of a contact's default method holds the
-// contact's lock (shared, as every write of a contact's row does) from
-// before it locks the method, so a merge of that contact waits for the
-// whole detach instead of deadlocking with it. It locked only the method:
-// the merge, holding the contact's lock and moving the duplicate's methods
-// row by row, locked the other method and waited for the detached one,
-// while the detach, its processor call done, passed the default to that
-// other method and waited for the merge. PostgreSQL aborted the merge
-// after deadlock_timeout (a 500).
+// TestDetachRacingMerge: marking a contact's default method detached
+// (after the processor let go of it, with no transaction open) while a
+// merge of that contact runs neither deadlocks nor misses the method:
+// the detach takes the contact's lock (shared, as every write of a
+// contact's row does) before the method's, so it waits for the merge,
+// and then detaches the method where the merge moved it, passing the
+// survivor's default on. It locked only the method, and held it across
+// the processor's call: a merge holding the contact's lock that had
+// locked the other method deadlocked with it (PostgreSQL aborted the
+// merge after deadlock_timeout, a 500).
 func TestDetachRacingMerge(t *testing.T) {
 	t.Parallel()
 	f := newMoveFixture(t)
@@ -35,63 +37,34 @@ func TestDetachRacingMerge(t *testing.T) {
 		}
 	}
 	st := f.moves.s.store
-
-	// The detach of pm_b, stopped in its processor call.
-	atProcessor, goOn := make(chan struct{}), make(chan struct{})
-	detached := make(chan error, 1)
-	go func() {
-		detached <- st.DetachPaymentMethod(ctx, f.tenant, dup, "pm_b", func(store.PaymentMethod) error {
-			close(atProcessor)
-			<-goOn
-			return nil
-		}, "test")
-	}()
-	select {
-	case <-atProcessor:
-	case err := <-detached:
-		t.Fatalf("detach returned before its processor call: %v", err)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	var detachErr, moveErr error
+	wg.Go(func() { <-start; detachErr = st.MarkMethodDetached(ctx, f.tenant, dup, "pm_b", "test") })
+	wg.Go(func() { <-start; _, moveErr = f.move(dup, surv) })
+	close(start)
+	wg.Wait()
+	if detachErr != nil || moveErr != nil {
+		t.Fatalf("detach: %v; merge: %v", detachErr, moveErr)
 	}
-
-	// The merge starts and waits for a lock the detach holds.
-	moved := make(chan error, 1)
-	go func() {
-		_, err := f.move(dup, surv)
-		moved <- err
-	}()
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		var waiting int
-		if err := f.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting > 0 {
-			break
-		}
-		select {
-		case err := <-moved:
-			t.Fatalf("the merge returned (%v) while the detach held its method", err)
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the merge never waited for a lock")
-		}
-	}
-
-	// The processor answers; both finish.
-	close(goOn)
-	if err := <-detached; err != nil {
-		t.Errorf("detach: %v", err)
-	}
-	if err := <-moved; err != nil {
-		t.Errorf("merge: %v", err)
-	}
-	var contact int64
-	var def bool
-	if err := f.pool.QueryRow(ctx, `SELECT contact_id, is_default FROM orders.payment_methods WHERE tenant_id = $1 AND id = 'pm_a'`,
-		f.tenant).Scan(&contact, &def); err != nil {
+	rows, err := f.pool.Query(ctx, `SELECT id, contact_id, is_default, detached_at IS NOT NULL FROM orders.payment_methods WHERE tenant_id = $1 ORDER BY id`, f.tenant)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if contact != surv || !def {
-		t.Errorf("pm_a: contact %d, default %v; want the survivor's default", contact, def)
+	type method struct {
+		id                 string
+		contact            int64
+		isDefault, removed bool
+	}
+	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (method, error) {
+		var m method
+		return m, r.Scan(&m.id, &m.contact, &m.isDefault, &m.removed)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []method{{"pm_a", surv, true, false}, {"pm_b", surv, false, true}}
+	if !slices.Equal(got, want) {
+		t.Errorf("methods after the detach and the merge = %+v, want %+v", got, want)
 	}
 }

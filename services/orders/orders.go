@@ -21,7 +21,6 @@ import (
 	"github.com/almoner/almoner/pkg/features"
 	"github.com/almoner/almoner/pkg/money"
 	"github.com/almoner/almoner/pkg/scopes"
-	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/store"
 )
 
@@ -452,7 +451,7 @@ func (a *orderServer) VoidOrder(ctx context.Context, req *ordersv1.VoidOrderRequ
 		return nil, errOrderNotFound
 	}
 	tenantID := uuid.MustParse(p.TenantID)
-	o, err := a.s.store.VoidOrder(ctx, tenantID, id, a.s.paymentAction(p.TenantID), p.Actor())
+	o, err := a.s.void(ctx, tenantID, id, p.Actor())
 	switch {
 	case errors.Is(err, db.ErrNotFound):
 		return nil, errOrderNotFound
@@ -466,6 +465,8 @@ func (a *orderServer) VoidOrder(ctx context.Context, req *ordersv1.VoidOrderRequ
 		return nil, apperr.Rule(codeAlreadyVoided, "The order is already voided.")
 	case errors.Is(err, store.ErrIllegalState):
 		return nil, apperr.Rule(codeCannotVoid, "Only a Completed or Pending order with nothing refunded can be voided; refund the rest instead.")
+	case errors.Is(err, store.ErrChangeInProgress):
+		return nil, errChangeInProgress
 	case err != nil:
 		return nil, err
 	}
@@ -511,12 +512,14 @@ func (a *orderServer) CreateOrderRefund(ctx context.Context, req *ordersv1.Creat
 	if payment != nil {
 		r.PaymentID = &payment.ID
 	}
-	o, err := a.s.store.RefundOrder(ctx, tenantID, id, r, a.s.paymentAction(p.TenantID), p.Actor())
+	o, err := a.s.refund(ctx, tenantID, id, r, p.Actor())
 	switch {
 	case errors.Is(err, db.ErrNotFound):
 		return nil, errOrderNotFound
 	case errors.Is(err, store.ErrIllegalState):
 		return nil, apperr.Rule(codeCannotRefund, "Only a Completed or PartiallyRefunded order can be refunded.")
+	case errors.Is(err, store.ErrChangeInProgress):
+		return nil, errChangeInProgress
 	case errors.Is(err, store.ErrOverRefund) && payment != nil:
 		return nil, apperr.FieldRule(codeOverRefund, "Amount",
 			fmt.Sprintf("At most %s can still be refunded from this payment.", money.FormatMinor(payment.RefundableMinor(), cur.Currency)))
@@ -560,36 +563,4 @@ func (s *Service) releaseAll(ctx context.Context, p authctx.Principal, orderID u
 		return upstream("The order changed but its stock could not be released yet; retry to release it.", err)
 	}
 	return nil
-}
-
-// paymentAction voids or refunds processor payments at the processor that
-// collected them: a void cancels a charge that has not settled and
-// refunds one that has; a refund gives back its amount. Each call carries
-// the change's idempotency key, so a retried change is the same one at the
-// processor. A refusal (a refund the processor will not make) is a 400;
-// nothing is recorded then.
-func (s *Service) paymentAction(tenantID string) store.PaymentAction {
-	return func(ctx context.Context, pay store.Payment, amountMinor int64, key string) error {
-		if pay.Processor == "" || pay.ProcessorReference == "" {
-			return nil
-		}
-		proc, err := s.byName(ctx, tenantID, pay.Processor)
-		if err != nil {
-			return err
-		}
-		meta := map[string]string{"tenant_id": tenantID, "payment_id": pay.ID.String()}
-		switch {
-		case amountMinor > 0:
-			_, err = proc.Refund(ctx, processor.RefundRequest{IdempotencyKey: key, Reference: pay.ProcessorReference, AmountMinor: amountMinor, Metadata: meta})
-		case pay.Status == store.PaymentCaptured:
-			_, err = proc.Refund(ctx, processor.RefundRequest{IdempotencyKey: key, Reference: pay.ProcessorReference,
-				AmountMinor: pay.AmountMinor - pay.RefundedMinor, Metadata: meta})
-		default:
-			err = proc.Cancel(ctx, pay.ProcessorReference, key)
-		}
-		if err == nil {
-			return nil
-		}
-		return changeError(err, "the request was not accepted.", "The payment processor cannot be reached; nothing was changed. Retry the request.")
-	}
 }

@@ -58,28 +58,40 @@ func (a *paymentMethodServer) DeleteContactPaymentMethod(ctx context.Context, re
 	if err := a.s.requireContact(ctx, p, req.GetContactId()); err != nil {
 		return nil, err
 	}
-	id := strings.TrimSpace(req.GetPaymentMethodId())
-	err = a.s.store.DetachPaymentMethod(ctx, uuid.MustParse(p.TenantID), req.GetContactId(), id, func(m store.PaymentMethod) error {
-		proc, err := a.s.byName(ctx, p.TenantID, m.Provider)
-		if err != nil {
-			return err
-		}
-		err = proc.DetachPaymentMethod(ctx, m.ID)
-		if r, ok := processor.AsRefused(err); ok && r.Code == "resource_missing" {
-			return nil // already gone at the processor: detached here too
-		}
-		if err != nil {
-			return changeError(err, "the method was not detached.", "The payment processor cannot be reached; the method was not removed. Retry the request.")
-		}
-		return nil
-	}, p.Actor())
+	tenant, id := uuid.MustParse(p.TenantID), strings.TrimSpace(req.GetPaymentMethodId())
+	m, err := a.s.store.ContactMethod(ctx, tenant, req.GetContactId(), id)
 	if errors.Is(err, db.ErrNotFound) {
 		return nil, errPaymentMethodNotFound
 	}
 	if err != nil {
 		return nil, err
 	}
+	// The processor lets go first, with no transaction open; the method
+	// is marked detached only once it has.
+	if err := a.s.detachAtProcessor(ctx, p.TenantID, m); err != nil {
+		return nil, err
+	}
+	if err := a.s.store.MarkMethodDetached(ctx, tenant, req.GetContactId(), id, p.Actor()); err != nil {
+		return nil, err
+	}
 	return &ordersv1.DeleteContactPaymentMethodResponse{}, nil
+}
+
+// detachAtProcessor detaches a saved method at the processor that keeps
+// it; one the processor no longer has is detached already.
+func (s *Service) detachAtProcessor(ctx context.Context, tenantID string, m store.PaymentMethod) error {
+	proc, err := s.byName(ctx, tenantID, m.Provider)
+	if err != nil {
+		return err
+	}
+	err = proc.DetachPaymentMethod(ctx, m.ID)
+	if r, ok := processor.AsRefused(err); ok && r.Code == "resource_missing" {
+		return nil
+	}
+	if err != nil {
+		return changeError(err, "the method was not detached.", "The payment processor cannot be reached; the method was not removed. Retry the request.")
+	}
+	return nil
 }
 
 // requireContact answers 404 for a contact that is not the tenant's.

@@ -36,8 +36,7 @@ func TestRefundStoresLineShares(t *testing.T) {
 			t.Fatalf("%v\n%s", err, q)
 		}
 	}
-	st := New(pool, Config{}, nil).Store()
-	noop := func(context.Context, store.Payment, int64, string) error { return nil }
+	svc := New(pool, Config{}, nil)
 	for _, step := range []struct {
 		refund                 int64
 		d0, d1, item, donation int64
@@ -45,7 +44,7 @@ func TestRefundStoresLineShares(t *testing.T) {
 		{refund: 1000, d0: 166, d1: 333, item: 501, donation: 499},
 		{refund: 2000, d0: 499, d1: 1000, item: 1501, donation: 1499},
 	} {
-		if _, err := st.RefundOrder(ctx, tenant, order, store.Refund{AmountMinor: step.refund}, noop, "test"); err != nil {
+		if _, err := svc.refund(ctx, tenant, order, store.Refund{AmountMinor: step.refund}, "test"); err != nil {
 			t.Fatal(err)
 		}
 		var d0, d1, item, donation int64

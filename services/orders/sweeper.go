@@ -92,6 +92,9 @@ func (w *Sweeper) step(ctx context.Context) {
 	if _, err := w.SweepOnce(ctx); err != nil && ctx.Err() == nil {
 		w.s.logger.ErrorContext(ctx, "sweep abandoned order claims", "error", err)
 	}
+	if _, err := w.s.finishChanges(ctx, w.cfg.Lease); err != nil && ctx.Err() == nil {
+		w.s.logger.ErrorContext(ctx, "finish refunds and voids left in flight", "error", err)
+	}
 }
 
 // SweepOnce sweeps every claim due now and returns how many it released.

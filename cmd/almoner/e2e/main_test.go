@@ -6,13 +6,17 @@ import (
 	"testing"
 
 	"github.com/almoner/almoner/cmd/almoner/apptest"
+	"github.com/almoner/almoner/pkg/db"
 )
 
 // TestMain lets tests start Almoner child processes from this binary
 // (apptest.StartChild), and after the whole run checks that no API key or
-// webhook secret any test saw was ever written to any log.
+// webhook secret any test saw was ever written to any log. Transactions
+// are tracked: a payment processor call made inside one fails the request
+// that made it (db.OutsideTx).
 func TestMain(m *testing.M) {
 	apptest.RunChildIfRequested()
+	db.TrackTransactions()
 	code := m.Run()
 	if leaks := apptest.SecretsNeverLogged(); leaks != "" {
 		fmt.Fprint(os.Stderr, "FAIL: secrets in logs:\n"+leaks)

@@ -11,17 +11,7 @@ import (
 	"github.com/almoner/almoner/pkg/db"
 )
 
-// PaymentAction is called inside a void or refund transaction for each
-// payment it touches, under the order's row lock, so a processor payment
-// is voided or refunded at the processor before the change commits; an
-// error rolls everything back. amountMinor is the refund, 0 for a void;
-// key is the idempotency key of the processor call (the refund's id and
-// the payment's, or the void's), the same on every retry of the same
-// change.
-type PaymentAction func(ctx context.Context, p Payment, amountMinor int64, key string) error
-
-// lockTimeout bounds how long a change waits for an order's row lock; a
-// refund holds it across its processor call.
+// lockTimeout bounds how long a change waits for an order's row lock.
 const lockTimeout = "15s"
 
 func lockOrder(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID) (Order, error) {
@@ -39,48 +29,58 @@ func lockOrder(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID) (Order, e
 	return os[0], nil
 }
 
-// VoidOrder voids an order that nothing was refunded from: a Completed
-// order, or a Pending one whose charge has not settled. Its payments
-// become Voided and the order Voided. Voiding is the soft delete of an
-// order, so its audit row is order.deleted.
-func (s *Store) VoidOrder(ctx context.Context, tenantID, id uuid.UUID, act PaymentAction, actor string) (Order, error) {
-	var out Order
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		o, err := lockOrder(ctx, tx, tenantID, id)
-		if err != nil {
-			return err
-		}
-		switch o.Status {
-		case StatusVoided:
-			return ErrAlreadyVoided
-		case StatusCompleted, StatusPending:
-		default:
-			return fmt.Errorf("order is %s: %w", o.Status, ErrIllegalState)
-		}
-		for i, p := range o.Payments {
-			switch p.Status {
-			case PaymentCaptured, PaymentAuthorized, PaymentPending, PaymentRequiresAction:
-			default:
-				continue
-			}
-			if err := act(ctx, p, 0, "void/"+p.ID.String()); err != nil {
-				return fmt.Errorf("void payment %s: %w", p.ID, err)
-			}
-			if err := setPaymentStatus(ctx, tx, tenantID, id, p, PaymentVoided, actor); err != nil {
-				return err
-			}
-			o.Payments[i].Status = PaymentVoided
-		}
-		if err := setOrderStatus(ctx, tx, &o, StatusVoided, audit.Deleted, actor); err != nil {
-			return err
-		}
-		out = o
-		return nil
-	})
-	if err != nil {
-		return Order{}, fmt.Errorf("orders: void order %s: %w", id, err)
+// planVoid is the void of a locked order that nothing was refunded from:
+// a Completed order, or a Pending one whose charge has not settled. Each
+// payment still standing is voided: a captured one refunded of what is
+// left, one not settled cancelled, each with the key void/<paymentId>.
+func planVoid(o Order) ([]PaymentTake, error) {
+	switch o.Status {
+	case StatusVoided:
+		return nil, ErrAlreadyVoided
+	case StatusCompleted, StatusPending:
+	default:
+		return nil, fmt.Errorf("order is %s: %w", o.Status, ErrIllegalState)
 	}
-	return out, nil
+	var takes []PaymentTake
+	for _, p := range o.Payments {
+		switch p.Status {
+		case PaymentCaptured:
+			takes = append(takes, PaymentTake{PaymentID: p.ID, Amount: p.AmountMinor - p.RefundedMinor, Key: "void/" + p.ID.String()})
+		case PaymentAuthorized, PaymentPending, PaymentRequiresAction:
+			takes = append(takes, PaymentTake{PaymentID: p.ID, Cancel: true, Key: "void/" + p.ID.String()})
+		}
+	}
+	return takes, nil
+}
+
+// recordVoid records the first done takes of a void: their payments
+// Voided, and the order Voided once every take is done. Voiding is the
+// soft delete of an order, so its audit row is order.deleted.
+func recordVoid(ctx context.Context, tx pgx.Tx, o *Order, takes []PaymentTake, done int, actor string) error {
+	for _, t := range takes[:done] {
+		i := paymentIndex(*o, t.PaymentID)
+		if i < 0 || o.Payments[i].Status == PaymentVoided {
+			continue
+		}
+		if err := setPaymentStatus(ctx, tx, o.TenantID, o.ID, o.Payments[i], PaymentVoided, actor); err != nil {
+			return err
+		}
+		o.Payments[i].Status = PaymentVoided
+	}
+	if done < len(takes) {
+		return nil
+	}
+	return setOrderStatus(ctx, tx, o, StatusVoided, audit.Deleted, actor)
+}
+
+// paymentIndex is the position of payment id on o, or -1.
+func paymentIndex(o Order, id uuid.UUID) int {
+	for i, p := range o.Payments {
+		if p.ID == id {
+			return i
+		}
+	}
+	return -1
 }
 
 // setPaymentStatus moves one payment to status with its audit row.
@@ -128,45 +128,28 @@ type Refund struct {
 	Source string
 }
 
-// RefundOrder refunds part or all of an order. Over-refunding is
-// ErrOverRefund; a voided or fully refunded order is ErrIllegalState; a
-// payment id not of the order is db.ErrNotFound.
-func (s *Store) RefundOrder(ctx context.Context, tenantID, id uuid.UUID, r Refund, act PaymentAction, actor string) (Order, error) {
-	var out Order
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		o, err := lockOrder(ctx, tx, tenantID, id)
-		if err != nil {
-			return err
-		}
-		out, err = refundLocked(ctx, tx, o, r, act, actor)
-		return err
-	})
-	if err != nil {
-		return Order{}, fmt.Errorf("orders: refund order %s: %w", id, err)
-	}
-	return out, nil
-}
-
-// refundLocked refunds r of o, whose row the transaction holds: each
-// touched payment is refunded at the processor (act) and updated, the
-// refund row, the order and the lines' shares are written with their
-// audit rows.
-func refundLocked(ctx context.Context, tx pgx.Tx, o Order, r Refund, act PaymentAction, actor string) (Order, error) {
+// refundLocked refunds r of o, whose row the transaction holds, where no
+// processor is called: a refund made at the processor and learnt from its
+// notification.
+func refundLocked(ctx context.Context, tx pgx.Tx, o Order, r Refund, actor string) (Order, error) {
 	if o.Status != StatusCompleted && o.Status != StatusPartiallyRefunded {
 		return Order{}, fmt.Errorf("order is %s: %w", o.Status, ErrIllegalState)
 	}
-	refundID := uuid.Must(uuid.NewV7())
 	plan, err := planRefund(o, r)
 	if err != nil {
 		return Order{}, fmt.Errorf("plan refund: %w", err)
 	}
+	return applyRefund(ctx, tx, o, plan, uuid.Must(uuid.NewV7()), r, actor)
+}
+
+// applyRefund records a refund of o (locked) made of plan: each touched
+// payment updated, the refund row, the order and the lines' shares, with
+// their audit rows.
+func applyRefund(ctx context.Context, tx pgx.Tx, o Order, plan []refundTake, refundID uuid.UUID, r Refund, actor string) (Order, error) {
 	tenant := o.TenantID.String()
 	var total int64
 	for _, take := range plan {
 		p := o.Payments[take.index]
-		if err := act(ctx, p, take.amount, refundID.String()+"/"+p.ID.String()); err != nil {
-			return Order{}, fmt.Errorf("refund payment %s: %w", p.ID, err)
-		}
 		np := p
 		np.RefundedMinor += take.amount
 		np.Status = PaymentPartiallyRefunded

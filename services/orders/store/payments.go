@@ -114,29 +114,41 @@ func (s *Store) GetPaymentMethod(ctx context.Context, tenantID uuid.UUID, id str
 	return m, nil
 }
 
-// DetachPaymentMethod marks a contact's method detached, with its audit
-// row; detach is called first (at the processor) inside the transaction,
-// so the row changes only when the processor let go of it. The default
-// passes to the contact's oldest remaining method.
+// ContactMethod reads a contact's saved (not detached) method.
+func (s *Store) ContactMethod(ctx context.Context, tenantID uuid.UUID, contactID int64, id string) (PaymentMethod, error) {
+	m, err := scanMethod(s.pool.QueryRow(ctx, `SELECT `+methodColumns+` FROM orders.payment_methods
+		WHERE tenant_id = $1 AND contact_id = $2 AND id = $3 AND detached_at IS NULL`, tenantID, contactID, id))
+	if err != nil {
+		return PaymentMethod{}, fmt.Errorf("orders: get payment method %s: %w", id, err)
+	}
+	return m, nil
+}
+
+// MarkMethodDetached marks a contact's method detached, once the
+// processor let go of it, with its audit row; the default passes to the
+// contact's oldest remaining method (the survivor's, when a merge moved
+// it meanwhile). A method detached meanwhile (a second request) is left
+// as it is.
 //
 // The contact's lock (contactForWrite, shared) comes first, as for every
 // write of a contact's rows: a merge of the contact then waits for the
 // whole detach. Locking only the method deadlocked with a merge that,
 // holding the contact's lock, had locked the other method and waited for
 // this one, while the detach passed the default to that other method.
-func (s *Store) DetachPaymentMethod(ctx context.Context, tenantID uuid.UUID, contactID int64, id string,
-	detach func(PaymentMethod) error, actor string) error {
+func (s *Store) MarkMethodDetached(ctx context.Context, tenantID uuid.UUID, contactID int64, id, actor string) error {
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT `+contactForWrite("$1", "$2::bigint"), tenantID, contactID); err != nil {
+		// A merge that committed since the method was read moved it to
+		// the survivor: it is the survivor's method that is detached.
+		if err := tx.QueryRow(ctx, `SELECT `+contactForWrite("$1", "$2::bigint"), tenantID, contactID).Scan(&contactID); err != nil {
 			return fmt.Errorf("lock the contact: %w", err)
 		}
 		m, err := scanMethod(tx.QueryRow(ctx, `SELECT `+methodColumns+` FROM orders.payment_methods
 			WHERE tenant_id = $1 AND contact_id = $2 AND id = $3 AND detached_at IS NULL FOR UPDATE`, tenantID, contactID, id))
+		if errors.Is(err, db.ErrNotFound) {
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("lock payment method: %w", err)
-		}
-		if err := detach(m); err != nil {
-			return fmt.Errorf("detach at the processor: %w", err)
 		}
 		if _, err := tx.Exec(ctx, `UPDATE orders.payment_methods SET detached_at = now(), is_default = false WHERE tenant_id = $1 AND id = $2`, tenantID, id); err != nil {
 			return fmt.Errorf("mark payment method detached: %w", err)
@@ -267,6 +279,12 @@ func (s *Store) ApplyNotification(ctx context.Context, tenantID uuid.UUID, n Not
 		if err != nil {
 			return err
 		}
+		// A refund or void in flight may be what the event reports: it is
+		// applied once that change is recorded (the processor sends it
+		// again), not counted twice.
+		if err := noChangeInFlight(ctx, tx, o); err != nil {
+			return err
+		}
 		out, err = settle(ctx, tx, o, paymentID, n, actor)
 		return err
 	})
@@ -370,9 +388,8 @@ func settleRefunded(ctx context.Context, tx pgx.Tx, o Order, idx int, refundedMi
 	if delta <= 0 || !refundable(p) || (o.Status != StatusCompleted && o.Status != StatusPartiallyRefunded) {
 		return Applied{Order: o}, nil
 	}
-	none := func(context.Context, Payment, int64, string) error { return nil }
 	ro, err := refundLocked(ctx, tx, o, Refund{AmountMinor: min(delta, p.AmountMinor-p.RefundedMinor), PaymentID: &p.ID,
-		Reason: "Refunded at the payment processor.", Source: "processor"}, none, actor)
+		Reason: "Refunded at the payment processor.", Source: "processor"}, actor)
 	if err != nil {
 		return Applied{}, err
 	}

@@ -38,6 +38,8 @@ var (
 	ErrOverRefund     = errors.New("refund exceeds refundable amount")
 	ErrAlreadyVoided  = errors.New("already voided")
 	ErrNothingToApply = errors.New("nothing to apply")
+	// ErrChangeInProgress: a refund or void of the order is in flight.
+	ErrChangeInProgress = errors.New("refund or void in progress")
 	// ErrChargeInProgress: a schedule's installment is being charged.
 	ErrChargeInProgress = errors.New("installment charge in progress")
 )

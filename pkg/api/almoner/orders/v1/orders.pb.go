@@ -5458,7 +5458,7 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\x0edecline_reason\x18\t \x01(\tR\rdeclineReason\x129\n" +
 	"\n" +
 	"created_at\x18\n" +
-	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt2\xda\a\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt2\xa8\t\n" +
 	"\fOrderService\x12\xe0\x02\n" +
 	"\vCreateOrder\x12%.almoner.orders.v1.CreateOrderRequest\x1a&.almoner.orders.v1.CreateOrderResponse\"\x81\x02\x92A\xcc\x01Jm\n" +
 	"\x03409\x12f\n" +
@@ -5467,9 +5467,13 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"RThe Idempotency-Key was used before with another body: Order.IdempotencyKeyReused.\x82\xd3\xe4\x93\x02+:\x01*b\x05order\"\x1f/api/tenants/{tenant_id}/orders\x12\x82\x01\n" +
 	"\n" +
 	"ListOrders\x12$.almoner.orders.v1.ListOrdersRequest\x1a%.almoner.orders.v1.ListOrdersResponse\"'\x82\xd3\xe4\x93\x02!\x12\x1f/api/tenants/{tenant_id}/orders\x12\x8e\x01\n" +
-	"\bGetOrder\x12\".almoner.orders.v1.GetOrderRequest\x1a#.almoner.orders.v1.GetOrderResponse\"9\x82\xd3\xe4\x93\x023b\x05order\x12*/api/tenants/{tenant_id}/orders/{order_id}\x12\x99\x01\n" +
-	"\tVoidOrder\x12#.almoner.orders.v1.VoidOrderRequest\x1a$.almoner.orders.v1.VoidOrderResponse\"A\x82\xd3\xe4\x93\x02;:\x01*b\x05order\"//api/tenants/{tenant_id}/orders/{order_id}/void\x12\xb4\x01\n" +
-	"\x11CreateOrderRefund\x12+.almoner.orders.v1.CreateOrderRefundRequest\x1a,.almoner.orders.v1.CreateOrderRefundResponse\"D\x82\xd3\xe4\x93\x02>:\x01*b\x05order\"2/api/tenants/{tenant_id}/orders/{order_id}/refunds2\xe0\x03\n" +
+	"\bGetOrder\x12\".almoner.orders.v1.GetOrderRequest\x1a#.almoner.orders.v1.GetOrderResponse\"9\x82\xd3\xe4\x93\x023b\x05order\x12*/api/tenants/{tenant_id}/orders/{order_id}\x12\x80\x02\n" +
+	"\tVoidOrder\x12#.almoner.orders.v1.VoidOrderRequest\x1a$.almoner.orders.v1.VoidOrderResponse\"\xa7\x01\x92AcJa\n" +
+	"\x03409\x12Z\n" +
+	"XA refund or void of this order is being made: Order.ChangeInProgress; retry in a moment.\x82\xd3\xe4\x93\x02;:\x01*b\x05order\"//api/tenants/{tenant_id}/orders/{order_id}/void\x12\x9b\x02\n" +
+	"\x11CreateOrderRefund\x12+.almoner.orders.v1.CreateOrderRefundRequest\x1a,.almoner.orders.v1.CreateOrderRefundResponse\"\xaa\x01\x92AcJa\n" +
+	"\x03409\x12Z\n" +
+	"XA refund or void of this order is being made: Order.ChangeInProgress; retry in a moment.\x82\xd3\xe4\x93\x02>:\x01*b\x05order\"2/api/tenants/{tenant_id}/orders/{order_id}/refunds2\xe0\x03\n" +
 	"\x14PaymentMethodService\x12\xdf\x01\n" +
 	"\x19ListContactPaymentMethods\x123.almoner.orders.v1.ListContactPaymentMethodsRequest\x1a4.almoner.orders.v1.ListContactPaymentMethodsResponse\"W\x82\xd3\xe4\x93\x02Qb\x0fpayment_methods\x12>/api/tenants/{tenant_id}/contacts/{contact_id}/payment-methods\x12\xe5\x01\n" +
 	"\x1aDeleteContactPaymentMethod\x124.almoner.orders.v1.DeleteContactPaymentMethodRequest\x1a5.almoner.orders.v1.DeleteContactPaymentMethodResponse\"Z\x82\xd3\xe4\x93\x02T*R/api/tenants/{tenant_id}/contacts/{contact_id}/payment-methods/{payment_method_id}2\x91\x01\n" +
@@ -5486,15 +5490,25 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\bGetBatch\x12\".almoner.orders.v1.GetBatchRequest\x1a#.almoner.orders.v1.GetBatchResponse\":\x82\xd3\xe4\x93\x024b\x05batch\x12+/api/tenants/{tenant_id}/batches/{batch_id}\x12\x90\x01\n" +
 	"\vCreateBatch\x12%.almoner.orders.v1.CreateBatchRequest\x1a&.almoner.orders.v1.CreateBatchResponse\"2\x82\xd3\xe4\x93\x02,:\x01*b\x05batch\" /api/tenants/{tenant_id}/batches\x12\x9e\x01\n" +
 	"\n" +
-	"CloseBatch\x12$.almoner.orders.v1.CloseBatchRequest\x1a%.almoner.orders.v1.CloseBatchResponse\"C\x82\xd3\xe4\x93\x02=:\x01*b\x05batch\"1/api/tenants/{tenant_id}/batches/{batch_id}/close2\x98\x0e\n" +
+	"CloseBatch\x12$.almoner.orders.v1.CloseBatchRequest\x1a%.almoner.orders.v1.CloseBatchResponse\"C\x82\xd3\xe4\x93\x02=:\x01*b\x05batch\"1/api/tenants/{tenant_id}/batches/{batch_id}/close2\xeb\x12\n" +
 	"\x18RecurringDonationService\x12\xb3\x01\n" +
 	"\x16ListRecurringDonations\x120.almoner.orders.v1.ListRecurringDonationsRequest\x1a1.almoner.orders.v1.ListRecurringDonationsResponse\"4\x82\xd3\xe4\x93\x02.\x12,/api/tenants/{tenant_id}/recurring-donations\x12\xcf\x01\n" +
-	"\x14GetRecurringDonation\x12..almoner.orders.v1.GetRecurringDonationRequest\x1a/.almoner.orders.v1.GetRecurringDonationResponse\"V\x82\xd3\xe4\x93\x02Pb\x12recurring_donation\x12:/api/tenants/{tenant_id}/recurring-donations/{schedule_id}\x12\xe2\x01\n" +
-	"\x17CancelRecurringDonation\x121.almoner.orders.v1.CancelRecurringDonationRequest\x1a2.almoner.orders.v1.CancelRecurringDonationResponse\"`\x82\xd3\xe4\x93\x02Z:\x01*b\x12recurring_donation\"A/api/tenants/{tenant_id}/recurring-donations/{schedule_id}/cancel\x12\xd8\x01\n" +
-	"\x16AmendRecurringDonation\x120.almoner.orders.v1.AmendRecurringDonationRequest\x1a1.almoner.orders.v1.AmendRecurringDonationResponse\"Y\x82\xd3\xe4\x93\x02S:\x01*b\x12recurring_donation2:/api/tenants/{tenant_id}/recurring-donations/{schedule_id}\x12\xde\x01\n" +
-	"\x16PauseRecurringDonation\x120.almoner.orders.v1.PauseRecurringDonationRequest\x1a1.almoner.orders.v1.PauseRecurringDonationResponse\"_\x82\xd3\xe4\x93\x02Y:\x01*b\x12recurring_donation\"@/api/tenants/{tenant_id}/recurring-donations/{schedule_id}/pause\x12\xe2\x01\n" +
-	"\x17ResumeRecurringDonation\x121.almoner.orders.v1.ResumeRecurringDonationRequest\x1a2.almoner.orders.v1.ResumeRecurringDonationResponse\"`\x82\xd3\xe4\x93\x02Z:\x01*b\x12recurring_donation\"A/api/tenants/{tenant_id}/recurring-donations/{schedule_id}/resume\x12\xfb\x01\n" +
-	" SkipRecurringDonationInstallment\x12:.almoner.orders.v1.SkipRecurringDonationInstallmentRequest\x1a;.almoner.orders.v1.SkipRecurringDonationInstallmentResponse\"^\x82\xd3\xe4\x93\x02X:\x01*b\x12recurring_donation\"?/api/tenants/{tenant_id}/recurring-donations/{schedule_id}/skip\x12\xef\x01\n" +
+	"\x14GetRecurringDonation\x12..almoner.orders.v1.GetRecurringDonationRequest\x1a/.almoner.orders.v1.GetRecurringDonationResponse\"V\x82\xd3\xe4\x93\x02Pb\x12recurring_donation\x12:/api/tenants/{tenant_id}/recurring-donations/{schedule_id}\x12\xd9\x02\n" +
+	"\x17CancelRecurringDonation\x121.almoner.orders.v1.CancelRecurringDonationRequest\x1a2.almoner.orders.v1.CancelRecurringDonationResponse\"\xd6\x01\x92AsJq\n" +
+	"\x03409\x12j\n" +
+	"hAn installment of this schedule is being charged: RecurringDonation.ChargeInProgress; retry in a minute.\x82\xd3\xe4\x93\x02Z:\x01*b\x12recurring_donation\"A/api/tenants/{tenant_id}/recurring-donations/{schedule_id}/cancel\x12\xcf\x02\n" +
+	"\x16AmendRecurringDonation\x120.almoner.orders.v1.AmendRecurringDonationRequest\x1a1.almoner.orders.v1.AmendRecurringDonationResponse\"\xcf\x01\x92AsJq\n" +
+	"\x03409\x12j\n" +
+	"hAn installment of this schedule is being charged: RecurringDonation.ChargeInProgress; retry in a minute.\x82\xd3\xe4\x93\x02S:\x01*b\x12recurring_donation2:/api/tenants/{tenant_id}/recurring-donations/{schedule_id}\x12\xd5\x02\n" +
+	"\x16PauseRecurringDonation\x120.almoner.orders.v1.PauseRecurringDonationRequest\x1a1.almoner.orders.v1.PauseRecurringDonationResponse\"\xd5\x01\x92AsJq\n" +
+	"\x03409\x12j\n" +
+	"hAn installment of this schedule is being charged: RecurringDonation.ChargeInProgress; retry in a minute.\x82\xd3\xe4\x93\x02Y:\x01*b\x12recurring_donation\"@/api/tenants/{tenant_id}/recurring-donations/{schedule_id}/pause\x12\xd9\x02\n" +
+	"\x17ResumeRecurringDonation\x121.almoner.orders.v1.ResumeRecurringDonationRequest\x1a2.almoner.orders.v1.ResumeRecurringDonationResponse\"\xd6\x01\x92AsJq\n" +
+	"\x03409\x12j\n" +
+	"hAn installment of this schedule is being charged: RecurringDonation.ChargeInProgress; retry in a minute.\x82\xd3\xe4\x93\x02Z:\x01*b\x12recurring_donation\"A/api/tenants/{tenant_id}/recurring-donations/{schedule_id}/resume\x12\xf2\x02\n" +
+	" SkipRecurringDonationInstallment\x12:.almoner.orders.v1.SkipRecurringDonationInstallmentRequest\x1a;.almoner.orders.v1.SkipRecurringDonationInstallmentResponse\"\xd4\x01\x92AsJq\n" +
+	"\x03409\x12j\n" +
+	"hAn installment of this schedule is being charged: RecurringDonation.ChargeInProgress; retry in a minute.\x82\xd3\xe4\x93\x02X:\x01*b\x12recurring_donation\"?/api/tenants/{tenant_id}/recurring-donations/{schedule_id}/skip\x12\xef\x01\n" +
 	"!ListRecurringDonationInstallments\x12;.almoner.orders.v1.ListRecurringDonationInstallmentsRequest\x1a<.almoner.orders.v1.ListRecurringDonationInstallmentsResponse\"O\x82\xd3\xe4\x93\x02I\x12G/api/tenants/{tenant_id}/recurring-donations/{schedule_id}/installments2\x90\x01\n" +
 	"\x18RecurringSettingsService\x12t\n" +
 	"\x13SetRecurringRetries\x12-.almoner.orders.v1.SetRecurringRetriesRequest\x1a..almoner.orders.v1.SetRecurringRetriesResponseB?Z=github.com/almoner/almoner/pkg/api/almoner/orders/v1;ordersv1b\x06proto3"

@@ -1,0 +1,268 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/almoner/almoner/pkg/db"
+)
+
+// Kinds of a PaymentChange.
+const (
+	ChangeRefund = "refund"
+	ChangeVoid   = "void"
+)
+
+// PaymentTake is one payment's part of a refund or void: a refund of
+// Amount, or (Cancel) the cancel of a charge that has not settled, made
+// at the processor with Key.
+type PaymentTake struct {
+	PaymentID uuid.UUID `json:"paymentId"`
+	Amount    int64     `json:"amount"`
+	Cancel    bool      `json:"cancel,omitempty"`
+	Key       string    `json:"key"`
+}
+
+// PaymentChange is a refund or void claimed and not yet recorded: the
+// processor is called for its takes with no transaction open, then
+// FinishChange records what was done (migration 00016).
+type PaymentChange struct {
+	TenantID, ID, OrderID uuid.UUID
+	Kind                  string
+	Takes                 []PaymentTake
+	Reason, Actor         string
+	// Payments are the order's payments as claimed, by id, for the
+	// processor calls.
+	Payments map[uuid.UUID]Payment
+}
+
+// BeginRefund claims a refund of r from an order and commits it. Refunds
+// in flight count as refunded, so refunds made at once never give back
+// more than was paid; a void in flight is ErrChangeInProgress.
+// Over-refunding is ErrOverRefund; a voided or fully refunded order is
+// ErrIllegalState; a payment id not of the order is db.ErrNotFound.
+func (s *Store) BeginRefund(ctx context.Context, tenantID, orderID uuid.UUID, r Refund, lease time.Duration, actor string) (PaymentChange, error) {
+	c := PaymentChange{TenantID: tenantID, ID: uuid.Must(uuid.NewV7()), OrderID: orderID, Kind: ChangeRefund, Reason: r.Reason, Actor: actor}
+	err := s.begin(ctx, &c, lease, func(o Order, inFlight []PaymentChange) ([]PaymentTake, error) {
+		if o.Status != StatusCompleted && o.Status != StatusPartiallyRefunded {
+			return nil, fmt.Errorf("order is %s: %w", o.Status, ErrIllegalState)
+		}
+		o, err := reserved(o, inFlight)
+		if err != nil {
+			return nil, err
+		}
+		plan, err := planRefund(o, r)
+		if err != nil {
+			return nil, fmt.Errorf("plan refund: %w", err)
+		}
+		takes := make([]PaymentTake, len(plan))
+		for i, t := range plan {
+			id := o.Payments[t.index].ID
+			takes[i] = PaymentTake{PaymentID: id, Amount: t.amount, Key: c.ID.String() + "/" + id.String()}
+		}
+		return takes, nil
+	})
+	if err != nil {
+		return PaymentChange{}, fmt.Errorf("orders: refund order %s: %w", orderID, err)
+	}
+	return c, nil
+}
+
+// BeginVoid claims the void of an order (planVoid) and commits it; any
+// change in flight on the order is ErrChangeInProgress.
+func (s *Store) BeginVoid(ctx context.Context, tenantID, orderID uuid.UUID, lease time.Duration, actor string) (PaymentChange, error) {
+	c := PaymentChange{TenantID: tenantID, ID: uuid.Must(uuid.NewV7()), OrderID: orderID, Kind: ChangeVoid, Actor: actor}
+	err := s.begin(ctx, &c, lease, func(o Order, inFlight []PaymentChange) ([]PaymentTake, error) {
+		takes, err := planVoid(o)
+		if err == nil && len(inFlight) > 0 {
+			err = ErrChangeInProgress
+		}
+		return takes, err
+	})
+	if err != nil {
+		return PaymentChange{}, fmt.Errorf("orders: void order %s: %w", orderID, err)
+	}
+	return c, nil
+}
+
+// begin locks the order, plans c's takes from it and the changes in
+// flight, and inserts the claim with its lease.
+func (s *Store) begin(ctx context.Context, c *PaymentChange, lease time.Duration, plan func(Order, []PaymentChange) ([]PaymentTake, error)) error {
+	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		o, err := lockOrder(ctx, tx, c.TenantID, c.OrderID)
+		if err != nil {
+			return err
+		}
+		inFlight, err := changesInFlight(ctx, tx, o)
+		if err != nil {
+			return err
+		}
+		if c.Takes, err = plan(o, inFlight); err != nil {
+			return err
+		}
+		c.Payments = paymentsByID(o)
+		takes, err := json.Marshal(c.Takes)
+		if err != nil {
+			return fmt.Errorf("encode takes: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO orders.payment_changes (tenant_id, id, order_id, kind, takes, reason, actor, lease_until)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, now() + $8 * interval '1 millisecond')`,
+			c.TenantID, c.ID, c.OrderID, c.Kind, takes, c.Reason, c.Actor, lease.Milliseconds()); err != nil {
+			return fmt.Errorf("claim %s: %w", c.Kind, err)
+		}
+		return nil
+	})
+}
+
+// reserved is o with the refunds in flight counted as refunded; a void
+// in flight is ErrChangeInProgress.
+func reserved(o Order, inFlight []PaymentChange) (Order, error) {
+	o.Payments = append([]Payment(nil), o.Payments...)
+	for _, c := range inFlight {
+		if c.Kind == ChangeVoid {
+			return Order{}, ErrChangeInProgress
+		}
+		for _, t := range c.Takes {
+			if i := paymentIndex(o, t.PaymentID); i >= 0 {
+				o.Payments[i].RefundedMinor += t.Amount
+				o.RefundedMinor += t.Amount
+			}
+		}
+	}
+	return o, nil
+}
+
+// FinishChange records the first done takes of c, whose processor calls
+// were made, and deletes its claim, in one transaction: a refund of what
+// they gave back, or the void of their payments (and of the order when
+// all were done). A claim already finished (by the sweeper) records
+// nothing. It returns the order as it then is.
+func (s *Store) FinishChange(ctx context.Context, c PaymentChange, done int) (Order, error) {
+	var out Order
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		o, err := lockOrder(ctx, tx, c.TenantID, c.OrderID)
+		if err != nil {
+			return err
+		}
+		out = o
+		tag, err := tx.Exec(ctx, `DELETE FROM orders.payment_changes WHERE tenant_id = $1 AND id = $2`, c.TenantID, c.ID)
+		if err != nil {
+			return fmt.Errorf("delete claim: %w", err)
+		}
+		if tag.RowsAffected() == 0 || done == 0 {
+			return nil
+		}
+		if c.Kind == ChangeVoid {
+			err = recordVoid(ctx, tx, &out, c.Takes, done, c.Actor)
+			return err
+		}
+		out, err = applyRefund(ctx, tx, o, refundPlan(o, c.Takes[:done]), c.ID, Refund{Reason: c.Reason, Source: "api"}, c.Actor)
+		return err
+	})
+	if err != nil {
+		return Order{}, fmt.Errorf("orders: record %s %s of order %s: %w", c.Kind, c.ID, c.OrderID, err)
+	}
+	return out, nil
+}
+
+// refundPlan is takes as a plan of o's payment positions.
+func refundPlan(o Order, takes []PaymentTake) []refundTake {
+	plan := make([]refundTake, 0, len(takes))
+	for _, t := range takes {
+		if i := paymentIndex(o, t.PaymentID); i >= 0 {
+			plan = append(plan, refundTake{index: i, amount: t.Amount})
+		}
+	}
+	return plan
+}
+
+// ExpireChange ends the lease of a change whose processor call's outcome
+// is unknown, for the sweeper's next pass to finish with the same keys.
+func (s *Store) ExpireChange(ctx context.Context, c PaymentChange) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE orders.payment_changes SET lease_until = now() - interval '1 millisecond'
+		WHERE tenant_id = $1 AND id = $2`, c.TenantID, c.ID); err != nil {
+		return fmt.Errorf("orders: expire %s %s: %w", c.Kind, c.ID, err)
+	}
+	return nil
+}
+
+// TakeStaleChange takes one change whose lease is over (its process died
+// or lost the processor's answer) for lease, with its order's payments.
+// ok is false when there is none.
+func (s *Store) TakeStaleChange(ctx context.Context, lease time.Duration) (c PaymentChange, ok bool, err error) {
+	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var takes []byte
+		err := tx.QueryRow(ctx, `UPDATE orders.payment_changes SET lease_until = now() + $1 * interval '1 millisecond'
+			WHERE (tenant_id, id) = (SELECT tenant_id, id FROM orders.payment_changes WHERE lease_until < now()
+				ORDER BY lease_until LIMIT 1 FOR UPDATE SKIP LOCKED)
+			RETURNING tenant_id, id, order_id, kind, takes, reason, actor`, lease.Milliseconds()).
+			Scan(&c.TenantID, &c.ID, &c.OrderID, &c.Kind, &takes, &c.Reason, &c.Actor)
+		if db.IsNoRows(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("take a stale change: %w", err)
+		}
+		if err := json.Unmarshal(takes, &c.Takes); err != nil {
+			return fmt.Errorf("decode takes of %s: %w", c.ID, err)
+		}
+		o, err := lockOrder(ctx, tx, c.TenantID, c.OrderID)
+		if err != nil {
+			return err
+		}
+		c.Payments, ok = paymentsByID(o), true
+		return nil
+	})
+	if err != nil {
+		return PaymentChange{}, false, fmt.Errorf("orders: %w", err)
+	}
+	return c, ok, nil
+}
+
+// changesInFlight reads the refunds and voids claimed on o and not yet
+// recorded.
+func changesInFlight(ctx context.Context, tx pgx.Tx, o Order) ([]PaymentChange, error) {
+	rows, err := tx.Query(ctx, `SELECT id, kind, takes FROM orders.payment_changes WHERE tenant_id = $1 AND order_id = $2`, o.TenantID, o.ID)
+	if err != nil {
+		return nil, fmt.Errorf("read changes in flight: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (PaymentChange, error) {
+		c := PaymentChange{TenantID: o.TenantID, OrderID: o.ID}
+		var takes []byte
+		if err := r.Scan(&c.ID, &c.Kind, &takes); err != nil {
+			return c, err
+		}
+		return c, json.Unmarshal(takes, &c.Takes)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read changes in flight: %w", err)
+	}
+	return out, nil
+}
+
+// noChangeInFlight is ErrChangeInProgress when a refund or void of o is
+// claimed and not yet recorded.
+func noChangeInFlight(ctx context.Context, tx pgx.Tx, o Order) error {
+	var busy bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM orders.payment_changes WHERE tenant_id = $1 AND order_id = $2)`,
+		o.TenantID, o.ID).Scan(&busy); err != nil {
+		return fmt.Errorf("look for a change in flight: %w", err)
+	}
+	if busy {
+		return ErrChangeInProgress
+	}
+	return nil
+}
+
+func paymentsByID(o Order) map[uuid.UUID]Payment {
+	m := make(map[uuid.UUID]Payment, len(o.Payments))
+	for _, p := range o.Payments {
+		m[p.ID] = p
+	}
+	return m
+}
