@@ -36,7 +36,7 @@ func TestDocumentsPrintAnyName(t *testing.T) {
 		Gifts: []*reportsv1.ReceiptGift{{Date: "2026-01-01", FundName: "Fund 💩 Дети", Amount: usd, Deductible: true}}, Statement: "No goods."}
 	statement := &reportsv1.GivingStatement{StatementNumber: "S-2026-000001", Year: 2026, Revision: 1, IssuedAt: timestamppb.New(time.Now()),
 		Organization: org, Donor: donor, Statement: "No goods.",
-		Gifts: []*reportsv1.StatementGift{{Date: "2026-01-01", OrderNumber: 1, Description: "Fund 💩 Дети", Currency: "USD", Amount: usd, DeductibleAmount: usd}},
+		Gifts:  []*reportsv1.StatementGift{{Date: "2026-01-01", OrderNumber: 1, Description: "Fund 💩 Дети", Currency: "USD", Amount: usd, DeductibleAmount: usd}},
 		Totals: []*reportsv1.StatementTotal{{Currency: "USD", GiftCount: 1, TotalAmount: usd, DeductibleAmount: usd}}}
 	want := []string{"Sig \uFFFD", "מנהלת", "مرحبا علي", "Société \uFFFD Ωμέγα", "12-\uFFFD\uFFFD", "1 Straße \uFFFD",
 		"Zoë 王 \uFFFD", "Renée Street", "שלום", "Fund \uFFFD Дети"}
