@@ -17,9 +17,10 @@ const Replacement = '\uFFFD'
 // 65,536-entry width table, a BMP-sized CIDToGIDMap): a rune above U+FFFF
 // (an emoji, a CJK Extension B ideograph) panics with "index out of range
 // [65536]" in CellFormat, GetStringWidth and the font's output, and is
-// refused in MultiCell. Every method that takes text is shadowed here, so
-// no text of a name, an address, a fund or a profile reaches fpdf as it
-// came.
+// refused in MultiCell. The methods this package prints or measures text
+// with are shadowed here, so no name, address, fund or profile text
+// reaches fpdf as it came; a new way of printing text (Cell, Write, Text)
+// needs its shadow too.
 type pdfDoc struct{ *fpdf.Fpdf }
 
 // CellFormat prints txt made printable, in visual order.

@@ -2,12 +2,14 @@ package render
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
 
@@ -126,4 +128,31 @@ func pdfText(t *testing.T, pdf []byte) string {
 // noSpace is s in NFC without its white space.
 func noSpace(s string) string {
 	return strings.Join(strings.Fields(norm.NFC.String(s)), "")
+}
+
+// FuzzDocumentText renders a document with any text in a name, a cell and
+// the signatory: it never fails, and what reaches fpdf is valid UTF-8 of
+// the Basic Multilingual Plane. (`go test -fuzz FuzzDocumentText`; the
+// seeds run with the tests.)
+func FuzzDocumentText(f *testing.F) {
+	for _, n := range unicodeNames {
+		f.Add(n[0])
+	}
+	f.Add("(שלום [x] עולם) 12")
+	f.Fuzz(func(t *testing.T, s string) {
+		p := Printable(s)
+		if !utf8.ValidString(p) {
+			t.Fatalf("Printable(%q) = %q, invalid UTF-8", s, p)
+		}
+		for _, r := range p {
+			if r > 0xFFFF || r == 0xFFFF || r == 0xFFFE {
+				t.Fatalf("Printable(%q) = %q holds %U", s, p, r)
+			}
+		}
+		d := Document{Title: s, Organization: []string{s}, Donor: []string{s}, Columns: []string{"A", "B"},
+			Rows: [][]string{{s, s}}, Signatory: []string{s}, Footer: s}
+		if err := WriteDocument(d, io.Discard); err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+	})
 }
