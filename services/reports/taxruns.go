@@ -6,8 +6,10 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"mime"
+	"os"
 	"strconv"
 	"strings"
 
@@ -172,9 +174,36 @@ func (x *taxRunServer) DownloadTaxStatementRun(req *reportsv1.DownloadTaxStateme
 	return x.s.writeRunZip(ctx, run, prof, &chunkWriter{stream: stream, contentType: "application/zip"})
 }
 
-// writeRunZip writes one PDF per donor, named by statement number.
+// writeRunZip writes one PDF per donor, named by statement number. The
+// whole ZIP is made in a temporary file before its first byte is sent: a
+// statement that fails to render is then an error the client receives as
+// a problem document, never a 200 cut short (a PDF made while streaming
+// failed after the previous ones had gone out). The spool costs disk
+// (tens of kilobytes a donor), not memory, and is removed on return.
 func (s *Service) writeRunZip(ctx context.Context, run store.TaxRun, prof store.Profile, cw *chunkWriter) error {
-	zw := zip.NewWriter(cw)
+	spool, err := os.CreateTemp("", "almoner-tax-run-*.zip")
+	if err != nil {
+		return fmt.Errorf("reports: download run: %w", err)
+	}
+	defer func() {
+		_ = spool.Close()
+		_ = os.Remove(spool.Name())
+	}()
+	if err := s.zipRun(ctx, run, prof, spool); err != nil {
+		return err
+	}
+	if _, err := spool.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("reports: download run: %w", err)
+	}
+	if _, err := io.Copy(cw, spool); err != nil {
+		return err
+	}
+	return cw.flush()
+}
+
+// zipRun writes the run's statements as a ZIP of PDFs to w.
+func (s *Service) zipRun(ctx context.Context, run store.TaxRun, prof store.Profile, w io.Writer) error {
+	zw := zip.NewWriter(w)
 	err := s.store.TaxRunItems(ctx, run.TenantID, run.ID, func(it store.TaxRunItem) error {
 		st := &reportsv1.GivingStatement{}
 		if err := wirejson.Unmarshal(it.Statement, st); err != nil {
@@ -187,12 +216,12 @@ func (s *Service) writeRunZip(ctx context.Context, run store.TaxRun, prof store.
 		return render.WriteDocument(statementDocument(st, prof), f)
 	})
 	if err != nil {
-		return err
+		return fmt.Errorf("reports: download run: %w", err)
 	}
 	if err := zw.Close(); err != nil {
 		return fmt.Errorf("reports: download run: %w", err)
 	}
-	return cw.flush()
+	return nil
 }
 
 // runCSVHeader is the CSV's first line.

@@ -1,13 +1,19 @@
 package reports
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"google.golang.org/genproto/googleapis/api/httpbody"
+	"google.golang.org/grpc"
 
 	"github.com/almoner/almoner/services/reports/store"
 )
@@ -204,5 +210,75 @@ func TestMinima(t *testing.T) {
 	m := minima("0.5", []string{"USD", "JPY", "KWD"})
 	if fmt.Sprint(m.Minor) != "[50 1 500]" {
 		t.Errorf("minima = %v, want [50 1 500]", m.Minor)
+	}
+}
+
+// fakeDownload is the download's stream: what was sent, and its context.
+type fakeDownload struct {
+	grpc.ServerStream
+	sent  []byte
+	sends int
+}
+
+func (d *fakeDownload) Send(b *httpbody.HttpBody) error {
+	d.sends++
+	d.sent = append(d.sent, b.GetData()...)
+	return nil
+}
+
+func (d *fakeDownload) Context() context.Context { return context.Background() }
+
+// TestTaxRunZipIsWholeOrAnError makes a run whose donor and signatory have
+// emoji in their names and downloads its ZIP: every PDF is there and
+// prints the signatory. Then a statement near the end of the run is made
+// unreadable: the download is an error before its first byte (nothing
+// sent), not a ZIP cut off after the statements before it had gone out.
+func TestTaxRunZipIsWholeOrAnError(t *testing.T) {
+	t.Parallel()
+	f, run := runFixture(t, "0")
+	ctx := context.Background()
+	f.exec(t, `UPDATE contacts.contacts SET first_name = 'Poo 💩' WHERE tenant_id = $1 AND id = 1000`, f.tenant)
+	prof, err := f.svc.profile(ctx, f.tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof.SignatoryName = "Sig 💩"
+	if _, err := f.svc.store.PutProfile(ctx, prof, "test"); err != nil {
+		t.Fatal(err)
+	}
+	for replica(f, time.Minute).claimAndRun(ctx) {
+	}
+	if run, err = f.svc.store.TaxRun(ctx, f.tenant, run.ID); err != nil || run.Status != "succeeded" {
+		t.Fatalf("run %+v, %v", run, err)
+	}
+	prof, _ = f.svc.profile(ctx, f.tenant)
+
+	var d fakeDownload
+	if err := f.svc.writeRunZip(ctx, run, prof, &chunkWriter{stream: &d, contentType: "application/zip"}); err != nil {
+		t.Fatal(err)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(d.sent), int64(len(d.sent)))
+	if err != nil || len(zr.File) != int(run.Processed) {
+		t.Fatalf("zip of %d files for %d donors: %v", len(zr.File), run.Processed, err)
+	}
+	var number string
+	if err := f.pool.QueryRow(ctx, `SELECT statement_number FROM reports.tax_statement_run_items WHERE tenant_id = $1 AND run_id = $2 AND contact_id = 1000`,
+		f.tenant, run.ID).Scan(&number); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := zr.Open(number + ".pdf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pdf, _ := io.ReadAll(rc)
+	if text := pdfText(t, pdf); !strings.Contains(text, noSpace("Poo \uFFFD 0")) || !strings.Contains(text, noSpace("Sig \uFFFD")) {
+		t.Errorf("%s reads %q", number, text)
+	}
+
+	f.exec(t, `UPDATE reports.tax_statement_run_items SET statement = 'not json' WHERE tenant_id = $1 AND run_id = $2
+		AND contact_id = (SELECT max(contact_id) FROM reports.tax_statement_run_items WHERE tenant_id = $1 AND run_id = $2)`, f.tenant, run.ID)
+	d = fakeDownload{}
+	if err := f.svc.writeRunZip(ctx, run, prof, &chunkWriter{stream: &d, contentType: "application/zip"}); err == nil || d.sends != 0 {
+		t.Errorf("download with an unreadable statement: %v after %d messages (%d bytes)", err, d.sends, len(d.sent))
 	}
 }

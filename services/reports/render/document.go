@@ -41,13 +41,22 @@ type Document struct {
 
 // WriteDocument lays d out as a PDF with DejaVu Sans embedded (so every
 // accented Latin name prints and pdftotext reads the text back) and
-// writes it to w. A document is one page unless its table is long.
-func WriteDocument(d Document, w io.Writer) error {
+// writes it to w. A document is one page unless its table is long. Every
+// text goes through Printable (pdfDoc), so any valid or invalid UTF-8
+// prints; a panic inside fpdf all the same is this document's error,
+// returned before anything was written to w (fpdf writes only at Output,
+// once the document is complete).
+func WriteDocument(d Document, w io.Writer) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("render: document: fpdf: %v", r)
+		}
+	}()
 	size := d.PageSize
 	if size == "" {
 		size = "A4"
 	}
-	pdf := fpdf.New("P", "mm", size, "")
+	pdf := pdfDoc{fpdf.New("P", "mm", size, "")}
 	pdf.AddUTF8FontFromBytes("dejavu", "", fontRegular)
 	pdf.AddUTF8FontFromBytes("dejavu", "B", fontBold)
 	pdf.SetAutoPageBreak(true, 15)
@@ -68,7 +77,7 @@ func WriteDocument(d Document, w io.Writer) error {
 
 // docHeader prints the organization's block, the title with its facts and
 // the donor's block.
-func docHeader(pdf *fpdf.Fpdf, d Document) {
+func docHeader(pdf pdfDoc, d Document) {
 	for i, l := range d.Organization {
 		if i == 0 {
 			pdf.SetFont("dejavu", "B", 14)
@@ -99,7 +108,7 @@ func docHeader(pdf *fpdf.Fpdf, d Document) {
 }
 
 // docTable prints the gifts and the totals under them.
-func docTable(pdf *fpdf.Fpdf, d Document) {
+func docTable(pdf pdfDoc, d Document) {
 	if len(d.Columns) == 0 {
 		return
 	}
@@ -144,7 +153,7 @@ func docTable(pdf *fpdf.Fpdf, d Document) {
 }
 
 // docClosing prints the disclosure sentence, the signatory and the footer.
-func docClosing(pdf *fpdf.Fpdf, d Document) {
+func docClosing(pdf pdfDoc, d Document) {
 	pdf.SetFont("dejavu", "", 10)
 	if d.Statement != "" {
 		pdf.MultiCell(0, 5.5, d.Statement, "", "L", false)
@@ -171,7 +180,7 @@ func oneLine(s string) string {
 }
 
 // fit cuts s to width, so a long fund name stays in its cell.
-func fit(pdf *fpdf.Fpdf, s string, width float64) string {
+func fit(pdf pdfDoc, s string, width float64) string {
 	for pdf.GetStringWidth(s) > width && s != "" {
 		rs := []rune(s)
 		s = string(rs[:len(rs)-1])

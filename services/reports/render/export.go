@@ -334,7 +334,7 @@ var fontBold []byte
 // which is why PDF exports are capped (MaxPDFRows).
 type pdfWriter struct {
 	t      *Table
-	pdf    *fpdf.Fpdf
+	pdf    pdfDoc
 	w      io.Writer
 	widths []float64
 }
@@ -344,7 +344,7 @@ type pdfWriter struct {
 const MaxPDFRows = 20000
 
 func newPDF(t *Table, m Meta, w io.Writer) *pdfWriter {
-	pdf := fpdf.New("L", "mm", "A4", "")
+	pdf := pdfDoc{fpdf.New("L", "mm", "A4", "")}
 	pdf.AddUTF8FontFromBytes("dejavu", "", fontRegular)
 	pdf.AddUTF8FontFromBytes("dejavu", "B", fontBold)
 	pdf.SetAutoPageBreak(true, 15)
