@@ -6,6 +6,7 @@ import (
 
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/services/orders/processor"
+	"github.com/almoner/almoner/services/orders/wire"
 )
 
 // closeBatchOnCharge charges, then closes the order's batch before the
@@ -52,8 +53,8 @@ func TestBatchClosingAfterChargeUndoes(t *testing.T) {
 		req := f.order("", tc.amount, pay("Card", tc.token, tc.amount))
 		req.BatchId = b.ID.String()
 		_, err = f.srv.CreateOrder(f.ctx, req)
-		if e, ok := apperr.As(err); !ok || e.Kind != apperr.KindInvalid || e.Code != codeBatchClosed {
-			t.Errorf("%s: err %v, want 400 %s", tc.token, err, codeBatchClosed)
+		if e, ok := apperr.As(err); !ok || e.Kind != apperr.KindInvalid || e.Code != wire.CodeBatchClosed {
+			t.Errorf("%s: err %v, want 400 %s", tc.token, err, wire.CodeBatchClosed)
 		}
 		var found bool
 		for _, pi := range f.fake.PaymentIntents() {

@@ -14,6 +14,7 @@ import (
 	"github.com/almoner/almoner/pkg/paging"
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/wire"
 )
 
 // batchServer serves the operator tooling under /api/tenants/{tid}/batches.
@@ -44,7 +45,7 @@ func (a *batchServer) ListBatches(ctx context.Context, req *ordersv1.ListBatches
 	}
 	out := &ordersv1.ListBatchesResponse{Items: make([]*ordersv1.Batch, 0, len(list)), TotalCount: total, Page: pg.Number, PageSize: pg.Size}
 	for _, b := range list {
-		out.Items = append(out.Items, toBatch(b))
+		out.Items = append(out.Items, wire.ToBatch(b))
 	}
 	return out, nil
 }
@@ -55,18 +56,18 @@ func (a *batchServer) GetBatch(ctx context.Context, req *ordersv1.GetBatchReques
 	if err != nil {
 		return nil, err
 	}
-	id, ok := parseID(req.GetBatchId())
+	id, ok := wire.ParseID(req.GetBatchId())
 	if !ok {
-		return nil, errBatchNotFound
+		return nil, wire.ErrBatchNotFound
 	}
 	b, err := a.s.store.GetBatch(ctx, uuid.MustParse(p.TenantID), id)
 	if errors.Is(err, db.ErrNotFound) {
-		return nil, errBatchNotFound
+		return nil, wire.ErrBatchNotFound
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &ordersv1.GetBatchResponse{Batch: toBatch(b)}, nil
+	return &ordersv1.GetBatchResponse{Batch: wire.ToBatch(b)}, nil
 }
 
 // CreateBatch opens a named batch, with an optional description.
@@ -76,8 +77,8 @@ func (a *batchServer) CreateBatch(ctx context.Context, req *ordersv1.CreateBatch
 		return nil, err
 	}
 	var v apperr.Violations
-	name := text(&v, "Name", req.GetName(), maxText, true)
-	description := text(&v, "Description", req.GetDescription(), maxNotes, false)
+	name := wire.Text(&v, "Name", req.GetName(), wire.MaxText, true)
+	description := wire.Text(&v, "Description", req.GetDescription(), wire.MaxNotes, false)
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
@@ -85,7 +86,7 @@ func (a *batchServer) CreateBatch(ctx context.Context, req *ordersv1.CreateBatch
 	if err != nil {
 		return nil, err
 	}
-	return &ordersv1.CreateBatchResponse{Batch: toBatch(b)}, nil
+	return &ordersv1.CreateBatchResponse{Batch: wire.ToBatch(b)}, nil
 }
 
 // CloseBatch closes a batch; closing it again changes nothing.
@@ -94,16 +95,16 @@ func (a *batchServer) CloseBatch(ctx context.Context, req *ordersv1.CloseBatchRe
 	if err != nil {
 		return nil, err
 	}
-	id, ok := parseID(req.GetBatchId())
+	id, ok := wire.ParseID(req.GetBatchId())
 	if !ok {
-		return nil, errBatchNotFound
+		return nil, wire.ErrBatchNotFound
 	}
 	b, err := a.s.store.CloseBatch(ctx, uuid.MustParse(p.TenantID), id, p.Actor())
 	if errors.Is(err, db.ErrNotFound) {
-		return nil, errBatchNotFound
+		return nil, wire.ErrBatchNotFound
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &ordersv1.CloseBatchResponse{Batch: toBatch(b)}, nil
+	return &ordersv1.CloseBatchResponse{Batch: wire.ToBatch(b)}, nil
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/almoner/almoner/pkg/ratelimit"
 	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/tenantproc"
+	"github.com/almoner/almoner/services/orders/wire"
 )
 
 // collect charges the order's processor payments, last of all the steps
@@ -24,7 +26,7 @@ import (
 // card or bank debit, are attached to the contact's processor customer
 // first, so the charge can save them for later. Each charge registers its
 // undo (a cancel, or a refund once money moved).
-func (s *Service) collect(ctx context.Context, p authctx.Principal, tp tenantProcessor, n *store.NewOrder, d draft, u *undo) error {
+func (s *Service) collect(ctx context.Context, p authctx.Principal, tp tenantproc.Account, n *store.NewOrder, d draft, u *undo) error {
 	kept := map[string]store.PaymentMethod{}
 	if keep := methodsToKeep(d); len(keep) > 0 && tp.Processor != nil {
 		var err error
@@ -102,7 +104,7 @@ func methodsToKeep(d draft) map[string]bool {
 // (made on first use) and adds it to the order's saved methods. It
 // returns the kept methods by the token they were given as; a method the
 // contact has saved already is used as it is.
-func (s *Service) keepMethods(ctx context.Context, tp tenantProcessor, n *store.NewOrder, d draft, keep map[string]bool) (map[string]store.PaymentMethod, error) {
+func (s *Service) keepMethods(ctx context.Context, tp tenantproc.Account, n *store.NewOrder, d draft, keep map[string]bool) (map[string]store.PaymentMethod, error) {
 	kept := map[string]store.PaymentMethod{}
 	customer, err := s.customerFor(ctx, tp, n.TenantID.String(), n.ContactID)
 	if err != nil {
@@ -147,7 +149,7 @@ func (s *Service) savedMethod(ctx context.Context, tenantID uuid.UUID, token, pr
 // says what did not happen.
 func changeError(err error, fallback, unavailable string) error {
 	if r, ok := processor.AsRefused(err); ok {
-		return apperr.Rule(codeProcessorRefused, "The payment processor refused: "+firstNonEmpty(r.Message, fallback))
+		return apperr.Rule(wire.CodeProcessorRefused, "The payment processor refused: "+wire.FirstNonEmpty(r.Message, fallback))
 	}
 	return apperr.Unavailable(unavailable, err)
 }
@@ -157,12 +159,12 @@ func changeError(err error, fallback, unavailable string) error {
 func tokenField(d draft, token string) string {
 	for i, pd := range d.payments {
 		if pd.token == token {
-			return indexPath("Payments", i) + ".PaymentToken"
+			return wire.IndexPath("Payments", i) + ".PaymentToken"
 		}
 	}
 	for i, sc := range d.schedules {
 		if sc.PaymentToken == token {
-			return indexPath("RecurringDonations", i) + ".PaymentToken"
+			return wire.IndexPath("RecurringDonations", i) + ".PaymentToken"
 		}
 	}
 	return "PaymentToken"
@@ -171,7 +173,7 @@ func tokenField(d draft, token string) string {
 // customerFor returns the contact's customer at the tenant's processor,
 // creating it on first use. Its creation is idempotent by tenant, contact
 // and mode, so two orders racing make one customer.
-func (s *Service) customerFor(ctx context.Context, tp tenantProcessor, tenantID string, contactID int64) (string, error) {
+func (s *Service) customerFor(ctx context.Context, tp tenantproc.Account, tenantID string, contactID int64) (string, error) {
 	tid := uuid.MustParse(tenantID)
 	if id, ok, err := s.store.Customer(ctx, tid, contactID, tp.Name, tp.Mode); err != nil || ok {
 		return id, err
@@ -189,7 +191,7 @@ func (s *Service) customerFor(ctx context.Context, tp tenantProcessor, tenantID 
 // charge collects payment i of the order. Its idempotency key is the
 // order id and the payment's position, so a retried or replayed order is
 // the same charge at the processor.
-func (s *Service) charge(ctx context.Context, tp tenantProcessor, n *store.NewOrder, i int, pd paymentDraft,
+func (s *Service) charge(ctx context.Context, tp tenantproc.Account, n *store.NewOrder, i int, pd paymentDraft,
 	kept map[string]store.PaymentMethod, u *undo) (store.Payment, error) {
 	pay := pd.Payment
 	req := processor.ChargeRequest{
@@ -222,7 +224,7 @@ func (s *Service) charge(ctx context.Context, tp tenantProcessor, n *store.NewOr
 	}
 	res, err := tp.Charge(ctx, req)
 	if err != nil {
-		perr := processorError(err, indexPath("Payments", i)+".PaymentToken")
+		perr := processorError(err, wire.IndexPath("Payments", i)+".PaymentToken")
 		if processor.IsUnavailable(err) {
 			return store.Payment{}, &uncertainError{perr}
 		}
@@ -245,7 +247,7 @@ func (s *Service) charge(ctx context.Context, tp tenantProcessor, n *store.NewOr
 		if msg == "" {
 			msg = "The payment was declined."
 		}
-		return store.Payment{}, apperr.Rule(codeDeclined, "The payment was declined by the processor: "+msg)
+		return store.Payment{}, apperr.Rule(wire.CodeDeclined, "The payment was declined by the processor: "+msg)
 	}
 	return pay, nil
 }
@@ -266,7 +268,7 @@ func firstMD(ctx context.Context, key string) string {
 // undoCharge takes back a charge of an order that was not recorded (see
 // giveBack). It is logged, not returned: the order's own error is what the
 // caller must see.
-func (s *Service) undoCharge(ctx context.Context, tp tenantProcessor, ref string, outcome processor.Outcome, amountMinor int64) {
+func (s *Service) undoCharge(ctx context.Context, tp tenantproc.Account, ref string, outcome processor.Outcome, amountMinor int64) {
 	if _, err := giveBack(ctx, tp, ref, outcome, amountMinor); err != nil {
 		s.logger.ErrorContext(ctx, "undo charge of an order that was not recorded", "processor_reference", ref, "error", err)
 	}
@@ -301,7 +303,7 @@ func processorError(err error, field string) error {
 		if msg == "" {
 			msg = "The payment processor refused the request."
 		}
-		return apperr.FieldRule(codeProcessorRefused, field, msg)
+		return apperr.FieldRule(wire.CodeProcessorRefused, field, msg)
 	}
 	return apperr.Unavailable("The payment processor cannot be reached; nothing was charged. Retry with the same idempotency key.", err)
 }

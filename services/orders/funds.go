@@ -14,6 +14,7 @@ import (
 	"github.com/almoner/almoner/pkg/money"
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/wire"
 )
 
 // fundServer serves /api/tenants/{tid}/funds.
@@ -35,7 +36,7 @@ func (a *fundServer) ListFunds(ctx context.Context, req *ordersv1.ListFundsReque
 	}
 	out := &ordersv1.ListFundsResponse{Funds: make([]*ordersv1.Fund, 0, len(list))}
 	for _, f := range list {
-		out.Funds = append(out.Funds, toFund(f))
+		out.Funds = append(out.Funds, wire.ToFund(f))
 	}
 	return out, nil
 }
@@ -49,7 +50,7 @@ type fundInput struct {
 
 func validateFund(in fundInput) (store.Fund, error) {
 	var v apperr.Violations
-	f := store.Fund{Name: text(&v, "Name", in.name, maxText, true), Description: text(&v, "Description", in.description, maxNotes, false),
+	f := store.Fund{Name: wire.Text(&v, "Name", in.name, wire.MaxText, true), Description: wire.Text(&v, "Description", in.description, wire.MaxNotes, false),
 		IsTaxDeductible: in.deductible == nil || *in.deductible, IsActive: in.active == nil || *in.active}
 	if in.fee != nil && in.fee.GetValue() != "" {
 		bp, err := money.ParseMinor(in.fee.GetValue(), "USD") // two decimals of a percent
@@ -62,7 +63,7 @@ func validateFund(in fundInput) (store.Fund, error) {
 }
 
 func duplicateFund(name string) error {
-	return apperr.FieldRule(codeDuplicateFundName, "Name", "A fund named '"+truncate(name, maxText)+"' already exists.")
+	return apperr.FieldRule(wire.CodeDuplicateFundName, "Name", "A fund named '"+wire.Truncate(name, wire.MaxText)+"' already exists.")
 }
 
 // CreateFund creates a fund.
@@ -83,7 +84,7 @@ func (a *fundServer) CreateFund(ctx context.Context, req *ordersv1.CreateFundReq
 	if err != nil {
 		return nil, err
 	}
-	return &ordersv1.CreateFundResponse{Fund: toFund(saved)}, nil
+	return &ordersv1.CreateFundResponse{Fund: wire.ToFund(saved)}, nil
 }
 
 // UpdateFund replaces a fund's editable fields. Orders keep the
@@ -93,9 +94,9 @@ func (a *fundServer) UpdateFund(ctx context.Context, req *ordersv1.UpdateFundReq
 	if err != nil {
 		return nil, err
 	}
-	id, ok := parseID(req.GetFundId())
+	id, ok := wire.ParseID(req.GetFundId())
 	if !ok {
-		return nil, errFundNotFound
+		return nil, wire.ErrFundNotFound
 	}
 	f, err := validateFund(fundInput{req.GetName(), req.GetDescription(), req.IsTaxDeductible, req.GetProcessingFeePercent(), req.IsActive})
 	if err != nil {
@@ -105,11 +106,11 @@ func (a *fundServer) UpdateFund(ctx context.Context, req *ordersv1.UpdateFundReq
 	saved, err := a.s.store.UpdateFund(ctx, f, p.Actor())
 	switch {
 	case errors.Is(err, db.ErrNotFound):
-		return nil, errFundNotFound
+		return nil, wire.ErrFundNotFound
 	case errors.Is(err, store.ErrDuplicateName):
 		return nil, duplicateFund(f.Name)
 	case err != nil:
 		return nil, err
 	}
-	return &ordersv1.UpdateFundResponse{Fund: toFund(saved)}, nil
+	return &ordersv1.UpdateFundResponse{Fund: wire.ToFund(saved)}, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/almoner/almoner/pkg/normalize"
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/wire"
 )
 
 // maxImportRows bounds one ImportGifts batch (import.proto).
@@ -70,7 +71,7 @@ func (a *giftImportServer) ImportGifts(ctx context.Context, req *ordersv1.Import
 	}
 	results, err := a.s.store.ImportGifts(ctx, in)
 	if errors.Is(err, store.ErrImportBatchClosed) {
-		return nil, apperr.Rule(codeImportBatchClosed, "The import's batch was closed before the import finished; its remaining gifts cannot be added to it.")
+		return nil, apperr.Rule(wire.CodeImportBatchClosed, "The import's batch was closed before the import finished; its remaining gifts cannot be added to it.")
 	}
 	if err != nil {
 		return nil, err
@@ -100,7 +101,7 @@ func validateImportRequest(req *ordersv1.ImportGiftsRequest) (uuid.UUID, error) 
 	seen := make(map[int64]bool, len(req.GetRows()))
 	for i, r := range req.GetRows() {
 		if r.GetRow() < 1 || seen[r.GetRow()] {
-			v.Add(indexPath("Rows", i)+".Row", "'Row' must be a row number (from 1) given once per batch.")
+			v.Add(wire.IndexPath("Rows", i)+".Row", "'Row' must be a row number (from 1) given once per batch.")
 			break
 		}
 		seen[r.GetRow()] = true
@@ -166,8 +167,8 @@ func checkGiftRow(r *ordersv1.GiftImportRow, defaultCurrency string, today time.
 		return g
 	}
 	switch {
-	case utf8.RuneCountInString(g.ExternalID) > maxText:
-		return fail("externalId", "'externalId' must be %d characters or fewer.", maxText)
+	case utf8.RuneCountInString(g.ExternalID) > wire.MaxText:
+		return fail("externalId", "'externalId' must be %d characters or fewer.", wire.MaxText)
 	case g.ContactID <= 0:
 		return fail("contactId", "The gift has no contact.")
 	case dateErr != nil:
@@ -175,19 +176,19 @@ func checkGiftRow(r *ordersv1.GiftImportRow, defaultCurrency string, today time.
 	case giftDateProblem("date", date, today) != "":
 		return fail("date", "%s", giftDateProblem("date", date, today))
 	case !money.Known(g.Currency):
-		return fail("currency", "'%s' is not a currency this tenant accepts (an ISO 4217 code).", truncate(g.Currency, 8))
+		return fail("currency", "'%s' is not a currency this tenant accepts (an ISO 4217 code).", wire.Truncate(g.Currency, 8))
 	case g.AmountMinor <= 0:
 		return fail("amount", "'amount' must be greater than 0.")
-	case g.AmountMinor > maxMinor(g.Currency):
-		return fail("amount", "'amount' must be %d or less.", maxAmountMajor)
-	case utf8.RuneCountInString(g.CampaignID) > maxText:
-		return fail("campaignId", "'campaignId' must be %d characters or fewer.", maxText)
+	case g.AmountMinor > wire.MaxMinor(g.Currency):
+		return fail("amount", "'amount' must be %d or less.", wire.MaxAmountMajor)
+	case utf8.RuneCountInString(g.CampaignID) > wire.MaxText:
+		return fail("campaignId", "'campaignId' must be %d characters or fewer.", wire.MaxText)
 	case g.Method == "":
 		return fail("paymentMethod", "'paymentMethod' must be one of Cash, Check, External.")
 	case utf8.RuneCountInString(g.CheckNumber) > 50:
 		return fail("checkNumber", "'checkNumber' must be 50 characters or fewer.")
-	case utf8.RuneCountInString(g.Reference) > maxText:
-		return fail("reference", "'reference' must be %d characters or fewer.", maxText)
+	case utf8.RuneCountInString(g.Reference) > wire.MaxText:
+		return fail("reference", "'reference' must be %d characters or fewer.", wire.MaxText)
 	}
 	return g
 }

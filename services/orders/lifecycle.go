@@ -18,6 +18,7 @@ import (
 	"github.com/almoner/almoner/pkg/paging"
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/wire"
 )
 
 // The lifecycle of a recurring schedule (docs/orders.md, "Schedule
@@ -44,7 +45,7 @@ func (a *scheduleServer) AmendRecurringDonation(ctx context.Context, req *orders
 	if err != nil {
 		return nil, scheduleError(err)
 	}
-	return &ordersv1.AmendRecurringDonationResponse{RecurringDonation: toSchedule(sc)}, nil
+	return &ordersv1.AmendRecurringDonationResponse{RecurringDonation: wire.ToSchedule(sc)}, nil
 }
 
 // PauseRecurringDonation pauses an active or past_due schedule, or moves
@@ -72,7 +73,7 @@ func (a *scheduleServer) PauseRecurringDonation(ctx context.Context, req *orders
 	if err != nil {
 		return nil, scheduleError(err)
 	}
-	return &ordersv1.PauseRecurringDonationResponse{RecurringDonation: toSchedule(sc)}, nil
+	return &ordersv1.PauseRecurringDonationResponse{RecurringDonation: wire.ToSchedule(sc)}, nil
 }
 
 // pause stops charging sc. Its next charge date is, until it resumes,
@@ -82,7 +83,7 @@ func pause(sc store.Schedule, resumeOn *time.Time) (store.Schedule, error) {
 	switch sc.Status {
 	case store.ScheduleActive, store.SchedulePastDue, store.SchedulePaused:
 	default:
-		return sc, apperr.Rule(codeNotPausable, "A "+sc.Status+" schedule cannot be paused.")
+		return sc, apperr.Rule(wire.CodeNotPausable, "A "+sc.Status+" schedule cannot be paused.")
 	}
 	sc.Status, sc.PausedUntil, sc.NextChargeDate = store.SchedulePaused, resumeOn, nil
 	sc.ClearRetry()
@@ -109,12 +110,12 @@ func (a *scheduleServer) ResumeRecurringDonation(ctx context.Context, req *order
 		case store.ScheduleActive:
 			return sc, nil // resuming twice is harmless
 		}
-		return sc, apperr.Rule(codeNotResumable, "Only a paused schedule can be resumed; this one is "+sc.Status+".")
+		return sc, apperr.Rule(wire.CodeNotResumable, "Only a paused schedule can be resumed; this one is "+sc.Status+".")
 	})
 	if err != nil {
 		return nil, scheduleError(err)
 	}
-	return &ordersv1.ResumeRecurringDonationResponse{RecurringDonation: toSchedule(sc)}, nil
+	return &ordersv1.ResumeRecurringDonationResponse{RecurringDonation: wire.ToSchedule(sc)}, nil
 }
 
 // SkipRecurringDonationInstallment skips an active schedule's next
@@ -127,14 +128,14 @@ func (a *scheduleServer) SkipRecurringDonationInstallment(ctx context.Context, r
 	today := store.Day(a.s.cfg.Now())
 	sc, err := a.s.store.SkipInstallment(ctx, tenant, id, today, p.Actor(), func(sc store.Schedule) error {
 		if sc.Status != store.ScheduleActive || sc.NextChargeDate == nil {
-			return apperr.Rule(codeNotSkippable, "Only an active schedule's next installment can be skipped; this one is "+sc.Status+".")
+			return apperr.Rule(wire.CodeNotSkippable, "Only an active schedule's next installment can be skipped; this one is "+sc.Status+".")
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, scheduleError(err)
 	}
-	return &ordersv1.SkipRecurringDonationInstallmentResponse{RecurringDonation: toSchedule(sc)}, nil
+	return &ordersv1.SkipRecurringDonationInstallmentResponse{RecurringDonation: wire.ToSchedule(sc)}, nil
 }
 
 // ListRecurringDonationInstallments returns a page of a schedule's
@@ -170,9 +171,9 @@ func scheduleTarget(ctx context.Context, tenantID, scheduleID, scope string) (au
 	if err != nil {
 		return p, uuid.Nil, uuid.Nil, err
 	}
-	id, ok := parseID(scheduleID)
+	id, ok := wire.ParseID(scheduleID)
 	if !ok {
-		return p, uuid.Nil, uuid.Nil, errScheduleNotFound
+		return p, uuid.Nil, uuid.Nil, wire.ErrScheduleNotFound
 	}
 	return p, uuid.MustParse(p.TenantID), id, nil
 }
@@ -191,9 +192,9 @@ func (s *Service) schedule(ctx context.Context, tenant, id uuid.UUID) (store.Sch
 func scheduleError(err error) error {
 	switch {
 	case errors.Is(err, db.ErrNotFound):
-		return errScheduleNotFound
+		return wire.ErrScheduleNotFound
 	case errors.Is(err, store.ErrChargeInProgress):
-		return apperr.Conflict(codeChargeInProgress, "An installment of this schedule is being charged; retry in a minute.")
+		return apperr.Conflict(wire.CodeChargeInProgress, "An installment of this schedule is being charged; retry in a minute.")
 	}
 	return err
 }
@@ -219,7 +220,7 @@ func (s *Service) validateAmendment(ctx context.Context, cur store.Schedule, req
 	var am amendment
 	today := store.Day(s.cfg.Now())
 	if req.Amount != nil {
-		m := amount(&v, "Amount", req.GetAmount(), cur.Currency)
+		m := wire.Amount(&v, "Amount", req.GetAmount(), cur.Currency)
 		am.amountMinor = &m
 	}
 	if req.Frequency != nil {
@@ -254,7 +255,7 @@ func (s *Service) validateAmendment(ctx context.Context, cur store.Schedule, req
 		}
 	}
 	if req.CampaignId != nil {
-		c := text(&v, "CampaignId", req.GetCampaignId(), maxText, false)
+		c := wire.Text(&v, "CampaignId", req.GetCampaignId(), wire.MaxText, false)
 		am.campaignID = &c
 	}
 	if err := s.amendReferences(ctx, &v, &am, cur, req); err != nil {
@@ -275,7 +276,7 @@ func (s *Service) amendReferences(ctx context.Context, v *apperr.Violations, am 
 				return err
 			}
 			if f, ok := funds[fid]; !ok || !f.IsActive {
-				v.Add("FundId", "%s", codeFundNotFound+": Fund '"+fid.String()+"' was not found or is inactive.")
+				v.Add("FundId", "%s", wire.CodeFundNotFound+": Fund '"+fid.String()+"' was not found or is inactive.")
 			}
 			am.fundID = &fid
 		}
@@ -305,7 +306,7 @@ func (s *Service) amendReferences(ctx context.Context, v *apperr.Violations, am 
 // pass, with an attempt number of its own.
 func (am amendment) apply(sc store.Schedule, today time.Time) (store.Schedule, error) {
 	if sc.Status == store.ScheduleCancelled || sc.Status == store.ScheduleCompleted {
-		return sc, apperr.Rule(codeNotAmendable, "A "+sc.Status+" schedule cannot be amended.")
+		return sc, apperr.Rule(wire.CodeNotAmendable, "A "+sc.Status+" schedule cannot be amended.")
 	}
 	if am.nextChargeDate != nil && sc.Status == store.SchedulePaused {
 		return sc, apperr.Invalid(apperr.Violation{Field: "NextChargeDate", Message: "A paused schedule's next charge date is set when it resumes."})
@@ -376,7 +377,7 @@ func parseDay(s string) (time.Time, bool) {
 
 func toInstallment(in store.Installment) *ordersv1.RecurringDonationInstallment {
 	out := &ordersv1.RecurringDonationInstallment{Id: in.ID.String(), Period: in.Period.Format(time.DateOnly), DueDate: in.DueDate.Format(time.DateOnly),
-		Status: in.Status, Attempt: in.Attempt, Amount: decimal(in.AmountMinor, in.Currency), Currency: in.Currency,
+		Status: in.Status, Attempt: in.Attempt, Amount: wire.Decimal(in.AmountMinor, in.Currency), Currency: in.Currency,
 		DeclineReason: in.DeclineReason, CreatedAt: timestamppb.New(in.CreatedAt)}
 	if in.OrderID != nil {
 		out.OrderId = in.OrderID.String()

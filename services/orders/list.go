@@ -15,6 +15,7 @@ import (
 	"github.com/almoner/almoner/pkg/paging"
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/wire"
 )
 
 // listCursor is the keyset token of the order list: the last id served,
@@ -69,7 +70,7 @@ func (a *orderServer) ListOrders(ctx context.Context, req *ordersv1.ListOrdersRe
 	}
 	out := &ordersv1.ListOrdersResponse{Items: make([]*ordersv1.Order, 0, len(list)), TotalCount: total, Page: pg.Number, PageSize: pg.Size}
 	for _, o := range list {
-		out.Items = append(out.Items, toOrder(o))
+		out.Items = append(out.Items, wire.ToOrder(o))
 	}
 	if len(list) == int(pg.Size) && int64(pg.Number)*int64(pg.Size) < total {
 		out.NextPageToken = paging.EncodeToken(listCursor{After: list[len(list)-1].ID, Position: paging.Position{Page: pg.Number + 1, Filter: key, Total: total}})

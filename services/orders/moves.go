@@ -12,6 +12,7 @@ import (
 	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/wire"
 )
 
 // contactMoveServer serves the internal ContactMoveService the contacts
@@ -38,9 +39,9 @@ func (a *contactMoveServer) MoveContactRecords(ctx context.Context, req *ordersv
 	c, err := a.s.store.MoveContactRecords(ctx, uuid.MustParse(p.TenantID), dup, surv, p.Actor())
 	switch {
 	case errors.Is(err, store.ErrAlreadyMerged):
-		return nil, apperr.FieldRule(codeContactMerged, "DuplicateId", fmt.Sprintf("Contact %d was already merged into another contact.", dup))
+		return nil, apperr.FieldRule(wire.CodeContactMerged, "DuplicateId", fmt.Sprintf("Contact %d was already merged into another contact.", dup))
 	case errors.Is(err, store.ErrSurvivorMerged):
-		return nil, apperr.FieldRule(codeContactMerged, "SurvivorId", fmt.Sprintf("Contact %d was merged into another contact.", surv))
+		return nil, apperr.FieldRule(wire.CodeContactMerged, "SurvivorId", fmt.Sprintf("Contact %d was merged into another contact.", surv))
 	case err != nil:
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/processor/stripeproc"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/tenantproc"
 )
 
 // notificationServer receives processor notifications
@@ -35,7 +36,7 @@ var errBadNotification = apperr.Rule("Processor.InvalidNotification", "The notif
 // secret and applies it once. It makes no call to Stripe: everything it
 // needs is in the signed event.
 func (n *notificationServer) ReceiveStripeEvent(ctx context.Context, req *ordersv1.ReceiveStripeEventRequest) (*ordersv1.ReceiveStripeEventResponse, error) {
-	target, ok, err := n.s.processors().ForNotification(ctx, providerStripe, req.GetTenantSlug())
+	target, ok, err := n.s.processors().ForNotification(ctx, tenantproc.ProviderStripe, req.GetTenantSlug())
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +83,7 @@ func (s *Service) applyEvent(ctx context.Context, tenantID string, ev processor.
 	if err != nil {
 		return err
 	}
-	applied, err := s.store.ApplyNotification(ctx, tid, store.Notification{Provider: providerStripe, EventID: ev.ID, EventType: ev.Type,
+	applied, err := s.store.ApplyNotification(ctx, tid, store.Notification{Provider: tenantproc.ProviderStripe, EventID: ev.ID, EventType: ev.Type,
 		Reference: ev.Reference, Settle: settle, RefundedMinor: ev.AmountRefundedMinor, Reason: ev.FailureCode,
 		On: s.cfg.Now()}, processorActor)
 	if err != nil {

@@ -22,6 +22,8 @@ import (
 	"github.com/almoner/almoner/pkg/money"
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/tenantproc"
+	"github.com/almoner/almoner/services/orders/wire"
 )
 
 // orderServer serves /api/tenants/{tid}/orders.
@@ -75,7 +77,7 @@ func (a *orderServer) CreateOrder(ctx context.Context, req *ordersv1.CreateOrder
 		if err != nil {
 			return nil, err
 		}
-		return &ordersv1.CreateOrderResponse{Order: toOrder(o)}, nil
+		return &ordersv1.CreateOrderResponse{Order: wire.ToOrder(o)}, nil
 	}
 	hash := requestHash(req)
 	claim, err := a.s.store.ClaimKey(ctx, tenantID, key, hash, orderID, a.s.cfg.IdempotencyLease)
@@ -84,7 +86,7 @@ func (a *orderServer) CreateOrder(ctx context.Context, req *ordersv1.CreateOrder
 	}
 	switch {
 	case !claim.SameRequest:
-		return nil, apperr.Unprocessable(codeIdempotencyKeyReused,
+		return nil, apperr.Unprocessable(wire.CodeIdempotencyKeyReused,
 			"This idempotency key was already used with a different request body; use a new key for a new order.")
 	case claim.Completed:
 		var resp ordersv1.CreateOrderResponse
@@ -94,11 +96,11 @@ func (a *orderServer) CreateOrder(ctx context.Context, req *ordersv1.CreateOrder
 		_ = grpc.SetHeader(ctx, metadata.Pairs("idempotent-replayed", "true"))
 		return &resp, nil
 	case !claim.Owned:
-		return nil, apperr.Conflict(codeIdempotencyInProgress, "An order with this idempotency key is being recorded; retry shortly.")
+		return nil, apperr.Conflict(wire.CodeIdempotencyInProgress, "An order with this idempotency key is being recorded; retry shortly.")
 	}
 	var stored []byte
 	completion := &store.Completion{Key: key, Render: func(o store.Order) ([]byte, error) {
-		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(&ordersv1.CreateOrderResponse{Order: toOrder(o)})
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(&ordersv1.CreateOrderResponse{Order: wire.ToOrder(o)})
 		stored = b
 		return b, err
 	}}
@@ -110,7 +112,7 @@ func (a *orderServer) CreateOrder(ctx context.Context, req *ordersv1.CreateOrder
 	// Answer with exactly the bytes a replay will return.
 	var resp ordersv1.CreateOrderResponse
 	if err := proto.Unmarshal(stored, &resp); err != nil {
-		return &ordersv1.CreateOrderResponse{Order: toOrder(o)}, nil
+		return &ordersv1.CreateOrderResponse{Order: wire.ToOrder(o)}, nil
 	}
 	return &resp, nil
 }
@@ -220,7 +222,7 @@ func (s *Service) orderCurrency(p authctx.Principal, req *ordersv1.CreateOrderRe
 // feature, the scope to save a method, and a processor to charge them.
 // It returns the tenant's processor, or a zero one when the order has no
 // processor payment.
-func (s *Service) authorizePayments(ctx context.Context, p authctx.Principal, d draft) (tenantProcessor, error) {
+func (s *Service) authorizePayments(ctx context.Context, p authctx.Principal, d draft) (tenantproc.Account, error) {
 	var needed bool
 	for _, pd := range d.payments {
 		if !pd.viaProcessor() {
@@ -228,23 +230,23 @@ func (s *Service) authorizePayments(ctx context.Context, p authctx.Principal, d 
 		}
 		needed = true
 		if !p.HasFeature(features.PaymentProcessor) {
-			return tenantProcessor{}, apperr.Forbidden("Feature not enabled: " + features.PaymentProcessor)
+			return tenantproc.Account{}, apperr.Forbidden("Feature not enabled: " + features.PaymentProcessor)
 		}
 		if pd.save && !p.HasScope(scopes.PaymentMethodsManage) {
-			return tenantProcessor{}, apperr.MissingPermission(scopes.PaymentMethodsManage)
+			return tenantproc.Account{}, apperr.MissingPermission(scopes.PaymentMethodsManage)
 		}
 	}
 	if !needed {
-		return tenantProcessor{}, nil
+		return tenantproc.Account{}, nil
 	}
 	tp, ok, err := s.processors().ForTenant(ctx, p.TenantID)
 	if err != nil {
-		return tenantProcessor{}, err
+		return tenantproc.Account{}, err
 	}
 	if !ok {
 		for i, pd := range d.payments {
 			if pd.viaProcessor() {
-				return tenantProcessor{}, apperr.FieldRule(codeProcessorUnavailable, indexPath("Payments", i)+".PaymentMethod",
+				return tenantproc.Account{}, apperr.FieldRule(wire.CodeProcessorUnavailable, wire.IndexPath("Payments", i)+".PaymentMethod",
 					"No payment processor is configured for this tenant; "+pd.Method+" payments cannot be taken.")
 			}
 		}
@@ -277,9 +279,9 @@ func (s *Service) checkReferences(ctx context.Context, p authctx.Principal, cont
 	case c.err != nil:
 		return c.err
 	case !c.exists:
-		return apperr.FieldRule(codeContactNotFound, "ContactId", fmt.Sprintf("Contact %d was not found.", contactID))
+		return apperr.FieldRule(wire.CodeContactNotFound, "ContactId", fmt.Sprintf("Contact %d was not found.", contactID))
 	case !c.active:
-		return apperr.FieldRule(codeContactInactive, "ContactId", fmt.Sprintf("Contact %d is inactive.", contactID))
+		return apperr.FieldRule(wire.CodeContactInactive, "ContactId", fmt.Sprintf("Contact %d is inactive.", contactID))
 	}
 	return nil
 }
@@ -307,19 +309,19 @@ func (s *Service) checkFunds(ctx context.Context, tenantID uuid.UUID, d *draft) 
 	var v apperr.Violations
 	for i := range d.donations {
 		f, ok := funds[d.donations[i].FundID]
-		path := indexPath("Donations", i) + ".FundId"
+		path := wire.IndexPath("Donations", i) + ".FundId"
 		switch {
 		case !ok:
-			v.Add(path, "%s", codeFundNotFound+": Fund '"+d.donations[i].FundID.String()+"' was not found.")
+			v.Add(path, "%s", wire.CodeFundNotFound+": Fund '"+d.donations[i].FundID.String()+"' was not found.")
 		case !f.IsActive:
-			v.Add(path, "%s", codeFundInactive+": Fund '"+f.Name+"' is inactive.")
+			v.Add(path, "%s", wire.CodeFundInactive+": Fund '"+f.Name+"' is inactive.")
 		default:
 			d.donations[i].FundName, d.donations[i].IsTaxDeductible = f.Name, f.IsTaxDeductible
 		}
 	}
 	for i, sc := range d.schedules {
 		if f, ok := funds[sc.FundID]; !ok || !f.IsActive {
-			v.Add(indexPath("RecurringDonations", i)+".FundId", "%s", codeFundNotFound+": Fund '"+sc.FundID.String()+"' was not found or is inactive.")
+			v.Add(wire.IndexPath("RecurringDonations", i)+".FundId", "%s", wire.CodeFundNotFound+": Fund '"+sc.FundID.String()+"' was not found or is inactive.")
 		}
 	}
 	return v.Err()
@@ -351,7 +353,7 @@ func (s *Service) reserveStock(ctx context.Context, p authctx.Principal, o *stor
 	})
 	for i, l := range resp.GetItems() {
 		if l.GetCurrency() != o.Currency {
-			return apperr.FieldRule(codeCurrencyMismatch, indexPath("Items", i)+".ItemId",
+			return apperr.FieldRule(wire.CodeCurrencyMismatch, wire.IndexPath("Items", i)+".ItemId",
 				fmt.Sprintf("Item '%s' is priced in %s but the order is in %s.", l.GetSku(), l.GetCurrency(), o.Currency))
 		}
 		price, err1 := money.ParseMinor(l.GetUnitPrice().GetValue(), o.Currency)
@@ -383,7 +385,7 @@ func settleTotals(o *store.Order, d draft) error {
 		paid += pd.AmountMinor
 	}
 	if paid != o.TotalMinor {
-		return apperr.FieldRule(codePaymentsMismatch, "Payments",
+		return apperr.FieldRule(wire.CodePaymentsMismatch, "Payments",
 			fmt.Sprintf("The payments add up to %s but the order total is %s.", money.FormatMinor(paid, o.Currency), money.FormatMinor(o.TotalMinor, o.Currency)))
 	}
 	return nil
@@ -404,9 +406,9 @@ func (s *Service) record(ctx context.Context, p authctx.Principal, n store.NewOr
 func batchRefusal(err error, batchID *uuid.UUID) error {
 	switch {
 	case errors.Is(err, store.ErrBatchClosed):
-		return apperr.Rule(codeBatchClosed, "The batch is closed; orders can no longer be added to it.")
+		return apperr.Rule(wire.CodeBatchClosed, "The batch is closed; orders can no longer be added to it.")
 	case errors.Is(err, store.ErrBatchNotFound) && batchID != nil:
-		return apperr.FieldRule(codeBatchNotFound, "BatchId", "Batch '"+batchID.String()+"' was not found.")
+		return apperr.FieldRule(wire.CodeBatchNotFound, "BatchId", "Batch '"+batchID.String()+"' was not found.")
 	}
 	return err
 }
@@ -425,18 +427,18 @@ func (a *orderServer) GetOrder(ctx context.Context, req *ordersv1.GetOrderReques
 	if err != nil {
 		return nil, err
 	}
-	id, ok := parseID(req.GetOrderId())
+	id, ok := wire.ParseID(req.GetOrderId())
 	if !ok {
-		return nil, errOrderNotFound
+		return nil, wire.ErrOrderNotFound
 	}
 	o, err := a.s.store.GetOrder(ctx, uuid.MustParse(p.TenantID), id)
 	if errors.Is(err, db.ErrNotFound) {
-		return nil, errOrderNotFound
+		return nil, wire.ErrOrderNotFound
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &ordersv1.GetOrderResponse{Order: toOrder(o)}, nil
+	return &ordersv1.GetOrderResponse{Order: wire.ToOrder(o)}, nil
 }
 
 // VoidOrder voids an order: Completed → Voided, payments voided (at the
@@ -446,15 +448,15 @@ func (a *orderServer) VoidOrder(ctx context.Context, req *ordersv1.VoidOrderRequ
 	if err != nil {
 		return nil, err
 	}
-	id, ok := parseID(req.GetOrderId())
+	id, ok := wire.ParseID(req.GetOrderId())
 	if !ok {
-		return nil, errOrderNotFound
+		return nil, wire.ErrOrderNotFound
 	}
 	tenantID := uuid.MustParse(p.TenantID)
 	o, err := a.s.void(ctx, tenantID, id, p.Actor())
 	switch {
 	case errors.Is(err, db.ErrNotFound):
-		return nil, errOrderNotFound
+		return nil, wire.ErrOrderNotFound
 	case errors.Is(err, store.ErrAlreadyVoided):
 		// A void whose stock release failed is finished by trying again.
 		if cur, gerr := a.s.store.GetOrder(ctx, tenantID, id); gerr == nil && len(cur.Items) > 0 {
@@ -462,9 +464,9 @@ func (a *orderServer) VoidOrder(ctx context.Context, req *ordersv1.VoidOrderRequ
 				return nil, rerr
 			}
 		}
-		return nil, apperr.Rule(codeAlreadyVoided, "The order is already voided.")
+		return nil, apperr.Rule(wire.CodeAlreadyVoided, "The order is already voided.")
 	case errors.Is(err, store.ErrIllegalState):
-		return nil, apperr.Rule(codeCannotVoid, "Only a Completed or Pending order with nothing refunded can be voided; refund the rest instead.")
+		return nil, apperr.Rule(wire.CodeCannotVoid, "Only a Completed or Pending order with nothing refunded can be voided; refund the rest instead.")
 	case errors.Is(err, store.ErrChangeInProgress):
 		return nil, errChangeInProgress
 	case err != nil:
@@ -475,7 +477,7 @@ func (a *orderServer) VoidOrder(ctx context.Context, req *ordersv1.VoidOrderRequ
 			return nil, err
 		}
 	}
-	return &ordersv1.VoidOrderResponse{Order: toOrder(o)}, nil
+	return &ordersv1.VoidOrderResponse{Order: wire.ToOrder(o)}, nil
 }
 
 // CreateOrderRefund refunds part or all of an order, from the payment the
@@ -486,14 +488,14 @@ func (a *orderServer) CreateOrderRefund(ctx context.Context, req *ordersv1.Creat
 	if err != nil {
 		return nil, err
 	}
-	id, ok := parseID(req.GetOrderId())
+	id, ok := wire.ParseID(req.GetOrderId())
 	if !ok {
-		return nil, errOrderNotFound
+		return nil, wire.ErrOrderNotFound
 	}
 	tenantID := uuid.MustParse(p.TenantID)
 	cur, err := a.s.store.GetOrder(ctx, tenantID, id)
 	if errors.Is(err, db.ErrNotFound) {
-		return nil, errOrderNotFound
+		return nil, wire.ErrOrderNotFound
 	}
 	if err != nil {
 		return nil, err
@@ -501,9 +503,9 @@ func (a *orderServer) CreateOrderRefund(ctx context.Context, req *ordersv1.Creat
 	var v apperr.Violations
 	var amt int64
 	if req.GetAmount() != nil && req.GetAmount().GetValue() != "" {
-		amt = amount(&v, "Amount", req.GetAmount(), cur.Currency)
+		amt = wire.Amount(&v, "Amount", req.GetAmount(), cur.Currency)
 	}
-	reason := text(&v, "Reason", req.GetReason(), maxText, false)
+	reason := wire.Text(&v, "Reason", req.GetReason(), wire.MaxText, false)
 	payment := refundedPayment(&v, cur, req.GetPaymentId())
 	if err := v.Err(); err != nil {
 		return nil, err
@@ -515,16 +517,16 @@ func (a *orderServer) CreateOrderRefund(ctx context.Context, req *ordersv1.Creat
 	o, err := a.s.refund(ctx, tenantID, id, r, p.Actor())
 	switch {
 	case errors.Is(err, db.ErrNotFound):
-		return nil, errOrderNotFound
+		return nil, wire.ErrOrderNotFound
 	case errors.Is(err, store.ErrIllegalState):
-		return nil, apperr.Rule(codeCannotRefund, "Only a Completed or PartiallyRefunded order can be refunded.")
+		return nil, apperr.Rule(wire.CodeCannotRefund, "Only a Completed or PartiallyRefunded order can be refunded.")
 	case errors.Is(err, store.ErrChangeInProgress):
 		return nil, errChangeInProgress
 	case errors.Is(err, store.ErrOverRefund) && payment != nil:
-		return nil, apperr.FieldRule(codeOverRefund, "Amount",
+		return nil, apperr.FieldRule(wire.CodeOverRefund, "Amount",
 			fmt.Sprintf("At most %s can still be refunded from this payment.", money.FormatMinor(payment.RefundableMinor(), cur.Currency)))
 	case errors.Is(err, store.ErrOverRefund):
-		return nil, apperr.FieldRule(codeOverRefund, "Amount",
+		return nil, apperr.FieldRule(wire.CodeOverRefund, "Amount",
 			fmt.Sprintf("At most %s can still be refunded.", money.FormatMinor(cur.TotalMinor-cur.RefundedMinor, cur.Currency)))
 	case err != nil:
 		return nil, err
@@ -534,7 +536,7 @@ func (a *orderServer) CreateOrderRefund(ctx context.Context, req *ordersv1.Creat
 			return nil, err
 		}
 	}
-	return &ordersv1.CreateOrderRefundResponse{Order: toOrder(o)}, nil
+	return &ordersv1.CreateOrderRefundResponse{Order: wire.ToOrder(o)}, nil
 }
 
 // refundedPayment returns the payment of o a refund names by paymentId, or
@@ -546,7 +548,7 @@ func refundedPayment(v *apperr.Violations, o store.Order, paymentID string) *sto
 	if paymentID == "" {
 		return nil
 	}
-	if id, ok := parseID(paymentID); ok {
+	if id, ok := wire.ParseID(paymentID); ok {
 		for i := range o.Payments {
 			if o.Payments[i].ID == id {
 				return &o.Payments[i]

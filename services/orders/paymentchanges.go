@@ -12,11 +12,12 @@ import (
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/wire"
 )
 
 // errChangeInProgress answers a refund or void of an order while another
 // one's processor calls are in flight.
-var errChangeInProgress = apperr.Conflict(codeChangeInProgress, "A refund or void of this order is being made; retry in a moment.")
+var errChangeInProgress = apperr.Conflict(wire.CodeChangeInProgress, "A refund or void of this order is being made; retry in a moment.")
 
 // refund gives back r of an order in three steps, with no transaction
 // open while the processor is called: claim (the amounts reserved),

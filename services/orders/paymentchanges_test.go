@@ -10,6 +10,7 @@ import (
 
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/tenantproc"
 )
 
 // TestRefundUnknownOutcomeFinishedBySweeper: a refund whose answer from
@@ -76,7 +77,7 @@ func TestNotificationWaitsForChangeInFlight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := store.Notification{Provider: providerStripe, EventID: "evt_refunded", EventType: "charge.refunded", Reference: ref,
+	n := store.Notification{Provider: tenantproc.ProviderStripe, EventID: "evt_refunded", EventType: "charge.refunded", Reference: ref,
 		Settle: store.SettleRefunded, RefundedMinor: 1000, On: time.Now()}
 	if _, err := f.svc.store.ApplyNotification(f.ctx, f.tenant, n, processorActor); !errors.Is(err, store.ErrChangeInProgress) {
 		t.Fatalf("notification during the refund: %v, want ErrChangeInProgress", err)

@@ -15,6 +15,7 @@ import (
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/wire"
 )
 
 // paymentMethodServer serves /contacts/{contactId}/payment-methods.
@@ -122,12 +123,12 @@ func (s *Service) checkMethodOwners(ctx context.Context, tenantID uuid.UUID, con
 	var uses []use
 	for i, pd := range d.payments {
 		if pd.viaProcessor() && pd.token != "" {
-			uses = append(uses, use{pd.token, indexPath("Payments", i) + ".PaymentToken"})
+			uses = append(uses, use{pd.token, wire.IndexPath("Payments", i) + ".PaymentToken"})
 		}
 	}
 	for i, sc := range d.schedules {
 		if viaProcessor(sc.PaymentMethod) && sc.PaymentToken != "" {
-			uses = append(uses, use{sc.PaymentToken, indexPath("RecurringDonations", i) + ".PaymentToken"})
+			uses = append(uses, use{sc.PaymentToken, wire.IndexPath("RecurringDonations", i) + ".PaymentToken"})
 		}
 	}
 	tokens := make([]string, len(uses))
@@ -148,5 +149,5 @@ func (s *Service) checkMethodOwners(ctx context.Context, tenantID uuid.UUID, con
 	if len(refused) == 0 {
 		return nil
 	}
-	return &apperr.Error{Kind: apperr.KindInvalid, Code: codeMethodNotOwned, Message: "One or more validation errors occurred.", Violations: refused}
+	return &apperr.Error{Kind: apperr.KindInvalid, Code: wire.CodeMethodNotOwned, Message: "One or more validation errors occurred.", Violations: refused}
 }

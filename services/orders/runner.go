@@ -16,6 +16,7 @@ import (
 	"github.com/almoner/almoner/pkg/telemetry"
 	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/wire"
 )
 
 // RunnerConfig configures the recurring charge runner.
@@ -324,7 +325,7 @@ func (s *Service) chargeInstallment(ctx context.Context, sc store.Schedule, peri
 		if r, ok := processor.AsRefused(err); ok {
 			// The method is gone or unusable: no retry can help.
 			runnerCharges.WithLabelValues("declined").Inc()
-			return store.Outcome{PastDue: true, Reason: firstNonEmpty(r.Code, "payment_method_refused")}, nil
+			return store.Outcome{PastDue: true, Reason: wire.FirstNonEmpty(r.Code, "payment_method_refused")}, nil
 		}
 		return store.Outcome{}, err
 	}
@@ -342,7 +343,7 @@ func (s *Service) chargeInstallment(ctx context.Context, sc store.Schedule, peri
 		return store.Outcome{PastDue: true, Reason: "authentication_required"}, nil
 	default:
 		runnerCharges.WithLabelValues("declined").Inc()
-		return store.Outcome{Declined: true, Reason: firstNonEmpty(res.DeclineCode, "declined")}, nil
+		return store.Outcome{Declined: true, Reason: wire.FirstNonEmpty(res.DeclineCode, "declined")}, nil
 	}
 	return store.Outcome{}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/almoner/almoner/services/orders/processor/stripeproc"
 	"github.com/almoner/almoner/services/orders/processor/stripeproc/stripefake"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/tenantproc"
 )
 
 // lateFailureRig is one tenant's monthly bank-debit schedule charged
@@ -19,7 +20,7 @@ type lateFailureRig struct {
 	t        *testing.T
 	pool     *pgxpool.Pool
 	fake     *stripefake.Server
-	proc     tenantProcessor
+	proc     tenantproc.Account
 	tenant   uuid.UUID
 	schedule uuid.UUID
 	now      time.Time
@@ -29,7 +30,7 @@ func newLateFailureRig(t *testing.T, pool *pgxpool.Pool, fake *stripefake.Server
 	t.Helper()
 	ctx := context.Background()
 	r := &lateFailureRig{t: t, pool: pool, fake: fake, tenant: uuid.Must(uuid.NewV7()), schedule: uuid.Must(uuid.NewV7()),
-		proc: tenantProcessor{Processor: stripeproc.New(stripeproc.Config{APIBase: fake.URL, SecretKey: "sk_test_late"}), Name: providerStripe, Mode: "test"}}
+		proc: tenantproc.Account{Processor: stripeproc.New(stripeproc.Config{APIBase: fake.URL, SecretKey: "sk_test_late"}), Name: tenantproc.ProviderStripe, Mode: "test"}}
 	fund := uuid.Must(uuid.NewV7())
 	if _, err := pool.Exec(ctx, `INSERT INTO orders.funds (tenant_id, id, name) VALUES ($1, $2, 'General')`, r.tenant, fund); err != nil {
 		t.Fatal(err)
@@ -44,7 +45,7 @@ func newLateFailureRig(t *testing.T, pool *pgxpool.Pool, fake *stripefake.Server
 }
 
 func (r *lateFailureRig) service() *Service {
-	return New(r.pool, Config{Now: func() time.Time { return r.now }, Processors: staticProcessors{r.proc}}, nil)
+	return New(r.pool, Config{Now: func() time.Time { return r.now }, Processors: tenantproc.Static{P: r.proc}}, nil)
 }
 
 // on runs the runner on day and returns how many installments it recorded.

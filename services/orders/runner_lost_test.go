@@ -10,6 +10,7 @@ import (
 	"github.com/almoner/almoner/services/orders/processor/stripeproc"
 	"github.com/almoner/almoner/services/orders/processor/stripeproc/stripefake"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/tenantproc"
 )
 
 // TestRunnerChargeAnswerLost: Stripe charges an installment but its answer
@@ -36,9 +37,9 @@ func TestRunnerChargeAnswerLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)
-	proc := tenantProcessor{Processor: stripeproc.New(stripeproc.Config{APIBase: fake.URL, SecretKey: "sk_test_lost"}), Name: providerStripe, Mode: "test"}
+	proc := tenantproc.Account{Processor: stripeproc.New(stripeproc.Config{APIBase: fake.URL, SecretKey: "sk_test_lost"}), Name: tenantproc.ProviderStripe, Mode: "test"}
 	run := func() {
-		svc := New(pool, Config{Now: func() time.Time { return now }, Processors: staticProcessors{proc}}, nil)
+		svc := New(pool, Config{Now: func() time.Time { return now }, Processors: tenantproc.Static{P: proc}}, nil)
 		_, _ = svc.NewRunner(RunnerConfig{}).RunOnce(ctx) // the lost answer is an error of the run
 	}
 

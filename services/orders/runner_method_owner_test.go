@@ -10,6 +10,7 @@ import (
 	"github.com/almoner/almoner/services/orders/processor/stripeproc"
 	"github.com/almoner/almoner/services/orders/processor/stripeproc/stripefake"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/tenantproc"
 )
 
 // TestRunnerRefusesAnotherContactsMethod: a schedule made before orders
@@ -41,8 +42,8 @@ func TestRunnerRefusesAnotherContactsMethod(t *testing.T) {
 		}
 	}
 	now := time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)
-	proc := tenantProcessor{Processor: stripeproc.New(stripeproc.Config{APIBase: fake.URL, SecretKey: "sk_test_owner"}), Name: providerStripe, Mode: "test"}
-	svc := New(pool, Config{Now: func() time.Time { return now }, Processors: staticProcessors{proc}}, nil)
+	proc := tenantproc.Account{Processor: stripeproc.New(stripeproc.Config{APIBase: fake.URL, SecretKey: "sk_test_owner"}), Name: tenantproc.ProviderStripe, Mode: "test"}
+	svc := New(pool, Config{Now: func() time.Time { return now }, Processors: tenantproc.Static{P: proc}}, nil)
 	if _, err := svc.NewRunner(RunnerConfig{}).RunOnce(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/tenantproc"
 )
 
 // TestRunnerExactlyOnce seeds 1,000 due schedules and runs two runners at
@@ -149,7 +150,7 @@ func runTwice(t *testing.T, pool *pgxpool.Pool, clock func() time.Time) int {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			svc := New(pool, Config{Now: clock, Processors: staticProcessors{tenantProcessor{Processor: processor.Test{}, Name: providerTest, Mode: "test"}}}, nil)
+			svc := New(pool, Config{Now: clock, Processors: tenantproc.Static{P: tenantproc.Account{Processor: processor.Test{}, Name: tenantproc.ProviderTest, Mode: "test"}}}, nil)
 			n, err := svc.NewRunner(RunnerConfig{}).RunOnce(context.Background())
 			if err != nil {
 				t.Error(err)

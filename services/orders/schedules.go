@@ -14,6 +14,7 @@ import (
 	"github.com/almoner/almoner/pkg/paging"
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/wire"
 )
 
 var scheduleStatuses = []string{store.ScheduleActive, store.SchedulePaused, store.SchedulePastDue, store.ScheduleCancelled, store.ScheduleCompleted}
@@ -46,7 +47,7 @@ func (a *scheduleServer) ListRecurringDonations(ctx context.Context, req *orders
 	}
 	out := &ordersv1.ListRecurringDonationsResponse{Items: make([]*ordersv1.RecurringDonation, 0, len(list)), TotalCount: total, Page: pg.Number, PageSize: pg.Size}
 	for _, s := range list {
-		out.Items = append(out.Items, toSchedule(s))
+		out.Items = append(out.Items, wire.ToSchedule(s))
 	}
 	return out, nil
 }
@@ -57,18 +58,18 @@ func (a *scheduleServer) GetRecurringDonation(ctx context.Context, req *ordersv1
 	if err != nil {
 		return nil, err
 	}
-	id, ok := parseID(req.GetScheduleId())
+	id, ok := wire.ParseID(req.GetScheduleId())
 	if !ok {
-		return nil, errScheduleNotFound
+		return nil, wire.ErrScheduleNotFound
 	}
 	s, err := a.s.store.GetSchedule(ctx, uuid.MustParse(p.TenantID), id)
 	if errors.Is(err, db.ErrNotFound) {
-		return nil, errScheduleNotFound
+		return nil, wire.ErrScheduleNotFound
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &ordersv1.GetRecurringDonationResponse{RecurringDonation: toSchedule(s)}, nil
+	return &ordersv1.GetRecurringDonationResponse{RecurringDonation: wire.ToSchedule(s)}, nil
 }
 
 // CancelRecurringDonation cancels a schedule; cancelling twice is harmless.
@@ -77,13 +78,13 @@ func (a *scheduleServer) CancelRecurringDonation(ctx context.Context, req *order
 	if err != nil {
 		return nil, err
 	}
-	id, ok := parseID(req.GetScheduleId())
+	id, ok := wire.ParseID(req.GetScheduleId())
 	if !ok {
-		return nil, errScheduleNotFound
+		return nil, wire.ErrScheduleNotFound
 	}
 	s, err := a.s.store.CancelSchedule(ctx, uuid.MustParse(p.TenantID), id, p.Actor())
 	if err != nil {
 		return nil, scheduleError(err)
 	}
-	return &ordersv1.CancelRecurringDonationResponse{RecurringDonation: toSchedule(s)}, nil
+	return &ordersv1.CancelRecurringDonationResponse{RecurringDonation: wire.ToSchedule(s)}, nil
 }

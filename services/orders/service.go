@@ -27,8 +27,10 @@ import (
 	"github.com/almoner/almoner/pkg/importrows"
 	"github.com/almoner/almoner/pkg/service"
 	"github.com/almoner/almoner/services/orders/migrations"
+	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/processor/stripeproc"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/tenantproc"
 )
 
 // Name is the service's name in --target.
@@ -48,7 +50,7 @@ type Config struct {
 	// Processors finds each tenant's payment processor for Card and Ach
 	// payments: its Stripe account, or in the sandbox the test processor;
 	// nil means none, which makes such payments a 400.
-	Processors ProcessorSource
+	Processors tenantproc.Source
 	// Now is the clock; time.Now when nil. Tests move it.
 	Now func() time.Time
 	// IdempotencyLease is how long a claimed key is held by a request
@@ -194,8 +196,8 @@ var Module = service.Module{
 		// Each tenant's processor is read from auth (which keeps the keys
 		// sealed) per payment; a sandbox tenant without Stripe keeps the
 		// documented test processor.
-		cfg.Processors = authProcessors{
-			conn:    func() (grpc.ClientConnInterface, error) { return dial("auth") },
+		cfg.Processors = tenantproc.AuthSource{
+			Conn:    func() (grpc.ClientConnInterface, error) { return dial("auth") },
 			APIBase: d.Config.String("ALMONER_STRIPE_API_BASE", stripeproc.DefaultAPIBase),
 			Sandbox: d.Environment != "production",
 			HTTP:    &http.Client{Timeout: stripeproc.DefaultTimeout},
@@ -245,4 +247,19 @@ func lazyConn(dial func(string) (grpc.ClientConnInterface, error)) func(string) 
 		}
 		return dial(name)
 	}
+}
+
+// byName returns the processor that collected a payment
+// (tenantproc.ByName).
+func (s *Service) byName(ctx context.Context, tenantID, name string) (processor.Processor, error) {
+	return tenantproc.ByName(ctx, s.processors(), tenantID, name)
+}
+
+// processors is the configured source, or one that reports none, behind
+// the guard that no call runs inside a transaction.
+func (s *Service) processors() tenantproc.Source {
+	if s.cfg.Processors == nil {
+		return tenantproc.Guard(tenantproc.Static{})
+	}
+	return tenantproc.Guard(s.cfg.Processors)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/almoner/almoner/pkg/telemetry"
 	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/tenantproc"
 )
 
 // DefaultAbandonedOrderAfter is how long a keyed order's claim waits for
@@ -193,7 +194,7 @@ func (w *Sweeper) giveBackCharges(ctx context.Context, c store.AbandonedClaim) (
 // giveBackCharge refunds what is left of a succeeded charge and cancels
 // one that has not settled; a declined or cancelled one took nothing. It
 // reports whether it asked the processor for anything.
-func (w *Sweeper) giveBackCharge(ctx context.Context, tp tenantProcessor, c store.AbandonedClaim, ch processor.FoundCharge) (bool, error) {
+func (w *Sweeper) giveBackCharge(ctx context.Context, tp tenantproc.Account, c store.AbandonedClaim, ch processor.FoundCharge) (bool, error) {
 	action, amount := "", ch.AmountMinor
 	switch ch.Outcome {
 	case processor.Succeeded:

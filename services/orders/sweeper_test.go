@@ -28,6 +28,7 @@ import (
 	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/processor/stripeproc"
 	"github.com/almoner/almoner/services/orders/processor/stripeproc/stripefake"
+	"github.com/almoner/almoner/services/orders/tenantproc"
 )
 
 // sweepFixture is one tenant whose Stripe account is the stateful fake,
@@ -42,7 +43,7 @@ type sweepFixture struct {
 	tenant uuid.UUID
 	fund   uuid.UUID
 	// proc is the tenant's processor; a test may wrap it.
-	proc *tenantProcessor
+	proc *tenantproc.Account
 	logs *syncBuffer
 }
 
@@ -56,8 +57,8 @@ func newSweepFixture(t *testing.T) *sweepFixture {
 	if _, err := pool.Exec(ctx, `INSERT INTO orders.funds (tenant_id, id, name) VALUES ($1, $2, 'General')`, f.tenant, f.fund); err != nil {
 		t.Fatal(err)
 	}
-	f.proc = &tenantProcessor{Processor: stripeproc.New(stripeproc.Config{APIBase: fake.URL, SecretKey: "sk_test_" + f.tenant.String()}),
-		Name: providerStripe, Mode: "test"}
+	f.proc = &tenantproc.Account{Processor: stripeproc.New(stripeproc.Config{APIBase: fake.URL, SecretKey: "sk_test_" + f.tenant.String()}),
+		Name: tenantproc.ProviderStripe, Mode: "test"}
 	logger := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	f.svc = New(pool, Config{Contacts: benchContacts{}, Processors: fixtureProcessors{f}, IdempotencyLease: time.Minute}, logger)
 	f.srv = &orderServer{s: f.svc}
@@ -72,12 +73,12 @@ func newSweepFixture(t *testing.T) *sweepFixture {
 // fixtureProcessors answers the fixture's processor as it is now.
 type fixtureProcessors struct{ f *sweepFixture }
 
-func (p fixtureProcessors) ForTenant(_ context.Context, tenantID string) (tenantProcessor, bool, error) {
+func (p fixtureProcessors) ForTenant(_ context.Context, tenantID string) (tenantproc.Account, bool, error) {
 	return *p.f.proc, tenantID == p.f.tenant.String(), nil
 }
 
-func (fixtureProcessors) ForNotification(context.Context, string, string) (notificationTarget, bool, error) {
-	return notificationTarget{}, false, nil
+func (fixtureProcessors) ForNotification(context.Context, string, string) (tenantproc.NotificationTarget, bool, error) {
+	return tenantproc.NotificationTarget{}, false, nil
 }
 
 // syncBuffer is a log buffer safe for concurrent sweeps.

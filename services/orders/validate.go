@@ -1,34 +1,29 @@
 package orders
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
-	typev1 "github.com/almoner/almoner/pkg/api/almoner/type/v1"
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/money"
 	"github.com/almoner/almoner/pkg/normalize"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/wire"
 )
 
 // Limits of an order body. Amounts are capped so sums of lines stay far
 // inside int64 minor units.
 const (
-	maxLines       = 100
-	maxPayments    = 10
-	maxSchedules   = 10
-	maxText        = 200
-	maxNotes       = 2000
-	maxKey         = 255
-	maxAmountMajor = 1_000_000_000
-	maxQuantity    = 100_000
+	maxLines     = 100
+	maxPayments  = 10
+	maxSchedules = 10
+	maxKey       = 255
+	maxQuantity  = 100_000
 	// maxUserAgent bounds a mandate's User-Agent; browsers send a few
 	// hundred characters.
 	maxUserAgent = 1000
@@ -40,68 +35,6 @@ var (
 	frequencies    = []string{"weekly", "monthly", "quarterly", "annually"}
 	tributeTypes   = []string{"InHonorOf", "InMemoryOf"}
 )
-
-func maxMinor(currency string) int64 {
-	m := int64(maxAmountMajor)
-	for range money.Exponent(currency) {
-		m *= 10
-	}
-	return m
-}
-
-// amount parses a required positive amount in currency.
-func amount(v *apperr.Violations, field string, d *typev1.Decimal, currency string) int64 {
-	if d == nil || d.GetValue() == "" {
-		v.Add(field, "'%s' must not be empty.", lastSegment(field))
-		return 0
-	}
-	minor, err := money.ParseMinor(d.GetValue(), currency)
-	switch {
-	case errors.Is(err, money.ErrPrecision):
-		v.Add(field, "'%s' must have at most %d decimals for %s.", lastSegment(field), money.Exponent(currency), currency)
-	case err != nil && !errors.Is(err, money.ErrRange):
-		v.Add(field, "'%s' must be a decimal number such as 100.00.", lastSegment(field))
-	case err == nil && minor <= 0:
-		v.Add(field, "'%s' must be greater than 0.", lastSegment(field))
-	case err != nil || minor > maxMinor(currency):
-		v.Add(field, "'%s' must be %d or less.", lastSegment(field), maxAmountMajor)
-	default:
-		return minor
-	}
-	return 0
-}
-
-func lastSegment(path string) string {
-	if i := strings.LastIndexByte(path, '.'); i >= 0 {
-		return path[i+1:]
-	}
-	return path
-}
-
-func text(v *apperr.Violations, field, s string, limit int, required bool) string {
-	s = strings.TrimSpace(s)
-	switch {
-	case s == "" && required:
-		v.Add(field, "'%s' must not be empty.", lastSegment(field))
-	case utf8.RuneCountInString(s) > limit:
-		v.Add(field, "'%s' must be %d characters or fewer.", lastSegment(field), limit)
-	}
-	return s
-}
-
-func address(v *apperr.Violations, field string, a *ordersv1.Address) *store.Address {
-	if a == nil {
-		return nil
-	}
-	return &store.Address{
-		Line1:         text(v, field+".Line1", a.GetLine1(), maxText, true),
-		Line2:         text(v, field+".Line2", a.GetLine2(), maxText, false),
-		City:          text(v, field+".City", a.GetCity(), maxText, false),
-		StateProvince: text(v, field+".StateProvince", a.GetStateProvince(), maxText, false),
-		PostalCode:    text(v, field+".PostalCode", a.GetPostalCode(), 20, false),
-		Country:       text(v, field+".Country", a.GetCountry(), 100, false),
-	}
-}
 
 // draft is a create body that passed its shape checks, before the funds,
 // the contact and the stock were looked up.
@@ -153,7 +86,7 @@ func validateCreate(req *ordersv1.CreateOrderRequest, currency string, today tim
 		v.Add("ContactId", "Contact id must be greater than 0.")
 	}
 	if !money.Known(currency) {
-		v.Add("Currency", "'%s' is not an ISO 4217 currency code.", truncate(currency, 8))
+		v.Add("Currency", "'%s' is not an ISO 4217 currency code.", wire.Truncate(currency, 8))
 		return d, v.Err()
 	}
 	if !checkLineCounts(&v, req) {
@@ -168,7 +101,7 @@ func validateCreate(req *ordersv1.CreateOrderRequest, currency string, today tim
 		return d, v.Err()
 	}
 	for i, in := range req.GetRecurringDonations() {
-		sc := validateSchedule(&v, indexPath("RecurringDonations", i), in, d, today)
+		sc := validateSchedule(&v, wire.IndexPath("RecurringDonations", i), in, d, today)
 		d.schedules = append(d.schedules, sc)
 		d.fundIDs = append(d.fundIDs, sc.FundID)
 	}
@@ -191,20 +124,20 @@ func checkLineCounts(v *apperr.Violations, req *ordersv1.CreateOrderRequest) boo
 // validateDonations checks the donation lines and their tributes.
 func validateDonations(v *apperr.Violations, d *draft, in []*ordersv1.DonationInput) {
 	for i, dl := range in {
-		p := indexPath("Donations", i)
+		p := wire.IndexPath("Donations", i)
 		fid, err := uuid.Parse(strings.TrimSpace(dl.GetFundId()))
 		if err != nil {
 			v.Add(p+".FundId", "'FundId' must be the id of a fund.")
 		}
-		dn := store.Donation{ID: uuid.Must(uuid.NewV7()), FundID: fid, AmountMinor: amount(v, p+".Amount", dl.GetAmount(), d.currency),
-			CampaignID: text(v, p+".CampaignId", dl.GetCampaignId(), maxText, false), AppealID: text(v, p+".AppealId", dl.GetAppealId(), maxText, false)}
+		dn := store.Donation{ID: uuid.Must(uuid.NewV7()), FundID: fid, AmountMinor: wire.Amount(v, p+".Amount", dl.GetAmount(), d.currency),
+			CampaignID: wire.Text(v, p+".CampaignId", dl.GetCampaignId(), wire.MaxText, false), AppealID: wire.Text(v, p+".AppealId", dl.GetAppealId(), wire.MaxText, false)}
 		if t := dl.GetTribute(); t != nil {
 			tt := normalize.OneOf(tributeTypes, t.GetTributeType())
 			if tt == "" {
 				v.Add(p+".Tribute.TributeType", "'TributeType' must be InHonorOf or InMemoryOf.")
 			}
-			dn.Tribute = &store.Tribute{Type: tt, Name: text(v, p+".Tribute.Name", t.GetName(), maxText, true),
-				NotifyName: text(v, p+".Tribute.NotifyName", t.GetNotifyName(), maxText, false), NotifyEmail: text(v, p+".Tribute.NotifyEmail", t.GetNotifyEmail(), 320, false)}
+			dn.Tribute = &store.Tribute{Type: tt, Name: wire.Text(v, p+".Tribute.Name", t.GetName(), wire.MaxText, true),
+				NotifyName: wire.Text(v, p+".Tribute.NotifyName", t.GetNotifyName(), wire.MaxText, false), NotifyEmail: wire.Text(v, p+".Tribute.NotifyEmail", t.GetNotifyEmail(), 320, false)}
 		}
 		d.donations = append(d.donations, dn)
 		d.fundIDs = append(d.fundIDs, fid)
@@ -214,7 +147,7 @@ func validateDonations(v *apperr.Violations, d *draft, in []*ordersv1.DonationIn
 // validateItems checks the item lines; prices come from inventory later.
 func validateItems(v *apperr.Violations, d *draft, in []*ordersv1.ItemInput) {
 	for i, il := range in {
-		p := indexPath("Items", i)
+		p := wire.IndexPath("Items", i)
 		id, err := uuid.Parse(strings.TrimSpace(il.GetItemId()))
 		if err != nil {
 			v.Add(p+".ItemId", "'ItemId' must be the id of an inventory item.")
@@ -242,14 +175,14 @@ func validatePayments(v *apperr.Violations, d *draft, in []*ordersv1.PaymentInpu
 		if i >= maxPayments {
 			break
 		}
-		p := indexPath("Payments", i)
+		p := wire.IndexPath("Payments", i)
 		m := normalize.OneOf(paymentMethods, pl.GetPaymentMethod())
 		if m == "" {
 			v.Add(p+".PaymentMethod", "'PaymentMethod' must be one of Cash, Check, Card, Ach, External.")
 		}
-		pd := paymentDraft{Payment: store.Payment{ID: uuid.Must(uuid.NewV7()), Method: m, AmountMinor: amount(v, p+".Amount", pl.GetAmount(), d.currency),
-			CheckNumber: text(v, p+".CheckNumber", pl.GetCheckNumber(), 50, m == "Check"),
-			Reference:   text(v, p+".Reference", pl.GetReference(), maxText, m == "External")}, token: strings.TrimSpace(pl.GetPaymentToken())}
+		pd := paymentDraft{Payment: store.Payment{ID: uuid.Must(uuid.NewV7()), Method: m, AmountMinor: wire.Amount(v, p+".Amount", pl.GetAmount(), d.currency),
+			CheckNumber: wire.Text(v, p+".CheckNumber", pl.GetCheckNumber(), 50, m == "Check"),
+			Reference:   wire.Text(v, p+".Reference", pl.GetReference(), wire.MaxText, m == "External")}, token: strings.TrimSpace(pl.GetPaymentToken())}
 		if (m == "Card" || m == "Ach") && pd.token == "" {
 			v.Add(p+".PaymentToken", "'PaymentToken' must not be empty for %s payments.", m)
 		}
@@ -279,15 +212,15 @@ func validateMandate(v *apperr.Violations, field, method string, in *ordersv1.Ma
 		v.Add(field+".IpAddress", "'IpAddress' must be an IPv4 or IPv6 address without a zone.")
 	}
 	ip = ip.Unmap()
-	ua := text(v, field+".UserAgent", in.GetUserAgent(), maxUserAgent, true)
+	ua := wire.Text(v, field+".UserAgent", in.GetUserAgent(), maxUserAgent, true)
 	return &mandateAcceptance{ipAddress: ip.String(), userAgent: ua}
 }
 
 // validateEnvelope checks what surrounds the lines: addresses (and that
 // one is given when it is to be saved), the batch and the notes.
 func validateEnvelope(v *apperr.Violations, d *draft, req *ordersv1.CreateOrderRequest) {
-	d.billing = address(v, "BillingAddress", req.GetBillingAddress())
-	d.shipping = address(v, "ShippingAddress", req.GetShippingAddress())
+	d.billing = wire.Address(v, "BillingAddress", req.GetBillingAddress())
+	d.shipping = wire.Address(v, "ShippingAddress", req.GetShippingAddress())
 	if req.GetSaveBillingToContact() && d.billing == nil {
 		v.Add("BillingAddress", "'BillingAddress' must be given to save it to the contact.")
 	}
@@ -301,7 +234,7 @@ func validateEnvelope(v *apperr.Violations, d *draft, req *ordersv1.CreateOrderR
 		}
 		d.batchID = &id
 	}
-	d.notes = text(v, "Notes", req.GetNotes(), maxNotes, false)
+	d.notes = wire.Text(v, "Notes", req.GetNotes(), wire.MaxNotes, false)
 }
 
 // validateSchedule checks one recurring donation of the body. Its payment
@@ -315,12 +248,12 @@ func validateSchedule(v *apperr.Violations, p string, in *ordersv1.RecurringDona
 	if freq == "" {
 		v.Add(p+".Frequency", "'Frequency' must be one of weekly, monthly, quarterly, annually.")
 	}
-	sc := store.Schedule{ID: uuid.Must(uuid.NewV7()), AmountMinor: amount(v, p+".Amount", in.GetAmount(), d.currency), Currency: d.currency,
-		Frequency: freq, FundID: fid, CampaignID: text(v, p+".CampaignId", in.GetCampaignId(), maxText, false),
+	sc := store.Schedule{ID: uuid.Must(uuid.NewV7()), AmountMinor: wire.Amount(v, p+".Amount", in.GetAmount(), d.currency), Currency: d.currency,
+		Frequency: freq, FundID: fid, CampaignID: wire.Text(v, p+".CampaignId", in.GetCampaignId(), wire.MaxText, false),
 		PaymentToken: strings.TrimSpace(in.GetPaymentToken()), Status: store.ScheduleActive}
 	sc.PaymentMethod = normalize.OneOf(paymentMethods, in.GetPaymentMethod())
 	if in.GetPaymentMethod() == "" && len(d.payments) > 0 {
-		sc.PaymentMethod, sc.PaymentToken = d.payments[0].Method, firstNonEmpty(sc.PaymentToken, d.payments[0].token)
+		sc.PaymentMethod, sc.PaymentToken = d.payments[0].Method, wire.FirstNonEmpty(sc.PaymentToken, d.payments[0].token)
 	}
 	if sc.PaymentMethod == "" {
 		v.Add(p+".PaymentMethod", "'PaymentMethod' must be one of Cash, Check, Card, Ach, External.")
@@ -396,20 +329,5 @@ func giftDateProblem(field string, day, today time.Time) string {
 	return ""
 }
 
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
 // nextDate is n periods of freq after t (store.NextDate).
 func nextDate(t time.Time, freq string, n int) time.Time { return store.NextDate(t, freq, n) }
-
-// truncate shortens s to n runes for an error message that echoes input.
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n]) + "…"
-}

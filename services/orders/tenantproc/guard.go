@@ -1,4 +1,4 @@
-package orders
+package tenantproc
 
 import (
 	"context"
@@ -13,11 +13,15 @@ import (
 // run the service through them, so a call that would hold row locks and
 // a pooled connection across the network fails the suite. In production
 // each check is one atomic load.
-type guardedSource struct{ src ProcessorSource }
+// Guard wraps src so that every processor it hands out (and its own
+// lookups) refuse a call made inside a database transaction.
+func Guard(src Source) Source { return guardedSource{src} }
 
-func (g guardedSource) ForTenant(ctx context.Context, tenantID string) (tenantProcessor, bool, error) {
+type guardedSource struct{ src Source }
+
+func (g guardedSource) ForTenant(ctx context.Context, tenantID string) (Account, bool, error) {
 	if err := db.OutsideTx(); err != nil {
-		return tenantProcessor{}, false, err
+		return Account{}, false, err
 	}
 	tp, ok, err := g.src.ForTenant(ctx, tenantID)
 	if tp.Processor != nil {
@@ -26,9 +30,9 @@ func (g guardedSource) ForTenant(ctx context.Context, tenantID string) (tenantPr
 	return tp, ok, err
 }
 
-func (g guardedSource) ForNotification(ctx context.Context, provider, slug string) (notificationTarget, bool, error) {
+func (g guardedSource) ForNotification(ctx context.Context, provider, slug string) (NotificationTarget, bool, error) {
 	if err := db.OutsideTx(); err != nil {
-		return notificationTarget{}, false, err
+		return NotificationTarget{}, false, err
 	}
 	return g.src.ForNotification(ctx, provider, slug)
 }

@@ -1,4 +1,4 @@
-package orders
+package tenantproc
 
 import (
 	"context"
@@ -12,48 +12,50 @@ import (
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/processor/stripeproc"
+	"github.com/almoner/almoner/services/orders/wire"
 )
 
 // Processor names, as stored with each payment.
 const (
-	providerTest   = "test"
-	providerStripe = "stripe"
+	ProviderTest   = "test"
+	ProviderStripe = "stripe"
 )
 
-// tenantProcessor is the processor one tenant's payments go through.
-type tenantProcessor struct {
+// Account is the processor one tenant's payments go through.
+type Account struct {
 	processor.Processor
-	// Name is providerTest or providerStripe.
+	// Name is ProviderTest or ProviderStripe.
 	Name string
 	// Mode is "test" or "live": saved customers and methods belong to one.
 	Mode string
 }
 
-// notificationTarget is what a processor notification is checked and
+// NotificationTarget is what a processor notification is checked and
 // applied with.
-type notificationTarget struct {
+type NotificationTarget struct {
 	TenantID      string
 	WebhookSecret string
 }
 
-// ProcessorSource finds the processor of a tenant.
-type ProcessorSource interface {
+// Source finds the processor of a tenant.
+type Source interface {
 	// ForTenant returns the tenant's processor; ok is false when the
 	// tenant has none (a production tenant that has not connected Stripe).
-	ForTenant(ctx context.Context, tenantID string) (p tenantProcessor, ok bool, err error)
+	ForTenant(ctx context.Context, tenantID string) (p Account, ok bool, err error)
 	// ForNotification returns the tenant and webhook secret behind a
 	// notification URL's slug; ok is false for an unknown slug or a tenant
 	// without that provider.
-	ForNotification(ctx context.Context, provider, slug string) (t notificationTarget, ok bool, err error)
+	ForNotification(ctx context.Context, provider, slug string) (t NotificationTarget, ok bool, err error)
 }
 
-// authProcessors reads each tenant's processor from the auth service (it
+// AuthSource reads each tenant's processor from the auth service (it
 // owns tenant administration and keeps the keys sealed) on every use, so
 // an operator's change applies to the very next payment. The lookup is
 // one internal call beside a processor round trip that takes hundreds of
 // milliseconds, so it is not cached.
-type authProcessors struct {
-	conn func() (grpc.ClientConnInterface, error)
+type AuthSource struct {
+	// Conn dials the auth service.
+	Conn func() (grpc.ClientConnInterface, error)
 	// APIBase is ALMONER_STRIPE_API_BASE.
 	APIBase string
 	// Sandbox keeps the test processor for tenants without Stripe.
@@ -62,8 +64,8 @@ type authProcessors struct {
 	HTTP *http.Client
 }
 
-func (a authProcessors) credentials(ctx context.Context, req *authv1.GetProcessorCredentialsRequest) (*authv1.GetProcessorCredentialsResponse, error) {
-	conn, err := a.conn()
+func (a AuthSource) credentials(ctx context.Context, req *authv1.GetProcessorCredentialsRequest) (*authv1.GetProcessorCredentialsResponse, error) {
+	conn, err := a.Conn()
 	if err != nil {
 		return nil, apperr.Unavailable("The payment processor settings cannot be read right now.", err)
 	}
@@ -77,72 +79,63 @@ func (a authProcessors) credentials(ctx context.Context, req *authv1.GetProcesso
 	return resp, nil
 }
 
-func (a authProcessors) ForTenant(ctx context.Context, tenantID string) (tenantProcessor, bool, error) {
+func (a AuthSource) ForTenant(ctx context.Context, tenantID string) (Account, bool, error) {
 	resp, err := a.credentials(ctx, &authv1.GetProcessorCredentialsRequest{TenantId: tenantID})
 	if err != nil {
-		return tenantProcessor{}, false, err
+		return Account{}, false, err
 	}
-	if resp.GetConfigured() && resp.GetProvider() == providerStripe {
+	if resp.GetConfigured() && resp.GetProvider() == ProviderStripe {
 		p := stripeproc.New(stripeproc.Config{APIBase: a.APIBase, SecretKey: resp.GetSecretKey(), HTTPClient: a.HTTP})
-		return tenantProcessor{Processor: p, Name: providerStripe, Mode: resp.GetMode()}, true, nil
+		return Account{Processor: p, Name: ProviderStripe, Mode: resp.GetMode()}, true, nil
 	}
 	if a.Sandbox {
-		return tenantProcessor{Processor: processor.Test{}, Name: providerTest, Mode: "test"}, true, nil
+		return Account{Processor: processor.Test{}, Name: ProviderTest, Mode: "test"}, true, nil
 	}
-	return tenantProcessor{}, false, nil
+	return Account{}, false, nil
 }
 
-func (a authProcessors) ForNotification(ctx context.Context, provider, slug string) (notificationTarget, bool, error) {
+func (a AuthSource) ForNotification(ctx context.Context, provider, slug string) (NotificationTarget, bool, error) {
 	resp, err := a.credentials(ctx, &authv1.GetProcessorCredentialsRequest{TenantSlug: slug})
 	if status.Code(err) == codes.NotFound {
-		return notificationTarget{}, false, nil
+		return NotificationTarget{}, false, nil
 	}
 	if err != nil {
-		return notificationTarget{}, false, err
+		return NotificationTarget{}, false, err
 	}
 	if !resp.GetConfigured() || resp.GetProvider() != provider || resp.GetWebhookSecret() == "" || !resp.GetTenantActive() {
-		return notificationTarget{}, false, nil
+		return NotificationTarget{}, false, nil
 	}
-	return notificationTarget{TenantID: resp.GetTenantId(), WebhookSecret: resp.GetWebhookSecret()}, true, nil
+	return NotificationTarget{TenantID: resp.GetTenantId(), WebhookSecret: resp.GetWebhookSecret()}, true, nil
 }
 
-// staticProcessors gives every tenant one processor: tests of this module
+// Static gives every tenant one processor: tests of this module
 // that do not need auth.
-type staticProcessors struct {
-	p tenantProcessor
+type Static struct {
+	P Account
 }
 
-func (s staticProcessors) ForTenant(context.Context, string) (tenantProcessor, bool, error) {
-	return s.p, s.p.Processor != nil, nil
+func (s Static) ForTenant(context.Context, string) (Account, bool, error) {
+	return s.P, s.P.Processor != nil, nil
 }
 
-func (staticProcessors) ForNotification(context.Context, string, string) (notificationTarget, bool, error) {
-	return notificationTarget{}, false, nil
+func (Static) ForNotification(context.Context, string, string) (NotificationTarget, bool, error) {
+	return NotificationTarget{}, false, nil
 }
 
-// byName returns the processor that collected a payment: the tenant's
+// ByName returns the processor that collected a payment: the tenant's
 // current one when it is the same provider. A payment of the test
 // processor is always the test processor's, whatever the tenant uses now.
-func (s *Service) byName(ctx context.Context, tenantID, name string) (processor.Processor, error) {
-	if name == providerTest {
+func ByName(ctx context.Context, src Source, tenantID, name string) (processor.Processor, error) {
+	if name == ProviderTest {
 		return guardedProcessor{processor.Test{}}, nil
 	}
-	tp, ok, err := s.processors().ForTenant(ctx, tenantID)
+	tp, ok, err := src.ForTenant(ctx, tenantID)
 	if err != nil {
 		return nil, err
 	}
 	if !ok || tp.Name != name {
-		return nil, apperr.Rule(codeProcessorUnavailable,
+		return nil, apperr.Rule(wire.CodeProcessorUnavailable,
 			"The payment processor that collected this payment is no longer connected; reconnect it to refund or void the payment.")
 	}
 	return tp.Processor, nil
-}
-
-// processors is the configured source, or one that reports none, behind
-// the guard that no call runs inside a transaction.
-func (s *Service) processors() ProcessorSource {
-	if s.cfg.Processors == nil {
-		return guardedSource{staticProcessors{}}
-	}
-	return guardedSource{s.cfg.Processors}
 }

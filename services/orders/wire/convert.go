@@ -1,4 +1,4 @@
-package orders
+package wire
 
 import (
 	"strconv"
@@ -13,26 +13,28 @@ import (
 	"github.com/almoner/almoner/services/orders/store"
 )
 
-// decimal writes minor units as the wire's Decimal.
-func decimal(minor int64, currency string) *typev1.Decimal {
+// Decimal writes minor units as the wire's Decimal.
+func Decimal(minor int64, currency string) *typev1.Decimal {
 	return &typev1.Decimal{Value: money.FormatMinor(minor, currency)}
 }
 
-func toAddress(a *store.Address) *ordersv1.Address {
+// ToAddress is a stored address as the API shows it.
+func ToAddress(a *store.Address) *ordersv1.Address {
 	if a == nil {
 		return nil
 	}
 	return &ordersv1.Address{Line1: a.Line1, Line2: a.Line2, City: a.City, StateProvince: a.StateProvince, PostalCode: a.PostalCode, Country: a.Country}
 }
 
-func toOrder(o store.Order) *ordersv1.Order {
+// ToOrder is a stored order as the API shows it.
+func ToOrder(o store.Order) *ordersv1.Order {
 	c := o.Currency
 	out := &ordersv1.Order{
 		Id: o.ID.String(), OrderNumber: o.OrderNumber, ContactId: o.ContactID, OrderStatus: o.Status, Currency: c,
-		DonationSubtotal: decimal(o.DonationSubtotalMinor, c), ItemSubtotal: decimal(o.ItemSubtotalMinor, c),
-		TotalAmount: decimal(o.TotalMinor, c), DeductibleAmount: decimal(o.DeductibleMinor, c), RefundedAmount: decimal(o.RefundedMinor, c),
+		DonationSubtotal: Decimal(o.DonationSubtotalMinor, c), ItemSubtotal: Decimal(o.ItemSubtotalMinor, c),
+		TotalAmount: Decimal(o.TotalMinor, c), DeductibleAmount: Decimal(o.DeductibleMinor, c), RefundedAmount: Decimal(o.RefundedMinor, c),
 		Donations: make([]*ordersv1.OrderDonation, 0, len(o.Donations)), Items: make([]*ordersv1.OrderItem, 0, len(o.Items)),
-		Payments: make([]*ordersv1.OrderPayment, 0, len(o.Payments)), BillingAddress: toAddress(o.Billing), ShippingAddress: toAddress(o.Shipping),
+		Payments: make([]*ordersv1.OrderPayment, 0, len(o.Payments)), BillingAddress: ToAddress(o.Billing), ShippingAddress: ToAddress(o.Shipping),
 		BatchId: o.BatchID.String(), RecurringDonationIds: []string{}, Notes: o.Notes,
 		CreatedAt: timestamppb.New(o.CreatedAt), UpdatedAt: timestamppb.New(o.UpdatedAt),
 	}
@@ -43,7 +45,7 @@ func toOrder(o store.Order) *ordersv1.Order {
 		out.RecurringDonationIds = append(out.RecurringDonationIds, id.String())
 	}
 	for _, d := range o.Donations {
-		od := &ordersv1.OrderDonation{Id: d.ID.String(), FundId: d.FundID.String(), FundName: d.FundName, Amount: decimal(d.AmountMinor, c),
+		od := &ordersv1.OrderDonation{Id: d.ID.String(), FundId: d.FundID.String(), FundName: d.FundName, Amount: Decimal(d.AmountMinor, c),
 			IsTaxDeductible: d.IsTaxDeductible, CampaignId: d.CampaignID, AppealId: d.AppealID}
 		if d.Tribute != nil {
 			od.Tribute = &ordersv1.Tribute{TributeType: d.Tribute.Type, Name: d.Tribute.Name, NotifyName: d.Tribute.NotifyName, NotifyEmail: d.Tribute.NotifyEmail}
@@ -52,24 +54,26 @@ func toOrder(o store.Order) *ordersv1.Order {
 	}
 	for _, it := range o.Items {
 		out.Items = append(out.Items, &ordersv1.OrderItem{LineNumber: it.LineNumber, ItemId: it.ItemID.String(), Sku: it.SKU, Name: it.Name,
-			Quantity: it.Quantity, UnitPrice: decimal(it.UnitPriceMinor, c), FairMarketValue: decimal(it.FairMarketValueMinor, c),
-			LineTotal: decimal(it.UnitPriceMinor*int64(it.Quantity), c)})
+			Quantity: it.Quantity, UnitPrice: Decimal(it.UnitPriceMinor, c), FairMarketValue: Decimal(it.FairMarketValueMinor, c),
+			LineTotal: Decimal(it.UnitPriceMinor*int64(it.Quantity), c)})
 	}
 	for _, p := range o.Payments {
-		out.Payments = append(out.Payments, &ordersv1.OrderPayment{Id: p.ID.String(), PaymentMethod: p.Method, Amount: decimal(p.AmountMinor, c),
-			PaymentStatus: p.Status, RefundedAmount: decimal(p.RefundedMinor, c), CheckNumber: p.CheckNumber, Reference: p.Reference,
+		out.Payments = append(out.Payments, &ordersv1.OrderPayment{Id: p.ID.String(), PaymentMethod: p.Method, Amount: Decimal(p.AmountMinor, c),
+			PaymentStatus: p.Status, RefundedAmount: Decimal(p.RefundedMinor, c), CheckNumber: p.CheckNumber, Reference: p.Reference,
 			ProcessorReference: p.ProcessorReference, NextAction: nextAction(p)})
 	}
 	return out
 }
 
-func toFund(f store.Fund) *ordersv1.Fund {
+// ToFund is a stored fund as the API shows it.
+func ToFund(f store.Fund) *ordersv1.Fund {
 	return &ordersv1.Fund{Id: f.ID.String(), Name: f.Name, Description: f.Description, IsTaxDeductible: f.IsTaxDeductible,
 		ProcessingFeePercent: &typev1.Decimal{Value: money.FormatMinor(f.ProcessingFeeBP, "USD")}, IsActive: f.IsActive,
 		CreatedAt: timestamppb.New(f.CreatedAt), UpdatedAt: timestamppb.New(f.UpdatedAt)}
 }
 
-func toBatch(b store.Batch) *ordersv1.Batch {
+// ToBatch is a stored batch as the API shows it.
+func ToBatch(b store.Batch) *ordersv1.Batch {
 	out := &ordersv1.Batch{Id: b.ID.String(), Name: b.Name, Description: b.Description, IsDaily: b.IsDaily, State: b.State, OrderCount: b.OrderCount,
 		Totals: make([]*ordersv1.CurrencyTotal, 0, len(b.Totals)), CreatedAt: timestamppb.New(b.CreatedAt)}
 	if b.BatchDate != nil {
@@ -79,31 +83,33 @@ func toBatch(b store.Batch) *ordersv1.Batch {
 		out.ClosedAt = timestamppb.New(*b.ClosedAt)
 	}
 	for _, t := range b.Totals {
-		out.Totals = append(out.Totals, &ordersv1.CurrencyTotal{Currency: t.Currency, OrderCount: t.OrderCount, Total: decimal(t.TotalMinor, t.Currency)})
+		out.Totals = append(out.Totals, &ordersv1.CurrencyTotal{Currency: t.Currency, OrderCount: t.OrderCount, Total: Decimal(t.TotalMinor, t.Currency)})
 	}
 	return out
 }
 
-func dateString(t *time.Time) string {
+// DateString is a date as YYYY-MM-DD, "" for none.
+func DateString(t *time.Time) string {
 	if t == nil {
 		return ""
 	}
 	return t.Format(time.DateOnly)
 }
 
-func toSchedule(s store.Schedule) *ordersv1.RecurringDonation {
-	return &ordersv1.RecurringDonation{Id: s.ID.String(), ContactId: s.ContactID, Amount: decimal(s.AmountMinor, s.Currency), Currency: s.Currency,
-		Frequency: s.Frequency, StartDate: s.StartDate.Format(time.DateOnly), EndDate: dateString(s.EndDate), FundId: s.FundID.String(),
-		CampaignId: s.CampaignID, PaymentMethod: s.PaymentMethod, Status: s.Status, NextChargeDate: dateString(s.NextChargeDate),
+// ToSchedule is a stored schedule as the API shows it.
+func ToSchedule(s store.Schedule) *ordersv1.RecurringDonation {
+	return &ordersv1.RecurringDonation{Id: s.ID.String(), ContactId: s.ContactID, Amount: Decimal(s.AmountMinor, s.Currency), Currency: s.Currency,
+		Frequency: s.Frequency, StartDate: s.StartDate.Format(time.DateOnly), EndDate: DateString(s.EndDate), FundId: s.FundID.String(),
+		CampaignId: s.CampaignID, PaymentMethod: s.PaymentMethod, Status: s.Status, NextChargeDate: DateString(s.NextChargeDate),
 		FailedAttempts: s.FailedAttempts, FailureReason: s.FailureReason, OriginOrderId: s.OriginOrderID.String(),
-		CreatedAt: timestamppb.New(s.CreatedAt), UpdatedAt: timestamppb.New(s.UpdatedAt), PausedUntil: dateString(s.PausedUntil), RetryOn: dateString(s.RetryOn)}
+		CreatedAt: timestamppb.New(s.CreatedAt), UpdatedAt: timestamppb.New(s.UpdatedAt), PausedUntil: DateString(s.PausedUntil), RetryOn: DateString(s.RetryOn)}
 }
 
-// indexPath is a property path into a list: Items[2].
-func indexPath(field string, i int) string { return field + "[" + strconv.Itoa(i) + "]" }
+// IndexPath is a property path into a list: Items[2].
+func IndexPath(field string, i int) string { return field + "[" + strconv.Itoa(i) + "]" }
 
-// parseID parses a path id; anything else is not found.
-func parseID(s string) (uuid.UUID, bool) {
+// ParseID parses a path id; anything else is not found.
+func ParseID(s string) (uuid.UUID, bool) {
 	id, err := uuid.Parse(s)
 	return id, err == nil
 }
