@@ -10,13 +10,13 @@ import (
 
 	"github.com/google/uuid"
 
-	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/money"
 	"github.com/almoner/almoner/pkg/normalize"
 	"github.com/almoner/almoner/pkg/scopes"
+	"github.com/almoner/almoner/services/orders/peers"
 	"github.com/almoner/almoner/services/orders/store"
 	"github.com/almoner/almoner/services/orders/wire"
 )
@@ -34,13 +34,6 @@ var importPaymentMethods = []string{"Cash", "Check", "External"}
 type giftImportServer struct {
 	ordersv1.UnimplementedGiftImportServiceServer
 	s *Service
-}
-
-// TenantSettings reads what orders needs of a tenant's settings when the
-// principal does not carry it (an imports runner's System principal).
-type TenantSettings interface {
-	// DefaultCurrency is the tenant's default ISO 4217 currency.
-	DefaultCurrency(ctx context.Context, tenantID string) (string, error)
 }
 
 // ImportGifts records one batch of a gift import: each row checked, then
@@ -128,7 +121,7 @@ func (s *Service) importCurrency(ctx context.Context, p authctx.Principal, rows 
 	}
 	c, err := s.cfg.Tenants.DefaultCurrency(ctx, p.TenantID)
 	if err != nil {
-		return "", upstream("The tenant's default currency cannot be read right now.", err)
+		return "", peers.Upstream("The tenant's default currency cannot be read right now.", err)
 	}
 	return c, nil
 }
@@ -142,7 +135,7 @@ func (s *Service) giftToday(ctx context.Context, tenantID string) (time.Time, er
 	}
 	loc, err := s.cfg.Calendar.Location(ctx, tenantID)
 	if err != nil {
-		return time.Time{}, upstream("The organization's time zone cannot be read right now.", err)
+		return time.Time{}, peers.Upstream("The organization's time zone cannot be read right now.", err)
 	}
 	return tenantToday(s.cfg.Now(), loc), nil
 }
@@ -191,22 +184,4 @@ func checkGiftRow(r *ordersv1.GiftImportRow, defaultCurrency string, today time.
 		return fail("reference", "'reference' must be %d characters or fewer.", wire.MaxText)
 	}
 	return g
-}
-
-// grpcTenants reads tenant settings from the auth service's internal
-// TenantAdminService, with the calling service's own assertion.
-type grpcTenants struct {
-	conn func() (authv1.TenantAdminServiceClient, error)
-}
-
-func (g grpcTenants) DefaultCurrency(ctx context.Context, tenantID string) (string, error) {
-	c, err := g.conn()
-	if err != nil {
-		return "", err
-	}
-	resp, err := c.GetTenant(ctx, &authv1.GetTenantRequest{TenantId: tenantID})
-	if err != nil {
-		return "", err
-	}
-	return resp.GetTenant().GetDefaultCurrency(), nil
 }

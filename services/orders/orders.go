@@ -21,6 +21,7 @@ import (
 	"github.com/almoner/almoner/pkg/features"
 	"github.com/almoner/almoner/pkg/money"
 	"github.com/almoner/almoner/pkg/scopes"
+	"github.com/almoner/almoner/services/orders/peers"
 	"github.com/almoner/almoner/services/orders/store"
 	"github.com/almoner/almoner/services/orders/tenantproc"
 	"github.com/almoner/almoner/services/orders/wire"
@@ -340,10 +341,10 @@ func (s *Service) reserveStock(ctx context.Context, p authctx.Principal, o *stor
 	}
 	resp, err := s.cfg.Stock.Reserve(ctx, p, rreq)
 	if err != nil {
-		if verr, ok := reserveViolation(err); ok {
+		if verr, ok := peers.ReserveViolation(err); ok {
 			return verr
 		}
-		return upstream("Stock cannot be reserved right now.", err)
+		return peers.Upstream("Stock cannot be reserved right now.", err)
 	}
 	orderID := o.ID
 	u.add(func(ctx context.Context) {
@@ -562,7 +563,7 @@ func refundedPayment(v *apperr.Violations, o store.Order, paymentID string) *sto
 func (s *Service) releaseAll(ctx context.Context, p authctx.Principal, orderID uuid.UUID) error {
 	err := s.cfg.Stock.Release(ctx, p, &inventoryv1.ReleaseStockRequest{TenantId: p.TenantID, OrderId: orderID.String()})
 	if err != nil {
-		return upstream("The order changed but its stock could not be released yet; retry to release it.", err)
+		return peers.Upstream("The order changed but its stock could not be released yet; retry to release it.", err)
 	}
 	return nil
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/almoner/almoner/pkg/importrows"
 	"github.com/almoner/almoner/pkg/service"
 	"github.com/almoner/almoner/services/orders/migrations"
+	"github.com/almoner/almoner/services/orders/peers"
 	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/processor/stripeproc"
 	"github.com/almoner/almoner/services/orders/store"
@@ -44,9 +45,9 @@ func Migrations() []db.Migrations {
 // Config is the orders service's configuration and dependencies.
 type Config struct {
 	// Contacts checks contacts and saves addresses to them.
-	Contacts ContactDirectory
+	Contacts peers.Contacts
 	// Stock reserves and releases inventory for item lines.
-	Stock StockReserver
+	Stock peers.Stock
 	// Processors finds each tenant's payment processor for Card and Ach
 	// payments: its Stripe account, or in the sandbox the test processor;
 	// nil means none, which makes such payments a 400.
@@ -63,13 +64,13 @@ type Config struct {
 	Sweeper *SweeperConfig
 	// Tenants reads a tenant's default currency for gift imports whose
 	// principal carries none; nil means such rows need their currency.
-	Tenants TenantSettings
+	Tenants peers.Tenants
 	// ChargeLease is how long the runner holds a claimed installment
 	// while it charges it (DefaultChargeLease when 0).
 	ChargeLease time.Duration
 	// Calendar reads a tenant's time zone, in which a gift's date is
 	// bounded by today; nil means UTC.
-	Calendar TenantCalendar
+	Calendar peers.Calendar
 	// ImportRowsRetention is how long orders.import_rows keeps an imported
 	// row's outcome (ALMONER_IMPORT_ROWS_RETENTION, importrows.go); the
 	// runner's housekeeping prunes older rows. importrows.DefaultRetention
@@ -178,14 +179,14 @@ var Module = service.Module{
 		dial := lazyConn(d.Dial)
 		cfg := Config{
 			ImportRowsRetention: retention,
-			Contacts: grpcContacts{conn: func() (contactsv1.ContactDirectoryServiceClient, error) {
+			Contacts: peers.GRPCContacts{Conn: func() (contactsv1.ContactDirectoryServiceClient, error) {
 				conn, err := dial("contacts")
 				if err != nil {
 					return nil, err
 				}
 				return contactsv1.NewContactDirectoryServiceClient(conn), nil
 			}},
-			Stock: grpcStock{conn: func() (inventoryv1.StockReservationServiceClient, error) {
+			Stock: peers.GRPCStock{Conn: func() (inventoryv1.StockReservationServiceClient, error) {
 				conn, err := dial("inventory")
 				if err != nil {
 					return nil, err
@@ -202,14 +203,14 @@ var Module = service.Module{
 			Sandbox: d.Environment != "production",
 			HTTP:    &http.Client{Timeout: stripeproc.DefaultTimeout},
 		}
-		cfg.Tenants = grpcTenants{conn: func() (authv1.TenantAdminServiceClient, error) {
+		cfg.Tenants = peers.GRPCTenants{Conn: func() (authv1.TenantAdminServiceClient, error) {
 			conn, err := dial("auth")
 			if err != nil {
 				return nil, err
 			}
 			return authv1.NewTenantAdminServiceClient(conn), nil
 		}}
-		cfg.Calendar = grpcCalendar{conn: func() (reportsv1.OrganizationProfileServiceClient, error) {
+		cfg.Calendar = peers.GRPCCalendar{Conn: func() (reportsv1.OrganizationProfileServiceClient, error) {
 			conn, err := dial("reports")
 			if err != nil {
 				return nil, err

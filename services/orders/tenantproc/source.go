@@ -79,6 +79,7 @@ func (a AuthSource) credentials(ctx context.Context, req *authv1.GetProcessorCre
 	return resp, nil
 }
 
+// ForTenant reads the tenant's processor from the auth service.
 func (a AuthSource) ForTenant(ctx context.Context, tenantID string) (Account, bool, error) {
 	resp, err := a.credentials(ctx, &authv1.GetProcessorCredentialsRequest{TenantId: tenantID})
 	if err != nil {
@@ -94,6 +95,7 @@ func (a AuthSource) ForTenant(ctx context.Context, tenantID string) (Account, bo
 	return Account{}, false, nil
 }
 
+// ForNotification reads the tenant behind a notification URL's slug.
 func (a AuthSource) ForNotification(ctx context.Context, provider, slug string) (NotificationTarget, bool, error) {
 	resp, err := a.credentials(ctx, &authv1.GetProcessorCredentialsRequest{TenantSlug: slug})
 	if status.Code(err) == codes.NotFound {
@@ -114,10 +116,12 @@ type Static struct {
 	P Account
 }
 
+// ForTenant answers the one account, ok when it has a processor.
 func (s Static) ForTenant(context.Context, string) (Account, bool, error) {
 	return s.P, s.P.Processor != nil, nil
 }
 
+// ForNotification knows no notification URL.
 func (Static) ForNotification(context.Context, string, string) (NotificationTarget, bool, error) {
 	return NotificationTarget{}, false, nil
 }

@@ -1,4 +1,4 @@
-package orders
+package peers
 
 import (
 	"context"
@@ -12,10 +12,10 @@ import (
 	"github.com/almoner/almoner/pkg/scopes"
 )
 
-// TenantCalendar reads the time zone a tenant counts its days in: the
+// Calendar reads the time zone a tenant counts its days in: the
 // organization profile's, whose calendar years its statements cover. A
 // gift's date is bounded by today in it (giftDateProblem).
-type TenantCalendar interface {
+type Calendar interface {
 	// Location is the tenant's time zone.
 	Location(ctx context.Context, tenantID string) (*time.Location, error)
 }
@@ -24,17 +24,19 @@ type TenantCalendar interface {
 // reads.
 const calendarActor = "orders:calendar"
 
-// grpcCalendar reads the time zone from the reports service's
+// GRPCCalendar reads the time zone from the reports service's
 // OrganizationProfileService, which answers its default (America/New_York)
 // for a tenant that saved no profile. The call asserts a System principal
 // of the tenant with tenantSettings:manage, the scope the profile's read
 // needs; it only reads.
-type grpcCalendar struct {
-	conn func() (reportsv1.OrganizationProfileServiceClient, error)
+type GRPCCalendar struct {
+	// Conn dials the reports service.
+	Conn func() (reportsv1.OrganizationProfileServiceClient, error)
 }
 
-func (g grpcCalendar) Location(ctx context.Context, tenantID string) (*time.Location, error) {
-	c, err := g.conn()
+// Location reads the tenant's time zone from its organization profile.
+func (g GRPCCalendar) Location(ctx context.Context, tenantID string) (*time.Location, error) {
+	c, err := g.Conn()
 	if err != nil {
 		return nil, err
 	}
