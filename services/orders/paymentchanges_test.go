@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/almoner/almoner/pkg/apperr"
+	"github.com/almoner/almoner/services/orders/procevents"
 	"github.com/almoner/almoner/services/orders/store"
 	"github.com/almoner/almoner/services/orders/tenantproc"
 )
@@ -79,13 +80,13 @@ func TestNotificationWaitsForChangeInFlight(t *testing.T) {
 	}
 	n := store.Notification{Provider: tenantproc.ProviderStripe, EventID: "evt_refunded", EventType: "charge.refunded", Reference: ref,
 		Settle: store.SettleRefunded, RefundedMinor: 1000, On: time.Now()}
-	if _, err := f.svc.store.ApplyNotification(f.ctx, f.tenant, n, processorActor); !errors.Is(err, store.ErrChangeInProgress) {
+	if _, err := f.svc.store.ApplyNotification(f.ctx, f.tenant, n, procevents.Actor); !errors.Is(err, store.ErrChangeInProgress) {
 		t.Fatalf("notification during the refund: %v, want ErrChangeInProgress", err)
 	}
 	if _, err := f.svc.store.FinishChange(f.ctx, c, len(c.Takes)); err != nil {
 		t.Fatal(err)
 	}
-	if a, err := f.svc.store.ApplyNotification(f.ctx, f.tenant, n, processorActor); err != nil || a.Changed {
+	if a, err := f.svc.store.ApplyNotification(f.ctx, f.tenant, n, procevents.Actor); err != nil || a.Changed {
 		t.Errorf("the notification sent again: changed %v, %v; want nothing changed", a.Changed, err)
 	}
 	o, err := f.svc.store.GetOrder(f.ctx, f.tenant, orderID)

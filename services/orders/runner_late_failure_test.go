@@ -84,7 +84,7 @@ func (r *lateFailureRig) deliver(ev stripefake.Event) {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	if err := r.service().applyEvent(context.Background(), r.tenant.String(), pev); err != nil {
+	if err := r.service().events.Apply(context.Background(), r.tenant.String(), pev); err != nil {
 		r.t.Fatal(err)
 	}
 }

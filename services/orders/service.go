@@ -30,6 +30,8 @@ import (
 	"github.com/almoner/almoner/services/orders/peers"
 	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/processor/stripeproc"
+	"github.com/almoner/almoner/services/orders/procevents"
+	"github.com/almoner/almoner/services/orders/reference"
 	"github.com/almoner/almoner/services/orders/store"
 	"github.com/almoner/almoner/services/orders/tenantproc"
 )
@@ -80,10 +82,12 @@ type Config struct {
 
 // Service is the orders service.
 type Service struct {
-	store   *store.Store
-	cfg     Config
-	logger  *slog.Logger
-	runner  *Runner
+	store  *store.Store
+	cfg    Config
+	logger *slog.Logger
+	runner *Runner
+	// events applies processor notifications.
+	events  *procevents.Server
 	sweeper *Sweeper
 }
 
@@ -102,6 +106,7 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *Service {
 		logger = slog.Default()
 	}
 	s := &Service{store: store.New(pool), cfg: cfg, logger: logger}
+	s.events = procevents.New(s.store, s.processors(), cfg.Stock, cfg.Now, logger)
 	if cfg.Runner != nil {
 		s.runner = s.NewRunner(*cfg.Runner)
 	}
@@ -117,13 +122,13 @@ func (s *Service) Store() *store.Store { return s.store }
 // Register adds the service's gRPC servers to r.
 func (s *Service) Register(r grpc.ServiceRegistrar) {
 	ordersv1.RegisterOrderServiceServer(r, &orderServer{s: s})
-	ordersv1.RegisterFundServiceServer(r, &fundServer{s: s})
-	ordersv1.RegisterBatchServiceServer(r, &batchServer{s: s})
+	ordersv1.RegisterFundServiceServer(r, reference.NewFundServer(s.store))
+	ordersv1.RegisterBatchServiceServer(r, reference.NewBatchServer(s.store))
 	ordersv1.RegisterRecurringDonationServiceServer(r, &scheduleServer{s: s})
 	ordersv1.RegisterRecurringSettingsServiceServer(r, &settingsServer{s: s})
 	ordersv1.RegisterGivingServiceServer(r, &givingServer{s: s})
 	ordersv1.RegisterPaymentMethodServiceServer(r, &paymentMethodServer{s: s})
-	ordersv1.RegisterProcessorNotificationServiceServer(r, &notificationServer{s: s})
+	ordersv1.RegisterProcessorNotificationServiceServer(r, s.events)
 	ordersv1.RegisterContactMoveServiceServer(r, &contactMoveServer{s: s})
 	ordersv1.RegisterGiftImportServiceServer(r, &giftImportServer{s: s})
 }

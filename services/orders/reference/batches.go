@@ -1,4 +1,4 @@
-package orders
+package reference
 
 import (
 	"context"
@@ -17,14 +17,14 @@ import (
 	"github.com/almoner/almoner/services/orders/wire"
 )
 
-// batchServer serves the operator tooling under /api/tenants/{tid}/batches.
-type batchServer struct {
+// BatchServer serves the operator tooling under /api/tenants/{tid}/batches.
+type BatchServer struct {
 	ordersv1.UnimplementedBatchServiceServer
-	s *Service
+	store *store.Store
 }
 
 // ListBatches returns a page of batches, newest first.
-func (a *batchServer) ListBatches(ctx context.Context, req *ordersv1.ListBatchesRequest) (*ordersv1.ListBatchesResponse, error) {
+func (a *BatchServer) ListBatches(ctx context.Context, req *ordersv1.ListBatchesRequest) (*ordersv1.ListBatchesResponse, error) {
 	p, err := authctx.Require(ctx, req.GetTenantId(), scopes.BatchesView)
 	if err != nil {
 		return nil, err
@@ -39,7 +39,7 @@ func (a *batchServer) ListBatches(ctx context.Context, req *ordersv1.ListBatches
 			return nil, apperr.Invalid(apperr.Violation{Field: "State", Message: "'State' must be Open or Closed."})
 		}
 	}
-	list, total, err := a.s.store.ListBatches(ctx, uuid.MustParse(p.TenantID), state, pg.Size, pg.Offset())
+	list, total, err := a.store.ListBatches(ctx, uuid.MustParse(p.TenantID), state, pg.Size, pg.Offset())
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +51,7 @@ func (a *batchServer) ListBatches(ctx context.Context, req *ordersv1.ListBatches
 }
 
 // GetBatch reads one batch with its figures.
-func (a *batchServer) GetBatch(ctx context.Context, req *ordersv1.GetBatchRequest) (*ordersv1.GetBatchResponse, error) {
+func (a *BatchServer) GetBatch(ctx context.Context, req *ordersv1.GetBatchRequest) (*ordersv1.GetBatchResponse, error) {
 	p, err := authctx.Require(ctx, req.GetTenantId(), scopes.BatchesView)
 	if err != nil {
 		return nil, err
@@ -60,7 +60,7 @@ func (a *batchServer) GetBatch(ctx context.Context, req *ordersv1.GetBatchReques
 	if !ok {
 		return nil, wire.ErrBatchNotFound
 	}
-	b, err := a.s.store.GetBatch(ctx, uuid.MustParse(p.TenantID), id)
+	b, err := a.store.GetBatch(ctx, uuid.MustParse(p.TenantID), id)
 	if errors.Is(err, db.ErrNotFound) {
 		return nil, wire.ErrBatchNotFound
 	}
@@ -71,7 +71,7 @@ func (a *batchServer) GetBatch(ctx context.Context, req *ordersv1.GetBatchReques
 }
 
 // CreateBatch opens a named batch, with an optional description.
-func (a *batchServer) CreateBatch(ctx context.Context, req *ordersv1.CreateBatchRequest) (*ordersv1.CreateBatchResponse, error) {
+func (a *BatchServer) CreateBatch(ctx context.Context, req *ordersv1.CreateBatchRequest) (*ordersv1.CreateBatchResponse, error) {
 	p, err := authctx.Require(ctx, req.GetTenantId(), scopes.BatchesManage)
 	if err != nil {
 		return nil, err
@@ -82,7 +82,7 @@ func (a *batchServer) CreateBatch(ctx context.Context, req *ordersv1.CreateBatch
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	b, err := a.s.store.CreateBatch(ctx, uuid.MustParse(p.TenantID), name, description, p.Actor())
+	b, err := a.store.CreateBatch(ctx, uuid.MustParse(p.TenantID), name, description, p.Actor())
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func (a *batchServer) CreateBatch(ctx context.Context, req *ordersv1.CreateBatch
 }
 
 // CloseBatch closes a batch; closing it again changes nothing.
-func (a *batchServer) CloseBatch(ctx context.Context, req *ordersv1.CloseBatchRequest) (*ordersv1.CloseBatchResponse, error) {
+func (a *BatchServer) CloseBatch(ctx context.Context, req *ordersv1.CloseBatchRequest) (*ordersv1.CloseBatchResponse, error) {
 	p, err := authctx.Require(ctx, req.GetTenantId(), scopes.BatchesManage)
 	if err != nil {
 		return nil, err
@@ -99,7 +99,7 @@ func (a *batchServer) CloseBatch(ctx context.Context, req *ordersv1.CloseBatchRe
 	if !ok {
 		return nil, wire.ErrBatchNotFound
 	}
-	b, err := a.s.store.CloseBatch(ctx, uuid.MustParse(p.TenantID), id, p.Actor())
+	b, err := a.store.CloseBatch(ctx, uuid.MustParse(p.TenantID), id, p.Actor())
 	if errors.Is(err, db.ErrNotFound) {
 		return nil, wire.ErrBatchNotFound
 	}
@@ -108,3 +108,6 @@ func (a *batchServer) CloseBatch(ctx context.Context, req *ordersv1.CloseBatchRe
 	}
 	return &ordersv1.CloseBatchResponse{Batch: wire.ToBatch(b)}, nil
 }
+
+// NewBatchServer returns the batches' gRPC server on st.
+func NewBatchServer(st *store.Store) *BatchServer { return &BatchServer{store: st} }

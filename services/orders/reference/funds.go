@@ -1,4 +1,4 @@
-package orders
+package reference
 
 import (
 	"context"
@@ -17,20 +17,20 @@ import (
 	"github.com/almoner/almoner/services/orders/wire"
 )
 
-// fundServer serves /api/tenants/{tid}/funds.
-type fundServer struct {
+// FundServer serves /api/tenants/{tid}/funds.
+type FundServer struct {
 	ordersv1.UnimplementedFundServiceServer
-	s *Service
+	store *store.Store
 }
 
 // ListFunds returns every fund. Whoever records or reads gifts needs the
 // fund list, so any of those scopes will do.
-func (a *fundServer) ListFunds(ctx context.Context, req *ordersv1.ListFundsRequest) (*ordersv1.ListFundsResponse, error) {
+func (a *FundServer) ListFunds(ctx context.Context, req *ordersv1.ListFundsRequest) (*ordersv1.ListFundsResponse, error) {
 	p, err := authctx.RequireAny(ctx, req.GetTenantId(), scopes.FundsView, scopes.FundsManage, scopes.DonationsView, scopes.OrdersView, scopes.OrdersCreate)
 	if err != nil {
 		return nil, err
 	}
-	list, err := a.s.store.ListFunds(ctx, uuid.MustParse(p.TenantID))
+	list, err := a.store.ListFunds(ctx, uuid.MustParse(p.TenantID))
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func duplicateFund(name string) error {
 }
 
 // CreateFund creates a fund.
-func (a *fundServer) CreateFund(ctx context.Context, req *ordersv1.CreateFundRequest) (*ordersv1.CreateFundResponse, error) {
+func (a *FundServer) CreateFund(ctx context.Context, req *ordersv1.CreateFundRequest) (*ordersv1.CreateFundResponse, error) {
 	p, err := authctx.Require(ctx, req.GetTenantId(), scopes.FundsManage)
 	if err != nil {
 		return nil, err
@@ -77,7 +77,7 @@ func (a *fundServer) CreateFund(ctx context.Context, req *ordersv1.CreateFundReq
 		return nil, err
 	}
 	f.TenantID = uuid.MustParse(p.TenantID)
-	saved, err := a.s.store.CreateFund(ctx, f, p.Actor())
+	saved, err := a.store.CreateFund(ctx, f, p.Actor())
 	if errors.Is(err, store.ErrDuplicateName) {
 		return nil, duplicateFund(f.Name)
 	}
@@ -89,7 +89,7 @@ func (a *fundServer) CreateFund(ctx context.Context, req *ordersv1.CreateFundReq
 
 // UpdateFund replaces a fund's editable fields. Orders keep the
 // deductibility they were recorded with.
-func (a *fundServer) UpdateFund(ctx context.Context, req *ordersv1.UpdateFundRequest) (*ordersv1.UpdateFundResponse, error) {
+func (a *FundServer) UpdateFund(ctx context.Context, req *ordersv1.UpdateFundRequest) (*ordersv1.UpdateFundResponse, error) {
 	p, err := authctx.Require(ctx, req.GetTenantId(), scopes.FundsManage)
 	if err != nil {
 		return nil, err
@@ -103,7 +103,7 @@ func (a *fundServer) UpdateFund(ctx context.Context, req *ordersv1.UpdateFundReq
 		return nil, err
 	}
 	f.TenantID, f.ID = uuid.MustParse(p.TenantID), id
-	saved, err := a.s.store.UpdateFund(ctx, f, p.Actor())
+	saved, err := a.store.UpdateFund(ctx, f, p.Actor())
 	switch {
 	case errors.Is(err, db.ErrNotFound):
 		return nil, wire.ErrFundNotFound
@@ -114,3 +114,6 @@ func (a *fundServer) UpdateFund(ctx context.Context, req *ordersv1.UpdateFundReq
 	}
 	return &ordersv1.UpdateFundResponse{Fund: wire.ToFund(saved)}, nil
 }
+
+// NewFundServer returns the funds' gRPC server on st.
+func NewFundServer(st *store.Store) *FundServer { return &FundServer{store: st} }

@@ -1,8 +1,10 @@
-package orders
+package procevents
 
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -11,21 +13,33 @@ import (
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/scopes"
+	"github.com/almoner/almoner/services/orders/peers"
 	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/processor/stripeproc"
 	"github.com/almoner/almoner/services/orders/store"
 	"github.com/almoner/almoner/services/orders/tenantproc"
 )
 
-// notificationServer receives processor notifications
-// (POST /api/webhooks/stripe/{tenantSlug}, public).
-type notificationServer struct {
+// Server receives processor notifications
+// (POST /api/webhooks/stripe/{tenantSlug}, public) and applies them.
+type Server struct {
 	ordersv1.UnimplementedProcessorNotificationServiceServer
-	s *Service
+	store      *store.Store
+	processors tenantproc.Source
+	stock      peers.Stock
+	now        func() time.Time
+	logger     *slog.Logger
 }
 
-// processorActor is the actor of changes a processor's notification makes.
-const processorActor = "processor:stripe"
+// New returns the notifications' server: events are verified with the
+// secrets processors knows, applied to st, and an order that stops
+// standing gives its stock back to stock.
+func New(st *store.Store, processors tenantproc.Source, stock peers.Stock, now func() time.Time, logger *slog.Logger) *Server {
+	return &Server{store: st, processors: processors, stock: stock, now: now, logger: logger}
+}
+
+// Actor is the actor of changes a processor's notification makes.
+const Actor = "processor:stripe"
 
 // errBadNotification is the one answer to a notification that cannot be
 // trusted: a missing or wrong signature, a stale timestamp and an unknown
@@ -35,8 +49,8 @@ var errBadNotification = apperr.Rule("Processor.InvalidNotification", "The notif
 // ReceiveStripeEvent verifies a Stripe event with the tenant's webhook
 // secret and applies it once. It makes no call to Stripe: everything it
 // needs is in the signed event.
-func (n *notificationServer) ReceiveStripeEvent(ctx context.Context, req *ordersv1.ReceiveStripeEventRequest) (*ordersv1.ReceiveStripeEventResponse, error) {
-	target, ok, err := n.s.processors().ForNotification(ctx, tenantproc.ProviderStripe, req.GetTenantSlug())
+func (n *Server) ReceiveStripeEvent(ctx context.Context, req *ordersv1.ReceiveStripeEventRequest) (*ordersv1.ReceiveStripeEventResponse, error) {
+	target, ok, err := n.processors.ForNotification(ctx, tenantproc.ProviderStripe, req.GetTenantSlug())
 	if err != nil {
 		return nil, err
 	}
@@ -51,10 +65,10 @@ func (n *notificationServer) ReceiveStripeEvent(ctx context.Context, req *orders
 		// Signed by the tenant's account but without what its type needs:
 		// answered 2xx, because Stripe would otherwise send it again for
 		// days, and logged for the operator.
-		n.s.logger.WarnContext(ctx, "processor event cannot be applied", "tenant_id", target.TenantID, "error", err)
+		n.logger.WarnContext(ctx, "processor event cannot be applied", "tenant_id", target.TenantID, "error", err)
 		return &ordersv1.ReceiveStripeEventResponse{Received: true}, nil
 	}
-	if err := n.s.applyEvent(ctx, target.TenantID, ev); err != nil {
+	if err := n.Apply(ctx, target.TenantID, ev); err != nil {
 		return nil, err
 	}
 	return &ordersv1.ReceiveStripeEventResponse{Received: true}, nil
@@ -69,11 +83,11 @@ var settlements = map[processor.EventKind]store.Settlement{
 	processor.EventDisputeCreated:   store.SettleDisputed,
 }
 
-// applyEvent records the event's effect, then gives back the stock of an
+// Apply records the event's effect, then gives back the stock of an
 // order that stopped standing. The stock release is the inventory
 // service's (idempotent by order), after the commit; when it fails the
 // order's stock stays reserved and the log says so, as for a void.
-func (s *Service) applyEvent(ctx context.Context, tenantID string, ev processor.Event) error {
+func (s *Server) Apply(ctx context.Context, tenantID string, ev processor.Event) error {
 	settle, ok := settlements[ev.Kind]
 	if !ok {
 		s.logger.DebugContext(ctx, "processor event ignored", "event_id", ev.ID, "event_type", ev.Type)
@@ -85,7 +99,7 @@ func (s *Service) applyEvent(ctx context.Context, tenantID string, ev processor.
 	}
 	applied, err := s.store.ApplyNotification(ctx, tid, store.Notification{Provider: tenantproc.ProviderStripe, EventID: ev.ID, EventType: ev.Type,
 		Reference: ev.Reference, Settle: settle, RefundedMinor: ev.AmountRefundedMinor, Reason: ev.FailureCode,
-		On: s.cfg.Now()}, processorActor)
+		On: s.now()}, Actor)
 	if err != nil {
 		return err
 	}
@@ -96,8 +110,8 @@ func (s *Service) applyEvent(ctx context.Context, tenantID string, ev processor.
 		s.logger.WarnContext(ctx, "processor event for an unknown charge", "tenant_id", tenantID, "event_id", ev.ID,
 			"event_type", ev.Type, "processor_reference", ev.Reference)
 	case applied.ReleaseStock:
-		p := authctx.System(tenantID, processorActor, scopes.OrdersVoid)
-		if err := s.cfg.Stock.Release(ctx, p, &inventoryv1.ReleaseStockRequest{TenantId: tenantID, OrderId: applied.Order.ID.String()}); err != nil {
+		p := authctx.System(tenantID, Actor, scopes.OrdersVoid)
+		if err := s.stock.Release(ctx, p, &inventoryv1.ReleaseStockRequest{TenantId: tenantID, OrderId: applied.Order.ID.String()}); err != nil {
 			s.logger.ErrorContext(ctx, "release stock of an order the processor failed or refunded", "order_id", applied.Order.ID, "error", err)
 		}
 	}
