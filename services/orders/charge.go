@@ -143,17 +143,6 @@ func (s *Service) savedMethod(ctx context.Context, tenantID uuid.UUID, token, pr
 	return m, m.Provider == provider && m.ContactID == contactID, nil
 }
 
-// changeError maps a processor failure of a change made after the fact (a
-// refund, a void, a detach): a refusal is a 400 under "" with the
-// processor's reason (else fallback), anything else a sanitized 503 that
-// says what did not happen.
-func changeError(err error, fallback, unavailable string) error {
-	if r, ok := processor.AsRefused(err); ok {
-		return apperr.Rule(wire.CodeProcessorRefused, "The payment processor refused: "+wire.FirstNonEmpty(r.Message, fallback))
-	}
-	return apperr.Unavailable(unavailable, err)
-}
-
 // tokenField is the property path of the first payment (or else
 // schedule) that named a token, so a form can show a refusal beside it.
 func tokenField(d draft, token string) string {

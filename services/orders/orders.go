@@ -27,10 +27,21 @@ import (
 	"github.com/almoner/almoner/services/orders/wire"
 )
 
-// orderServer serves /api/tenants/{tid}/orders.
+// orderServer serves /api/tenants/{tid}/orders: creating and reading
+// orders here, refunds and voids in the changes room.
 type orderServer struct {
 	ordersv1.UnimplementedOrderServiceServer
 	s *Service
+}
+
+// VoidOrder voids an order (changes.Server).
+func (a *orderServer) VoidOrder(ctx context.Context, req *ordersv1.VoidOrderRequest) (*ordersv1.VoidOrderResponse, error) {
+	return a.s.changes.VoidOrder(ctx, req)
+}
+
+// CreateOrderRefund refunds an order (changes.Server).
+func (a *orderServer) CreateOrderRefund(ctx context.Context, req *ordersv1.CreateOrderRefundRequest) (*ordersv1.CreateOrderRefundResponse, error) {
+	return a.s.changes.CreateOrderRefund(ctx, req)
 }
 
 // idempotencyKey is the body's key, else the Idempotency-Key header.
@@ -440,130 +451,4 @@ func (a *orderServer) GetOrder(ctx context.Context, req *ordersv1.GetOrderReques
 		return nil, err
 	}
 	return &ordersv1.GetOrderResponse{Order: wire.ToOrder(o)}, nil
-}
-
-// VoidOrder voids an order: Completed → Voided, payments voided (at the
-// processor too) and stock released.
-func (a *orderServer) VoidOrder(ctx context.Context, req *ordersv1.VoidOrderRequest) (*ordersv1.VoidOrderResponse, error) {
-	p, err := authctx.Require(ctx, req.GetTenantId(), scopes.OrdersVoid)
-	if err != nil {
-		return nil, err
-	}
-	id, ok := wire.ParseID(req.GetOrderId())
-	if !ok {
-		return nil, wire.ErrOrderNotFound
-	}
-	tenantID := uuid.MustParse(p.TenantID)
-	o, err := a.s.void(ctx, tenantID, id, p.Actor())
-	switch {
-	case errors.Is(err, db.ErrNotFound):
-		return nil, wire.ErrOrderNotFound
-	case errors.Is(err, store.ErrAlreadyVoided):
-		// A void whose stock release failed is finished by trying again.
-		if cur, gerr := a.s.store.GetOrder(ctx, tenantID, id); gerr == nil && len(cur.Items) > 0 {
-			if rerr := a.s.releaseAll(ctx, p, id); rerr != nil {
-				return nil, rerr
-			}
-		}
-		return nil, apperr.Rule(wire.CodeAlreadyVoided, "The order is already voided.")
-	case errors.Is(err, store.ErrIllegalState):
-		return nil, apperr.Rule(wire.CodeCannotVoid, "Only a Completed or Pending order with nothing refunded can be voided; refund the rest instead.")
-	case errors.Is(err, store.ErrChangeInProgress):
-		return nil, errChangeInProgress
-	case err != nil:
-		return nil, err
-	}
-	if len(o.Items) > 0 {
-		if err := a.s.releaseAll(ctx, p, id); err != nil {
-			return nil, err
-		}
-	}
-	return &ordersv1.VoidOrderResponse{Order: wire.ToOrder(o)}, nil
-}
-
-// CreateOrderRefund refunds part or all of an order, from the payment the
-// request names or else from its payments in order. A full refund (the
-// order reaches Refunded) releases its stock.
-func (a *orderServer) CreateOrderRefund(ctx context.Context, req *ordersv1.CreateOrderRefundRequest) (*ordersv1.CreateOrderRefundResponse, error) {
-	p, err := authctx.Require(ctx, req.GetTenantId(), scopes.OrdersRefund)
-	if err != nil {
-		return nil, err
-	}
-	id, ok := wire.ParseID(req.GetOrderId())
-	if !ok {
-		return nil, wire.ErrOrderNotFound
-	}
-	tenantID := uuid.MustParse(p.TenantID)
-	cur, err := a.s.store.GetOrder(ctx, tenantID, id)
-	if errors.Is(err, db.ErrNotFound) {
-		return nil, wire.ErrOrderNotFound
-	}
-	if err != nil {
-		return nil, err
-	}
-	var v apperr.Violations
-	var amt int64
-	if req.GetAmount() != nil && req.GetAmount().GetValue() != "" {
-		amt = wire.Amount(&v, "Amount", req.GetAmount(), cur.Currency)
-	}
-	reason := wire.Text(&v, "Reason", req.GetReason(), wire.MaxText, false)
-	payment := refundedPayment(&v, cur, req.GetPaymentId())
-	if err := v.Err(); err != nil {
-		return nil, err
-	}
-	r := store.Refund{AmountMinor: amt, Reason: reason}
-	if payment != nil {
-		r.PaymentID = &payment.ID
-	}
-	o, err := a.s.refund(ctx, tenantID, id, r, p.Actor())
-	switch {
-	case errors.Is(err, db.ErrNotFound):
-		return nil, wire.ErrOrderNotFound
-	case errors.Is(err, store.ErrIllegalState):
-		return nil, apperr.Rule(wire.CodeCannotRefund, "Only a Completed or PartiallyRefunded order can be refunded.")
-	case errors.Is(err, store.ErrChangeInProgress):
-		return nil, errChangeInProgress
-	case errors.Is(err, store.ErrOverRefund) && payment != nil:
-		return nil, apperr.FieldRule(wire.CodeOverRefund, "Amount",
-			fmt.Sprintf("At most %s can still be refunded from this payment.", money.FormatMinor(payment.RefundableMinor(), cur.Currency)))
-	case errors.Is(err, store.ErrOverRefund):
-		return nil, apperr.FieldRule(wire.CodeOverRefund, "Amount",
-			fmt.Sprintf("At most %s can still be refunded.", money.FormatMinor(cur.TotalMinor-cur.RefundedMinor, cur.Currency)))
-	case err != nil:
-		return nil, err
-	}
-	if o.Status == store.StatusRefunded && len(o.Items) > 0 {
-		if err := a.s.releaseAll(ctx, p, id); err != nil {
-			return nil, err
-		}
-	}
-	return &ordersv1.CreateOrderRefundResponse{Order: wire.ToOrder(o)}, nil
-}
-
-// refundedPayment returns the payment of o a refund names by paymentId, or
-// nil when it names none. An id that is not one of o's payments (another
-// order's, or none at all) is a violation under PaymentId: refunding from
-// the order's payments in order instead would give back money from a
-// payment the caller did not mean.
-func refundedPayment(v *apperr.Violations, o store.Order, paymentID string) *store.Payment {
-	if paymentID == "" {
-		return nil
-	}
-	if id, ok := wire.ParseID(paymentID); ok {
-		for i := range o.Payments {
-			if o.Payments[i].ID == id {
-				return &o.Payments[i]
-			}
-		}
-	}
-	v.Add("PaymentId", "'PaymentId' is not a payment of this order.")
-	return nil
-}
-
-func (s *Service) releaseAll(ctx context.Context, p authctx.Principal, orderID uuid.UUID) error {
-	err := s.cfg.Stock.Release(ctx, p, &inventoryv1.ReleaseStockRequest{TenantId: p.TenantID, OrderId: orderID.String()})
-	if err != nil {
-		return peers.Upstream("The order changed but its stock could not be released yet; retry to release it.", err)
-	}
-	return nil
 }

@@ -31,16 +31,16 @@ func TestRefundUnknownOutcomeFinishedBySweeper(t *testing.T) {
 	pi := created.GetOrder().GetPayments()[0].GetProcessorReference()
 
 	f.fake.LoseNextResponses(1)
-	_, err = f.svc.refund(f.ctx, f.tenant, orderID, store.Refund{AmountMinor: 3000}, "test")
+	_, err = f.svc.changes.Refund(f.ctx, f.tenant, orderID, store.Refund{AmountMinor: 3000}, "test")
 	var ae *apperr.Error
 	if !errors.As(err, &ae) || ae.Kind != apperr.KindUnavailable {
 		t.Fatalf("refund whose answer was lost: %v, want unavailable", err)
 	}
 	// The 30.00 in flight is reserved: 10.00 is all that is left.
-	if _, err := f.svc.refund(f.ctx, f.tenant, orderID, store.Refund{AmountMinor: 2000}, "test"); !errors.Is(err, store.ErrOverRefund) {
+	if _, err := f.svc.changes.Refund(f.ctx, f.tenant, orderID, store.Refund{AmountMinor: 2000}, "test"); !errors.Is(err, store.ErrOverRefund) {
 		t.Errorf("a refund past what the one in flight leaves: %v, want ErrOverRefund", err)
 	}
-	if n, err := f.svc.finishChanges(f.ctx, time.Minute); err != nil || n != 1 {
+	if n, err := f.svc.changes.Finish(f.ctx, time.Minute); err != nil || n != 1 {
 		t.Fatalf("sweep: finished %d, %v; want 1", n, err)
 	}
 	o, err := f.svc.store.GetOrder(f.ctx, f.tenant, orderID)
@@ -56,7 +56,7 @@ func TestRefundUnknownOutcomeFinishedBySweeper(t *testing.T) {
 			t.Errorf("Stripe answered %s %s with %d", r.Method, r.Path, r.Status)
 		}
 	}
-	if n, err := f.svc.finishChanges(f.ctx, time.Minute); err != nil || n != 0 {
+	if n, err := f.svc.changes.Finish(f.ctx, time.Minute); err != nil || n != 0 {
 		t.Errorf("a second sweep finished %d, %v; want nothing", n, err)
 	}
 }

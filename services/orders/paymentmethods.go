@@ -13,6 +13,7 @@ import (
 	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/scopes"
+	"github.com/almoner/almoner/services/orders/changes"
 	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/store"
 	"github.com/almoner/almoner/services/orders/wire"
@@ -90,7 +91,7 @@ func (s *Service) detachAtProcessor(ctx context.Context, tenantID string, m stor
 		return nil
 	}
 	if err != nil {
-		return changeError(err, "the method was not detached.", "The payment processor cannot be reached; the method was not removed. Retry the request.")
+		return changes.ProcessorError(err, "the method was not detached.", "The payment processor cannot be reached; the method was not removed. Retry the request.")
 	}
 	return nil
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/importrows"
 	"github.com/almoner/almoner/pkg/service"
+	"github.com/almoner/almoner/services/orders/changes"
 	"github.com/almoner/almoner/services/orders/migrations"
 	"github.com/almoner/almoner/services/orders/peers"
 	"github.com/almoner/almoner/services/orders/processor"
@@ -87,7 +88,9 @@ type Service struct {
 	logger *slog.Logger
 	runner *Runner
 	// events applies processor notifications.
-	events  *procevents.Server
+	events *procevents.Server
+	// changes refunds and voids orders.
+	changes *changes.Server
 	sweeper *Sweeper
 }
 
@@ -107,6 +110,7 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *Service {
 	}
 	s := &Service{store: store.New(pool), cfg: cfg, logger: logger}
 	s.events = procevents.New(s.store, s.processors(), cfg.Stock, cfg.Now, logger)
+	s.changes = changes.New(s.store, s.processors(), cfg.Stock, s.chargeLease(), logger)
 	if cfg.Runner != nil {
 		s.runner = s.NewRunner(*cfg.Runner)
 	}

@@ -93,7 +93,7 @@ func (w *Sweeper) step(ctx context.Context) {
 	if _, err := w.SweepOnce(ctx); err != nil && ctx.Err() == nil {
 		w.s.logger.ErrorContext(ctx, "sweep abandoned order claims", "error", err)
 	}
-	if _, err := w.s.finishChanges(ctx, w.cfg.Lease); err != nil && ctx.Err() == nil {
+	if _, err := w.s.changes.Finish(ctx, w.cfg.Lease); err != nil && ctx.Err() == nil {
 		w.s.logger.ErrorContext(ctx, "finish refunds and voids left in flight", "error", err)
 	}
 }

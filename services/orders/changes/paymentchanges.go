@@ -1,4 +1,4 @@
-package orders
+package changes
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/tenantproc"
 	"github.com/almoner/almoner/services/orders/wire"
 )
 
@@ -19,11 +20,11 @@ import (
 // one's processor calls are in flight.
 var errChangeInProgress = apperr.Conflict(wire.CodeChangeInProgress, "A refund or void of this order is being made; retry in a moment.")
 
-// refund gives back r of an order in three steps, with no transaction
+// Refund gives back r of an order in three steps, with no transaction
 // open while the processor is called: claim (the amounts reserved),
 // the processor's refunds, record.
-func (s *Service) refund(ctx context.Context, tenantID, orderID uuid.UUID, r store.Refund, actor string) (store.Order, error) {
-	c, err := s.store.BeginRefund(ctx, tenantID, orderID, r, s.chargeLease(), actor)
+func (s *Server) Refund(ctx context.Context, tenantID, orderID uuid.UUID, r store.Refund, actor string) (store.Order, error) {
+	c, err := s.store.BeginRefund(ctx, tenantID, orderID, r, s.lease, actor)
 	if err != nil {
 		return store.Order{}, err
 	}
@@ -31,8 +32,8 @@ func (s *Service) refund(ctx context.Context, tenantID, orderID uuid.UUID, r sto
 }
 
 // void voids an order in the same three steps.
-func (s *Service) void(ctx context.Context, tenantID, orderID uuid.UUID, actor string) (store.Order, error) {
-	c, err := s.store.BeginVoid(ctx, tenantID, orderID, s.chargeLease(), actor)
+func (s *Server) void(ctx context.Context, tenantID, orderID uuid.UUID, actor string) (store.Order, error) {
+	c, err := s.store.BeginVoid(ctx, tenantID, orderID, s.lease, actor)
 	if err != nil {
 		return store.Order{}, err
 	}
@@ -44,7 +45,7 @@ func (s *Service) void(ctx context.Context, tenantID, orderID uuid.UUID, actor s
 // answers the refusal; a call whose outcome is unknown keeps the claim,
 // its lease ended, for the sweeper to finish with the same keys (the
 // processor replays what it did), and answers 503.
-func (s *Service) changePayments(ctx context.Context, c store.PaymentChange) (store.Order, error) {
+func (s *Server) changePayments(ctx context.Context, c store.PaymentChange) (store.Order, error) {
 	done, callErr := s.callTakes(ctx, c)
 	if callErr != nil && processor.IsUnavailable(callErr) {
 		if err := s.store.ExpireChange(context.WithoutCancel(ctx), c); err != nil {
@@ -62,14 +63,14 @@ func (s *Service) changePayments(ctx context.Context, c store.PaymentChange) (st
 	case errors.As(callErr, &known):
 		return store.Order{}, callErr // the processor no longer connected, say
 	case callErr != nil:
-		return store.Order{}, changeError(callErr, "the request was not accepted.", "The payment processor failed; nothing more was changed.")
+		return store.Order{}, ProcessorError(callErr, "the request was not accepted.", "The payment processor failed; nothing more was changed.")
 	}
 	return o, nil
 }
 
 // callTakes makes each take's processor call, stopping at the first
 // failure, and reports how many were made.
-func (s *Service) callTakes(ctx context.Context, c store.PaymentChange) (int, error) {
+func (s *Server) callTakes(ctx context.Context, c store.PaymentChange) (int, error) {
 	for i, t := range c.Takes {
 		if err := s.callTake(ctx, c.TenantID.String(), c.Payments[t.PaymentID], t); err != nil {
 			return i, err
@@ -80,11 +81,11 @@ func (s *Service) callTakes(ctx context.Context, c store.PaymentChange) (int, er
 
 // callTake refunds or cancels one payment at the processor that collected
 // it; a payment no processor collected needs no call.
-func (s *Service) callTake(ctx context.Context, tenantID string, pay store.Payment, t store.PaymentTake) error {
+func (s *Server) callTake(ctx context.Context, tenantID string, pay store.Payment, t store.PaymentTake) error {
 	if pay.Processor == "" || pay.ProcessorReference == "" {
 		return nil
 	}
-	proc, err := s.byName(ctx, tenantID, pay.Processor)
+	proc, err := tenantproc.ByName(ctx, s.processors, tenantID, pay.Processor)
 	if err != nil {
 		return err
 	}
@@ -96,12 +97,12 @@ func (s *Service) callTake(ctx context.Context, tenantID string, pay store.Payme
 	return err
 }
 
-// finishChanges finishes the refunds and voids whose process died or lost
+// Finish finishes the refunds and voids whose process died or lost
 // the processor's answer: their calls are made again with the same keys
 // (the processor replays what it did) and what was done is recorded; an
 // order that ends Voided or Refunded gives its stock back. Each is taken
 // under lease; one that fails again waits for the lease.
-func (s *Service) finishChanges(ctx context.Context, lease time.Duration) (finished int, err error) {
+func (s *Server) Finish(ctx context.Context, lease time.Duration) (finished int, err error) {
 	seen := map[uuid.UUID]bool{}
 	for ctx.Err() == nil {
 		c, ok, err := s.store.TakeStaleChange(ctx, lease)
@@ -124,4 +125,15 @@ func (s *Service) finishChanges(ctx context.Context, lease time.Duration) (finis
 		}
 	}
 	return finished, ctx.Err()
+}
+
+// ProcessorError maps a processor failure of a change made after the fact (a
+// refund, a void, a detach): a refusal is a 400 under "" with the
+// processor's reason (else fallback), anything else a sanitized 503 that
+// says what did not happen.
+func ProcessorError(err error, fallback, unavailable string) error {
+	if r, ok := processor.AsRefused(err); ok {
+		return apperr.Rule(wire.CodeProcessorRefused, "The payment processor refused: "+wire.FirstNonEmpty(r.Message, fallback))
+	}
+	return apperr.Unavailable(unavailable, err)
 }
