@@ -2,7 +2,6 @@ package orders
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -11,7 +10,6 @@ import (
 
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
-	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/ratelimit"
 	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/store"
@@ -42,7 +40,7 @@ func (s *Service) collect(ctx context.Context, p authctx.Principal, tp tenantpro
 		}
 	}
 	for i, pd := range d.payments {
-		pd.ID = paymentID(n.ID, i)
+		pd.ID = store.PaymentID(n.ID, i)
 		pay := pd.Payment
 		pay.Status = store.PaymentCaptured
 		if pd.viaProcessor() {
@@ -66,13 +64,6 @@ func (s *Service) collect(ctx context.Context, p authctx.Principal, tp tenantpro
 	return nil
 }
 
-// paymentID is the id of payment i of an order: derived from the order id,
-// so the retry of a keyed request (same order id) names the same payment
-// in the charge it repeats.
-func paymentID(orderID uuid.UUID, i int) uuid.UUID {
-	return uuid.NewSHA1(orderID, []byte("payment/"+strconv.Itoa(i)))
-}
-
 // orderNumber takes the order's number ahead of recording it; a keyed
 // request's claim keeps it for the retry.
 func (s *Service) orderNumber(ctx context.Context, n *store.NewOrder) (int64, error) {
@@ -93,7 +84,7 @@ func methodsToKeep(d draft) map[string]bool {
 		}
 	}
 	for _, sc := range d.schedules {
-		if viaProcessor(sc.PaymentMethod) && sc.PaymentToken != "" {
+		if store.ViaProcessor(sc.PaymentMethod) && sc.PaymentToken != "" {
 			keep[sc.PaymentToken] = true
 		}
 	}
@@ -111,7 +102,7 @@ func (s *Service) keepMethods(ctx context.Context, tp tenantproc.Account, n *sto
 		return nil, err
 	}
 	for pm := range keep {
-		if m, ok, err := s.savedMethod(ctx, n.TenantID, pm, tp.Name, n.ContactID); err != nil {
+		if m, ok, err := s.store.SavedMethod(ctx, n.TenantID, pm, tp.Name, n.ContactID); err != nil {
 			return nil, err
 		} else if ok {
 			kept[pm] = m
@@ -127,20 +118,6 @@ func (s *Service) keepMethods(ctx context.Context, tp tenantproc.Account, n *sto
 		kept[pm] = m
 	}
 	return kept, nil
-}
-
-// savedMethod returns the method a token names when it is saved at the
-// processor provider for contactID. Not saved is not an error; a failed
-// read is.
-func (s *Service) savedMethod(ctx context.Context, tenantID uuid.UUID, token, provider string, contactID int64) (store.PaymentMethod, bool, error) {
-	m, err := s.store.GetPaymentMethod(ctx, tenantID, token)
-	if errors.Is(err, db.ErrNotFound) {
-		return store.PaymentMethod{}, false, nil
-	}
-	if err != nil {
-		return store.PaymentMethod{}, false, err
-	}
-	return m, m.Provider == provider && m.ContactID == contactID, nil
 }
 
 // tokenField is the property path of the first payment (or else
@@ -206,7 +183,7 @@ func (s *Service) charge(ctx context.Context, tp tenantproc.Account, n *store.Ne
 	// one kept for later is marked so the processor allows later charges.
 	if m, ok := kept[pd.token]; ok {
 		req.PaymentMethodID, req.CustomerID, req.SaveForFutureUse = m.ID, m.CustomerID, true
-	} else if m, ok, err := s.savedMethod(ctx, n.TenantID, pd.token, tp.Name, n.ContactID); err != nil {
+	} else if m, ok, err := s.store.SavedMethod(ctx, n.TenantID, pd.token, tp.Name, n.ContactID); err != nil {
 		return store.Payment{}, err
 	} else if ok {
 		req.CustomerID = m.CustomerID
@@ -258,29 +235,9 @@ func firstMD(ctx context.Context, key string) string {
 // giveBack). It is logged, not returned: the order's own error is what the
 // caller must see.
 func (s *Service) undoCharge(ctx context.Context, tp tenantproc.Account, ref string, outcome processor.Outcome, amountMinor int64) {
-	if _, err := giveBack(ctx, tp, ref, outcome, amountMinor); err != nil {
+	if _, err := tenantproc.GiveBack(ctx, tp, ref, outcome, amountMinor); err != nil {
 		s.logger.ErrorContext(ctx, "undo charge of an order that was not recorded", "processor_reference", ref, "error", err)
 	}
-}
-
-// giveBack takes back a charge of an order that was not recorded: a
-// refund of amountMinor once the money moved, else a cancel. The
-// idempotency key and the request are derived from the charge alone, so
-// the undo of a failed request and the sweep of its abandoned claim
-// (sweeper.go) are one and the same request at the processor, and a
-// retried sweep never refunds twice. A refund the processor refuses
-// because the charge is refunded already is done, not a failure: the
-// processor forgets a key after a while (Stripe: 24 hours).
-func giveBack(ctx context.Context, p processor.Processor, ref string, outcome processor.Outcome, amountMinor int64) (processor.Refund, error) {
-	if outcome != processor.Succeeded {
-		return processor.Refund{}, p.Cancel(ctx, ref, "undo/"+ref)
-	}
-	re, err := p.Refund(ctx, processor.RefundRequest{IdempotencyKey: "undo/" + ref, Reference: ref, AmountMinor: amountMinor,
-		Metadata: map[string]string{"reason": "order not recorded"}})
-	if r, ok := processor.AsRefused(err); ok && r.Code == "charge_already_refunded" {
-		return processor.Refund{}, nil
-	}
-	return re, err
 }
 
 // processorError maps a processor failure: a refusal of the request (an

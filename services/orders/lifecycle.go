@@ -282,7 +282,7 @@ func (s *Service) amendReferences(ctx context.Context, v *apperr.Violations, am 
 		}
 	}
 	if req.PaymentMethodId != nil {
-		if !viaProcessor(cur.PaymentMethod) {
+		if !store.ViaProcessor(cur.PaymentMethod) {
 			v.Add("PaymentMethodId", "A %s schedule keeps its payment method.", cur.PaymentMethod)
 			return nil
 		}

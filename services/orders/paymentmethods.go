@@ -128,7 +128,7 @@ func (s *Service) checkMethodOwners(ctx context.Context, tenantID uuid.UUID, con
 		}
 	}
 	for i, sc := range d.schedules {
-		if viaProcessor(sc.PaymentMethod) && sc.PaymentToken != "" {
+		if store.ViaProcessor(sc.PaymentMethod) && sc.PaymentToken != "" {
 			uses = append(uses, use{sc.PaymentToken, wire.IndexPath("RecurringDonations", i) + ".PaymentToken"})
 		}
 	}

@@ -245,9 +245,9 @@ func (s *Service) installment(ctx context.Context, sc store.Schedule, period tim
 	}
 	f := funds[sc.FundID]
 	orderID := installmentOrderID(sc.ID, period, attempt)
-	pay := store.Payment{ID: paymentID(orderID, 0), Method: sc.PaymentMethod, AmountMinor: sc.AmountMinor, Status: store.PaymentAuthorized}
+	pay := store.Payment{ID: store.PaymentID(orderID, 0), Method: sc.PaymentMethod, AmountMinor: sc.AmountMinor, Status: store.PaymentAuthorized}
 	status := store.StatusCompleted
-	if viaProcessor(sc.PaymentMethod) {
+	if store.ViaProcessor(sc.PaymentMethod) {
 		out, err := s.chargeInstallment(ctx, sc, period, attempt, orderID, &pay)
 		if err != nil || out.Declined || out.PastDue {
 			return out, err
@@ -315,7 +315,7 @@ func (s *Service) chargeInstallment(ctx context.Context, sc store.Schedule, peri
 	if sc.PaymentMethod == "Ach" {
 		req.PaymentMethodType = "us_bank_account"
 	}
-	if m, ok, err := s.savedMethod(ctx, sc.TenantID, sc.PaymentToken, tp.Name, sc.ContactID); err != nil {
+	if m, ok, err := s.store.SavedMethod(ctx, sc.TenantID, sc.PaymentToken, tp.Name, sc.ContactID); err != nil {
 		return store.Outcome{}, err
 	} else if ok {
 		req.CustomerID = m.CustomerID

@@ -207,7 +207,7 @@ func (w *Sweeper) giveBackCharge(ctx context.Context, tp tenantproc.Account, c s
 	default:
 		return false, nil
 	}
-	re, err := giveBack(ctx, tp, ch.Reference, ch.Outcome, amount)
+	re, err := tenantproc.GiveBack(ctx, tp, ch.Reference, ch.Outcome, amount)
 	if err != nil {
 		return false, err
 	}

@@ -68,12 +68,7 @@ type mandateAcceptance struct {
 }
 
 // viaProcessor reports whether a payment is collected by a processor.
-func (pd paymentDraft) viaProcessor() bool { return viaProcessor(pd.Method) }
-
-// viaProcessor reports whether a payment method is collected by a
-// processor: Card and Ach are; cash, checks and external payments are
-// recorded as received.
-func viaProcessor(method string) bool { return method == "Card" || method == "Ach" }
+func (pd paymentDraft) viaProcessor() bool { return store.ViaProcessor(pd.Method) }
 
 // validateCreate checks everything a create body says on its own. The
 // currency is already resolved (the tenant's default when omitted). Each
@@ -258,7 +253,7 @@ func validateSchedule(v *apperr.Violations, p string, in *ordersv1.RecurringDona
 	if sc.PaymentMethod == "" {
 		v.Add(p+".PaymentMethod", "'PaymentMethod' must be one of Cash, Check, Card, Ach, External.")
 	}
-	if viaProcessor(sc.PaymentMethod) && sc.PaymentToken == "" {
+	if store.ViaProcessor(sc.PaymentMethod) && sc.PaymentToken == "" {
 		// Its method is saved from the token; without one it can never
 		// be charged.
 		v.Add(p+".PaymentToken", "'PaymentToken' must not be empty for %s recurring donations.", sc.PaymentMethod)

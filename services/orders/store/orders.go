@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -529,4 +530,15 @@ func loadLines(ctx context.Context, q querier, tenantID uuid.UUID, os []Order) e
 		return fmt.Errorf("read order payments: %w", err)
 	}
 	return nil
+}
+
+// ViaProcessor reports whether a payment method is collected by a
+// payment processor (Card, Ach) rather than recorded as received.
+func ViaProcessor(method string) bool { return method == "Card" || method == "Ach" }
+
+// PaymentID is the id of payment i of an order: derived from the order
+// id, so the retry of a keyed request (same order id) names the same
+// payment in the charge it repeats.
+func PaymentID(orderID uuid.UUID, i int) uuid.UUID {
+	return uuid.NewSHA1(orderID, []byte("payment/"+strconv.Itoa(i)))
 }

@@ -417,3 +417,17 @@ func anyUnsettled(ps []Payment) bool {
 	}
 	return false
 }
+
+// SavedMethod returns the method a token names when it is saved (not
+// detached) at the processor provider for contactID. Not saved is not an
+// error; a failed read is.
+func (s *Store) SavedMethod(ctx context.Context, tenantID uuid.UUID, token, provider string, contactID int64) (PaymentMethod, bool, error) {
+	m, err := s.GetPaymentMethod(ctx, tenantID, token)
+	if errors.Is(err, db.ErrNotFound) {
+		return PaymentMethod{}, false, nil
+	}
+	if err != nil {
+		return PaymentMethod{}, false, err
+	}
+	return m, m.Provider == provider && m.ContactID == contactID, nil
+}

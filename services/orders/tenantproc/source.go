@@ -143,3 +143,23 @@ func ByName(ctx context.Context, src Source, tenantID, name string) (processor.P
 	}
 	return tp.Processor, nil
 }
+
+// GiveBack takes back a charge of an order that was not recorded: a
+// refund of amountMinor once the money moved, else a cancel. The
+// idempotency key and the request are derived from the charge alone, so
+// the undo of a failed request and the sweep of its abandoned claim
+// (sweeper.go) are one and the same request at the processor, and a
+// retried sweep never refunds twice. A refund the processor refuses
+// because the charge is refunded already is done, not a failure: the
+// processor forgets a key after a while (Stripe: 24 hours).
+func GiveBack(ctx context.Context, p processor.Processor, ref string, outcome processor.Outcome, amountMinor int64) (processor.Refund, error) {
+	if outcome != processor.Succeeded {
+		return processor.Refund{}, p.Cancel(ctx, ref, "undo/"+ref)
+	}
+	re, err := p.Refund(ctx, processor.RefundRequest{IdempotencyKey: "undo/" + ref, Reference: ref, AmountMinor: amountMinor,
+		Metadata: map[string]string{"reason": "order not recorded"}})
+	if r, ok := processor.AsRefused(err); ok && r.Code == "charge_already_refunded" {
+		return processor.Refund{}, nil
+	}
+	return re, err
+}
