@@ -10,7 +10,7 @@ import (
 )
 
 // ImportRowsPruneEvery is how often the runner's housekeeping prunes
-// import rows (Runner.housekeep), as the contacts service does by default.
+// import rows (housekeeper.run), as the contacts service does by default.
 const ImportRowsPruneEvery = 10 * time.Minute
 
 // pruneImportRows deletes the import rows older than the retention, in
@@ -33,3 +33,30 @@ var importRowsPruned = prometheus.NewCounter(prometheus.CounterOpts{
 })
 
 func init() { telemetry.Register(importRowsPruned) }
+
+// housekeeper deletes what the service keeps for a while only, after each
+// runner pass: idempotency records, and import rows past their retention.
+type housekeeper struct {
+	s *Service
+	// pruned is when import rows were last pruned (the runner's goroutine
+	// alone reads and writes it).
+	pruned time.Time
+}
+
+func (r *housekeeper) run(ctx context.Context) {
+	// Idempotency records are kept two days: the promise is 24 hours.
+	if _, err := r.s.store.PurgeKeys(ctx, 48*time.Hour); err != nil {
+		r.s.logger.ErrorContext(ctx, "purge idempotency keys", "error", err)
+	}
+	// Import rows are pruned every ImportRowsPruneEvery, not every pass:
+	// once the rows of pruned pages are replaced by newer ones, the BRIN
+	// index sends a prune through most of the table even when nothing is
+	// due (migration 00013), and rows a few minutes past the retention
+	// harm nobody.
+	if r.pruned.IsZero() || time.Since(r.pruned) >= ImportRowsPruneEvery {
+		r.pruned = time.Now()
+		if err := r.s.pruneImportRows(ctx); err != nil && ctx.Err() == nil {
+			r.s.logger.ErrorContext(ctx, "prune import rows", "error", err)
+		}
+	}
+}

@@ -66,8 +66,8 @@ func TestPruneImportRows(t *testing.T) {
 	}
 
 	before := testutil.ToFloat64(importRowsPruned)
-	runner := svc.NewRunner(RunnerConfig{})
-	runner.housekeep(ctx)
+	runner := &housekeeper{s: svc}
+	runner.run(ctx)
 	wantPruned := importrows.PruneChunk + 2_500 + importrows.PruneChunk + 2
 	// The counter is the process's: other tests' prunes may add to it.
 	if got := testutil.ToFloat64(importRowsPruned) - before; got < float64(wantPruned) {
@@ -99,7 +99,7 @@ func TestPruneImportRows(t *testing.T) {
 
 	// Nothing left to prune: no log line.
 	logs.Reset()
-	svc.NewRunner(RunnerConfig{}).housekeep(ctx)
+	(&housekeeper{s: svc}).run(ctx)
 	if logs.Len() != 0 {
 		t.Errorf("a prune of nothing logged %q", logs.String())
 	}
@@ -108,12 +108,12 @@ func TestPruneImportRows(t *testing.T) {
 		SELECT $1, $2, g, 'skipped', now() - interval '40 days' FROM generate_series(1, 5) g`, other, uuid.New()); err != nil {
 		t.Fatal(err)
 	}
-	runner.housekeep(ctx)
+	runner.run(ctx)
 	if n := f.count(t, `SELECT count(*) FROM orders.import_rows WHERE created_at < now() - interval '39 days' AND tenant_id <> $1`); n != 5 {
 		t.Errorf("%d old rows after a second pass within %s, want the 5 kept for the next prune", n, ImportRowsPruneEvery)
 	}
 	runner.pruned = time.Now().Add(-ImportRowsPruneEvery)
-	runner.housekeep(ctx)
+	runner.run(ctx)
 	if n := f.count(t, `SELECT count(*) FROM orders.import_rows WHERE created_at < now() - interval '39 days' AND tenant_id <> $1`); n != 0 {
 		t.Errorf("%d old rows after a pass %s later, want 0", n, ImportRowsPruneEvery)
 	}

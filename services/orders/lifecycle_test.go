@@ -15,6 +15,7 @@ import (
 	typev1 "github.com/almoner/almoner/pkg/api/almoner/type/v1"
 	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/scopes"
+	"github.com/almoner/almoner/services/orders/recurring"
 	"github.com/almoner/almoner/services/orders/store"
 )
 
@@ -44,7 +45,7 @@ type lifecycleFixture struct {
 	pool   *pgxpool.Pool
 	mu     sync.Mutex
 	now    time.Time
-	srv    *scheduleServer
+	srv    *recurring.ScheduleServer
 	ctx    context.Context
 	tenant uuid.UUID
 	id     string
@@ -64,7 +65,7 @@ func newLifecycleFixture(t *testing.T, start string) *lifecycleFixture {
 		VALUES ($1, $2, 1, 1000, 'USD', 'monthly', $4, $3, 'Cash', 'active', $4, gen_random_uuid())`, f.tenant, id, fund, start); err != nil {
 		t.Fatal(err)
 	}
-	f.srv = &scheduleServer{s: New(pool, Config{Now: f.clock}, nil)}
+	f.srv = New(pool, Config{Now: f.clock}, nil).recurring.ScheduleServer()
 	f.ctx = authctx.NewIncomingContext(ctx, authctx.Principal{TenantID: f.tenant.String(), KeyID: "k1", KeyPrefix: "ak_test_k1",
 		Scopes: []string{scopes.RecurringDonationsView, scopes.RecurringDonationsManage}})
 	return f

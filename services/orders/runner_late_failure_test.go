@@ -10,6 +10,7 @@ import (
 
 	"github.com/almoner/almoner/services/orders/processor/stripeproc"
 	"github.com/almoner/almoner/services/orders/processor/stripeproc/stripefake"
+	"github.com/almoner/almoner/services/orders/recurring"
 	"github.com/almoner/almoner/services/orders/store"
 	"github.com/almoner/almoner/services/orders/tenantproc"
 )
@@ -56,7 +57,7 @@ func (r *lateFailureRig) on(day string) int {
 		r.t.Fatal(err)
 	}
 	r.now = d.Add(8 * time.Hour)
-	n, err := r.service().NewRunner(RunnerConfig{}).RunOnce(context.Background())
+	n, err := r.service().NewRunner(recurring.RunnerConfig{}).RunOnce(context.Background())
 	if err != nil {
 		r.t.Fatalf("run on %s: %v", day, err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/almoner/almoner/services/orders/processor/stripeproc"
 	"github.com/almoner/almoner/services/orders/processor/stripeproc/stripefake"
+	"github.com/almoner/almoner/services/orders/recurring"
 	"github.com/almoner/almoner/services/orders/store"
 	"github.com/almoner/almoner/services/orders/tenantproc"
 )
@@ -40,7 +41,7 @@ func TestRunnerChargeAnswerLost(t *testing.T) {
 	proc := tenantproc.Account{Processor: stripeproc.New(stripeproc.Config{APIBase: fake.URL, SecretKey: "sk_test_lost"}), Name: tenantproc.ProviderStripe, Mode: "test"}
 	run := func() {
 		svc := New(pool, Config{Now: func() time.Time { return now }, Processors: tenantproc.Static{P: proc}}, nil)
-		_, _ = svc.NewRunner(RunnerConfig{}).RunOnce(ctx) // the lost answer is an error of the run
+		_, _ = svc.NewRunner(recurring.RunnerConfig{}).RunOnce(ctx) // the lost answer is an error of the run
 	}
 
 	fake.LoseNextResponses(1)

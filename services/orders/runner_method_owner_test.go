@@ -9,6 +9,7 @@ import (
 
 	"github.com/almoner/almoner/services/orders/processor/stripeproc"
 	"github.com/almoner/almoner/services/orders/processor/stripeproc/stripefake"
+	"github.com/almoner/almoner/services/orders/recurring"
 	"github.com/almoner/almoner/services/orders/store"
 	"github.com/almoner/almoner/services/orders/tenantproc"
 )
@@ -44,7 +45,7 @@ func TestRunnerRefusesAnotherContactsMethod(t *testing.T) {
 	now := time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)
 	proc := tenantproc.Account{Processor: stripeproc.New(stripeproc.Config{APIBase: fake.URL, SecretKey: "sk_test_owner"}), Name: tenantproc.ProviderStripe, Mode: "test"}
 	svc := New(pool, Config{Now: func() time.Time { return now }, Processors: tenantproc.Static{P: proc}}, nil)
-	if _, err := svc.NewRunner(RunnerConfig{}).RunOnce(ctx); err != nil {
+	if _, err := svc.NewRunner(recurring.RunnerConfig{}).RunOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
 
@@ -55,8 +56,8 @@ func TestRunnerRefusesAnotherContactsMethod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sc.Status != store.SchedulePastDue || sc.FailureReason != reasonMethodOfAnotherContact {
-		t.Errorf("schedule after the run: %s, reason %q; want past_due, %s", sc.Status, sc.FailureReason, reasonMethodOfAnotherContact)
+	if sc.Status != store.SchedulePastDue || sc.FailureReason != recurring.ReasonMethodOfAnotherContact {
+		t.Errorf("schedule after the run: %s, reason %q; want past_due, %s", sc.Status, sc.FailureReason, recurring.ReasonMethodOfAnotherContact)
 	}
 	var orders int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM orders.orders WHERE tenant_id = $1`, tenant).Scan(&orders); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/almoner/almoner/services/orders/processor"
+	"github.com/almoner/almoner/services/orders/recurring"
 	"github.com/almoner/almoner/services/orders/store"
 	"github.com/almoner/almoner/services/orders/tenantproc"
 )
@@ -41,7 +42,7 @@ func TestRunnerExactlyOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			svc := New(pool, Config{Now: clock}, nil)
-			n, err := svc.NewRunner(RunnerConfig{}).RunOnce(ctx)
+			n, err := svc.NewRunner(recurring.RunnerConfig{}).RunOnce(ctx)
 			if err != nil {
 				t.Error(err)
 			}
@@ -58,7 +59,7 @@ func TestRunnerExactlyOnce(t *testing.T) {
 		t.Fatalf("orders %d, charges %d, runner counts %v; want 1000", orders, charges, counts)
 	}
 	// Nothing more is due today; the next date clamps to Feb 28.
-	n, err := New(pool, Config{Now: clock}, nil).NewRunner(RunnerConfig{}).RunOnce(ctx)
+	n, err := New(pool, Config{Now: clock}, nil).NewRunner(recurring.RunnerConfig{}).RunOnce(ctx)
 	if err != nil || n != 0 {
 		t.Fatalf("second run: %d, %v", n, err)
 	}
@@ -71,7 +72,7 @@ func TestRunnerExactlyOnce(t *testing.T) {
 	}
 	// A month later the next period is charged, from the start day (Mar 31).
 	now = time.Date(2026, 2, 28, 9, 0, 0, 0, time.UTC)
-	if n, err := New(pool, Config{Now: clock}, nil).NewRunner(RunnerConfig{}).RunOnce(ctx); err != nil || n != 1000 {
+	if n, err := New(pool, Config{Now: clock}, nil).NewRunner(recurring.RunnerConfig{}).RunOnce(ctx); err != nil || n != 1000 {
 		t.Fatalf("February run: %d, %v", n, err)
 	}
 	if err := pool.QueryRow(ctx, `SELECT DISTINCT next_charge_date FROM orders.recurring_donations`).Scan(&next); err != nil {
@@ -151,7 +152,7 @@ func runTwice(t *testing.T, pool *pgxpool.Pool, clock func() time.Time) int {
 		go func() {
 			defer wg.Done()
 			svc := New(pool, Config{Now: clock, Processors: tenantproc.Static{P: tenantproc.Account{Processor: processor.Test{}, Name: tenantproc.ProviderTest, Mode: "test"}}}, nil)
-			n, err := svc.NewRunner(RunnerConfig{}).RunOnce(context.Background())
+			n, err := svc.NewRunner(recurring.RunnerConfig{}).RunOnce(context.Background())
 			if err != nil {
 				t.Error(err)
 			}
@@ -185,7 +186,7 @@ func TestRunnerAfterDailyBatchClosed(t *testing.T) {
 	}
 	now := day.Add(9 * time.Hour)
 	svc := New(pool, Config{Now: func() time.Time { return now }}, nil)
-	if n, err := svc.NewRunner(RunnerConfig{}).RunOnce(ctx); err != nil || n != 1 {
+	if n, err := svc.NewRunner(recurring.RunnerConfig{}).RunOnce(ctx); err != nil || n != 1 {
 		t.Fatalf("runner: %d installments, %v; want 1", n, err)
 	}
 	var batch uuid.UUID

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/almoner/almoner/pkg/audit"
+	"github.com/almoner/almoner/services/orders/recurring"
 )
 
 var (
@@ -52,7 +53,7 @@ func TestRunnerTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 1, 31, 12, 0, 0, 0, time.UTC)
-	n, err := New(pool, Config{Now: func() time.Time { return now }}, nil).NewRunner(RunnerConfig{}).RunOnce(ctx)
+	n, err := New(pool, Config{Now: func() time.Time { return now }}, nil).NewRunner(recurring.RunnerConfig{}).RunOnce(ctx)
 	if err != nil || n != 3 {
 		t.Fatalf("RunOnce = %d, %v; want 3", n, err)
 	}

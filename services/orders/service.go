@@ -32,6 +32,7 @@ import (
 	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/processor/stripeproc"
 	"github.com/almoner/almoner/services/orders/procevents"
+	"github.com/almoner/almoner/services/orders/recurring"
 	"github.com/almoner/almoner/services/orders/reference"
 	"github.com/almoner/almoner/services/orders/store"
 	"github.com/almoner/almoner/services/orders/tenantproc"
@@ -61,7 +62,7 @@ type Config struct {
 	// before a retry may take it over (a crashed owner).
 	IdempotencyLease time.Duration
 	// Runner configures the recurring charge runner; nil means it does not run.
-	Runner *RunnerConfig
+	Runner *recurring.RunnerConfig
 	// Sweeper configures the sweeper of abandoned keyed-order claims; nil
 	// means it does not run.
 	Sweeper *SweeperConfig
@@ -86,7 +87,9 @@ type Service struct {
 	store  *store.Store
 	cfg    Config
 	logger *slog.Logger
-	runner *Runner
+	runner *recurring.Runner
+	// recurring serves schedules and charges their installments.
+	recurring *recurring.Service
 	// events applies processor notifications.
 	events *procevents.Server
 	// changes refunds and voids orders.
@@ -110,6 +113,7 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *Service {
 	}
 	s := &Service{store: store.New(pool), cfg: cfg, logger: logger}
 	s.events = procevents.New(s.store, s.processors(), cfg.Stock, cfg.Now, logger)
+	s.recurring = recurring.New(s.store, s.processors(), cfg.Now, cfg.ChargeLease, logger)
 	s.changes = changes.New(s.store, s.processors(), cfg.Stock, s.chargeLease(), logger)
 	if cfg.Runner != nil {
 		s.runner = s.NewRunner(*cfg.Runner)
@@ -128,8 +132,8 @@ func (s *Service) Register(r grpc.ServiceRegistrar) {
 	ordersv1.RegisterOrderServiceServer(r, &orderServer{s: s})
 	ordersv1.RegisterFundServiceServer(r, reference.NewFundServer(s.store))
 	ordersv1.RegisterBatchServiceServer(r, reference.NewBatchServer(s.store))
-	ordersv1.RegisterRecurringDonationServiceServer(r, &scheduleServer{s: s})
-	ordersv1.RegisterRecurringSettingsServiceServer(r, &settingsServer{s: s})
+	ordersv1.RegisterRecurringDonationServiceServer(r, s.recurring.ScheduleServer())
+	ordersv1.RegisterRecurringSettingsServiceServer(r, s.recurring.SettingsServer())
 	ordersv1.RegisterGivingServiceServer(r, &givingServer{s: s})
 	ordersv1.RegisterPaymentMethodServiceServer(r, &paymentMethodServer{s: s})
 	ordersv1.RegisterProcessorNotificationServiceServer(r, s.events)
@@ -229,7 +233,7 @@ var Module = service.Module{
 		// The runner's switch turns on both background jobs: each replica
 		// may run them (schedules and claims are taken under locks).
 		if runnerOn {
-			cfg.Runner = &RunnerConfig{Interval: interval}
+			cfg.Runner = &recurring.RunnerConfig{Interval: interval}
 			cfg.Sweeper = &SweeperConfig{Interval: interval, After: abandonAfter}
 		}
 		return New(d.DB, cfg, d.Logger), nil
@@ -272,4 +276,20 @@ func (s *Service) processors() tenantproc.Source {
 		return tenantproc.Guard(tenantproc.Static{})
 	}
 	return tenantproc.Guard(s.cfg.Processors)
+}
+
+// NewRunner returns a runner of the recurring room whose passes end with
+// the service's housekeeping.
+func (s *Service) NewRunner(cfg recurring.RunnerConfig) *recurring.Runner {
+	cfg.Housekeep = (&housekeeper{s: s}).run
+	return s.recurring.NewRunner(cfg)
+}
+
+// chargeLease is how long a claim of a processor call is held: an
+// installment's charge, a refund's or void's calls.
+func (s *Service) chargeLease() time.Duration {
+	if s.cfg.ChargeLease > 0 {
+		return s.cfg.ChargeLease
+	}
+	return recurring.DefaultChargeLease
 }

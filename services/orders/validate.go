@@ -32,7 +32,6 @@ const (
 // Payment methods and schedule frequencies.
 var (
 	paymentMethods = []string{"Cash", "Check", "Card", "Ach", "External"}
-	frequencies    = []string{"weekly", "monthly", "quarterly", "annually"}
 	tributeTypes   = []string{"InHonorOf", "InMemoryOf"}
 )
 
@@ -239,7 +238,7 @@ func validateSchedule(v *apperr.Violations, p string, in *ordersv1.RecurringDona
 	if err != nil {
 		v.Add(p+".FundId", "'FundId' must be the id of a fund.")
 	}
-	freq := normalize.OneOf(frequencies, in.GetFrequency())
+	freq := normalize.OneOf(store.Frequencies, in.GetFrequency())
 	if freq == "" {
 		v.Add(p+".Frequency", "'Frequency' must be one of weekly, monthly, quarterly, annually.")
 	}

@@ -129,3 +129,6 @@ func (s *Store) CancelSchedule(ctx context.Context, tenantID, id uuid.UUID, acto
 	}
 	return sc, nil
 }
+
+// Frequencies are the frequencies a schedule may have.
+var Frequencies = []string{"weekly", "monthly", "quarterly", "annually"}

@@ -1,4 +1,4 @@
-package orders
+package recurring
 
 import (
 	"context"
@@ -19,14 +19,14 @@ import (
 
 var scheduleStatuses = []string{store.ScheduleActive, store.SchedulePaused, store.SchedulePastDue, store.ScheduleCancelled, store.ScheduleCompleted}
 
-// scheduleServer serves /api/tenants/{tid}/recurring-donations.
-type scheduleServer struct {
+// ScheduleServer serves /api/tenants/{tid}/recurring-donations.
+type ScheduleServer struct {
 	ordersv1.UnimplementedRecurringDonationServiceServer
 	s *Service
 }
 
 // ListRecurringDonations returns a page of schedules, newest first.
-func (a *scheduleServer) ListRecurringDonations(ctx context.Context, req *ordersv1.ListRecurringDonationsRequest) (*ordersv1.ListRecurringDonationsResponse, error) {
+func (a *ScheduleServer) ListRecurringDonations(ctx context.Context, req *ordersv1.ListRecurringDonationsRequest) (*ordersv1.ListRecurringDonationsResponse, error) {
 	p, err := authctx.Require(ctx, req.GetTenantId(), scopes.RecurringDonationsView)
 	if err != nil {
 		return nil, err
@@ -53,7 +53,7 @@ func (a *scheduleServer) ListRecurringDonations(ctx context.Context, req *orders
 }
 
 // GetRecurringDonation reads one schedule.
-func (a *scheduleServer) GetRecurringDonation(ctx context.Context, req *ordersv1.GetRecurringDonationRequest) (*ordersv1.GetRecurringDonationResponse, error) {
+func (a *ScheduleServer) GetRecurringDonation(ctx context.Context, req *ordersv1.GetRecurringDonationRequest) (*ordersv1.GetRecurringDonationResponse, error) {
 	p, err := authctx.Require(ctx, req.GetTenantId(), scopes.RecurringDonationsView)
 	if err != nil {
 		return nil, err
@@ -73,7 +73,7 @@ func (a *scheduleServer) GetRecurringDonation(ctx context.Context, req *ordersv1
 }
 
 // CancelRecurringDonation cancels a schedule; cancelling twice is harmless.
-func (a *scheduleServer) CancelRecurringDonation(ctx context.Context, req *ordersv1.CancelRecurringDonationRequest) (*ordersv1.CancelRecurringDonationResponse, error) {
+func (a *ScheduleServer) CancelRecurringDonation(ctx context.Context, req *ordersv1.CancelRecurringDonationRequest) (*ordersv1.CancelRecurringDonationResponse, error) {
 	p, err := authctx.Require(ctx, req.GetTenantId(), scopes.RecurringDonationsCancel)
 	if err != nil {
 		return nil, err

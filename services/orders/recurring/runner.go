@@ -1,4 +1,4 @@
-package orders
+package recurring
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/almoner/almoner/pkg/telemetry"
 	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/tenantproc"
 	"github.com/almoner/almoner/services/orders/wire"
 )
 
@@ -23,18 +24,18 @@ import (
 type RunnerConfig struct {
 	// Interval is the time between scans for due schedules.
 	Interval time.Duration
+	// Housekeep, when set, runs after each pass: the service's pruning of
+	// what it keeps for a while only.
+	Housekeep func(context.Context)
 }
 
 // Runner charges due recurring schedules in the background.
 type Runner struct {
-	s    *Service
-	cfg  RunnerConfig
-	stop chan struct{}
-	done chan struct{}
-	once sync.Once
-	// pruned is when housekeep last pruned import rows (the runner's
-	// goroutine alone reads and writes it).
-	pruned time.Time
+	s      *Service
+	cfg    RunnerConfig
+	stop   chan struct{}
+	done   chan struct{}
+	once   sync.Once
 	logger interface {
 		ErrorContext(ctx context.Context, msg string, args ...any)
 	}
@@ -66,31 +67,13 @@ func (r *Runner) Start() {
 				if _, err := r.RunOnce(ctx); err != nil {
 					r.logger.ErrorContext(ctx, "recurring charge run", "error", err)
 				}
-				r.housekeep(ctx)
+				if r.cfg.Housekeep != nil {
+					r.cfg.Housekeep(ctx)
+				}
 				cancel()
 			}
 		}
 	}()
-}
-
-// housekeep deletes what the service keeps for a while only, after each
-// run: idempotency records, and import rows past their retention.
-func (r *Runner) housekeep(ctx context.Context) {
-	// Idempotency records are kept two days: the promise is 24 hours.
-	if _, err := r.s.store.PurgeKeys(ctx, 48*time.Hour); err != nil {
-		r.logger.ErrorContext(ctx, "purge idempotency keys", "error", err)
-	}
-	// Import rows are pruned every ImportRowsPruneEvery, not every pass:
-	// once the rows of pruned pages are replaced by newer ones, the BRIN
-	// index sends a prune through most of the table even when nothing is
-	// due (migration 00013), and rows a few minutes past the retention
-	// harm nobody.
-	if r.pruned.IsZero() || time.Since(r.pruned) >= ImportRowsPruneEvery {
-		r.pruned = time.Now()
-		if err := r.s.pruneImportRows(ctx); err != nil && ctx.Err() == nil {
-			r.logger.ErrorContext(ctx, "prune import rows", "error", err)
-		}
-	}
 }
 
 // Stop ends the runner after its current charge.
@@ -122,7 +105,7 @@ func (r *Runner) RunOnce(ctx context.Context) (n int, err error) {
 		span.End()
 	}()
 	s := r.s
-	today := store.Day(s.cfg.Now())
+	today := store.Day(s.now())
 	// Paused schedules whose day has come resume first, so that one due
 	// on its resume day is charged in this run.
 	if err := r.resume(ctx, today); err != nil {
@@ -201,7 +184,7 @@ func (r *Runner) charge(ctx context.Context, tenantID, scheduleID uuid.UUID, tod
 // lease ended, for the next pass to try with the same key; one whose
 // runner died is taken over when its lease ends.
 func (s *Service) chargeDue(ctx context.Context, span trace.Span, tenantID, scheduleID uuid.UUID, today time.Time) (bool, error) {
-	c, ok, err := s.store.ClaimInstallment(ctx, tenantID, scheduleID, today, s.chargeLease())
+	c, ok, err := s.store.ClaimInstallment(ctx, tenantID, scheduleID, today, s.lease)
 	if err != nil || !ok {
 		return false, err
 	}
@@ -220,13 +203,6 @@ func (s *Service) chargeDue(ctx context.Context, span trace.Span, tenantID, sche
 // while it charges it: far longer than a processor call may take
 // (stripeproc's timeout and retries), so only a dead runner loses it.
 const DefaultChargeLease = 5 * time.Minute
-
-func (s *Service) chargeLease() time.Duration {
-	if s.cfg.ChargeLease > 0 {
-		return s.cfg.ChargeLease
-	}
-	return DefaultChargeLease
-}
 
 // runnerTracer names the runner's spans; it follows the global provider
 // that pkg/telemetry installs.
@@ -268,7 +244,7 @@ func (s *Service) installment(ctx context.Context, sc store.Schedule, period tim
 	if f.IsTaxDeductible {
 		o.DeductibleMinor = sc.AmountMinor
 	}
-	return store.Outcome{Order: &store.NewOrder{Order: o, Now: s.cfg.Now()}}, nil
+	return store.Outcome{Order: &store.NewOrder{Order: o, Now: s.now()}}, nil
 }
 
 // installmentOrderID is the order id of one attempt at one period of a
@@ -290,11 +266,11 @@ func (s *Service) chargeInstallment(ctx context.Context, sc store.Schedule, peri
 	if theirs, err := s.methodOfAnotherContact(ctx, sc); err != nil || theirs {
 		if theirs {
 			runnerCharges.WithLabelValues("declined").Inc()
-			return store.Outcome{PastDue: true, Reason: reasonMethodOfAnotherContact}, nil
+			return store.Outcome{PastDue: true, Reason: ReasonMethodOfAnotherContact}, nil
 		}
 		return store.Outcome{}, err
 	}
-	tp, ok, err := s.processors().ForTenant(ctx, sc.TenantID.String())
+	tp, ok, err := s.processors.ForTenant(ctx, sc.TenantID.String())
 	if err != nil {
 		return store.Outcome{}, err
 	}
@@ -337,7 +313,9 @@ func (s *Service) chargeInstallment(ctx context.Context, sc store.Schedule, peri
 		pay.Status = store.PaymentPending
 	case res.Outcome == processor.RequiresAction || res.DeclineCode == "authentication_required":
 		if res.Outcome == processor.RequiresAction {
-			s.undoCharge(ctx, tp, res.Reference, res.Outcome, sc.AmountMinor)
+			if _, err := tenantproc.GiveBack(ctx, tp, res.Reference, res.Outcome, sc.AmountMinor); err != nil {
+				s.logger.ErrorContext(ctx, "cancel an installment charge that needs the donor", "processor_reference", res.Reference, "error", err)
+			}
 		}
 		runnerCharges.WithLabelValues("declined").Inc()
 		return store.Outcome{PastDue: true, Reason: "authentication_required"}, nil
@@ -348,10 +326,10 @@ func (s *Service) chargeInstallment(ctx context.Context, sc store.Schedule, peri
 	return store.Outcome{}, nil
 }
 
-// reasonMethodOfAnotherContact is the failure reason of a schedule whose
+// ReasonMethodOfAnotherContact is the failure reason of a schedule whose
 // method is saved for another contact: one made before orders refused
 // that (checkMethodOwners). It is never charged.
-const reasonMethodOfAnotherContact = "payment_method_of_another_contact"
+const ReasonMethodOfAnotherContact = "payment_method_of_another_contact"
 
 // methodOfAnotherContact reports whether the schedule's method is saved
 // for a contact other than the schedule's.

@@ -1,4 +1,4 @@
-package orders
+package recurring
 
 import (
 	"context"
@@ -25,7 +25,7 @@ import (
 // states"): amend, pause, resume, skip, and its installments.
 
 // AmendRecurringDonation changes the properties the body sends.
-func (a *scheduleServer) AmendRecurringDonation(ctx context.Context, req *ordersv1.AmendRecurringDonationRequest) (*ordersv1.AmendRecurringDonationResponse, error) {
+func (a *ScheduleServer) AmendRecurringDonation(ctx context.Context, req *ordersv1.AmendRecurringDonationRequest) (*ordersv1.AmendRecurringDonationResponse, error) {
 	p, tenant, id, err := scheduleTarget(ctx, req.GetTenantId(), req.GetScheduleId(), scopes.RecurringDonationsManage)
 	if err != nil {
 		return nil, err
@@ -38,7 +38,7 @@ func (a *scheduleServer) AmendRecurringDonation(ctx context.Context, req *orders
 	if err != nil {
 		return nil, err
 	}
-	today := store.Day(a.s.cfg.Now())
+	today := store.Day(a.s.now())
 	sc, err := a.s.store.UpdateSchedule(ctx, tenant, id, p.Actor(), func(old store.Schedule) (store.Schedule, error) {
 		return am.apply(old, today)
 	})
@@ -50,12 +50,12 @@ func (a *scheduleServer) AmendRecurringDonation(ctx context.Context, req *orders
 
 // PauseRecurringDonation pauses an active or past_due schedule, or moves
 // a paused one's resume day.
-func (a *scheduleServer) PauseRecurringDonation(ctx context.Context, req *ordersv1.PauseRecurringDonationRequest) (*ordersv1.PauseRecurringDonationResponse, error) {
+func (a *ScheduleServer) PauseRecurringDonation(ctx context.Context, req *ordersv1.PauseRecurringDonationRequest) (*ordersv1.PauseRecurringDonationResponse, error) {
 	p, tenant, id, err := scheduleTarget(ctx, req.GetTenantId(), req.GetScheduleId(), scopes.RecurringDonationsManage)
 	if err != nil {
 		return nil, err
 	}
-	today := store.Day(a.s.cfg.Now())
+	today := store.Day(a.s.now())
 	var resumeOn *time.Time
 	if req.ResumeOn != nil {
 		d, ok := parseDay(req.GetResumeOn())
@@ -96,12 +96,12 @@ func pause(sc store.Schedule, resumeOn *time.Time) (store.Schedule, error) {
 
 // ResumeRecurringDonation resumes a paused schedule at the first period
 // boundary on or after today.
-func (a *scheduleServer) ResumeRecurringDonation(ctx context.Context, req *ordersv1.ResumeRecurringDonationRequest) (*ordersv1.ResumeRecurringDonationResponse, error) {
+func (a *ScheduleServer) ResumeRecurringDonation(ctx context.Context, req *ordersv1.ResumeRecurringDonationRequest) (*ordersv1.ResumeRecurringDonationResponse, error) {
 	p, tenant, id, err := scheduleTarget(ctx, req.GetTenantId(), req.GetScheduleId(), scopes.RecurringDonationsManage)
 	if err != nil {
 		return nil, err
 	}
-	today := store.Day(a.s.cfg.Now())
+	today := store.Day(a.s.now())
 	sc, err := a.s.store.UpdateSchedule(ctx, tenant, id, p.Actor(), func(sc store.Schedule) (store.Schedule, error) {
 		switch sc.Status {
 		case store.SchedulePaused:
@@ -120,12 +120,12 @@ func (a *scheduleServer) ResumeRecurringDonation(ctx context.Context, req *order
 
 // SkipRecurringDonationInstallment skips an active schedule's next
 // installment.
-func (a *scheduleServer) SkipRecurringDonationInstallment(ctx context.Context, req *ordersv1.SkipRecurringDonationInstallmentRequest) (*ordersv1.SkipRecurringDonationInstallmentResponse, error) {
+func (a *ScheduleServer) SkipRecurringDonationInstallment(ctx context.Context, req *ordersv1.SkipRecurringDonationInstallmentRequest) (*ordersv1.SkipRecurringDonationInstallmentResponse, error) {
 	p, tenant, id, err := scheduleTarget(ctx, req.GetTenantId(), req.GetScheduleId(), scopes.RecurringDonationsManage)
 	if err != nil {
 		return nil, err
 	}
-	today := store.Day(a.s.cfg.Now())
+	today := store.Day(a.s.now())
 	sc, err := a.s.store.SkipInstallment(ctx, tenant, id, today, p.Actor(), func(sc store.Schedule) error {
 		if sc.Status != store.ScheduleActive || sc.NextChargeDate == nil {
 			return apperr.Rule(wire.CodeNotSkippable, "Only an active schedule's next installment can be skipped; this one is "+sc.Status+".")
@@ -140,7 +140,7 @@ func (a *scheduleServer) SkipRecurringDonationInstallment(ctx context.Context, r
 
 // ListRecurringDonationInstallments returns a page of a schedule's
 // installments and attempts, newest first.
-func (a *scheduleServer) ListRecurringDonationInstallments(ctx context.Context, req *ordersv1.ListRecurringDonationInstallmentsRequest) (*ordersv1.ListRecurringDonationInstallmentsResponse, error) {
+func (a *ScheduleServer) ListRecurringDonationInstallments(ctx context.Context, req *ordersv1.ListRecurringDonationInstallmentsRequest) (*ordersv1.ListRecurringDonationInstallmentsResponse, error) {
 	_, tenant, id, err := scheduleTarget(ctx, req.GetTenantId(), req.GetScheduleId(), scopes.RecurringDonationsView)
 	if err != nil {
 		return nil, err
@@ -218,13 +218,13 @@ type amendment struct {
 func (s *Service) validateAmendment(ctx context.Context, cur store.Schedule, req *ordersv1.AmendRecurringDonationRequest) (amendment, error) {
 	var v apperr.Violations
 	var am amendment
-	today := store.Day(s.cfg.Now())
+	today := store.Day(s.now())
 	if req.Amount != nil {
 		m := wire.Amount(&v, "Amount", req.GetAmount(), cur.Currency)
 		am.amountMinor = &m
 	}
 	if req.Frequency != nil {
-		f := normalize.OneOf(frequencies, req.GetFrequency())
+		f := normalize.OneOf(store.Frequencies, req.GetFrequency())
 		if f == "" {
 			v.Add("Frequency", "'Frequency' must be one of weekly, monthly, quarterly, annually.")
 		}
