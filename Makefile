@@ -87,8 +87,8 @@ test: $(BIN)/stripe-mock ## Run every module's tests against a real PostgreSQL (
 	done; \
 	echo "== cmd/almoner/e2e in split mode (every service its own process-like App)"; \
 	(cd cmd/almoner && ALMONER_TEST_DATABASE_URL="$$server" ALMONER_E2E_SPLIT=1 go test -race -count=1 -timeout 12m ./e2e/) || exit 1; \
-	echo "== webhook dispatcher crash test (no -race: two dispatcher processes, 10,000 events)"; \
-	(cd cmd/almoner && ALMONER_TEST_DATABASE_URL="$$server" go test -count=1 -timeout 5m -run 'TestWebhookDispatchNoLossUnderCrashes' -v ./e2e/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|webhooks_dispatch')
+	echo "== tests without -race: the webhook dispatcher crash test (two dispatcher processes, 10,000 events), notification memory"; \
+	(cd cmd/almoner && ALMONER_TEST_DATABASE_URL="$$server" go test -count=1 -timeout 5m -run 'TestWebhookDispatchNoLossUnderCrashes|TestNotificationBodiesMemory' -v ./e2e/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|webhooks_dispatch|notifications_memory')
 
 .PHONY: bench
 bench: build ## Benchmarks against the running one-process server and pgbench; see docs/performance.md.
