@@ -16,7 +16,6 @@ import (
 	"github.com/almoner/almoner/services/orders/changes"
 	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/store"
-	"github.com/almoner/almoner/services/orders/wire"
 )
 
 // paymentMethodServer serves /contacts/{contactId}/payment-methods.
@@ -109,46 +108,4 @@ func (s *Service) requireContact(ctx context.Context, p authctx.Principal, conta
 		return apperr.NotFound("Contact")
 	}
 	return nil
-}
-
-// checkMethodOwners refuses an order that pays, now or by a schedule,
-// with a method saved for another contact of the tenant: a saved method's
-// id is a charge on that donor's card, so it may pay only for its own
-// contact's gifts. It runs before anything is reserved or charged, and
-// whether or not the tenant's processor is loaded for the order (a cash
-// order's schedule is charged by the runner later). A token never saved
-// here is left to the processor, which refuses a method attached to
-// another customer.
-func (s *Service) checkMethodOwners(ctx context.Context, tenantID uuid.UUID, contactID int64, d draft) error {
-	type use struct{ token, path string }
-	var uses []use
-	for i, pd := range d.payments {
-		if pd.viaProcessor() && pd.token != "" {
-			uses = append(uses, use{pd.token, wire.IndexPath("Payments", i) + ".PaymentToken"})
-		}
-	}
-	for i, sc := range d.schedules {
-		if store.ViaProcessor(sc.PaymentMethod) && sc.PaymentToken != "" {
-			uses = append(uses, use{sc.PaymentToken, wire.IndexPath("RecurringDonations", i) + ".PaymentToken"})
-		}
-	}
-	tokens := make([]string, len(uses))
-	for i, u := range uses {
-		tokens[i] = u.token
-	}
-	owners, err := s.store.MethodContacts(ctx, tenantID, tokens)
-	if err != nil {
-		return err
-	}
-	var refused []apperr.Violation
-	for _, u := range uses {
-		if owner, ok := owners[u.token]; ok && owner != contactID {
-			refused = append(refused, apperr.Violation{Field: u.path,
-				Message: "Payment method '" + u.token + "' is saved for another contact; a saved method pays only for its own contact's gifts."})
-		}
-	}
-	if len(refused) == 0 {
-		return nil
-	}
-	return &apperr.Error{Kind: apperr.KindInvalid, Code: wire.CodeMethodNotOwned, Message: "One or more validation errors occurred.", Violations: refused}
 }

@@ -8,7 +8,6 @@ package orders
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -22,11 +21,11 @@ import (
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
 	reportsv1 "github.com/almoner/almoner/pkg/api/almoner/reports/v1"
 	"github.com/almoner/almoner/pkg/audit"
-	"github.com/almoner/almoner/pkg/config"
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/importrows"
 	"github.com/almoner/almoner/pkg/service"
 	"github.com/almoner/almoner/services/orders/changes"
+	"github.com/almoner/almoner/services/orders/checkout"
 	"github.com/almoner/almoner/services/orders/migrations"
 	"github.com/almoner/almoner/services/orders/peers"
 	"github.com/almoner/almoner/services/orders/processor"
@@ -65,7 +64,7 @@ type Config struct {
 	Runner *recurring.RunnerConfig
 	// Sweeper configures the sweeper of abandoned keyed-order claims; nil
 	// means it does not run.
-	Sweeper *SweeperConfig
+	Sweeper *checkout.SweeperConfig
 	// Tenants reads a tenant's default currency for gift imports whose
 	// principal carries none; nil means such rows need their currency.
 	Tenants peers.Tenants
@@ -88,13 +87,15 @@ type Service struct {
 	cfg    Config
 	logger *slog.Logger
 	runner *recurring.Runner
+	// checkout records orders made through the API.
+	checkout *checkout.Service
 	// recurring serves schedules and charges their installments.
 	recurring *recurring.Service
 	// events applies processor notifications.
 	events *procevents.Server
 	// changes refunds and voids orders.
 	changes *changes.Server
-	sweeper *Sweeper
+	sweeper *checkout.Sweeper
 }
 
 // New returns the orders service on pool.
@@ -113,6 +114,8 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *Service {
 	}
 	s := &Service{store: store.New(pool), cfg: cfg, logger: logger}
 	s.events = procevents.New(s.store, s.processors(), cfg.Stock, cfg.Now, logger)
+	s.checkout = checkout.New(checkout.Deps{Store: s.store, Processors: s.processors(), Contacts: cfg.Contacts, Stock: cfg.Stock,
+		Now: cfg.Now, IdempotencyLease: cfg.IdempotencyLease, Logger: logger})
 	s.recurring = recurring.New(s.store, s.processors(), cfg.Now, cfg.ChargeLease, logger)
 	s.changes = changes.New(s.store, s.processors(), cfg.Stock, s.chargeLease(), logger)
 	if cfg.Runner != nil {
@@ -179,7 +182,7 @@ var Module = service.Module{
 		if err != nil {
 			return nil, err
 		}
-		abandonAfter, err := abandonedOrderAfter(d.Config)
+		abandonAfter, err := checkout.AbandonedOrderAfter(d.Config)
 		if err != nil {
 			return nil, err
 		}
@@ -234,24 +237,10 @@ var Module = service.Module{
 		// may run them (schedules and claims are taken under locks).
 		if runnerOn {
 			cfg.Runner = &recurring.RunnerConfig{Interval: interval}
-			cfg.Sweeper = &SweeperConfig{Interval: interval, After: abandonAfter}
+			cfg.Sweeper = &checkout.SweeperConfig{Interval: interval, After: abandonAfter}
 		}
 		return New(d.DB, cfg, d.Logger), nil
 	},
-}
-
-// abandonedOrderAfter reads ALMONER_ABANDONED_ORDER_AFTER within its
-// bounds (sweeper.go says why each).
-func abandonedOrderAfter(c config.Source) (time.Duration, error) {
-	d, err := c.Duration("ALMONER_ABANDONED_ORDER_AFTER", DefaultAbandonedOrderAfter)
-	if err != nil {
-		return 0, err
-	}
-	if d < minAbandonedOrderAfter || d > maxAbandonedOrderAfter {
-		return 0, fmt.Errorf("ALMONER_ABANDONED_ORDER_AFTER=%s: must be between %s and %s (well under the 24 hours Stripe keeps an idempotency key)",
-			d, minAbandonedOrderAfter, maxAbandonedOrderAfter)
-	}
-	return d, nil
 }
 
 func lazyConn(dial func(string) (grpc.ClientConnInterface, error)) func(string) (grpc.ClientConnInterface, error) {
@@ -292,4 +281,19 @@ func (s *Service) chargeLease() time.Duration {
 		return s.cfg.ChargeLease
 	}
 	return recurring.DefaultChargeLease
+}
+
+// NewSweeper returns the checkout room's sweeper of abandoned keyed-order
+// claims, whose sweeps end with the finishing of refunds and voids left
+// in flight.
+func (s *Service) NewSweeper(cfg checkout.SweeperConfig) *checkout.Sweeper {
+	cfg.AfterSweep = s.finishChanges
+	return s.checkout.NewSweeper(cfg)
+}
+
+// finishChanges finishes the refunds and voids left in flight (changes.Server.Finish).
+func (s *Service) finishChanges(ctx context.Context) {
+	if _, err := s.changes.Finish(ctx, s.chargeLease()); err != nil && ctx.Err() == nil {
+		s.logger.ErrorContext(ctx, "finish refunds and voids left in flight", "error", err)
+	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/almoner/almoner/pkg/ratelimit"
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/pkg/service"
+	"github.com/almoner/almoner/services/orders/checkout"
 	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/processor/stripeproc"
 	"github.com/almoner/almoner/services/orders/processor/stripeproc/stripefake"
@@ -65,7 +66,7 @@ func newSweepFixture(t *testing.T) *sweepFixture {
 	p := authctx.Principal{TenantID: f.tenant.String(), KeyID: "k", KeyPrefix: "ak_test_sweep", Currency: "USD",
 		Scopes: []string{scopes.OrdersCreate}, Features: []string{features.PaymentProcessor}}
 	// A bank debit made on session records the donor's browser.
-	md := metadata.Pairs(ratelimit.MetadataKey, "203.0.113.7", userAgentKey, "Mozilla/5.0")
+	md := metadata.Pairs(ratelimit.MetadataKey, "203.0.113.7", checkout.UserAgentKey, "Mozilla/5.0")
 	f.ctx = authctx.NewIncomingContext(metadata.NewIncomingContext(ctx, md), p)
 	return f
 }
@@ -177,7 +178,7 @@ func (f *sweepFixture) intents(orderID uuid.UUID) []stripefake.PaymentIntent {
 // sweep runs one sweep of claims abandoned for longer than after.
 func (f *sweepFixture) sweep(after, lease time.Duration) int {
 	f.t.Helper()
-	n, err := f.svc.NewSweeper(SweeperConfig{After: after, Lease: lease}).SweepOnce(context.Background())
+	n, err := f.svc.NewSweeper(checkout.SweeperConfig{After: after, Lease: lease}).SweepOnce(context.Background())
 	if err != nil {
 		f.t.Fatalf("sweep: %v", err)
 	}
@@ -493,7 +494,7 @@ func TestSweepersRace(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n, err := f.svc.NewSweeper(SweeperConfig{After: atOnce, Lease: time.Minute}).SweepOnce(context.Background())
+			n, err := f.svc.NewSweeper(checkout.SweeperConfig{After: atOnce, Lease: time.Minute}).SweepOnce(context.Background())
 			if err != nil {
 				t.Error(err)
 			}
@@ -634,7 +635,7 @@ func TestAbandonedOrderAfterSetting(t *testing.T) {
 		{"0", 0},
 		{"soon", 0},
 	} {
-		got, err := abandonedOrderAfter(func(key string) string {
+		got, err := checkout.AbandonedOrderAfter(func(key string) string {
 			if key == "ALMONER_ABANDONED_ORDER_AFTER" {
 				return tc.value
 			}
@@ -670,12 +671,12 @@ func TestModuleStartsSweeper(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		w := svc.(*Service).sweeper
+		w, wcfg := svc.(*Service).sweeper, svc.(*Service).cfg.Sweeper
 		switch {
 		case tc.after == 0 && w != nil:
 			t.Errorf("%s: a sweeper runs", tc.name)
-		case tc.after != 0 && (w == nil || w.cfg.After != tc.after):
-			t.Errorf("%s: sweeper %+v, want one sweeping after %s", tc.name, w, tc.after)
+		case tc.after != 0 && (w == nil || wcfg == nil || wcfg.After != tc.after):
+			t.Errorf("%s: sweeper %+v (%+v), want one sweeping after %s", tc.name, w, wcfg, tc.after)
 		}
 	}
 }

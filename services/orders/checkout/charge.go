@@ -1,4 +1,4 @@
-package orders
+package checkout
 
 import (
 	"context"
@@ -167,7 +167,7 @@ func (s *Service) charge(ctx context.Context, tp tenantproc.Account, n *store.Ne
 		PaymentMethodID: pd.token,
 		Description:     fmt.Sprintf("Order %d", n.Number),
 		DonorIPAddress:  firstMD(ctx, ratelimit.MetadataKey),
-		DonorUserAgent:  firstMD(ctx, userAgentKey),
+		DonorUserAgent:  firstMD(ctx, UserAgentKey),
 		Metadata: map[string]string{"tenant_id": n.TenantID.String(), "order_id": n.ID.String(),
 			"order_number": strconv.FormatInt(n.Number, 10), "payment_id": pay.ID.String()},
 	}
@@ -218,10 +218,10 @@ func (s *Service) charge(ctx context.Context, tp tenantproc.Account, n *store.Ne
 	return pay, nil
 }
 
-// userAgentKey is the metadata key under which the gateway forwards the
+// UserAgentKey is the metadata key under which the gateway forwards the
 // caller's User-Agent: with the client's address, the record of a donor
 // accepting a bank-debit mandate online.
-const userAgentKey = "client-user-agent"
+const UserAgentKey = "client-user-agent"
 
 // firstMD is the first value of an incoming metadata key, or "".
 func firstMD(ctx context.Context, key string) string {

@@ -1,7 +1,6 @@
-package orders
+package checkout
 
 import (
-	"fmt"
 	"net/netip"
 	"strings"
 	"time"
@@ -292,35 +291,6 @@ func scheduleDates(v *apperr.Violations, p string, in *ordersv1.RecurringDonatio
 		}
 	}
 	return start, end
-}
-
-// Gift dates. A gift is refused before minGiftDate and after the day
-// after the tenant's today: a year-end statement covers 1900 to 2100
-// (services/reports), so a gift dated 9999-12-31 or 0001-01-01 could be
-// recorded and never receipted. The day after today leaves room for a
-// gift entered where the day has already turned.
-var minGiftDate = time.Date(1900, time.January, 1, 0, 0, 0, 0, time.UTC)
-
-// tenantToday is now's calendar day in the tenant's time zone loc (UTC
-// when nil), as a UTC midnight like store.Day, so dates compare as days.
-func tenantToday(now time.Time, loc *time.Location) time.Time {
-	if loc == nil {
-		loc = time.UTC
-	}
-	y, m, d := now.In(loc).Date()
-	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
-}
-
-// giftDateProblem says why a gift dated day (a UTC midnight) is refused
-// on the tenant's today, "" when it is not; field names the value in the
-// message.
-func giftDateProblem(field string, day, today time.Time) string {
-	latest := today.AddDate(0, 0, 1)
-	if day.Before(minGiftDate) || day.After(latest) {
-		return fmt.Sprintf("'%s' must be between %s and %s (the day after today in the organization's time zone).",
-			field, minGiftDate.Format(time.DateOnly), latest.Format(time.DateOnly))
-	}
-	return ""
 }
 
 // nextDate is n periods of freq after t (store.NextDate).

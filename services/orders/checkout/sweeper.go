@@ -1,4 +1,4 @@
-package orders
+package checkout
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/almoner/almoner/pkg/config"
 	"github.com/almoner/almoner/pkg/service"
 	"github.com/almoner/almoner/pkg/telemetry"
 	"github.com/almoner/almoner/services/orders/processor"
@@ -51,6 +52,9 @@ type SweeperConfig struct {
 	// Lease is how long a sweep holds a claim before another may take it
 	// over; defaultSweepLease when zero.
 	Lease time.Duration
+	// AfterSweep, when set, runs after each sweep: the service's finishing
+	// of refunds and voids left in flight.
+	AfterSweep func(context.Context)
 }
 
 // Sweeper gives back the charges of keyed orders that were never
@@ -93,8 +97,8 @@ func (w *Sweeper) step(ctx context.Context) {
 	if _, err := w.SweepOnce(ctx); err != nil && ctx.Err() == nil {
 		w.s.logger.ErrorContext(ctx, "sweep abandoned order claims", "error", err)
 	}
-	if _, err := w.s.changes.Finish(ctx, w.cfg.Lease); err != nil && ctx.Err() == nil {
-		w.s.logger.ErrorContext(ctx, "finish refunds and voids left in flight", "error", err)
+	if w.cfg.AfterSweep != nil {
+		w.cfg.AfterSweep(ctx)
 	}
 }
 
@@ -167,7 +171,7 @@ func (w *Sweeper) giveBackCharges(ctx context.Context, c store.AbandonedClaim) (
 	if !c.Charged {
 		return 0, nil
 	}
-	tp, ok, err := w.s.processors().ForTenant(ctx, c.TenantID.String())
+	tp, ok, err := w.s.processors.ForTenant(ctx, c.TenantID.String())
 	if err != nil {
 		return 0, fmt.Errorf("find the tenant's processor: %w", err)
 	}
@@ -231,3 +235,17 @@ var (
 )
 
 func init() { telemetry.Register(abandonedClaims, abandonedCharges) }
+
+// AbandonedOrderAfter reads ALMONER_ABANDONED_ORDER_AFTER within its
+// bounds (sweeper.go says why each).
+func AbandonedOrderAfter(c config.Source) (time.Duration, error) {
+	d, err := c.Duration("ALMONER_ABANDONED_ORDER_AFTER", DefaultAbandonedOrderAfter)
+	if err != nil {
+		return 0, err
+	}
+	if d < minAbandonedOrderAfter || d > maxAbandonedOrderAfter {
+		return 0, fmt.Errorf("ALMONER_ABANDONED_ORDER_AFTER=%s: must be between %s and %s (well under the 24 hours Stripe keeps an idempotency key)",
+			d, minAbandonedOrderAfter, maxAbandonedOrderAfter)
+	}
+	return d, nil
+}
