@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"google.golang.org/grpc"
@@ -132,42 +133,18 @@ func (s *Service) giveBackKey(ctx context.Context, tenantID uuid.UUID, key strin
 	}
 }
 
-// createOrder validates, checks the contact and funds, reserves stock,
-// charges processor payments and records the order: each a step below.
-// Every side effect taken before the order is recorded (a reservation, a
-// charge, a saved card) registers its undo; when a later step fails, the
-// undo steps run in reverse, in this one place.
+// createOrder checks the order, reserves stock, charges processor
+// payments and records the order: each a step below. Every side effect
+// taken before the order is recorded (a reservation, a charge, a saved
+// card) registers its undo; when a later step fails, the undo steps run
+// in reverse, in this one place.
 func (s *Service) createOrder(ctx context.Context, p authctx.Principal, req *ordersv1.CreateOrderRequest, orderID uuid.UUID,
 	completion *store.Completion) (_ store.Order, err error) {
 	now := s.now()
-	currency, err := s.orderCurrency(p, req)
+	o, d, tp, err := s.prepare(ctx, p, req, orderID, now)
 	if err != nil {
 		return store.Order{}, err
 	}
-	d, err := validateCreate(req, currency, store.Day(now))
-	if err != nil {
-		return store.Order{}, err
-	}
-	tp, err := s.authorizePayments(ctx, p, d)
-	if err != nil {
-		return store.Order{}, err
-	}
-	if err := s.checkReferences(ctx, p, req.GetContactId(), &d); err != nil {
-		return store.Order{}, err
-	}
-	contactID, err := s.checkPayer(ctx, p, req.GetContactId(), d)
-	if err != nil {
-		return store.Order{}, err
-	}
-	// A batch the order cannot go into is refused before any stock is
-	// reserved or card charged, not only when the order is written.
-	if d.batchID != nil {
-		if err := batchRefusal(s.store.CheckBatch(ctx, uuid.MustParse(p.TenantID), *d.batchID), d.batchID); err != nil {
-			return store.Order{}, err
-		}
-	}
-	o := store.Order{TenantID: uuid.MustParse(p.TenantID), ID: orderID, ContactID: contactID, Status: store.StatusCompleted, Currency: currency,
-		Billing: d.billing, Shipping: d.shipping, Notes: d.notes, Donations: d.donations, Items: d.items}
 	var u undo
 	defer func() {
 		if err != nil {
@@ -191,15 +168,58 @@ func (s *Service) createOrder(ctx context.Context, p authctx.Principal, req *ord
 	if err != nil {
 		return store.Order{}, err
 	}
-	// Saving addresses to the contact is a convenience after the fact: the
-	// order is recorded whatever happens here.
+	s.saveAddresses(ctx, p, req, o.ContactID, d)
+	return saved, nil
+}
+
+// prepare makes every check that can refuse the order before anything is
+// reserved or charged: the body, what its payments need, the funds and
+// contact, the saved methods' owner, the batch. It returns the order as
+// it stands before stock and payments, its draft and the tenant's
+// processor.
+func (s *Service) prepare(ctx context.Context, p authctx.Principal, req *ordersv1.CreateOrderRequest, orderID uuid.UUID,
+	now time.Time) (store.Order, draft, tenantproc.Account, error) {
+	currency, err := s.orderCurrency(p, req)
+	if err != nil {
+		return store.Order{}, draft{}, tenantproc.Account{}, err
+	}
+	d, err := validateCreate(req, currency, store.Day(now))
+	if err != nil {
+		return store.Order{}, draft{}, tenantproc.Account{}, err
+	}
+	tp, err := s.authorizePayments(ctx, p, d)
+	if err != nil {
+		return store.Order{}, draft{}, tenantproc.Account{}, err
+	}
+	if err := s.checkReferences(ctx, p, req.GetContactId(), &d); err != nil {
+		return store.Order{}, draft{}, tenantproc.Account{}, err
+	}
+	contactID, err := s.checkPayer(ctx, p, req.GetContactId(), d)
+	if err != nil {
+		return store.Order{}, draft{}, tenantproc.Account{}, err
+	}
+	// A batch the order cannot go into is refused before any stock is
+	// reserved or card charged, not only when the order is written.
+	if d.batchID != nil {
+		if err := batchRefusal(s.store.CheckBatch(ctx, uuid.MustParse(p.TenantID), *d.batchID), d.batchID); err != nil {
+			return store.Order{}, draft{}, tenantproc.Account{}, err
+		}
+	}
+	o := store.Order{TenantID: uuid.MustParse(p.TenantID), ID: orderID, ContactID: contactID, Status: store.StatusCompleted, Currency: currency,
+		Billing: d.billing, Shipping: d.shipping, Notes: d.notes, Donations: d.donations, Items: d.items}
+	return o, d, tp, nil
+}
+
+// saveAddresses saves the order's addresses to the contact when asked: a
+// convenience after the fact, so the order is recorded whatever happens
+// here.
+func (s *Service) saveAddresses(ctx context.Context, p authctx.Principal, req *ordersv1.CreateOrderRequest, contactID int64, d draft) {
 	if req.GetSaveBillingToContact() {
-		s.saveAddress(ctx, p, o.ContactID, "Billing", d.billing)
+		s.saveAddress(ctx, p, contactID, "Billing", d.billing)
 	}
 	if req.GetSaveShippingToContact() {
-		s.saveAddress(ctx, p, o.ContactID, "Shipping", d.shipping)
+		s.saveAddress(ctx, p, contactID, "Shipping", d.shipping)
 	}
-	return saved, nil
 }
 
 // orderCurrency is the body's currency, else the tenant's default, which

@@ -299,21 +299,41 @@ func (s *Service) amendReferences(ctx context.Context, v *apperr.Violations, am 
 	return nil
 }
 
-// apply makes the amendment to the schedule as locked. A new frequency
-// counts later periods from the next charge date; a new next charge date
-// is the new anchor. A new payment method makes a past_due schedule
-// active: the missed installment is then charged on the runner's next
-// pass, with an attempt number of its own.
+// apply makes the amendment to the schedule as locked, as steps: refuse
+// what the state forbids, change the timing, the other properties and
+// the method, then check the end date. A new frequency counts later
+// periods from the next charge date; a new next charge date is the new
+// anchor. A new payment method makes a past_due schedule active: the
+// missed installment is then charged on the runner's next pass, with an
+// attempt number of its own.
 func (am amendment) apply(sc store.Schedule, today time.Time) (store.Schedule, error) {
+	if err := am.allowed(sc); err != nil {
+		return sc, err
+	}
+	sc = am.applyTiming(sc)
+	sc = am.applyProperties(sc)
+	sc = am.applyMethod(sc)
+	if sc.Status == store.SchedulePaused && sc.PausedUntil != nil {
+		sc.PlaceNext(store.Boundary(sc.Anchor(), sc.Frequency, *sc.PausedUntil))
+		sc.Status = store.SchedulePaused
+	}
+	return sc, checkEndDate(sc, today)
+}
+
+// allowed refuses an amendment of a schedule that has ended, and a new
+// next charge date while paused.
+func (am amendment) allowed(sc store.Schedule) error {
 	if sc.Status == store.ScheduleCancelled || sc.Status == store.ScheduleCompleted {
-		return sc, apperr.Rule(wire.CodeNotAmendable, "A "+sc.Status+" schedule cannot be amended.")
+		return apperr.Rule(wire.CodeNotAmendable, "A "+sc.Status+" schedule cannot be amended.")
 	}
 	if am.nextChargeDate != nil && sc.Status == store.SchedulePaused {
-		return sc, apperr.Invalid(apperr.Violation{Field: "NextChargeDate", Message: "A paused schedule's next charge date is set when it resumes."})
+		return apperr.Invalid(apperr.Violation{Field: "NextChargeDate", Message: "A paused schedule's next charge date is set when it resumes."})
 	}
-	if am.amountMinor != nil {
-		sc.AmountMinor = *am.amountMinor
-	}
+	return nil
+}
+
+// applyTiming changes the frequency and the next charge date.
+func (am amendment) applyTiming(sc store.Schedule) store.Schedule {
 	if am.frequency != nil && *am.frequency != sc.Frequency {
 		if sc.NextChargeDate != nil {
 			sc.AnchorDate = sc.NextChargeDate
@@ -325,6 +345,14 @@ func (am amendment) apply(sc store.Schedule, today time.Time) (store.Schedule, e
 		sc.AnchorDate, sc.NextChargeDate = &d, &d
 		sc.ClearRetry()
 	}
+	return sc
+}
+
+// applyProperties changes the amount, end date, fund and campaign.
+func (am amendment) applyProperties(sc store.Schedule) store.Schedule {
+	if am.amountMinor != nil {
+		sc.AmountMinor = *am.amountMinor
+	}
 	if am.setEndDate {
 		sc.EndDate = am.endDate
 	}
@@ -334,31 +362,37 @@ func (am amendment) apply(sc store.Schedule, today time.Time) (store.Schedule, e
 	if am.campaignID != nil {
 		sc.CampaignID = *am.campaignID
 	}
-	if am.method != nil {
-		sc.PaymentToken, sc.PaymentMethod = am.method.ID, methodOfType(am.method.Type)
-		// The installment that declined is tried with the new method on
-		// the next pass, not on its retry day.
-		switch {
-		case sc.Status == store.SchedulePastDue:
-			sc.Status = store.ScheduleActive
-			sc.ClearRetry()
-		case sc.Status == store.ScheduleActive && sc.FailedAttempts > 0:
-			sc.ClearRetry()
-		}
+	return sc
+}
+
+// applyMethod changes the payment method: the installment that declined
+// is tried with the new method on the next pass, not on its retry day.
+func (am amendment) applyMethod(sc store.Schedule) store.Schedule {
+	if am.method == nil {
+		return sc
 	}
-	if sc.Status == store.SchedulePaused && sc.PausedUntil != nil {
-		sc.PlaceNext(store.Boundary(sc.Anchor(), sc.Frequency, *sc.PausedUntil))
-		sc.Status = store.SchedulePaused
+	sc.PaymentToken, sc.PaymentMethod = am.method.ID, methodOfType(am.method.Type)
+	switch {
+	case sc.Status == store.SchedulePastDue:
+		sc.Status = store.ScheduleActive
+		sc.ClearRetry()
+	case sc.Status == store.ScheduleActive && sc.FailedAttempts > 0:
+		sc.ClearRetry()
 	}
-	if sc.EndDate != nil {
-		switch {
-		case sc.EndDate.Before(today):
-			return sc, apperr.Invalid(apperr.Violation{Field: "EndDate", Message: "'EndDate' must be today or later."})
-		case sc.NextChargeDate != nil && sc.EndDate.Before(*sc.NextChargeDate):
-			return sc, apperr.Invalid(apperr.Violation{Field: "EndDate", Message: "'EndDate' must not be before 'NextChargeDate'."})
-		}
+	return sc
+}
+
+// checkEndDate refuses an end date before today or the next charge date.
+func checkEndDate(sc store.Schedule, today time.Time) error {
+	switch {
+	case sc.EndDate == nil:
+		return nil
+	case sc.EndDate.Before(today):
+		return apperr.Invalid(apperr.Violation{Field: "EndDate", Message: "'EndDate' must be today or later."})
+	case sc.NextChargeDate != nil && sc.EndDate.Before(*sc.NextChargeDate):
+		return apperr.Invalid(apperr.Violation{Field: "EndDate", Message: "'EndDate' must not be before 'NextChargeDate'."})
 	}
-	return sc, nil
+	return nil
 }
 
 // methodOfType is the schedule's payment method for a saved method's type.

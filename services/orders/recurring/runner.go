@@ -278,23 +278,9 @@ func (s *Service) chargeInstallment(ctx context.Context, sc store.Schedule, peri
 		runnerCharges.WithLabelValues("declined").Inc()
 		return store.Outcome{Declined: true, Reason: "processor_not_configured"}, nil
 	}
-	req := processor.ChargeRequest{
-		IdempotencyKey:  fmt.Sprintf("%s/%s/%d", sc.ID, period.Format(time.DateOnly), attempt),
-		AmountMinor:     sc.AmountMinor,
-		Currency:        sc.Currency,
-		PaymentMethodID: sc.PaymentToken,
-		OffSession:      true,
-		Description:     fmt.Sprintf("Recurring gift of %s", period.Format(time.DateOnly)),
-		Metadata: map[string]string{"tenant_id": sc.TenantID.String(), "order_id": orderID.String(), "payment_id": pay.ID.String(),
-			"schedule_id": sc.ID.String(), "period": period.Format(time.DateOnly)},
-	}
-	if sc.PaymentMethod == "Ach" {
-		req.PaymentMethodType = "us_bank_account"
-	}
-	if m, ok, err := s.store.SavedMethod(ctx, sc.TenantID, sc.PaymentToken, tp.Name, sc.ContactID); err != nil {
+	req, err := s.installmentCharge(ctx, sc, tp, period, attempt, orderID, pay.ID)
+	if err != nil {
 		return store.Outcome{}, err
-	} else if ok {
-		req.CustomerID = m.CustomerID
 	}
 	res, err := tp.Charge(ctx, req)
 	if err != nil {
@@ -306,6 +292,42 @@ func (s *Service) chargeInstallment(ctx context.Context, sc store.Schedule, peri
 		return store.Outcome{}, err
 	}
 	pay.Processor, pay.ProcessorReference = tp.Name, res.Reference
+	return s.chargeOutcome(ctx, tp, sc, res, pay), nil
+}
+
+// installmentCharge is the off-session charge of one attempt at a period,
+// keyed by schedule, period and attempt, with the schedule's saved
+// method's customer.
+func (s *Service) installmentCharge(ctx context.Context, sc store.Schedule, tp tenantproc.Account, period time.Time, attempt int32,
+	orderID, paymentID uuid.UUID) (processor.ChargeRequest, error) {
+	req := processor.ChargeRequest{
+		IdempotencyKey:  fmt.Sprintf("%s/%s/%d", sc.ID, period.Format(time.DateOnly), attempt),
+		AmountMinor:     sc.AmountMinor,
+		Currency:        sc.Currency,
+		PaymentMethodID: sc.PaymentToken,
+		OffSession:      true,
+		Description:     fmt.Sprintf("Recurring gift of %s", period.Format(time.DateOnly)),
+		Metadata: map[string]string{"tenant_id": sc.TenantID.String(), "order_id": orderID.String(), "payment_id": paymentID.String(),
+			"schedule_id": sc.ID.String(), "period": period.Format(time.DateOnly)},
+	}
+	if sc.PaymentMethod == "Ach" {
+		req.PaymentMethodType = "us_bank_account"
+	}
+	m, ok, err := s.store.SavedMethod(ctx, sc.TenantID, sc.PaymentToken, tp.Name, sc.ContactID)
+	if err != nil {
+		return processor.ChargeRequest{}, err
+	}
+	if ok {
+		req.CustomerID = m.CustomerID
+	}
+	return req, nil
+}
+
+// chargeOutcome reads the processor's answer to an installment's charge
+// into pay's status, or a decline: one that needs the donor to
+// authenticate cannot succeed off-session (past_due at once, the charge
+// cancelled), any other is retried on the tenant's retry days.
+func (s *Service) chargeOutcome(ctx context.Context, tp tenantproc.Account, sc store.Schedule, res processor.ChargeResult, pay *store.Payment) store.Outcome {
 	switch {
 	case res.Outcome == processor.Succeeded:
 		pay.Status = store.PaymentCaptured
@@ -318,12 +340,12 @@ func (s *Service) chargeInstallment(ctx context.Context, sc store.Schedule, peri
 			}
 		}
 		runnerCharges.WithLabelValues("declined").Inc()
-		return store.Outcome{PastDue: true, Reason: "authentication_required"}, nil
+		return store.Outcome{PastDue: true, Reason: "authentication_required"}
 	default:
 		runnerCharges.WithLabelValues("declined").Inc()
-		return store.Outcome{Declined: true, Reason: wire.FirstNonEmpty(res.DeclineCode, "declined")}, nil
+		return store.Outcome{Declined: true, Reason: wire.FirstNonEmpty(res.DeclineCode, "declined")}
 	}
-	return store.Outcome{}, nil
+	return store.Outcome{}
 }
 
 // ReasonMethodOfAnotherContact is the failure reason of a schedule whose

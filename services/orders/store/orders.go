@@ -478,56 +478,51 @@ func loadLines(ctx context.Context, q querier, tenantID uuid.UUID, os []Order) e
 		ids[i], idx[o.ID] = o.ID, i
 		os[i].Donations, os[i].Items, os[i].Payments = []Donation{}, []Item{}, []Payment{}
 	}
-	rows, err := q.Query(ctx, `SELECT order_id, id, fund_id, fund_name, amount_minor, is_tax_deductible, campaign_id, appeal_id, tribute
-		FROM orders.order_donations WHERE tenant_id = $1 AND order_id = ANY($2) ORDER BY order_id, position`, tenantID, ids)
-	if err != nil {
-		return fmt.Errorf("read order donations: %w", err)
-	}
-	for rows.Next() {
-		var oid uuid.UUID
+	var oid uuid.UUID
+	if err := eachLine(ctx, q, "order donations", `SELECT order_id, id, fund_id, fund_name, amount_minor, is_tax_deductible, campaign_id, appeal_id, tribute
+		FROM orders.order_donations WHERE tenant_id = $1 AND order_id = ANY($2) ORDER BY order_id, position`, tenantID, ids, func(r pgx.Rows) error {
 		var d Donation
-		if err := rows.Scan(&oid, &d.ID, &d.FundID, &d.FundName, &d.AmountMinor, &d.IsTaxDeductible, &d.CampaignID, &d.AppealID, &d.Tribute); err != nil {
-			rows.Close()
-			return fmt.Errorf("read order donations: %w", err)
-		}
+		err := r.Scan(&oid, &d.ID, &d.FundID, &d.FundName, &d.AmountMinor, &d.IsTaxDeductible, &d.CampaignID, &d.AppealID, &d.Tribute)
 		os[idx[oid]].Donations = append(os[idx[oid]].Donations, d)
+		return err
+	}); err != nil {
+		return err
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read order donations: %w", err)
-	}
-	rows, err = q.Query(ctx, `SELECT order_id, line_number, item_id, sku, name, quantity, unit_price_minor, fair_market_value_minor
-		FROM orders.order_items WHERE tenant_id = $1 AND order_id = ANY($2) ORDER BY order_id, line_number`, tenantID, ids)
-	if err != nil {
-		return fmt.Errorf("read order items: %w", err)
-	}
-	for rows.Next() {
-		var oid uuid.UUID
+	if err := eachLine(ctx, q, "order items", `SELECT order_id, line_number, item_id, sku, name, quantity, unit_price_minor, fair_market_value_minor
+		FROM orders.order_items WHERE tenant_id = $1 AND order_id = ANY($2) ORDER BY order_id, line_number`, tenantID, ids, func(r pgx.Rows) error {
 		var it Item
-		if err := rows.Scan(&oid, &it.LineNumber, &it.ItemID, &it.SKU, &it.Name, &it.Quantity, &it.UnitPriceMinor, &it.FairMarketValueMinor); err != nil {
-			rows.Close()
-			return fmt.Errorf("read order items: %w", err)
-		}
+		err := r.Scan(&oid, &it.LineNumber, &it.ItemID, &it.SKU, &it.Name, &it.Quantity, &it.UnitPriceMinor, &it.FairMarketValueMinor)
 		os[idx[oid]].Items = append(os[idx[oid]].Items, it)
+		return err
+	}); err != nil {
+		return err
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read order items: %w", err)
-	}
-	rows, err = q.Query(ctx, `SELECT order_id, id, method, amount_minor, refunded_minor, status, check_number, reference, processor_reference, processor
-		FROM orders.order_payments WHERE tenant_id = $1 AND order_id = ANY($2) ORDER BY order_id, position`, tenantID, ids)
-	if err != nil {
-		return fmt.Errorf("read order payments: %w", err)
-	}
-	for rows.Next() {
-		var oid uuid.UUID
+	return eachLine(ctx, q, "order payments", `SELECT order_id, id, method, amount_minor, refunded_minor, status, check_number, reference, processor_reference, processor
+		FROM orders.order_payments WHERE tenant_id = $1 AND order_id = ANY($2) ORDER BY order_id, position`, tenantID, ids, func(r pgx.Rows) error {
 		var p Payment
-		if err := rows.Scan(&oid, &p.ID, &p.Method, &p.AmountMinor, &p.RefundedMinor, &p.Status, &p.CheckNumber, &p.Reference, &p.ProcessorReference, &p.Processor); err != nil {
-			rows.Close()
-			return fmt.Errorf("read order payments: %w", err)
-		}
+		err := r.Scan(&oid, &p.ID, &p.Method, &p.AmountMinor, &p.RefundedMinor, &p.Status, &p.CheckNumber, &p.Reference, &p.ProcessorReference, &p.Processor)
 		os[idx[oid]].Payments = append(os[idx[oid]].Payments, p)
+		return err
+	})
+}
+
+// eachLine reads the lines of the orders ids with sql (its parameters the
+// tenant and ids), calling add for each row; what names them in errors.
+// A scan that fails stops the read: its error is returned, and what add
+// appended is never used.
+func eachLine(ctx context.Context, q querier, what, sql string, tenantID uuid.UUID, ids []uuid.UUID, add func(pgx.Rows) error) error {
+	rows, err := q.Query(ctx, sql, tenantID, ids)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", what, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := add(rows); err != nil {
+			return fmt.Errorf("read %s: %w", what, err)
+		}
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read order payments: %w", err)
+		return fmt.Errorf("read %s: %w", what, err)
 	}
 	return nil
 }

@@ -92,15 +92,34 @@ var errNoIdempotencyKey = errors.New("stripeproc: the request has no idempotency
 
 // Charge creates and confirms a PaymentIntent.
 func (a *adapter) Charge(ctx context.Context, r processor.ChargeRequest) (processor.ChargeResult, error) {
+	params, err := chargeParams(r)
+	if err != nil {
+		return processor.ChargeResult{}, err
+	}
+	pi, err := a.client.V1PaymentIntents.Create(ctx, params)
+	if err != nil {
+		var se *stripe.Error
+		if errors.As(err, &se) && se.Type == stripe.ErrorTypeCard {
+			return declined(se), nil
+		}
+		return processor.ChargeResult{}, mapError(err)
+	}
+	return chargeResult(pi)
+}
+
+// chargeParams is the PaymentIntent a charge creates and confirms, or the
+// refusal of a request Stripe could not take (no key, a method type we do
+// not take, a bank debit made on session without the donor's mandate).
+func chargeParams(r processor.ChargeRequest) (*stripe.PaymentIntentCreateParams, error) {
 	if r.IdempotencyKey == "" {
-		return processor.ChargeResult{}, errNoIdempotencyKey
+		return nil, errNoIdempotencyKey
 	}
 	pmType := r.PaymentMethodType
 	if pmType == "" {
 		pmType = TypeCard
 	}
 	if pmType != TypeCard && pmType != TypeUSBankAccount {
-		return processor.ChargeResult{}, &processor.RefusedError{
+		return nil, &processor.RefusedError{
 			Code: "payment_method_type_unsupported", Param: "payment_method_types",
 			Message: "This payment method type is not supported.",
 		}
@@ -132,36 +151,36 @@ func (a *adapter) Charge(ctx context.Context, r processor.ChargeRequest) (proces
 	case r.SaveForFutureUse:
 		params.SetupFutureUsage = stripe.String("off_session")
 	}
-	// A bank debit needs a mandate. Off session, the one the donor
-	// accepted when the method was saved (on its first, on-session
-	// payment or at the donation form) applies, and Stripe finds it
-	// itself; on session, the donor accepts one now, online.
 	if pmType == TypeUSBankAccount && !r.OffSession {
-		if r.DonorIPAddress == "" || r.DonorUserAgent == "" {
-			return processor.ChargeResult{}, &processor.RefusedError{
-				Code: "mandate_acceptance_missing", Param: "mandate_data",
-				Message: "The bank debit cannot be made: the donor's acceptance of the debit mandate was not recorded.",
-			}
+		mandate, err := onlineMandate(r)
+		if err != nil {
+			return nil, err
 		}
-		params.MandateData = &stripe.PaymentIntentCreateMandateDataParams{
-			CustomerAcceptance: &stripe.PaymentIntentCreateMandateDataCustomerAcceptanceParams{
-				Type: stripe.String("online"),
-				Online: &stripe.PaymentIntentCreateMandateDataCustomerAcceptanceOnlineParams{
-					IPAddress: stripe.String(r.DonorIPAddress),
-					UserAgent: stripe.String(r.DonorUserAgent),
-				},
+		params.MandateData = mandate
+	}
+	return params, nil
+}
+
+// onlineMandate is the donor's acceptance of a bank debit's mandate, made
+// now, online. A bank debit needs a mandate: off session, the one the
+// donor accepted when the method was saved (on its first, on-session
+// payment or at the donation form) applies, and Stripe finds it itself.
+func onlineMandate(r processor.ChargeRequest) (*stripe.PaymentIntentCreateMandateDataParams, error) {
+	if r.DonorIPAddress == "" || r.DonorUserAgent == "" {
+		return nil, &processor.RefusedError{
+			Code: "mandate_acceptance_missing", Param: "mandate_data",
+			Message: "The bank debit cannot be made: the donor's acceptance of the debit mandate was not recorded.",
+		}
+	}
+	return &stripe.PaymentIntentCreateMandateDataParams{
+		CustomerAcceptance: &stripe.PaymentIntentCreateMandateDataCustomerAcceptanceParams{
+			Type: stripe.String("online"),
+			Online: &stripe.PaymentIntentCreateMandateDataCustomerAcceptanceOnlineParams{
+				IPAddress: stripe.String(r.DonorIPAddress),
+				UserAgent: stripe.String(r.DonorUserAgent),
 			},
-		}
-	}
-	pi, err := a.client.V1PaymentIntents.Create(ctx, params)
-	if err != nil {
-		var se *stripe.Error
-		if errors.As(err, &se) && se.Type == stripe.ErrorTypeCard {
-			return declined(se), nil
-		}
-		return processor.ChargeResult{}, mapError(err)
-	}
-	return chargeResult(pi)
+		},
+	}, nil
 }
 
 // declined is the result of a confirmation Stripe answered with a card
