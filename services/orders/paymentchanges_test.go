@@ -74,7 +74,11 @@ func TestNotificationWaitsForChangeInFlight(t *testing.T) {
 	}
 	orderID := uuid.MustParse(created.GetOrder().GetId())
 	ref := created.GetOrder().GetPayments()[0].GetProcessorReference()
-	c, err := f.svc.store.BeginRefund(f.ctx, f.tenant, orderID, store.Refund{AmountMinor: 1000}, time.Minute, "test")
+	paymentID := uuid.MustParse(created.GetOrder().GetPayments()[0].GetId())
+	oneRefund := func(store.Order, []store.PaymentChange, uuid.UUID) ([]store.PaymentTake, error) {
+		return []store.PaymentTake{{PaymentID: paymentID, Amount: 1000, Key: "in-flight"}}, nil
+	}
+	c, err := f.svc.store.BeginChange(f.ctx, f.tenant, orderID, store.ChangeRefund, "", time.Minute, "test", oneRefund)
 	if err != nil {
 		t.Fatal(err)
 	}

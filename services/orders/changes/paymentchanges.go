@@ -24,7 +24,7 @@ var errChangeInProgress = apperr.Conflict(wire.CodeChangeInProgress, "A refund o
 // open while the processor is called: claim (the amounts reserved),
 // the processor's refunds, record.
 func (s *Server) Refund(ctx context.Context, tenantID, orderID uuid.UUID, r store.Refund, actor string) (store.Order, error) {
-	c, err := s.store.BeginRefund(ctx, tenantID, orderID, r, s.lease, actor)
+	c, err := s.store.BeginChange(ctx, tenantID, orderID, store.ChangeRefund, r.Reason, s.lease, actor, refundPlan(r))
 	if err != nil {
 		return store.Order{}, err
 	}
@@ -33,7 +33,7 @@ func (s *Server) Refund(ctx context.Context, tenantID, orderID uuid.UUID, r stor
 
 // void voids an order in the same three steps.
 func (s *Server) void(ctx context.Context, tenantID, orderID uuid.UUID, actor string) (store.Order, error) {
-	c, err := s.store.BeginVoid(ctx, tenantID, orderID, s.lease, actor)
+	c, err := s.store.BeginChange(ctx, tenantID, orderID, store.ChangeVoid, "", s.lease, actor, voidPlan)
 	if err != nil {
 		return store.Order{}, err
 	}

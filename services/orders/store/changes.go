@@ -29,30 +29,6 @@ func lockOrder(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID) (Order, e
 	return os[0], nil
 }
 
-// planVoid is the void of a locked order that nothing was refunded from:
-// a Completed order, or a Pending one whose charge has not settled. Each
-// payment still standing is voided: a captured one refunded of what is
-// left, one not settled cancelled, each with the key void/<paymentId>.
-func planVoid(o Order) ([]PaymentTake, error) {
-	switch o.Status {
-	case StatusVoided:
-		return nil, ErrAlreadyVoided
-	case StatusCompleted, StatusPending:
-	default:
-		return nil, fmt.Errorf("order is %s: %w", o.Status, ErrIllegalState)
-	}
-	var takes []PaymentTake
-	for _, p := range o.Payments {
-		switch p.Status {
-		case PaymentCaptured:
-			takes = append(takes, PaymentTake{PaymentID: p.ID, Amount: p.AmountMinor - p.RefundedMinor, Key: "void/" + p.ID.String()})
-		case PaymentAuthorized, PaymentPending, PaymentRequiresAction:
-			takes = append(takes, PaymentTake{PaymentID: p.ID, Cancel: true, Key: "void/" + p.ID.String()})
-		}
-	}
-	return takes, nil
-}
-
 // recordVoid records the first done takes of a void: their payments
 // Voided, and the order Voided once every take is done. Voiding is the
 // soft delete of an order, so its audit row is order.deleted.
@@ -128,18 +104,12 @@ type Refund struct {
 	Source string
 }
 
-// refundLocked refunds r of o, whose row the transaction holds, where no
-// processor is called: a refund made at the processor and learnt from its
-// notification.
-func refundLocked(ctx context.Context, tx pgx.Tx, o Order, r Refund, actor string) (Order, error) {
-	if o.Status != StatusCompleted && o.Status != StatusPartiallyRefunded {
-		return Order{}, fmt.Errorf("order is %s: %w", o.Status, ErrIllegalState)
-	}
-	plan, err := planRefund(o, r)
-	if err != nil {
-		return Order{}, fmt.Errorf("plan refund: %w", err)
-	}
-	return applyRefund(ctx, tx, o, plan, uuid.Must(uuid.NewV7()), r, actor)
+// refundLocked records a refund of amount from payment idx of o, whose
+// row the transaction holds, made at the processor (its dashboard) and
+// learnt from its notification: no processor is called. The caller has
+// bounded amount by what the payment can still give back.
+func refundLocked(ctx context.Context, tx pgx.Tx, o Order, idx int, amount int64, r Refund, actor string) (Order, error) {
+	return applyRefund(ctx, tx, o, []refundTake{{idx, amount}}, uuid.Must(uuid.NewV7()), r, actor)
 }
 
 // applyRefund records a refund of o (locked) made of plan: each touched
@@ -209,8 +179,8 @@ type refundTake struct {
 	amount int64
 }
 
-// refundable reports whether a payment can give money back.
-func refundable(p Payment) bool {
+// Refundable reports whether a payment can give money back.
+func Refundable(p Payment) bool {
 	switch p.Status {
 	case PaymentCaptured, PaymentPartiallyRefunded, PaymentDisputed:
 		return p.AmountMinor > p.RefundedMinor
@@ -221,63 +191,8 @@ func refundable(p Payment) bool {
 // RefundableMinor is what a refund naming p may still give back: nothing
 // unless p was collected.
 func (p Payment) RefundableMinor() int64 {
-	if !refundable(p) {
+	if !Refundable(p) {
 		return 0
 	}
 	return p.AmountMinor - p.RefundedMinor
-}
-
-// planRefund splits a refund over o's payments: from the one named, or
-// from each in order until the amount is covered.
-func planRefund(o Order, r Refund) ([]refundTake, error) {
-	if r.PaymentID != nil {
-		for i, p := range o.Payments {
-			if p.ID != *r.PaymentID {
-				continue
-			}
-			left := p.AmountMinor - p.RefundedMinor
-			amt := r.AmountMinor
-			if amt == 0 {
-				amt = left
-			}
-			switch {
-			case !refundable(p) || amt > left:
-				return nil, ErrOverRefund
-			case amt <= 0:
-				return nil, ErrNothingToApply
-			}
-			return []refundTake{{i, amt}}, nil
-		}
-		return nil, fmt.Errorf("payment %s: %w", *r.PaymentID, db.ErrNotFound)
-	}
-	left := o.TotalMinor - o.RefundedMinor
-	amt := r.AmountMinor
-	if amt == 0 {
-		amt = left
-	}
-	if amt > left {
-		return nil, ErrOverRefund
-	}
-	if amt <= 0 {
-		return nil, ErrNothingToApply
-	}
-	var plan []refundTake
-	rest := amt
-	for i, p := range o.Payments {
-		if rest == 0 {
-			break
-		}
-		if !refundable(p) {
-			continue
-		}
-		take := min(p.AmountMinor-p.RefundedMinor, rest)
-		rest -= take
-		plan = append(plan, refundTake{i, take})
-	}
-	if rest != 0 {
-		// Payments cover the total by construction; a leftover means the
-		// rows disagree with the order, which must not be papered over.
-		return nil, ErrOverRefund
-	}
-	return plan, nil
 }

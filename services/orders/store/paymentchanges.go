@@ -41,58 +41,26 @@ type PaymentChange struct {
 	Payments map[uuid.UUID]Payment
 }
 
-// BeginRefund claims a refund of r from an order and commits it. Refunds
-// in flight count as refunded, so refunds made at once never give back
-// more than was paid; a void in flight is ErrChangeInProgress.
-// Over-refunding is ErrOverRefund; a voided or fully refunded order is
-// ErrIllegalState; a payment id not of the order is db.ErrNotFound.
-func (s *Store) BeginRefund(ctx context.Context, tenantID, orderID uuid.UUID, r Refund, lease time.Duration, actor string) (PaymentChange, error) {
-	c := PaymentChange{TenantID: tenantID, ID: uuid.Must(uuid.NewV7()), OrderID: orderID, Kind: ChangeRefund, Reason: r.Reason, Actor: actor}
-	err := s.begin(ctx, &c, lease, func(o Order, inFlight []PaymentChange) ([]PaymentTake, error) {
-		if o.Status != StatusCompleted && o.Status != StatusPartiallyRefunded {
-			return nil, fmt.Errorf("order is %s: %w", o.Status, ErrIllegalState)
-		}
-		o, err := reserved(o, inFlight)
-		if err != nil {
-			return nil, err
-		}
-		plan, err := planRefund(o, r)
-		if err != nil {
-			return nil, fmt.Errorf("plan refund: %w", err)
-		}
-		takes := make([]PaymentTake, len(plan))
-		for i, t := range plan {
-			id := o.Payments[t.index].ID
-			takes[i] = PaymentTake{PaymentID: id, Amount: t.amount, Key: c.ID.String() + "/" + id.String()}
-		}
-		return takes, nil
-	})
-	if err != nil {
-		return PaymentChange{}, fmt.Errorf("orders: refund order %s: %w", orderID, err)
-	}
-	return c, nil
-}
+// PlanFunc plans a change of a locked order: each payment's processor
+// call and its key (changeID names the change), given the changes in
+// flight on the order. It is a pure rule of the changes room.
+type PlanFunc func(o Order, inFlight []PaymentChange, changeID uuid.UUID) ([]PaymentTake, error)
 
-// BeginVoid claims the void of an order (planVoid) and commits it; any
-// change in flight on the order is ErrChangeInProgress.
-func (s *Store) BeginVoid(ctx context.Context, tenantID, orderID uuid.UUID, lease time.Duration, actor string) (PaymentChange, error) {
-	c := PaymentChange{TenantID: tenantID, ID: uuid.Must(uuid.NewV7()), OrderID: orderID, Kind: ChangeVoid, Actor: actor}
-	err := s.begin(ctx, &c, lease, func(o Order, inFlight []PaymentChange) ([]PaymentTake, error) {
-		takes, err := planVoid(o)
-		if err == nil && len(inFlight) > 0 {
-			err = ErrChangeInProgress
-		}
-		return takes, err
-	})
-	if err != nil {
-		return PaymentChange{}, fmt.Errorf("orders: void order %s: %w", orderID, err)
+// BeginChange claims a refund or void (kind) of an order as plan makes it
+// and commits it, with its lease: the processor is then called with no
+// transaction open, and FinishChange records what was done.
+func (s *Store) BeginChange(ctx context.Context, tenantID, orderID uuid.UUID, kind, reason string, lease time.Duration, actor string,
+	plan PlanFunc) (PaymentChange, error) {
+	c := PaymentChange{TenantID: tenantID, ID: uuid.Must(uuid.NewV7()), OrderID: orderID, Kind: kind, Reason: reason, Actor: actor}
+	if err := s.begin(ctx, &c, lease, plan); err != nil {
+		return PaymentChange{}, fmt.Errorf("orders: %s order %s: %w", kind, orderID, err)
 	}
 	return c, nil
 }
 
 // begin locks the order, plans c's takes from it and the changes in
 // flight, and inserts the claim with its lease.
-func (s *Store) begin(ctx context.Context, c *PaymentChange, lease time.Duration, plan func(Order, []PaymentChange) ([]PaymentTake, error)) error {
+func (s *Store) begin(ctx context.Context, c *PaymentChange, lease time.Duration, plan PlanFunc) error {
 	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		o, err := lockOrder(ctx, tx, c.TenantID, c.OrderID)
 		if err != nil {
@@ -102,7 +70,7 @@ func (s *Store) begin(ctx context.Context, c *PaymentChange, lease time.Duration
 		if err != nil {
 			return err
 		}
-		if c.Takes, err = plan(o, inFlight); err != nil {
+		if c.Takes, err = plan(o, inFlight, c.ID); err != nil {
 			return err
 		}
 		c.Payments = paymentsByID(o)
@@ -117,24 +85,6 @@ func (s *Store) begin(ctx context.Context, c *PaymentChange, lease time.Duration
 		}
 		return nil
 	})
-}
-
-// reserved is o with the refunds in flight counted as refunded; a void
-// in flight is ErrChangeInProgress.
-func reserved(o Order, inFlight []PaymentChange) (Order, error) {
-	o.Payments = append([]Payment(nil), o.Payments...)
-	for _, c := range inFlight {
-		if c.Kind == ChangeVoid {
-			return Order{}, ErrChangeInProgress
-		}
-		for _, t := range c.Takes {
-			if i := paymentIndex(o, t.PaymentID); i >= 0 {
-				o.Payments[i].RefundedMinor += t.Amount
-				o.RefundedMinor += t.Amount
-			}
-		}
-	}
-	return o, nil
 }
 
 // FinishChange records the first done takes of c, whose processor calls

@@ -385,11 +385,11 @@ func settleFailed(ctx context.Context, tx pgx.Tx, o Order, idx int, n Notificati
 func settleRefunded(ctx context.Context, tx pgx.Tx, o Order, idx int, refundedMinor int64, actor string) (Applied, error) {
 	p := o.Payments[idx]
 	delta := refundedMinor - p.RefundedMinor
-	if delta <= 0 || !refundable(p) || (o.Status != StatusCompleted && o.Status != StatusPartiallyRefunded) {
+	if delta <= 0 || !Refundable(p) || (o.Status != StatusCompleted && o.Status != StatusPartiallyRefunded) {
 		return Applied{Order: o}, nil
 	}
-	ro, err := refundLocked(ctx, tx, o, Refund{AmountMinor: min(delta, p.AmountMinor-p.RefundedMinor), PaymentID: &p.ID,
-		Reason: "Refunded at the payment processor.", Source: "processor"}, actor)
+	ro, err := refundLocked(ctx, tx, o, idx, min(delta, p.AmountMinor-p.RefundedMinor),
+		Refund{Reason: "Refunded at the payment processor.", Source: "processor"}, actor)
 	if err != nil {
 		return Applied{}, err
 	}
