@@ -191,11 +191,11 @@ func (s *Service) prepare(ctx context.Context, p authctx.Principal, req *ordersv
 	if err != nil {
 		return store.Order{}, draft{}, tenantproc.Account{}, err
 	}
-	if err := s.checkReferences(ctx, p, req.GetContactId(), &d); err != nil {
+	contactID, err := s.checkReferences(ctx, p, req.GetContactId(), &d)
+	if err != nil {
 		return store.Order{}, draft{}, tenantproc.Account{}, err
 	}
-	contactID, err := s.checkPayer(ctx, p, req.GetContactId(), d)
-	if err != nil {
+	if err := s.checkMethodOwners(ctx, uuid.MustParse(p.TenantID), contactID, d); err != nil {
 		return store.Order{}, draft{}, tenantproc.Account{}, err
 	}
 	// A batch the order cannot go into is refused before any stock is
@@ -270,47 +270,41 @@ func (s *Service) authorizePayments(ctx context.Context, p authctx.Principal, d 
 
 // checkReferences checks that the funds exist and are active (copying
 // their names and deductibility onto the lines) and that the contact
-// exists and is active. The contact check is a gRPC call to contacts; it
-// runs while the funds are read, which takes one round trip off the
-// order's latency, and its answer is looked at after the funds'.
-func (s *Service) checkReferences(ctx context.Context, p authctx.Principal, contactID int64, d *draft) error {
+// exists and is active, and returns the contact the order is recorded
+// under: a merged contact's survivor, so the answer, the processor
+// customer and the saved methods' owner are the survivor's. The contact
+// check is a gRPC call to contacts followed by the read of a merge's
+// redirect; they run while the funds are read, which takes their round
+// trips off the order's latency, and are looked at after the funds'.
+func (s *Service) checkReferences(ctx context.Context, p authctx.Principal, contactID int64, d *draft) (int64, error) {
 	type contactAnswer struct {
 		exists, active bool
+		survivor       int64
 		err            error
 	}
+	tenantID := uuid.MustParse(p.TenantID)
 	answer := make(chan contactAnswer, 1)
 	go func() {
 		var a contactAnswer
-		a.exists, a.active, a.err = s.contacts.Check(ctx, p, contactID)
+		if a.exists, a.active, a.err = s.contacts.Check(ctx, p, contactID); a.err == nil && a.exists && a.active {
+			a.survivor, a.err = s.store.ContactSurvivor(ctx, tenantID, contactID)
+		}
 		answer <- a
 	}()
-	fundErr := s.checkFunds(ctx, uuid.MustParse(p.TenantID), d)
+	fundErr := s.checkFunds(ctx, tenantID, d)
 	c := <-answer // waited for on every path, so it never outlives the request
 	if fundErr != nil {
-		return fundErr
+		return 0, fundErr
 	}
 	switch {
 	case c.err != nil:
-		return c.err
+		return 0, c.err
 	case !c.exists:
-		return apperr.FieldRule(wire.CodeContactNotFound, "ContactId", fmt.Sprintf("Contact %d was not found.", contactID))
+		return 0, apperr.FieldRule(wire.CodeContactNotFound, "ContactId", fmt.Sprintf("Contact %d was not found.", contactID))
 	case !c.active:
-		return apperr.FieldRule(wire.CodeContactInactive, "ContactId", fmt.Sprintf("Contact %d is inactive.", contactID))
+		return 0, apperr.FieldRule(wire.CodeContactInactive, "ContactId", fmt.Sprintf("Contact %d is inactive.", contactID))
 	}
-	return nil
-}
-
-// checkPayer returns the contact the order is recorded under (a merged
-// contact's survivor, so the answer and the processor customer are the
-// survivor's) and checks that every saved method the order names is that
-// contact's.
-func (s *Service) checkPayer(ctx context.Context, p authctx.Principal, requested int64, d draft) (int64, error) {
-	tenantID := uuid.MustParse(p.TenantID)
-	contactID, err := s.store.ContactSurvivor(ctx, tenantID, requested)
-	if err != nil {
-		return 0, err
-	}
-	return contactID, s.checkMethodOwners(ctx, tenantID, contactID, d)
+	return c.survivor, nil
 }
 
 // checkFunds reads the order's funds: each must exist and be active;
