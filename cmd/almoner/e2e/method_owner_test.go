@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/almoner/almoner/cmd/almoner/apptest"
 )
 
 // TestSavedMethodPaysOnlyForItsContact: a method saved for contact Y may
@@ -79,5 +81,34 @@ func TestSavedMethodPaysOnlyForItsContact(t *testing.T) {
 	e := errorsOf(t, c.Do(t, "POST", tPath(bare.tn.ID, "/orders"), bare.tn.Key, body).Expect(t, http.StatusBadRequest))
 	if len(e["RecurringDonations[0].PaymentToken"]) == 0 {
 		t.Errorf("tenant without a processor: errors = %v, want RecurringDonations[0].PaymentToken", e)
+	}
+}
+
+// TestSandboxTokenSavedByTwoDonors: in the sandbox (the test processor),
+// two donors who save the same test token each get a method of their
+// own, as with Stripe's test tokens; the token stays usable by anyone.
+// The test processor kept the token itself as the saved method's id, so
+// once one donor had saved tok_visa, every other donor's tok_visa was a
+// method "saved for another contact" and refused.
+func TestSandboxTokenSavedByTwoDonors(t *testing.T) {
+	t.Parallel()
+	c := apptest.Start(t, apptest.Options{})
+	f := newOrderFixture(t, c, "api-access:enabled", "payment-processor:enabled")
+	y := createContact(t, c, f.tn, map[string]any{"contactType": "Individual", "firstName": "Yara", "lastName": "Other"})["id"].(float64)
+	ids := map[string]bool{}
+	for _, contact := range []float64{f.contactID, y} {
+		body := f.cashOrder(10)
+		body["contactId"] = contact
+		body["payments"] = []any{map[string]any{"paymentMethod": "Card", "amount": 10, "paymentToken": "tok_visa", "savePaymentMethod": true}}
+		c.Do(t, "POST", tPath(f.tn.ID, "/orders"), f.tn.Key, body).Expect(t, http.StatusCreated)
+		var methods []map[string]any
+		c.Do(t, "GET", contactPath(f.tn.ID, int64(contact))+"/payment-methods", f.tn.Key, nil).Expect(t, http.StatusOK).JSON(t, &methods)
+		if len(methods) != 1 {
+			t.Fatalf("contact %v's methods = %v", contact, methods)
+		}
+		ids[methods[0]["id"].(string)] = true
+	}
+	if len(ids) != 2 || ids["tok_visa"] {
+		t.Errorf("saved methods %v, want two of their own", ids)
 	}
 }

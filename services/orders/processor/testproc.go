@@ -52,13 +52,26 @@ func (Test) CreateCustomer(_ context.Context, r CustomerRequest) (string, error)
 	return testID("test_cus_", r.IdempotencyKey), nil
 }
 
-// AttachPaymentMethod describes a test token as a card or bank account.
-func (Test) AttachPaymentMethod(_ context.Context, pm, customer, _ string) (PaymentMethod, error) {
-	if strings.HasPrefix(pm, "ach_") {
-		return PaymentMethod{ID: pm, Type: "us_bank_account", Brand: "STRIPE TEST BANK", Last4: "6789", CustomerID: customer}, nil
+// AttachPaymentMethod describes a test token as a card or bank account
+// attached to customer. As Stripe does with its test tokens, attaching a
+// token makes a payment method of its own, with an id derived from the
+// idempotency key and starting with the token (so a declining token's
+// method still declines): one donor's saved method is never another
+// donor's token. A method made so is attached as it is.
+func (Test) AttachPaymentMethod(_ context.Context, pm, customer, idempotencyKey string) (PaymentMethod, error) {
+	id := pm
+	if !strings.Contains(pm, testMethodMark) {
+		id = testID(pm+testMethodMark, idempotencyKey)
 	}
-	return PaymentMethod{ID: pm, Type: "card", Brand: "visa", Last4: "4242", ExpMonth: 12, ExpYear: 2034, CustomerID: customer}, nil
+	if strings.HasPrefix(pm, "ach_") {
+		return PaymentMethod{ID: id, Type: "us_bank_account", Brand: "STRIPE TEST BANK", Last4: "6789", CustomerID: customer}, nil
+	}
+	return PaymentMethod{ID: id, Type: "card", Brand: "visa", Last4: "4242", ExpMonth: 12, ExpYear: 2034, CustomerID: customer}, nil
 }
+
+// testMethodMark marks the id of a payment method the test processor made
+// from a token (tok_visa_pm_3f…).
+const testMethodMark = "_pm_"
 
 // DetachPaymentMethod always succeeds.
 func (Test) DetachPaymentMethod(context.Context, string) error { return nil }
