@@ -30,6 +30,11 @@ ALMONER_WEBHOOK_SECRET_KEY=${ALMONER_WEBHOOK_SECRET_KEY:-$(./scripts/secret-key.
 export ALMONER_WEBHOOK_SECRET_KEY
 ALMONER_INTERNAL_KEY=${ALMONER_INTERNAL_KEY:-$(./scripts/internal-key.sh)}
 export ALMONER_INTERNAL_KEY
+# Without an SMTP server, every email (invitations, …) is written to
+# the data folder as an .eml file and its path logged (docs/mail.md).
+if [ -z "${ALMONER_SMTP_URL:-}" ]; then
+  export ALMONER_MAIL_DIR=${ALMONER_MAIL_DIR:-${ALMONER_DATA_DIR:-.data}/mail}
+fi
 
 run_file=$data/run.json
 ./bin/almoner serve &

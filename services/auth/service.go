@@ -15,6 +15,7 @@ import (
 	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
 	"github.com/almoner/almoner/pkg/audit"
 	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/pkg/mail"
 	"github.com/almoner/almoner/pkg/secretbox"
 	"github.com/almoner/almoner/pkg/service"
 	"github.com/almoner/almoner/services/auth/keyformat"
@@ -49,6 +50,11 @@ type Config struct {
 	// must not mint them without bound. The admin command is not held to
 	// it. Zero takes DefaultKeyLimit.
 	KeyLimit int
+	// Mail is where queued email goes; the auth service hosts the one
+	// sender of the queue (pkg/mail) that every service writes to.
+	Mail mail.Settings
+	// MailSender tunes the sender (ALMONER_MAIL_INTERVAL).
+	MailSender mail.SenderConfig
 }
 
 // DefaultKeyCacheWindow is the default KeyCacheWindow.
@@ -63,9 +69,10 @@ func DefaultConfig() Config {
 	return Config{Environment: keyformat.Sandbox, UsageFlushInterval: 30 * time.Second, KeyCacheWindow: DefaultKeyCacheWindow, KeyLimit: DefaultKeyLimit}
 }
 
-// Migrations are the schemas the service needs: its own and the audit log.
+// Migrations are the schemas the service needs: its own, the audit log and
+// the mail queue.
 func Migrations() []db.Migrations {
-	return []db.Migrations{audit.Migrations(), migrations.Set()}
+	return []db.Migrations{audit.Migrations(), mail.Migrations(), migrations.Set()}
 }
 
 // Service is the auth service.
@@ -73,6 +80,7 @@ type Service struct {
 	cfg    Config
 	store  *store.Store
 	usage  *usageTracker
+	mailer *mail.Sender // nil when mail has nowhere to go
 	logger *slog.Logger
 	now    func() time.Time
 	stop   context.CancelFunc
@@ -94,7 +102,21 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) (*Service, error) 
 		cfg.KeyLimit = DefaultKeyLimit
 	}
 	st := store.New(pool)
-	return &Service{cfg: cfg, store: st, usage: newUsageTracker(st.TouchKeys), logger: logger, now: time.Now}, nil
+	s := &Service{cfg: cfg, store: st, usage: newUsageTracker(st.TouchKeys), logger: logger, now: time.Now}
+	if cfg.Mail.From == "" {
+		s.cfg.Mail.From = mail.DefaultFrom
+	}
+	if s.cfg.Mail.PublicURL == "" {
+		s.cfg.Mail.PublicURL = mail.DefaultPublicURL
+	}
+	transport, err := mail.NewTransport(s.cfg.Mail, logger)
+	if err != nil {
+		return nil, err
+	}
+	if transport != nil {
+		s.mailer = mail.NewSender(pool, transport, s.cfg.Mail.From, cfg.MailSender, logger)
+	}
+	return s, nil
 }
 
 // Register adds the service's gRPC servers to r.
@@ -105,11 +127,16 @@ func (s *Service) Register(r grpc.ServiceRegistrar) {
 	authv1.RegisterProcessorCredentialServiceServer(r, &processorServer{s: s})
 }
 
-// Start runs the last-used flusher until Stop.
+// Start runs the last-used flusher and the mail sender until Stop.
 func (s *Service) Start(ctx context.Context) error {
 	ctx, s.stop = context.WithCancel(context.WithoutCancel(ctx))
 	s.done = make(chan struct{})
 	var wg sync.WaitGroup
+	if s.mailer != nil {
+		wg.Go(func() { s.mailer.Run(ctx) })
+	} else {
+		s.logger.Warn("mail: neither ALMONER_SMTP_URL nor ALMONER_MAIL_DIR is set; email stays queued in mail.outbox until one is")
+	}
 	wg.Go(func() {
 		t := time.NewTicker(s.cfg.UsageFlushInterval)
 		defer t.Stop()
@@ -162,6 +189,10 @@ var Module = service.Module{
 		if v := d.Config.String("ALMONER_KEY_CACHE_WINDOW", ""); v == "off" || v == "0" {
 			cfg.KeyCacheWindow = 0
 		} else if cfg.KeyCacheWindow, err = d.Config.Duration("ALMONER_KEY_CACHE_WINDOW", cfg.KeyCacheWindow); err != nil {
+			return nil, err
+		}
+		cfg.Mail = mail.SettingsFromConfig(d.Config)
+		if cfg.MailSender.Interval, err = d.Config.Duration("ALMONER_MAIL_INTERVAL", mail.DefaultInterval); err != nil {
 			return nil, err
 		}
 		// The host of a sandbox process that runs everything provides a
