@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/almoner/almoner/cmd/almoner/apptest"
+	"github.com/almoner/almoner/pkg/mail/mailtest"
 )
 
 // TestMain lets tests start Almoner child processes from this binary
@@ -14,6 +15,7 @@ import (
 func TestMain(m *testing.M) {
 	apptest.RunChildIfRequested()
 	code := m.Run()
+	mailtest.StopShared()
 	if leaks := apptest.SecretsNeverLogged(); leaks != "" {
 		fmt.Fprint(os.Stderr, "FAIL: secrets in logs:\n"+leaks)
 		code = 1

@@ -100,7 +100,7 @@ func SuccessStatus(name string) int {
 		return http.StatusCreated
 	case strings.HasPrefix(name, "Redeliver"), strings.HasPrefix(name, "Replay"), name == "StartTaxStatementRun":
 		return http.StatusAccepted
-	case strings.HasPrefix(name, "Delete"), strings.HasPrefix(name, "Revoke"):
+	case strings.HasPrefix(name, "Delete"), strings.HasPrefix(name, "Revoke"), name == "SignOut":
 		return http.StatusNoContent
 	}
 	return http.StatusOK
