@@ -1,9 +1,12 @@
 package auth
 
 import (
+	"context"
 	"slices"
 	"strings"
 
+	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
+	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/scopes"
 )
 
@@ -62,4 +65,16 @@ func viewScopes() []string {
 		}
 	}
 	return out
+}
+
+// ListRoles lists the built-in roles.
+func (u *userServer) ListRoles(ctx context.Context, req *authv1.ListRolesRequest) (*authv1.ListRolesResponse, error) {
+	if _, err := authctx.Require(ctx, req.GetTenantId(), scopes.UsersManage); err != nil {
+		return nil, err
+	}
+	out := &authv1.ListRolesResponse{Roles: make([]*authv1.Role, 0, len(roleNames))}
+	for _, name := range roleNames {
+		out.Roles = append(out.Roles, &authv1.Role{Name: name, Scopes: roleScopes[name], BuiltIn: true})
+	}
+	return out, nil
 }

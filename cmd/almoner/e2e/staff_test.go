@@ -138,6 +138,21 @@ func TestStaffInvitationToSession(t *testing.T) {
 				t.Errorf("403 title %v", denied["title"])
 			}
 			asUser(t, c, "GET", tPath(other.ID, "/contacts"), viewer, nil).Expect(t, http.StatusNotFound)
+			asUser(t, c, "GET", tPath(tn.ID, "/roles"), viewer, nil).Expect(t, http.StatusForbidden)
+			var roles []struct {
+				Name    string
+				Scopes  []string
+				BuiltIn bool
+			}
+			asUser(t, c, "GET", tPath(tn.ID, "/roles"), owner, nil).Expect(t, http.StatusOK).JSON(t, &roles)
+			if len(roles) != 5 || roles[0].Name != "owner" || roles[4].Name != "viewer" || !roles[4].BuiltIn {
+				t.Errorf("roles %+v", roles)
+			}
+			for _, s := range roles[4].Scopes {
+				if !strings.HasSuffix(s, ":view") {
+					t.Errorf("the viewer holds %s", s)
+				}
+			}
 
 			// The last owner may neither step down nor leave.
 			for _, r := range []*apptest.Response{

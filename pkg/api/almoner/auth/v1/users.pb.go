@@ -134,6 +134,162 @@ func (x *User) GetLastSignInAt() *timestamppb.Timestamp {
 	return nil
 }
 
+// Role is a set of scopes a member holds in the tenant.
+type Role struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Name is the role's name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Scopes are the role's scopes, in catalog order.
+	Scopes []string `protobuf:"bytes,2,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	// BuiltIn is whether the platform defines the role.
+	BuiltIn       bool `protobuf:"varint,3,opt,name=built_in,json=builtIn,proto3" json:"built_in,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Role) Reset() {
+	*x = Role{}
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Role) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Role) ProtoMessage() {}
+
+func (x *Role) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Role.ProtoReflect.Descriptor instead.
+func (*Role) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Role) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Role) GetScopes() []string {
+	if x != nil {
+		return x.Scopes
+	}
+	return nil
+}
+
+func (x *Role) GetBuiltIn() bool {
+	if x != nil {
+		return x.BuiltIn
+	}
+	return false
+}
+
+// ListRolesRequest names the tenant.
+type ListRolesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the tenant in the path.
+	TenantId      string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRolesRequest) Reset() {
+	*x = ListRolesRequest{}
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRolesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRolesRequest) ProtoMessage() {}
+
+func (x *ListRolesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRolesRequest.ProtoReflect.Descriptor instead.
+func (*ListRolesRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ListRolesRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+// ListRolesResponse carries the roles.
+type ListRolesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Roles are the built-in roles, owner first.
+	Roles         []*Role `protobuf:"bytes,1,rep,name=roles,proto3" json:"roles,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRolesResponse) Reset() {
+	*x = ListRolesResponse{}
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRolesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRolesResponse) ProtoMessage() {}
+
+func (x *ListRolesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRolesResponse.ProtoReflect.Descriptor instead.
+func (*ListRolesResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ListRolesResponse) GetRoles() []*Role {
+	if x != nil {
+		return x.Roles
+	}
+	return nil
+}
+
 // ListUsersRequest names the tenant.
 type ListUsersRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -145,7 +301,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[1]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -157,7 +313,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[1]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -170,7 +326,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{1}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ListUsersRequest) GetTenantId() string {
@@ -191,7 +347,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[2]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -203,7 +359,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[2]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -216,7 +372,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{2}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ListUsersResponse) GetUsers() []*User {
@@ -241,7 +397,7 @@ type CreateUserRequest struct {
 
 func (x *CreateUserRequest) Reset() {
 	*x = CreateUserRequest{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[3]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -253,7 +409,7 @@ func (x *CreateUserRequest) String() string {
 func (*CreateUserRequest) ProtoMessage() {}
 
 func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[3]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -266,7 +422,7 @@ func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserRequest.ProtoReflect.Descriptor instead.
 func (*CreateUserRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{3}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CreateUserRequest) GetTenantId() string {
@@ -301,7 +457,7 @@ type CreateUserResponse struct {
 
 func (x *CreateUserResponse) Reset() {
 	*x = CreateUserResponse{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[4]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -313,7 +469,7 @@ func (x *CreateUserResponse) String() string {
 func (*CreateUserResponse) ProtoMessage() {}
 
 func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[4]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -326,7 +482,7 @@ func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserResponse.ProtoReflect.Descriptor instead.
 func (*CreateUserResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{4}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CreateUserResponse) GetUser() *User {
@@ -351,7 +507,7 @@ type UpdateUserRequest struct {
 
 func (x *UpdateUserRequest) Reset() {
 	*x = UpdateUserRequest{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[5]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -363,7 +519,7 @@ func (x *UpdateUserRequest) String() string {
 func (*UpdateUserRequest) ProtoMessage() {}
 
 func (x *UpdateUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[5]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -376,7 +532,7 @@ func (x *UpdateUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateUserRequest.ProtoReflect.Descriptor instead.
 func (*UpdateUserRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{5}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *UpdateUserRequest) GetTenantId() string {
@@ -411,7 +567,7 @@ type UpdateUserResponse struct {
 
 func (x *UpdateUserResponse) Reset() {
 	*x = UpdateUserResponse{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[6]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -423,7 +579,7 @@ func (x *UpdateUserResponse) String() string {
 func (*UpdateUserResponse) ProtoMessage() {}
 
 func (x *UpdateUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[6]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -436,7 +592,7 @@ func (x *UpdateUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateUserResponse.ProtoReflect.Descriptor instead.
 func (*UpdateUserResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{6}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *UpdateUserResponse) GetUser() *User {
@@ -459,7 +615,7 @@ type DeleteUserRequest struct {
 
 func (x *DeleteUserRequest) Reset() {
 	*x = DeleteUserRequest{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[7]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -471,7 +627,7 @@ func (x *DeleteUserRequest) String() string {
 func (*DeleteUserRequest) ProtoMessage() {}
 
 func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[7]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -484,7 +640,7 @@ func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
 func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{7}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DeleteUserRequest) GetTenantId() string {
@@ -510,7 +666,7 @@ type DeleteUserResponse struct {
 
 func (x *DeleteUserResponse) Reset() {
 	*x = DeleteUserResponse{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[8]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -522,7 +678,7 @@ func (x *DeleteUserResponse) String() string {
 func (*DeleteUserResponse) ProtoMessage() {}
 
 func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[8]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -535,7 +691,7 @@ func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserResponse.ProtoReflect.Descriptor instead.
 func (*DeleteUserResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{8}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{11}
 }
 
 // AcceptInvitationRequest carries the invitation's token and the new
@@ -558,7 +714,7 @@ type AcceptInvitationRequest struct {
 
 func (x *AcceptInvitationRequest) Reset() {
 	*x = AcceptInvitationRequest{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[9]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -570,7 +726,7 @@ func (x *AcceptInvitationRequest) String() string {
 func (*AcceptInvitationRequest) ProtoMessage() {}
 
 func (x *AcceptInvitationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[9]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -583,7 +739,7 @@ func (x *AcceptInvitationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptInvitationRequest.ProtoReflect.Descriptor instead.
 func (*AcceptInvitationRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{9}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *AcceptInvitationRequest) GetToken() string {
@@ -627,7 +783,7 @@ type SignInRequest struct {
 
 func (x *SignInRequest) Reset() {
 	*x = SignInRequest{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[10]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -639,7 +795,7 @@ func (x *SignInRequest) String() string {
 func (*SignInRequest) ProtoMessage() {}
 
 func (x *SignInRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[10]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -652,7 +808,7 @@ func (x *SignInRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignInRequest.ProtoReflect.Descriptor instead.
 func (*SignInRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{10}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SignInRequest) GetEmail() string {
@@ -686,7 +842,7 @@ type SessionUser struct {
 
 func (x *SessionUser) Reset() {
 	*x = SessionUser{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[11]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -698,7 +854,7 @@ func (x *SessionUser) String() string {
 func (*SessionUser) ProtoMessage() {}
 
 func (x *SessionUser) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[11]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -711,7 +867,7 @@ func (x *SessionUser) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionUser.ProtoReflect.Descriptor instead.
 func (*SessionUser) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{11}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SessionUser) GetId() string {
@@ -757,7 +913,7 @@ type Membership struct {
 
 func (x *Membership) Reset() {
 	*x = Membership{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[12]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -769,7 +925,7 @@ func (x *Membership) String() string {
 func (*Membership) ProtoMessage() {}
 
 func (x *Membership) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[12]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -782,7 +938,7 @@ func (x *Membership) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Membership.ProtoReflect.Descriptor instead.
 func (*Membership) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{12}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Membership) GetTenantId() string {
@@ -823,7 +979,7 @@ type SignedIn struct {
 
 func (x *SignedIn) Reset() {
 	*x = SignedIn{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[13]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -835,7 +991,7 @@ func (x *SignedIn) String() string {
 func (*SignedIn) ProtoMessage() {}
 
 func (x *SignedIn) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[13]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -848,7 +1004,7 @@ func (x *SignedIn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignedIn.ProtoReflect.Descriptor instead.
 func (*SignedIn) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{13}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SignedIn) GetUser() *SessionUser {
@@ -890,7 +1046,7 @@ type AcceptInvitationResponse struct {
 
 func (x *AcceptInvitationResponse) Reset() {
 	*x = AcceptInvitationResponse{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[14]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -902,7 +1058,7 @@ func (x *AcceptInvitationResponse) String() string {
 func (*AcceptInvitationResponse) ProtoMessage() {}
 
 func (x *AcceptInvitationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[14]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -915,7 +1071,7 @@ func (x *AcceptInvitationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptInvitationResponse.ProtoReflect.Descriptor instead.
 func (*AcceptInvitationResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{14}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *AcceptInvitationResponse) GetSession() *SignedIn {
@@ -936,7 +1092,7 @@ type SignInResponse struct {
 
 func (x *SignInResponse) Reset() {
 	*x = SignInResponse{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[15]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -948,7 +1104,7 @@ func (x *SignInResponse) String() string {
 func (*SignInResponse) ProtoMessage() {}
 
 func (x *SignInResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[15]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -961,7 +1117,7 @@ func (x *SignInResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignInResponse.ProtoReflect.Descriptor instead.
 func (*SignInResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{15}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SignInResponse) GetSession() *SignedIn {
@@ -982,7 +1138,7 @@ type GetSessionResponse struct {
 
 func (x *GetSessionResponse) Reset() {
 	*x = GetSessionResponse{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[16]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -994,7 +1150,7 @@ func (x *GetSessionResponse) String() string {
 func (*GetSessionResponse) ProtoMessage() {}
 
 func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[16]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1007,7 +1163,7 @@ func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{16}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetSessionResponse) GetSession() *SignedIn {
@@ -1026,7 +1182,7 @@ type SignOutRequest struct {
 
 func (x *SignOutRequest) Reset() {
 	*x = SignOutRequest{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[17]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1038,7 +1194,7 @@ func (x *SignOutRequest) String() string {
 func (*SignOutRequest) ProtoMessage() {}
 
 func (x *SignOutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[17]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1051,7 +1207,7 @@ func (x *SignOutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignOutRequest.ProtoReflect.Descriptor instead.
 func (*SignOutRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{17}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{20}
 }
 
 // SignOutResponse is empty (204).
@@ -1063,7 +1219,7 @@ type SignOutResponse struct {
 
 func (x *SignOutResponse) Reset() {
 	*x = SignOutResponse{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[18]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1075,7 +1231,7 @@ func (x *SignOutResponse) String() string {
 func (*SignOutResponse) ProtoMessage() {}
 
 func (x *SignOutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[18]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1088,7 +1244,7 @@ func (x *SignOutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignOutResponse.ProtoReflect.Descriptor instead.
 func (*SignOutResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{18}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{21}
 }
 
 // GetSessionRequest is empty.
@@ -1100,7 +1256,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[19]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1112,7 +1268,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[19]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1125,7 +1281,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{19}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{22}
 }
 
 // Session is one of a user's sessions.
@@ -1147,7 +1303,7 @@ type Session struct {
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[20]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1159,7 +1315,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[20]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1172,7 +1328,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{20}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Session) GetId() string {
@@ -1219,7 +1375,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[21]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1231,7 +1387,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[21]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1244,7 +1400,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{21}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{24}
 }
 
 // ListSessionsResponse carries the sessions.
@@ -1258,7 +1414,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[22]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1270,7 +1426,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[22]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1283,7 +1439,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{22}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*Session {
@@ -1304,7 +1460,7 @@ type DeleteSessionRequest struct {
 
 func (x *DeleteSessionRequest) Reset() {
 	*x = DeleteSessionRequest{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[23]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1316,7 +1472,7 @@ func (x *DeleteSessionRequest) String() string {
 func (*DeleteSessionRequest) ProtoMessage() {}
 
 func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[23]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1329,7 +1485,7 @@ func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{23}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DeleteSessionRequest) GetSessionId() string {
@@ -1348,7 +1504,7 @@ type DeleteSessionResponse struct {
 
 func (x *DeleteSessionResponse) Reset() {
 	*x = DeleteSessionResponse{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[24]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1360,7 +1516,7 @@ func (x *DeleteSessionResponse) String() string {
 func (*DeleteSessionResponse) ProtoMessage() {}
 
 func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[24]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1373,7 +1529,7 @@ func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{24}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{27}
 }
 
 var File_almoner_auth_v1_users_proto protoreflect.FileDescriptor
@@ -1391,7 +1547,15 @@ const file_almoner_auth_v1_users_proto_rawDesc = "" +
 	"\x06status\x18\x06 \x01(\tR\x06status\x12\x1f\n" +
 	"\vmfa_enabled\x18\a \x01(\bR\n" +
 	"mfaEnabled\x12A\n" +
-	"\x0flast_sign_in_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\flastSignInAt\"/\n" +
+	"\x0flast_sign_in_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\flastSignInAt\"M\n" +
+	"\x04Role\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06scopes\x18\x02 \x03(\tR\x06scopes\x12\x19\n" +
+	"\bbuilt_in\x18\x03 \x01(\bR\abuiltIn\"/\n" +
+	"\x10ListRolesRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"@\n" +
+	"\x11ListRolesResponse\x12+\n" +
+	"\x05roles\x18\x01 \x03(\v2\x15.almoner.auth.v1.RoleR\x05roles\"/\n" +
 	"\x10ListUsersRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"@\n" +
 	"\x11ListUsersResponse\x12+\n" +
@@ -1463,7 +1627,7 @@ const file_almoner_auth_v1_users_proto_rawDesc = "" +
 	"\x14DeleteSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x17\n" +
-	"\x15DeleteSessionResponse2\x9f\x06\n" +
+	"\x15DeleteSessionResponse2\xb9\a\n" +
 	"\vUserService\x12\x9d\x01\n" +
 	"\tListUsers\x12!.almoner.auth.v1.ListUsersRequest\x1a\".almoner.auth.v1.ListUsersResponse\"I\x92A\x19\n" +
 	"\x05Users\x12\x10List staff users\x82\xd3\xe4\x93\x02'b\x05users\x12\x1e/api/tenants/{tenant_id}/users\x12\xdd\x01\n" +
@@ -1475,7 +1639,10 @@ const file_almoner_auth_v1_users_proto_rawDesc = "" +
 	"\x17\x1a\x15.almoner.auth.v1.User\x82\xd3\xe4\x93\x02):\x01*b\x04user\"\x1e/api/tenants/{tenant_id}/users\x12\xb6\x01\n" +
 	"\n" +
 	"UpdateUser\x12\".almoner.auth.v1.UpdateUserRequest\x1a#.almoner.auth.v1.UpdateUserResponse\"_\x92A#\n" +
-	"\x05Users\x12\x1aChange a staff user's role\x82\xd3\xe4\x93\x023:\x01*b\x04user\x1a(/api/tenants/{tenant_id}/users/{user_id}\x12\xd6\x01\n" +
+	"\x05Users\x12\x1aChange a staff user's role\x82\xd3\xe4\x93\x023:\x01*b\x04user\x1a(/api/tenants/{tenant_id}/users/{user_id}\x12\x97\x01\n" +
+	"\tListRoles\x12!.almoner.auth.v1.ListRolesRequest\x1a\".almoner.auth.v1.ListRolesResponse\"C\x92A\x13\n" +
+	"\x05Users\x12\n" +
+	"List roles\x82\xd3\xe4\x93\x02'b\x05roles\x12\x1e/api/tenants/{tenant_id}/roles\x12\xd6\x01\n" +
 	"\n" +
 	"DeleteUser\x12\".almoner.auth.v1.DeleteUserRequest\x1a#.almoner.auth.v1.DeleteUserResponse\"\x7f\x92AL\n" +
 	"\x05Users\x12#Remove a staff user from the tenantJ\x1e\n" +
@@ -1512,73 +1679,79 @@ func file_almoner_auth_v1_users_proto_rawDescGZIP() []byte {
 	return file_almoner_auth_v1_users_proto_rawDescData
 }
 
-var file_almoner_auth_v1_users_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_almoner_auth_v1_users_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_almoner_auth_v1_users_proto_goTypes = []any{
 	(*User)(nil),                     // 0: almoner.auth.v1.User
-	(*ListUsersRequest)(nil),         // 1: almoner.auth.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),        // 2: almoner.auth.v1.ListUsersResponse
-	(*CreateUserRequest)(nil),        // 3: almoner.auth.v1.CreateUserRequest
-	(*CreateUserResponse)(nil),       // 4: almoner.auth.v1.CreateUserResponse
-	(*UpdateUserRequest)(nil),        // 5: almoner.auth.v1.UpdateUserRequest
-	(*UpdateUserResponse)(nil),       // 6: almoner.auth.v1.UpdateUserResponse
-	(*DeleteUserRequest)(nil),        // 7: almoner.auth.v1.DeleteUserRequest
-	(*DeleteUserResponse)(nil),       // 8: almoner.auth.v1.DeleteUserResponse
-	(*AcceptInvitationRequest)(nil),  // 9: almoner.auth.v1.AcceptInvitationRequest
-	(*SignInRequest)(nil),            // 10: almoner.auth.v1.SignInRequest
-	(*SessionUser)(nil),              // 11: almoner.auth.v1.SessionUser
-	(*Membership)(nil),               // 12: almoner.auth.v1.Membership
-	(*SignedIn)(nil),                 // 13: almoner.auth.v1.SignedIn
-	(*AcceptInvitationResponse)(nil), // 14: almoner.auth.v1.AcceptInvitationResponse
-	(*SignInResponse)(nil),           // 15: almoner.auth.v1.SignInResponse
-	(*GetSessionResponse)(nil),       // 16: almoner.auth.v1.GetSessionResponse
-	(*SignOutRequest)(nil),           // 17: almoner.auth.v1.SignOutRequest
-	(*SignOutResponse)(nil),          // 18: almoner.auth.v1.SignOutResponse
-	(*GetSessionRequest)(nil),        // 19: almoner.auth.v1.GetSessionRequest
-	(*Session)(nil),                  // 20: almoner.auth.v1.Session
-	(*ListSessionsRequest)(nil),      // 21: almoner.auth.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),     // 22: almoner.auth.v1.ListSessionsResponse
-	(*DeleteSessionRequest)(nil),     // 23: almoner.auth.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),    // 24: almoner.auth.v1.DeleteSessionResponse
-	(*timestamppb.Timestamp)(nil),    // 25: google.protobuf.Timestamp
+	(*Role)(nil),                     // 1: almoner.auth.v1.Role
+	(*ListRolesRequest)(nil),         // 2: almoner.auth.v1.ListRolesRequest
+	(*ListRolesResponse)(nil),        // 3: almoner.auth.v1.ListRolesResponse
+	(*ListUsersRequest)(nil),         // 4: almoner.auth.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),        // 5: almoner.auth.v1.ListUsersResponse
+	(*CreateUserRequest)(nil),        // 6: almoner.auth.v1.CreateUserRequest
+	(*CreateUserResponse)(nil),       // 7: almoner.auth.v1.CreateUserResponse
+	(*UpdateUserRequest)(nil),        // 8: almoner.auth.v1.UpdateUserRequest
+	(*UpdateUserResponse)(nil),       // 9: almoner.auth.v1.UpdateUserResponse
+	(*DeleteUserRequest)(nil),        // 10: almoner.auth.v1.DeleteUserRequest
+	(*DeleteUserResponse)(nil),       // 11: almoner.auth.v1.DeleteUserResponse
+	(*AcceptInvitationRequest)(nil),  // 12: almoner.auth.v1.AcceptInvitationRequest
+	(*SignInRequest)(nil),            // 13: almoner.auth.v1.SignInRequest
+	(*SessionUser)(nil),              // 14: almoner.auth.v1.SessionUser
+	(*Membership)(nil),               // 15: almoner.auth.v1.Membership
+	(*SignedIn)(nil),                 // 16: almoner.auth.v1.SignedIn
+	(*AcceptInvitationResponse)(nil), // 17: almoner.auth.v1.AcceptInvitationResponse
+	(*SignInResponse)(nil),           // 18: almoner.auth.v1.SignInResponse
+	(*GetSessionResponse)(nil),       // 19: almoner.auth.v1.GetSessionResponse
+	(*SignOutRequest)(nil),           // 20: almoner.auth.v1.SignOutRequest
+	(*SignOutResponse)(nil),          // 21: almoner.auth.v1.SignOutResponse
+	(*GetSessionRequest)(nil),        // 22: almoner.auth.v1.GetSessionRequest
+	(*Session)(nil),                  // 23: almoner.auth.v1.Session
+	(*ListSessionsRequest)(nil),      // 24: almoner.auth.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),     // 25: almoner.auth.v1.ListSessionsResponse
+	(*DeleteSessionRequest)(nil),     // 26: almoner.auth.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),    // 27: almoner.auth.v1.DeleteSessionResponse
+	(*timestamppb.Timestamp)(nil),    // 28: google.protobuf.Timestamp
 }
 var file_almoner_auth_v1_users_proto_depIdxs = []int32{
-	25, // 0: almoner.auth.v1.User.last_sign_in_at:type_name -> google.protobuf.Timestamp
-	0,  // 1: almoner.auth.v1.ListUsersResponse.users:type_name -> almoner.auth.v1.User
-	0,  // 2: almoner.auth.v1.CreateUserResponse.user:type_name -> almoner.auth.v1.User
-	0,  // 3: almoner.auth.v1.UpdateUserResponse.user:type_name -> almoner.auth.v1.User
-	11, // 4: almoner.auth.v1.SignedIn.user:type_name -> almoner.auth.v1.SessionUser
-	12, // 5: almoner.auth.v1.SignedIn.memberships:type_name -> almoner.auth.v1.Membership
-	13, // 6: almoner.auth.v1.AcceptInvitationResponse.session:type_name -> almoner.auth.v1.SignedIn
-	13, // 7: almoner.auth.v1.SignInResponse.session:type_name -> almoner.auth.v1.SignedIn
-	13, // 8: almoner.auth.v1.GetSessionResponse.session:type_name -> almoner.auth.v1.SignedIn
-	25, // 9: almoner.auth.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	25, // 10: almoner.auth.v1.Session.last_seen_at:type_name -> google.protobuf.Timestamp
-	20, // 11: almoner.auth.v1.ListSessionsResponse.sessions:type_name -> almoner.auth.v1.Session
-	1,  // 12: almoner.auth.v1.UserService.ListUsers:input_type -> almoner.auth.v1.ListUsersRequest
-	3,  // 13: almoner.auth.v1.UserService.CreateUser:input_type -> almoner.auth.v1.CreateUserRequest
-	5,  // 14: almoner.auth.v1.UserService.UpdateUser:input_type -> almoner.auth.v1.UpdateUserRequest
-	7,  // 15: almoner.auth.v1.UserService.DeleteUser:input_type -> almoner.auth.v1.DeleteUserRequest
-	9,  // 16: almoner.auth.v1.StaffAuthService.AcceptInvitation:input_type -> almoner.auth.v1.AcceptInvitationRequest
-	10, // 17: almoner.auth.v1.StaffAuthService.SignIn:input_type -> almoner.auth.v1.SignInRequest
-	17, // 18: almoner.auth.v1.StaffAuthService.SignOut:input_type -> almoner.auth.v1.SignOutRequest
-	19, // 19: almoner.auth.v1.StaffAuthService.GetSession:input_type -> almoner.auth.v1.GetSessionRequest
-	21, // 20: almoner.auth.v1.StaffAuthService.ListSessions:input_type -> almoner.auth.v1.ListSessionsRequest
-	23, // 21: almoner.auth.v1.StaffAuthService.DeleteSession:input_type -> almoner.auth.v1.DeleteSessionRequest
-	2,  // 22: almoner.auth.v1.UserService.ListUsers:output_type -> almoner.auth.v1.ListUsersResponse
-	4,  // 23: almoner.auth.v1.UserService.CreateUser:output_type -> almoner.auth.v1.CreateUserResponse
-	6,  // 24: almoner.auth.v1.UserService.UpdateUser:output_type -> almoner.auth.v1.UpdateUserResponse
-	8,  // 25: almoner.auth.v1.UserService.DeleteUser:output_type -> almoner.auth.v1.DeleteUserResponse
-	14, // 26: almoner.auth.v1.StaffAuthService.AcceptInvitation:output_type -> almoner.auth.v1.AcceptInvitationResponse
-	15, // 27: almoner.auth.v1.StaffAuthService.SignIn:output_type -> almoner.auth.v1.SignInResponse
-	18, // 28: almoner.auth.v1.StaffAuthService.SignOut:output_type -> almoner.auth.v1.SignOutResponse
-	16, // 29: almoner.auth.v1.StaffAuthService.GetSession:output_type -> almoner.auth.v1.GetSessionResponse
-	22, // 30: almoner.auth.v1.StaffAuthService.ListSessions:output_type -> almoner.auth.v1.ListSessionsResponse
-	24, // 31: almoner.auth.v1.StaffAuthService.DeleteSession:output_type -> almoner.auth.v1.DeleteSessionResponse
-	22, // [22:32] is the sub-list for method output_type
-	12, // [12:22] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	28, // 0: almoner.auth.v1.User.last_sign_in_at:type_name -> google.protobuf.Timestamp
+	1,  // 1: almoner.auth.v1.ListRolesResponse.roles:type_name -> almoner.auth.v1.Role
+	0,  // 2: almoner.auth.v1.ListUsersResponse.users:type_name -> almoner.auth.v1.User
+	0,  // 3: almoner.auth.v1.CreateUserResponse.user:type_name -> almoner.auth.v1.User
+	0,  // 4: almoner.auth.v1.UpdateUserResponse.user:type_name -> almoner.auth.v1.User
+	14, // 5: almoner.auth.v1.SignedIn.user:type_name -> almoner.auth.v1.SessionUser
+	15, // 6: almoner.auth.v1.SignedIn.memberships:type_name -> almoner.auth.v1.Membership
+	16, // 7: almoner.auth.v1.AcceptInvitationResponse.session:type_name -> almoner.auth.v1.SignedIn
+	16, // 8: almoner.auth.v1.SignInResponse.session:type_name -> almoner.auth.v1.SignedIn
+	16, // 9: almoner.auth.v1.GetSessionResponse.session:type_name -> almoner.auth.v1.SignedIn
+	28, // 10: almoner.auth.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	28, // 11: almoner.auth.v1.Session.last_seen_at:type_name -> google.protobuf.Timestamp
+	23, // 12: almoner.auth.v1.ListSessionsResponse.sessions:type_name -> almoner.auth.v1.Session
+	4,  // 13: almoner.auth.v1.UserService.ListUsers:input_type -> almoner.auth.v1.ListUsersRequest
+	6,  // 14: almoner.auth.v1.UserService.CreateUser:input_type -> almoner.auth.v1.CreateUserRequest
+	8,  // 15: almoner.auth.v1.UserService.UpdateUser:input_type -> almoner.auth.v1.UpdateUserRequest
+	2,  // 16: almoner.auth.v1.UserService.ListRoles:input_type -> almoner.auth.v1.ListRolesRequest
+	10, // 17: almoner.auth.v1.UserService.DeleteUser:input_type -> almoner.auth.v1.DeleteUserRequest
+	12, // 18: almoner.auth.v1.StaffAuthService.AcceptInvitation:input_type -> almoner.auth.v1.AcceptInvitationRequest
+	13, // 19: almoner.auth.v1.StaffAuthService.SignIn:input_type -> almoner.auth.v1.SignInRequest
+	20, // 20: almoner.auth.v1.StaffAuthService.SignOut:input_type -> almoner.auth.v1.SignOutRequest
+	22, // 21: almoner.auth.v1.StaffAuthService.GetSession:input_type -> almoner.auth.v1.GetSessionRequest
+	24, // 22: almoner.auth.v1.StaffAuthService.ListSessions:input_type -> almoner.auth.v1.ListSessionsRequest
+	26, // 23: almoner.auth.v1.StaffAuthService.DeleteSession:input_type -> almoner.auth.v1.DeleteSessionRequest
+	5,  // 24: almoner.auth.v1.UserService.ListUsers:output_type -> almoner.auth.v1.ListUsersResponse
+	7,  // 25: almoner.auth.v1.UserService.CreateUser:output_type -> almoner.auth.v1.CreateUserResponse
+	9,  // 26: almoner.auth.v1.UserService.UpdateUser:output_type -> almoner.auth.v1.UpdateUserResponse
+	3,  // 27: almoner.auth.v1.UserService.ListRoles:output_type -> almoner.auth.v1.ListRolesResponse
+	11, // 28: almoner.auth.v1.UserService.DeleteUser:output_type -> almoner.auth.v1.DeleteUserResponse
+	17, // 29: almoner.auth.v1.StaffAuthService.AcceptInvitation:output_type -> almoner.auth.v1.AcceptInvitationResponse
+	18, // 30: almoner.auth.v1.StaffAuthService.SignIn:output_type -> almoner.auth.v1.SignInResponse
+	21, // 31: almoner.auth.v1.StaffAuthService.SignOut:output_type -> almoner.auth.v1.SignOutResponse
+	19, // 32: almoner.auth.v1.StaffAuthService.GetSession:output_type -> almoner.auth.v1.GetSessionResponse
+	25, // 33: almoner.auth.v1.StaffAuthService.ListSessions:output_type -> almoner.auth.v1.ListSessionsResponse
+	27, // 34: almoner.auth.v1.StaffAuthService.DeleteSession:output_type -> almoner.auth.v1.DeleteSessionResponse
+	24, // [24:35] is the sub-list for method output_type
+	13, // [13:24] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_almoner_auth_v1_users_proto_init() }
@@ -1592,7 +1765,7 @@ func file_almoner_auth_v1_users_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_almoner_auth_v1_users_proto_rawDesc), len(file_almoner_auth_v1_users_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
