@@ -285,3 +285,72 @@ func TestStaffSignInRefusals(t *testing.T) {
 func stripTrace(b []byte) string {
 	return regexp.MustCompile(`"traceId":"[^"]*"`).ReplaceAllString(string(b), "")
 }
+
+var resetLink = regexp.MustCompile(regexp.QuoteMeta(staffPublicURL+"/reset-password?token=") + `([A-Za-z0-9_-]+)`)
+
+// TestStaffPasswordReset: a reset is 202 whether or not the email is a
+// user's, mails only a user a one-use link, and setting the new password
+// ends every session; the old password stops working.
+func TestStaffPasswordReset(t *testing.T) {
+	t.Parallel()
+	pit := mailtest.Shared(t)
+	c := staffCluster(t, pit, false)
+	tn := c.NewTenant(t)
+	email := staffEmail("forgetful")
+	inv, err := c.Admin.InviteUser(context.Background(), &authv1.InviteUserRequest{TenantId: tn.ID, Email: email, Role: "viewer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apptest.RegisterSecret(inv.GetInvitationToken())
+	const oldPassword, newPassword = "first ember canyon 3", "second willow harbor 8"
+	session := sessionOf(t, accept(t, c, inv.GetInvitationToken(), oldPassword).Expect(t, http.StatusOK))
+
+	nobody := staffEmail("nobody")
+	for _, e := range []string{nobody, strings.ToUpper(email)} {
+		r := c.Do(t, "POST", "/api/auth/password-reset", "", map[string]any{"email": e}).Expect(t, http.StatusAccepted)
+		if string(r.Body) != "{}" {
+			t.Errorf("202 body %s", r.Body)
+		}
+	}
+	if n := queuedFor(t, c, nobody); n != 0 {
+		t.Errorf("%d emails queued for an unknown address", n)
+	}
+	var m []string
+	for _, msg := range pit.Await(t, email, 2) { // the invitation and the reset
+		if found := resetLink.FindStringSubmatch(msg.Text); found != nil {
+			m = found
+		}
+	}
+	if m == nil {
+		t.Fatalf("no email to %s has a reset link", email)
+	}
+	apptest.RegisterSecret(m[1])
+	confirm := func(pw string) *apptest.Response {
+		return c.Do(t, "POST", "/api/auth/password-reset/confirm", "", map[string]any{"token": m[1], "password": pw})
+	}
+	confirm(email).Expect(t, http.StatusBadRequest)
+	asUser(t, c, "GET", "/api/auth/session", session, nil).Expect(t, http.StatusOK)
+	confirm(newPassword).Expect(t, http.StatusNoContent)
+	asUser(t, c, "GET", "/api/auth/session", session, nil).Expect(t, http.StatusUnauthorized)
+	confirm("third maple lagoon 5").Expect(t, http.StatusBadRequest)
+	signIn := func(pw string) *apptest.Response {
+		return c.Do(t, "POST", "/api/auth/sign-in", "", map[string]any{"email": email, "password": pw})
+	}
+	signIn(oldPassword).Expect(t, http.StatusUnauthorized)
+	sessionOf(t, signIn(newPassword).Expect(t, http.StatusOK))
+}
+
+// queuedFor counts the messages queued for an address.
+func queuedFor(t *testing.T, c *apptest.Cluster, to string) int {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), c.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM mail.outbox WHERE lower(to_address) = lower($1)`, to).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

@@ -50,7 +50,7 @@ const SessionCookie = "almoner_session"
 const AuthPrefix = "/api/auth/"
 
 // publicAuth are the /api/auth operations that need no session.
-var publicAuth = map[string]bool{"AcceptInvitation": true, "SignIn": true}
+var publicAuth = map[string]bool{"AcceptInvitation": true, "SignIn": true, "RequestPasswordReset": true, "ConfirmPasswordReset": true}
 
 // Build returns the OpenAPI 3.1 document of the routes bound in files,
 // with the words of the Swagger 2.0 document sw (protoc-gen-openapiv2's

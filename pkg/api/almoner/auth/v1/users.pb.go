@@ -1173,6 +1173,182 @@ func (x *GetSessionResponse) GetSession() *SignedIn {
 	return nil
 }
 
+// RequestPasswordResetRequest names the account.
+type RequestPasswordResetRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Email is the account's address, in any case.
+	Email         string `protobuf:"bytes,1,opt,name=email,proto3" json:"email,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RequestPasswordResetRequest) Reset() {
+	*x = RequestPasswordResetRequest{}
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RequestPasswordResetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RequestPasswordResetRequest) ProtoMessage() {}
+
+func (x *RequestPasswordResetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RequestPasswordResetRequest.ProtoReflect.Descriptor instead.
+func (*RequestPasswordResetRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *RequestPasswordResetRequest) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+// RequestPasswordResetResponse is empty (202).
+type RequestPasswordResetResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RequestPasswordResetResponse) Reset() {
+	*x = RequestPasswordResetResponse{}
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RequestPasswordResetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RequestPasswordResetResponse) ProtoMessage() {}
+
+func (x *RequestPasswordResetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RequestPasswordResetResponse.ProtoReflect.Descriptor instead.
+func (*RequestPasswordResetResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{21}
+}
+
+// ConfirmPasswordResetRequest carries the token and the new password.
+type ConfirmPasswordResetRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Token is the token of the reset link.
+	Token string `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	// Password is the new password: 12 to 128 characters, not the email,
+	// not a common password.
+	Password      string `protobuf:"bytes,2,opt,name=password,proto3" json:"password,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConfirmPasswordResetRequest) Reset() {
+	*x = ConfirmPasswordResetRequest{}
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConfirmPasswordResetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConfirmPasswordResetRequest) ProtoMessage() {}
+
+func (x *ConfirmPasswordResetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConfirmPasswordResetRequest.ProtoReflect.Descriptor instead.
+func (*ConfirmPasswordResetRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ConfirmPasswordResetRequest) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *ConfirmPasswordResetRequest) GetPassword() string {
+	if x != nil {
+		return x.Password
+	}
+	return ""
+}
+
+// ConfirmPasswordResetResponse is empty (204).
+type ConfirmPasswordResetResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConfirmPasswordResetResponse) Reset() {
+	*x = ConfirmPasswordResetResponse{}
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConfirmPasswordResetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConfirmPasswordResetResponse) ProtoMessage() {}
+
+func (x *ConfirmPasswordResetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConfirmPasswordResetResponse.ProtoReflect.Descriptor instead.
+func (*ConfirmPasswordResetResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{23}
+}
+
 // SignOutRequest is empty.
 type SignOutRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1182,7 +1358,7 @@ type SignOutRequest struct {
 
 func (x *SignOutRequest) Reset() {
 	*x = SignOutRequest{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[20]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1194,7 +1370,7 @@ func (x *SignOutRequest) String() string {
 func (*SignOutRequest) ProtoMessage() {}
 
 func (x *SignOutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[20]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1207,7 +1383,7 @@ func (x *SignOutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignOutRequest.ProtoReflect.Descriptor instead.
 func (*SignOutRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{20}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{24}
 }
 
 // SignOutResponse is empty (204).
@@ -1219,7 +1395,7 @@ type SignOutResponse struct {
 
 func (x *SignOutResponse) Reset() {
 	*x = SignOutResponse{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[21]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1231,7 +1407,7 @@ func (x *SignOutResponse) String() string {
 func (*SignOutResponse) ProtoMessage() {}
 
 func (x *SignOutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[21]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1244,7 +1420,7 @@ func (x *SignOutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignOutResponse.ProtoReflect.Descriptor instead.
 func (*SignOutResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{21}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{25}
 }
 
 // GetSessionRequest is empty.
@@ -1256,7 +1432,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[22]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1268,7 +1444,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[22]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1281,7 +1457,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{22}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{26}
 }
 
 // Session is one of a user's sessions.
@@ -1303,7 +1479,7 @@ type Session struct {
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[23]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1315,7 +1491,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[23]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1328,7 +1504,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{23}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Session) GetId() string {
@@ -1375,7 +1551,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[24]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1387,7 +1563,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[24]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1400,7 +1576,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{24}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{28}
 }
 
 // ListSessionsResponse carries the sessions.
@@ -1414,7 +1590,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[25]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1426,7 +1602,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[25]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1439,7 +1615,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{25}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*Session {
@@ -1460,7 +1636,7 @@ type DeleteSessionRequest struct {
 
 func (x *DeleteSessionRequest) Reset() {
 	*x = DeleteSessionRequest{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[26]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1472,7 +1648,7 @@ func (x *DeleteSessionRequest) String() string {
 func (*DeleteSessionRequest) ProtoMessage() {}
 
 func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[26]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1485,7 +1661,7 @@ func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{26}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *DeleteSessionRequest) GetSessionId() string {
@@ -1504,7 +1680,7 @@ type DeleteSessionResponse struct {
 
 func (x *DeleteSessionResponse) Reset() {
 	*x = DeleteSessionResponse{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[27]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1516,7 +1692,7 @@ func (x *DeleteSessionResponse) String() string {
 func (*DeleteSessionResponse) ProtoMessage() {}
 
 func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[27]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1529,7 +1705,7 @@ func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{27}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{31}
 }
 
 var File_almoner_auth_v1_users_proto protoreflect.FileDescriptor
@@ -1608,7 +1784,14 @@ const file_almoner_auth_v1_users_proto_rawDesc = "" +
 	"\x0eSignInResponse\x123\n" +
 	"\asession\x18\x01 \x01(\v2\x19.almoner.auth.v1.SignedInR\asession\"I\n" +
 	"\x12GetSessionResponse\x123\n" +
-	"\asession\x18\x01 \x01(\v2\x19.almoner.auth.v1.SignedInR\asession\"\x10\n" +
+	"\asession\x18\x01 \x01(\v2\x19.almoner.auth.v1.SignedInR\asession\"3\n" +
+	"\x1bRequestPasswordResetRequest\x12\x14\n" +
+	"\x05email\x18\x01 \x01(\tR\x05email\"\x1e\n" +
+	"\x1cRequestPasswordResetResponse\"O\n" +
+	"\x1bConfirmPasswordResetRequest\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x12\x1a\n" +
+	"\bpassword\x18\x02 \x01(\tR\bpassword\"\x1e\n" +
+	"\x1cConfirmPasswordResetResponse\"\x10\n" +
 	"\x0eSignOutRequest\"\x11\n" +
 	"\x0fSignOutResponse\"\x13\n" +
 	"\x11GetSessionRequest\"\xcb\x01\n" +
@@ -1647,12 +1830,21 @@ const file_almoner_auth_v1_users_proto_rawDesc = "" +
 	"DeleteUser\x12\".almoner.auth.v1.DeleteUserRequest\x1a#.almoner.auth.v1.DeleteUserResponse\"\x7f\x92AL\n" +
 	"\x05Users\x12#Remove a staff user from the tenantJ\x1e\n" +
 	"\x03204\x12\x17\n" +
-	"\x15The membership ended.\x82\xd3\xe4\x93\x02**(/api/tenants/{tenant_id}/users/{user_id}2\xb0\b\n" +
+	"\x15The membership ended.\x82\xd3\xe4\x93\x02**(/api/tenants/{tenant_id}/users/{user_id}2\x85\r\n" +
 	"\x10StaffAuthService\x12\xc3\x01\n" +
 	"\x10AcceptInvitation\x12(.almoner.auth.v1.AcceptInvitationRequest\x1a).almoner.auth.v1.AcceptInvitationResponse\"Z\x92A'\n" +
 	"\rStaff sign-in\x12\x14Accept an invitationb\x00\x82\xd3\xe4\x93\x02*:\x01*b\asession\"\x1c/api/auth/invitations/accept\x12\x8d\x01\n" +
 	"\x06SignIn\x12\x1e.almoner.auth.v1.SignInRequest\x1a\x1f.almoner.auth.v1.SignInResponse\"B\x92A\x1a\n" +
-	"\rStaff sign-in\x12\aSign inb\x00\x82\xd3\xe4\x93\x02\x1f:\x01*b\asession\"\x11/api/auth/sign-in\x12\xa4\x01\n" +
+	"\rStaff sign-in\x12\aSign inb\x00\x82\xd3\xe4\x93\x02\x1f:\x01*b\asession\"\x11/api/auth/sign-in\x12\xbe\x02\n" +
+	"\x14RequestPasswordReset\x12,.almoner.auth.v1.RequestPasswordResetRequest\x1a-.almoner.auth.v1.RequestPasswordResetResponse\"\xc8\x01\x92A\xa1\x01\n" +
+	"\rStaff sign-in\x12\x18Ask for a password resetJt\n" +
+	"\x03202\x12m\n" +
+	"8Accepted; an email is sent when the address is a user's.\x121\n" +
+	"/\x1a-.almoner.auth.v1.RequestPasswordResetResponseb\x00\x82\xd3\xe4\x93\x02\x1d:\x01*\"\x18/api/auth/password-reset\x12\x91\x02\n" +
+	"\x14ConfirmPasswordReset\x12,.almoner.auth.v1.ConfirmPasswordResetRequest\x1a-.almoner.auth.v1.ConfirmPasswordResetResponse\"\x9b\x01\x92Am\n" +
+	"\rStaff sign-in\x12%Set a new password with a reset tokenJ3\n" +
+	"\x03204\x12,\n" +
+	"*The password changed; every session ended.b\x00\x82\xd3\xe4\x93\x02%:\x01*\" /api/auth/password-reset/confirm\x12\xa4\x01\n" +
 	"\aSignOut\x12\x1f.almoner.auth.v1.SignOutRequest\x1a .almoner.auth.v1.SignOutResponse\"V\x92A6\n" +
 	"\rStaff sign-in\x12\bSign outJ\x1b\n" +
 	"\x03204\x12\x14\n" +
@@ -1679,40 +1871,44 @@ func file_almoner_auth_v1_users_proto_rawDescGZIP() []byte {
 	return file_almoner_auth_v1_users_proto_rawDescData
 }
 
-var file_almoner_auth_v1_users_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_almoner_auth_v1_users_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_almoner_auth_v1_users_proto_goTypes = []any{
-	(*User)(nil),                     // 0: almoner.auth.v1.User
-	(*Role)(nil),                     // 1: almoner.auth.v1.Role
-	(*ListRolesRequest)(nil),         // 2: almoner.auth.v1.ListRolesRequest
-	(*ListRolesResponse)(nil),        // 3: almoner.auth.v1.ListRolesResponse
-	(*ListUsersRequest)(nil),         // 4: almoner.auth.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),        // 5: almoner.auth.v1.ListUsersResponse
-	(*CreateUserRequest)(nil),        // 6: almoner.auth.v1.CreateUserRequest
-	(*CreateUserResponse)(nil),       // 7: almoner.auth.v1.CreateUserResponse
-	(*UpdateUserRequest)(nil),        // 8: almoner.auth.v1.UpdateUserRequest
-	(*UpdateUserResponse)(nil),       // 9: almoner.auth.v1.UpdateUserResponse
-	(*DeleteUserRequest)(nil),        // 10: almoner.auth.v1.DeleteUserRequest
-	(*DeleteUserResponse)(nil),       // 11: almoner.auth.v1.DeleteUserResponse
-	(*AcceptInvitationRequest)(nil),  // 12: almoner.auth.v1.AcceptInvitationRequest
-	(*SignInRequest)(nil),            // 13: almoner.auth.v1.SignInRequest
-	(*SessionUser)(nil),              // 14: almoner.auth.v1.SessionUser
-	(*Membership)(nil),               // 15: almoner.auth.v1.Membership
-	(*SignedIn)(nil),                 // 16: almoner.auth.v1.SignedIn
-	(*AcceptInvitationResponse)(nil), // 17: almoner.auth.v1.AcceptInvitationResponse
-	(*SignInResponse)(nil),           // 18: almoner.auth.v1.SignInResponse
-	(*GetSessionResponse)(nil),       // 19: almoner.auth.v1.GetSessionResponse
-	(*SignOutRequest)(nil),           // 20: almoner.auth.v1.SignOutRequest
-	(*SignOutResponse)(nil),          // 21: almoner.auth.v1.SignOutResponse
-	(*GetSessionRequest)(nil),        // 22: almoner.auth.v1.GetSessionRequest
-	(*Session)(nil),                  // 23: almoner.auth.v1.Session
-	(*ListSessionsRequest)(nil),      // 24: almoner.auth.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),     // 25: almoner.auth.v1.ListSessionsResponse
-	(*DeleteSessionRequest)(nil),     // 26: almoner.auth.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),    // 27: almoner.auth.v1.DeleteSessionResponse
-	(*timestamppb.Timestamp)(nil),    // 28: google.protobuf.Timestamp
+	(*User)(nil),                         // 0: almoner.auth.v1.User
+	(*Role)(nil),                         // 1: almoner.auth.v1.Role
+	(*ListRolesRequest)(nil),             // 2: almoner.auth.v1.ListRolesRequest
+	(*ListRolesResponse)(nil),            // 3: almoner.auth.v1.ListRolesResponse
+	(*ListUsersRequest)(nil),             // 4: almoner.auth.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),            // 5: almoner.auth.v1.ListUsersResponse
+	(*CreateUserRequest)(nil),            // 6: almoner.auth.v1.CreateUserRequest
+	(*CreateUserResponse)(nil),           // 7: almoner.auth.v1.CreateUserResponse
+	(*UpdateUserRequest)(nil),            // 8: almoner.auth.v1.UpdateUserRequest
+	(*UpdateUserResponse)(nil),           // 9: almoner.auth.v1.UpdateUserResponse
+	(*DeleteUserRequest)(nil),            // 10: almoner.auth.v1.DeleteUserRequest
+	(*DeleteUserResponse)(nil),           // 11: almoner.auth.v1.DeleteUserResponse
+	(*AcceptInvitationRequest)(nil),      // 12: almoner.auth.v1.AcceptInvitationRequest
+	(*SignInRequest)(nil),                // 13: almoner.auth.v1.SignInRequest
+	(*SessionUser)(nil),                  // 14: almoner.auth.v1.SessionUser
+	(*Membership)(nil),                   // 15: almoner.auth.v1.Membership
+	(*SignedIn)(nil),                     // 16: almoner.auth.v1.SignedIn
+	(*AcceptInvitationResponse)(nil),     // 17: almoner.auth.v1.AcceptInvitationResponse
+	(*SignInResponse)(nil),               // 18: almoner.auth.v1.SignInResponse
+	(*GetSessionResponse)(nil),           // 19: almoner.auth.v1.GetSessionResponse
+	(*RequestPasswordResetRequest)(nil),  // 20: almoner.auth.v1.RequestPasswordResetRequest
+	(*RequestPasswordResetResponse)(nil), // 21: almoner.auth.v1.RequestPasswordResetResponse
+	(*ConfirmPasswordResetRequest)(nil),  // 22: almoner.auth.v1.ConfirmPasswordResetRequest
+	(*ConfirmPasswordResetResponse)(nil), // 23: almoner.auth.v1.ConfirmPasswordResetResponse
+	(*SignOutRequest)(nil),               // 24: almoner.auth.v1.SignOutRequest
+	(*SignOutResponse)(nil),              // 25: almoner.auth.v1.SignOutResponse
+	(*GetSessionRequest)(nil),            // 26: almoner.auth.v1.GetSessionRequest
+	(*Session)(nil),                      // 27: almoner.auth.v1.Session
+	(*ListSessionsRequest)(nil),          // 28: almoner.auth.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),         // 29: almoner.auth.v1.ListSessionsResponse
+	(*DeleteSessionRequest)(nil),         // 30: almoner.auth.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),        // 31: almoner.auth.v1.DeleteSessionResponse
+	(*timestamppb.Timestamp)(nil),        // 32: google.protobuf.Timestamp
 }
 var file_almoner_auth_v1_users_proto_depIdxs = []int32{
-	28, // 0: almoner.auth.v1.User.last_sign_in_at:type_name -> google.protobuf.Timestamp
+	32, // 0: almoner.auth.v1.User.last_sign_in_at:type_name -> google.protobuf.Timestamp
 	1,  // 1: almoner.auth.v1.ListRolesResponse.roles:type_name -> almoner.auth.v1.Role
 	0,  // 2: almoner.auth.v1.ListUsersResponse.users:type_name -> almoner.auth.v1.User
 	0,  // 3: almoner.auth.v1.CreateUserResponse.user:type_name -> almoner.auth.v1.User
@@ -1722,9 +1918,9 @@ var file_almoner_auth_v1_users_proto_depIdxs = []int32{
 	16, // 7: almoner.auth.v1.AcceptInvitationResponse.session:type_name -> almoner.auth.v1.SignedIn
 	16, // 8: almoner.auth.v1.SignInResponse.session:type_name -> almoner.auth.v1.SignedIn
 	16, // 9: almoner.auth.v1.GetSessionResponse.session:type_name -> almoner.auth.v1.SignedIn
-	28, // 10: almoner.auth.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	28, // 11: almoner.auth.v1.Session.last_seen_at:type_name -> google.protobuf.Timestamp
-	23, // 12: almoner.auth.v1.ListSessionsResponse.sessions:type_name -> almoner.auth.v1.Session
+	32, // 10: almoner.auth.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	32, // 11: almoner.auth.v1.Session.last_seen_at:type_name -> google.protobuf.Timestamp
+	27, // 12: almoner.auth.v1.ListSessionsResponse.sessions:type_name -> almoner.auth.v1.Session
 	4,  // 13: almoner.auth.v1.UserService.ListUsers:input_type -> almoner.auth.v1.ListUsersRequest
 	6,  // 14: almoner.auth.v1.UserService.CreateUser:input_type -> almoner.auth.v1.CreateUserRequest
 	8,  // 15: almoner.auth.v1.UserService.UpdateUser:input_type -> almoner.auth.v1.UpdateUserRequest
@@ -1732,23 +1928,27 @@ var file_almoner_auth_v1_users_proto_depIdxs = []int32{
 	10, // 17: almoner.auth.v1.UserService.DeleteUser:input_type -> almoner.auth.v1.DeleteUserRequest
 	12, // 18: almoner.auth.v1.StaffAuthService.AcceptInvitation:input_type -> almoner.auth.v1.AcceptInvitationRequest
 	13, // 19: almoner.auth.v1.StaffAuthService.SignIn:input_type -> almoner.auth.v1.SignInRequest
-	20, // 20: almoner.auth.v1.StaffAuthService.SignOut:input_type -> almoner.auth.v1.SignOutRequest
-	22, // 21: almoner.auth.v1.StaffAuthService.GetSession:input_type -> almoner.auth.v1.GetSessionRequest
-	24, // 22: almoner.auth.v1.StaffAuthService.ListSessions:input_type -> almoner.auth.v1.ListSessionsRequest
-	26, // 23: almoner.auth.v1.StaffAuthService.DeleteSession:input_type -> almoner.auth.v1.DeleteSessionRequest
-	5,  // 24: almoner.auth.v1.UserService.ListUsers:output_type -> almoner.auth.v1.ListUsersResponse
-	7,  // 25: almoner.auth.v1.UserService.CreateUser:output_type -> almoner.auth.v1.CreateUserResponse
-	9,  // 26: almoner.auth.v1.UserService.UpdateUser:output_type -> almoner.auth.v1.UpdateUserResponse
-	3,  // 27: almoner.auth.v1.UserService.ListRoles:output_type -> almoner.auth.v1.ListRolesResponse
-	11, // 28: almoner.auth.v1.UserService.DeleteUser:output_type -> almoner.auth.v1.DeleteUserResponse
-	17, // 29: almoner.auth.v1.StaffAuthService.AcceptInvitation:output_type -> almoner.auth.v1.AcceptInvitationResponse
-	18, // 30: almoner.auth.v1.StaffAuthService.SignIn:output_type -> almoner.auth.v1.SignInResponse
-	21, // 31: almoner.auth.v1.StaffAuthService.SignOut:output_type -> almoner.auth.v1.SignOutResponse
-	19, // 32: almoner.auth.v1.StaffAuthService.GetSession:output_type -> almoner.auth.v1.GetSessionResponse
-	25, // 33: almoner.auth.v1.StaffAuthService.ListSessions:output_type -> almoner.auth.v1.ListSessionsResponse
-	27, // 34: almoner.auth.v1.StaffAuthService.DeleteSession:output_type -> almoner.auth.v1.DeleteSessionResponse
-	24, // [24:35] is the sub-list for method output_type
-	13, // [13:24] is the sub-list for method input_type
+	20, // 20: almoner.auth.v1.StaffAuthService.RequestPasswordReset:input_type -> almoner.auth.v1.RequestPasswordResetRequest
+	22, // 21: almoner.auth.v1.StaffAuthService.ConfirmPasswordReset:input_type -> almoner.auth.v1.ConfirmPasswordResetRequest
+	24, // 22: almoner.auth.v1.StaffAuthService.SignOut:input_type -> almoner.auth.v1.SignOutRequest
+	26, // 23: almoner.auth.v1.StaffAuthService.GetSession:input_type -> almoner.auth.v1.GetSessionRequest
+	28, // 24: almoner.auth.v1.StaffAuthService.ListSessions:input_type -> almoner.auth.v1.ListSessionsRequest
+	30, // 25: almoner.auth.v1.StaffAuthService.DeleteSession:input_type -> almoner.auth.v1.DeleteSessionRequest
+	5,  // 26: almoner.auth.v1.UserService.ListUsers:output_type -> almoner.auth.v1.ListUsersResponse
+	7,  // 27: almoner.auth.v1.UserService.CreateUser:output_type -> almoner.auth.v1.CreateUserResponse
+	9,  // 28: almoner.auth.v1.UserService.UpdateUser:output_type -> almoner.auth.v1.UpdateUserResponse
+	3,  // 29: almoner.auth.v1.UserService.ListRoles:output_type -> almoner.auth.v1.ListRolesResponse
+	11, // 30: almoner.auth.v1.UserService.DeleteUser:output_type -> almoner.auth.v1.DeleteUserResponse
+	17, // 31: almoner.auth.v1.StaffAuthService.AcceptInvitation:output_type -> almoner.auth.v1.AcceptInvitationResponse
+	18, // 32: almoner.auth.v1.StaffAuthService.SignIn:output_type -> almoner.auth.v1.SignInResponse
+	21, // 33: almoner.auth.v1.StaffAuthService.RequestPasswordReset:output_type -> almoner.auth.v1.RequestPasswordResetResponse
+	23, // 34: almoner.auth.v1.StaffAuthService.ConfirmPasswordReset:output_type -> almoner.auth.v1.ConfirmPasswordResetResponse
+	25, // 35: almoner.auth.v1.StaffAuthService.SignOut:output_type -> almoner.auth.v1.SignOutResponse
+	19, // 36: almoner.auth.v1.StaffAuthService.GetSession:output_type -> almoner.auth.v1.GetSessionResponse
+	29, // 37: almoner.auth.v1.StaffAuthService.ListSessions:output_type -> almoner.auth.v1.ListSessionsResponse
+	31, // 38: almoner.auth.v1.StaffAuthService.DeleteSession:output_type -> almoner.auth.v1.DeleteSessionResponse
+	26, // [26:39] is the sub-list for method output_type
+	13, // [13:26] is the sub-list for method input_type
 	13, // [13:13] is the sub-list for extension type_name
 	13, // [13:13] is the sub-list for extension extendee
 	0,  // [0:13] is the sub-list for field type_name
@@ -1765,7 +1965,7 @@ func file_almoner_auth_v1_users_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_almoner_auth_v1_users_proto_rawDesc), len(file_almoner_auth_v1_users_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   28,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

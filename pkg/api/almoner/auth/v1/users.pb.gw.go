@@ -328,6 +328,60 @@ func local_request_StaffAuthService_SignIn_0(ctx context.Context, marshaler runt
 	return msg, metadata, err
 }
 
+func request_StaffAuthService_RequestPasswordReset_0(ctx context.Context, marshaler runtime.Marshaler, client StaffAuthServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq RequestPasswordResetRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.RequestPasswordReset(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_StaffAuthService_RequestPasswordReset_0(ctx context.Context, marshaler runtime.Marshaler, server StaffAuthServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq RequestPasswordResetRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	msg, err := server.RequestPasswordReset(ctx, &protoReq)
+	return msg, metadata, err
+}
+
+func request_StaffAuthService_ConfirmPasswordReset_0(ctx context.Context, marshaler runtime.Marshaler, client StaffAuthServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq ConfirmPasswordResetRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.ConfirmPasswordReset(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_StaffAuthService_ConfirmPasswordReset_0(ctx context.Context, marshaler runtime.Marshaler, server StaffAuthServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq ConfirmPasswordResetRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	msg, err := server.ConfirmPasswordReset(ctx, &protoReq)
+	return msg, metadata, err
+}
+
 func request_StaffAuthService_SignOut_0(ctx context.Context, marshaler runtime.Marshaler, client StaffAuthServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
 		protoReq SignOutRequest
@@ -591,6 +645,46 @@ func RegisterStaffAuthServiceHandlerServer(ctx context.Context, mux *runtime.Ser
 			return
 		}
 		forward_StaffAuthService_SignIn_0(annotatedContext, mux, outboundMarshaler, w, req, response_StaffAuthService_SignIn_0{resp.(*SignInResponse)}, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodPost, pattern_StaffAuthService_RequestPasswordReset_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/almoner.auth.v1.StaffAuthService/RequestPasswordReset", runtime.WithHTTPPathPattern("/api/auth/password-reset"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_StaffAuthService_RequestPasswordReset_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_StaffAuthService_RequestPasswordReset_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodPost, pattern_StaffAuthService_ConfirmPasswordReset_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/almoner.auth.v1.StaffAuthService/ConfirmPasswordReset", runtime.WithHTTPPathPattern("/api/auth/password-reset/confirm"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_StaffAuthService_ConfirmPasswordReset_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_StaffAuthService_ConfirmPasswordReset_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
 	mux.Handle(http.MethodPost, pattern_StaffAuthService_SignOut_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
@@ -922,6 +1016,40 @@ func RegisterStaffAuthServiceHandlerClient(ctx context.Context, mux *runtime.Ser
 		}
 		forward_StaffAuthService_SignIn_0(annotatedContext, mux, outboundMarshaler, w, req, response_StaffAuthService_SignIn_0{resp.(*SignInResponse)}, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodPost, pattern_StaffAuthService_RequestPasswordReset_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/almoner.auth.v1.StaffAuthService/RequestPasswordReset", runtime.WithHTTPPathPattern("/api/auth/password-reset"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_StaffAuthService_RequestPasswordReset_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_StaffAuthService_RequestPasswordReset_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodPost, pattern_StaffAuthService_ConfirmPasswordReset_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/almoner.auth.v1.StaffAuthService/ConfirmPasswordReset", runtime.WithHTTPPathPattern("/api/auth/password-reset/confirm"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_StaffAuthService_ConfirmPasswordReset_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_StaffAuthService_ConfirmPasswordReset_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 	mux.Handle(http.MethodPost, pattern_StaffAuthService_SignOut_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -1030,19 +1158,23 @@ func (m response_StaffAuthService_ListSessions_0) XXX_ResponseBody() interface{}
 }
 
 var (
-	pattern_StaffAuthService_AcceptInvitation_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"api", "auth", "invitations", "accept"}, ""))
-	pattern_StaffAuthService_SignIn_0           = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"api", "auth", "sign-in"}, ""))
-	pattern_StaffAuthService_SignOut_0          = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"api", "auth", "sign-out"}, ""))
-	pattern_StaffAuthService_GetSession_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"api", "auth", "session"}, ""))
-	pattern_StaffAuthService_ListSessions_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"api", "auth", "sessions"}, ""))
-	pattern_StaffAuthService_DeleteSession_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"api", "auth", "sessions", "session_id"}, ""))
+	pattern_StaffAuthService_AcceptInvitation_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"api", "auth", "invitations", "accept"}, ""))
+	pattern_StaffAuthService_SignIn_0               = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"api", "auth", "sign-in"}, ""))
+	pattern_StaffAuthService_RequestPasswordReset_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"api", "auth", "password-reset"}, ""))
+	pattern_StaffAuthService_ConfirmPasswordReset_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"api", "auth", "password-reset", "confirm"}, ""))
+	pattern_StaffAuthService_SignOut_0              = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"api", "auth", "sign-out"}, ""))
+	pattern_StaffAuthService_GetSession_0           = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"api", "auth", "session"}, ""))
+	pattern_StaffAuthService_ListSessions_0         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"api", "auth", "sessions"}, ""))
+	pattern_StaffAuthService_DeleteSession_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"api", "auth", "sessions", "session_id"}, ""))
 )
 
 var (
-	forward_StaffAuthService_AcceptInvitation_0 = runtime.ForwardResponseMessage
-	forward_StaffAuthService_SignIn_0           = runtime.ForwardResponseMessage
-	forward_StaffAuthService_SignOut_0          = runtime.ForwardResponseMessage
-	forward_StaffAuthService_GetSession_0       = runtime.ForwardResponseMessage
-	forward_StaffAuthService_ListSessions_0     = runtime.ForwardResponseMessage
-	forward_StaffAuthService_DeleteSession_0    = runtime.ForwardResponseMessage
+	forward_StaffAuthService_AcceptInvitation_0     = runtime.ForwardResponseMessage
+	forward_StaffAuthService_SignIn_0               = runtime.ForwardResponseMessage
+	forward_StaffAuthService_RequestPasswordReset_0 = runtime.ForwardResponseMessage
+	forward_StaffAuthService_ConfirmPasswordReset_0 = runtime.ForwardResponseMessage
+	forward_StaffAuthService_SignOut_0              = runtime.ForwardResponseMessage
+	forward_StaffAuthService_GetSession_0           = runtime.ForwardResponseMessage
+	forward_StaffAuthService_ListSessions_0         = runtime.ForwardResponseMessage
+	forward_StaffAuthService_DeleteSession_0        = runtime.ForwardResponseMessage
 )

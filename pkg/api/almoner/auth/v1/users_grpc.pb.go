@@ -303,12 +303,14 @@ var UserService_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	StaffAuthService_AcceptInvitation_FullMethodName = "/almoner.auth.v1.StaffAuthService/AcceptInvitation"
-	StaffAuthService_SignIn_FullMethodName           = "/almoner.auth.v1.StaffAuthService/SignIn"
-	StaffAuthService_SignOut_FullMethodName          = "/almoner.auth.v1.StaffAuthService/SignOut"
-	StaffAuthService_GetSession_FullMethodName       = "/almoner.auth.v1.StaffAuthService/GetSession"
-	StaffAuthService_ListSessions_FullMethodName     = "/almoner.auth.v1.StaffAuthService/ListSessions"
-	StaffAuthService_DeleteSession_FullMethodName    = "/almoner.auth.v1.StaffAuthService/DeleteSession"
+	StaffAuthService_AcceptInvitation_FullMethodName     = "/almoner.auth.v1.StaffAuthService/AcceptInvitation"
+	StaffAuthService_SignIn_FullMethodName               = "/almoner.auth.v1.StaffAuthService/SignIn"
+	StaffAuthService_RequestPasswordReset_FullMethodName = "/almoner.auth.v1.StaffAuthService/RequestPasswordReset"
+	StaffAuthService_ConfirmPasswordReset_FullMethodName = "/almoner.auth.v1.StaffAuthService/ConfirmPasswordReset"
+	StaffAuthService_SignOut_FullMethodName              = "/almoner.auth.v1.StaffAuthService/SignOut"
+	StaffAuthService_GetSession_FullMethodName           = "/almoner.auth.v1.StaffAuthService/GetSession"
+	StaffAuthService_ListSessions_FullMethodName         = "/almoner.auth.v1.StaffAuthService/ListSessions"
+	StaffAuthService_DeleteSession_FullMethodName        = "/almoner.auth.v1.StaffAuthService/DeleteSession"
 )
 
 // StaffAuthServiceClient is the client API for StaffAuthService service.
@@ -329,6 +331,14 @@ type StaffAuthServiceClient interface {
 	// with no active membership are the same 401; after 10 failures for an
 	// email in 15 minutes, 429.
 	SignIn(ctx context.Context, in *SignInRequest, opts ...grpc.CallOption) (*SignInResponse, error)
+	// RequestPasswordReset emails a one-hour, single-use reset link to the
+	// user with the email, if there is one: the answer is the same 202
+	// either way.
+	RequestPasswordReset(ctx context.Context, in *RequestPasswordResetRequest, opts ...grpc.CallOption) (*RequestPasswordResetResponse, error)
+	// ConfirmPasswordReset sets a new password with a reset token (400
+	// under Token when it is unknown, used or older than an hour) and ends
+	// every session of the user.
+	ConfirmPasswordReset(ctx context.Context, in *ConfirmPasswordResetRequest, opts ...grpc.CallOption) (*ConfirmPasswordResetResponse, error)
 	// SignOut ends the calling session.
 	SignOut(ctx context.Context, in *SignOutRequest, opts ...grpc.CallOption) (*SignOutResponse, error)
 	// GetSession returns the sign-in body of the calling session.
@@ -361,6 +371,26 @@ func (c *staffAuthServiceClient) SignIn(ctx context.Context, in *SignInRequest, 
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(SignInResponse)
 	err := c.cc.Invoke(ctx, StaffAuthService_SignIn_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *staffAuthServiceClient) RequestPasswordReset(ctx context.Context, in *RequestPasswordResetRequest, opts ...grpc.CallOption) (*RequestPasswordResetResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RequestPasswordResetResponse)
+	err := c.cc.Invoke(ctx, StaffAuthService_RequestPasswordReset_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *staffAuthServiceClient) ConfirmPasswordReset(ctx context.Context, in *ConfirmPasswordResetRequest, opts ...grpc.CallOption) (*ConfirmPasswordResetResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ConfirmPasswordResetResponse)
+	err := c.cc.Invoke(ctx, StaffAuthService_ConfirmPasswordReset_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -425,6 +455,14 @@ type StaffAuthServiceServer interface {
 	// with no active membership are the same 401; after 10 failures for an
 	// email in 15 minutes, 429.
 	SignIn(context.Context, *SignInRequest) (*SignInResponse, error)
+	// RequestPasswordReset emails a one-hour, single-use reset link to the
+	// user with the email, if there is one: the answer is the same 202
+	// either way.
+	RequestPasswordReset(context.Context, *RequestPasswordResetRequest) (*RequestPasswordResetResponse, error)
+	// ConfirmPasswordReset sets a new password with a reset token (400
+	// under Token when it is unknown, used or older than an hour) and ends
+	// every session of the user.
+	ConfirmPasswordReset(context.Context, *ConfirmPasswordResetRequest) (*ConfirmPasswordResetResponse, error)
 	// SignOut ends the calling session.
 	SignOut(context.Context, *SignOutRequest) (*SignOutResponse, error)
 	// GetSession returns the sign-in body of the calling session.
@@ -448,6 +486,12 @@ func (UnimplementedStaffAuthServiceServer) AcceptInvitation(context.Context, *Ac
 }
 func (UnimplementedStaffAuthServiceServer) SignIn(context.Context, *SignInRequest) (*SignInResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SignIn not implemented")
+}
+func (UnimplementedStaffAuthServiceServer) RequestPasswordReset(context.Context, *RequestPasswordResetRequest) (*RequestPasswordResetResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RequestPasswordReset not implemented")
+}
+func (UnimplementedStaffAuthServiceServer) ConfirmPasswordReset(context.Context, *ConfirmPasswordResetRequest) (*ConfirmPasswordResetResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ConfirmPasswordReset not implemented")
 }
 func (UnimplementedStaffAuthServiceServer) SignOut(context.Context, *SignOutRequest) (*SignOutResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SignOut not implemented")
@@ -514,6 +558,42 @@ func _StaffAuthService_SignIn_Handler(srv interface{}, ctx context.Context, dec 
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(StaffAuthServiceServer).SignIn(ctx, req.(*SignInRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _StaffAuthService_RequestPasswordReset_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RequestPasswordResetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StaffAuthServiceServer).RequestPasswordReset(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StaffAuthService_RequestPasswordReset_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StaffAuthServiceServer).RequestPasswordReset(ctx, req.(*RequestPasswordResetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _StaffAuthService_ConfirmPasswordReset_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ConfirmPasswordResetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StaffAuthServiceServer).ConfirmPasswordReset(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StaffAuthService_ConfirmPasswordReset_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StaffAuthServiceServer).ConfirmPasswordReset(ctx, req.(*ConfirmPasswordResetRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -604,6 +684,14 @@ var StaffAuthService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SignIn",
 			Handler:    _StaffAuthService_SignIn_Handler,
+		},
+		{
+			MethodName: "RequestPasswordReset",
+			Handler:    _StaffAuthService_RequestPasswordReset_Handler,
+		},
+		{
+			MethodName: "ConfirmPasswordReset",
+			Handler:    _StaffAuthService_ConfirmPasswordReset_Handler,
 		},
 		{
 			MethodName: "SignOut",
