@@ -126,7 +126,7 @@ func TestStaffInvitationToSession(t *testing.T) {
 				t.Errorf("invited user %v", created)
 			}
 			viewerID := created["id"].(string)
-			if got := auditActor(t, c, tn.ID, viewerID); got != "user:"+inv.GetUserId() {
+			if got := auditActor(t, c, tn.ID, "User", viewerID); got != "user:"+inv.GetUserId() {
 				t.Errorf("audit actor of the invitation %q, want user:%s", got, inv.GetUserId())
 			}
 			viewer := sessionOf(t, accept(t, c, invitationToken(t, pit, viewerEmail), "quiet meadow lantern 7").Expect(t, http.StatusOK))
@@ -165,7 +165,11 @@ func TestStaffInvitationToSession(t *testing.T) {
 				}
 			}
 
-			// Removing the viewer ends their access on the next request.
+			// A new role applies from the next request.
+			asUser(t, c, "PUT", users+"/"+viewerID, owner, map[string]any{"role": "fundraiser"}).Expect(t, http.StatusOK)
+			asUser(t, c, "POST", tPath(tn.ID, "/contacts"), viewer, janeBody()).Expect(t, http.StatusCreated)
+
+			// Removing the member ends their access on the next request.
 			asUser(t, c, "DELETE", users+"/"+viewerID, owner, nil).Expect(t, http.StatusNoContent)
 			asUser(t, c, "GET", tPath(tn.ID, "/contacts"), viewer, nil).Expect(t, http.StatusNotFound)
 			list := asUser(t, c, "GET", users, owner, nil).Expect(t, http.StatusOK)
@@ -181,8 +185,8 @@ func TestStaffInvitationToSession(t *testing.T) {
 	}
 }
 
-// auditActor is the actor of the latest audit row of a user.
-func auditActor(t *testing.T, c *apptest.Cluster, tenantID, userID string) string {
+// auditActor is the actor of an entity's latest audit row.
+func auditActor(t *testing.T, c *apptest.Cluster, tenantID, entityType, entityID string) string {
 	t.Helper()
 	conn, err := pgx.Connect(context.Background(), c.DatabaseURL)
 	if err != nil {
@@ -190,8 +194,8 @@ func auditActor(t *testing.T, c *apptest.Cluster, tenantID, userID string) strin
 	}
 	defer conn.Close(context.Background())
 	var actor string
-	err = conn.QueryRow(context.Background(), `SELECT actor FROM audit.events WHERE tenant_id = $1 AND entity_type = 'User' AND entity_id = $2
-		ORDER BY id DESC LIMIT 1`, tenantID, userID).Scan(&actor)
+	err = conn.QueryRow(context.Background(), `SELECT actor FROM audit.events WHERE tenant_id = $1 AND entity_type = $2 AND entity_id = $3
+		ORDER BY id DESC LIMIT 1`, tenantID, entityType, entityID).Scan(&actor)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +267,10 @@ func TestStaffSignInRefusals(t *testing.T) {
 	asUser(t, c, "POST", tPath(tn.ID, "/contacts"), s2, janeBody(), "Origin", "https://evil.example").Expect(t, http.StatusForbidden)
 	asUser(t, c, "POST", "/api/auth/sign-out", s2, nil, "Sec-Fetch-Site", "cross-site").Expect(t, http.StatusForbidden)
 	asUser(t, c, "GET", "/api/auth/session", s2, nil).Expect(t, http.StatusOK)
-	asUser(t, c, "POST", tPath(tn.ID, "/contacts"), s2, janeBody(), "Sec-Fetch-Site", "same-origin").Expect(t, http.StatusCreated)
+	made := asUser(t, c, "POST", tPath(tn.ID, "/contacts"), s2, janeBody(), "Sec-Fetch-Site", "same-origin").Expect(t, http.StatusCreated).Map(t)
+	if got := auditActor(t, c, tn.ID, "Contact", fmt.Sprint(made["id"])); got != "user:"+ids[member] {
+		t.Errorf("a contact made with a session: actor %q, want user:%s", got, ids[member])
+	}
 
 	// Failed sign-ins: 10 per email per 15 minutes, then the flat 429,
 	// even with the right password.
