@@ -8,15 +8,13 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
 	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/problem"
 )
 
-// Staff sessions: a browser's cookie, resolved by the auth service on
-// every request (never cached, so sign-out, removal from a tenant and a
-// role change act on the next request) into the same signed principal a
-// key gives. docs/auth.md.
+// Staff sessions: a browser's cookie, resolved by the auth service (or the
+// key cache's leased answers, sessioncache.go) into the same signed
+// principal a key gives. docs/auth.md.
 
 // sessionCookie is the staff session cookie's name (the auth service sets it).
 const sessionCookie = "almoner_session"
@@ -49,8 +47,7 @@ func (g *Gateway) authenticateSession(w http.ResponseWriter, r *http.Request, to
 		return r, false
 	}
 	tid, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, tenantsPrefix+"/"), "/")
-	resp, err := authv1.NewKeyValidationServiceClient(g.conns[authName]).ValidateSession(r.Context(),
-		&authv1.ValidateSessionRequest{Token: token, TenantId: tid})
+	resp, err := g.keys.ValidateSession(r.Context(), token, tid)
 	if err != nil {
 		closeUnread(w, r)
 		switch status.Code(err) {
@@ -87,7 +84,7 @@ func (g *Gateway) authenticateStaff(w http.ResponseWriter, r *http.Request) (*ht
 	if token == "" {
 		return r, true
 	}
-	resp, err := authv1.NewKeyValidationServiceClient(g.conns[authName]).ValidateSession(r.Context(), &authv1.ValidateSessionRequest{Token: token})
+	resp, err := g.keys.ValidateSession(r.Context(), token, "")
 	if status.Code(err) == codes.Unauthenticated {
 		return r, true
 	}

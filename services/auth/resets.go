@@ -71,6 +71,8 @@ func (a *staffServer) ConfirmPasswordReset(ctx context.Context, req *authv1.Conf
 	if err != nil {
 		return nil, err
 	}
+	// Every session ended: no gateway may answer from one any more.
+	s.awaitCaches(ctx)
 	return &authv1.ConfirmPasswordResetResponse{}, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
 	"github.com/almoner/almoner/pkg/apperr"
@@ -15,7 +16,9 @@ import (
 
 // touchEvery is how stale a session's last use may be before a request
 // writes it again: the idle timeout is hours, so a write per minute at
-// most keeps it exact enough without a write per request.
+// most keeps it exact enough without a write per request. Gateways keep a
+// session's validation at most this long (sessionEntryLife there), so an
+// active session is validated, and touched, at least every two minutes.
 const touchEvery = time.Minute
 
 // ValidateSession resolves a session cookie for the gateway: a session
@@ -28,7 +31,7 @@ func (v *validationServer) ValidateSession(ctx context.Context, req *authv1.Vali
 	if err != nil {
 		return nil, err
 	}
-	resp := &authv1.ValidateSessionResponse{UserId: sess.UserID.String(), SessionId: sess.ID.String()}
+	resp := &authv1.ValidateSessionResponse{UserId: sess.UserID.String(), SessionId: sess.ID.String(), ExpiresAt: timestamppb.New(sess.ExpiresAt)}
 	if req.GetTenantId() == "" {
 		return resp, nil
 	}

@@ -210,6 +210,7 @@ func (a *staffServer) SignOut(ctx context.Context, _ *authv1.SignOutRequest) (*a
 	if err := a.s.store.EndSession(ctx, user, sess); err != nil && !errors.Is(err, db.ErrNotFound) {
 		return nil, err
 	}
+	a.s.awaitCaches(ctx)
 	if err := grpc.SetHeader(ctx, metadata.Pairs("set-cookie", a.s.cookie("", 0))); err != nil {
 		return nil, err
 	}
@@ -262,5 +263,6 @@ func (a *staffServer) DeleteSession(ctx context.Context, req *authv1.DeleteSessi
 	} else if err != nil {
 		return nil, err
 	}
+	a.s.awaitCaches(ctx)
 	return &authv1.DeleteSessionResponse{}, nil
 }

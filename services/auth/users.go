@@ -126,8 +126,12 @@ func (s *Service) changeMember(ctx context.Context, p authctx.Principal, userID,
 		return store.Member{}, errUserNotFound
 	case errors.Is(err, store.ErrLastOwner):
 		return store.Member{}, apperr.Rule(codeLastOwner, "The tenant must keep at least one active owner.")
+	case err != nil:
+		return store.Member{}, err
 	}
-	return m, err
+	// The member's next request must see the change on every gateway.
+	s.awaitCaches(ctx)
+	return m, nil
 }
 
 // validateInvite checks an invitation's email and role; it returns the

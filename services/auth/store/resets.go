@@ -70,8 +70,11 @@ func (s *Store) ConfirmReset(ctx context.Context, tokenHash []byte, userID uuid.
 				return wrapDB(err, "end the user's resets and sessions")
 			}
 		}
-		_, err = tx.Exec(ctx, `UPDATE auth.users SET password_hash = $2, updated_at = now() WHERE id = $1`, userID, passwordHash)
-		return wrapDB(err, "set password")
+		if _, err = tx.Exec(ctx, `UPDATE auth.users SET password_hash = $2, updated_at = now() WHERE id = $1`, userID, passwordHash); err != nil {
+			return wrapDB(err, "set password")
+		}
+		// Gateways cache session validations.
+		return bumpEpoch(ctx, tx)
 	})
 	if err != nil {
 		return fmt.Errorf("auth: confirm password reset: %w", err)

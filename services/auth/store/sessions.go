@@ -83,15 +83,22 @@ func (s *Store) TouchSession(ctx context.Context, id uuid.UUID) error {
 	return wrapDB(err, "touch session")
 }
 
-// EndSession ends the user's session id; db.ErrNotFound when the user
-// has no such open session.
+// EndSession ends the user's session id and moves the validation epoch
+// (gateways cache session validations); db.ErrNotFound when the user has
+// no such open session.
 func (s *Store) EndSession(ctx context.Context, userID, id uuid.UUID) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE auth.sessions SET ended_at = now() WHERE id = $1 AND user_id = $2 AND ended_at IS NULL`, id, userID)
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE auth.sessions SET ended_at = now() WHERE id = $1 AND user_id = $2 AND ended_at IS NULL`, id, userID)
+		if err != nil {
+			return wrapDB(err, "end session")
+		}
+		if tag.RowsAffected() == 0 {
+			return db.ErrNotFound
+		}
+		return bumpEpoch(ctx, tx)
+	})
 	if err != nil {
-		return wrapDB(err, "end session")
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("auth: end session: %w", db.ErrNotFound)
+		return fmt.Errorf("auth: end session: %w", err)
 	}
 	return nil
 }

@@ -242,8 +242,11 @@ func (s *Store) ChangeMember(ctx context.Context, c MemberChange) (Member, error
 		if wasOwner && !staysOwner && owners <= 1 {
 			return ErrLastOwner
 		}
-		out, err = applyChange(ctx, tx, m, c)
-		return err
+		if out, err = applyChange(ctx, tx, m, c); err != nil {
+			return err
+		}
+		// Gateways cache session validations with the member's role.
+		return bumpEpoch(ctx, tx)
 	})
 	if err != nil {
 		return Member{}, fmt.Errorf("auth: change member: %w", err)

@@ -263,8 +263,11 @@ type ValidateSessionResponse struct {
 	Features []string `protobuf:"bytes,6,rep,name=features,proto3" json:"features,omitempty"`
 	// DefaultCurrency is the tenant's default ISO 4217 currency.
 	DefaultCurrency string `protobuf:"bytes,7,opt,name=default_currency,json=defaultCurrency,proto3" json:"default_currency,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// ExpiresAt is the end of the session's absolute lifetime: a gateway
+	// that caches the answer stops using it before then.
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ValidateSessionResponse) Reset() {
@@ -344,6 +347,13 @@ func (x *ValidateSessionResponse) GetDefaultCurrency() string {
 		return x.DefaultCurrency
 	}
 	return ""
+}
+
+func (x *ValidateSessionResponse) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
 }
 
 // ValidateKeyRequest carries the presented key.
@@ -1833,7 +1843,7 @@ const file_almoner_auth_v1_internal_proto_rawDesc = "" +
 	"\fcache_window\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\vcacheWindow\"K\n" +
 	"\x16ValidateSessionRequest\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12\x1b\n" +
-	"\ttenant_id\x18\x02 \x01(\tR\btenantId\"\xe1\x01\n" +
+	"\ttenant_id\x18\x02 \x01(\tR\btenantId\"\x9c\x02\n" +
 	"\x17ValidateSessionResponse\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x1d\n" +
 	"\n" +
@@ -1842,7 +1852,9 @@ const file_almoner_auth_v1_internal_proto_rawDesc = "" +
 	"\x04role\x18\x04 \x01(\tR\x04role\x12\x16\n" +
 	"\x06scopes\x18\x05 \x03(\tR\x06scopes\x12\x1a\n" +
 	"\bfeatures\x18\x06 \x03(\tR\bfeatures\x12)\n" +
-	"\x10default_currency\x18\a \x01(\tR\x0fdefaultCurrency\"-\n" +
+	"\x10default_currency\x18\a \x01(\tR\x0fdefaultCurrency\x129\n" +
+	"\n" +
+	"expires_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"-\n" +
 	"\x12ValidateKeyRequest\x12\x17\n" +
 	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\"\x82\x02\n" +
 	"\x13ValidateKeyResponse\x12\x1b\n" +
@@ -2010,49 +2022,50 @@ var file_almoner_auth_v1_internal_proto_depIdxs = []int32{
 	1,  // 0: almoner.auth.v1.GetValidationEpochRequest.key_uses:type_name -> almoner.auth.v1.KeyUse
 	29, // 1: almoner.auth.v1.KeyUse.used_at:type_name -> google.protobuf.Timestamp
 	30, // 2: almoner.auth.v1.GetValidationEpochResponse.cache_window:type_name -> google.protobuf.Duration
-	29, // 3: almoner.auth.v1.ValidateKeyResponse.expires_at:type_name -> google.protobuf.Timestamp
-	7,  // 4: almoner.auth.v1.SetTenantProcessorResponse.processor:type_name -> almoner.auth.v1.TenantProcessor
-	7,  // 5: almoner.auth.v1.GetTenantProcessorResponse.processor:type_name -> almoner.auth.v1.TenantProcessor
-	7,  // 6: almoner.auth.v1.ClearTenantProcessorResponse.processor:type_name -> almoner.auth.v1.TenantProcessor
-	29, // 7: almoner.auth.v1.Tenant.created_at:type_name -> google.protobuf.Timestamp
-	29, // 8: almoner.auth.v1.Tenant.events_since:type_name -> google.protobuf.Timestamp
-	16, // 9: almoner.auth.v1.CreateTenantResponse.tenant:type_name -> almoner.auth.v1.Tenant
-	16, // 10: almoner.auth.v1.GetTenantResponse.tenant:type_name -> almoner.auth.v1.Tenant
-	16, // 11: almoner.auth.v1.SetTenantFeatureResponse.tenant:type_name -> almoner.auth.v1.Tenant
-	16, // 12: almoner.auth.v1.SetTenantActiveResponse.tenant:type_name -> almoner.auth.v1.Tenant
-	29, // 13: almoner.auth.v1.CreateKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	31, // 14: almoner.auth.v1.CreateKeyResponse.api_key:type_name -> almoner.auth.v1.CreatedApiKey
-	5,  // 15: almoner.auth.v1.KeyValidationService.ValidateKey:input_type -> almoner.auth.v1.ValidateKeyRequest
-	0,  // 16: almoner.auth.v1.KeyValidationService.GetValidationEpoch:input_type -> almoner.auth.v1.GetValidationEpochRequest
-	3,  // 17: almoner.auth.v1.KeyValidationService.ValidateSession:input_type -> almoner.auth.v1.ValidateSessionRequest
-	17, // 18: almoner.auth.v1.TenantAdminService.CreateTenant:input_type -> almoner.auth.v1.CreateTenantRequest
-	19, // 19: almoner.auth.v1.TenantAdminService.GetTenant:input_type -> almoner.auth.v1.GetTenantRequest
-	21, // 20: almoner.auth.v1.TenantAdminService.SetTenantFeature:input_type -> almoner.auth.v1.SetTenantFeatureRequest
-	23, // 21: almoner.auth.v1.TenantAdminService.SetTenantActive:input_type -> almoner.auth.v1.SetTenantActiveRequest
-	25, // 22: almoner.auth.v1.TenantAdminService.CreateKey:input_type -> almoner.auth.v1.CreateKeyRequest
-	27, // 23: almoner.auth.v1.TenantAdminService.InviteUser:input_type -> almoner.auth.v1.InviteUserRequest
-	8,  // 24: almoner.auth.v1.TenantAdminService.SetTenantProcessor:input_type -> almoner.auth.v1.SetTenantProcessorRequest
-	10, // 25: almoner.auth.v1.TenantAdminService.GetTenantProcessor:input_type -> almoner.auth.v1.GetTenantProcessorRequest
-	12, // 26: almoner.auth.v1.TenantAdminService.ClearTenantProcessor:input_type -> almoner.auth.v1.ClearTenantProcessorRequest
-	14, // 27: almoner.auth.v1.ProcessorCredentialService.GetProcessorCredentials:input_type -> almoner.auth.v1.GetProcessorCredentialsRequest
-	6,  // 28: almoner.auth.v1.KeyValidationService.ValidateKey:output_type -> almoner.auth.v1.ValidateKeyResponse
-	2,  // 29: almoner.auth.v1.KeyValidationService.GetValidationEpoch:output_type -> almoner.auth.v1.GetValidationEpochResponse
-	4,  // 30: almoner.auth.v1.KeyValidationService.ValidateSession:output_type -> almoner.auth.v1.ValidateSessionResponse
-	18, // 31: almoner.auth.v1.TenantAdminService.CreateTenant:output_type -> almoner.auth.v1.CreateTenantResponse
-	20, // 32: almoner.auth.v1.TenantAdminService.GetTenant:output_type -> almoner.auth.v1.GetTenantResponse
-	22, // 33: almoner.auth.v1.TenantAdminService.SetTenantFeature:output_type -> almoner.auth.v1.SetTenantFeatureResponse
-	24, // 34: almoner.auth.v1.TenantAdminService.SetTenantActive:output_type -> almoner.auth.v1.SetTenantActiveResponse
-	26, // 35: almoner.auth.v1.TenantAdminService.CreateKey:output_type -> almoner.auth.v1.CreateKeyResponse
-	28, // 36: almoner.auth.v1.TenantAdminService.InviteUser:output_type -> almoner.auth.v1.InviteUserResponse
-	9,  // 37: almoner.auth.v1.TenantAdminService.SetTenantProcessor:output_type -> almoner.auth.v1.SetTenantProcessorResponse
-	11, // 38: almoner.auth.v1.TenantAdminService.GetTenantProcessor:output_type -> almoner.auth.v1.GetTenantProcessorResponse
-	13, // 39: almoner.auth.v1.TenantAdminService.ClearTenantProcessor:output_type -> almoner.auth.v1.ClearTenantProcessorResponse
-	15, // 40: almoner.auth.v1.ProcessorCredentialService.GetProcessorCredentials:output_type -> almoner.auth.v1.GetProcessorCredentialsResponse
-	28, // [28:41] is the sub-list for method output_type
-	15, // [15:28] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	29, // 3: almoner.auth.v1.ValidateSessionResponse.expires_at:type_name -> google.protobuf.Timestamp
+	29, // 4: almoner.auth.v1.ValidateKeyResponse.expires_at:type_name -> google.protobuf.Timestamp
+	7,  // 5: almoner.auth.v1.SetTenantProcessorResponse.processor:type_name -> almoner.auth.v1.TenantProcessor
+	7,  // 6: almoner.auth.v1.GetTenantProcessorResponse.processor:type_name -> almoner.auth.v1.TenantProcessor
+	7,  // 7: almoner.auth.v1.ClearTenantProcessorResponse.processor:type_name -> almoner.auth.v1.TenantProcessor
+	29, // 8: almoner.auth.v1.Tenant.created_at:type_name -> google.protobuf.Timestamp
+	29, // 9: almoner.auth.v1.Tenant.events_since:type_name -> google.protobuf.Timestamp
+	16, // 10: almoner.auth.v1.CreateTenantResponse.tenant:type_name -> almoner.auth.v1.Tenant
+	16, // 11: almoner.auth.v1.GetTenantResponse.tenant:type_name -> almoner.auth.v1.Tenant
+	16, // 12: almoner.auth.v1.SetTenantFeatureResponse.tenant:type_name -> almoner.auth.v1.Tenant
+	16, // 13: almoner.auth.v1.SetTenantActiveResponse.tenant:type_name -> almoner.auth.v1.Tenant
+	29, // 14: almoner.auth.v1.CreateKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	31, // 15: almoner.auth.v1.CreateKeyResponse.api_key:type_name -> almoner.auth.v1.CreatedApiKey
+	5,  // 16: almoner.auth.v1.KeyValidationService.ValidateKey:input_type -> almoner.auth.v1.ValidateKeyRequest
+	0,  // 17: almoner.auth.v1.KeyValidationService.GetValidationEpoch:input_type -> almoner.auth.v1.GetValidationEpochRequest
+	3,  // 18: almoner.auth.v1.KeyValidationService.ValidateSession:input_type -> almoner.auth.v1.ValidateSessionRequest
+	17, // 19: almoner.auth.v1.TenantAdminService.CreateTenant:input_type -> almoner.auth.v1.CreateTenantRequest
+	19, // 20: almoner.auth.v1.TenantAdminService.GetTenant:input_type -> almoner.auth.v1.GetTenantRequest
+	21, // 21: almoner.auth.v1.TenantAdminService.SetTenantFeature:input_type -> almoner.auth.v1.SetTenantFeatureRequest
+	23, // 22: almoner.auth.v1.TenantAdminService.SetTenantActive:input_type -> almoner.auth.v1.SetTenantActiveRequest
+	25, // 23: almoner.auth.v1.TenantAdminService.CreateKey:input_type -> almoner.auth.v1.CreateKeyRequest
+	27, // 24: almoner.auth.v1.TenantAdminService.InviteUser:input_type -> almoner.auth.v1.InviteUserRequest
+	8,  // 25: almoner.auth.v1.TenantAdminService.SetTenantProcessor:input_type -> almoner.auth.v1.SetTenantProcessorRequest
+	10, // 26: almoner.auth.v1.TenantAdminService.GetTenantProcessor:input_type -> almoner.auth.v1.GetTenantProcessorRequest
+	12, // 27: almoner.auth.v1.TenantAdminService.ClearTenantProcessor:input_type -> almoner.auth.v1.ClearTenantProcessorRequest
+	14, // 28: almoner.auth.v1.ProcessorCredentialService.GetProcessorCredentials:input_type -> almoner.auth.v1.GetProcessorCredentialsRequest
+	6,  // 29: almoner.auth.v1.KeyValidationService.ValidateKey:output_type -> almoner.auth.v1.ValidateKeyResponse
+	2,  // 30: almoner.auth.v1.KeyValidationService.GetValidationEpoch:output_type -> almoner.auth.v1.GetValidationEpochResponse
+	4,  // 31: almoner.auth.v1.KeyValidationService.ValidateSession:output_type -> almoner.auth.v1.ValidateSessionResponse
+	18, // 32: almoner.auth.v1.TenantAdminService.CreateTenant:output_type -> almoner.auth.v1.CreateTenantResponse
+	20, // 33: almoner.auth.v1.TenantAdminService.GetTenant:output_type -> almoner.auth.v1.GetTenantResponse
+	22, // 34: almoner.auth.v1.TenantAdminService.SetTenantFeature:output_type -> almoner.auth.v1.SetTenantFeatureResponse
+	24, // 35: almoner.auth.v1.TenantAdminService.SetTenantActive:output_type -> almoner.auth.v1.SetTenantActiveResponse
+	26, // 36: almoner.auth.v1.TenantAdminService.CreateKey:output_type -> almoner.auth.v1.CreateKeyResponse
+	28, // 37: almoner.auth.v1.TenantAdminService.InviteUser:output_type -> almoner.auth.v1.InviteUserResponse
+	9,  // 38: almoner.auth.v1.TenantAdminService.SetTenantProcessor:output_type -> almoner.auth.v1.SetTenantProcessorResponse
+	11, // 39: almoner.auth.v1.TenantAdminService.GetTenantProcessor:output_type -> almoner.auth.v1.GetTenantProcessorResponse
+	13, // 40: almoner.auth.v1.TenantAdminService.ClearTenantProcessor:output_type -> almoner.auth.v1.ClearTenantProcessorResponse
+	15, // 41: almoner.auth.v1.ProcessorCredentialService.GetProcessorCredentials:output_type -> almoner.auth.v1.GetProcessorCredentialsResponse
+	29, // [29:42] is the sub-list for method output_type
+	16, // [16:29] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_almoner_auth_v1_internal_proto_init() }

@@ -48,8 +48,10 @@ type KeyValidationServiceClient interface {
 	// an /api/auth route (tenant_id empty). Every failure is the same
 	// UNAUTHENTICATED, except a tenant where the user is no active member:
 	// NOT_FOUND, as a key's other tenant. It touches the session (idle
-	// timeout) and is never cached: sign-out, removal and role changes act
-	// on the next request.
+	// timeout). A gateway may cache a success as it caches a key's, under
+	// the validation epoch and for at most a minute: sign-out, session
+	// deletion, removal, role changes and password resets move the epoch and
+	// wait out the cache window, so they act on the next request.
 	ValidateSession(ctx context.Context, in *ValidateSessionRequest, opts ...grpc.CallOption) (*ValidateSessionResponse, error)
 }
 
@@ -115,8 +117,10 @@ type KeyValidationServiceServer interface {
 	// an /api/auth route (tenant_id empty). Every failure is the same
 	// UNAUTHENTICATED, except a tenant where the user is no active member:
 	// NOT_FOUND, as a key's other tenant. It touches the session (idle
-	// timeout) and is never cached: sign-out, removal and role changes act
-	// on the next request.
+	// timeout). A gateway may cache a success as it caches a key's, under
+	// the validation epoch and for at most a minute: sign-out, session
+	// deletion, removal, role changes and password resets move the epoch and
+	// wait out the cache window, so they act on the next request.
 	ValidateSession(context.Context, *ValidateSessionRequest) (*ValidateSessionResponse, error)
 	mustEmbedUnimplementedKeyValidationServiceServer()
 }
