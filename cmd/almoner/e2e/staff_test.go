@@ -118,6 +118,13 @@ func TestStaffInvitationToSession(t *testing.T) {
 			}
 			accept(t, c, inv.GetInvitationToken(), ownerPassword).Expect(t, http.StatusBadRequest)
 
+			// The owner makes an API key with the session; it names them.
+			made := asUser(t, c, "POST", keysPath(tn.ID), owner, map[string]any{"name": "from a browser", "scopes": []string{"contacts:view"}}).Expect(t, http.StatusCreated).Map(t)
+			apptest.RegisterSecret(made["plainTextKey"].(string))
+			if got := auditActor(t, c, tn.ID, "ApiKey", made["id"].(string)); got != "user:"+inv.GetUserId() {
+				t.Errorf("audit actor of a key made with a session %q", got)
+			}
+
 			// The owner invites a viewer with the session alone.
 			viewerEmail := staffEmail("viewer")
 			users := tPath(tn.ID, "/users")
