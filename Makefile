@@ -14,6 +14,7 @@ PROTOC_GEN_GO_VERSION    := v1.36.12
 PROTOC_GEN_GO_GRPC       := v1.6.2
 GRPC_GATEWAY_VERSION     := v2.32.0
 STRIPE_MOCK_VERSION      := v0.203.0
+MAILPIT_VERSION          := v1.33.1
 
 .PHONY: help
 help: ## Show the targets.
@@ -31,9 +32,11 @@ $(BIN)/protoc-gen-openapiv2:
 	GOBIN=$(BIN) go install github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-openapiv2@$(GRPC_GATEWAY_VERSION)
 $(BIN)/stripe-mock:
 	GOBIN=$(BIN) go install github.com/stripe/stripe-mock@$(STRIPE_MOCK_VERSION)
+$(BIN)/mailpit:
+	GOBIN=$(BIN) go install github.com/axllent/mailpit@$(MAILPIT_VERSION)
 
 .PHONY: tools
-tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/protoc-gen-grpc-gateway $(BIN)/protoc-gen-openapiv2 $(BIN)/stripe-mock ## Install the pinned code generators and stripe-mock into bin/.
+tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/protoc-gen-grpc-gateway $(BIN)/protoc-gen-openapiv2 $(BIN)/stripe-mock $(BIN)/mailpit ## Install the pinned code generators, stripe-mock and Mailpit into bin/.
 
 .PHONY: generate
 generate: tools ## Regenerate Go code and the OpenAPI document from proto/ (offline).
@@ -79,7 +82,7 @@ run-split: build ## Like run, but every service in its own process on its own po
 	./scripts/run-split.sh
 
 .PHONY: test
-test: $(BIN)/stripe-mock ## Run every module's tests against a real PostgreSQL (found or started like make run).
+test: $(BIN)/stripe-mock $(BIN)/mailpit ## Run every module's tests against a real PostgreSQL (found or started like make run).
 	@server=$$(./scripts/find-postgres.sh --server); \
 	for m in $(MODULES); do \
 		echo "== $$m"; \

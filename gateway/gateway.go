@@ -269,6 +269,11 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request) {
 		if r, ok = g.authenticate(w, r); !ok {
 			return
 		}
+	} else if isAuthPath(r.URL.Path) {
+		var ok bool
+		if r, ok = g.authenticateStaff(w, r); !ok {
+			return
+		}
 	}
 	sw, r := withStreamResponse(w, r)
 	g.mux.ServeHTTP(sw, r)
@@ -278,6 +283,11 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request) {
 // the headers and the path alone: the body is not read yet. It writes the
 // response and returns false when the request must stop.
 func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+	// A browser's staff session stands in for a key; a key, when present,
+	// decides (session.go).
+	if token := sessionToken(r); token != "" && r.Header.Get("X-Api-Key") == "" {
+		return g.authenticateSession(w, r, token)
+	}
 	// ValidateKey runs even without a header, so that a missing key takes
 	// the same path (and about the same time) as a wrong one. Only
 	// successes are cached, so every failure still takes that path.
@@ -374,6 +384,8 @@ var returnedHeaders = map[string]string{
 	"etag":                "ETag",
 	"idempotent-replayed": "Idempotent-Replayed",
 	"location":            "Location",
+	// The staff session cookie of a sign-in, and its deletion at sign-out.
+	"set-cookie": "Set-Cookie",
 }
 
 func outgoingHeader(key string) (string, bool) {

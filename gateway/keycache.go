@@ -45,7 +45,10 @@ type keyCache struct {
 	lease   time.Time // entries may answer before this instant
 	window  time.Duration
 	entries map[[sha256.Size]byte]cachedKey
-	failing bool // the last poll failed (logged once per outage)
+	// sessions are staff session validations (sessioncache.go), by
+	// sessionKey, under the same lease and generation.
+	sessions map[[sha256.Size]byte]cachedSession
+	failing  bool // the last poll failed (logged once per outage)
 
 	usesMu sync.Mutex
 	uses   map[string]*authv1.KeyUse // by key id: the latest use served from the cache
@@ -86,6 +89,7 @@ func newKeyCache(client authv1.KeyValidationServiceClient, logger *slog.Logger) 
 	return &keyCache{
 		client: client, logger: logger, now: time.Now, maxEntries: defaultMaxCachedKeys,
 		entries: map[[sha256.Size]byte]cachedKey{}, uses: map[string]*authv1.KeyUse{},
+		sessions: map[[sha256.Size]byte]cachedSession{},
 	}
 }
 
@@ -240,6 +244,7 @@ func (c *keyCache) poll(ctx context.Context) time.Duration {
 		c.epoch = resp.GetEpoch()
 		c.gen++
 		clear(c.entries)
+		clear(c.sessions)
 	}
 	c.window = w
 	if w <= 0 {

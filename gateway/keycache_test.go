@@ -22,6 +22,8 @@ import (
 
 // fakeValidator is the auth service as the key cache sees it.
 type fakeValidator struct {
+	// The methods the key cache never calls (ValidateSession) are left nil.
+	authv1.KeyValidationServiceClient
 	mu        sync.Mutex
 	epoch     int64
 	window    time.Duration

@@ -158,7 +158,12 @@ func TestEveryRouteRefusesUnknownQueryParameters(t *testing.T) {
 		method, path, _ := strings.Cut(op, " ")
 		path = strings.Replace(path, "{tenantId}", edgeTenant, 1)
 		path = vars.ReplaceAllString(path, "x1")
-		w := serve(g, request(method, path+"?bogus=1&page=1", goodKey, "", nil, 0))
+		key := goodKey
+		if strings.HasPrefix(path, "/api/auth/") {
+			// The staff routes refuse any key (401) before the query.
+			key = ""
+		}
+		w := serve(g, request(method, path+"?bogus=1&page=1", key, "", nil, 0))
 		var d problem.Document
 		_ = json.Unmarshal(w.Body.Bytes(), &d)
 		if w.Code != http.StatusBadRequest || len(d.Errors["Bogus"]) != 1 || !strings.Contains(d.Errors["Bogus"][0], "'Bogus' is not a query parameter of this request.") {

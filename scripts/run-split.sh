@@ -20,6 +20,11 @@ export ALMONER_WEBHOOK_SECRET_KEY
 # key; admin commands find it in the data folder (.data/internal-key).
 ALMONER_INTERNAL_KEY=${ALMONER_INTERNAL_KEY:-$(./scripts/internal-key.sh)}
 export ALMONER_INTERNAL_KEY
+# Without an SMTP server, every email (invitations, …) is written to
+# the data folder as an .eml file and its path logged (docs/mail.md).
+if [ -z "${ALMONER_SMTP_URL:-}" ]; then
+  export ALMONER_MAIL_DIR=${ALMONER_MAIL_DIR:-${ALMONER_DATA_DIR:-.data}/mail}
+fi
 ./bin/almoner migrate
 
 # One service a line, the services it needs after its name.

@@ -30,6 +30,13 @@ ALMONER_WEBHOOK_SECRET_KEY=${ALMONER_WEBHOOK_SECRET_KEY:-$(./scripts/secret-key.
 export ALMONER_WEBHOOK_SECRET_KEY
 ALMONER_INTERNAL_KEY=${ALMONER_INTERNAL_KEY:-$(./scripts/internal-key.sh)}
 export ALMONER_INTERNAL_KEY
+# Without an SMTP server, every email (invitations, …) is written to
+# the data folder as an .eml file and its path logged (docs/mail.md).
+if [ -z "${ALMONER_SMTP_URL:-}" ]; then
+  export ALMONER_MAIL_DIR=${ALMONER_MAIL_DIR:-${ALMONER_DATA_DIR:-.data}/mail}
+fi
+# Links in email point at this server unless told otherwise.
+export ALMONER_PUBLIC_URL=${ALMONER_PUBLIC_URL:-http://localhost:${ALMONER_HTTP_ADDR##*:}}
 
 run_file=$data/run.json
 ./bin/almoner serve &
@@ -67,14 +74,41 @@ plain=$(sed -n 's/.*"apiKey":"\([^"]*\)".*/\1/p' "$demo")
   ./bin/almoner admin tenant feature --tenant "$tid" --set payment-processor:enabled=true >/dev/null
 printf '{"grpcAddr":"%s","httpAddr":"%s","pid":%d}\n' "$ALMONER_GRPC_ADDR" "$ALMONER_HTTP_ADDR" "$pid" >"$run_file"
 port=${ALMONER_HTTP_ADDR##*:}
+
+# A demo owner who signs in with a password (docs/auth.md), kept in
+# demo-owner.json: invited as an operator would, and accepted through the
+# API as the invitation's link would be.
+owner_file=$data/demo-owner.json
+owner_email=owner@demo.example
+if ! grep -qs '"tenantId":"'"$tid"'"' "$owner_file"; then
+  owner_password=$(head -c 18 /dev/urandom | base64 | tr '+/' '-_')
+  # An owner already a member (demo-owner.json deleted) keeps its password.
+  if invite=$(./bin/almoner admin user invite --tenant "$tid" --email "$owner_email" --role owner 2>/dev/null); then
+    token=$(echo "$invite" | sed -n 's/.*"invitationToken":"\([^"]*\)".*/\1/p')
+    curl -sf -o /dev/null -H 'Content-Type: application/json' \
+      -d '{"token":"'"$token"'","password":"'"$owner_password"'","firstName":"Demo","lastName":"Owner"}' \
+      "http://127.0.0.1:$port/api/auth/invitations/accept"
+    printf '{"tenantId":"%s","email":"%s","password":"%s"}\n' "$tid" "$owner_email" "$owner_password" > "$owner_file"
+    chmod 600 "$owner_file"
+  else
+    echo "run: $owner_email is a member of the demo tenant already and $owner_file is gone: its password is unknown" >&2
+  fi
+fi
+owner_password=$(sed -n 's/.*"password":"\([^"]*\)".*/\1/p' "$owner_file" 2>/dev/null || true)
 cat <<MSG
 
   Almoner is running (sandbox). Demo tenant: $tid
   API key (every scope; also in $demo):
     $plain
 
+  Demo owner (signs in with a session cookie; also in $owner_file):
+    $owner_email / $owner_password
+
   Try:
     curl -s -H "X-Api-Key: $plain" http://localhost:$port/api/tenants/$tid/api-keys
+    curl -s -c /tmp/almoner.cookies -H 'Content-Type: application/json' \\
+      -d '{"email":"$owner_email","password":"$owner_password"}' http://localhost:$port/api/auth/sign-in
+    curl -s -b /tmp/almoner.cookies http://localhost:$port/api/tenants/$tid/users
 
   ./bin/almoner admin … in another shell finds this server through $run_file
   and its internal key in $data/internal-key

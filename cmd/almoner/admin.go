@@ -33,7 +33,7 @@ import (
 // RPCs and prints one JSON object on stdout.
 func admin(args []string, stdout io.Writer) error {
 	if len(args) < 2 {
-		return usageError{"usage: almoner admin tenant create|feature|activate|deactivate|get … | admin tenant processor set|get|clear … | admin tenant recurring-retries … | admin key create …"}
+		return usageError{"usage: almoner admin tenant create|feature|activate|deactivate|get … | admin tenant processor set|get|clear … | admin tenant recurring-retries … | admin key create … | admin user invite …"}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -56,6 +56,8 @@ func admin(args []string, stdout io.Writer) error {
 		out, err = tenantRecurringRetries(ctx, args[2:])
 	case "key create":
 		out, err = keyCreate(ctx, args[2:])
+	case "user invite":
+		out, err = userInvite(ctx, args[2:])
 	default:
 		return usageError{fmt.Sprintf("unknown admin command %q", strings.Join(args[:2], " "))}
 	}
@@ -443,6 +445,26 @@ func keyCreate(ctx context.Context, args []string) (proto.Message, error) {
 		return nil, err
 	}
 	return resp.GetApiKey(), nil
+}
+
+// userInvite runs `admin user invite`: it prints {userId, invitationToken}.
+func userInvite(ctx context.Context, args []string) (proto.Message, error) {
+	fs, addr := newFlags("user invite")
+	tenant := fs.String("tenant", "", "tenant id (required)")
+	email := fs.String("email", "", "the person's email (required)")
+	role := fs.String("role", "owner", "owner, admin, fundraiser, finance or viewer")
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	if *tenant == "" || *email == "" {
+		return nil, usageError{"user invite: --tenant and --email are required"}
+	}
+	c, done, err := adminClient(*addr)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return c.InviteUser(ctx, &authv1.InviteUserRequest{TenantId: *tenant, Email: *email, Role: *role})
 }
 
 // Processor keys may come from these variables instead of flags, which

@@ -143,11 +143,27 @@ func TestAdminCommands(t *testing.T) {
 	// The key works against the gateway.
 	c.Do(t, "GET", "/api/tenants/"+id+"/api-keys", key["plainTextKey"].(string), nil).Expect(t, http.StatusOK)
 
+	// A tenant's first owner: the invitation's token works once.
+	code, out, errOut = runCLI(t, "admin", "user", "invite", "--tenant", id, "--email", "Owner@Example.org", "--role", "owner", addr)
+	if code != 0 {
+		t.Fatalf("user invite: %d %s", code, errOut)
+	}
+	invited := decodeObject(t, out)
+	if len(invited) != 2 || invited["userId"] == nil || invited["invitationToken"] == nil {
+		t.Fatalf("user invite output %s", out)
+	}
+	apptest.RegisterSecret(invited["invitationToken"].(string))
+	accept := map[string]any{"token": invited["invitationToken"], "password": "copper kettle 19 ravine", "firstName": "O", "lastName": "W"}
+	c.Do(t, "POST", "/api/auth/invitations/accept", "", accept).Expect(t, http.StatusOK)
+	c.Do(t, "POST", "/api/auth/invitations/accept", "", accept).Expect(t, http.StatusBadRequest)
+
 	errCases := []struct {
 		args []string
 		code int
 		msg  string
 	}{
+		{[]string{"admin", "user", "invite", "--tenant", id, addr}, 2, "--email are required"},
+		{[]string{"admin", "user", "invite", "--tenant", id, "--email", "x@example.org", "--role", "boss", addr}, 1, "Role must be one of"},
 		{[]string{"admin", "tenant", "create", addr}, 2, "--name is required"},
 		{[]string{"admin", "tenant", "create", "--name", "X", "--features", "nope:enabled", addr}, 1, "not a known feature"},
 		{[]string{"admin", "tenant", "create", "--name", "Again", "--slug", "friends-of-the-library", addr}, 1, "already taken"},

@@ -53,7 +53,7 @@ var (
 
 // version starts every assertion's payload, so that a later format is
 // told apart instead of misread.
-const version = "v1"
+const version = "v2"
 
 // Key signs and verifies assertions with one deployment's internal key. It
 // is safe for concurrent use.
@@ -112,11 +112,11 @@ func NewKeyHex() string {
 // tenant.
 //
 // The payload is its fields one per line: version, expiry (Unix
-// milliseconds), method, tenant, key id, key prefix, currency, scopes and
-// features (comma-separated). A field holding a line break, or a list item
+// milliseconds), method, tenant, key id, key prefix, currency, user id,
+// session id, scopes and features (comma-separated). A field holding a line break, or a list item
 // holding a comma, would change the fields' meaning, so it is refused.
 func (k *Key) Sign(p Principal, method string, expires time.Time) (string, error) {
-	for _, f := range []string{method, p.TenantID, p.KeyID, p.KeyPrefix, p.Currency} {
+	for _, f := range []string{method, p.TenantID, p.KeyID, p.KeyPrefix, p.Currency, p.UserID, p.SessionID} {
 		if strings.ContainsRune(f, '\n') {
 			return "", errors.New("authctx: a line break in an assertion field")
 		}
@@ -128,7 +128,7 @@ func (k *Key) Sign(p Principal, method string, expires time.Time) (string, error
 			}
 		}
 	}
-	n := 48 + len(method) + len(p.TenantID) + len(p.KeyID) + len(p.KeyPrefix) + len(p.Currency) + sha256.Size
+	n := 48 + len(method) + len(p.TenantID) + len(p.KeyID) + len(p.KeyPrefix) + len(p.Currency) + len(p.UserID) + len(p.SessionID) + sha256.Size
 	for _, l := range [][]string{p.Scopes, p.Features} {
 		for _, item := range l {
 			n += len(item) + 1
@@ -138,7 +138,7 @@ func (k *Key) Sign(p Principal, method string, expires time.Time) (string, error
 	b = append(b, version...)
 	b = append(b, '\n')
 	b = strconv.AppendInt(b, expires.UnixMilli(), 10)
-	for _, f := range []string{method, p.TenantID, p.KeyID, p.KeyPrefix, p.Currency} {
+	for _, f := range []string{method, p.TenantID, p.KeyID, p.KeyPrefix, p.Currency, p.UserID, p.SessionID} {
 		b = append(b, '\n')
 		b = append(b, f...)
 	}
@@ -181,7 +181,7 @@ func (k *Key) Verify(assertion, method string, now time.Time) (Principal, error)
 		return Principal{}, errForged
 	}
 	payload := assertion[:n]
-	var f [9]string
+	var f [11]string
 	rest := payload
 	for i := range f {
 		var ok bool
@@ -202,5 +202,6 @@ func (k *Key) Verify(assertion, method string, now time.Time) (Principal, error)
 	if f[2] != method {
 		return Principal{}, errMethod
 	}
-	return Principal{TenantID: f[3], KeyID: f[4], KeyPrefix: f[5], Currency: f[6], Scopes: splitList(f[7]), Features: splitList(f[8])}, nil
+	return Principal{TenantID: f[3], KeyID: f[4], KeyPrefix: f[5], Currency: f[6], UserID: f[7], SessionID: f[8],
+		Scopes: splitList(f[9]), Features: splitList(f[10])}, nil
 }

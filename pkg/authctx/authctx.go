@@ -29,11 +29,19 @@ import (
 // (recurring charges, the dispatcher).
 const SystemActor = "system"
 
-// Principal is an authenticated API key.
+// Principal is an authenticated caller: an API key, or a staff user's
+// session (UserID and SessionID set, KeyID empty) whose scopes are its
+// role's in TenantID.
 type Principal struct {
 	TenantID  string
 	KeyID     string
 	KeyPrefix string
+	// UserID is the signed-in user of a session principal.
+	UserID string
+	// SessionID is the session a user principal came from: set on
+	// /api/auth routes (sign-out, the session's own reads) and on tenant
+	// routes alike.
+	SessionID string
 	Scopes    []string
 	Features  []string
 	// Currency is the tenant's default ISO 4217 currency, as the auth
@@ -55,9 +63,13 @@ func (p Principal) DefaultCurrency() (string, error) {
 	return p.Currency, nil
 }
 
-// Actor is the audit-log actor of the principal: api-key:<keyPrefix>, or
-// the platform's own actor for a System principal.
+// Actor is the audit-log actor of the principal: api-key:<keyPrefix>,
+// user:<userId> for a session, or the platform's own actor for a System
+// principal.
 func (p Principal) Actor() string {
+	if p.UserID != "" {
+		return "user:" + p.UserID
+	}
 	if a, ok := strings.CutPrefix(p.KeyID, systemKeyID); ok {
 		return a
 	}
@@ -83,7 +95,18 @@ func (p Principal) HasFeature(feature string) bool { return slices.Contains(p.Fe
 
 // tenant reports whether p names a tenant's key: a service assertion names
 // none.
-func (p Principal) tenant() bool { return p.TenantID != "" && p.KeyID != "" }
+func (p Principal) tenant() bool { return p.TenantID != "" && (p.KeyID != "" || p.UserID != "") }
+
+// FromSession returns the verified session principal of a call on the
+// /api/auth routes: a signed-in user, with or without a tenant. False for
+// anything else (an API key, a service assertion, no principal).
+func FromSession(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(incomingKey{}).(Principal)
+	if !ok || p.UserID == "" || p.SessionID == "" {
+		return Principal{}, false
+	}
+	return p, true
+}
 
 type incomingKey struct{}
 

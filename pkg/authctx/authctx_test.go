@@ -51,6 +51,9 @@ func TestSignVerify(t *testing.T) {
 		{TenantID: "7b0e4c1e-3f7a-4d0e-9a51-1f1e2d3c4b5a", KeyID: "0190a4d6-0000-7000-8000-0000000000aa", KeyPrefix: "ak_test_abcdefghijkl",
 			Scopes: []string{"contacts:view", "orders:void"}, Features: []string{"api-access:enabled", "webhooks:enabled"}, Currency: "EUR"},
 		{TenantID: "t", KeyID: "k", KeyPrefix: "p"},
+		// A staff session on a tenant route, and on /api/auth.
+		{TenantID: "t", UserID: "u", SessionID: "s", Scopes: []string{"contacts:view"}, Currency: "USD"},
+		{UserID: "u", SessionID: "s"},
 		{}, // a service assertion
 	} {
 		a, err := k.Sign(p, method, now.Add(Lifetime))
@@ -62,6 +65,7 @@ func TestSignVerify(t *testing.T) {
 			t.Fatalf("%+v: %v", p, err)
 		}
 		if got.TenantID != p.TenantID || got.KeyID != p.KeyID || got.KeyPrefix != p.KeyPrefix || got.Currency != p.Currency ||
+			got.UserID != p.UserID || got.SessionID != p.SessionID ||
 			strings.Join(got.Scopes, ",") != strings.Join(p.Scopes, ",") || strings.Join(got.Features, ",") != strings.Join(p.Features, ",") {
 			t.Errorf("got %+v, want %+v", got, p)
 		}
@@ -200,4 +204,23 @@ func BenchmarkSignVerify(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestSessionPrincipal: a session's principal acts as user:<id> on its
+// tenant, and only a session's principal is one on /api/auth.
+func TestSessionPrincipal(t *testing.T) {
+	p := Principal{TenantID: "t", UserID: "u1", SessionID: "s1", Scopes: []string{"contacts:view"}}
+	if p.Actor() != "user:u1" {
+		t.Errorf("actor %q", p.Actor())
+	}
+	ctx := NewIncomingContext(context.Background(), p)
+	if got, err := Require(ctx, "t", "contacts:view"); err != nil || got.UserID != "u1" {
+		t.Errorf("Require = %+v, %v", got, err)
+	}
+	if _, ok := FromSession(NewIncomingContext(context.Background(), Principal{TenantID: "t", KeyID: "k"})); ok {
+		t.Error("a key's principal is a session")
+	}
+	if got, ok := FromSession(NewIncomingContext(context.Background(), Principal{UserID: "u1", SessionID: "s1"})); !ok || got.UserID != "u1" {
+		t.Error("a session without a tenant is not read")
+	}
 }

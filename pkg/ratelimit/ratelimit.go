@@ -99,6 +99,26 @@ func (l *Limiter) allow(ctx context.Context, p Policy, key string, at *time.Time
 	return true, nil
 }
 
+// Exceeded reports whether key has used up p in the current window,
+// without counting a request: for policies that count only failures (a
+// sign-in checks it first and counts with Allow only when it fails).
+func (l *Limiter) Exceeded(ctx context.Context, p Policy, key string) (bool, error) {
+	secs := int64(p.Window / time.Second)
+	var n int
+	err := l.db.QueryRow(ctx, `
+		SELECT coalesce(max(count), 0) FROM ratelimit.counters
+		WHERE policy = $1 AND key = $2
+		  AND window_start = to_timestamp(floor(extract(epoch FROM now()) / $3::bigint) * $3::bigint)`, p.Name, key, secs).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("ratelimit: read %s: %w", p.Name, err)
+	}
+	if n >= p.Limit {
+		rejections.WithLabelValues(p.Name).Inc()
+		return true, nil
+	}
+	return false, nil
+}
+
 // rejections counts requests refused under each policy.
 var rejections = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "almoner_ratelimit_rejections_total",

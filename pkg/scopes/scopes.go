@@ -23,6 +23,7 @@ const (
 	InventoryCreate          = "inventory:create"
 	InventoryEdit            = "inventory:edit"
 	OrdersView               = "orders:view"
+	OwnersManage             = "owners:manage"
 	OrdersCreate             = "orders:create"
 	OrdersVoid               = "orders:void"
 	OrdersRefund             = "orders:refund"
@@ -35,6 +36,7 @@ const (
 	ReportsManage            = "reports:manage"
 	TaxStatementsManage      = "tax-statements:manage"
 	TenantSettingsManage     = "tenant-settings:manage"
+	UsersManage              = "users:manage"
 	WebhooksView             = "webhooks:view"
 	WebhooksManage           = "webhooks:manage"
 )
@@ -67,6 +69,7 @@ var Catalog = []Scope{
 	{OrdersCreate, "Create orders: gifts, item sales and recurring schedules."},
 	{OrdersVoid, "Void an order (operator-only)."},
 	{OrdersRefund, "Refund an order in full or in part (operator-only)."},
+	{OwnersManage, "Grant, change or take away the owner role of a staff user (with users:manage)."},
 	{PaymentMethodsManage, "Save a donor's card or bank account with a payment; list and remove a contact's saved payment methods."},
 	{RecurringDonationsView, "List and read recurring donation schedules."},
 	{RecurringDonationsCancel, "Cancel a recurring donation schedule."},
@@ -76,6 +79,7 @@ var Catalog = []Scope{
 	{ReportsManage, "Create, update and delete saved report definitions."},
 	{TaxStatementsManage, "Start year-end tax statement runs, follow them and download their statements."},
 	{TenantSettingsManage, "Read and replace the organization profile printed on receipts and statements."},
+	{UsersManage, "List staff users, invite them, change their roles and remove them."},
 	{WebhooksView, "List webhook endpoints, event types and deliveries."},
 	{WebhooksManage, "Register, update, delete and test webhook endpoints; send deliveries again and replay events."},
 }

@@ -179,3 +179,22 @@ func (a *adminServer) CreateKey(ctx context.Context, req *authv1.CreateKeyReques
 	}
 	return &authv1.CreateKeyResponse{ApiKey: created}, nil
 }
+
+// InviteUser invites a person to a tenant as an operator, the way a
+// tenant gets its first owner: it returns the invitation's token and
+// queues the invitation email too.
+func (a *adminServer) InviteUser(ctx context.Context, req *authv1.InviteUserRequest) (*authv1.InviteUserResponse, error) {
+	id, err := uuid.Parse(req.GetTenantId())
+	if err != nil {
+		return nil, errTenantNotFound
+	}
+	email, err := validateInvite(req.GetEmail(), req.GetRole())
+	if err != nil {
+		return nil, err
+	}
+	m, token, err := a.s.invite(ctx, id, email, req.GetRole(), authctx.SystemActor)
+	if err != nil {
+		return nil, err
+	}
+	return &authv1.InviteUserResponse{UserId: m.ID.String(), InvitationToken: token}, nil
+}

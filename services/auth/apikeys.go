@@ -82,8 +82,13 @@ func (a *apiKeyServer) CreateApiKey(ctx context.Context, req *authv1.CreateApiKe
 // gateway put in the principal after validating it: the caller cannot
 // choose it, and the row, not the request, says when the key expires. A
 // principal without a live key row (revoked since the gateway validated
-// it) is refused as any unusable key is.
+// it) is refused as any unusable key is. A staff session's principal has
+// no key: it answers an empty one, which never expires.
 func (a *apiKeyServer) callerKey(ctx context.Context, tenantID uuid.UUID, p authctx.Principal) (store.APIKey, error) {
+	if p.UserID != "" {
+		// A staff session has no key of its own, and no expiry to pass on.
+		return store.APIKey{}, nil
+	}
 	id, err := uuid.Parse(p.KeyID)
 	if err != nil {
 		return store.APIKey{}, apperr.Unauthenticated()

@@ -15,10 +15,13 @@ import (
 	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
 	"github.com/almoner/almoner/pkg/audit"
 	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/pkg/mail"
+	"github.com/almoner/almoner/pkg/ratelimit"
 	"github.com/almoner/almoner/pkg/secretbox"
 	"github.com/almoner/almoner/pkg/service"
 	"github.com/almoner/almoner/services/auth/keyformat"
 	"github.com/almoner/almoner/services/auth/migrations"
+	"github.com/almoner/almoner/services/auth/password"
 	"github.com/almoner/almoner/services/auth/store"
 )
 
@@ -49,7 +52,28 @@ type Config struct {
 	// must not mint them without bound. The admin command is not held to
 	// it. Zero takes DefaultKeyLimit.
 	KeyLimit int
+	// Mail is where queued email goes; the auth service hosts the one
+	// sender of the queue (pkg/mail) that every service writes to.
+	Mail mail.Settings
+	// MailSender tunes the sender (ALMONER_MAIL_INTERVAL).
+	MailSender mail.SenderConfig
+	// Password are the argon2id costs of new password hashes
+	// (ALMONER_ARGON2_MEMORY_KIB, ALMONER_ARGON2_TIME); zero fields take
+	// password.Default. Hashes keep their own costs, so a change only
+	// applies to passwords set after it.
+	Password password.Params
+	// SessionIdle ends a session unused for this long (ALMONER_SESSION_IDLE).
+	SessionIdle time.Duration
+	// SessionLifetime ends a session this long after sign-in, used or not
+	// (ALMONER_SESSION_LIFETIME).
+	SessionLifetime time.Duration
 }
+
+// Session defaults: 12 hours idle, 7 days in all.
+const (
+	DefaultSessionIdle     = 12 * time.Hour
+	DefaultSessionLifetime = 7 * 24 * time.Hour
+)
 
 // DefaultKeyCacheWindow is the default KeyCacheWindow.
 const DefaultKeyCacheWindow = 500 * time.Millisecond
@@ -63,9 +87,10 @@ func DefaultConfig() Config {
 	return Config{Environment: keyformat.Sandbox, UsageFlushInterval: 30 * time.Second, KeyCacheWindow: DefaultKeyCacheWindow, KeyLimit: DefaultKeyLimit}
 }
 
-// Migrations are the schemas the service needs: its own and the audit log.
+// Migrations are the schemas the service needs: its own, the audit log,
+// the mail queue and the rate-limit counters (failed sign-ins).
 func Migrations() []db.Migrations {
-	return []db.Migrations{audit.Migrations(), migrations.Set()}
+	return []db.Migrations{audit.Migrations(), mail.Migrations(), ratelimit.Migrations(), migrations.Set()}
 }
 
 // Service is the auth service.
@@ -73,10 +98,16 @@ type Service struct {
 	cfg    Config
 	store  *store.Store
 	usage  *usageTracker
-	logger *slog.Logger
-	now    func() time.Time
-	stop   context.CancelFunc
-	done   chan struct{}
+	mailer *mail.Sender // nil when mail has nowhere to go
+	// limiter counts failed sign-ins.
+	limiter *ratelimit.Limiter
+	// dummyHash is checked for an email without a password, at the cost
+	// of a real one, so the 401 takes the same time.
+	dummyHash string
+	logger    *slog.Logger
+	now       func() time.Time
+	stop      context.CancelFunc
+	done      chan struct{}
 }
 
 // New returns the auth service on pool.
@@ -93,8 +124,30 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) (*Service, error) 
 	if cfg.KeyLimit <= 0 {
 		cfg.KeyLimit = DefaultKeyLimit
 	}
+	cfg.Password = completeParams(cfg.Password)
+	if cfg.SessionIdle <= 0 {
+		cfg.SessionIdle = DefaultSessionIdle
+	}
+	if cfg.SessionLifetime <= 0 {
+		cfg.SessionLifetime = DefaultSessionLifetime
+	}
 	st := store.New(pool)
-	return &Service{cfg: cfg, store: st, usage: newUsageTracker(st.TouchKeys), logger: logger, now: time.Now}, nil
+	s := &Service{cfg: cfg, store: st, usage: newUsageTracker(st.TouchKeys), logger: logger, now: time.Now,
+		limiter: ratelimit.New(pool), dummyHash: password.Hash(newToken(), cfg.Password)}
+	if cfg.Mail.From == "" {
+		s.cfg.Mail.From = mail.DefaultFrom
+	}
+	if s.cfg.Mail.PublicURL == "" {
+		s.cfg.Mail.PublicURL = mail.DefaultPublicURL
+	}
+	transport, err := mail.NewTransport(s.cfg.Mail, logger)
+	if err != nil {
+		return nil, err
+	}
+	if transport != nil {
+		s.mailer = mail.NewSender(pool, transport, s.cfg.Mail.From, cfg.MailSender, logger)
+	}
+	return s, nil
 }
 
 // Register adds the service's gRPC servers to r.
@@ -103,13 +156,20 @@ func (s *Service) Register(r grpc.ServiceRegistrar) {
 	authv1.RegisterKeyValidationServiceServer(r, &validationServer{s: s})
 	authv1.RegisterTenantAdminServiceServer(r, &adminServer{s: s})
 	authv1.RegisterProcessorCredentialServiceServer(r, &processorServer{s: s})
+	authv1.RegisterUserServiceServer(r, &userServer{s: s})
+	authv1.RegisterStaffAuthServiceServer(r, &staffServer{s: s})
 }
 
-// Start runs the last-used flusher until Stop.
+// Start runs the last-used flusher and the mail sender until Stop.
 func (s *Service) Start(ctx context.Context) error {
 	ctx, s.stop = context.WithCancel(context.WithoutCancel(ctx))
 	s.done = make(chan struct{})
 	var wg sync.WaitGroup
+	if s.mailer != nil {
+		wg.Go(func() { s.mailer.Run(ctx) })
+	} else {
+		s.logger.Warn("mail: neither ALMONER_SMTP_URL nor ALMONER_MAIL_DIR is set; email stays queued in mail.outbox until one is")
+	}
 	wg.Go(func() {
 		t := time.NewTicker(s.cfg.UsageFlushInterval)
 		defer t.Stop()
@@ -164,6 +224,13 @@ var Module = service.Module{
 		} else if cfg.KeyCacheWindow, err = d.Config.Duration("ALMONER_KEY_CACHE_WINDOW", cfg.KeyCacheWindow); err != nil {
 			return nil, err
 		}
+		if err := readStaffConfig(d, &cfg); err != nil {
+			return nil, err
+		}
+		cfg.Mail = mail.SettingsFromConfig(d.Config)
+		if cfg.MailSender.Interval, err = d.Config.Duration("ALMONER_MAIL_INTERVAL", mail.DefaultInterval); err != nil {
+			return nil, err
+		}
 		// The host of a sandbox process that runs everything provides a
 		// random key when none is set (cmd/almoner); any other process
 		// must be given the deployment's.
@@ -172,4 +239,40 @@ var Module = service.Module{
 		}
 		return New(d.DB, cfg, d.Logger)
 	},
+}
+
+// completeParams fills unset argon2id costs with password.Default's.
+func completeParams(p password.Params) password.Params {
+	if p.MemoryKiB == 0 {
+		p.MemoryKiB = password.Default.MemoryKiB
+	}
+	if p.Time == 0 {
+		p.Time = password.Default.Time
+	}
+	if p.Threads == 0 {
+		p.Threads = password.Default.Threads
+	}
+	return p
+}
+
+// readStaffConfig reads the password costs and session timeouts.
+func readStaffConfig(d service.Deps, cfg *Config) error {
+	mem, err := d.Config.Int("ALMONER_ARGON2_MEMORY_KIB", int(password.Default.MemoryKiB))
+	if err != nil {
+		return err
+	}
+	passes, err := d.Config.Int("ALMONER_ARGON2_TIME", int(password.Default.Time))
+	if err != nil {
+		return err
+	}
+	// argon2 needs at least 8 KiB per thread.
+	if mem < 8 || passes < 1 {
+		return fmt.Errorf("ALMONER_ARGON2_MEMORY_KIB (%d) must be at least 8 and ALMONER_ARGON2_TIME (%d) at least 1", mem, passes)
+	}
+	cfg.Password = password.Params{MemoryKiB: uint32(mem), Time: uint32(passes), Threads: password.Default.Threads}
+	if cfg.SessionIdle, err = d.Config.Duration("ALMONER_SESSION_IDLE", DefaultSessionIdle); err != nil {
+		return err
+	}
+	cfg.SessionLifetime, err = d.Config.Duration("ALMONER_SESSION_LIFETIME", DefaultSessionLifetime)
+	return err
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/almoner/almoner/cmd/almoner/apptest"
 	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/pkg/mail/mailtest"
 )
 
 // TestMain lets tests start Almoner child processes from this binary
@@ -18,6 +19,7 @@ func TestMain(m *testing.M) {
 	apptest.RunChildIfRequested()
 	db.TrackTransactions()
 	code := m.Run()
+	mailtest.StopShared()
 	if leaks := apptest.SecretsNeverLogged(); leaks != "" {
 		fmt.Fprint(os.Stderr, "FAIL: secrets in logs:\n"+leaks)
 		code = 1

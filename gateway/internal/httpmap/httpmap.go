@@ -98,9 +98,9 @@ func SuccessStatus(name string) int {
 	switch {
 	case strings.HasPrefix(name, "Create"):
 		return http.StatusCreated
-	case strings.HasPrefix(name, "Redeliver"), strings.HasPrefix(name, "Replay"), name == "StartTaxStatementRun":
+	case strings.HasPrefix(name, "Redeliver"), strings.HasPrefix(name, "Replay"), name == "StartTaxStatementRun", name == "RequestPasswordReset":
 		return http.StatusAccepted
-	case strings.HasPrefix(name, "Delete"), strings.HasPrefix(name, "Revoke"):
+	case strings.HasPrefix(name, "Delete"), strings.HasPrefix(name, "Revoke"), name == "SignOut", name == "ConfirmPasswordReset":
 		return http.StatusNoContent
 	}
 	return http.StatusOK

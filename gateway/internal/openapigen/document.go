@@ -46,9 +46,11 @@ var serviceGroups = map[protoreflect.FullName]group{
 	"almoner.reports.v1.ReceiptService":             {"Tax statements", false},
 	"almoner.reports.v1.TaxStatementService":        {"Tax statements", false},
 	"almoner.imports.v1.ImportService":              {"Imports", false},
+	"almoner.auth.v1.UserService":                   {"Users", false},
+	"almoner.auth.v1.StaffAuthService":              {"Staff sign-in", false},
 }
 
-var groupOrder = []string{"Contacts", "Donations and orders", "Recurring donations", "Inventory items", "Reports", "Webhooks", "Events", "API keys", "Funds", "Payment methods", "Tenant administration", "Tax statements", "Imports", "Batches and fulfillment", "Marketing form"}
+var groupOrder = []string{"Contacts", "Donations and orders", "Recurring donations", "Inventory items", "Reports", "Webhooks", "Events", "API keys", "Funds", "Payment methods", "Tenant administration", "Tax statements", "Imports", "Batches and fulfillment", "Marketing form", "Users", "Staff sign-in"}
 
 // outsideSurface is said of every group outside the supported surface.
 const outsideSurface = "Outside the supported public surface: its shape, scope or existence may change without notice."
@@ -128,10 +130,16 @@ func (g *generator) document() (*openapi3.T, error) {
 		Components: &openapi3.Components{
 			Schemas:   g.schemas.built,
 			Responses: openapi3.ResponseBodies{},
-			SecuritySchemes: openapi3.SecuritySchemes{SecurityScheme: &openapi3.SecuritySchemeRef{Value: &openapi3.SecurityScheme{
-				Type: "apiKey", In: "header", Name: "X-Api-Key",
-				Description: "A tenant API key: ak_live_… (production) or ak_test_… (sandbox). Every failure of the key is the same 401.",
-			}}},
+			SecuritySchemes: openapi3.SecuritySchemes{
+				SecurityScheme: &openapi3.SecuritySchemeRef{Value: &openapi3.SecurityScheme{
+					Type: "apiKey", In: "header", Name: "X-Api-Key",
+					Description: "A tenant API key: ak_live_… (production) or ak_test_… (sandbox). Every failure of the key is the same 401.",
+				}},
+				CookieScheme: &openapi3.SecuritySchemeRef{Value: &openapi3.SecurityScheme{
+					Type: "apiKey", In: "cookie", Name: SessionCookie,
+					Description: "A staff user's session, set by POST /api/auth/sign-in (HttpOnly, SameSite=Lax). For people in a browser; programs use an API key. A state-changing request that the browser marks cross-site is 403.",
+				}},
+			},
 		},
 	}
 	doc.Components.Schemas[problemSchema] = openapi3.NewSchemaRef("", problemComponent())
@@ -198,7 +206,10 @@ func (g *generator) operation(op *operation, grp group) (*openapi3.Operation, er
 		o.Summary = sentence(id)
 	}
 	if strings.HasPrefix(op.path, TenantsPrefix) {
-		o.Security = &openapi3.SecurityRequirements{{SecurityScheme: []string{}}}
+		// Either a key or a staff session.
+		o.Security = &openapi3.SecurityRequirements{{SecurityScheme: []string{}}, {CookieScheme: []string{}}}
+	} else if strings.HasPrefix(op.path, AuthPrefix) && !publicAuth[id] {
+		o.Security = &openapi3.SecurityRequirements{{CookieScheme: []string{}}}
 	} else {
 		// Public: no key, explicitly (nothing is inherited either).
 		o.Security = &openapi3.SecurityRequirements{}

@@ -38,6 +38,20 @@ const TenantsPrefix = "/api/tenants/"
 // SecurityScheme is the name of the X-Api-Key scheme.
 const SecurityScheme = "ApiKey"
 
+// CookieScheme is the name of the staff session cookie's scheme: the
+// /api/auth routes but sign-in and accepting an invitation, and (beside
+// the key) every tenant route.
+const CookieScheme = "SessionCookie"
+
+// SessionCookie is the session cookie's name (the auth service sets it).
+const SessionCookie = "almoner_session"
+
+// AuthPrefix starts the staff sign-in routes.
+const AuthPrefix = "/api/auth/"
+
+// publicAuth are the /api/auth operations that need no session.
+var publicAuth = map[string]bool{"AcceptInvitation": true, "SignIn": true, "RequestPasswordReset": true, "ConfirmPasswordReset": true}
+
 // Build returns the OpenAPI 3.1 document of the routes bound in files,
 // with the words of the Swagger 2.0 document sw (protoc-gen-openapiv2's
 // output for the same protos).

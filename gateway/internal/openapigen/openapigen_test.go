@@ -67,7 +67,7 @@ func TestEveryRouteIsAnOperation(t *testing.T) {
 		if len(op.Tags) != 1 || !knownGroup(op.Tags[0]) {
 			t.Errorf("%s: tags %v", op.OperationID, op.Tags)
 		}
-		keyed := op.Security != nil && len(*op.Security) == 1
+		keyed := op.Security != nil && len(*op.Security) == 2
 		if tenant := strings.HasPrefix(path, TenantsPrefix); keyed != tenant || op.Security == nil {
 			t.Errorf("%s: security %v on %s", op.OperationID, op.Security, path)
 		}
@@ -139,7 +139,7 @@ func TestImportUpload(t *testing.T) {
 		t.Fatal("no POST /api/tenants/{tenantId}/imports")
 	}
 	op := item.Post
-	if op.OperationID != "UploadImport" || len(op.Tags) != 1 || op.Tags[0] != "Imports" || op.Security == nil || len(*op.Security) != 1 {
+	if op.OperationID != "UploadImport" || len(op.Tags) != 1 || op.Tags[0] != "Imports" || op.Security == nil || len(*op.Security) != 2 {
 		t.Errorf("operation %s, tags %v, security %v", op.OperationID, op.Tags, op.Security)
 	}
 	want := map[string]string{"path tenantId": "true []", "query kind": "true [contacts gifts]", "query format": "true [csv jsonl]",

@@ -190,6 +190,172 @@ func (x *GetValidationEpochResponse) GetCacheWindow() *durationpb.Duration {
 	return nil
 }
 
+// ValidateSessionRequest carries a session cookie's value.
+type ValidateSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Token is the cookie's value as received.
+	Token string `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	// TenantId is the tenant in the path of a tenant route; empty on
+	// /api/auth routes.
+	TenantId      string `protobuf:"bytes,2,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ValidateSessionRequest) Reset() {
+	*x = ValidateSessionRequest{}
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ValidateSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ValidateSessionRequest) ProtoMessage() {}
+
+func (x *ValidateSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ValidateSessionRequest.ProtoReflect.Descriptor instead.
+func (*ValidateSessionRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ValidateSessionRequest) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *ValidateSessionRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+// ValidateSessionResponse is the principal the session stands for.
+type ValidateSessionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// UserId is the signed-in user; the audit actor is user:<id>.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// SessionId is the session's id.
+	SessionId string `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// TenantId is the tenant asked for, when one was.
+	TenantId string `protobuf:"bytes,3,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// Role is the user's role in the tenant.
+	Role string `protobuf:"bytes,4,opt,name=role,proto3" json:"role,omitempty"`
+	// Scopes are the role's permissions in the tenant.
+	Scopes []string `protobuf:"bytes,5,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	// Features are the tenant's enabled feature flags.
+	Features []string `protobuf:"bytes,6,rep,name=features,proto3" json:"features,omitempty"`
+	// DefaultCurrency is the tenant's default ISO 4217 currency.
+	DefaultCurrency string `protobuf:"bytes,7,opt,name=default_currency,json=defaultCurrency,proto3" json:"default_currency,omitempty"`
+	// ExpiresAt is the end of the session's absolute lifetime: a gateway
+	// that caches the answer stops using it before then.
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ValidateSessionResponse) Reset() {
+	*x = ValidateSessionResponse{}
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ValidateSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ValidateSessionResponse) ProtoMessage() {}
+
+func (x *ValidateSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ValidateSessionResponse.ProtoReflect.Descriptor instead.
+func (*ValidateSessionResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ValidateSessionResponse) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *ValidateSessionResponse) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ValidateSessionResponse) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *ValidateSessionResponse) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *ValidateSessionResponse) GetScopes() []string {
+	if x != nil {
+		return x.Scopes
+	}
+	return nil
+}
+
+func (x *ValidateSessionResponse) GetFeatures() []string {
+	if x != nil {
+		return x.Features
+	}
+	return nil
+}
+
+func (x *ValidateSessionResponse) GetDefaultCurrency() string {
+	if x != nil {
+		return x.DefaultCurrency
+	}
+	return ""
+}
+
+func (x *ValidateSessionResponse) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
 // ValidateKeyRequest carries the presented key.
 type ValidateKeyRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -201,7 +367,7 @@ type ValidateKeyRequest struct {
 
 func (x *ValidateKeyRequest) Reset() {
 	*x = ValidateKeyRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[3]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -213,7 +379,7 @@ func (x *ValidateKeyRequest) String() string {
 func (*ValidateKeyRequest) ProtoMessage() {}
 
 func (x *ValidateKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[3]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -226,7 +392,7 @@ func (x *ValidateKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateKeyRequest.ProtoReflect.Descriptor instead.
 func (*ValidateKeyRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{3}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ValidateKeyRequest) GetApiKey() string {
@@ -262,7 +428,7 @@ type ValidateKeyResponse struct {
 
 func (x *ValidateKeyResponse) Reset() {
 	*x = ValidateKeyResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[4]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -274,7 +440,7 @@ func (x *ValidateKeyResponse) String() string {
 func (*ValidateKeyResponse) ProtoMessage() {}
 
 func (x *ValidateKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[4]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -287,7 +453,7 @@ func (x *ValidateKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateKeyResponse.ProtoReflect.Descriptor instead.
 func (*ValidateKeyResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{4}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ValidateKeyResponse) GetTenantId() string {
@@ -361,7 +527,7 @@ type TenantProcessor struct {
 
 func (x *TenantProcessor) Reset() {
 	*x = TenantProcessor{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[5]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -373,7 +539,7 @@ func (x *TenantProcessor) String() string {
 func (*TenantProcessor) ProtoMessage() {}
 
 func (x *TenantProcessor) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[5]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -386,7 +552,7 @@ func (x *TenantProcessor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantProcessor.ProtoReflect.Descriptor instead.
 func (*TenantProcessor) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{5}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *TenantProcessor) GetTenantId() string {
@@ -443,7 +609,7 @@ type SetTenantProcessorRequest struct {
 
 func (x *SetTenantProcessorRequest) Reset() {
 	*x = SetTenantProcessorRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[6]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -455,7 +621,7 @@ func (x *SetTenantProcessorRequest) String() string {
 func (*SetTenantProcessorRequest) ProtoMessage() {}
 
 func (x *SetTenantProcessorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[6]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -468,7 +634,7 @@ func (x *SetTenantProcessorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantProcessorRequest.ProtoReflect.Descriptor instead.
 func (*SetTenantProcessorRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{6}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SetTenantProcessorRequest) GetTenantId() string {
@@ -510,7 +676,7 @@ type SetTenantProcessorResponse struct {
 
 func (x *SetTenantProcessorResponse) Reset() {
 	*x = SetTenantProcessorResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[7]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -522,7 +688,7 @@ func (x *SetTenantProcessorResponse) String() string {
 func (*SetTenantProcessorResponse) ProtoMessage() {}
 
 func (x *SetTenantProcessorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[7]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -535,7 +701,7 @@ func (x *SetTenantProcessorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantProcessorResponse.ProtoReflect.Descriptor instead.
 func (*SetTenantProcessorResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{7}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SetTenantProcessorResponse) GetProcessor() *TenantProcessor {
@@ -556,7 +722,7 @@ type GetTenantProcessorRequest struct {
 
 func (x *GetTenantProcessorRequest) Reset() {
 	*x = GetTenantProcessorRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[8]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -568,7 +734,7 @@ func (x *GetTenantProcessorRequest) String() string {
 func (*GetTenantProcessorRequest) ProtoMessage() {}
 
 func (x *GetTenantProcessorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[8]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -581,7 +747,7 @@ func (x *GetTenantProcessorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTenantProcessorRequest.ProtoReflect.Descriptor instead.
 func (*GetTenantProcessorRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{8}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetTenantProcessorRequest) GetTenantId() string {
@@ -603,7 +769,7 @@ type GetTenantProcessorResponse struct {
 
 func (x *GetTenantProcessorResponse) Reset() {
 	*x = GetTenantProcessorResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[9]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -615,7 +781,7 @@ func (x *GetTenantProcessorResponse) String() string {
 func (*GetTenantProcessorResponse) ProtoMessage() {}
 
 func (x *GetTenantProcessorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[9]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -628,7 +794,7 @@ func (x *GetTenantProcessorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTenantProcessorResponse.ProtoReflect.Descriptor instead.
 func (*GetTenantProcessorResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{9}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetTenantProcessorResponse) GetProcessor() *TenantProcessor {
@@ -649,7 +815,7 @@ type ClearTenantProcessorRequest struct {
 
 func (x *ClearTenantProcessorRequest) Reset() {
 	*x = ClearTenantProcessorRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[10]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -661,7 +827,7 @@ func (x *ClearTenantProcessorRequest) String() string {
 func (*ClearTenantProcessorRequest) ProtoMessage() {}
 
 func (x *ClearTenantProcessorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[10]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -674,7 +840,7 @@ func (x *ClearTenantProcessorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClearTenantProcessorRequest.ProtoReflect.Descriptor instead.
 func (*ClearTenantProcessorRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{10}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ClearTenantProcessorRequest) GetTenantId() string {
@@ -695,7 +861,7 @@ type ClearTenantProcessorResponse struct {
 
 func (x *ClearTenantProcessorResponse) Reset() {
 	*x = ClearTenantProcessorResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[11]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -707,7 +873,7 @@ func (x *ClearTenantProcessorResponse) String() string {
 func (*ClearTenantProcessorResponse) ProtoMessage() {}
 
 func (x *ClearTenantProcessorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[11]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -720,7 +886,7 @@ func (x *ClearTenantProcessorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClearTenantProcessorResponse.ProtoReflect.Descriptor instead.
 func (*ClearTenantProcessorResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{11}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ClearTenantProcessorResponse) GetProcessor() *TenantProcessor {
@@ -745,7 +911,7 @@ type GetProcessorCredentialsRequest struct {
 
 func (x *GetProcessorCredentialsRequest) Reset() {
 	*x = GetProcessorCredentialsRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[12]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -757,7 +923,7 @@ func (x *GetProcessorCredentialsRequest) String() string {
 func (*GetProcessorCredentialsRequest) ProtoMessage() {}
 
 func (x *GetProcessorCredentialsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[12]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -770,7 +936,7 @@ func (x *GetProcessorCredentialsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetProcessorCredentialsRequest.ProtoReflect.Descriptor instead.
 func (*GetProcessorCredentialsRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{12}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetProcessorCredentialsRequest) GetTenantId() string {
@@ -812,7 +978,7 @@ type GetProcessorCredentialsResponse struct {
 
 func (x *GetProcessorCredentialsResponse) Reset() {
 	*x = GetProcessorCredentialsResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[13]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -824,7 +990,7 @@ func (x *GetProcessorCredentialsResponse) String() string {
 func (*GetProcessorCredentialsResponse) ProtoMessage() {}
 
 func (x *GetProcessorCredentialsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[13]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -837,7 +1003,7 @@ func (x *GetProcessorCredentialsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetProcessorCredentialsResponse.ProtoReflect.Descriptor instead.
 func (*GetProcessorCredentialsResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{13}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetProcessorCredentialsResponse) GetTenantId() string {
@@ -916,7 +1082,7 @@ type Tenant struct {
 
 func (x *Tenant) Reset() {
 	*x = Tenant{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[14]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -928,7 +1094,7 @@ func (x *Tenant) String() string {
 func (*Tenant) ProtoMessage() {}
 
 func (x *Tenant) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[14]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -941,7 +1107,7 @@ func (x *Tenant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tenant.ProtoReflect.Descriptor instead.
 func (*Tenant) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{14}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Tenant) GetId() string {
@@ -1017,7 +1183,7 @@ type CreateTenantRequest struct {
 
 func (x *CreateTenantRequest) Reset() {
 	*x = CreateTenantRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[15]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1029,7 +1195,7 @@ func (x *CreateTenantRequest) String() string {
 func (*CreateTenantRequest) ProtoMessage() {}
 
 func (x *CreateTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[15]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1042,7 +1208,7 @@ func (x *CreateTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTenantRequest.ProtoReflect.Descriptor instead.
 func (*CreateTenantRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{15}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CreateTenantRequest) GetName() string {
@@ -1084,7 +1250,7 @@ type CreateTenantResponse struct {
 
 func (x *CreateTenantResponse) Reset() {
 	*x = CreateTenantResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[16]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1096,7 +1262,7 @@ func (x *CreateTenantResponse) String() string {
 func (*CreateTenantResponse) ProtoMessage() {}
 
 func (x *CreateTenantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[16]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1109,7 +1275,7 @@ func (x *CreateTenantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTenantResponse.ProtoReflect.Descriptor instead.
 func (*CreateTenantResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{16}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CreateTenantResponse) GetTenant() *Tenant {
@@ -1130,7 +1296,7 @@ type GetTenantRequest struct {
 
 func (x *GetTenantRequest) Reset() {
 	*x = GetTenantRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[17]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1142,7 +1308,7 @@ func (x *GetTenantRequest) String() string {
 func (*GetTenantRequest) ProtoMessage() {}
 
 func (x *GetTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[17]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1155,7 +1321,7 @@ func (x *GetTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTenantRequest.ProtoReflect.Descriptor instead.
 func (*GetTenantRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{17}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetTenantRequest) GetTenantId() string {
@@ -1176,7 +1342,7 @@ type GetTenantResponse struct {
 
 func (x *GetTenantResponse) Reset() {
 	*x = GetTenantResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[18]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1188,7 +1354,7 @@ func (x *GetTenantResponse) String() string {
 func (*GetTenantResponse) ProtoMessage() {}
 
 func (x *GetTenantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[18]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1201,7 +1367,7 @@ func (x *GetTenantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTenantResponse.ProtoReflect.Descriptor instead.
 func (*GetTenantResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{18}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetTenantResponse) GetTenant() *Tenant {
@@ -1226,7 +1392,7 @@ type SetTenantFeatureRequest struct {
 
 func (x *SetTenantFeatureRequest) Reset() {
 	*x = SetTenantFeatureRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[19]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1238,7 +1404,7 @@ func (x *SetTenantFeatureRequest) String() string {
 func (*SetTenantFeatureRequest) ProtoMessage() {}
 
 func (x *SetTenantFeatureRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[19]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1251,7 +1417,7 @@ func (x *SetTenantFeatureRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantFeatureRequest.ProtoReflect.Descriptor instead.
 func (*SetTenantFeatureRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{19}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SetTenantFeatureRequest) GetTenantId() string {
@@ -1286,7 +1452,7 @@ type SetTenantFeatureResponse struct {
 
 func (x *SetTenantFeatureResponse) Reset() {
 	*x = SetTenantFeatureResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[20]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1298,7 +1464,7 @@ func (x *SetTenantFeatureResponse) String() string {
 func (*SetTenantFeatureResponse) ProtoMessage() {}
 
 func (x *SetTenantFeatureResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[20]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1311,7 +1477,7 @@ func (x *SetTenantFeatureResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantFeatureResponse.ProtoReflect.Descriptor instead.
 func (*SetTenantFeatureResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{20}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SetTenantFeatureResponse) GetTenant() *Tenant {
@@ -1334,7 +1500,7 @@ type SetTenantActiveRequest struct {
 
 func (x *SetTenantActiveRequest) Reset() {
 	*x = SetTenantActiveRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[21]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1346,7 +1512,7 @@ func (x *SetTenantActiveRequest) String() string {
 func (*SetTenantActiveRequest) ProtoMessage() {}
 
 func (x *SetTenantActiveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[21]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1359,7 +1525,7 @@ func (x *SetTenantActiveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantActiveRequest.ProtoReflect.Descriptor instead.
 func (*SetTenantActiveRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{21}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SetTenantActiveRequest) GetTenantId() string {
@@ -1387,7 +1553,7 @@ type SetTenantActiveResponse struct {
 
 func (x *SetTenantActiveResponse) Reset() {
 	*x = SetTenantActiveResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[22]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1399,7 +1565,7 @@ func (x *SetTenantActiveResponse) String() string {
 func (*SetTenantActiveResponse) ProtoMessage() {}
 
 func (x *SetTenantActiveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[22]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1412,7 +1578,7 @@ func (x *SetTenantActiveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantActiveResponse.ProtoReflect.Descriptor instead.
 func (*SetTenantActiveResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{22}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SetTenantActiveResponse) GetTenant() *Tenant {
@@ -1439,7 +1605,7 @@ type CreateKeyRequest struct {
 
 func (x *CreateKeyRequest) Reset() {
 	*x = CreateKeyRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[23]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1451,7 +1617,7 @@ func (x *CreateKeyRequest) String() string {
 func (*CreateKeyRequest) ProtoMessage() {}
 
 func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[23]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1464,7 +1630,7 @@ func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyRequest.ProtoReflect.Descriptor instead.
 func (*CreateKeyRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{23}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CreateKeyRequest) GetTenantId() string {
@@ -1506,7 +1672,7 @@ type CreateKeyResponse struct {
 
 func (x *CreateKeyResponse) Reset() {
 	*x = CreateKeyResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[24]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1518,7 +1684,7 @@ func (x *CreateKeyResponse) String() string {
 func (*CreateKeyResponse) ProtoMessage() {}
 
 func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[24]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1531,7 +1697,7 @@ func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyResponse.ProtoReflect.Descriptor instead.
 func (*CreateKeyResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{24}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CreateKeyResponse) GetApiKey() *CreatedApiKey {
@@ -1539,6 +1705,126 @@ func (x *CreateKeyResponse) GetApiKey() *CreatedApiKey {
 		return x.ApiKey
 	}
 	return nil
+}
+
+// InviteUserRequest names the tenant, the person and the role.
+type InviteUserRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the tenant's id.
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// Email is the person's address.
+	Email string `protobuf:"bytes,2,opt,name=email,proto3" json:"email,omitempty"`
+	// Role is a built-in role.
+	Role          string `protobuf:"bytes,3,opt,name=role,proto3" json:"role,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InviteUserRequest) Reset() {
+	*x = InviteUserRequest{}
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InviteUserRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InviteUserRequest) ProtoMessage() {}
+
+func (x *InviteUserRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InviteUserRequest.ProtoReflect.Descriptor instead.
+func (*InviteUserRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *InviteUserRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *InviteUserRequest) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *InviteUserRequest) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+// InviteUserResponse carries the user and the invitation's token.
+type InviteUserResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// UserId is the invited user's id.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// InvitationToken is what POST /api/auth/invitations/accept takes;
+	// shown this once.
+	InvitationToken string `protobuf:"bytes,2,opt,name=invitation_token,json=invitationToken,proto3" json:"invitation_token,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *InviteUserResponse) Reset() {
+	*x = InviteUserResponse{}
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InviteUserResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InviteUserResponse) ProtoMessage() {}
+
+func (x *InviteUserResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InviteUserResponse.ProtoReflect.Descriptor instead.
+func (*InviteUserResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *InviteUserResponse) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *InviteUserResponse) GetInvitationToken() string {
+	if x != nil {
+		return x.InvitationToken
+	}
+	return ""
 }
 
 var File_almoner_auth_v1_internal_proto protoreflect.FileDescriptor
@@ -1554,7 +1840,21 @@ const file_almoner_auth_v1_internal_proto_rawDesc = "" +
 	"\aused_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x06usedAt\"p\n" +
 	"\x1aGetValidationEpochResponse\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x03R\x05epoch\x12<\n" +
-	"\fcache_window\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\vcacheWindow\"-\n" +
+	"\fcache_window\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\vcacheWindow\"K\n" +
+	"\x16ValidateSessionRequest\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x12\x1b\n" +
+	"\ttenant_id\x18\x02 \x01(\tR\btenantId\"\x9c\x02\n" +
+	"\x17ValidateSessionResponse\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x1b\n" +
+	"\ttenant_id\x18\x03 \x01(\tR\btenantId\x12\x12\n" +
+	"\x04role\x18\x04 \x01(\tR\x04role\x12\x16\n" +
+	"\x06scopes\x18\x05 \x03(\tR\x06scopes\x12\x1a\n" +
+	"\bfeatures\x18\x06 \x03(\tR\bfeatures\x12)\n" +
+	"\x10default_currency\x18\a \x01(\tR\x0fdefaultCurrency\x129\n" +
+	"\n" +
+	"expires_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"-\n" +
 	"\x12ValidateKeyRequest\x12\x17\n" +
 	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\"\x82\x02\n" +
 	"\x13ValidateKeyResponse\x12\x1b\n" +
@@ -1645,16 +1945,26 @@ const file_almoner_auth_v1_internal_proto_rawDesc = "" +
 	"\n" +
 	"expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"L\n" +
 	"\x11CreateKeyResponse\x127\n" +
-	"\aapi_key\x18\x01 \x01(\v2\x1e.almoner.auth.v1.CreatedApiKeyR\x06apiKey2\xdf\x01\n" +
+	"\aapi_key\x18\x01 \x01(\v2\x1e.almoner.auth.v1.CreatedApiKeyR\x06apiKey\"Z\n" +
+	"\x11InviteUserRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x14\n" +
+	"\x05email\x18\x02 \x01(\tR\x05email\x12\x12\n" +
+	"\x04role\x18\x03 \x01(\tR\x04role\"X\n" +
+	"\x12InviteUserResponse\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\tR\x06userId\x12)\n" +
+	"\x10invitation_token\x18\x02 \x01(\tR\x0finvitationToken2\xc5\x02\n" +
 	"\x14KeyValidationService\x12X\n" +
 	"\vValidateKey\x12#.almoner.auth.v1.ValidateKeyRequest\x1a$.almoner.auth.v1.ValidateKeyResponse\x12m\n" +
-	"\x12GetValidationEpoch\x12*.almoner.auth.v1.GetValidationEpochRequest\x1a+.almoner.auth.v1.GetValidationEpochResponse2\xbb\x06\n" +
+	"\x12GetValidationEpoch\x12*.almoner.auth.v1.GetValidationEpochRequest\x1a+.almoner.auth.v1.GetValidationEpochResponse\x12d\n" +
+	"\x0fValidateSession\x12'.almoner.auth.v1.ValidateSessionRequest\x1a(.almoner.auth.v1.ValidateSessionResponse2\x92\a\n" +
 	"\x12TenantAdminService\x12[\n" +
 	"\fCreateTenant\x12$.almoner.auth.v1.CreateTenantRequest\x1a%.almoner.auth.v1.CreateTenantResponse\x12R\n" +
 	"\tGetTenant\x12!.almoner.auth.v1.GetTenantRequest\x1a\".almoner.auth.v1.GetTenantResponse\x12g\n" +
 	"\x10SetTenantFeature\x12(.almoner.auth.v1.SetTenantFeatureRequest\x1a).almoner.auth.v1.SetTenantFeatureResponse\x12d\n" +
 	"\x0fSetTenantActive\x12'.almoner.auth.v1.SetTenantActiveRequest\x1a(.almoner.auth.v1.SetTenantActiveResponse\x12R\n" +
-	"\tCreateKey\x12!.almoner.auth.v1.CreateKeyRequest\x1a\".almoner.auth.v1.CreateKeyResponse\x12m\n" +
+	"\tCreateKey\x12!.almoner.auth.v1.CreateKeyRequest\x1a\".almoner.auth.v1.CreateKeyResponse\x12U\n" +
+	"\n" +
+	"InviteUser\x12\".almoner.auth.v1.InviteUserRequest\x1a#.almoner.auth.v1.InviteUserResponse\x12m\n" +
 	"\x12SetTenantProcessor\x12*.almoner.auth.v1.SetTenantProcessorRequest\x1a+.almoner.auth.v1.SetTenantProcessorResponse\x12m\n" +
 	"\x12GetTenantProcessor\x12*.almoner.auth.v1.GetTenantProcessorRequest\x1a+.almoner.auth.v1.GetTenantProcessorResponse\x12s\n" +
 	"\x14ClearTenantProcessor\x12,.almoner.auth.v1.ClearTenantProcessorRequest\x1a-.almoner.auth.v1.ClearTenantProcessorResponse2\x9a\x01\n" +
@@ -1673,80 +1983,89 @@ func file_almoner_auth_v1_internal_proto_rawDescGZIP() []byte {
 	return file_almoner_auth_v1_internal_proto_rawDescData
 }
 
-var file_almoner_auth_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_almoner_auth_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_almoner_auth_v1_internal_proto_goTypes = []any{
 	(*GetValidationEpochRequest)(nil),       // 0: almoner.auth.v1.GetValidationEpochRequest
 	(*KeyUse)(nil),                          // 1: almoner.auth.v1.KeyUse
 	(*GetValidationEpochResponse)(nil),      // 2: almoner.auth.v1.GetValidationEpochResponse
-	(*ValidateKeyRequest)(nil),              // 3: almoner.auth.v1.ValidateKeyRequest
-	(*ValidateKeyResponse)(nil),             // 4: almoner.auth.v1.ValidateKeyResponse
-	(*TenantProcessor)(nil),                 // 5: almoner.auth.v1.TenantProcessor
-	(*SetTenantProcessorRequest)(nil),       // 6: almoner.auth.v1.SetTenantProcessorRequest
-	(*SetTenantProcessorResponse)(nil),      // 7: almoner.auth.v1.SetTenantProcessorResponse
-	(*GetTenantProcessorRequest)(nil),       // 8: almoner.auth.v1.GetTenantProcessorRequest
-	(*GetTenantProcessorResponse)(nil),      // 9: almoner.auth.v1.GetTenantProcessorResponse
-	(*ClearTenantProcessorRequest)(nil),     // 10: almoner.auth.v1.ClearTenantProcessorRequest
-	(*ClearTenantProcessorResponse)(nil),    // 11: almoner.auth.v1.ClearTenantProcessorResponse
-	(*GetProcessorCredentialsRequest)(nil),  // 12: almoner.auth.v1.GetProcessorCredentialsRequest
-	(*GetProcessorCredentialsResponse)(nil), // 13: almoner.auth.v1.GetProcessorCredentialsResponse
-	(*Tenant)(nil),                          // 14: almoner.auth.v1.Tenant
-	(*CreateTenantRequest)(nil),             // 15: almoner.auth.v1.CreateTenantRequest
-	(*CreateTenantResponse)(nil),            // 16: almoner.auth.v1.CreateTenantResponse
-	(*GetTenantRequest)(nil),                // 17: almoner.auth.v1.GetTenantRequest
-	(*GetTenantResponse)(nil),               // 18: almoner.auth.v1.GetTenantResponse
-	(*SetTenantFeatureRequest)(nil),         // 19: almoner.auth.v1.SetTenantFeatureRequest
-	(*SetTenantFeatureResponse)(nil),        // 20: almoner.auth.v1.SetTenantFeatureResponse
-	(*SetTenantActiveRequest)(nil),          // 21: almoner.auth.v1.SetTenantActiveRequest
-	(*SetTenantActiveResponse)(nil),         // 22: almoner.auth.v1.SetTenantActiveResponse
-	(*CreateKeyRequest)(nil),                // 23: almoner.auth.v1.CreateKeyRequest
-	(*CreateKeyResponse)(nil),               // 24: almoner.auth.v1.CreateKeyResponse
-	(*timestamppb.Timestamp)(nil),           // 25: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),             // 26: google.protobuf.Duration
-	(*CreatedApiKey)(nil),                   // 27: almoner.auth.v1.CreatedApiKey
+	(*ValidateSessionRequest)(nil),          // 3: almoner.auth.v1.ValidateSessionRequest
+	(*ValidateSessionResponse)(nil),         // 4: almoner.auth.v1.ValidateSessionResponse
+	(*ValidateKeyRequest)(nil),              // 5: almoner.auth.v1.ValidateKeyRequest
+	(*ValidateKeyResponse)(nil),             // 6: almoner.auth.v1.ValidateKeyResponse
+	(*TenantProcessor)(nil),                 // 7: almoner.auth.v1.TenantProcessor
+	(*SetTenantProcessorRequest)(nil),       // 8: almoner.auth.v1.SetTenantProcessorRequest
+	(*SetTenantProcessorResponse)(nil),      // 9: almoner.auth.v1.SetTenantProcessorResponse
+	(*GetTenantProcessorRequest)(nil),       // 10: almoner.auth.v1.GetTenantProcessorRequest
+	(*GetTenantProcessorResponse)(nil),      // 11: almoner.auth.v1.GetTenantProcessorResponse
+	(*ClearTenantProcessorRequest)(nil),     // 12: almoner.auth.v1.ClearTenantProcessorRequest
+	(*ClearTenantProcessorResponse)(nil),    // 13: almoner.auth.v1.ClearTenantProcessorResponse
+	(*GetProcessorCredentialsRequest)(nil),  // 14: almoner.auth.v1.GetProcessorCredentialsRequest
+	(*GetProcessorCredentialsResponse)(nil), // 15: almoner.auth.v1.GetProcessorCredentialsResponse
+	(*Tenant)(nil),                          // 16: almoner.auth.v1.Tenant
+	(*CreateTenantRequest)(nil),             // 17: almoner.auth.v1.CreateTenantRequest
+	(*CreateTenantResponse)(nil),            // 18: almoner.auth.v1.CreateTenantResponse
+	(*GetTenantRequest)(nil),                // 19: almoner.auth.v1.GetTenantRequest
+	(*GetTenantResponse)(nil),               // 20: almoner.auth.v1.GetTenantResponse
+	(*SetTenantFeatureRequest)(nil),         // 21: almoner.auth.v1.SetTenantFeatureRequest
+	(*SetTenantFeatureResponse)(nil),        // 22: almoner.auth.v1.SetTenantFeatureResponse
+	(*SetTenantActiveRequest)(nil),          // 23: almoner.auth.v1.SetTenantActiveRequest
+	(*SetTenantActiveResponse)(nil),         // 24: almoner.auth.v1.SetTenantActiveResponse
+	(*CreateKeyRequest)(nil),                // 25: almoner.auth.v1.CreateKeyRequest
+	(*CreateKeyResponse)(nil),               // 26: almoner.auth.v1.CreateKeyResponse
+	(*InviteUserRequest)(nil),               // 27: almoner.auth.v1.InviteUserRequest
+	(*InviteUserResponse)(nil),              // 28: almoner.auth.v1.InviteUserResponse
+	(*timestamppb.Timestamp)(nil),           // 29: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),             // 30: google.protobuf.Duration
+	(*CreatedApiKey)(nil),                   // 31: almoner.auth.v1.CreatedApiKey
 }
 var file_almoner_auth_v1_internal_proto_depIdxs = []int32{
 	1,  // 0: almoner.auth.v1.GetValidationEpochRequest.key_uses:type_name -> almoner.auth.v1.KeyUse
-	25, // 1: almoner.auth.v1.KeyUse.used_at:type_name -> google.protobuf.Timestamp
-	26, // 2: almoner.auth.v1.GetValidationEpochResponse.cache_window:type_name -> google.protobuf.Duration
-	25, // 3: almoner.auth.v1.ValidateKeyResponse.expires_at:type_name -> google.protobuf.Timestamp
-	5,  // 4: almoner.auth.v1.SetTenantProcessorResponse.processor:type_name -> almoner.auth.v1.TenantProcessor
-	5,  // 5: almoner.auth.v1.GetTenantProcessorResponse.processor:type_name -> almoner.auth.v1.TenantProcessor
-	5,  // 6: almoner.auth.v1.ClearTenantProcessorResponse.processor:type_name -> almoner.auth.v1.TenantProcessor
-	25, // 7: almoner.auth.v1.Tenant.created_at:type_name -> google.protobuf.Timestamp
-	25, // 8: almoner.auth.v1.Tenant.events_since:type_name -> google.protobuf.Timestamp
-	14, // 9: almoner.auth.v1.CreateTenantResponse.tenant:type_name -> almoner.auth.v1.Tenant
-	14, // 10: almoner.auth.v1.GetTenantResponse.tenant:type_name -> almoner.auth.v1.Tenant
-	14, // 11: almoner.auth.v1.SetTenantFeatureResponse.tenant:type_name -> almoner.auth.v1.Tenant
-	14, // 12: almoner.auth.v1.SetTenantActiveResponse.tenant:type_name -> almoner.auth.v1.Tenant
-	25, // 13: almoner.auth.v1.CreateKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	27, // 14: almoner.auth.v1.CreateKeyResponse.api_key:type_name -> almoner.auth.v1.CreatedApiKey
-	3,  // 15: almoner.auth.v1.KeyValidationService.ValidateKey:input_type -> almoner.auth.v1.ValidateKeyRequest
-	0,  // 16: almoner.auth.v1.KeyValidationService.GetValidationEpoch:input_type -> almoner.auth.v1.GetValidationEpochRequest
-	15, // 17: almoner.auth.v1.TenantAdminService.CreateTenant:input_type -> almoner.auth.v1.CreateTenantRequest
-	17, // 18: almoner.auth.v1.TenantAdminService.GetTenant:input_type -> almoner.auth.v1.GetTenantRequest
-	19, // 19: almoner.auth.v1.TenantAdminService.SetTenantFeature:input_type -> almoner.auth.v1.SetTenantFeatureRequest
-	21, // 20: almoner.auth.v1.TenantAdminService.SetTenantActive:input_type -> almoner.auth.v1.SetTenantActiveRequest
-	23, // 21: almoner.auth.v1.TenantAdminService.CreateKey:input_type -> almoner.auth.v1.CreateKeyRequest
-	6,  // 22: almoner.auth.v1.TenantAdminService.SetTenantProcessor:input_type -> almoner.auth.v1.SetTenantProcessorRequest
-	8,  // 23: almoner.auth.v1.TenantAdminService.GetTenantProcessor:input_type -> almoner.auth.v1.GetTenantProcessorRequest
-	10, // 24: almoner.auth.v1.TenantAdminService.ClearTenantProcessor:input_type -> almoner.auth.v1.ClearTenantProcessorRequest
-	12, // 25: almoner.auth.v1.ProcessorCredentialService.GetProcessorCredentials:input_type -> almoner.auth.v1.GetProcessorCredentialsRequest
-	4,  // 26: almoner.auth.v1.KeyValidationService.ValidateKey:output_type -> almoner.auth.v1.ValidateKeyResponse
-	2,  // 27: almoner.auth.v1.KeyValidationService.GetValidationEpoch:output_type -> almoner.auth.v1.GetValidationEpochResponse
-	16, // 28: almoner.auth.v1.TenantAdminService.CreateTenant:output_type -> almoner.auth.v1.CreateTenantResponse
-	18, // 29: almoner.auth.v1.TenantAdminService.GetTenant:output_type -> almoner.auth.v1.GetTenantResponse
-	20, // 30: almoner.auth.v1.TenantAdminService.SetTenantFeature:output_type -> almoner.auth.v1.SetTenantFeatureResponse
-	22, // 31: almoner.auth.v1.TenantAdminService.SetTenantActive:output_type -> almoner.auth.v1.SetTenantActiveResponse
-	24, // 32: almoner.auth.v1.TenantAdminService.CreateKey:output_type -> almoner.auth.v1.CreateKeyResponse
-	7,  // 33: almoner.auth.v1.TenantAdminService.SetTenantProcessor:output_type -> almoner.auth.v1.SetTenantProcessorResponse
-	9,  // 34: almoner.auth.v1.TenantAdminService.GetTenantProcessor:output_type -> almoner.auth.v1.GetTenantProcessorResponse
-	11, // 35: almoner.auth.v1.TenantAdminService.ClearTenantProcessor:output_type -> almoner.auth.v1.ClearTenantProcessorResponse
-	13, // 36: almoner.auth.v1.ProcessorCredentialService.GetProcessorCredentials:output_type -> almoner.auth.v1.GetProcessorCredentialsResponse
-	26, // [26:37] is the sub-list for method output_type
-	15, // [15:26] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	29, // 1: almoner.auth.v1.KeyUse.used_at:type_name -> google.protobuf.Timestamp
+	30, // 2: almoner.auth.v1.GetValidationEpochResponse.cache_window:type_name -> google.protobuf.Duration
+	29, // 3: almoner.auth.v1.ValidateSessionResponse.expires_at:type_name -> google.protobuf.Timestamp
+	29, // 4: almoner.auth.v1.ValidateKeyResponse.expires_at:type_name -> google.protobuf.Timestamp
+	7,  // 5: almoner.auth.v1.SetTenantProcessorResponse.processor:type_name -> almoner.auth.v1.TenantProcessor
+	7,  // 6: almoner.auth.v1.GetTenantProcessorResponse.processor:type_name -> almoner.auth.v1.TenantProcessor
+	7,  // 7: almoner.auth.v1.ClearTenantProcessorResponse.processor:type_name -> almoner.auth.v1.TenantProcessor
+	29, // 8: almoner.auth.v1.Tenant.created_at:type_name -> google.protobuf.Timestamp
+	29, // 9: almoner.auth.v1.Tenant.events_since:type_name -> google.protobuf.Timestamp
+	16, // 10: almoner.auth.v1.CreateTenantResponse.tenant:type_name -> almoner.auth.v1.Tenant
+	16, // 11: almoner.auth.v1.GetTenantResponse.tenant:type_name -> almoner.auth.v1.Tenant
+	16, // 12: almoner.auth.v1.SetTenantFeatureResponse.tenant:type_name -> almoner.auth.v1.Tenant
+	16, // 13: almoner.auth.v1.SetTenantActiveResponse.tenant:type_name -> almoner.auth.v1.Tenant
+	29, // 14: almoner.auth.v1.CreateKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	31, // 15: almoner.auth.v1.CreateKeyResponse.api_key:type_name -> almoner.auth.v1.CreatedApiKey
+	5,  // 16: almoner.auth.v1.KeyValidationService.ValidateKey:input_type -> almoner.auth.v1.ValidateKeyRequest
+	0,  // 17: almoner.auth.v1.KeyValidationService.GetValidationEpoch:input_type -> almoner.auth.v1.GetValidationEpochRequest
+	3,  // 18: almoner.auth.v1.KeyValidationService.ValidateSession:input_type -> almoner.auth.v1.ValidateSessionRequest
+	17, // 19: almoner.auth.v1.TenantAdminService.CreateTenant:input_type -> almoner.auth.v1.CreateTenantRequest
+	19, // 20: almoner.auth.v1.TenantAdminService.GetTenant:input_type -> almoner.auth.v1.GetTenantRequest
+	21, // 21: almoner.auth.v1.TenantAdminService.SetTenantFeature:input_type -> almoner.auth.v1.SetTenantFeatureRequest
+	23, // 22: almoner.auth.v1.TenantAdminService.SetTenantActive:input_type -> almoner.auth.v1.SetTenantActiveRequest
+	25, // 23: almoner.auth.v1.TenantAdminService.CreateKey:input_type -> almoner.auth.v1.CreateKeyRequest
+	27, // 24: almoner.auth.v1.TenantAdminService.InviteUser:input_type -> almoner.auth.v1.InviteUserRequest
+	8,  // 25: almoner.auth.v1.TenantAdminService.SetTenantProcessor:input_type -> almoner.auth.v1.SetTenantProcessorRequest
+	10, // 26: almoner.auth.v1.TenantAdminService.GetTenantProcessor:input_type -> almoner.auth.v1.GetTenantProcessorRequest
+	12, // 27: almoner.auth.v1.TenantAdminService.ClearTenantProcessor:input_type -> almoner.auth.v1.ClearTenantProcessorRequest
+	14, // 28: almoner.auth.v1.ProcessorCredentialService.GetProcessorCredentials:input_type -> almoner.auth.v1.GetProcessorCredentialsRequest
+	6,  // 29: almoner.auth.v1.KeyValidationService.ValidateKey:output_type -> almoner.auth.v1.ValidateKeyResponse
+	2,  // 30: almoner.auth.v1.KeyValidationService.GetValidationEpoch:output_type -> almoner.auth.v1.GetValidationEpochResponse
+	4,  // 31: almoner.auth.v1.KeyValidationService.ValidateSession:output_type -> almoner.auth.v1.ValidateSessionResponse
+	18, // 32: almoner.auth.v1.TenantAdminService.CreateTenant:output_type -> almoner.auth.v1.CreateTenantResponse
+	20, // 33: almoner.auth.v1.TenantAdminService.GetTenant:output_type -> almoner.auth.v1.GetTenantResponse
+	22, // 34: almoner.auth.v1.TenantAdminService.SetTenantFeature:output_type -> almoner.auth.v1.SetTenantFeatureResponse
+	24, // 35: almoner.auth.v1.TenantAdminService.SetTenantActive:output_type -> almoner.auth.v1.SetTenantActiveResponse
+	26, // 36: almoner.auth.v1.TenantAdminService.CreateKey:output_type -> almoner.auth.v1.CreateKeyResponse
+	28, // 37: almoner.auth.v1.TenantAdminService.InviteUser:output_type -> almoner.auth.v1.InviteUserResponse
+	9,  // 38: almoner.auth.v1.TenantAdminService.SetTenantProcessor:output_type -> almoner.auth.v1.SetTenantProcessorResponse
+	11, // 39: almoner.auth.v1.TenantAdminService.GetTenantProcessor:output_type -> almoner.auth.v1.GetTenantProcessorResponse
+	13, // 40: almoner.auth.v1.TenantAdminService.ClearTenantProcessor:output_type -> almoner.auth.v1.ClearTenantProcessorResponse
+	15, // 41: almoner.auth.v1.ProcessorCredentialService.GetProcessorCredentials:output_type -> almoner.auth.v1.GetProcessorCredentialsResponse
+	29, // [29:42] is the sub-list for method output_type
+	16, // [16:29] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_almoner_auth_v1_internal_proto_init() }
@@ -1761,7 +2080,7 @@ func file_almoner_auth_v1_internal_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_almoner_auth_v1_internal_proto_rawDesc), len(file_almoner_auth_v1_internal_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -21,6 +21,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	KeyValidationService_ValidateKey_FullMethodName        = "/almoner.auth.v1.KeyValidationService/ValidateKey"
 	KeyValidationService_GetValidationEpoch_FullMethodName = "/almoner.auth.v1.KeyValidationService/GetValidationEpoch"
+	KeyValidationService_ValidateSession_FullMethodName    = "/almoner.auth.v1.KeyValidationService/ValidateSession"
 )
 
 // KeyValidationServiceClient is the client API for KeyValidationService service.
@@ -42,6 +43,16 @@ type KeyValidationServiceClient interface {
 	// Callers report the uses of keys they validated from their cache, so
 	// that lastUsedAt keeps moving. See docs/auth.md.
 	GetValidationEpoch(ctx context.Context, in *GetValidationEpochRequest, opts ...grpc.CallOption) (*GetValidationEpochResponse, error)
+	// ValidateSession resolves a staff session cookie, for a tenant route
+	// (tenant_id set: the principal carries the role's scopes there) or for
+	// an /api/auth route (tenant_id empty). Every failure is the same
+	// UNAUTHENTICATED, except a tenant where the user is no active member:
+	// NOT_FOUND, as a key's other tenant. It touches the session (idle
+	// timeout). A gateway may cache a success as it caches a key's, under
+	// the validation epoch and for at most a minute: sign-out, session
+	// deletion, removal, role changes and password resets move the epoch and
+	// wait out the cache window, so they act on the next request.
+	ValidateSession(ctx context.Context, in *ValidateSessionRequest, opts ...grpc.CallOption) (*ValidateSessionResponse, error)
 }
 
 type keyValidationServiceClient struct {
@@ -72,6 +83,16 @@ func (c *keyValidationServiceClient) GetValidationEpoch(ctx context.Context, in 
 	return out, nil
 }
 
+func (c *keyValidationServiceClient) ValidateSession(ctx context.Context, in *ValidateSessionRequest, opts ...grpc.CallOption) (*ValidateSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ValidateSessionResponse)
+	err := c.cc.Invoke(ctx, KeyValidationService_ValidateSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // KeyValidationServiceServer is the server API for KeyValidationService service.
 // All implementations must embed UnimplementedKeyValidationServiceServer
 // for forward compatibility.
@@ -91,6 +112,16 @@ type KeyValidationServiceServer interface {
 	// Callers report the uses of keys they validated from their cache, so
 	// that lastUsedAt keeps moving. See docs/auth.md.
 	GetValidationEpoch(context.Context, *GetValidationEpochRequest) (*GetValidationEpochResponse, error)
+	// ValidateSession resolves a staff session cookie, for a tenant route
+	// (tenant_id set: the principal carries the role's scopes there) or for
+	// an /api/auth route (tenant_id empty). Every failure is the same
+	// UNAUTHENTICATED, except a tenant where the user is no active member:
+	// NOT_FOUND, as a key's other tenant. It touches the session (idle
+	// timeout). A gateway may cache a success as it caches a key's, under
+	// the validation epoch and for at most a minute: sign-out, session
+	// deletion, removal, role changes and password resets move the epoch and
+	// wait out the cache window, so they act on the next request.
+	ValidateSession(context.Context, *ValidateSessionRequest) (*ValidateSessionResponse, error)
 	mustEmbedUnimplementedKeyValidationServiceServer()
 }
 
@@ -106,6 +137,9 @@ func (UnimplementedKeyValidationServiceServer) ValidateKey(context.Context, *Val
 }
 func (UnimplementedKeyValidationServiceServer) GetValidationEpoch(context.Context, *GetValidationEpochRequest) (*GetValidationEpochResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetValidationEpoch not implemented")
+}
+func (UnimplementedKeyValidationServiceServer) ValidateSession(context.Context, *ValidateSessionRequest) (*ValidateSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ValidateSession not implemented")
 }
 func (UnimplementedKeyValidationServiceServer) mustEmbedUnimplementedKeyValidationServiceServer() {}
 func (UnimplementedKeyValidationServiceServer) testEmbeddedByValue()                              {}
@@ -164,6 +198,24 @@ func _KeyValidationService_GetValidationEpoch_Handler(srv interface{}, ctx conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _KeyValidationService_ValidateSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ValidateSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(KeyValidationServiceServer).ValidateSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: KeyValidationService_ValidateSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(KeyValidationServiceServer).ValidateSession(ctx, req.(*ValidateSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // KeyValidationService_ServiceDesc is the grpc.ServiceDesc for KeyValidationService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -179,6 +231,10 @@ var KeyValidationService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "GetValidationEpoch",
 			Handler:    _KeyValidationService_GetValidationEpoch_Handler,
 		},
+		{
+			MethodName: "ValidateSession",
+			Handler:    _KeyValidationService_ValidateSession_Handler,
+		},
 	},
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "almoner/auth/v1/internal.proto",
@@ -190,6 +246,7 @@ const (
 	TenantAdminService_SetTenantFeature_FullMethodName     = "/almoner.auth.v1.TenantAdminService/SetTenantFeature"
 	TenantAdminService_SetTenantActive_FullMethodName      = "/almoner.auth.v1.TenantAdminService/SetTenantActive"
 	TenantAdminService_CreateKey_FullMethodName            = "/almoner.auth.v1.TenantAdminService/CreateKey"
+	TenantAdminService_InviteUser_FullMethodName           = "/almoner.auth.v1.TenantAdminService/InviteUser"
 	TenantAdminService_SetTenantProcessor_FullMethodName   = "/almoner.auth.v1.TenantAdminService/SetTenantProcessor"
 	TenantAdminService_GetTenantProcessor_FullMethodName   = "/almoner.auth.v1.TenantAdminService/GetTenantProcessor"
 	TenantAdminService_ClearTenantProcessor_FullMethodName = "/almoner.auth.v1.TenantAdminService/ClearTenantProcessor"
@@ -212,6 +269,10 @@ type TenantAdminServiceClient interface {
 	SetTenantActive(ctx context.Context, in *SetTenantActiveRequest, opts ...grpc.CallOption) (*SetTenantActiveResponse, error)
 	// CreateKey creates an API key for a tenant, as an operator.
 	CreateKey(ctx context.Context, in *CreateKeyRequest, opts ...grpc.CallOption) (*CreateKeyResponse, error)
+	// InviteUser invites a person to a tenant with a role, as an operator
+	// (a tenant's first owner): it returns the invitation's token, and
+	// queues the invitation email too.
+	InviteUser(ctx context.Context, in *InviteUserRequest, opts ...grpc.CallOption) (*InviteUserResponse, error)
 	// SetTenantProcessor connects the tenant's own payment processor account,
 	// replacing any earlier one. The keys are sealed at rest and never
 	// returned by this service's admin RPCs.
@@ -282,6 +343,16 @@ func (c *tenantAdminServiceClient) CreateKey(ctx context.Context, in *CreateKeyR
 	return out, nil
 }
 
+func (c *tenantAdminServiceClient) InviteUser(ctx context.Context, in *InviteUserRequest, opts ...grpc.CallOption) (*InviteUserResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(InviteUserResponse)
+	err := c.cc.Invoke(ctx, TenantAdminService_InviteUser_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *tenantAdminServiceClient) SetTenantProcessor(ctx context.Context, in *SetTenantProcessorRequest, opts ...grpc.CallOption) (*SetTenantProcessorResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(SetTenantProcessorResponse)
@@ -329,6 +400,10 @@ type TenantAdminServiceServer interface {
 	SetTenantActive(context.Context, *SetTenantActiveRequest) (*SetTenantActiveResponse, error)
 	// CreateKey creates an API key for a tenant, as an operator.
 	CreateKey(context.Context, *CreateKeyRequest) (*CreateKeyResponse, error)
+	// InviteUser invites a person to a tenant with a role, as an operator
+	// (a tenant's first owner): it returns the invitation's token, and
+	// queues the invitation email too.
+	InviteUser(context.Context, *InviteUserRequest) (*InviteUserResponse, error)
 	// SetTenantProcessor connects the tenant's own payment processor account,
 	// replacing any earlier one. The keys are sealed at rest and never
 	// returned by this service's admin RPCs.
@@ -363,6 +438,9 @@ func (UnimplementedTenantAdminServiceServer) SetTenantActive(context.Context, *S
 }
 func (UnimplementedTenantAdminServiceServer) CreateKey(context.Context, *CreateKeyRequest) (*CreateKeyResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateKey not implemented")
+}
+func (UnimplementedTenantAdminServiceServer) InviteUser(context.Context, *InviteUserRequest) (*InviteUserResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method InviteUser not implemented")
 }
 func (UnimplementedTenantAdminServiceServer) SetTenantProcessor(context.Context, *SetTenantProcessorRequest) (*SetTenantProcessorResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetTenantProcessor not implemented")
@@ -484,6 +562,24 @@ func _TenantAdminService_CreateKey_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TenantAdminService_InviteUser_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InviteUserRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TenantAdminServiceServer).InviteUser(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TenantAdminService_InviteUser_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TenantAdminServiceServer).InviteUser(ctx, req.(*InviteUserRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _TenantAdminService_SetTenantProcessor_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(SetTenantProcessorRequest)
 	if err := dec(in); err != nil {
@@ -564,6 +660,10 @@ var TenantAdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CreateKey",
 			Handler:    _TenantAdminService_CreateKey_Handler,
+		},
+		{
+			MethodName: "InviteUser",
+			Handler:    _TenantAdminService_InviteUser_Handler,
 		},
 		{
 			MethodName: "SetTenantProcessor",

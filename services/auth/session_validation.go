@@ -1,0 +1,79 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
+	"github.com/almoner/almoner/pkg/apperr"
+	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/services/auth/store"
+)
+
+// touchEvery is how stale a session's last use may be before a request
+// writes it again: the idle timeout is hours, so a write per minute at
+// most keeps it exact enough without a write per request. Gateways keep a
+// session's validation at most this long (sessionEntryLife there), so an
+// active session is validated, and touched, at least every two minutes.
+const touchEvery = time.Minute
+
+// ValidateSession resolves a session cookie for the gateway: a session
+// that is open, within its idle timeout and its absolute lifetime; for a
+// tenant route, the user's active membership there (NOT_FOUND without
+// one) gives the role's scopes.
+func (v *validationServer) ValidateSession(ctx context.Context, req *authv1.ValidateSessionRequest) (*authv1.ValidateSessionResponse, error) {
+	s := v.s
+	sess, err := s.openSession(ctx, req.GetToken())
+	if err != nil {
+		return nil, err
+	}
+	resp := &authv1.ValidateSessionResponse{UserId: sess.UserID.String(), SessionId: sess.ID.String(), ExpiresAt: timestamppb.New(sess.ExpiresAt)}
+	if req.GetTenantId() == "" {
+		return resp, nil
+	}
+	tenant, err := uuid.Parse(req.GetTenantId())
+	if err != nil {
+		return nil, errTenantNotFound
+	}
+	access, err := s.store.Access(ctx, tenant, sess.UserID)
+	if errors.Is(err, db.ErrNotFound) {
+		return nil, errTenantNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	// A role the code no longer knows grants nothing.
+	sc, _ := RoleScopes(access.Role)
+	resp.TenantId, resp.Role, resp.Scopes = tenant.String(), access.Role, sc
+	resp.Features, resp.DefaultCurrency = access.Features, access.Currency
+	return resp, nil
+}
+
+// openSession returns the usable session of token and notes its use;
+// every failure is the same Unauthenticated.
+func (s *Service) openSession(ctx context.Context, token string) (store.Session, error) {
+	if token == "" {
+		return store.Session{}, apperr.Unauthenticated()
+	}
+	sess, err := s.store.SessionByToken(ctx, hashToken(token))
+	if errors.Is(err, db.ErrNotFound) {
+		return store.Session{}, apperr.Unauthenticated()
+	}
+	if err != nil {
+		return store.Session{}, err
+	}
+	now := s.now()
+	if !now.Before(sess.ExpiresAt) || now.Sub(sess.LastSeenAt) >= s.cfg.SessionIdle {
+		return store.Session{}, apperr.Unauthenticated()
+	}
+	if now.Sub(sess.LastSeenAt) >= touchEvery {
+		if err := s.store.TouchSession(ctx, sess.ID); err != nil {
+			return store.Session{}, err
+		}
+	}
+	return sess, nil
+}
