@@ -34,20 +34,24 @@ func TestInstallmentClaims(t *testing.T) {
 	if _, ok, err := s.ClaimInstallment(ctx, tenant, schedule, today, time.Minute); err != nil || ok {
 		t.Fatalf("a second runner claimed a period in flight: %v %v", ok, err)
 	}
-	for name, change := range map[string]func() error{
-		"amend": func() error {
+	// A change waits for the charge in flight; one that cannot wait (its
+	// context ends first) is refused.
+	for name, change := range map[string]func(context.Context) error{
+		"amend": func(ctx context.Context) error {
 			_, err := s.UpdateSchedule(ctx, tenant, schedule, actor, func(sc store.Schedule) (store.Schedule, error) { sc.AmountMinor = 2000; return sc, nil })
 			return err
 		},
-		"skip": func() error {
+		"skip": func(ctx context.Context) error {
 			_, err := s.SkipInstallment(ctx, tenant, schedule, today, actor, func(store.Schedule) error { return nil })
 			return err
 		},
-		"cancel": func() error { _, err := s.CancelSchedule(ctx, tenant, schedule, actor); return err },
+		"cancel": func(ctx context.Context) error { _, err := s.CancelSchedule(ctx, tenant, schedule, actor); return err },
 	} {
-		if err := change(); !errors.Is(err, store.ErrChargeInProgress) {
+		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		if err := change(short); !errors.Is(err, store.ErrChargeInProgress) {
 			t.Errorf("%s during the charge: %v, want ErrChargeInProgress", name, err)
 		}
+		cancel()
 	}
 
 	// The first runner dies; once its lease is over the claim is taken
@@ -59,6 +63,16 @@ func TestInstallmentClaims(t *testing.T) {
 	if err != nil || !ok || second.Attempt != first.Attempt {
 		t.Fatalf("takeover: %+v %v %v; want attempt %d", second, ok, err, first.Attempt)
 	}
+	// A cancel sent now waits for the charge to be recorded.
+	type result struct {
+		status string
+		err    error
+	}
+	cancelled := make(chan result, 1)
+	go func() {
+		sc, err := s.CancelSchedule(ctx, tenant, schedule, actor)
+		cancelled <- result{sc.Status, err}
+	}()
 	n := gift(tenant, fund, today)
 	n.ScheduleID = &schedule
 	if recorded, err := s.RecordInstallment(ctx, second, today, store.Outcome{Order: &n}); err != nil || !recorded {
@@ -69,9 +83,8 @@ func TestInstallmentClaims(t *testing.T) {
 	if recorded, err := s.RecordInstallment(ctx, first, today, store.Outcome{Order: &again}); err != nil || recorded {
 		t.Errorf("the dead runner's late record: %v %v, want nothing recorded", recorded, err)
 	}
-	sc, err := s.CancelSchedule(ctx, tenant, schedule, actor)
-	if err != nil || sc.Status != store.ScheduleCancelled {
-		t.Errorf("cancel after the charge was recorded: %v %v", sc.Status, err)
+	if sc := <-cancelled; sc.err != nil || sc.status != store.ScheduleCancelled {
+		t.Errorf("cancel that waited for the charge: %v %v", sc.status, sc.err)
 	}
 	var orders int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM orders.orders WHERE tenant_id = $1 AND schedule_id = $2`, tenant, schedule).Scan(&orders); err != nil {

@@ -93,20 +93,22 @@ func (s *Schedule) Resume(day time.Time) {
 // written.
 func (s *Store) UpdateSchedule(ctx context.Context, tenantID, id uuid.UUID, actor string, change func(Schedule) (Schedule, error)) (Schedule, error) {
 	var out Schedule
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		old, err := lockSchedule(ctx, tx, tenantID, id)
-		if err != nil {
+	err := afterCharge(ctx, func() error {
+		return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+			old, err := lockSchedule(ctx, tx, tenantID, id)
+			if err != nil {
+				return err
+			}
+			if err := chargeInFlight(ctx, tx, tenantID, id); err != nil {
+				return err
+			}
+			next, err := change(old)
+			if err != nil {
+				return err
+			}
+			out, err = writeSchedule(ctx, tx, old, next, actor)
 			return err
-		}
-		if err := chargeInFlight(ctx, tx, tenantID, id); err != nil {
-			return err
-		}
-		next, err := change(old)
-		if err != nil {
-			return err
-		}
-		out, err = writeSchedule(ctx, tx, old, next, actor)
-		return err
+		})
 	})
 	if err != nil {
 		return Schedule{}, fmt.Errorf("orders: update schedule %s: %w", id, err)
@@ -122,39 +124,41 @@ func (s *Store) UpdateSchedule(ctx context.Context, tenantID, id uuid.UUID, acto
 // back unchanged.
 func (s *Store) SkipInstallment(ctx context.Context, tenantID, id uuid.UUID, today time.Time, actor string, check func(Schedule) error) (Schedule, error) {
 	var out Schedule
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		old, err := lockSchedule(ctx, tx, tenantID, id)
-		if err != nil {
-			return err
-		}
-		if err := chargeInFlight(ctx, tx, tenantID, id); err != nil {
-			return err
-		}
-		if err := check(old); err != nil {
-			return err
-		}
-		period := *old.NextChargeDate
-		tag, err := tx.Exec(ctx, `INSERT INTO orders.recurring_charges (tenant_id, schedule_id, period) VALUES ($1, $2, $3)
+	err := afterCharge(ctx, func() error {
+		return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+			old, err := lockSchedule(ctx, tx, tenantID, id)
+			if err != nil {
+				return err
+			}
+			if err := chargeInFlight(ctx, tx, tenantID, id); err != nil {
+				return err
+			}
+			if err := check(old); err != nil {
+				return err
+			}
+			period := *old.NextChargeDate
+			tag, err := tx.Exec(ctx, `INSERT INTO orders.recurring_charges (tenant_id, schedule_id, period) VALUES ($1, $2, $3)
 			ON CONFLICT DO NOTHING`, tenantID, id, period)
-		if err != nil {
-			return fmt.Errorf("claim period %s: %w", period.Format(time.DateOnly), err)
-		}
-		if tag.RowsAffected() == 0 {
-			// Skipped or charged already (an amendment moved the next
-			// charge date back onto it): a period has one outcome, so
-			// the repeat records nothing and changes nothing; the runner
-			// passes over the claimed period.
-			out = old
-			return nil
-		}
-		if err := insertInstallment(ctx, tx, old, Installment{Period: period, DueDate: today, Status: InstallmentSkipped}); err != nil {
+			if err != nil {
+				return fmt.Errorf("claim period %s: %w", period.Format(time.DateOnly), err)
+			}
+			if tag.RowsAffected() == 0 {
+				// Skipped or charged already (an amendment moved the next
+				// charge date back onto it): a period has one outcome, so
+				// the repeat records nothing and changes nothing; the runner
+				// passes over the claimed period.
+				out = old
+				return nil
+			}
+			if err := insertInstallment(ctx, tx, old, Installment{Period: period, DueDate: today, Status: InstallmentSkipped}); err != nil {
+				return err
+			}
+			next := old
+			next.ClearRetry()
+			next.PlaceNext(after(old, period))
+			out, err = writeSchedule(ctx, tx, old, next, actor)
 			return err
-		}
-		next := old
-		next.ClearRetry()
-		next.PlaceNext(after(old, period))
-		out, err = writeSchedule(ctx, tx, old, next, actor)
-		return err
+		})
 	})
 	if err != nil {
 		return Schedule{}, fmt.Errorf("orders: skip installment of schedule %s: %w", id, err)
@@ -342,4 +346,27 @@ func (s *Store) SetRetryDays(ctx context.Context, tenantID uuid.UUID, days []int
 		return nil, fmt.Errorf("orders: set retry days of tenant %s: %w", tenantID, err)
 	}
 	return out, nil
+}
+
+// chargeWait is how long a schedule change waits for an installment in
+// flight (its processor call, a few hundred milliseconds) to be recorded
+// before it is refused with ErrChargeInProgress: the change then sees the
+// charged period, as when it waited on the schedule's row lock.
+const chargeWait = 10 * time.Second
+
+// afterCharge runs change, again while it finds an installment of its
+// schedule in flight, for up to chargeWait; no lock is held between tries.
+func afterCharge(ctx context.Context, change func() error) error {
+	deadline := time.Now().Add(chargeWait)
+	for pause := 20 * time.Millisecond; ; pause = min(2*pause, 500*time.Millisecond) {
+		err := change()
+		if !errors.Is(err, ErrChargeInProgress) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+	}
 }
