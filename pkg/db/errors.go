@@ -117,7 +117,7 @@ func Interpret(err error) error {
 // violation of kind k in err, and whether err is one.
 func constraintOf(err error, k error) (string, bool) {
 	var e *Error
-	if !errors.As(Interpret(err), &e) || e.Kind != k {
+	if !errors.As(Interpret(err), &e) || !errors.Is(e.Kind, k) {
 		return "", false
 	}
 	return e.Constraint, true

@@ -54,7 +54,7 @@ func (m *fakeMover) MoveContactRecords(ctx context.Context, req *ordersv1.MoveCo
 func newMergeFixture(t *testing.T, mover *fakeMover) *fixture {
 	t.Helper()
 	f := newFixture(t, nil)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	lis, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func newFixture(t *testing.T, giving ordersv1.GivingServiceServer) *fixture {
 	t.Cleanup(pool.Close)
 	var dial func(string) (grpc.ClientConnInterface, error)
 	if giving != nil {
-		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		lis, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}

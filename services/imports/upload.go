@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"hash"
 	"io"
 	"mime"
 	"strconv"
@@ -168,7 +167,7 @@ func (s *Service) receive(ctx context.Context, stream importsv1.ImportService_Up
 		buf  []byte
 		seq  int32
 		size int64
-		sum  hash.Hash = sha256.New()
+		sum  = sha256.New()
 	)
 	flush := func(all bool) error {
 		for len(buf) >= chunkSize || (all && len(buf) > 0) {
