@@ -89,7 +89,7 @@ func StartHost(ctx context.Context, cfg HostConfig, modules ...Module) (*Host, e
 	h.server, h.health = NewGRPCServer(cfg.Logger, cfg.InternalKey)
 	lis, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.GRPCAddr)
 	if err != nil {
-		pool.Close()
+		h.abort() // the server's stream workers run until it is stopped
 		return nil, fmt.Errorf("listen on %s: %w", cfg.GRPCAddr, err)
 	}
 	h.listener = lis
