@@ -202,5 +202,5 @@ func (k *Key) Verify(assertion, method string, now time.Time) (Principal, error)
 	if f[2] != method {
 		return Principal{}, errMethod
 	}
-	return Principal{TenantID: f[3], KeyID: f[4], KeyPrefix: f[5], Currency: f[6], Scopes: splitList(f[7]), Features: splitList(f[8])}, nil
+	return Principal{TenantID: f[3], tenantUUID: parseTenant(f[3]), KeyID: f[4], KeyPrefix: f[5], Currency: f[6], Scopes: splitList(f[7]), Features: splitList(f[8])}, nil
 }

@@ -34,7 +34,7 @@ func (a *server) GetImport(ctx context.Context, req *importsv1.GetImportRequest)
 	if err != nil {
 		return nil, err
 	}
-	m, err := a.s.get(ctx, uuid.MustParse(p.TenantID), req.GetImportId())
+	m, err := a.s.get(ctx, p.Tenant(), req.GetImportId())
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +52,7 @@ func (a *server) ListImportErrors(ctx context.Context, req *importsv1.ListImport
 	if err != nil {
 		return nil, err
 	}
-	tenantID := uuid.MustParse(p.TenantID)
+	tenantID := p.Tenant()
 	m, err := a.s.get(ctx, tenantID, req.GetImportId())
 	if err != nil {
 		return nil, err

@@ -57,7 +57,7 @@ func (s *Service) upload(stream importsv1.ImportService_UploadImportServer) (*im
 	if err != nil {
 		return nil, err
 	}
-	draft.TenantID, draft.Actor, draft.Currency = uuid.MustParse(p.TenantID), p.Actor(), p.Currency
+	draft.TenantID, draft.Actor, draft.Currency = p.Tenant(), p.Actor(), p.Currency
 	if draft.ID, err = uuid.NewV7(); err != nil {
 		return nil, err
 	}

@@ -72,7 +72,7 @@ func (a *server) endpointOf(ctx context.Context, p authctx.Principal, webhookID 
 	if err != nil {
 		return store.Endpoint{}, errWebhookNotFound
 	}
-	e, err := a.s.store.GetEndpoint(ctx, uuid.MustParse(p.TenantID), id, withDeleted)
+	e, err := a.s.store.GetEndpoint(ctx, p.Tenant(), id, withDeleted)
 	if errors.Is(err, db.ErrNotFound) {
 		return store.Endpoint{}, errWebhookNotFound
 	}
