@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/almoner/almoner/cmd/almoner/apptest"
 	"github.com/almoner/almoner/cmd/almoner/internal/app"
 	"github.com/almoner/almoner/pkg/authctx"
@@ -35,7 +37,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(authctx.KeyVar) == "" {
 		_ = os.Setenv(authctx.KeyVar, authctx.NewKeyHex())
 	}
-	os.Exit(m.Run())
+	// Every cluster, child process and client of these tests is stopped
+	// with its test: a goroutine left once they pass is a leak.
+	goleak.VerifyTestMain(m)
 }
 
 // startCluster starts a cluster that signs with this process's internal
