@@ -122,3 +122,15 @@ func constraintOf(err error, k error) (string, bool) {
 	}
 	return e.Constraint, true
 }
+
+// Found is a handler's "get by id or 404" in one line: v and err from a
+// store's read, with a missing row (ErrNotFound anywhere in err's chain)
+// answered as notFound, the service's domain error naming what was not
+// there. Any other error passes as it is.
+func Found[T any](v T, err error, notFound error) (T, error) {
+	if errors.Is(err, ErrNotFound) {
+		var zero T
+		return zero, notFound
+	}
+	return v, err
+}

@@ -2,7 +2,6 @@ package imports
 
 import (
 	"context"
-	"errors"
 
 	"github.com/google/uuid"
 
@@ -77,8 +76,5 @@ func (s *Service) get(ctx context.Context, tenantID uuid.UUID, rawID string) (st
 		return store.Import{}, errImportNotFound
 	}
 	m, err := s.store.Get(ctx, tenantID, id)
-	if errors.Is(err, db.ErrNotFound) {
-		return m, errImportNotFound
-	}
-	return m, err
+	return db.Found(m, err, errImportNotFound)
 }
