@@ -5,6 +5,11 @@ SHELL := /usr/bin/env bash
 
 BIN        := $(CURDIR)/bin
 MODULES    := pkg services/auth services/contacts services/imports services/inventory services/orders services/reports services/webhooks gateway cmd/almoner deploy docs/examples/webhook-receiver
+# Modules golangci-lint checks (gofmt and go vet still run on all MODULES).
+# services/orders, services/auth and gateway are left out only while they
+# are being rewritten (orders split into packages, staff sign-in); the lead
+# adds them here once those rewrites land and their findings are fixed.
+LINT_MODULES := $(filter-out services/orders services/auth gateway,$(MODULES))
 export PATH := $(BIN):$(PATH)
 export GOFLAGS := -buildvcs=false
 
@@ -15,6 +20,7 @@ PROTOC_GEN_GO_GRPC       := v1.6.2
 GRPC_GATEWAY_VERSION     := v2.32.0
 STRIPE_MOCK_VERSION      := v0.203.0
 MAILPIT_VERSION          := v1.33.1
+GOLANGCI_LINT_VERSION    := v2.15.0
 
 .PHONY: help
 help: ## Show the targets.
@@ -34,9 +40,14 @@ $(BIN)/stripe-mock:
 	GOBIN=$(BIN) go install github.com/stripe/stripe-mock@$(STRIPE_MOCK_VERSION)
 $(BIN)/mailpit:
 	GOBIN=$(BIN) go install github.com/axllent/mailpit@$(MAILPIT_VERSION)
+# The version is part of the file name so bumping GOLANGCI_LINT_VERSION
+# installs the new one instead of reusing a stale binary.
+$(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION):
+	GOBIN=$(BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv $(BIN)/golangci-lint $@
 
 .PHONY: tools
-tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/protoc-gen-grpc-gateway $(BIN)/protoc-gen-openapiv2 $(BIN)/stripe-mock $(BIN)/mailpit ## Install the pinned code generators, stripe-mock and Mailpit into bin/.
+tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/protoc-gen-grpc-gateway $(BIN)/protoc-gen-openapiv2 $(BIN)/stripe-mock $(BIN)/mailpit $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION) ## Install the pinned code generators, linter, stripe-mock and Mailpit into bin/.
 
 .PHONY: generate
 generate: tools ## Regenerate Go code and the OpenAPI document from proto/ (offline).
@@ -47,11 +58,12 @@ generate: tools ## Regenerate Go code and the OpenAPI document from proto/ (offl
 	cd gateway && go run ./cmd/openapigen -swagger ../third_party/openapiv2/almoner.swagger.json -out openapi/openapi.json
 
 .PHONY: lint
-lint: tools ## buf lint, gofmt and go vet.
+lint: tools ## buf lint, gofmt, go vet, and golangci-lint (.golangci.yml) on LINT_MODULES.
 	./scripts/third-party-protos.sh
 	buf lint
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	for m in $(MODULES); do (cd $$m && go vet ./...); done
+	for m in $(LINT_MODULES); do echo "== golangci-lint $$m"; (cd $$m && $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION) run ./...) || exit 1; done
 
 .PHONY: lint-openapi
 lint-openapi: ## Lint gateway/openapi/openapi.json with Redocly CLI (pinned in tools/redocly; rules in redocly.yaml).

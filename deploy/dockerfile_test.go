@@ -166,7 +166,7 @@ func TestDockerfile(t *testing.T) {
 		t.Skip("no sh to run the build command")
 	}
 	out := t.TempDir()
-	cmd := exec.Command("sh", "-c", strings.ReplaceAll(run, "/out/", out+"/"))
+	cmd := exec.CommandContext(t.Context(), "sh", "-c", strings.ReplaceAll(run, "/out/", out+"/"))
 	cmd.Dir = ".."
 	cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false")
 	if b, err := cmd.CombinedOutput(); err != nil {
@@ -176,7 +176,7 @@ func TestDockerfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer bin.Close()
+	defer func() { _ = bin.Close() }()
 	for _, p := range bin.Progs {
 		if p.Type == elf.PT_INTERP {
 			t.Error("the binary needs a dynamic loader; distroless/static has none")

@@ -123,7 +123,7 @@ func resolveAuthTarget(env config.Source) authTarget {
 		}
 	}
 	file := filepath.Join(env.String("ALMONER_DATA_DIR", ".data"), runFileName)
-	if b, err := os.ReadFile(file); err == nil {
+	if b, err := os.ReadFile(file); err == nil { //nolint:gosec // G304: the operator's data dir
 		var run struct {
 			GRPCAddr string `json:"grpcAddr"`
 		}
@@ -234,7 +234,7 @@ func resolveInternalKey(env config.Source) (signingKey, error) {
 		return signingKey{k, authctx.KeyVar}, err
 	}
 	file := filepath.Join(env.String("ALMONER_DATA_DIR", ".data"), internalKeyFileName)
-	b, err := os.ReadFile(file)
+	b, err := os.ReadFile(file) //nolint:gosec // G304: the operator's data dir
 	if errors.Is(err, os.ErrNotExist) {
 		return signingKey{}, fmt.Errorf("%s is not set and there is no %s: admin commands sign their calls with the deployment's "+
 			"internal key. Set %s to the key the server was given; make run keeps its key in %s (if make run was given "+
@@ -301,7 +301,7 @@ func unreachable(t authTarget) error {
 	if err != nil {
 		return nil
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err = healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})

@@ -49,7 +49,7 @@ func tenantRecurringRetries(ctx context.Context, args []string) (proto.Message, 
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	return ordersv1.NewRecurringSettingsServiceClient(conn).SetRecurringRetries(ctx, &ordersv1.SetRecurringRetriesRequest{TenantId: *tenant, Days: list})
 }
 

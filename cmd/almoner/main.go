@@ -56,17 +56,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stdout)
 		return 0
 	default:
-		fmt.Fprintf(stderr, "almoner: unknown command %q\n", args[0])
+		_, _ = fmt.Fprintf(stderr, "almoner: unknown command %q\n", args[0])
 		usage(stderr)
 		return 2
 	}
 	if err != nil {
 		var ue usageError
 		if errors.As(err, &ue) {
-			fmt.Fprintf(stderr, "almoner: %v\n", err)
+			_, _ = fmt.Fprintf(stderr, "almoner: %v\n", err)
 			return 2
 		}
-		fmt.Fprintf(stderr, "almoner: %v\n", err)
+		_, _ = fmt.Fprintf(stderr, "almoner: %v\n", err)
 		return 1
 	}
 	return 0
@@ -77,7 +77,7 @@ type usageError struct{ msg string }
 func (e usageError) Error() string { return e.msg }
 
 func usage(w io.Writer) {
-	fmt.Fprint(w, `usage: almoner <command> [flags]
+	_, _ = fmt.Fprint(w, `usage: almoner <command> [flags]
 
 commands:
   serve     run services and the REST gateway (--target=`+strings.Join(app.Targets(), "|")+`)
@@ -100,9 +100,9 @@ func printServices(w io.Writer) {
 	}
 	for _, n := range names {
 		if needs := app.Needs[n]; len(needs) > 0 {
-			fmt.Fprintf(w, "%-*s  needs %s\n", width, n, strings.Join(needs, ", "))
+			_, _ = fmt.Fprintf(w, "%-*s  needs %s\n", width, n, strings.Join(needs, ", "))
 		} else {
-			fmt.Fprintln(w, n)
+			_, _ = fmt.Fprintln(w, n)
 		}
 	}
 }
@@ -148,7 +148,7 @@ func serve(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer shutdownTracing(context.WithoutCancel(ctx)) //nolint:errcheck
+	defer shutdownTracing(context.WithoutCancel(ctx)) //nolint:errcheck // flushing on exit: nowhere left to report to
 	a, err := app.Start(ctx, cfg)
 	if err != nil {
 		return err

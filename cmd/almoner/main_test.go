@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/almoner/almoner/cmd/almoner/apptest"
 	"github.com/almoner/almoner/cmd/almoner/internal/app"
 	"github.com/almoner/almoner/pkg/authctx"
@@ -35,7 +37,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(authctx.KeyVar) == "" {
 		_ = os.Setenv(authctx.KeyVar, authctx.NewKeyHex())
 	}
-	os.Exit(m.Run())
+	// Every cluster, child process and client of these tests is stopped
+	// with its test: a goroutine left once they pass is a leak.
+	goleak.VerifyTestMain(m)
 }
 
 // startCluster starts a cluster that signs with this process's internal
@@ -225,7 +229,7 @@ func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 			done <- result{0, err}
 			return
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		done <- result{resp.StatusCode, nil}
 	}()
 	select {
@@ -244,11 +248,11 @@ func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 	// The rest of the body comes once the shutdown has closed the
 	// listener: new connections are refused.
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		conn, err := net.Dial("tcp", httpAddr)
+		conn, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", httpAddr)
 		if err != nil {
 			break
 		}
-		conn.Close()
+		_ = conn.Close()
 		if time.Now().After(deadline) {
 			t.Fatalf("the server still accepts connections a minute after SIGTERM: %s", logs.String())
 		}
@@ -256,7 +260,7 @@ func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 	if _, err := pw.Write([]byte(`"scopes": ["contacts:view"]}`)); err != nil {
 		t.Fatal(err)
 	}
-	pw.Close()
+	_ = pw.Close()
 
 	select {
 	case r := <-done:
@@ -275,7 +279,8 @@ func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 		t.Fatal("server did not exit after SIGTERM")
 	}
 	// New connections are refused once it has gone.
-	if _, err := http.Get("http://" + httpAddr + "/"); err == nil {
+	if resp, err := apptest.Get(t.Context(), nil, "http://"+httpAddr+"/"); err == nil {
+		_ = resp.Body.Close()
 		t.Error("server still accepts connections")
 	}
 }
@@ -286,11 +291,11 @@ func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 func TestServeMetricsOnItsOwnListener(t *testing.T) {
 	t.Parallel()
 	get := func(url string) (int, string) {
-		resp, err := http.Get(url)
+		resp, err := apptest.Get(t.Context(), nil, url)
 		if err != nil {
 			return 0, err.Error()
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
@@ -338,7 +343,7 @@ launches:
 		for range n {
 			c.addrs = append(c.addrs, apptest.FreeAddr(t))
 		}
-		c.cmd = exec.Command(os.Args[0])
+		c.cmd = exec.CommandContext(t.Context(), os.Args[0])
 		c.cmd.Env = append(os.Environ(), env(c.addrs)...)
 		c.cmd.Stdout, c.cmd.Stderr = c.logs, c.logs
 		if err := c.cmd.Start(); err != nil {

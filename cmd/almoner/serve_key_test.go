@@ -81,7 +81,7 @@ func (s *served) launch() {
 	s.launches++
 	s.logs, s.exited = &apptest.SyncBuffer{}, make(chan error, 1)
 	s.httpAddr, s.grpcAddr = apptest.FreeAddr(s.t), apptest.FreeAddr(s.t)
-	cmd := exec.Command(os.Args[0])
+	cmd := exec.CommandContext(s.t.Context(), os.Args[0])
 	cmd.Env = append(append(os.Environ(),
 		"ALMONER_TEST_RUN_MAIN="+strings.Join(append([]string{"serve", "--http-addr=" + s.httpAddr, "--grpc-addr=" + s.grpcAddr}, s.args...), "\x1f"),
 		"ALMONER_MIGRATE=false", "ALMONER_METRICS_ADDR=off", "ALMONER_LOG_FORMAT=json"), s.env...)
@@ -110,11 +110,11 @@ func (s *served) relaunchedAfterPortTaken() bool {
 
 // httpUp reports whether the process's gateway answers its liveness probe.
 func (s *served) httpUp() bool {
-	resp, err := http.Get("http://" + s.httpAddr + "/healthz")
+	resp, err := apptest.Get(s.t.Context(), nil, "http://"+s.httpAddr+"/healthz")
 	if err != nil {
 		return false
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
 }
 
@@ -142,14 +142,14 @@ func (s *served) do(method, path, key string, body any, wantStatus int) map[stri
 		b, _ := json.Marshal(body)
 		rd = bytes.NewReader(b)
 	}
-	req, _ := http.NewRequest(method, "http://"+s.httpAddr+path, rd)
+	req, _ := http.NewRequestWithContext(s.t.Context(), method, "http://"+s.httpAddr+path, rd)
 	req.Header.Set("X-Api-Key", key)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		s.t.Fatalf("%s %s: %v", method, path, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	raw, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != wantStatus {
 		s.t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, raw, wantStatus)
@@ -180,7 +180,7 @@ func checkDataFolderKey(t *testing.T, script, file string, parse func(string) er
 	data := filepath.Join(t.TempDir(), "data")
 	read := func(data string) string {
 		t.Helper()
-		cmd := exec.Command("../../scripts/" + script)
+		cmd := exec.CommandContext(t.Context(), "../../scripts/"+script)
 		cmd.Env = append(os.Environ(), "ALMONER_DATA_DIR="+data)
 		out, err := cmd.Output()
 		if err != nil {

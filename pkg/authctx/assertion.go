@@ -202,6 +202,6 @@ func (k *Key) Verify(assertion, method string, now time.Time) (Principal, error)
 	if f[2] != method {
 		return Principal{}, errMethod
 	}
-	return Principal{TenantID: f[3], KeyID: f[4], KeyPrefix: f[5], Currency: f[6], UserID: f[7], SessionID: f[8],
+	return Principal{TenantID: f[3], tenantUUID: parseTenant(f[3]), KeyID: f[4], KeyPrefix: f[5], Currency: f[6], UserID: f[7], SessionID: f[8],
 		Scopes: splitList(f[9]), Features: splitList(f[10])}, nil
 }

@@ -22,6 +22,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/almoner/almoner/pkg/apperr"
 )
 
@@ -48,6 +50,28 @@ type Principal struct {
 	// service answered the key's validation: what money given without a
 	// currency is in. A System principal carries none.
 	Currency string
+	// tenantUUID is TenantID parsed once, where a verified assertion is read
+	// (Key.Verify, System); Tenant parses a principal built otherwise.
+	tenantUUID uuid.UUID
+}
+
+// Tenant returns the tenant id as a UUID: the value parsed when the
+// principal was verified, else TenantID parsed now. A tenant id that is
+// not a UUID is uuid.Nil, which matches no tenant's rows.
+func (p Principal) Tenant() uuid.UUID {
+	if p.tenantUUID != uuid.Nil {
+		return p.tenantUUID
+	}
+	return parseTenant(p.TenantID)
+}
+
+// parseTenant is uuid.Nil for an id that is not a UUID.
+func parseTenant(id string) uuid.UUID {
+	u, err := uuid.Parse(id)
+	if err != nil {
+		return uuid.Nil
+	}
+	return u
 }
 
 // DefaultCurrency returns the tenant's default currency the principal
@@ -84,7 +108,7 @@ const systemKeyID = "system:"
 // scopes that work needs; its audit actor is actor (processor:stripe,
 // system). The process doing the work signs it, as it signs every call.
 func System(tenantID, actor string, scopes ...string) Principal {
-	return Principal{TenantID: tenantID, KeyID: systemKeyID + actor, KeyPrefix: actor, Scopes: scopes}
+	return Principal{TenantID: tenantID, tenantUUID: parseTenant(tenantID), KeyID: systemKeyID + actor, KeyPrefix: actor, Scopes: scopes}
 }
 
 // HasScope reports whether the key carries scope.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/almoner/almoner/pkg/apperr"
@@ -125,7 +126,7 @@ func TestSignRefusesFieldsThatWouldShift(t *testing.T) {
 		{TenantID: "t", KeyID: "k", Features: []string{""}},
 	} {
 		if _, err := k.Sign(p, method, time.Now().Add(time.Minute)); err == nil {
-			t.Errorf("%q signed", p)
+			t.Errorf("%+v signed", p)
 		}
 	}
 }
@@ -222,5 +223,28 @@ func TestSessionPrincipal(t *testing.T) {
 	}
 	if got, ok := FromSession(NewIncomingContext(context.Background(), Principal{UserID: "u1", SessionID: "s1"})); !ok || got.UserID != "u1" {
 		t.Error("a session without a tenant is not read")
+	}
+}
+
+func TestTenantIsTheParsedTenantID(t *testing.T) {
+	k := testKey(t)
+	const id = "7b0e4c1e-3f7a-4d0e-9a51-1f1e2d3c4b5a"
+	want := uuid.MustParse(id)
+	a, err := k.Sign(Principal{TenantID: id, KeyID: "k"}, method, time.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := k.Verify(a, method, time.Now())
+	if err != nil || got.Tenant() != want {
+		t.Errorf("verified: %v, %v; want %v", got.Tenant(), err, want)
+	}
+	if p := (Principal{TenantID: id, KeyID: "k"}); p.Tenant() != want {
+		t.Errorf("built in process: %v, want %v", p.Tenant(), want)
+	}
+	if s := System(id, "system"); s.Tenant() != want {
+		t.Errorf("system: %v, want %v", s.Tenant(), want)
+	}
+	if p := (Principal{TenantID: "not-a-uuid", KeyID: "k"}); p.Tenant() != uuid.Nil {
+		t.Errorf("not a UUID: %v, want uuid.Nil", p.Tenant())
 	}
 }

@@ -48,7 +48,7 @@ func (echo) ExportReport(req *reportsv1.ExportReportRequest, ss grpc.ServerStrea
 // pkg/service builds it) and returns its address.
 func serveEcho(t *testing.T, k *Key) string {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	lis, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -117,8 +117,20 @@ func Interpret(err error) error {
 // violation of kind k in err, and whether err is one.
 func constraintOf(err error, k error) (string, bool) {
 	var e *Error
-	if !errors.As(Interpret(err), &e) || e.Kind != k {
+	if !errors.As(Interpret(err), &e) || !errors.Is(e.Kind, k) {
 		return "", false
 	}
 	return e.Constraint, true
+}
+
+// Found is a handler's "get by id or 404" in one line: v and err from a
+// store's read, with a missing row (ErrNotFound anywhere in err's chain)
+// answered as notFound, the service's domain error naming what was not
+// there. Any other error passes as it is.
+func Found[T any](v T, err error, notFound error) (T, error) {
+	if errors.Is(err, ErrNotFound) {
+		var zero T
+		return zero, notFound
+	}
+	return v, err
 }

@@ -60,19 +60,19 @@ func TestInterpret(t *testing.T) {
 			}
 			var e *db.Error
 			if c.kind == nil {
-				if got != c.err {
+				if got != c.err { //nolint:errorlint // the very same value, not one wrapping it
 					t.Errorf("Interpret(%v) = %#v, want it unchanged", c.err, got)
 				}
 				return
 			}
-			if !errors.As(got, &e) || e.Kind != c.kind || !errors.Is(got, c.kind) {
+			if !errors.As(got, &e) || !errors.Is(e.Kind, c.kind) || !errors.Is(got, c.kind) {
 				t.Fatalf("Interpret(%v) = %#v, want kind %v", c.err, got, c.kind)
 			}
 			if e.Constraint != c.constraint {
 				t.Errorf("constraint %q, want %q", e.Constraint, c.constraint)
 			}
 			for _, k := range []error{db.ErrNotFound, db.ErrUniqueViolation, db.ErrForeignKey, db.ErrSerialization, db.ErrUnavailable} {
-				if k != c.kind && errors.Is(got, k) {
+				if !errors.Is(k, c.kind) && errors.Is(got, k) {
 					t.Errorf("also %v", k)
 				}
 			}
@@ -80,7 +80,7 @@ func TestInterpret(t *testing.T) {
 			if errors.As(c.err, new(*pgconn.PgError)) && !errors.As(got, &pe) {
 				t.Errorf("errors.As finds no *pgconn.PgError in %v", got)
 			}
-			if again := db.Interpret(got); again != got {
+			if again := db.Interpret(got); again != got { //nolint:errorlint // the very same value
 				t.Errorf("a second Interpret changed %#v to %#v", got, again)
 			}
 			if wrapped := fmt.Errorf("orders: insert order: %w", got); !errors.Is(wrapped, c.kind) {
@@ -120,7 +120,7 @@ func TestInterpretRealErrors(t *testing.T) {
 		t.Helper()
 		got := db.Interpret(err)
 		var e *db.Error
-		if !errors.As(got, &e) || e.Kind != want || e.Constraint != constraint {
+		if !errors.As(got, &e) || !errors.Is(e.Kind, want) || e.Constraint != constraint {
 			t.Fatalf("Interpret(%T %v) = %#v, want kind %v constraint %q", err, err, got, want, constraint)
 		}
 	}
@@ -198,12 +198,12 @@ func TestInterpretRealErrors(t *testing.T) {
 		kindOf(t, err, db.ErrUnavailable, "")
 	})
 	t.Run("connection refused", func(t *testing.T) {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
 		addr := l.Addr().String()
-		l.Close()
+		_ = l.Close()
 		_, err = pgx.Connect(ctx, "postgres://postgres@"+addr+"/postgres?sslmode=disable&connect_timeout=2")
 		kindOf(t, err, db.ErrUnavailable, "")
 	})

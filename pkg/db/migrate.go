@@ -41,10 +41,10 @@ func Migrate(ctx context.Context, url string, sets ...Migrations) error {
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", migrationLockID); err != nil {
 		return fmt.Errorf("take migration lock: %w", err)
 	}
-	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrationLockID) //nolint:errcheck
+	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrationLockID) //nolint:errcheck // the lock goes with the connection anyway
 
 	sqlDB := stdlib.OpenDB(*poolCfg.ConnConfig.Copy())
-	defer sqlDB.Close()
+	defer func() { _ = sqlDB.Close() }()
 	for _, set := range sets {
 		if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{set.Schema}.Sanitize()); err != nil {
 			return fmt.Errorf("create schema %s: %w", set.Schema, err)

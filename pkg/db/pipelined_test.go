@@ -153,7 +153,7 @@ func TestPipelinedTxAfterCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Close(ctx)
+	defer func() { _ = tx.Close(ctx) }()
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO t VALUES (1)`)
 	if err := tx.CommitBatch(ctx, b).Close(); err != nil {

@@ -88,12 +88,12 @@ func TestTimeBound(t *testing.T) {
 	} {
 		var v apperr.Violations
 		got := TimeBound(&v, "CreatedFrom", tc.in)
-		switch {
-		case tc.want == "!":
+		switch tc.want {
+		case "!":
 			if got != nil || v.Err() == nil {
 				t.Errorf("TimeBound(%q) = %v, %v; want a violation", tc.in, got, v.Err())
 			}
-		case tc.want == "":
+		case "":
 			if got != nil || v.Err() != nil {
 				t.Errorf("TimeBound(%q) = %v, %v; want no bound", tc.in, got, v.Err())
 			}

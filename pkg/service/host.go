@@ -87,9 +87,9 @@ func StartHost(ctx context.Context, cfg HostConfig, modules ...Module) (*Host, e
 	}
 	h := &Host{cfg: cfg, pool: pool, conns: map[string]*grpc.ClientConn{}, served: make(chan error, 1)}
 	h.server, h.health = NewGRPCServer(cfg.Logger, cfg.InternalKey)
-	lis, err := net.Listen("tcp", cfg.GRPCAddr)
+	lis, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.GRPCAddr)
 	if err != nil {
-		pool.Close()
+		h.abort() // the server's stream workers run until it is stopped
 		return nil, fmt.Errorf("listen on %s: %w", cfg.GRPCAddr, err)
 	}
 	h.listener = lis

@@ -118,7 +118,7 @@ func ensureTemplate(ctx context.Context, server, tpl string, sets []db.Migration
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(7316482020)"); err != nil {
 		return err
 	}
-	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(7316482020)") //nolint:errcheck
+	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(7316482020)") //nolint:errcheck // the lock goes with the connection anyway
 	var exists bool
 	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", tpl).Scan(&exists); err != nil {
 		return err
@@ -145,7 +145,7 @@ func ensureTemplate(ctx context.Context, server, tpl string, sets []db.Migration
 func hashSets(t testing.TB, sets []db.Migrations) string {
 	h := sha256.New()
 	for _, s := range sets {
-		fmt.Fprintf(h, "schema:%s\n", s.Schema)
+		_, _ = fmt.Fprintf(h, "schema:%s\n", s.Schema)
 		err := fs.WalkDir(s.FS, ".", func(path string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return err
@@ -154,7 +154,7 @@ func hashSets(t testing.TB, sets []db.Migrations) string {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(h, "%s:%d\n", path, len(b))
+			_, _ = fmt.Fprintf(h, "%s:%d\n", path, len(b))
 			h.Write(b)
 			return nil
 		})

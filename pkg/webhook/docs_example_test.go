@@ -33,7 +33,7 @@ func TestDocsReceiverCompiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command("go", "vet", "-mod=mod", ".")
+	cmd := exec.CommandContext(t.Context(), "go", "vet", "-mod=mod", ".")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOPROXY=off", "GOFLAGS=-mod=mod")
 	if out, err := cmd.CombinedOutput(); err != nil {

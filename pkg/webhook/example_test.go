@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -54,7 +55,7 @@ func ExampleVerify() {
 
 	send := func(ts int64, sigSecret, deliveryID string) int {
 		body := []byte(`{"id":"e1","event":"contact.created","timestamp":"2024-01-01T00:00:00Z","data":{}}`)
-		req, _ := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(body))
+		req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, srv.URL, bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set(webhook.HeaderEvent, "contact.created")
 		req.Header.Set(webhook.HeaderDeliveryID, deliveryID)
@@ -64,7 +65,7 @@ func ExampleVerify() {
 		if err != nil {
 			return 0
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return resp.StatusCode
 	}
 	now := time.Now().Unix()

@@ -2,6 +2,7 @@ package wirejson
 
 import (
 	"encoding/json"
+	"errors"
 	"net/url"
 	"strings"
 	"testing"
@@ -143,7 +144,8 @@ func TestUnmarshalViolations(t *testing.T) {
 	for _, c := range cases {
 		var req authv1.CreateApiKeyRequest
 		err := Unmarshal([]byte(c.body), &req)
-		de, ok := err.(*DecodeError)
+		var de *DecodeError
+		ok := errors.As(err, &de)
 		if !ok {
 			t.Errorf("%s: err = %v, want a DecodeError", c.body, err)
 			continue
@@ -178,7 +180,8 @@ func TestUnmarshalIntegerMapKeys(t *testing.T) {
 	for _, body := range []string{`{"byContactId":{"x":1}}`, `{"byContactId":{"1.5":1}}`, `{"byContactId":{"99999999999999999999":1}}`, `{"byContactId":{"":1}}`} {
 		var m contactsv1.ResolveContactsResponse
 		err := Unmarshal([]byte(body), &m)
-		de, isDecode := err.(*DecodeError)
+		var de *DecodeError
+		isDecode := errors.As(err, &de)
 		if !isDecode || len(de.Violations) != 1 || !strings.HasPrefix(de.Violations[0].Field, "ByContactId") {
 			t.Errorf("%s: err = %v, want one violation under ByContactId", body, err)
 		}
@@ -242,7 +245,8 @@ func TestUnmarshalQueryRefusesUnknownNames(t *testing.T) {
 			}
 			continue
 		}
-		de, ok := err.(*DecodeError)
+		var de *DecodeError
+		ok := errors.As(err, &de)
 		if !ok {
 			t.Errorf("%v: err = %v, want a DecodeError", c.query, err)
 			continue
@@ -317,7 +321,8 @@ func TestUnmarshalRefusesUnknownProperties(t *testing.T) {
 			}
 			continue
 		}
-		de, ok := err.(*DecodeError)
+		var de *DecodeError
+		ok := errors.As(err, &de)
 		if !ok {
 			t.Errorf("%s: err = %v, want a DecodeError", c.name, err)
 			continue
@@ -367,7 +372,8 @@ func TestUnmarshalRejectsNUL(t *testing.T) {
 				continue
 			}
 			err := Unmarshal([]byte(c.body), m)
-			de, ok := err.(*DecodeError)
+			var de *DecodeError
+			ok := errors.As(err, &de)
 			if !ok || len(de.Violations) != 1 || de.Violations[0].Field != c.field || !strings.Contains(de.Violations[0].Message, "NUL") {
 				t.Errorf("%s: err = %v, want one NUL violation under %s", c.body, err, c.field)
 			}
@@ -376,7 +382,8 @@ func TestUnmarshalRejectsNUL(t *testing.T) {
 	for _, q := range []url.Values{{"name": {"a\x00"}}, {"NAME": {"\x00"}}, {"scopes": {"a,\x00b"}}, {"name": {"caf\xe9"}}} {
 		var req authv1.CreateApiKeyRequest
 		err := UnmarshalQuery(q, &req, nil)
-		de, ok := err.(*DecodeError)
+		var de *DecodeError
+		ok := errors.As(err, &de)
 		if !ok || len(de.Violations) != 1 || (de.Violations[0].Field != "Name" && de.Violations[0].Field != "Scopes[1]") {
 			t.Errorf("query %q: err = %v, want one violation under the parameter's name", q, err)
 		}
@@ -398,8 +405,7 @@ func badText(m protoreflect.Message) string {
 			bad = s
 		}
 	}
-	var value func(fd protoreflect.FieldDescriptor, v protoreflect.Value)
-	value = func(fd protoreflect.FieldDescriptor, v protoreflect.Value) {
+	value := func(fd protoreflect.FieldDescriptor, v protoreflect.Value) {
 		switch fd.Kind() {
 		case protoreflect.StringKind:
 			check(v.String())
@@ -527,7 +533,7 @@ func FuzzUnmarshal(f *testing.F) {
 				}
 				continue
 			}
-			if de, ok := err.(*DecodeError); ok {
+			if de := (*DecodeError)(nil); errors.As(err, &de) {
 				if _, ok := ParseDecodeError(de.Error()); !ok {
 					t.Fatalf("DecodeError text does not parse: %q", de.Error())
 				}
@@ -552,7 +558,8 @@ func FuzzUnmarshalQuery(f *testing.F) {
 		}
 		for _, m := range []proto.Message{&authv1.CreateApiKeyRequest{}, &ordersv1.ListOrdersRequest{}} {
 			if err := UnmarshalQuery(q, m, skip); err != nil {
-				de, ok := err.(*DecodeError)
+				var de *DecodeError
+				ok := errors.As(err, &de)
 				if !ok {
 					t.Fatalf("%q: %v is not a DecodeError", raw, err)
 				}

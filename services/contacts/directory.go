@@ -4,8 +4,6 @@ import (
 	"context"
 	"strings"
 
-	"github.com/google/uuid"
-
 	contactsv1 "github.com/almoner/almoner/pkg/api/almoner/contacts/v1"
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
@@ -34,7 +32,7 @@ func (d *directoryServer) CheckContact(ctx context.Context, req *contactsv1.Chec
 	if req.GetContactId() <= 0 {
 		return &contactsv1.CheckContactResponse{}, nil
 	}
-	t, err := d.s.store.CheckOrderTarget(ctx, uuid.MustParse(p.TenantID), req.GetContactId())
+	t, err := d.s.store.CheckOrderTarget(ctx, p.Tenant(), req.GetContactId())
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +52,7 @@ func (d *directoryServer) AddContactAddress(ctx context.Context, req *contactsv1
 	if err != nil {
 		return nil, err
 	}
-	tenant := uuid.MustParse(p.TenantID)
+	tenant := p.Tenant()
 	// The new row's id is set aside before the transaction, which must
 	// not wait for a second pooled connection to refill the tenant's
 	// block (pkg/counter); unused when the address is there already, it

@@ -13,7 +13,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 
 	contactsv1 "github.com/almoner/almoner/pkg/api/almoner/contacts/v1"
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
@@ -54,7 +53,7 @@ func (m *fakeMover) MoveContactRecords(ctx context.Context, req *ordersv1.MoveCo
 func newMergeFixture(t *testing.T, mover *fakeMover) *fixture {
 	t.Helper()
 	f := newFixture(t, nil)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	lis, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +70,7 @@ func newMergeFixture(t *testing.T, mover *fakeMover) *fixture {
 		if name != OrdersService {
 			return nil, fmt.Errorf("no %s", name)
 		}
-		return grpc.NewClient(lis.Addr().String(), append(key.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+		return dialClosedAtEnd(t, lis.Addr().String(), key)
 	})
 	f.svc, f.cs = svc, &contactServer{s: svc}
 	return f

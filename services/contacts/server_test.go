@@ -45,7 +45,7 @@ func newFixture(t *testing.T, giving ordersv1.GivingServiceServer) *fixture {
 	t.Cleanup(pool.Close)
 	var dial func(string) (grpc.ClientConnInterface, error)
 	if giving != nil {
-		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		lis, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,7 +64,7 @@ func newFixture(t *testing.T, giving ordersv1.GivingServiceServer) *fixture {
 			if name != OrdersService {
 				return nil, fmt.Errorf("no %s", name)
 			}
-			return grpc.NewClient(lis.Addr().String(), append(key.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+			return dialClosedAtEnd(t, lis.Addr().String(), key)
 		}
 	}
 	svc := New(pool, Config{}, nil, dial)
@@ -616,4 +616,16 @@ func TestScopes(t *testing.T) {
 	if _, err := f.cs.GetContact(context.Background(), &contactsv1.GetContactRequest{TenantId: f.tenant, ContactId: c.GetId()}); code(err) != codes.Unauthenticated {
 		t.Errorf("no principal: %v", err)
 	}
+}
+
+// dialClosedAtEnd dials addr as the host does and closes the connection
+// when the test ends, as Host.Stop closes the ones it dialled: the
+// service does not own the connections it is handed.
+func dialClosedAtEnd(t *testing.T, addr string, key *authctx.Key) (grpc.ClientConnInterface, error) {
+	conn, err := grpc.NewClient(addr, append(key.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn, nil
 }

@@ -57,7 +57,7 @@ func newFixture(t testing.TB, cfg Config) *fixture {
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv, _ := service.NewGRPCServer(logger, key)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	lis, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func (a *server) ListImports(ctx context.Context, req *importsv1.ListImportsRequ
 	if resumed {
 		after = &store.Cursor{CreatedAt: tok.CreatedAt, ID: tok.After}
 	}
-	list, total, err := a.s.store.List(ctx, uuid.MustParse(p.TenantID), f, pg.Size, pg.Offset(), after, resumed)
+	list, total, err := a.s.store.List(ctx, p.Tenant(), f, pg.Size, pg.Offset(), after, resumed)
 	if err != nil {
 		return nil, err
 	}

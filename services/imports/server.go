@@ -2,7 +2,6 @@ package imports
 
 import (
 	"context"
-	"errors"
 
 	"github.com/google/uuid"
 
@@ -34,7 +33,7 @@ func (a *server) GetImport(ctx context.Context, req *importsv1.GetImportRequest)
 	if err != nil {
 		return nil, err
 	}
-	m, err := a.s.get(ctx, uuid.MustParse(p.TenantID), req.GetImportId())
+	m, err := a.s.get(ctx, p.Tenant(), req.GetImportId())
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +51,7 @@ func (a *server) ListImportErrors(ctx context.Context, req *importsv1.ListImport
 	if err != nil {
 		return nil, err
 	}
-	tenantID := uuid.MustParse(p.TenantID)
+	tenantID := p.Tenant()
 	m, err := a.s.get(ctx, tenantID, req.GetImportId())
 	if err != nil {
 		return nil, err
@@ -77,8 +76,5 @@ func (s *Service) get(ctx context.Context, tenantID uuid.UUID, rawID string) (st
 		return store.Import{}, errImportNotFound
 	}
 	m, err := s.store.Get(ctx, tenantID, id)
-	if errors.Is(err, db.ErrNotFound) {
-		return m, errImportNotFound
-	}
-	return m, err
+	return db.Found(m, err, errImportNotFound)
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"hash"
 	"io"
 	"mime"
 	"strconv"
@@ -58,7 +57,7 @@ func (s *Service) upload(stream importsv1.ImportService_UploadImportServer) (*im
 	if err != nil {
 		return nil, err
 	}
-	draft.TenantID, draft.Actor, draft.Currency = uuid.MustParse(p.TenantID), p.Actor(), p.Currency
+	draft.TenantID, draft.Actor, draft.Currency = p.Tenant(), p.Actor(), p.Currency
 	if draft.ID, err = uuid.NewV7(); err != nil {
 		return nil, err
 	}
@@ -168,7 +167,7 @@ func (s *Service) receive(ctx context.Context, stream importsv1.ImportService_Up
 		buf  []byte
 		seq  int32
 		size int64
-		sum  hash.Hash = sha256.New()
+		sum  = sha256.New()
 	)
 	flush := func(all bool) error {
 		for len(buf) >= chunkSize || (all && len(buf) > 0) {

@@ -39,7 +39,7 @@ func (a *itemServer) ListInventoryItems(ctx context.Context, req *inventoryv1.Li
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	items, total, err := a.s.store.ListItems(ctx, uuid.MustParse(p.TenantID), f, pg.Size, pg.Offset())
+	items, total, err := a.s.store.ListItems(ctx, p.Tenant(), f, pg.Size, pg.Offset())
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +62,7 @@ func (a *itemServer) GetInventoryItem(ctx context.Context, req *inventoryv1.GetI
 	if err != nil {
 		return nil, errItemNotFound
 	}
-	it, err := a.s.store.GetItem(ctx, uuid.MustParse(p.TenantID), id)
+	it, err := a.s.store.GetItem(ctx, p.Tenant(), id)
 	if errors.Is(err, db.ErrNotFound) {
 		return nil, errItemNotFound
 	}
@@ -86,7 +86,7 @@ func (a *itemServer) CreateInventoryItem(ctx context.Context, req *inventoryv1.C
 	if err != nil {
 		return nil, err
 	}
-	it.TenantID = uuid.MustParse(p.TenantID)
+	it.TenantID = p.Tenant()
 	saved, err := a.s.store.CreateItem(ctx, it, p.Actor())
 	if errors.Is(err, store.ErrDuplicateSKU) {
 		return nil, duplicateSKU(it.SKU)
@@ -103,7 +103,7 @@ func (a *itemServer) UpdateInventoryItem(ctx context.Context, req *inventoryv1.U
 	if err != nil {
 		return nil, err
 	}
-	tenantID := uuid.MustParse(p.TenantID)
+	tenantID := p.Tenant()
 	id, err := uuid.Parse(req.GetItemId())
 	if err != nil {
 		return nil, errItemNotFound

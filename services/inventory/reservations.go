@@ -37,7 +37,7 @@ func (r *reservationServer) ReserveStock(ctx context.Context, req *inventoryv1.R
 	if err != nil {
 		return nil, err
 	}
-	rs, err := r.s.store.Reserve(ctx, uuid.MustParse(p.TenantID), orderID, lines, p.Actor())
+	rs, err := r.s.store.Reserve(ctx, p.Tenant(), orderID, lines, p.Actor())
 	if err != nil {
 		return nil, lineError(err, req.GetItems())
 	}
@@ -72,7 +72,7 @@ func (r *reservationServer) ReleaseStock(ctx context.Context, req *inventoryv1.R
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	rs, err := r.s.store.Release(ctx, uuid.MustParse(p.TenantID), orderID, req.GetLineNumbers(), p.Actor())
+	rs, err := r.s.store.Release(ctx, p.Tenant(), orderID, req.GetLineNumbers(), p.Actor())
 	if err != nil {
 		return nil, lineError(err, nil)
 	}

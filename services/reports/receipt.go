@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"mime"
 	"strconv"
@@ -85,10 +84,7 @@ func (s *Service) loadOrder(ctx context.Context, tenant uuid.UUID, orderID strin
 		return store.Order{}, apperr.NotFound("Order")
 	}
 	o, err := s.store.Order(ctx, tenant, id)
-	if errors.Is(err, db.ErrNotFound) {
-		return o, apperr.NotFound("Order")
-	}
-	return o, err
+	return db.Found(o, err, apperr.NotFound("Order"))
 }
 
 // receivable refuses the orders no receipt is given for: a voided one,

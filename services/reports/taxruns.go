@@ -4,7 +4,6 @@ import (
 	"archive/zip"
 	"context"
 	"encoding/csv"
-	"errors"
 	"fmt"
 	"io"
 	"math/big"
@@ -115,10 +114,7 @@ func (s *Service) loadRun(ctx context.Context, p authctx.Principal, runID string
 		return store.TaxRun{}, apperr.NotFound("Tax statement run")
 	}
 	run, err := s.store.TaxRun(ctx, tenant, id)
-	if errors.Is(err, db.ErrNotFound) {
-		return run, apperr.NotFound("Tax statement run")
-	}
-	return run, err
+	return db.Found(run, err, apperr.NotFound("Tax statement run"))
 }
 
 func taxRunToProto(t store.TaxRun) *reportsv1.TaxStatementRun {

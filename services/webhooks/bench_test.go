@@ -72,7 +72,7 @@ func BenchmarkDispatcher(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer shutdown(ctx) //nolint:errcheck
+	defer shutdown(ctx) //nolint:errcheck // flushing on exit: nowhere left to report to
 	drainN := benchEnv("WEBHOOK_BENCH_EVENTS", 20000)
 	lagN := benchEnv("WEBHOOK_BENCH_LAG_EVENTS", 10000)
 	rate := benchEnv("WEBHOOK_BENCH_RATE", 2000)

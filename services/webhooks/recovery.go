@@ -72,11 +72,8 @@ func (a *server) endpointOf(ctx context.Context, p authctx.Principal, webhookID 
 	if err != nil {
 		return store.Endpoint{}, errWebhookNotFound
 	}
-	e, err := a.s.store.GetEndpoint(ctx, uuid.MustParse(p.TenantID), id, withDeleted)
-	if errors.Is(err, db.ErrNotFound) {
-		return store.Endpoint{}, errWebhookNotFound
-	}
-	return e, err
+	e, err := a.s.store.GetEndpoint(ctx, p.Tenant(), id, withDeleted)
+	return db.Found(e, err, errWebhookNotFound)
 }
 
 // deliveryOf resolves the path's delivery (or attempt) of endpoint e; 404
@@ -87,10 +84,7 @@ func (a *server) deliveryOf(ctx context.Context, e store.Endpoint, deliveryID st
 		return store.Delivery{}, errDeliveryNotFound
 	}
 	d, err := a.s.store.FindDelivery(ctx, e.TenantID, e.ID, id)
-	if errors.Is(err, db.ErrNotFound) {
-		return store.Delivery{}, errDeliveryNotFound
-	}
-	return d, err
+	return db.Found(d, err, errDeliveryNotFound)
 }
 
 // GetWebhookDelivery returns one delivery with its attempts; a deleted

@@ -93,7 +93,7 @@ func (s *sender) send(ctx context.Context, url, secret, event string, body []byt
 		return r
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	r.duration = time.Since(r.started)
 	if late(ctx) {
 		r.err = "timeout"

@@ -29,7 +29,7 @@ func (a *server) ListWebhooks(ctx context.Context, req *webhooksv1.ListWebhooksR
 	if err != nil {
 		return nil, err
 	}
-	eps, err := a.s.store.ListEndpoints(ctx, uuid.MustParse(p.TenantID))
+	eps, err := a.s.store.ListEndpoints(ctx, p.Tenant())
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +56,7 @@ func (a *server) CreateWebhook(ctx context.Context, req *webhooksv1.CreateWebhoo
 	}
 	secret := newSecret()
 	e, err := a.s.store.CreateEndpointLimited(ctx, store.Endpoint{
-		TenantID: uuid.MustParse(p.TenantID), ID: id, Name: in.Name, URL: in.URL, Description: in.Description,
+		TenantID: p.Tenant(), ID: id, Name: in.Name, URL: in.URL, Description: in.Description,
 		EventTypes: in.EventTypes, SecretBox: a.s.sealer.Seal([]byte(secret), id[:]),
 	}, p.Actor(), a.s.cfg.EndpointLimit)
 	if errors.Is(err, store.ErrEndpointLimit) {
@@ -76,7 +76,7 @@ func (a *server) UpdateWebhook(ctx context.Context, req *webhooksv1.UpdateWebhoo
 	if err != nil {
 		return nil, err
 	}
-	tenantID := uuid.MustParse(p.TenantID)
+	tenantID := p.Tenant()
 	id, err := uuid.Parse(req.GetWebhookId())
 	if err != nil {
 		return nil, errWebhookNotFound
@@ -120,7 +120,7 @@ func (a *server) DeleteWebhook(ctx context.Context, req *webhooksv1.DeleteWebhoo
 	if err != nil {
 		return nil, errWebhookNotFound
 	}
-	err = a.s.store.DeleteEndpoint(ctx, uuid.MustParse(p.TenantID), id, p.Actor())
+	err = a.s.store.DeleteEndpoint(ctx, p.Tenant(), id, p.Actor())
 	if errors.Is(err, db.ErrNotFound) {
 		return nil, errWebhookNotFound
 	}
@@ -154,7 +154,7 @@ func (a *server) ListWebhookDeliveries(ctx context.Context, req *webhooksv1.List
 	if err != nil {
 		return nil, err
 	}
-	tenantID := uuid.MustParse(p.TenantID)
+	tenantID := p.Tenant()
 	id, err := uuid.Parse(req.GetWebhookId())
 	if err != nil {
 		return nil, errWebhookNotFound
@@ -187,7 +187,7 @@ func (a *server) TestWebhook(ctx context.Context, req *webhooksv1.TestWebhookReq
 	if err != nil {
 		return nil, err
 	}
-	tenantID := uuid.MustParse(p.TenantID)
+	tenantID := p.Tenant()
 	id, err := uuid.Parse(req.GetWebhookId())
 	if err != nil {
 		return nil, errWebhookNotFound

@@ -207,7 +207,7 @@ func readRootCAs(src config.Source) (*x509.CertPool, error) {
 	if f == "" {
 		return nil, nil
 	}
-	pem, err := os.ReadFile(f)
+	pem, err := os.ReadFile(f) //nolint:gosec // G304: the operator names this file
 	if err != nil {
 		return nil, fmt.Errorf("ALMONER_WEBHOOK_CA_FILE: %w", err)
 	}

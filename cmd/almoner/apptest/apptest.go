@@ -79,11 +79,11 @@ func (c *Cluster) ServiceAddr(service string) string { return c.addrs[service] }
 // FreeAddr returns a loopback address with a port that was free a moment ago.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().String()
 }
 
@@ -374,7 +374,7 @@ func (c *Cluster) Do(t testing.TB, method, path, key string, body any, headers .
 		}
 		rd = bytes.NewReader(enc)
 	}
-	req, err := http.NewRequest(method, c.URL+path, rd)
+	req, err := http.NewRequestWithContext(t.Context(), method, c.URL+path, rd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,7 +391,7 @@ func (c *Cluster) Do(t testing.TB, method, path, key string, body any, headers .
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatalf("%s %s: read body: %v", method, path, err)
@@ -429,3 +429,17 @@ func (b *SyncBuffer) String() string {
 }
 
 func randomSlug() string { return traceid.New()[:16] }
+
+// Get sends a GET for url with ctx through client (http.DefaultClient
+// when nil): tests pass t.Context() so a request outliving its test is
+// cancelled rather than left running.
+func Get(ctx context.Context, client *http.Client, url string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	if client == nil {
+		client = http.DefaultClient
+	}
+	return client.Do(req)
+}

@@ -10,11 +10,11 @@ import (
 // is taken before its service listens, the cluster starts again on new
 // ports instead of failing the test. Not parallel: it replaces pickAddr.
 func TestSplitStartRetriesATakenPort(t *testing.T) {
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	taken, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer taken.Close()
+	defer func() { _ = taken.Close() }()
 	calls := 0
 	pickAddr = func(t testing.TB) string {
 		calls++
@@ -28,11 +28,11 @@ func TestSplitStartRetriesATakenPort(t *testing.T) {
 	if calls <= len(c.addrs) {
 		t.Fatalf("%d addresses picked for %d services: no second start", calls, len(c.addrs))
 	}
-	resp, err := c.HTTP.Get(c.URL + "/healthz")
+	resp, err := Get(t.Context(), c.HTTP, c.URL+"/healthz")
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("/healthz = %d", resp.StatusCode)
 	}

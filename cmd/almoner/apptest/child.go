@@ -73,7 +73,7 @@ func (c *Child) Done() <-chan error { return c.done }
 // RunChildIfRequested.
 func StartChild(t testing.TB, targets string, env ...string) *Child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^$")
 	cmd.Env = append(append(os.Environ(), childTargetsVar+"="+targets, "ALMONER_MIGRATE=false"), env...)
 	logs := &SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
@@ -85,7 +85,7 @@ func StartChild(t testing.TB, targets string, env ...string) *Child {
 	registerLogs(logs)
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		<-c.done
+		<-c.done //nolint:errcheck // "signal: killed": we just killed it
 		if t.Failed() {
 			t.Logf("child %s logs:\n%s", targets, logs.String())
 		}

@@ -63,10 +63,10 @@ func (c *contractTransport) load(ctx context.Context) (routers.Router, error) {
 			c.err = fmt.Errorf("get /openapi.json: %w", err)
 			return
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		b, err := io.ReadAll(resp.Body)
 		if err != nil || resp.StatusCode != http.StatusOK {
-			c.err = fmt.Errorf("get /openapi.json: %d %v", resp.StatusCode, err)
+			c.err = fmt.Errorf("get /openapi.json: %d %w", resp.StatusCode, err)
 			return
 		}
 		key := sha256.Sum256(b)

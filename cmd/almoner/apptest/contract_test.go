@@ -79,7 +79,12 @@ func TestContractTransportFindsMismatches(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &errorRecorder{}
 			client := &http.Client{Transport: newContractTransport(rec, srv.URL)}
-			resp, err := client.Post(srv.URL+"/api/things?answer="+tc.answer, "application/json", strings.NewReader(tc.body))
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/api/things?answer="+tc.answer, strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := client.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}

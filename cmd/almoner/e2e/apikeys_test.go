@@ -343,14 +343,14 @@ func TestRevocationIsImmediateUnderLoad(t *testing.T) {
 			defer wg.Done()
 			for !stop.Load() {
 				start := time.Now()
-				req, _ := http.NewRequest("GET", c.URL+keysPath(tn.ID), nil)
+				req, _ := http.NewRequestWithContext(t.Context(), "GET", c.URL+keysPath(tn.ID), nil)
 				req.Header.Set("X-Api-Key", key)
 				resp, err := c.HTTP.Do(req)
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				resp.Body.Close()
+				_ = resp.Body.Close()
 				if resp.StatusCode == http.StatusOK {
 					okBefore.Add(1)
 				}

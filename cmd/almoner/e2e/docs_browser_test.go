@@ -100,7 +100,7 @@ func TestDocsSiteInBrowser(t *testing.T) {
 	}
 	shot := filepath.Join(artifacts, "docs-reference.png")
 	_ = os.Remove(shot)
-	cmd := exec.Command("node", "--test", "docs.test.mjs")
+	cmd := exec.CommandContext(t.Context(), "node", "--test", "docs.test.mjs")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "ALMONER_DOCS_URL="+c.URL, "ALMONER_DOCS_PATHS="+strings.Join(paths, ","),
 		"CHROMIUM="+chromium, "ALMONER_DOCS_SCREENSHOT="+shot)

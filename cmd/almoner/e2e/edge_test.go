@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -21,11 +22,11 @@ import (
 // reports whether the server then closed the connection.
 func rawExchange(t *testing.T, c *apptest.Cluster, head string) (*http.Response, string, bool) {
 	t.Helper()
-	conn, err := net.Dial("tcp", strings.TrimPrefix(c.URL, "http://"))
+	conn, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", strings.TrimPrefix(c.URL, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	if _, err := io.WriteString(conn, head); err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func rawExchange(t *testing.T, c *apptest.Cluster, head string) (*http.Response,
 		t.Fatalf("no response to %.60q… before the body was sent: %v", head, err)
 	}
 	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if err != nil {
 		t.Fatalf("read response body: %v", err)
 	}
@@ -48,8 +49,8 @@ func rawExchange(t *testing.T, c *apptest.Cluster, head string) (*http.Response,
 }
 
 func isTimeout(err error) bool {
-	ne, ok := err.(net.Error)
-	return ok && ne.Timeout()
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // TestRefusedBeforeTheBodyIsRead sends only the headers of requests whose
@@ -80,7 +81,7 @@ func TestRefusedBeforeTheBodyIsRead(t *testing.T) {
 			if tc.key != "" {
 				head += "X-Api-Key: " + tc.key + "\r\n"
 			}
-			resp, body, closed := rawExchange(t, c, head+"\r\n")
+			resp, body, closed := rawExchange(t, c, head+"\r\n") //nolint:bodyclose // rawExchange read and closed it
 			if resp.StatusCode != tc.want || resp.Header.Get("Content-Type") != "application/problem+json" {
 				t.Errorf("%d %s, want %d", resp.StatusCode, body, tc.want)
 			}
@@ -121,7 +122,7 @@ func TestMadeUpMethodsDoNotGrowMetrics(t *testing.T) {
 		if i == 0 {
 			head += "traceparent: 00-" + traced + "-00f067aa0ba902b7-01\r\n"
 		}
-		resp, body, _ := rawExchange(t, c, head+"\r\n")
+		resp, body, _ := rawExchange(t, c, head+"\r\n") //nolint:bodyclose // rawExchange read and closed it
 		if resp.StatusCode < 400 {
 			t.Fatalf("made-up method answered %d %s", resp.StatusCode, body)
 		}

@@ -72,13 +72,15 @@ type rawUpload struct {
 // file's first bytes and holds the connection open until the test ends.
 func openUpload(t *testing.T, addr string, tn apptest.Tenant, first int) *rawUpload {
 	t.Helper()
-	conn, err := net.Dial("tcp", addr)
+	conn, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
-	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nX-Api-Key: %s\r\nContent-Type: text/csv\r\nContent-Length: 1000000\r\nExpect: 100-continue\r\n\r\n",
-		importsPath(tn.ID, "?kind=contacts&format=csv"), addr, tn.Key)
+	if _, err := fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nX-Api-Key: %s\r\nContent-Type: text/csv\r\nContent-Length: 1000000\r\nExpect: 100-continue\r\n\r\n",
+		importsPath(tn.ID, "?kind=contacts&format=csv"), addr, tn.Key); err != nil {
+		t.Fatal(err)
+	}
 	u := &rawUpload{conn: conn, rd: bufio.NewReader(conn)}
 	u.code = u.readStatus(t, 10*time.Second)
 	if u.code == http.StatusContinue && first > 0 {

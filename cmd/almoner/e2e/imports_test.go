@@ -431,7 +431,7 @@ func TestImportRefusals(t *testing.T) {
 	}
 
 	// A declared length over 1 GiB is refused before a byte of it is read.
-	resp, body, closed := rawExchange(t, c, "POST "+importsPath(tn.ID, "?kind=contacts&format=csv")+" HTTP/1.1\r\nHost: almoner\r\n"+
+	resp, body, closed := rawExchange(t, c, "POST "+importsPath(tn.ID, "?kind=contacts&format=csv")+" HTTP/1.1\r\nHost: almoner\r\n"+ //nolint:bodyclose // rawExchange read and closed it
 		"X-Api-Key: "+tn.Key+"\r\nContent-Type: text/csv\r\nContent-Length: 1073741825\r\n\r\n")
 	if resp.StatusCode != http.StatusRequestEntityTooLarge || resp.Header.Get("Content-Type") != "application/problem+json" || !closed {
 		t.Errorf("1 GiB + 1: %d %s (closed %v)", resp.StatusCode, body, closed)

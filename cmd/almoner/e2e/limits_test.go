@@ -34,7 +34,7 @@ func burst(t *testing.T, c *apptest.Cluster, n int, method, key string, request 
 		done.Add(1)
 		go func() {
 			defer done.Done()
-			req, err := http.NewRequest(method, c.URL+path, bytes.NewReader(b))
+			req, err := http.NewRequestWithContext(t.Context(), method, c.URL+path, bytes.NewReader(b))
 			if err != nil {
 				errs[i] = err
 				ready.Done()
@@ -49,7 +49,7 @@ func burst(t *testing.T, c *apptest.Cluster, n int, method, key string, request 
 				errs[i] = err
 				return
 			}
-			defer resp.Body.Close()
+			defer func() { _ = resp.Body.Close() }()
 			rb, err := io.ReadAll(resp.Body)
 			out[i], errs[i] = &apptest.Response{Status: resp.StatusCode, Header: resp.Header, Body: rb}, err
 		}()

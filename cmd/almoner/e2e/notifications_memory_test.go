@@ -81,7 +81,7 @@ func waitHealthy(t *testing.T, base string, child *apptest.Child) {
 			t.Fatalf("child exited: %v", err)
 		default:
 		}
-		if resp, err := http.Get(base + "/healthz"); err == nil {
+		if resp, err := apptest.Get(t.Context(), nil, base+"/healthz"); err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return
@@ -107,7 +107,7 @@ func postNotifications(t *testing.T, url string, n, size int, sig string) map[in
 			if secret, ok := strings.CutPrefix(sig, "whsec:"); ok {
 				header = stripeSignature(body, secret)
 			}
-			req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url, bytes.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Stripe-Signature", header)
 			status := 0

@@ -66,12 +66,12 @@ func startPrivateCluster(t *testing.T) *privateCluster {
 		}
 		pc.asUser = []string{"runuser", "-u", "postgres", "--"}
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	pc.port = l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	_ = l.Close()
 	pc.run(initdb, "-D", pc.data, "-U", "postgres", "--auth=trust", "-E", "UTF8")
 	t.Cleanup(func() {
 		_ = pc.command(pc.pgCtl, "-D", pc.data, "-m", "immediate", "stop").Run()
@@ -83,7 +83,7 @@ func startPrivateCluster(t *testing.T) *privateCluster {
 
 func (pc *privateCluster) command(args ...string) *exec.Cmd {
 	all := append(append([]string{}, pc.asUser...), args...)
-	return exec.Command(all[0], all[1:]...)
+	return exec.CommandContext(pc.t.Context(), all[0], all[1:]...)
 }
 
 func (pc *privateCluster) run(args ...string) {
@@ -125,11 +125,11 @@ func TestDatabaseOutageIs503(t *testing.T) {
 		Expect(t, http.StatusCreated)
 	ready := func() int {
 		t.Helper()
-		resp, err := c.HTTP.Get(c.URL + "/readyz")
+		resp, err := apptest.Get(t.Context(), c.HTTP, c.URL+"/readyz")
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return resp.StatusCode
 	}
 	if got := ready(); got != http.StatusOK {

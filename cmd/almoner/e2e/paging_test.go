@@ -99,12 +99,12 @@ func TestPagingWithFilters(t *testing.T) {
 	for i := range 3 {
 		order(b, fund2, float64(25+i), "", gala, 1) // 25, 26, 27 + an item each
 	}
-	sched := order(b, fund1, 15, "", "", 0)
+	order(b, fund1, 15, "", "", 0)
 	body := map[string]any{"contactId": a, "currency": "USD",
 		"donations":          []any{map[string]any{"fundId": fund1, "amount": 5}},
 		"payments":           []any{map[string]any{"paymentMethod": "Cash", "amount": 5}},
 		"recurringDonations": []any{map[string]any{"fundId": fund1, "amount": 5, "frequency": "Monthly", "startDate": time.Now().UTC().AddDate(0, 1, 0).Format(time.DateOnly)}}}
-	sched = do("POST", "/orders", body)
+	sched := do("POST", "/orders", body)
 	scheduleID := sched["recurringDonationIds"].([]any)[0].(string)
 	body["recurringDonations"] = []any{map[string]any{"fundId": fund2, "amount": 6, "frequency": "Weekly", "startDate": time.Now().UTC().AddDate(0, 0, 7).Format(time.DateOnly)}}
 	do("POST", "/orders", body)

@@ -19,7 +19,7 @@ func TestReadmeQuickStart(t *testing.T) {
 			t.Skipf("%s is not installed (.ci/run installs what CI needs)", tool)
 		}
 	}
-	cmd := exec.Command("bash", "../../../scripts/quickstart-check.sh")
+	cmd := exec.CommandContext(t.Context(), "bash", "../../../scripts/quickstart-check.sh")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("README quick start failed: %v\n%s", err, out)

@@ -246,7 +246,7 @@ func checkReceiptPDF(t *testing.T, c *apptest.Cluster, tn apptest.Tenant, orderI
 	if err := os.WriteFile(path, pdf.Body, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("pdftotext", "-layout", path, "-").Output()
+	out, err := exec.CommandContext(t.Context(), "pdftotext", "-layout", path, "-").Output()
 	if err != nil {
 		t.Fatalf("pdftotext: %v", err)
 	}

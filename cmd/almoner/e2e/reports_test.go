@@ -185,7 +185,7 @@ func TestReportsEndToEnd(t *testing.T) {
 		if err := os.WriteFile(path, pdf.Body, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		out, err := exec.Command("pdftotext", "-layout", path, "-").Output()
+		out, err := exec.CommandContext(t.Context(), "pdftotext", "-layout", path, "-").Output()
 		if err != nil {
 			t.Fatal(err)
 		}

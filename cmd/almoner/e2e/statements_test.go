@@ -145,7 +145,7 @@ func checkStatementPDF(t *testing.T, c *apptest.Cluster, tn apptest.Tenant, path
 	if err := os.WriteFile(file, pdf.Body, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("pdftotext", "-layout", file, "-").Output()
+	out, err := exec.CommandContext(t.Context(), "pdftotext", "-layout", file, "-").Output()
 	if err != nil {
 		t.Fatalf("pdftotext: %v", err)
 	}

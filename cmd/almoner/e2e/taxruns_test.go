@@ -129,7 +129,7 @@ func checkZipPDF(t *testing.T, zf *zip.File, wants ...string) {
 		t.Fatal(err)
 	}
 	b, err := io.ReadAll(rc)
-	rc.Close()
+	_ = rc.Close()
 	if err != nil || !bytes.HasPrefix(b, []byte("%PDF")) {
 		t.Fatalf("%s: %v, starts %q", zf.Name, err, b[:min(8, len(b))])
 	}
@@ -140,7 +140,7 @@ func checkZipPDF(t *testing.T, zf *zip.File, wants ...string) {
 	if err := os.WriteFile(file, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("pdftotext", "-layout", file, "-").Output()
+	out, err := exec.CommandContext(t.Context(), "pdftotext", "-layout", file, "-").Output()
 	if err != nil {
 		t.Fatalf("pdftotext: %v", err)
 	}

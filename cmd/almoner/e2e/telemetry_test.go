@@ -112,11 +112,11 @@ func TestOperationalEndpoints(t *testing.T) {
 // scrape reads the cluster's /metrics from its metrics listener.
 func scrape(t *testing.T, c *apptest.Cluster) string {
 	t.Helper()
-	resp, err := c.HTTP.Get(c.MetricsURL)
+	resp, err := apptest.Get(t.Context(), c.HTTP, c.MetricsURL)
 	if err != nil {
 		t.Fatalf("scrape %s: %v", c.MetricsURL, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("scrape %s: %d %v", c.MetricsURL, resp.StatusCode, err)

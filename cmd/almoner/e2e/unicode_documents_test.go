@@ -90,7 +90,7 @@ func checkUnicodePDF(t *testing.T, name string, r *apptest.Response, wants []str
 	if err := os.WriteFile(file, r.Body, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("pdftotext", "-enc", "UTF-8", file, "-").Output()
+	out, err := exec.CommandContext(t.Context(), "pdftotext", "-enc", "UTF-8", file, "-").Output()
 	if err != nil {
 		t.Fatalf("pdftotext (apt-get install poppler-utils): %v", err)
 	}

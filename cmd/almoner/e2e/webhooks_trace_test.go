@@ -47,7 +47,7 @@ func TestWebhookDeliveryJoinsRequestTrace(t *testing.T) {
 			}
 			attrs := map[string]string{}
 			for _, a := range s.Attributes() {
-				attrs[string(a.Key)] = a.Value.Emit()
+				attrs[string(a.Key)] = a.Value.String()
 			}
 			if attrs["webhook.event"] != "contact.created" || attrs["webhook.endpoint_id"] != hookID || attrs["webhook.attempt"] != "1" ||
 				attrs["webhook.success"] != "true" || attrs["http.response.status_code"] != "200" {

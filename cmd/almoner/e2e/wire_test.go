@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"regexp"
@@ -141,7 +142,7 @@ var mutationSeeds = []struct {
 // mutationValues replace a value of the body: other types, edges of
 // numbers, and strings PostgreSQL or a parser might choke on.
 var mutationValues = []any{
-	nil, true, false, 0, -1, 1.5, -0.0, 1e308, -1e308, json.Number("123456789012345678901234567890"),
+	nil, true, false, 0, -1, 1.5, math.Copysign(0, -1), 1e308, -1e308, json.Number("123456789012345678901234567890"),
 	json.Number("0.000000001"), 2147483648, -9223372036854775808, "", " ", "a\x00b", "\x00", "\x01\x02\x1f",
 	"\u202eevil", "😀", "\ufffd", strings.Repeat("x", 5000), strings.Repeat("é", 300), "' OR 1=1 --",
 	"=HYPERLINK(\"x\")", "2026-02-30", "2026-01-01T00:00:00Z", "-1", "1e3", "NaN", "Infinity",

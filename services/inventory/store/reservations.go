@@ -143,7 +143,7 @@ func (s *Store) reserve(ctx context.Context, tenantID, orderID uuid.UUID, lines 
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
 	}
-	defer tx.Close(ctx)
+	defer func() { _ = tx.Close(ctx) }()
 	existing, items, err := beginReserve(ctx, tx, tenantID, orderID, nums, ids)
 	if err != nil {
 		return nil, err
@@ -342,7 +342,7 @@ func releaseLines(ctx context.Context, tx pgx.Tx, tenantID, orderID uuid.UUID, r
 			RETURNING released_at)
 		SELECT coalesce(max(released_at), now()) FROM u`, tenantID, orderID, release)
 	br := tx.SendBatch(ctx, b)
-	defer br.Close()
+	defer func() { _ = br.Close() }()
 	for range moves {
 		if _, err := br.Exec(); err != nil {
 			return time.Time{}, fmt.Errorf("give stock back: %w", err)
@@ -372,7 +372,7 @@ func releaseLines(ctx context.Context, tx pgx.Tx, tenantID, orderID uuid.UUID, r
 // locked and read again on its own (TestItemStopsTrackingWhileReserving).
 func beginReserve(ctx context.Context, tx *db.PipelinedTx, tenantID, orderID uuid.UUID, lines []int32, ids []uuid.UUID) (map[int32]Reservation, map[uuid.UUID]Item, error) {
 	br := tx.SendBatch(ctx, reserveBatch(tenantID, orderID, lines, ids))
-	defer br.Close()
+	defer func() { _ = br.Close() }()
 	if _, err := br.Exec(); err != nil { // the setting and the lock
 		return nil, nil, fmt.Errorf("lock order: %w", err)
 	}

@@ -407,9 +407,9 @@ func TestReserveAndReleaseAreIdempotent(t *testing.T) {
 
 	// The same line with another quantity or item is refused.
 	_, err = s.Reserve(ctx, tenant, order, []store.ReserveLine{{1, a.ID, 5}}, actor)
-	lineErr(t, err, store.ReservationMismatch, 0)
+	_ = lineErr(t, err, store.ReservationMismatch, 0)
 	_, err = s.Reserve(ctx, tenant, order, []store.ReserveLine{{2, a.ID, 1000}}, actor)
-	lineErr(t, err, store.ReservationMismatch, 0)
+	_ = lineErr(t, err, store.ReservationMismatch, 0)
 
 	// Release line 1, then everything; replays change nothing.
 	rel, err := s.Release(ctx, tenant, order, []int32{1}, actor)
@@ -448,14 +448,14 @@ func TestReserveAndReleaseAreIdempotent(t *testing.T) {
 	// A released line is never reserved again, so a late duplicate of the
 	// first call cannot take stock for a voided order.
 	_, err = s.Reserve(ctx, tenant, order, lines, actor)
-	lineErr(t, err, store.ReservationReleased, 0)
+	_ = lineErr(t, err, store.ReservationReleased, 0)
 	if got := stockOf(t, s, a); got != 10 {
 		t.Errorf("stock = %d after a late duplicate", got)
 	}
 
 	// Releasing a line that was never reserved fails and moves nothing.
 	_, err = s.Release(ctx, tenant, order, []int32{1, 9}, actor)
-	lineErr(t, err, store.ReservationNotFound, 1)
+	_ = lineErr(t, err, store.ReservationNotFound, 1)
 	// An order without reservations releases nothing, without error.
 	if rel, err := s.Release(ctx, tenant, uuid.New(), nil, actor); err != nil || len(rel) != 0 {
 		t.Errorf("release of an unknown order: %+v, %v", rel, err)
@@ -525,7 +525,7 @@ func TestUntrackedItemIsNotLocked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer hold.Rollback(ctx)
+	defer func() { _ = hold.Rollback(ctx) }()
 	if _, err := hold.Exec(ctx, `SELECT 1 FROM inventory.items WHERE tenant_id = $1 FOR NO KEY UPDATE`, tenant); err != nil {
 		t.Fatal(err)
 	}
@@ -569,7 +569,7 @@ func TestItemStopsTrackingWhileReserving(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer hold.Rollback(ctx)
+	defer func() { _ = hold.Rollback(ctx) }()
 	if _, err := hold.Exec(ctx, `UPDATE inventory.items SET track_stock = false WHERE tenant_id = $1 AND id = $2`, tenant, it.ID); err != nil {
 		t.Fatal(err)
 	}

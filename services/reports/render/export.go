@@ -316,7 +316,7 @@ func (x *xlsxWriter) Close(totals []store.Totals) error {
 	if err := x.sw.Flush(); err != nil {
 		return err
 	}
-	defer x.f.Close()
+	defer func() { _ = x.f.Close() }()
 	return x.f.Write(x.w)
 }
 

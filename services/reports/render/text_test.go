@@ -112,7 +112,7 @@ func pdfText(t *testing.T, pdf []byte) string {
 	if err := os.WriteFile(path, pdf, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("pdftotext", "-enc", "UTF-8", path, "-").Output()
+	out, err := exec.CommandContext(t.Context(), "pdftotext", "-enc", "UTF-8", path, "-").Output()
 	if err != nil {
 		t.Fatalf("pdftotext (apt-get install poppler-utils): %v", err)
 	}

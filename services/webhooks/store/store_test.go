@@ -85,7 +85,7 @@ func TestEndpointLimitWaitsForConcurrentChange(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer first.Rollback(ctx) //nolint:errcheck
+			defer first.Rollback(ctx) //nolint:errcheck // a no-op after Commit; the test fails elsewhere
 			if err := lockTenantEndpoints(ctx, first, tenant); err != nil {
 				t.Fatal(err)
 			}

@@ -129,7 +129,7 @@ func Start(ctx context.Context, cfg Config) (_ *App, err error) {
 			if a.gw != nil {
 				a.gw.Close()
 			}
-			a.stopHost(ctx)
+			err = errors.Join(err, a.stopHost(ctx))
 		}
 	}()
 	upstreams, err := a.startHost(ctx, mods, key)
@@ -234,7 +234,7 @@ func (a *App) startGateway(ctx context.Context, upstreams map[string]string, key
 	if err != nil {
 		return err
 	}
-	if a.httpLis, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+	if a.httpLis, err = (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.HTTPAddr); err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
 	a.httpSrv = &http.Server{
@@ -259,7 +259,7 @@ func (a *App) serveMetrics() {
 	if addr == "" || addr == "off" {
 		return
 	}
-	lis, err := net.Listen("tcp", addr)
+	lis, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		a.cfg.Logger.Error("metrics listener not started: serving without /metrics (ALMONER_METRICS_ADDR; off disables it)",
 			"addr", addr, "error", err.Error())
@@ -285,15 +285,15 @@ func resolve(targets []string) ([]service.Module, bool, error) {
 	for _, t := range targets {
 		for _, name := range strings.Split(t, ",") {
 			name = strings.TrimSpace(name)
-			switch {
-			case name == "all":
+			switch name {
+			case "all":
 				gw = true
 				for _, n := range Services() {
 					mods = appendModule(mods, Modules[n])
 				}
-			case name == GatewayTarget:
+			case GatewayTarget:
 				gw = true
-			case name == "":
+			case "":
 			default:
 				m, ok := Modules[name]
 				if !ok {

@@ -70,7 +70,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer cc.Close()
+	defer func() { _ = cc.Close() }()
 	mux, err := newMux(healthpb.NewHealthClient(cc))
 	if err != nil {
 		log.Fatal(err)
@@ -106,7 +106,7 @@ func openPool(ctx context.Context, dbURL string) (*pgxpool.Pool, error) {
 
 // serveGRPC serves accounts over gRPC on addr, in the background.
 func serveGRPC(addr string, pool *pgxpool.Pool) (*grpc.Server, error) {
-	lis, err := net.Listen("tcp", addr)
+	lis, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -25,7 +26,7 @@ type rawConn struct {
 
 func (c *rawConn) close() {
 	if c.conn != nil {
-		c.conn.Close()
+		_ = c.conn.Close()
 		c.conn = nil
 	}
 }
@@ -34,7 +35,7 @@ func (c *rawConn) close() {
 // connection; the next call dials again.
 func (c *rawConn) do(req []byte) (int, error) {
 	if c.conn == nil {
-		conn, err := net.DialTimeout("tcp", c.addr, 5*time.Second)
+		conn, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(context.Background(), "tcp", c.addr)
 		if err != nil {
 			return 0, err
 		}

@@ -6,6 +6,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -126,7 +127,7 @@ func answers(o options, addr string, request func() []byte) bool {
 // explain sends the request again with net/http and prints its answer, to
 // show why the check failed.
 func explain(o options) {
-	req, _ := http.NewRequest(o.method, o.url, bytes.NewReader([]byte(strings.ReplaceAll(o.body, "{{n}}", "0"))))
+	req, _ := http.NewRequestWithContext(context.Background(), o.method, o.url, bytes.NewReader([]byte(strings.ReplaceAll(o.body, "{{n}}", "0"))))
 	for _, h := range o.headers {
 		k, v, _ := strings.Cut(h, ":")
 		req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
@@ -137,6 +138,7 @@ func explain(o options) {
 	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 	if err == nil {
 		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
 		fmt.Fprintf(os.Stderr, "loadgen: %s %s answered %d: %s\n", o.method, o.url, resp.StatusCode, b)
 	} else {
 		fmt.Fprintf(os.Stderr, "loadgen: %v\n", err)
