@@ -86,7 +86,8 @@ func start(bin string) (*Server, error) {
 		return nil, err
 	}
 	// No --database: Mailpit keeps a temporary one it deletes on exit.
-	cmd := exec.Command(bin, "--quiet", "--smtp", smtpAddr, "--listen", httpAddr)
+	// Mailpit outlives the call that starts it: it is stopped by Stop.
+	cmd := exec.CommandContext(context.Background(), bin, "--quiet", "--smtp", smtpAddr, "--listen", httpAddr)
 	// Mailpit dies with the test binary, even one killed by -timeout.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var stderr strings.Builder
@@ -113,16 +114,28 @@ func (s *Server) awaitReady(exited <-chan struct{}) error {
 			return errors.New("exited before listening")
 		default:
 		}
-		resp, err := http.Get(s.APIURL + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
+		if s.ready() {
+			return nil
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	return errors.New("not ready within a minute")
+}
+
+// ready reports whether Mailpit answers its readiness endpoint.
+func (s *Server) ready() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.APIURL+"/readyz", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	_ = resp.Body.Close() // nothing of the body is read
+	return resp.StatusCode == http.StatusOK
 }
 
 // Stop kills Mailpit.
@@ -133,12 +146,13 @@ func (s *Server) Stop() {
 }
 
 func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	var lc net.ListenConfig
+	l, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	addr := l.Addr().String()
+	return addr, l.Close()
 }
 
 // find looks in $MAILPIT_BIN, then PATH, then the repository's bin/
@@ -239,7 +253,7 @@ func (s *Server) get(ctx context.Context, path string, into any) error {
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // the decode's error is the one that matters
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("GET %s: %s", path, resp.Status)
 	}
