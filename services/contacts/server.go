@@ -259,9 +259,28 @@ func (c *contactServer) CheckDuplicateContacts(ctx context.Context, req *contact
 	if req.GetExcludeContactId() < 0 {
 		return nil, apperr.Invalid(apperr.Violation{Field: "ExcludeContactId", Message: "Exclude contact id must be greater than 0."})
 	}
-	f, err := validateContact(req.GetCandidate(), modeCandidate, 0)
+	cand, err := duplicateCandidate(req)
 	if err != nil {
 		return nil, err
+	}
+	hits, err := c.s.store.FindDuplicates(ctx, tenant, cand, minNameSimilarity)
+	if err != nil {
+		return nil, err
+	}
+	ranked := rankDuplicates(hits)
+	if len(ranked) > maxDuplicateMatches {
+		ranked = ranked[:maxDuplicateMatches]
+	}
+	return c.duplicateMatches(ctx, tenant, ranked)
+}
+
+// duplicateCandidate is what a duplicate check compares: the candidate's
+// name, email, phone and postal keys. A candidate with nothing to compare
+// (no email, no phone, no name with a postal code) is refused.
+func duplicateCandidate(req *contactsv1.CheckDuplicateContactsRequest) (store.Candidate, error) {
+	f, err := validateContact(req.GetCandidate(), modeCandidate, 0)
+	if err != nil {
+		return store.Candidate{}, err
 	}
 	cand := store.Candidate{NameKey: store.NameKey(f), ExcludeID: req.GetExcludeContactId()}
 	if f.Type == "" && f.FirstName == "" && f.LastName == "" {
@@ -279,16 +298,14 @@ func (c *contactServer) CheckDuplicateContacts(ctx context.Context, req *contact
 		}
 	}
 	if len(cand.EmailKeys) == 0 && len(cand.PhoneKeys) == 0 && (cand.NameKey == "" || len(cand.PostalKeys) == 0) {
-		return nil, apperr.Rule("Contact.NothingToCompare", "Give an email, a phone, or a name with a postal code to compare.")
+		return store.Candidate{}, apperr.Rule("Contact.NothingToCompare", "Give an email, a phone, or a name with a postal code to compare.")
 	}
-	hits, err := c.s.store.FindDuplicates(ctx, tenant, cand, minNameSimilarity)
-	if err != nil {
-		return nil, err
-	}
-	ranked := rankDuplicates(hits)
-	if len(ranked) > maxDuplicateMatches {
-		ranked = ranked[:maxDuplicateMatches]
-	}
+	return cand, nil
+}
+
+// duplicateMatches reads the ranked contacts and answers them in rank
+// order; one gone since the search is left out.
+func (c *contactServer) duplicateMatches(ctx context.Context, tenant uuid.UUID, ranked []ranked) (*contactsv1.CheckDuplicateContactsResponse, error) {
 	ids := make([]int64, len(ranked))
 	for i, r := range ranked {
 		ids[i] = r.id
@@ -303,11 +320,9 @@ func (c *contactServer) CheckDuplicateContacts(ctx context.Context, req *contact
 	}
 	out := &contactsv1.CheckDuplicateContactsResponse{Matches: []*contactsv1.DuplicateMatch{}}
 	for _, r := range ranked {
-		ct, ok := byID[r.id]
-		if !ok {
-			continue
+		if ct, ok := byID[r.id]; ok {
+			out.Matches = append(out.Matches, &contactsv1.DuplicateMatch{Contact: toContact(ct), Score: r.score, MatchedFields: r.fields})
 		}
-		out.Matches = append(out.Matches, &contactsv1.DuplicateMatch{Contact: toContact(ct), Score: r.score, MatchedFields: r.fields})
 	}
 	return out, nil
 }
