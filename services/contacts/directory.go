@@ -36,7 +36,7 @@ func (d *directoryServer) CheckContact(ctx context.Context, req *contactsv1.Chec
 	if err != nil {
 		return nil, err
 	}
-	return &contactsv1.CheckContactResponse{Exists: t.Exists, IsActive: t.IsActive}, nil
+	return &contactsv1.CheckContactResponse{Exists: t.Exists, IsActive: t.IsActive, Merged: t.Merged}, nil
 }
 
 var directoryAddressTypes = []string{"Billing", "Shipping"}

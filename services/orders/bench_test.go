@@ -18,13 +18,14 @@ import (
 	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/testdb"
+	"github.com/almoner/almoner/services/orders/peers"
 	"github.com/almoner/almoner/services/orders/store"
 )
 
 type benchContacts struct{}
 
-func (benchContacts) Check(context.Context, authctx.Principal, int64) (bool, bool, error) {
-	return true, true, nil
+func (benchContacts) Check(context.Context, authctx.Principal, int64) (peers.ContactCheck, error) {
+	return peers.ContactCheck{Exists: true, Active: true}, nil
 }
 func (benchContacts) AddAddress(context.Context, authctx.Principal, int64, string, *contactsv1.AddContactAddressRequest) error {
 	return nil

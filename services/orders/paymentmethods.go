@@ -100,11 +100,11 @@ func (s *Service) requireContact(ctx context.Context, p authctx.Principal, conta
 	if contactID <= 0 {
 		return apperr.NotFound("Contact")
 	}
-	exists, _, err := s.cfg.Contacts.Check(ctx, p, contactID)
+	c, err := s.cfg.Contacts.Check(ctx, p, contactID)
 	if err != nil {
 		return err
 	}
-	if !exists {
+	if !c.Exists {
 		return apperr.NotFound("Contact")
 	}
 	return nil

@@ -17,6 +17,8 @@ import (
 type OrderTarget struct {
 	Exists   bool
 	IsActive bool
+	// Merged is set when the contact was merged into another.
+	Merged bool
 }
 
 // CheckOrderTarget reports whether contact id exists in the tenant and
@@ -26,9 +28,9 @@ type OrderTarget struct {
 // an error.
 func (s *Store) CheckOrderTarget(ctx context.Context, tenant uuid.UUID, id int64) (OrderTarget, error) {
 	var t OrderTarget
-	err := s.pool.QueryRow(ctx, `SELECT true, coalesce(s.is_active, c.is_active) FROM contacts.contacts c
+	err := s.pool.QueryRow(ctx, `SELECT true, coalesce(s.is_active, c.is_active), c.merged_into IS NOT NULL FROM contacts.contacts c
 		LEFT JOIN contacts.contacts s ON s.tenant_id = c.tenant_id AND s.id = c.merged_into
-		WHERE c.tenant_id = $1 AND c.id = $2`, tenant, id).Scan(&t.Exists, &t.IsActive)
+		WHERE c.tenant_id = $1 AND c.id = $2`, tenant, id).Scan(&t.Exists, &t.IsActive, &t.Merged)
 	if err != nil && !db.IsNoRows(err) {
 		return OrderTarget{}, fmt.Errorf("contacts: check order target: %w", err)
 	}

@@ -273,20 +273,23 @@ func (s *Service) authorizePayments(ctx context.Context, p authctx.Principal, d 
 // exists and is active, and returns the contact the order is recorded
 // under: a merged contact's survivor, so the answer, the processor
 // customer and the saved methods' owner are the survivor's. The contact
-// check is a gRPC call to contacts followed by the read of a merge's
-// redirect; they run while the funds are read, which takes their round
-// trips off the order's latency, and are looked at after the funds'.
+// check is a gRPC call to contacts, followed for a merged contact by the
+// read of its redirect; they run while the funds are read, which takes
+// their round trips off the order's latency, and are looked at after the
+// funds'.
 func (s *Service) checkReferences(ctx context.Context, p authctx.Principal, contactID int64, d *draft) (int64, error) {
 	type contactAnswer struct {
-		exists, active bool
-		survivor       int64
-		err            error
+		peers.ContactCheck
+		survivor int64
+		err      error
 	}
 	tenantID := uuid.MustParse(p.TenantID)
 	answer := make(chan contactAnswer, 1)
 	go func() {
-		var a contactAnswer
-		if a.exists, a.active, a.err = s.contacts.Check(ctx, p, contactID); a.err == nil && a.exists && a.active {
+		a := contactAnswer{survivor: contactID}
+		// Only a merged contact's survivor is read: the store's write
+		// settles a merge that commits after the check (errContactMoved).
+		if a.ContactCheck, a.err = s.contacts.Check(ctx, p, contactID); a.err == nil && a.Merged && a.Active {
 			a.survivor, a.err = s.store.ContactSurvivor(ctx, tenantID, contactID)
 		}
 		answer <- a
@@ -299,9 +302,9 @@ func (s *Service) checkReferences(ctx context.Context, p authctx.Principal, cont
 	switch {
 	case c.err != nil:
 		return 0, c.err
-	case !c.exists:
+	case !c.Exists:
 		return 0, apperr.FieldRule(wire.CodeContactNotFound, "ContactId", fmt.Sprintf("Contact %d was not found.", contactID))
-	case !c.active:
+	case !c.Active:
 		return 0, apperr.FieldRule(wire.CodeContactInactive, "ContactId", fmt.Sprintf("Contact %d is inactive.", contactID))
 	}
 	return c.survivor, nil

@@ -15,10 +15,17 @@ import (
 
 // Contacts is what orders needs from the contacts service.
 type Contacts interface {
-	// Check reports whether the contact exists in the tenant and is active.
-	Check(ctx context.Context, p authctx.Principal, contactID int64) (exists, active bool, err error)
+	// Check reports whether the contact exists in the tenant, whether it
+	// (a merged contact: its survivor) is active, and whether it was
+	// merged into another.
+	Check(ctx context.Context, p authctx.Principal, contactID int64) (ContactCheck, error)
 	// AddAddress adds an address (Billing or Shipping) to the contact.
 	AddAddress(ctx context.Context, p authctx.Principal, contactID int64, kind string, a *contactsv1.AddContactAddressRequest) error
+}
+
+// ContactCheck is the contacts service's answer about one contact.
+type ContactCheck struct {
+	Exists, Active, Merged bool
 }
 
 // Stock is what orders needs from the inventory service.
@@ -43,16 +50,16 @@ type GRPCContacts struct {
 
 // Check asks the contacts service whether the contact exists and is
 // active.
-func (g GRPCContacts) Check(ctx context.Context, p authctx.Principal, contactID int64) (bool, bool, error) {
+func (g GRPCContacts) Check(ctx context.Context, p authctx.Principal, contactID int64) (ContactCheck, error) {
 	c, err := g.Conn()
 	if err != nil {
-		return false, false, apperr.Unavailable("Contacts cannot be checked right now.", err)
+		return ContactCheck{}, apperr.Unavailable("Contacts cannot be checked right now.", err)
 	}
 	resp, err := c.CheckContact(outgoing(ctx, p), &contactsv1.CheckContactRequest{TenantId: p.TenantID, ContactId: contactID})
 	if err != nil {
-		return false, false, Upstream("Contacts cannot be checked right now.", err)
+		return ContactCheck{}, Upstream("Contacts cannot be checked right now.", err)
 	}
-	return resp.GetExists(), resp.GetIsActive(), nil
+	return ContactCheck{Exists: resp.GetExists(), Active: resp.GetIsActive(), Merged: resp.GetMerged()}, nil
 }
 
 // AddAddress saves an order's address to the contact.

@@ -82,7 +82,11 @@ type CheckContactResponse struct {
 	// Exists is true when the contact exists in the tenant.
 	Exists bool `protobuf:"varint,1,opt,name=exists,proto3" json:"exists,omitempty"`
 	// IsActive is true when it exists and is active.
-	IsActive      bool `protobuf:"varint,2,opt,name=is_active,json=isActive,proto3" json:"is_active,omitempty"`
+	IsActive bool `protobuf:"varint,2,opt,name=is_active,json=isActive,proto3" json:"is_active,omitempty"`
+	// Merged is true when the contact was merged into another: writes for
+	// it land on the survivor, which the caller reads from its own
+	// redirects.
+	Merged        bool `protobuf:"varint,3,opt,name=merged,proto3" json:"merged,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -127,6 +131,13 @@ func (x *CheckContactResponse) GetExists() bool {
 func (x *CheckContactResponse) GetIsActive() bool {
 	if x != nil {
 		return x.IsActive
+	}
+	return false
+}
+
+func (x *CheckContactResponse) GetMerged() bool {
+	if x != nil {
+		return x.Merged
 	}
 	return false
 }
@@ -312,10 +323,11 @@ const file_almoner_contacts_v1_directory_proto_rawDesc = "" +
 	"\x13CheckContactRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1d\n" +
 	"\n" +
-	"contact_id\x18\x02 \x01(\x03R\tcontactId\"K\n" +
+	"contact_id\x18\x02 \x01(\x03R\tcontactId\"c\n" +
 	"\x14CheckContactResponse\x12\x16\n" +
 	"\x06exists\x18\x01 \x01(\bR\x06exists\x12\x1b\n" +
-	"\tis_active\x18\x02 \x01(\bR\bisActive\"\x9b\x02\n" +
+	"\tis_active\x18\x02 \x01(\bR\bisActive\x12\x16\n" +
+	"\x06merged\x18\x03 \x01(\bR\x06merged\"\x9b\x02\n" +
 	"\x18AddContactAddressRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1d\n" +
 	"\n" +
