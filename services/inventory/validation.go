@@ -41,6 +41,35 @@ type itemInput struct {
 // defaultCurrency only then.
 func validateItem(ctx context.Context, in itemInput, defaultCurrency func(context.Context) (string, error)) (store.Item, error) {
 	var v apperr.Violations
+	it := itemText(&v, in)
+	switch {
+	case in.StockOnHand < 0:
+		v.Add("StockOnHand", "'StockOnHand' must be greater than or equal to 0.")
+	case in.StockOnHand > maxStock:
+		v.Add("StockOnHand", "'StockOnHand' must be %d or less.", maxStock)
+	}
+	currency, err := itemCurrency(ctx, &v, in.Currency, defaultCurrency)
+	if err != nil {
+		return store.Item{}, err
+	}
+	it.Currency = currency
+	// Amounts are only checked against a known currency: its decimals
+	// decide what is valid, and the currency error already says what to fix.
+	if in.Price == nil {
+		v.Add("Price", "'Price' must not be empty.")
+	}
+	if v.Has("Currency") {
+		return store.Item{}, v.Err()
+	}
+	itemAmounts(&v, &it, in)
+	if err := v.Err(); err != nil {
+		return store.Item{}, err
+	}
+	return it, nil
+}
+
+// itemText reads an item's text fields and switches.
+func itemText(v *apperr.Violations, in itemInput) store.Item {
 	it := store.Item{
 		SKU:         strings.TrimSpace(in.SKU),
 		Name:        strings.TrimSpace(in.Name),
@@ -50,59 +79,51 @@ func validateItem(ctx context.Context, in itemInput, defaultCurrency func(contex
 		TrackStock:  in.TrackStock != nil && *in.TrackStock,
 		Active:      in.Active == nil || *in.Active,
 	}
-	requiredText(&v, "Sku", it.SKU, maxSKU)
+	requiredText(v, "Sku", it.SKU, maxSKU)
 	if !v.Has("Sku") && strings.ContainsFunc(it.SKU, unicode.IsControl) {
 		v.Add("Sku", "'Sku' must not contain control characters.")
 	}
-	requiredText(&v, "Name", it.Name, maxName)
-	optionalText(&v, "Description", it.Description, maxDescription)
-	optionalText(&v, "Category", it.Category, maxCategory)
+	requiredText(v, "Name", it.Name, maxName)
+	optionalText(v, "Description", it.Description, maxDescription)
+	optionalText(v, "Category", it.Category, maxCategory)
+	return it
+}
 
-	it.Currency = strings.ToUpper(strings.TrimSpace(in.Currency))
-	if it.Currency == "" {
+// itemCurrency is the item's currency, else the tenant's default; one
+// that is no ISO 4217 code is a violation under Currency.
+func itemCurrency(ctx context.Context, v *apperr.Violations, given string, defaultCurrency func(context.Context) (string, error)) (string, error) {
+	currency := strings.ToUpper(strings.TrimSpace(given))
+	if currency == "" {
 		code, err := defaultCurrency(ctx)
 		if err != nil {
-			return store.Item{}, err
+			return "", err
 		}
-		it.Currency = code
+		currency = code
 	}
-	currencyOK := money.Known(it.Currency)
-	if !currencyOK {
-		v.Add("Currency", "'%s' is not an ISO 4217 currency code.", truncate(it.Currency, 8))
+	if !money.Known(currency) {
+		v.Add("Currency", "'%s' is not an ISO 4217 currency code.", truncate(currency, 8))
 	}
+	return currency, nil
+}
 
-	switch {
-	case in.StockOnHand < 0:
-		v.Add("StockOnHand", "'StockOnHand' must be greater than or equal to 0.")
-	case in.StockOnHand > maxStock:
-		v.Add("StockOnHand", "'StockOnHand' must be %d or less.", maxStock)
-	}
-
-	// Amounts are only checked against a known currency: its decimals
-	// decide what is valid, and the currency error already says what to fix.
-	if in.Price == nil {
-		v.Add("Price", "'Price' must not be empty.")
-	}
-	if !currencyOK {
-		return store.Item{}, v.Err()
-	}
-	price, priceOK := amount(&v, "Price", in.Price, it.Currency)
+// itemAmounts reads the price and the fair market value in the item's
+// currency.
+func itemAmounts(v *apperr.Violations, it *store.Item, in itemInput) {
+	price, priceOK := amount(v, "Price", in.Price, it.Currency)
 	it.PriceMinor = price
 	if in.FairMarketValue == nil {
 		// Nothing deductible unless the tenant says what the donor
 		// received is worth less than the price: the safe default for a
 		// donor's tax receipt.
 		it.FairMarketValueMinor = price
-	} else if fmv, ok := amount(&v, "FairMarketValue", in.FairMarketValue, it.Currency); ok {
+		return
+	}
+	if fmv, ok := amount(v, "FairMarketValue", in.FairMarketValue, it.Currency); ok {
 		it.FairMarketValueMinor = fmv
 		if priceOK && fmv > price {
 			v.Add("FairMarketValue", "'FairMarketValue' must not be greater than 'Price'.")
 		}
 	}
-	if err := v.Err(); err != nil {
-		return store.Item{}, err
-	}
-	return it, nil
 }
 
 // amount parses a Decimal in currency's minor units and checks that it is
