@@ -256,40 +256,9 @@ type Service struct {
 // New returns the webhooks service on pool. A zero Config field takes the
 // spec's default; SecretKey is required.
 func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) (*Service, error) {
-	if cfg.Tick <= 0 {
-		cfg.Tick = DefaultTick
-	}
-	if cfg.RetryBase <= 0 {
-		cfg.RetryBase = DefaultRetryBase
-	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	if cfg.EnqueueLimit <= 0 {
-		cfg.EnqueueLimit = DefaultEnqueueLimit
-	}
-	if cfg.SendLimit <= 0 {
-		cfg.SendLimit = DefaultSendLimit
-	}
-	if cfg.MaxAttempts <= 0 {
-		cfg.MaxAttempts = DefaultMaxAttempts
-	}
-	if cfg.EndpointLimit <= 0 {
-		cfg.EndpointLimit = DefaultEndpointLimit
-	}
-	if cfg.Lease <= 0 {
-		// Long enough for the attempt and for recording it; short enough
-		// that a crashed dispatcher's claims come back within a minute.
-		cfg.Lease = cfg.Timeout + 30*time.Second
-	}
-	if cfg.Lease <= cfg.Timeout {
-		return nil, fmt.Errorf("ALMONER_WEBHOOK_LEASE (%s) must exceed ALMONER_WEBHOOK_TIMEOUT (%s)", cfg.Lease, cfg.Timeout)
-	}
-	if cfg.Resolver == nil {
-		cfg.Resolver = net.DefaultResolver
-	}
-	if cfg.EventRetention <= 0 {
-		cfg.EventRetention = MinEventRetention
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	if cfg.SecretKey == nil {
 		return nil, secretbox.ErrNoKey
@@ -317,6 +286,39 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) (*Service, error) 
 	}
 	s.dispatcher = newDispatcher(s)
 	return s, nil
+}
+
+// withDefaults is cfg with each unset number at its default, or the
+// refusal of a lease that does not outlast an attempt.
+func (cfg Config) withDefaults() (Config, error) {
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{{&cfg.Tick, DefaultTick}, {&cfg.RetryBase, DefaultRetryBase}, {&cfg.Timeout, DefaultTimeout}, {&cfg.EventRetention, MinEventRetention}} {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
+	}
+	for _, d := range []struct {
+		v   *int
+		def int
+	}{{&cfg.EnqueueLimit, DefaultEnqueueLimit}, {&cfg.SendLimit, DefaultSendLimit}, {&cfg.MaxAttempts, DefaultMaxAttempts}, {&cfg.EndpointLimit, DefaultEndpointLimit}} {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
+	}
+	if cfg.Lease <= 0 {
+		// Long enough for the attempt and for recording it; short enough
+		// that a crashed dispatcher's claims come back within a minute.
+		cfg.Lease = cfg.Timeout + 30*time.Second
+	}
+	if cfg.Lease <= cfg.Timeout {
+		return cfg, fmt.Errorf("ALMONER_WEBHOOK_LEASE (%s) must exceed ALMONER_WEBHOOK_TIMEOUT (%s)", cfg.Lease, cfg.Timeout)
+	}
+	if cfg.Resolver == nil {
+		cfg.Resolver = net.DefaultResolver
+	}
+	return cfg, nil
 }
 
 // Register adds the service's gRPC server to r.
