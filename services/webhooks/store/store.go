@@ -204,21 +204,9 @@ func (s *Store) UpdateEndpoint(ctx context.Context, e Endpoint, actor string, li
 			out = before
 			return nil
 		}
-		cur := ""
-		if e.Active && !before.Active {
-			if limit > 0 {
-				if err := checkEndpointLimit(ctx, tx, e.TenantID, limit); err != nil {
-					return err
-				}
-			}
-			// A manually deactivated endpoint starts again from now; one the
-			// dispatcher switched off resumes where it stopped, so nothing
-			// of the time it failed is lost.
-			if before.DisabledReason == nil {
-				if cur, err = horizon(ctx, tx); err != nil {
-					return err
-				}
-			}
+		cur, err := reactivation(ctx, tx, before, e, limit)
+		if err != nil {
+			return err
 		}
 		out, err = scanEndpoint(tx.QueryRow(ctx, `
 			UPDATE webhooks.endpoints SET name = $3, url = $4, description = $5, event_types = $6, active = $7,
@@ -241,6 +229,26 @@ func (s *Store) UpdateEndpoint(ctx context.Context, e Endpoint, actor string, li
 		return Endpoint{}, fmt.Errorf("webhooks: update endpoint %s: %w", e.ID, err)
 	}
 	return out, nil
+}
+
+// reactivation checks what switching an endpoint back on needs: the
+// tenant's endpoint limit, and the cursor it starts from ("" keeps its
+// own). A manually deactivated endpoint starts again from now; one the
+// dispatcher switched off resumes where it stopped, so nothing of the
+// time it failed is lost.
+func reactivation(ctx context.Context, tx pgx.Tx, before, e Endpoint, limit int) (string, error) {
+	if !e.Active || before.Active {
+		return "", nil
+	}
+	if limit > 0 {
+		if err := checkEndpointLimit(ctx, tx, e.TenantID, limit); err != nil {
+			return "", err
+		}
+	}
+	if before.DisabledReason != nil {
+		return "", nil
+	}
+	return horizon(ctx, tx)
 }
 
 // DeleteEndpoint revokes an endpoint: it disappears from the list and
