@@ -425,61 +425,87 @@ func (x *server) ExportReport(req *reportsv1.ExportReportRequest, stream grpc.Se
 	if !ok {
 		return apperr.Invalid(apperr.Violation{Field: "Format", Message: "'Format' must be one of: csv, xlsx, pdf."})
 	}
-	d, err := x.load(ctx, p, req.GetReportId())
+	e, err := x.exportOf(ctx, p, req, format)
 	if err != nil {
 		return err
 	}
+	start := time.Now()
+	n, err := x.writeExport(ctx, stream, e, f, format)
+	if err != nil {
+		return err
+	}
+	return x.s.store.RecordRun(ctx, store.Run{TenantID: e.d.TenantID, ReportID: &e.d.ID, TypeKey: e.t.Key, Parameters: e.clean, Kind: "export",
+		Format: format, RowCount: n, Duration: time.Since(start), Actor: p.Actor()})
+}
+
+// export is a saved report resolved for one export: its definition and
+// type, the parameters (as given and as recorded) and the query.
+type export struct {
+	d     store.Definition
+	t     *Type
+	vals  Values
+	clean map[string]string
+	q     store.Query
+}
+
+// exportOf loads the saved report, resolves its parameters with the
+// request's and builds its query. A PDF's row limit is checked here, while
+// the answer can still be a problem document: a PDF is made in memory.
+// CSV and Excel have none and run the query once, adding the totals up
+// as the rows pass.
+func (x *server) exportOf(ctx context.Context, p authctx.Principal, req *reportsv1.ExportReportRequest, format string) (export, error) {
+	d, err := x.load(ctx, p, req.GetReportId())
+	if err != nil {
+		return export{}, err
+	}
 	t := typeByKey(d.TypeKey)
 	if t == nil {
-		return apperr.NotFound("Report type")
+		return export{}, apperr.NotFound("Report type")
 	}
 	var v apperr.Violations
 	over := rawParams(req.GetBody().GetParameters(), &v)
 	if err := v.Err(); err != nil {
-		return err
+		return export{}, err
 	}
 	vals, clean, err := t.resolve(merge(d.Parameters, over), x.s.cfg.Now())
 	if err != nil {
-		return err
+		return export{}, err
 	}
-	q := t.build(vals)
+	e := export{d: d, t: t, vals: vals, clean: clean, q: t.build(vals)}
 	if format == "pdf" {
-		// Checked first, while the answer can still be a problem document:
-		// a PDF is made in memory, so it has a row limit. CSV and Excel
-		// have none and run the query once, adding the totals up as the
-		// rows pass.
-		count, err := x.s.store.Count(ctx, d.TenantID, q)
+		count, err := x.s.store.Count(ctx, d.TenantID, e.q)
 		if err != nil {
-			return err
+			return export{}, err
 		}
 		if count > render.MaxPDFRows {
-			return apperr.Unprocessable("Report.TooLargeForPdf", fmt.Sprintf("A PDF export holds at most %d rows; this report has %d. Export CSV or Excel instead.", render.MaxPDFRows, count))
+			return export{}, apperr.Unprocessable("Report.TooLargeForPdf", fmt.Sprintf("A PDF export holds at most %d rows; this report has %d. Export CSV or Excel instead.", render.MaxPDFRows, count))
 		}
 	}
-	name := render.FileName(d.Name, f.Ext)
-	disp := mime.FormatMediaType("attachment", map[string]string{"filename": name})
+	return e, nil
+}
+
+// writeExport streams the export as the file (its name in
+// Content-Disposition) and reports how many rows it held.
+func (x *server) writeExport(ctx context.Context, stream grpc.ServerStreamingServer[httpbody.HttpBody], e export, f render.Format, format string) (int64, error) {
+	disp := mime.FormatMediaType("attachment", map[string]string{"filename": render.FileName(e.d.Name, f.Ext)})
 	if err := grpc.SetHeader(ctx, metadata.Pairs("content-disposition", disp)); err != nil {
-		return err
+		return 0, err
 	}
-	start := time.Now()
 	cw := &chunkWriter{stream: stream, contentType: f.ContentType}
-	w, err := render.NewWriter(format, render.NewTable(d.Name, t.Columns), render.Meta{Tenant: d.TenantID.String(), Params: paramList(t, vals), Generated: x.s.cfg.Now()}, cw)
+	w, err := render.NewWriter(format, render.NewTable(e.d.Name, e.t.Columns),
+		render.Meta{Tenant: e.d.TenantID.String(), Params: paramList(e.t, e.vals), Generated: x.s.cfg.Now()}, cw)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	n, totals, err := x.s.store.Stream(ctx, d.TenantID, q, t.Columns, w.Row)
+	n, totals, err := x.s.store.Stream(ctx, e.d.TenantID, e.q, e.t.Columns, w.Row)
 	if err != nil {
 		w.Abort()
-		return err
+		return 0, err
 	}
 	if err := w.Close(totals); err != nil {
-		return err
+		return 0, err
 	}
-	if err := cw.flush(); err != nil {
-		return err
-	}
-	return x.s.store.RecordRun(ctx, store.Run{TenantID: d.TenantID, ReportID: &d.ID, TypeKey: t.Key, Parameters: clean, Kind: "export", Format: format,
-		RowCount: n, Duration: time.Since(start), Actor: p.Actor()})
+	return n, cw.flush()
 }
 
 // paramList is the run's resolved parameters for an export's header.

@@ -37,8 +37,11 @@ type Writer interface {
 	Abort()
 }
 
+// Format is an export format's media type and file extension.
+type Format struct{ ContentType, Ext string }
+
 // Formats maps an export format to its content type and extension.
-var Formats = map[string]struct{ ContentType, Ext string }{
+var Formats = map[string]Format{
 	"csv":  {"text/csv; charset=utf-8", "csv"},
 	"xlsx": {"application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", "xlsx"},
 	"pdf":  {"application/pdf", "pdf"},
