@@ -157,6 +157,37 @@ func (c *contactServer) ListContacts(ctx context.Context, req *contactsv1.ListCo
 	if err != nil {
 		return nil, err
 	}
+	pg, f, err := listRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	query := listQueryKey(f, pg.Size)
+	page, number, tok, err := listPage(pg, query)
+	if err != nil {
+		return nil, err
+	}
+	list, more, total, err := c.s.store.List(ctx, tenant, f, page)
+	if err != nil {
+		return nil, err
+	}
+	if page.SkipCount {
+		total = tok.Total
+	}
+	out := &contactsv1.ListContactsResponse{
+		Items: make([]*contactsv1.Contact, len(list)), TotalCount: total, Page: number, PageSize: pg.Size,
+	}
+	for i, ct := range list {
+		out.Items[i] = toContact(ct)
+	}
+	if more && len(list) > 0 {
+		out.NextPageToken = paging.EncodeToken(listToken{After: list[len(list)-1].ID, Page: number + 1, Query: query, Total: total})
+	}
+	return out, nil
+}
+
+// listRequest reads a list request's paging and filters; every problem
+// with either is one violation list.
+func listRequest(req *contactsv1.ListContactsRequest) (paging.Page, store.ListFilter, error) {
 	pg, err := paging.Parse(req.Page, req.PageSize, req.GetPageToken(), paging.Standard)
 	var v apperr.Violations
 	if err != nil {
@@ -183,41 +214,27 @@ func (c *contactServer) ListContacts(ctx context.Context, req *contactsv1.ListCo
 		t := req.GetUpdatedSince().AsTime()
 		f.UpdatedSince = &t
 	}
-	if err := v.Err(); err != nil {
-		return nil, err
-	}
-	query := listQueryKey(f, pg.Size)
+	return pg, f, v.Err()
+}
+
+// listPage is where a page starts: after the last contact of the page
+// before when a token says so (its total carried on, the count skipped),
+// else at the page's offset. A token of another query is refused.
+func listPage(pg paging.Page, query string) (store.ListPage, int32, listToken, error) {
 	page := store.ListPage{Limit: int(pg.Size)}
-	number := pg.Number
 	var tok listToken
-	if pg.Token != nil {
-		if err := paging.DecodeToken(pg.Token, &tok); err != nil {
-			return nil, err
-		}
-		if tok.Query != query || tok.After <= 0 || tok.Page < 2 || tok.Total < 0 {
-			return nil, errTokenMismatch
-		}
-		page.AfterID, number, page.SkipCount = tok.After, tok.Page, true
-	} else {
+	if pg.Token == nil {
 		page.Offset = pg.Offset()
+		return page, pg.Number, tok, nil
 	}
-	list, more, total, err := c.s.store.List(ctx, tenant, f, page)
-	if err != nil {
-		return nil, err
+	if err := paging.DecodeToken(pg.Token, &tok); err != nil {
+		return page, 0, tok, err
 	}
-	if page.SkipCount {
-		total = tok.Total
+	if tok.Query != query || tok.After <= 0 || tok.Page < 2 || tok.Total < 0 {
+		return page, 0, tok, errTokenMismatch
 	}
-	out := &contactsv1.ListContactsResponse{
-		Items: make([]*contactsv1.Contact, len(list)), TotalCount: total, Page: number, PageSize: pg.Size,
-	}
-	for i, ct := range list {
-		out.Items[i] = toContact(ct)
-	}
-	if more && len(list) > 0 {
-		out.NextPageToken = paging.EncodeToken(listToken{After: list[len(list)-1].ID, Page: number + 1, Query: query, Total: total})
-	}
-	return out, nil
+	page.AfterID, page.SkipCount = tok.After, true
+	return page, tok.Page, tok, nil
 }
 
 // listQueryKey fingerprints what a list token is valid for: the filters
