@@ -93,22 +93,13 @@ func (s *Schedule) Resume(day time.Time) {
 // written.
 func (s *Store) UpdateSchedule(ctx context.Context, tenantID, id uuid.UUID, actor string, change func(Schedule) (Schedule, error)) (Schedule, error) {
 	var out Schedule
-	err := afterCharge(ctx, func() error {
-		return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-			old, err := lockSchedule(ctx, tx, tenantID, id)
-			if err != nil {
-				return err
-			}
-			if err := chargeInFlight(ctx, tx, tenantID, id); err != nil {
-				return err
-			}
-			next, err := change(old)
-			if err != nil {
-				return err
-			}
-			out, err = writeSchedule(ctx, tx, old, next, actor)
+	err := s.changeSchedule(ctx, tenantID, id, func(tx pgx.Tx, old Schedule) error {
+		next, err := change(old)
+		if err != nil {
 			return err
-		})
+		}
+		out, err = writeSchedule(ctx, tx, old, next, actor)
+		return err
 	})
 	if err != nil {
 		return Schedule{}, fmt.Errorf("orders: update schedule %s: %w", id, err)
@@ -124,41 +115,32 @@ func (s *Store) UpdateSchedule(ctx context.Context, tenantID, id uuid.UUID, acto
 // back unchanged.
 func (s *Store) SkipInstallment(ctx context.Context, tenantID, id uuid.UUID, today time.Time, actor string, check func(Schedule) error) (Schedule, error) {
 	var out Schedule
-	err := afterCharge(ctx, func() error {
-		return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-			old, err := lockSchedule(ctx, tx, tenantID, id)
-			if err != nil {
-				return err
-			}
-			if err := chargeInFlight(ctx, tx, tenantID, id); err != nil {
-				return err
-			}
-			if err := check(old); err != nil {
-				return err
-			}
-			period := *old.NextChargeDate
-			tag, err := tx.Exec(ctx, `INSERT INTO orders.recurring_charges (tenant_id, schedule_id, period) VALUES ($1, $2, $3)
-			ON CONFLICT DO NOTHING`, tenantID, id, period)
-			if err != nil {
-				return fmt.Errorf("claim period %s: %w", period.Format(time.DateOnly), err)
-			}
-			if tag.RowsAffected() == 0 {
-				// Skipped or charged already (an amendment moved the next
-				// charge date back onto it): a period has one outcome, so
-				// the repeat records nothing and changes nothing; the runner
-				// passes over the claimed period.
-				out = old
-				return nil
-			}
-			if err := insertInstallment(ctx, tx, old, Installment{Period: period, DueDate: today, Status: InstallmentSkipped}); err != nil {
-				return err
-			}
-			next := old
-			next.ClearRetry()
-			next.PlaceNext(after(old, period))
-			out, err = writeSchedule(ctx, tx, old, next, actor)
+	err := s.changeSchedule(ctx, tenantID, id, func(tx pgx.Tx, old Schedule) error {
+		if err := check(old); err != nil {
 			return err
-		})
+		}
+		period := *old.NextChargeDate
+		tag, err := tx.Exec(ctx, `INSERT INTO orders.recurring_charges (tenant_id, schedule_id, period) VALUES ($1, $2, $3)
+			ON CONFLICT DO NOTHING`, tenantID, id, period)
+		if err != nil {
+			return fmt.Errorf("claim period %s: %w", period.Format(time.DateOnly), err)
+		}
+		if tag.RowsAffected() == 0 {
+			// Skipped or charged already (an amendment moved the next
+			// charge date back onto it): a period has one outcome, so
+			// the repeat records nothing and changes nothing; the runner
+			// passes over the claimed period.
+			out = old
+			return nil
+		}
+		if err := insertInstallment(ctx, tx, old, Installment{Period: period, DueDate: today, Status: InstallmentSkipped}); err != nil {
+			return err
+		}
+		next := old
+		next.ClearRetry()
+		next.PlaceNext(after(old, period))
+		out, err = writeSchedule(ctx, tx, old, next, actor)
+		return err
 	})
 	if err != nil {
 		return Schedule{}, fmt.Errorf("orders: skip installment of schedule %s: %w", id, err)
@@ -346,6 +328,23 @@ func (s *Store) SetRetryDays(ctx context.Context, tenantID uuid.UUID, days []int
 		return nil, fmt.Errorf("orders: set retry days of tenant %s: %w", tenantID, err)
 	}
 	return out, nil
+}
+
+// changeSchedule runs change on the schedule locked for a change in one
+// transaction, once no installment of it is in flight (afterCharge).
+func (s *Store) changeSchedule(ctx context.Context, tenantID, id uuid.UUID, change func(tx pgx.Tx, old Schedule) error) error {
+	return afterCharge(ctx, func() error {
+		return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+			old, err := lockSchedule(ctx, tx, tenantID, id)
+			if err != nil {
+				return err
+			}
+			if err := chargeInFlight(ctx, tx, tenantID, id); err != nil {
+				return err
+			}
+			return change(tx, old)
+		})
+	})
 }
 
 // chargeWait is how long a schedule change waits for an installment in
