@@ -42,15 +42,11 @@ func New(st *store.Store, processors tenantproc.Source, stock peers.Stock, lease
 // VoidOrder voids an order: Completed → Voided, payments voided (at the
 // processor too) and stock released.
 func (a *Server) VoidOrder(ctx context.Context, req *ordersv1.VoidOrderRequest) (*ordersv1.VoidOrderResponse, error) {
-	p, err := authctx.Require(ctx, req.GetTenantId(), scopes.OrdersVoid)
+	p, id, err := orderTarget(ctx, req.GetTenantId(), req.GetOrderId(), scopes.OrdersVoid)
 	if err != nil {
 		return nil, err
 	}
-	id, ok := wire.ParseID(req.GetOrderId())
-	if !ok {
-		return nil, wire.ErrOrderNotFound
-	}
-	tenantID := uuid.MustParse(p.TenantID)
+	tenantID := p.Tenant()
 	o, err := a.void(ctx, tenantID, id, p.Actor())
 	switch {
 	case errors.Is(err, db.ErrNotFound):
@@ -82,15 +78,11 @@ func (a *Server) VoidOrder(ctx context.Context, req *ordersv1.VoidOrderRequest) 
 // request names or else from its payments in order. A full refund (the
 // order reaches Refunded) releases its stock.
 func (a *Server) CreateOrderRefund(ctx context.Context, req *ordersv1.CreateOrderRefundRequest) (*ordersv1.CreateOrderRefundResponse, error) {
-	p, err := authctx.Require(ctx, req.GetTenantId(), scopes.OrdersRefund)
+	p, id, err := orderTarget(ctx, req.GetTenantId(), req.GetOrderId(), scopes.OrdersRefund)
 	if err != nil {
 		return nil, err
 	}
-	id, ok := wire.ParseID(req.GetOrderId())
-	if !ok {
-		return nil, wire.ErrOrderNotFound
-	}
-	tenantID := uuid.MustParse(p.TenantID)
+	tenantID := p.Tenant()
 	cur, err := a.store.GetOrder(ctx, tenantID, id)
 	if errors.Is(err, db.ErrNotFound) {
 		return nil, wire.ErrOrderNotFound
@@ -135,6 +127,20 @@ func (a *Server) CreateOrderRefund(ctx context.Context, req *ordersv1.CreateOrde
 		}
 	}
 	return &ordersv1.CreateOrderRefundResponse{Order: wire.ToOrder(o)}, nil
+}
+
+// orderTarget checks the caller's scope on the tenant and reads the
+// order id of the path; an id that is no UUID is the order's 404.
+func orderTarget(ctx context.Context, tenantID, orderID, scope string) (authctx.Principal, uuid.UUID, error) {
+	p, err := authctx.Require(ctx, tenantID, scope)
+	if err != nil {
+		return authctx.Principal{}, uuid.Nil, err
+	}
+	id, ok := wire.ParseID(orderID)
+	if !ok {
+		return authctx.Principal{}, uuid.Nil, wire.ErrOrderNotFound
+	}
+	return p, id, nil
 }
 
 // refundedPayment returns the payment of o a refund names by paymentId, or
