@@ -30,7 +30,7 @@ func (a *apiKeyServer) ListApiKeys(ctx context.Context, req *authv1.ListApiKeysR
 	if err != nil {
 		return nil, err
 	}
-	keys, err := a.s.store.ListKeys(ctx, uuid.MustParse(p.TenantID))
+	keys, err := a.s.store.ListKeys(ctx, p.Tenant())
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +54,7 @@ func (a *apiKeyServer) CreateApiKey(ctx context.Context, req *authv1.CreateApiKe
 	if err != nil {
 		return nil, err
 	}
-	tenantID := uuid.MustParse(p.TenantID)
+	tenantID := p.Tenant()
 	creator, err := a.callerKey(ctx, tenantID, p)
 	if err != nil {
 		return nil, err
@@ -106,7 +106,7 @@ func (a *apiKeyServer) RevokeApiKey(ctx context.Context, req *authv1.RevokeApiKe
 	if err != nil {
 		return nil, err
 	}
-	tenantID := uuid.MustParse(p.TenantID)
+	tenantID := p.Tenant()
 	id, err := uuid.Parse(req.GetApiKeyId())
 	if err != nil {
 		return nil, errKeyNotFound

@@ -41,7 +41,7 @@ func (u *userServer) ListUsers(ctx context.Context, req *authv1.ListUsersRequest
 	if err != nil {
 		return nil, err
 	}
-	members, err := u.s.store.ListMembers(ctx, uuid.MustParse(p.TenantID))
+	members, err := u.s.store.ListMembers(ctx, p.Tenant())
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func (u *userServer) CreateUser(ctx context.Context, req *authv1.CreateUserReque
 	if req.GetRole() == RoleOwner && !p.HasScope(scopes.OwnersManage) {
 		return nil, apperr.MissingPermission(scopes.OwnersManage)
 	}
-	m, _, err := u.s.invite(ctx, uuid.MustParse(p.TenantID), email, req.GetRole(), p.Actor())
+	m, _, err := u.s.invite(ctx, p.Tenant(), email, req.GetRole(), p.Actor())
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +113,7 @@ func (s *Service) changeMember(ctx context.Context, p authctx.Principal, userID,
 		return store.Member{}, apperr.MissingPermission(scopes.OwnersManage)
 	}
 	m, err := s.store.ChangeMember(ctx, store.MemberChange{
-		TenantID: uuid.MustParse(p.TenantID), UserID: id, Role: role, Actor: p.Actor(),
+		TenantID: p.Tenant(), UserID: id, Role: role, Actor: p.Actor(),
 		Allow: func(m store.Member) error {
 			if m.Role == RoleOwner && !p.HasScope(scopes.OwnersManage) {
 				return apperr.MissingPermission(scopes.OwnersManage)

@@ -57,7 +57,7 @@ func (a *giftImportServer) ImportGifts(ctx context.Context, req *ordersv1.Import
 	if err != nil {
 		return nil, err
 	}
-	in := store.GiftImport{TenantID: uuid.MustParse(p.TenantID), ImportID: importID, DryRun: req.GetDryRun(),
+	in := store.GiftImport{TenantID: p.Tenant(), ImportID: importID, DryRun: req.GetDryRun(),
 		Rows: make([]store.GiftRow, len(req.GetRows()))}
 	for i, r := range req.GetRows() {
 		in.Rows[i] = checkGiftRow(r, currency, today)

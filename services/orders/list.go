@@ -61,7 +61,7 @@ func (a *orderServer) ListOrders(ctx context.Context, req *ordersv1.ListOrdersRe
 	if resumed {
 		after = &tok.After
 	}
-	list, total, err := a.s.store.ListOrders(ctx, uuid.MustParse(p.TenantID), f, pg.Size, pg.Offset(), after, carried > 0)
+	list, total, err := a.s.store.ListOrders(ctx, p.Tenant(), f, pg.Size, pg.Offset(), after, carried > 0)
 	if err != nil {
 		return nil, err
 	}

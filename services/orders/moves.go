@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/google/uuid"
-
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
@@ -36,7 +34,7 @@ func (a *contactMoveServer) MoveContactRecords(ctx context.Context, req *ordersv
 	if err := validateMove(dup, surv); err != nil {
 		return nil, err
 	}
-	c, err := a.s.store.MoveContactRecords(ctx, uuid.MustParse(p.TenantID), dup, surv, p.Actor())
+	c, err := a.s.store.MoveContactRecords(ctx, p.Tenant(), dup, surv, p.Actor())
 	switch {
 	case errors.Is(err, store.ErrAlreadyMerged):
 		return nil, apperr.FieldRule(wire.CodeContactMerged, "DuplicateId", fmt.Sprintf("Contact %d was already merged into another contact.", dup))

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/google/uuid"
-
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
 	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/db"
@@ -46,7 +44,7 @@ func (a *orderServer) GetOrder(ctx context.Context, req *ordersv1.GetOrderReques
 	if !ok {
 		return nil, wire.ErrOrderNotFound
 	}
-	o, err := a.s.store.GetOrder(ctx, uuid.MustParse(p.TenantID), id)
+	o, err := a.s.store.GetOrder(ctx, p.Tenant(), id)
 	if errors.Is(err, db.ErrNotFound) {
 		return nil, wire.ErrOrderNotFound
 	}

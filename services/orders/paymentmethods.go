@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/google/uuid"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
@@ -36,7 +35,7 @@ func (a *paymentMethodServer) ListContactPaymentMethods(ctx context.Context, req
 	if err := a.s.requireContact(ctx, p, req.GetContactId()); err != nil {
 		return nil, err
 	}
-	list, err := a.s.store.ListPaymentMethods(ctx, uuid.MustParse(p.TenantID), req.GetContactId())
+	list, err := a.s.store.ListPaymentMethods(ctx, p.Tenant(), req.GetContactId())
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +58,7 @@ func (a *paymentMethodServer) DeleteContactPaymentMethod(ctx context.Context, re
 	if err := a.s.requireContact(ctx, p, req.GetContactId()); err != nil {
 		return nil, err
 	}
-	tenant, id := uuid.MustParse(p.TenantID), strings.TrimSpace(req.GetPaymentMethodId())
+	tenant, id := p.Tenant(), strings.TrimSpace(req.GetPaymentMethodId())
 	m, err := a.s.store.ContactMethod(ctx, tenant, req.GetContactId(), id)
 	if errors.Is(err, db.ErrNotFound) {
 		return nil, errPaymentMethodNotFound

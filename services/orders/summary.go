@@ -3,7 +3,6 @@ package orders
 import (
 	"context"
 
-	"github.com/google/uuid"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
@@ -13,7 +12,7 @@ import (
 )
 
 func (s *Service) givingSummary(ctx context.Context, p authctx.Principal, contactID int64, limit int32) (*ordersv1.GetContactGivingSummaryResponse, error) {
-	tenantID := uuid.MustParse(p.TenantID)
+	tenantID := p.Tenant()
 	sum, err := s.store.GivingSummary(ctx, tenantID, contactID, s.cfg.Now(), limit)
 	if err != nil {
 		return nil, err

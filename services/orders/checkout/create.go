@@ -61,7 +61,7 @@ func (s *Service) CreateOrder(ctx context.Context, req *ordersv1.CreateOrderRequ
 	if err != nil {
 		return nil, err
 	}
-	tenantID := uuid.MustParse(p.TenantID)
+	tenantID := p.Tenant()
 	key := idempotencyKey(ctx, req)
 	if len(key) > maxKey {
 		return nil, apperr.Invalid(apperr.Violation{Field: "IdempotencyKey", Message: fmt.Sprintf("'IdempotencyKey' must be %d characters or fewer.", maxKey)})
@@ -195,17 +195,17 @@ func (s *Service) prepare(ctx context.Context, p authctx.Principal, req *ordersv
 	if err != nil {
 		return store.Order{}, draft{}, tenantproc.Account{}, err
 	}
-	if err := s.checkMethodOwners(ctx, uuid.MustParse(p.TenantID), contactID, d); err != nil {
+	if err := s.checkMethodOwners(ctx, p.Tenant(), contactID, d); err != nil {
 		return store.Order{}, draft{}, tenantproc.Account{}, err
 	}
 	// A batch the order cannot go into is refused before any stock is
 	// reserved or card charged, not only when the order is written.
 	if d.batchID != nil {
-		if err := batchRefusal(s.store.CheckBatch(ctx, uuid.MustParse(p.TenantID), *d.batchID), d.batchID); err != nil {
+		if err := batchRefusal(s.store.CheckBatch(ctx, p.Tenant(), *d.batchID), d.batchID); err != nil {
 			return store.Order{}, draft{}, tenantproc.Account{}, err
 		}
 	}
-	o := store.Order{TenantID: uuid.MustParse(p.TenantID), ID: orderID, ContactID: contactID, Status: store.StatusCompleted, Currency: currency,
+	o := store.Order{TenantID: p.Tenant(), ID: orderID, ContactID: contactID, Status: store.StatusCompleted, Currency: currency,
 		Billing: d.billing, Shipping: d.shipping, Notes: d.notes, Donations: d.donations, Items: d.items}
 	return o, d, tp, nil
 }
@@ -283,7 +283,7 @@ func (s *Service) checkReferences(ctx context.Context, p authctx.Principal, cont
 		survivor int64
 		err      error
 	}
-	tenantID := uuid.MustParse(p.TenantID)
+	tenantID := p.Tenant()
 	answer := make(chan contactAnswer, 1)
 	go func() {
 		a := contactAnswer{survivor: contactID}

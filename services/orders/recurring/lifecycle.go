@@ -175,7 +175,7 @@ func scheduleTarget(ctx context.Context, tenantID, scheduleID, scope string) (au
 	if !ok {
 		return p, uuid.Nil, uuid.Nil, wire.ErrScheduleNotFound
 	}
-	return p, uuid.MustParse(p.TenantID), id, nil
+	return p, p.Tenant(), id, nil
 }
 
 // schedule reads one of the tenant's schedules; another tenant's is not

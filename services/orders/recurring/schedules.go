@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/google/uuid"
-
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
@@ -41,7 +39,7 @@ func (a *ScheduleServer) ListRecurringDonations(ctx context.Context, req *orders
 			return nil, apperr.Invalid(apperr.Violation{Field: "Status", Message: "'Status' must be one of active, paused, past_due, cancelled, completed."})
 		}
 	}
-	list, total, err := a.s.store.ListSchedules(ctx, uuid.MustParse(p.TenantID), req.ContactId, status, pg.Size, pg.Offset())
+	list, total, err := a.s.store.ListSchedules(ctx, p.Tenant(), req.ContactId, status, pg.Size, pg.Offset())
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +60,7 @@ func (a *ScheduleServer) GetRecurringDonation(ctx context.Context, req *ordersv1
 	if !ok {
 		return nil, wire.ErrScheduleNotFound
 	}
-	s, err := a.s.store.GetSchedule(ctx, uuid.MustParse(p.TenantID), id)
+	s, err := a.s.store.GetSchedule(ctx, p.Tenant(), id)
 	if errors.Is(err, db.ErrNotFound) {
 		return nil, wire.ErrScheduleNotFound
 	}
@@ -82,7 +80,7 @@ func (a *ScheduleServer) CancelRecurringDonation(ctx context.Context, req *order
 	if !ok {
 		return nil, wire.ErrScheduleNotFound
 	}
-	s, err := a.s.store.CancelSchedule(ctx, uuid.MustParse(p.TenantID), id, p.Actor())
+	s, err := a.s.store.CancelSchedule(ctx, p.Tenant(), id, p.Actor())
 	if err != nil {
 		return nil, scheduleError(err)
 	}

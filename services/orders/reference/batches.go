@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/google/uuid"
-
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
@@ -39,7 +37,7 @@ func (a *BatchServer) ListBatches(ctx context.Context, req *ordersv1.ListBatches
 			return nil, apperr.Invalid(apperr.Violation{Field: "State", Message: "'State' must be Open or Closed."})
 		}
 	}
-	list, total, err := a.store.ListBatches(ctx, uuid.MustParse(p.TenantID), state, pg.Size, pg.Offset())
+	list, total, err := a.store.ListBatches(ctx, p.Tenant(), state, pg.Size, pg.Offset())
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +58,7 @@ func (a *BatchServer) GetBatch(ctx context.Context, req *ordersv1.GetBatchReques
 	if !ok {
 		return nil, wire.ErrBatchNotFound
 	}
-	b, err := a.store.GetBatch(ctx, uuid.MustParse(p.TenantID), id)
+	b, err := a.store.GetBatch(ctx, p.Tenant(), id)
 	if errors.Is(err, db.ErrNotFound) {
 		return nil, wire.ErrBatchNotFound
 	}
@@ -82,7 +80,7 @@ func (a *BatchServer) CreateBatch(ctx context.Context, req *ordersv1.CreateBatch
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	b, err := a.store.CreateBatch(ctx, uuid.MustParse(p.TenantID), name, description, p.Actor())
+	b, err := a.store.CreateBatch(ctx, p.Tenant(), name, description, p.Actor())
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +97,7 @@ func (a *BatchServer) CloseBatch(ctx context.Context, req *ordersv1.CloseBatchRe
 	if !ok {
 		return nil, wire.ErrBatchNotFound
 	}
-	b, err := a.store.CloseBatch(ctx, uuid.MustParse(p.TenantID), id, p.Actor())
+	b, err := a.store.CloseBatch(ctx, p.Tenant(), id, p.Actor())
 	if errors.Is(err, db.ErrNotFound) {
 		return nil, wire.ErrBatchNotFound
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/google/uuid"
-
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
 	typev1 "github.com/almoner/almoner/pkg/api/almoner/type/v1"
 	"github.com/almoner/almoner/pkg/apperr"
@@ -30,7 +28,7 @@ func (a *FundServer) ListFunds(ctx context.Context, req *ordersv1.ListFundsReque
 	if err != nil {
 		return nil, err
 	}
-	list, err := a.store.ListFunds(ctx, uuid.MustParse(p.TenantID))
+	list, err := a.store.ListFunds(ctx, p.Tenant())
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +74,7 @@ func (a *FundServer) CreateFund(ctx context.Context, req *ordersv1.CreateFundReq
 	if err != nil {
 		return nil, err
 	}
-	f.TenantID = uuid.MustParse(p.TenantID)
+	f.TenantID = p.Tenant()
 	saved, err := a.store.CreateFund(ctx, f, p.Actor())
 	if errors.Is(err, store.ErrDuplicateName) {
 		return nil, duplicateFund(f.Name)
@@ -102,7 +100,7 @@ func (a *FundServer) UpdateFund(ctx context.Context, req *ordersv1.UpdateFundReq
 	if err != nil {
 		return nil, err
 	}
-	f.TenantID, f.ID = uuid.MustParse(p.TenantID), id
+	f.TenantID, f.ID = p.Tenant(), id
 	saved, err := a.store.UpdateFund(ctx, f, p.Actor())
 	switch {
 	case errors.Is(err, db.ErrNotFound):
