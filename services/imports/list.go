@@ -51,31 +51,19 @@ func (a *server) ListImports(ctx context.Context, req *importsv1.ListImportsRequ
 		return nil, err
 	}
 	key := filterKey(f, pg.Size)
-	var tok listCursor
-	resumed, carried, err := paging.Resume(&pg, key, &tok)
+	list, total, next, err := paging.Keyset(&pg, key,
+		func(after *listCursor, count bool) ([]store.Import, int64, error) {
+			var c *store.Cursor
+			if after != nil {
+				c = &store.Cursor{CreatedAt: after.CreatedAt, ID: after.After}
+			}
+			return a.s.store.List(ctx, p.Tenant(), f, pg.Size, pg.Offset(), c, !count)
+		},
+		func(last store.Import) listCursor { return listCursor{CreatedAt: last.CreatedAt, After: last.ID} })
 	if err != nil {
 		return nil, err
 	}
-	var after *store.Cursor
-	if resumed {
-		after = &store.Cursor{CreatedAt: tok.CreatedAt, ID: tok.After}
-	}
-	list, total, err := a.s.store.List(ctx, p.Tenant(), f, pg.Size, pg.Offset(), after, resumed)
-	if err != nil {
-		return nil, err
-	}
-	if resumed {
-		total = carried
-	}
-	out := &importsv1.ListImportsResponse{Items: make([]*importsv1.Import, 0, len(list)), TotalCount: total, Page: pg.Number, PageSize: pg.Size}
-	for _, m := range list {
-		out.Items = append(out.Items, toImport(m))
-	}
-	if len(list) == int(pg.Size) && int64(pg.Number)*int64(pg.Size) < total {
-		last := list[len(list)-1]
-		out.NextPageToken = paging.EncodeToken(listCursor{CreatedAt: last.CreatedAt, After: last.ID, Position: paging.Position{Page: pg.Number + 1, Filter: key, Total: total}})
-	}
-	return out, nil
+	return &importsv1.ListImportsResponse{Items: paging.Convert(list, toImport), TotalCount: total, Page: pg.Number, PageSize: pg.Size, NextPageToken: next}, nil
 }
 
 // listFilter reads the list's query filters; every unreadable one is a

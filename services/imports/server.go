@@ -56,16 +56,13 @@ func (a *server) ListImportErrors(ctx context.Context, req *importsv1.ListImport
 	if err != nil {
 		return nil, err
 	}
-	errs, total, err := a.s.store.ListErrors(ctx, tenantID, m.ID, pg.Size, pg.Offset())
+	items, total, err := paging.Offset(pg, func(limit int32, offset int64) ([]store.RowError, int64, error) {
+		return a.s.store.ListErrors(ctx, tenantID, m.ID, limit, offset)
+	}, toImportError)
 	if err != nil {
 		return nil, err
 	}
-	out := &importsv1.ListImportErrorsResponse{Items: make([]*importsv1.ImportError, 0, len(errs)), TotalCount: total,
-		Page: pg.Number, PageSize: pg.Size}
-	for _, e := range errs {
-		out.Items = append(out.Items, toImportError(e))
-	}
-	return out, nil
+	return &importsv1.ListImportErrorsResponse{Items: items, TotalCount: total, Page: pg.Number, PageSize: pg.Size}, nil
 }
 
 // get reads the tenant's import named in a path; 404 when the id does

@@ -39,17 +39,13 @@ func (a *itemServer) ListInventoryItems(ctx context.Context, req *inventoryv1.Li
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	items, total, err := a.s.store.ListItems(ctx, p.Tenant(), f, pg.Size, pg.Offset())
+	items, total, err := paging.Offset(pg, func(limit int32, offset int64) ([]store.Item, int64, error) {
+		return a.s.store.ListItems(ctx, p.Tenant(), f, limit, offset)
+	}, toItem)
 	if err != nil {
 		return nil, err
 	}
-	out := &inventoryv1.ListInventoryItemsResponse{
-		Items: make([]*inventoryv1.InventoryItem, 0, len(items)), TotalCount: total, Page: pg.Number, PageSize: pg.Size,
-	}
-	for _, it := range items {
-		out.Items = append(out.Items, toItem(it))
-	}
-	return out, nil
+	return &inventoryv1.ListInventoryItemsResponse{Items: items, TotalCount: total, Page: pg.Number, PageSize: pg.Size}, nil
 }
 
 // GetInventoryItem reads one item; an id that does not parse is not found.

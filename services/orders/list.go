@@ -52,30 +52,19 @@ func (a *orderServer) ListOrders(ctx context.Context, req *ordersv1.ListOrdersRe
 		return nil, err
 	}
 	key := filterKey(f, pg.Size)
-	var tok listCursor
-	resumed, carried, err := paging.Resume(&pg, key, &tok)
+	list, total, next, err := paging.Keyset(&pg, key,
+		func(after *listCursor, count bool) ([]store.Order, int64, error) {
+			var id *uuid.UUID
+			if after != nil {
+				id = &after.After
+			}
+			return a.s.store.ListOrders(ctx, p.Tenant(), f, pg.Size, pg.Offset(), id, !count)
+		},
+		func(last store.Order) listCursor { return listCursor{After: last.ID} })
 	if err != nil {
 		return nil, err
 	}
-	var after *uuid.UUID
-	if resumed {
-		after = &tok.After
-	}
-	list, total, err := a.s.store.ListOrders(ctx, p.Tenant(), f, pg.Size, pg.Offset(), after, carried > 0)
-	if err != nil {
-		return nil, err
-	}
-	if carried > 0 {
-		total = carried
-	}
-	out := &ordersv1.ListOrdersResponse{Items: make([]*ordersv1.Order, 0, len(list)), TotalCount: total, Page: pg.Number, PageSize: pg.Size}
-	for _, o := range list {
-		out.Items = append(out.Items, wire.ToOrder(o))
-	}
-	if len(list) == int(pg.Size) && int64(pg.Number)*int64(pg.Size) < total {
-		out.NextPageToken = paging.EncodeToken(listCursor{After: list[len(list)-1].ID, Position: paging.Position{Page: pg.Number + 1, Filter: key, Total: total}})
-	}
-	return out, nil
+	return &ordersv1.ListOrdersResponse{Items: paging.Convert(list, wire.ToOrder), TotalCount: total, Page: pg.Number, PageSize: pg.Size, NextPageToken: next}, nil
 }
 
 // orderFilter reads the list's query filters; every unreadable one is a

@@ -152,16 +152,13 @@ func (a *ScheduleServer) ListRecurringDonationInstallments(ctx context.Context, 
 	if _, err := a.s.schedule(ctx, tenant, id); err != nil {
 		return nil, err
 	}
-	list, total, err := a.s.store.ListInstallments(ctx, tenant, id, pg.Size, pg.Offset())
+	items, total, err := paging.Offset(pg, func(limit int32, offset int64) ([]store.Installment, int64, error) {
+		return a.s.store.ListInstallments(ctx, tenant, id, limit, offset)
+	}, toInstallment)
 	if err != nil {
 		return nil, err
 	}
-	out := &ordersv1.ListRecurringDonationInstallmentsResponse{Items: make([]*ordersv1.RecurringDonationInstallment, 0, len(list)),
-		TotalCount: total, Page: pg.Number, PageSize: pg.Size}
-	for _, in := range list {
-		out.Items = append(out.Items, toInstallment(in))
-	}
-	return out, nil
+	return &ordersv1.ListRecurringDonationInstallmentsResponse{Items: items, TotalCount: total, Page: pg.Number, PageSize: pg.Size}, nil
 }
 
 // scheduleTarget checks the scope and parses the schedule's path id; an

@@ -39,15 +39,13 @@ func (a *ScheduleServer) ListRecurringDonations(ctx context.Context, req *orders
 			return nil, apperr.Invalid(apperr.Violation{Field: "Status", Message: "'Status' must be one of active, paused, past_due, cancelled, completed."})
 		}
 	}
-	list, total, err := a.s.store.ListSchedules(ctx, p.Tenant(), req.ContactId, status, pg.Size, pg.Offset())
+	items, total, err := paging.Offset(pg, func(limit int32, offset int64) ([]store.Schedule, int64, error) {
+		return a.s.store.ListSchedules(ctx, p.Tenant(), req.ContactId, status, limit, offset)
+	}, wire.ToSchedule)
 	if err != nil {
 		return nil, err
 	}
-	out := &ordersv1.ListRecurringDonationsResponse{Items: make([]*ordersv1.RecurringDonation, 0, len(list)), TotalCount: total, Page: pg.Number, PageSize: pg.Size}
-	for _, s := range list {
-		out.Items = append(out.Items, wire.ToSchedule(s))
-	}
-	return out, nil
+	return &ordersv1.ListRecurringDonationsResponse{Items: items, TotalCount: total, Page: pg.Number, PageSize: pg.Size}, nil
 }
 
 // GetRecurringDonation reads one schedule.

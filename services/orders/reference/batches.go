@@ -37,15 +37,13 @@ func (a *BatchServer) ListBatches(ctx context.Context, req *ordersv1.ListBatches
 			return nil, apperr.Invalid(apperr.Violation{Field: "State", Message: "'State' must be Open or Closed."})
 		}
 	}
-	list, total, err := a.store.ListBatches(ctx, p.Tenant(), state, pg.Size, pg.Offset())
+	items, total, err := paging.Offset(pg, func(limit int32, offset int64) ([]store.Batch, int64, error) {
+		return a.store.ListBatches(ctx, p.Tenant(), state, limit, offset)
+	}, wire.ToBatch)
 	if err != nil {
 		return nil, err
 	}
-	out := &ordersv1.ListBatchesResponse{Items: make([]*ordersv1.Batch, 0, len(list)), TotalCount: total, Page: pg.Number, PageSize: pg.Size}
-	for _, b := range list {
-		out.Items = append(out.Items, wire.ToBatch(b))
-	}
-	return out, nil
+	return &ordersv1.ListBatchesResponse{Items: items, TotalCount: total, Page: pg.Number, PageSize: pg.Size}, nil
 }
 
 // GetBatch reads one batch with its figures.
