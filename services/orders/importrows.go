@@ -18,7 +18,7 @@ const ImportRowsPruneEvery = 10 * time.Minute
 // were any. The runner's housekeeping runs it after a pass, every
 // ImportRowsPruneEvery.
 func (s *Service) pruneImportRows(ctx context.Context) error {
-	n, err := s.store.PruneImportRows(ctx, s.cfg.ImportRowsRetention, 0)
+	n, err := s.imports.PruneImportRows(ctx, s.cfg.ImportRowsRetention, 0)
 	importRowsPruned.Add(float64(n))
 	if n > 0 {
 		s.logger.InfoContext(ctx, "orders: pruned import rows", "count", n, "retention", s.cfg.ImportRowsRetention.String())

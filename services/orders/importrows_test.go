@@ -137,7 +137,7 @@ func TestPruneImportRowsStopsWithItsContext(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if n, err := f.srv.s.store.PruneImportRows(ctx, importrows.DefaultRetention, 10); n != 0 || err != nil {
+	if n, err := f.srv.s.imports.PruneImportRows(ctx, importrows.DefaultRetention, 10); n != 0 || err != nil {
 		t.Errorf("cancelled prune = %d, %v; want 0, nil", n, err)
 	}
 	if got := f.count(t, `SELECT count(*) FROM orders.import_rows WHERE tenant_id = $1`); got != 100 {

@@ -17,7 +17,7 @@ import (
 	"github.com/almoner/almoner/pkg/normalize"
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/services/orders/peers"
-	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/store/importstore"
 	"github.com/almoner/almoner/services/orders/wire"
 )
 
@@ -57,13 +57,13 @@ func (a *giftImportServer) ImportGifts(ctx context.Context, req *ordersv1.Import
 	if err != nil {
 		return nil, err
 	}
-	in := store.GiftImport{TenantID: p.Tenant(), ImportID: importID, DryRun: req.GetDryRun(),
-		Rows: make([]store.GiftRow, len(req.GetRows()))}
+	in := importstore.GiftImport{TenantID: p.Tenant(), ImportID: importID, DryRun: req.GetDryRun(),
+		Rows: make([]importstore.GiftRow, len(req.GetRows()))}
 	for i, r := range req.GetRows() {
 		in.Rows[i] = checkGiftRow(r, currency, today)
 	}
-	results, err := a.s.store.ImportGifts(ctx, in)
-	if errors.Is(err, store.ErrImportBatchClosed) {
+	results, err := a.s.imports.ImportGifts(ctx, in)
+	if errors.Is(err, importstore.ErrImportBatchClosed) {
 		return nil, apperr.Rule(wire.CodeImportBatchClosed, "The import's batch was closed before the import finished; its remaining gifts cannot be added to it.")
 	}
 	if err != nil {
@@ -145,8 +145,8 @@ func (s *Service) giftToday(ctx context.Context, tenantID string) (time.Time, er
 // is wrong; today is the tenant's (giftDateProblem). The fund and the
 // external id are the store's to check. A check number or reference may
 // be missing: histories rarely have them.
-func checkGiftRow(r *ordersv1.GiftImportRow, defaultCurrency string, today time.Time) store.GiftRow {
-	g := store.GiftRow{Row: r.GetRow(), ExternalID: strings.TrimSpace(r.GetExternalId()), ContactID: r.GetContactId(),
+func checkGiftRow(r *ordersv1.GiftImportRow, defaultCurrency string, today time.Time) importstore.GiftRow {
+	g := importstore.GiftRow{Row: r.GetRow(), ExternalID: strings.TrimSpace(r.GetExternalId()), ContactID: r.GetContactId(),
 		AmountMinor: r.GetAmountMinor(), Currency: strings.ToUpper(strings.TrimSpace(r.GetCurrency())), Fund: strings.TrimSpace(r.GetFund()),
 		CampaignID: strings.TrimSpace(r.GetCampaignId()), Method: normalize.OneOf(importPaymentMethods, r.GetPaymentMethod()),
 		CheckNumber: strings.TrimSpace(r.GetCheckNumber()), Reference: strings.TrimSpace(r.GetReference())}
@@ -155,7 +155,7 @@ func checkGiftRow(r *ordersv1.GiftImportRow, defaultCurrency string, today time.
 	}
 	date, dateErr := time.Parse(time.DateOnly, strings.TrimSpace(r.GetDate()))
 	g.Date = date
-	fail := func(column, format string, args ...any) store.GiftRow {
+	fail := func(column, format string, args ...any) importstore.GiftRow {
 		g.FailColumn, g.FailMessage = column, fmt.Sprintf(format, args...)
 		return g
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/scopes"
-	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/store/importstore"
 )
 
 // fixedTenants answers one default currency for every tenant.
@@ -48,7 +48,7 @@ func newImportFixture(t testing.TB) *importFixture {
 	}
 	svc := New(pool, Config{Contacts: benchContacts{}, Tenants: fixedTenants("CAD")}, nil)
 	f.srv, f.giving = &giftImportServer{s: svc}, &givingServer{s: svc}
-	p := authctx.System(f.tenant.String(), store.ImportActor(f.importID), scopes.ImportsManage, scopes.ContactsView)
+	p := authctx.System(f.tenant.String(), importstore.ImportActor(f.importID), scopes.ImportsManage, scopes.ContactsView)
 	f.ctx = authctx.NewIncomingContext(ctx, p)
 	return f
 }

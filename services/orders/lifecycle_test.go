@@ -16,7 +16,7 @@ import (
 	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/services/orders/recurring"
-	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/recurring/schedule"
 )
 
 func TestBoundary(t *testing.T) {
@@ -32,7 +32,7 @@ func TestBoundary(t *testing.T) {
 		{"2026-03-02", "weekly", "2026-03-09", "2026-03-09"},
 		{"2026-03-02", "weekly", "2026-03-10", "2026-03-16"},
 	} {
-		if got := store.Boundary(d(c.anchor), c.freq, d(c.day)); got.Format(time.DateOnly) != c.want {
+		if got := schedule.Boundary(d(c.anchor), c.freq, d(c.day)); got.Format(time.DateOnly) != c.want {
 			t.Errorf("Boundary(%s, %s, %s) = %s, want %s", c.anchor, c.freq, c.day, got.Format(time.DateOnly), c.want)
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/services/orders/procevents"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/store/changestore"
+	"github.com/almoner/almoner/services/orders/store/eventstore"
 	"github.com/almoner/almoner/services/orders/tenantproc"
 )
 
@@ -31,13 +33,13 @@ func TestRefundUnknownOutcomeFinishedBySweeper(t *testing.T) {
 	pi := created.GetOrder().GetPayments()[0].GetProcessorReference()
 
 	f.fake.LoseNextResponses(1)
-	_, err = f.svc.changes.Refund(f.ctx, f.tenant, orderID, store.Refund{AmountMinor: 3000}, "test")
+	_, err = f.svc.changes.Refund(f.ctx, f.tenant, orderID, changestore.Refund{AmountMinor: 3000}, "test")
 	var ae *apperr.Error
 	if !errors.As(err, &ae) || ae.Kind != apperr.KindUnavailable {
 		t.Fatalf("refund whose answer was lost: %v, want unavailable", err)
 	}
 	// The 30.00 in flight is reserved: 10.00 is all that is left.
-	if _, err := f.svc.changes.Refund(f.ctx, f.tenant, orderID, store.Refund{AmountMinor: 2000}, "test"); !errors.Is(err, store.ErrOverRefund) {
+	if _, err := f.svc.changes.Refund(f.ctx, f.tenant, orderID, changestore.Refund{AmountMinor: 2000}, "test"); !errors.Is(err, store.ErrOverRefund) {
 		t.Errorf("a refund past what the one in flight leaves: %v, want ErrOverRefund", err)
 	}
 	if n, err := f.svc.changes.Finish(f.ctx, time.Minute); err != nil || n != 1 {
@@ -75,22 +77,22 @@ func TestNotificationWaitsForChangeInFlight(t *testing.T) {
 	orderID := uuid.MustParse(created.GetOrder().GetId())
 	ref := created.GetOrder().GetPayments()[0].GetProcessorReference()
 	paymentID := uuid.MustParse(created.GetOrder().GetPayments()[0].GetId())
-	oneRefund := func(store.Order, []store.PaymentChange, uuid.UUID) ([]store.PaymentTake, error) {
-		return []store.PaymentTake{{PaymentID: paymentID, Amount: 1000, Key: "in-flight"}}, nil
+	oneRefund := func(store.Order, []changestore.PaymentChange, uuid.UUID) ([]changestore.PaymentTake, error) {
+		return []changestore.PaymentTake{{PaymentID: paymentID, Amount: 1000, Key: "in-flight"}}, nil
 	}
-	c, err := f.svc.store.BeginChange(f.ctx, f.tenant, orderID, store.ChangeRefund, "", time.Minute, "test", oneRefund)
+	c, err := changestore.New(f.svc.store).BeginChange(f.ctx, f.tenant, orderID, changestore.ChangeRefund, "", time.Minute, "test", oneRefund)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := store.Notification{Provider: tenantproc.ProviderStripe, EventID: "evt_refunded", EventType: "charge.refunded", Reference: ref,
-		Settle: store.SettleRefunded, RefundedMinor: 1000, On: time.Now()}
-	if _, err := f.svc.store.ApplyNotification(f.ctx, f.tenant, n, procevents.Actor); !errors.Is(err, store.ErrChangeInProgress) {
+	n := eventstore.Notification{Provider: tenantproc.ProviderStripe, EventID: "evt_refunded", EventType: "charge.refunded", Reference: ref,
+		Settle: eventstore.SettleRefunded, RefundedMinor: 1000, On: time.Now()}
+	if _, err := eventstore.New(f.svc.store).ApplyNotification(f.ctx, f.tenant, n, procevents.Actor); !errors.Is(err, store.ErrChangeInProgress) {
 		t.Fatalf("notification during the refund: %v, want ErrChangeInProgress", err)
 	}
-	if _, err := f.svc.store.FinishChange(f.ctx, c, len(c.Takes)); err != nil {
+	if _, err := changestore.New(f.svc.store).FinishChange(f.ctx, c, len(c.Takes)); err != nil {
 		t.Fatal(err)
 	}
-	if a, err := f.svc.store.ApplyNotification(f.ctx, f.tenant, n, procevents.Actor); err != nil || a.Changed {
+	if a, err := eventstore.New(f.svc.store).ApplyNotification(f.ctx, f.tenant, n, procevents.Actor); err != nil || a.Changed {
 		t.Errorf("the notification sent again: changed %v, %v; want nothing changed", a.Changed, err)
 	}
 	o, err := f.svc.store.GetOrder(f.ctx, f.tenant, orderID)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/store/changestore"
 )
 
 // TestRefundStoresLineShares refunds an order of two donations and an item
@@ -44,7 +44,7 @@ func TestRefundStoresLineShares(t *testing.T) {
 		{refund: 1000, d0: 166, d1: 333, item: 501, donation: 499},
 		{refund: 2000, d0: 499, d1: 1000, item: 1501, donation: 1499},
 	} {
-		if _, err := svc.changes.Refund(ctx, tenant, order, store.Refund{AmountMinor: step.refund}, "test"); err != nil {
+		if _, err := svc.changes.Refund(ctx, tenant, order, changestore.Refund{AmountMinor: step.refund}, "test"); err != nil {
 			t.Fatal(err)
 		}
 		var d0, d1, item, donation int64

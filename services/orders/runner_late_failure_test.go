@@ -12,6 +12,7 @@ import (
 	"github.com/almoner/almoner/services/orders/processor/stripeproc/stripefake"
 	"github.com/almoner/almoner/services/orders/recurring"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/store/recurringstore"
 	"github.com/almoner/almoner/services/orders/tenantproc"
 )
 
@@ -103,7 +104,7 @@ func (r *lateFailureRig) fail(code string) stripefake.Event {
 // failed attempts.
 func (r *lateFailureRig) expect(what, status, next, retry string, failed int32) {
 	r.t.Helper()
-	sc, err := store.New(r.pool).GetSchedule(context.Background(), r.tenant, r.schedule)
+	sc, err := recurringstore.New(store.New(r.pool)).GetSchedule(context.Background(), r.tenant, r.schedule)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -151,8 +152,8 @@ func TestInstallmentFailingLaterIsRetried(t *testing.T) {
 		r.expect("after the return", store.ScheduleActive, "2026-03-02", "2026-03-07", 1)
 		r.deliver(ev) // redelivered: applied once
 		r.expect("after the redelivery", store.ScheduleActive, "2026-03-02", "2026-03-07", 1)
-		list, _, err := store.New(pool).ListInstallments(ctx, r.tenant, r.schedule, 10, 0)
-		if err != nil || len(list) != 1 || list[0].Status != store.InstallmentDeclined || list[0].DeclineReason != "insufficient_funds" || list[0].OrderID == nil {
+		list, _, err := recurringstore.New(store.New(pool)).ListInstallments(ctx, r.tenant, r.schedule, 10, 0)
+		if err != nil || len(list) != 1 || list[0].Status != recurringstore.InstallmentDeclined || list[0].DeclineReason != "insufficient_funds" || list[0].OrderID == nil {
 			t.Fatalf("installments after the return = %+v, %v", list, err)
 		}
 
@@ -185,7 +186,7 @@ func TestInstallmentFailingLaterIsRetried(t *testing.T) {
 
 	t.Run("past due when the retry days are used up", func(t *testing.T) {
 		r := newLateFailureRig(t, pool, fake)
-		if _, err := store.New(pool).SetRetryDays(ctx, r.tenant, []int32{2}); err != nil {
+		if _, err := recurringstore.New(store.New(pool)).SetRetryDays(ctx, r.tenant, []int32{2}); err != nil {
 			t.Fatal(err)
 		}
 		r.on("2026-03-02")

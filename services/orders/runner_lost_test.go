@@ -11,6 +11,7 @@ import (
 	"github.com/almoner/almoner/services/orders/processor/stripeproc/stripefake"
 	"github.com/almoner/almoner/services/orders/recurring"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/store/recurringstore"
 	"github.com/almoner/almoner/services/orders/tenantproc"
 )
 
@@ -60,7 +61,7 @@ func TestRunnerChargeAnswerLost(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM orders.orders WHERE tenant_id = $1 AND schedule_id = $2`, tenant, schedule).Scan(&orders); err != nil {
 		t.Fatal(err)
 	}
-	sc, err := store.New(pool).GetSchedule(ctx, tenant, schedule)
+	sc, err := recurringstore.New(store.New(pool)).GetSchedule(ctx, tenant, schedule)
 	if err != nil {
 		t.Fatal(err)
 	}

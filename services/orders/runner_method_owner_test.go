@@ -11,6 +11,7 @@ import (
 	"github.com/almoner/almoner/services/orders/processor/stripeproc/stripefake"
 	"github.com/almoner/almoner/services/orders/recurring"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/store/recurringstore"
 	"github.com/almoner/almoner/services/orders/tenantproc"
 )
 
@@ -52,7 +53,7 @@ func TestRunnerRefusesAnotherContactsMethod(t *testing.T) {
 	if n := len(fake.Requests()); n != 0 {
 		t.Errorf("%d requests to Stripe for a schedule paid by another contact's card, want 0", n)
 	}
-	sc, err := store.New(pool).GetSchedule(ctx, tenant, schedule)
+	sc, err := recurringstore.New(store.New(pool)).GetSchedule(ctx, tenant, schedule)
 	if err != nil {
 		t.Fatal(err)
 	}

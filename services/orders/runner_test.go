@@ -12,6 +12,7 @@ import (
 	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/recurring"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/store/recurringstore"
 	"github.com/almoner/almoner/services/orders/tenantproc"
 )
 
@@ -106,7 +107,7 @@ func TestRunnerDeclines(t *testing.T) {
 	}
 	byDefault, custom := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
 	defaultID, customID := seed(byDefault), seed(custom)
-	st := store.New(pool)
+	st := recurringstore.New(store.New(pool))
 	if _, err := st.SetRetryDays(ctx, custom, []int32{2}); err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestRunnerDeclines(t *testing.T) {
 			t.Fatalf("installments %v (%d), %v", list, total, err)
 		}
 		for i, in := range list {
-			if in.DueDate.Format(time.DateOnly) != c.due[i] || in.Status != store.InstallmentDeclined || int(in.Attempt) != len(c.due)-i ||
+			if in.DueDate.Format(time.DateOnly) != c.due[i] || in.Status != recurringstore.InstallmentDeclined || int(in.Attempt) != len(c.due)-i ||
 				in.Period.Format(time.DateOnly) != "2026-03-02" || in.DeclineReason != "card_declined" {
 				t.Errorf("installment %d = %+v, want attempt %d due %s", i, in, len(c.due)-i, c.due[i])
 			}

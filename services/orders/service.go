@@ -34,6 +34,7 @@ import (
 	"github.com/almoner/almoner/services/orders/recurring"
 	"github.com/almoner/almoner/services/orders/reference"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/store/importstore"
 	"github.com/almoner/almoner/services/orders/tenantproc"
 )
 
@@ -83,10 +84,12 @@ type Config struct {
 
 // Service is the orders service.
 type Service struct {
-	store  *store.Store
-	cfg    Config
-	logger *slog.Logger
-	runner *recurring.Runner
+	store *store.Store
+	// imports records gift imports (and prunes their rows).
+	imports *importstore.Store
+	cfg     Config
+	logger  *slog.Logger
+	runner  *recurring.Runner
 	// checkout records orders made through the API.
 	checkout *checkout.Service
 	// recurring serves schedules and charges their installments.
@@ -113,6 +116,7 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *Service {
 		logger = slog.Default()
 	}
 	s := &Service{store: store.New(pool), cfg: cfg, logger: logger}
+	s.imports = importstore.New(s.store)
 	s.events = procevents.New(s.store, s.processors(), cfg.Stock, cfg.Now, logger)
 	s.checkout = checkout.New(checkout.Deps{Store: s.store, Processors: s.processors(), Contacts: cfg.Contacts, Stock: cfg.Stock,
 		Now: cfg.Now, IdempotencyLease: cfg.IdempotencyLease, Logger: logger})

@@ -12,6 +12,7 @@ import (
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/store/changestore"
 	"github.com/almoner/almoner/services/orders/tenantproc"
 	"github.com/almoner/almoner/services/orders/wire"
 )
@@ -23,8 +24,8 @@ var errChangeInProgress = apperr.Conflict(wire.CodeChangeInProgress, "A refund o
 // Refund gives back r of an order in three steps, with no transaction
 // open while the processor is called: claim (the amounts reserved),
 // the processor's refunds, record.
-func (s *Server) Refund(ctx context.Context, tenantID, orderID uuid.UUID, r store.Refund, actor string) (store.Order, error) {
-	c, err := s.store.BeginChange(ctx, tenantID, orderID, store.ChangeRefund, r.Reason, s.lease, actor, refundPlan(r))
+func (s *Server) Refund(ctx context.Context, tenantID, orderID uuid.UUID, r changestore.Refund, actor string) (store.Order, error) {
+	c, err := s.store.BeginChange(ctx, tenantID, orderID, changestore.ChangeRefund, r.Reason, s.lease, actor, refundPlan(r))
 	if err != nil {
 		return store.Order{}, err
 	}
@@ -33,7 +34,7 @@ func (s *Server) Refund(ctx context.Context, tenantID, orderID uuid.UUID, r stor
 
 // void voids an order in the same three steps.
 func (s *Server) void(ctx context.Context, tenantID, orderID uuid.UUID, actor string) (store.Order, error) {
-	c, err := s.store.BeginChange(ctx, tenantID, orderID, store.ChangeVoid, "", s.lease, actor, voidPlan)
+	c, err := s.store.BeginChange(ctx, tenantID, orderID, changestore.ChangeVoid, "", s.lease, actor, voidPlan)
 	if err != nil {
 		return store.Order{}, err
 	}
@@ -45,7 +46,7 @@ func (s *Server) void(ctx context.Context, tenantID, orderID uuid.UUID, actor st
 // answers the refusal; a call whose outcome is unknown keeps the claim,
 // its lease ended, for the sweeper to finish with the same keys (the
 // processor replays what it did), and answers 503.
-func (s *Server) changePayments(ctx context.Context, c store.PaymentChange) (store.Order, error) {
+func (s *Server) changePayments(ctx context.Context, c changestore.PaymentChange) (store.Order, error) {
 	done, callErr := s.callTakes(ctx, c)
 	if callErr != nil && processor.IsUnavailable(callErr) {
 		if err := s.store.ExpireChange(context.WithoutCancel(ctx), c); err != nil {
@@ -70,7 +71,7 @@ func (s *Server) changePayments(ctx context.Context, c store.PaymentChange) (sto
 
 // callTakes makes each take's processor call, stopping at the first
 // failure, and reports how many were made.
-func (s *Server) callTakes(ctx context.Context, c store.PaymentChange) (int, error) {
+func (s *Server) callTakes(ctx context.Context, c changestore.PaymentChange) (int, error) {
 	for i, t := range c.Takes {
 		if err := s.callTake(ctx, c.TenantID.String(), c.Payments[t.PaymentID], t); err != nil {
 			return i, err
@@ -81,7 +82,7 @@ func (s *Server) callTakes(ctx context.Context, c store.PaymentChange) (int, err
 
 // callTake refunds or cancels one payment at the processor that collected
 // it; a payment no processor collected needs no call.
-func (s *Server) callTake(ctx context.Context, tenantID string, pay store.Payment, t store.PaymentTake) error {
+func (s *Server) callTake(ctx context.Context, tenantID string, pay store.Payment, t changestore.PaymentTake) error {
 	if pay.Processor == "" || pay.ProcessorReference == "" {
 		return nil
 	}

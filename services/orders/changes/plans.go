@@ -7,6 +7,7 @@ import (
 
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/store/changestore"
 )
 
 // The rules of a change, pure functions of the order as locked and the
@@ -19,8 +20,8 @@ import (
 // <changeId>/<paymentId>. A void in flight is store.ErrChangeInProgress;
 // over-refunding store.ErrOverRefund; a payment id not of the order
 // db.ErrNotFound.
-func refundPlan(r store.Refund) store.PlanFunc {
-	return func(o store.Order, inFlight []store.PaymentChange, changeID uuid.UUID) ([]store.PaymentTake, error) {
+func refundPlan(r changestore.Refund) changestore.PlanFunc {
+	return func(o store.Order, inFlight []changestore.PaymentChange, changeID uuid.UUID) ([]changestore.PaymentTake, error) {
 		if o.Status != store.StatusCompleted && o.Status != store.StatusPartiallyRefunded {
 			return nil, fmt.Errorf("order is %s: %w", o.Status, store.ErrIllegalState)
 		}
@@ -44,7 +45,7 @@ func refundPlan(r store.Refund) store.PlanFunc {
 // payment still standing is voided: a captured one refunded of what is
 // left, one not settled cancelled, each keyed void/<paymentId>. Any
 // change in flight is store.ErrChangeInProgress.
-func voidPlan(o store.Order, inFlight []store.PaymentChange, _ uuid.UUID) ([]store.PaymentTake, error) {
+func voidPlan(o store.Order, inFlight []changestore.PaymentChange, _ uuid.UUID) ([]changestore.PaymentTake, error) {
 	switch o.Status {
 	case store.StatusVoided:
 		return nil, store.ErrAlreadyVoided
@@ -55,13 +56,13 @@ func voidPlan(o store.Order, inFlight []store.PaymentChange, _ uuid.UUID) ([]sto
 	if len(inFlight) > 0 {
 		return nil, store.ErrChangeInProgress
 	}
-	var takes []store.PaymentTake
+	var takes []changestore.PaymentTake
 	for _, p := range o.Payments {
 		switch p.Status {
 		case store.PaymentCaptured:
-			takes = append(takes, store.PaymentTake{PaymentID: p.ID, Amount: p.AmountMinor - p.RefundedMinor, Key: "void/" + p.ID.String()})
+			takes = append(takes, changestore.PaymentTake{PaymentID: p.ID, Amount: p.AmountMinor - p.RefundedMinor, Key: "void/" + p.ID.String()})
 		case store.PaymentAuthorized, store.PaymentPending, store.PaymentRequiresAction:
-			takes = append(takes, store.PaymentTake{PaymentID: p.ID, Cancel: true, Key: "void/" + p.ID.String()})
+			takes = append(takes, changestore.PaymentTake{PaymentID: p.ID, Cancel: true, Key: "void/" + p.ID.String()})
 		}
 	}
 	return takes, nil
@@ -69,10 +70,10 @@ func voidPlan(o store.Order, inFlight []store.PaymentChange, _ uuid.UUID) ([]sto
 
 // reserved is o with the refunds in flight counted as refunded; a void
 // in flight is store.ErrChangeInProgress.
-func reserved(o store.Order, inFlight []store.PaymentChange) (store.Order, error) {
+func reserved(o store.Order, inFlight []changestore.PaymentChange) (store.Order, error) {
 	o.Payments = append([]store.Payment(nil), o.Payments...)
 	for _, c := range inFlight {
-		if c.Kind == store.ChangeVoid {
+		if c.Kind == changestore.ChangeVoid {
 			return store.Order{}, store.ErrChangeInProgress
 		}
 		for _, t := range c.Takes {
@@ -89,7 +90,7 @@ func reserved(o store.Order, inFlight []store.PaymentChange) (store.Order, error
 
 // splitRefund splits a refund over o's payments: from the one named, or
 // from each in order until the amount is covered.
-func splitRefund(o store.Order, r store.Refund) ([]store.PaymentTake, error) {
+func splitRefund(o store.Order, r changestore.Refund) ([]changestore.PaymentTake, error) {
 	if r.PaymentID != nil {
 		for _, p := range o.Payments {
 			if p.ID != *r.PaymentID {
@@ -106,7 +107,7 @@ func splitRefund(o store.Order, r store.Refund) ([]store.PaymentTake, error) {
 			case amt <= 0:
 				return nil, store.ErrNothingToApply
 			}
-			return []store.PaymentTake{{PaymentID: p.ID, Amount: amt}}, nil
+			return []changestore.PaymentTake{{PaymentID: p.ID, Amount: amt}}, nil
 		}
 		return nil, fmt.Errorf("payment %s: %w", *r.PaymentID, db.ErrNotFound)
 	}
@@ -121,7 +122,7 @@ func splitRefund(o store.Order, r store.Refund) ([]store.PaymentTake, error) {
 	if amt <= 0 {
 		return nil, store.ErrNothingToApply
 	}
-	var plan []store.PaymentTake
+	var plan []changestore.PaymentTake
 	rest := amt
 	for _, p := range o.Payments {
 		if rest == 0 {
@@ -132,7 +133,7 @@ func splitRefund(o store.Order, r store.Refund) ([]store.PaymentTake, error) {
 		}
 		take := min(p.AmountMinor-p.RefundedMinor, rest)
 		rest -= take
-		plan = append(plan, store.PaymentTake{PaymentID: p.ID, Amount: take})
+		plan = append(plan, changestore.PaymentTake{PaymentID: p.ID, Amount: take})
 	}
 	if rest != 0 {
 		// Payments cover the total by construction; a leftover means the

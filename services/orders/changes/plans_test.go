@@ -9,6 +9,7 @@ import (
 
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/store/changestore"
 )
 
 // A 60.00 order paid 40.00 by card (10.00 refunded already) and 20.00 in
@@ -20,36 +21,36 @@ var (
 	id    = uuid.MustParse("00000000-0000-0000-0000-0000000000c0")
 )
 
-func take(p store.Payment, amount int64) store.PaymentTake {
-	return store.PaymentTake{PaymentID: p.ID, Amount: amount, Key: id.String() + "/" + p.ID.String()}
+func take(p store.Payment, amount int64) changestore.PaymentTake {
+	return changestore.PaymentTake{PaymentID: p.ID, Amount: amount, Key: id.String() + "/" + p.ID.String()}
 }
 
 // TestRefundPlan: a refund is taken from the payment named, or from the
 // payments in order, counting the refunds in flight as refunded.
 func TestRefundPlan(t *testing.T) {
-	inFlight := []store.PaymentChange{{Kind: store.ChangeRefund, Takes: []store.PaymentTake{{PaymentID: card.ID, Amount: 2500}}}}
-	voiding := []store.PaymentChange{{Kind: store.ChangeVoid}}
+	inFlight := []changestore.PaymentChange{{Kind: changestore.ChangeRefund, Takes: []changestore.PaymentTake{{PaymentID: card.ID, Amount: 2500}}}}
+	voiding := []changestore.PaymentChange{{Kind: changestore.ChangeVoid}}
 	completed := order
 	completed.Status = store.StatusRefunded
 	for _, tc := range []struct {
 		name     string
 		o        store.Order
-		inFlight []store.PaymentChange
-		r        store.Refund
-		want     []store.PaymentTake
+		inFlight []changestore.PaymentChange
+		r        changestore.Refund
+		want     []changestore.PaymentTake
 		err      error
 	}{
-		{"all that is left, in order", order, nil, store.Refund{}, []store.PaymentTake{take(card, 3000), take(cash, 2000)}, nil},
-		{"part, from the first payment", order, nil, store.Refund{AmountMinor: 500}, []store.PaymentTake{take(card, 500)}, nil},
-		{"across two payments", order, nil, store.Refund{AmountMinor: 3500}, []store.PaymentTake{take(card, 3000), take(cash, 500)}, nil},
-		{"more than is left", order, nil, store.Refund{AmountMinor: 5001}, nil, store.ErrOverRefund},
-		{"the payment named", order, nil, store.Refund{AmountMinor: 1500, PaymentID: &cash.ID}, []store.PaymentTake{take(cash, 1500)}, nil},
-		{"more than the payment named has", order, nil, store.Refund{AmountMinor: 3001, PaymentID: &card.ID}, nil, store.ErrOverRefund},
-		{"a payment not of the order", order, nil, store.Refund{PaymentID: &id}, nil, db.ErrNotFound},
-		{"a refund in flight counts", order, inFlight, store.Refund{}, []store.PaymentTake{take(card, 500), take(cash, 2000)}, nil},
-		{"past what the one in flight leaves", order, inFlight, store.Refund{AmountMinor: 2600}, nil, store.ErrOverRefund},
-		{"a void in flight", order, voiding, store.Refund{AmountMinor: 100}, nil, store.ErrChangeInProgress},
-		{"a refunded order", completed, nil, store.Refund{}, nil, store.ErrIllegalState},
+		{"all that is left, in order", order, nil, changestore.Refund{}, []changestore.PaymentTake{take(card, 3000), take(cash, 2000)}, nil},
+		{"part, from the first payment", order, nil, changestore.Refund{AmountMinor: 500}, []changestore.PaymentTake{take(card, 500)}, nil},
+		{"across two payments", order, nil, changestore.Refund{AmountMinor: 3500}, []changestore.PaymentTake{take(card, 3000), take(cash, 500)}, nil},
+		{"more than is left", order, nil, changestore.Refund{AmountMinor: 5001}, nil, store.ErrOverRefund},
+		{"the payment named", order, nil, changestore.Refund{AmountMinor: 1500, PaymentID: &cash.ID}, []changestore.PaymentTake{take(cash, 1500)}, nil},
+		{"more than the payment named has", order, nil, changestore.Refund{AmountMinor: 3001, PaymentID: &card.ID}, nil, store.ErrOverRefund},
+		{"a payment not of the order", order, nil, changestore.Refund{PaymentID: &id}, nil, db.ErrNotFound},
+		{"a refund in flight counts", order, inFlight, changestore.Refund{}, []changestore.PaymentTake{take(card, 500), take(cash, 2000)}, nil},
+		{"past what the one in flight leaves", order, inFlight, changestore.Refund{AmountMinor: 2600}, nil, store.ErrOverRefund},
+		{"a void in flight", order, voiding, changestore.Refund{AmountMinor: 100}, nil, store.ErrChangeInProgress},
+		{"a refunded order", completed, nil, changestore.Refund{}, nil, store.ErrIllegalState},
 	} {
 		got, err := refundPlan(tc.r)(tc.o, tc.inFlight, id)
 		if !errors.Is(err, tc.err) || (tc.err == nil && !slices.Equal(got, tc.want)) {
@@ -70,15 +71,15 @@ func TestVoidPlan(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		o        store.Order
-		inFlight []store.PaymentChange
-		want     []store.PaymentTake
+		inFlight []changestore.PaymentChange
+		want     []changestore.PaymentTake
 		err      error
 	}{
-		{"captured: refunded, a failed payment left", captured, nil, []store.PaymentTake{{PaymentID: cash.ID, Amount: 2000, Key: "void/" + cash.ID.String()}}, nil},
-		{"not settled: cancelled", processing, nil, []store.PaymentTake{{PaymentID: pending.ID, Cancel: true, Key: "void/" + pending.ID.String()}}, nil},
+		{"captured: refunded, a failed payment left", captured, nil, []changestore.PaymentTake{{PaymentID: cash.ID, Amount: 2000, Key: "void/" + cash.ID.String()}}, nil},
+		{"not settled: cancelled", processing, nil, []changestore.PaymentTake{{PaymentID: pending.ID, Cancel: true, Key: "void/" + pending.ID.String()}}, nil},
 		{"refunded from", order, nil, nil, store.ErrIllegalState},
 		{"voided", voided, nil, nil, store.ErrAlreadyVoided},
-		{"a refund in flight", captured, []store.PaymentChange{{Kind: store.ChangeRefund}}, nil, store.ErrChangeInProgress},
+		{"a refund in flight", captured, []changestore.PaymentChange{{Kind: changestore.ChangeRefund}}, nil, store.ErrChangeInProgress},
 	} {
 		got, err := voidPlan(tc.o, tc.inFlight, id)
 		if !errors.Is(err, tc.err) || (tc.err == nil && !slices.Equal(got, tc.want)) {

@@ -18,6 +18,7 @@ import (
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/services/orders/peers"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/store/changestore"
 	"github.com/almoner/almoner/services/orders/tenantproc"
 	"github.com/almoner/almoner/services/orders/wire"
 )
@@ -25,7 +26,7 @@ import (
 // Server refunds and voids orders (POST …/orders/{id}/refunds and
 // …/void) and finishes the changes left in flight.
 type Server struct {
-	store      *store.Store
+	store      *changestore.Store
 	processors tenantproc.Source
 	stock      peers.Stock
 	lease      time.Duration
@@ -36,7 +37,7 @@ type Server struct {
 // payments are called with a claim held for lease, and the stock of an
 // order that ends voided or refunded goes back to stock.
 func New(st *store.Store, processors tenantproc.Source, stock peers.Stock, lease time.Duration, logger *slog.Logger) *Server {
-	return &Server{store: st, processors: processors, stock: stock, lease: lease, logger: logger}
+	return &Server{store: changestore.New(st), processors: processors, stock: stock, lease: lease, logger: logger}
 }
 
 // VoidOrder voids an order: Completed → Voided, payments voided (at the
@@ -100,7 +101,7 @@ func (a *Server) CreateOrderRefund(ctx context.Context, req *ordersv1.CreateOrde
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	r := store.Refund{AmountMinor: amt, Reason: reason}
+	r := changestore.Refund{AmountMinor: amt, Reason: reason}
 	if payment != nil {
 		r.PaymentID = &payment.ID
 	}

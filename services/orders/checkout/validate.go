@@ -11,6 +11,7 @@ import (
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/money"
 	"github.com/almoner/almoner/pkg/normalize"
+	"github.com/almoner/almoner/services/orders/recurring/schedule"
 	"github.com/almoner/almoner/services/orders/store"
 	"github.com/almoner/almoner/services/orders/wire"
 )
@@ -237,7 +238,7 @@ func validateSchedule(v *apperr.Violations, p string, in *ordersv1.RecurringDona
 	if err != nil {
 		v.Add(p+".FundId", "'FundId' must be the id of a fund.")
 	}
-	freq := normalize.OneOf(store.Frequencies, in.GetFrequency())
+	freq := normalize.OneOf(schedule.Frequencies, in.GetFrequency())
 	if freq == "" {
 		v.Add(p+".Frequency", "'Frequency' must be one of weekly, monthly, quarterly, annually.")
 	}
@@ -293,5 +294,5 @@ func scheduleDates(v *apperr.Violations, p string, in *ordersv1.RecurringDonatio
 	return start, end
 }
 
-// nextDate is n periods of freq after t (store.NextDate).
-func nextDate(t time.Time, freq string, n int) time.Time { return store.NextDate(t, freq, n) }
+// nextDate is n periods of freq after t (schedule.NextDate).
+func nextDate(t time.Time, freq string, n int) time.Time { return schedule.NextDate(t, freq, n) }

@@ -17,6 +17,7 @@ import (
 	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/processor/stripeproc"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/store/eventstore"
 	"github.com/almoner/almoner/services/orders/tenantproc"
 )
 
@@ -24,7 +25,7 @@ import (
 // (POST /api/webhooks/stripe/{tenantSlug}, public) and applies them.
 type Server struct {
 	ordersv1.UnimplementedProcessorNotificationServiceServer
-	store      *store.Store
+	store      *eventstore.Store
 	processors tenantproc.Source
 	stock      peers.Stock
 	now        func() time.Time
@@ -35,7 +36,7 @@ type Server struct {
 // secrets processors knows, applied to st, and an order that stops
 // standing gives its stock back to stock.
 func New(st *store.Store, processors tenantproc.Source, stock peers.Stock, now func() time.Time, logger *slog.Logger) *Server {
-	return &Server{store: st, processors: processors, stock: stock, now: now, logger: logger}
+	return &Server{store: eventstore.New(st), processors: processors, stock: stock, now: now, logger: logger}
 }
 
 // Actor is the actor of changes a processor's notification makes.
@@ -75,12 +76,12 @@ func (n *Server) ReceiveStripeEvent(ctx context.Context, req *ordersv1.ReceiveSt
 }
 
 // settlements maps what an event means to what it does to a payment.
-var settlements = map[processor.EventKind]store.Settlement{
-	processor.EventPaymentSucceeded: store.SettleSucceeded,
-	processor.EventPaymentFailed:    store.SettleFailed,
-	processor.EventPaymentCanceled:  store.SettleFailed,
-	processor.EventChargeRefunded:   store.SettleRefunded,
-	processor.EventDisputeCreated:   store.SettleDisputed,
+var settlements = map[processor.EventKind]eventstore.Settlement{
+	processor.EventPaymentSucceeded: eventstore.SettleSucceeded,
+	processor.EventPaymentFailed:    eventstore.SettleFailed,
+	processor.EventPaymentCanceled:  eventstore.SettleFailed,
+	processor.EventChargeRefunded:   eventstore.SettleRefunded,
+	processor.EventDisputeCreated:   eventstore.SettleDisputed,
 }
 
 // Apply records the event's effect, then gives back the stock of an
@@ -97,7 +98,7 @@ func (s *Server) Apply(ctx context.Context, tenantID string, ev processor.Event)
 	if err != nil {
 		return err
 	}
-	applied, err := s.store.ApplyNotification(ctx, tid, store.Notification{Provider: tenantproc.ProviderStripe, EventID: ev.ID, EventType: ev.Type,
+	applied, err := s.store.ApplyNotification(ctx, tid, eventstore.Notification{Provider: tenantproc.ProviderStripe, EventID: ev.ID, EventType: ev.Type,
 		Reference: ev.Reference, Settle: settle, RefundedMinor: ev.AmountRefundedMinor, Reason: ev.FailureCode,
 		On: s.now()}, Actor)
 	if err != nil {

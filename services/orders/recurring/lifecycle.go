@@ -17,7 +17,9 @@ import (
 	"github.com/almoner/almoner/pkg/normalize"
 	"github.com/almoner/almoner/pkg/paging"
 	"github.com/almoner/almoner/pkg/scopes"
+	"github.com/almoner/almoner/services/orders/recurring/schedule"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/store/recurringstore"
 	"github.com/almoner/almoner/services/orders/wire"
 )
 
@@ -88,7 +90,7 @@ func pause(sc store.Schedule, resumeOn *time.Time) (store.Schedule, error) {
 	sc.Status, sc.PausedUntil, sc.NextChargeDate = store.SchedulePaused, resumeOn, nil
 	sc.ClearRetry()
 	if resumeOn != nil {
-		sc.PlaceNext(store.Boundary(sc.Anchor(), sc.Frequency, *resumeOn))
+		sc.PlaceNext(schedule.Boundary(sc.Anchor(), sc.Frequency, *resumeOn))
 		sc.Status = store.SchedulePaused // even when no installment is left before the end date
 	}
 	return sc, nil
@@ -152,7 +154,7 @@ func (a *ScheduleServer) ListRecurringDonationInstallments(ctx context.Context, 
 	if _, err := a.s.schedule(ctx, tenant, id); err != nil {
 		return nil, err
 	}
-	items, total, err := paging.Offset(pg, func(limit int32, offset int64) ([]store.Installment, int64, error) {
+	items, total, err := paging.Offset(pg, func(limit int32, offset int64) ([]recurringstore.Installment, int64, error) {
 		return a.s.store.ListInstallments(ctx, tenant, id, limit, offset)
 	}, toInstallment)
 	if err != nil {
@@ -221,7 +223,7 @@ func (s *Service) validateAmendment(ctx context.Context, cur store.Schedule, req
 		am.amountMinor = &m
 	}
 	if req.Frequency != nil {
-		f := normalize.OneOf(store.Frequencies, req.GetFrequency())
+		f := normalize.OneOf(schedule.Frequencies, req.GetFrequency())
 		if f == "" {
 			v.Add("Frequency", "'Frequency' must be one of weekly, monthly, quarterly, annually.")
 		}
@@ -311,7 +313,7 @@ func (am amendment) apply(sc store.Schedule, today time.Time) (store.Schedule, e
 	sc = am.applyProperties(sc)
 	sc = am.applyMethod(sc)
 	if sc.Status == store.SchedulePaused && sc.PausedUntil != nil {
-		sc.PlaceNext(store.Boundary(sc.Anchor(), sc.Frequency, *sc.PausedUntil))
+		sc.PlaceNext(schedule.Boundary(sc.Anchor(), sc.Frequency, *sc.PausedUntil))
 		sc.Status = store.SchedulePaused
 	}
 	return sc, checkEndDate(sc, today)
@@ -406,7 +408,7 @@ func parseDay(s string) (time.Time, bool) {
 	return t, err == nil
 }
 
-func toInstallment(in store.Installment) *ordersv1.RecurringDonationInstallment {
+func toInstallment(in recurringstore.Installment) *ordersv1.RecurringDonationInstallment {
 	out := &ordersv1.RecurringDonationInstallment{Id: in.ID.String(), Period: in.Period.Format(time.DateOnly), DueDate: in.DueDate.Format(time.DateOnly),
 		Status: in.Status, Attempt: in.Attempt, Amount: wire.Decimal(in.AmountMinor, in.Currency), Currency: in.Currency,
 		DeclineReason: in.DeclineReason, CreatedAt: timestamppb.New(in.CreatedAt)}

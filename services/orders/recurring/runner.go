@@ -16,6 +16,7 @@ import (
 	"github.com/almoner/almoner/pkg/telemetry"
 	"github.com/almoner/almoner/services/orders/processor"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/store/recurringstore"
 	"github.com/almoner/almoner/services/orders/tenantproc"
 	"github.com/almoner/almoner/services/orders/wire"
 )
@@ -214,10 +215,10 @@ var runnerTracer = otel.Tracer("github.com/almoner/almoner/services/orders/runne
 // the key schedule/period/attempt: a runner that dies after charging
 // charges nothing new when the period is tried again (same attempt, same
 // key), while the retry of a decline is a new charge.
-func (s *Service) installment(ctx context.Context, sc store.Schedule, period time.Time, attempt int32) (store.Outcome, error) {
+func (s *Service) installment(ctx context.Context, sc store.Schedule, period time.Time, attempt int32) (recurringstore.Outcome, error) {
 	funds, err := s.store.GetFunds(ctx, sc.TenantID, []uuid.UUID{sc.FundID})
 	if err != nil {
-		return store.Outcome{}, err
+		return recurringstore.Outcome{}, err
 	}
 	f := funds[sc.FundID]
 	orderID := installmentOrderID(sc.ID, period, attempt)
@@ -244,7 +245,7 @@ func (s *Service) installment(ctx context.Context, sc store.Schedule, period tim
 	if f.IsTaxDeductible {
 		o.DeductibleMinor = sc.AmountMinor
 	}
-	return store.Outcome{Order: &store.NewOrder{Order: o, Now: s.now()}}, nil
+	return recurringstore.Outcome{Order: &store.NewOrder{Order: o, Now: s.now()}}, nil
 }
 
 // installmentOrderID is the order id of one attempt at one period of a
@@ -262,34 +263,34 @@ func installmentOrderID(schedule uuid.UUID, period time.Time, attempt int32) uui
 // charge that needs the donor to authenticate cannot succeed off-session,
 // so the schedule is past_due at once. An unreachable processor is an
 // error: the period is tried again on the next run, with the same key.
-func (s *Service) chargeInstallment(ctx context.Context, sc store.Schedule, period time.Time, attempt int32, orderID uuid.UUID, pay *store.Payment) (store.Outcome, error) {
+func (s *Service) chargeInstallment(ctx context.Context, sc store.Schedule, period time.Time, attempt int32, orderID uuid.UUID, pay *store.Payment) (recurringstore.Outcome, error) {
 	if theirs, err := s.methodOfAnotherContact(ctx, sc); err != nil || theirs {
 		if theirs {
 			runnerCharges.WithLabelValues("declined").Inc()
-			return store.Outcome{PastDue: true, Reason: ReasonMethodOfAnotherContact}, nil
+			return recurringstore.Outcome{PastDue: true, Reason: ReasonMethodOfAnotherContact}, nil
 		}
-		return store.Outcome{}, err
+		return recurringstore.Outcome{}, err
 	}
 	tp, ok, err := s.processors.ForTenant(ctx, sc.TenantID.String())
 	if err != nil {
-		return store.Outcome{}, err
+		return recurringstore.Outcome{}, err
 	}
 	if !ok {
 		runnerCharges.WithLabelValues("declined").Inc()
-		return store.Outcome{Declined: true, Reason: "processor_not_configured"}, nil
+		return recurringstore.Outcome{Declined: true, Reason: "processor_not_configured"}, nil
 	}
 	req, err := s.installmentCharge(ctx, sc, tp, period, attempt, orderID, pay.ID)
 	if err != nil {
-		return store.Outcome{}, err
+		return recurringstore.Outcome{}, err
 	}
 	res, err := tp.Charge(ctx, req)
 	if err != nil {
 		if r, ok := processor.AsRefused(err); ok {
 			// The method is gone or unusable: no retry can help.
 			runnerCharges.WithLabelValues("declined").Inc()
-			return store.Outcome{PastDue: true, Reason: wire.FirstNonEmpty(r.Code, "payment_method_refused")}, nil
+			return recurringstore.Outcome{PastDue: true, Reason: wire.FirstNonEmpty(r.Code, "payment_method_refused")}, nil
 		}
-		return store.Outcome{}, err
+		return recurringstore.Outcome{}, err
 	}
 	pay.Processor, pay.ProcessorReference = tp.Name, res.Reference
 	return s.chargeOutcome(ctx, tp, sc, res, pay), nil
@@ -327,7 +328,7 @@ func (s *Service) installmentCharge(ctx context.Context, sc store.Schedule, tp t
 // into pay's status, or a decline: one that needs the donor to
 // authenticate cannot succeed off-session (past_due at once, the charge
 // cancelled), any other is retried on the tenant's retry days.
-func (s *Service) chargeOutcome(ctx context.Context, tp tenantproc.Account, sc store.Schedule, res processor.ChargeResult, pay *store.Payment) store.Outcome {
+func (s *Service) chargeOutcome(ctx context.Context, tp tenantproc.Account, sc store.Schedule, res processor.ChargeResult, pay *store.Payment) recurringstore.Outcome {
 	switch {
 	case res.Outcome == processor.Succeeded:
 		pay.Status = store.PaymentCaptured
@@ -340,12 +341,12 @@ func (s *Service) chargeOutcome(ctx context.Context, tp tenantproc.Account, sc s
 			}
 		}
 		runnerCharges.WithLabelValues("declined").Inc()
-		return store.Outcome{PastDue: true, Reason: "authentication_required"}
+		return recurringstore.Outcome{PastDue: true, Reason: "authentication_required"}
 	default:
 		runnerCharges.WithLabelValues("declined").Inc()
-		return store.Outcome{Declined: true, Reason: wire.FirstNonEmpty(res.DeclineCode, "declined")}
+		return recurringstore.Outcome{Declined: true, Reason: wire.FirstNonEmpty(res.DeclineCode, "declined")}
 	}
-	return store.Outcome{}
+	return recurringstore.Outcome{}
 }
 
 // ReasonMethodOfAnotherContact is the failure reason of a schedule whose

@@ -6,13 +6,14 @@ import (
 
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/store/recurringstore"
 	"github.com/almoner/almoner/services/orders/tenantproc"
 )
 
 // Service is the recurring room: schedules, their lifecycle and settings,
 // and the runner that charges their installments.
 type Service struct {
-	store      *store.Store
+	store      *recurringstore.Store
 	processors tenantproc.Source
 	now        func() time.Time
 	lease      time.Duration
@@ -26,7 +27,7 @@ func New(st *store.Store, processors tenantproc.Source, now func() time.Time, le
 	if lease <= 0 {
 		lease = DefaultChargeLease
 	}
-	return &Service{store: st, processors: processors, now: now, lease: lease, logger: logger}
+	return &Service{store: recurringstore.New(st), processors: processors, now: now, lease: lease, logger: logger}
 }
 
 // ScheduleServer returns the schedules' gRPC server.

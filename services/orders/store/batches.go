@@ -54,7 +54,7 @@ func scanBatch(row pgx.Row) (Batch, error) {
 // figures fills the batches' counts and totals. Voided, Pending and Failed
 // orders count but add nothing to the totals (a Pending charge has not
 // settled); refunds are netted out.
-func (s *Store) figures(ctx context.Context, q querier, tenantID uuid.UUID, bs []Batch) error {
+func (s *Store) figures(ctx context.Context, q Querier, tenantID uuid.UUID, bs []Batch) error {
 	if len(bs) == 0 {
 		return nil
 	}

@@ -24,7 +24,7 @@ import (
 //     the contact's lock shared until the writer's transaction ends and
 //     answers the survivor when the contact was merged;
 //   - a bulk writer (a gift import's batch) holds the tenant's bulk lock
-//     exclusively (lockContactsBulk) and maps redirects itself;
+//     exclusively (LockContactsBulk) and maps redirects itself;
 //   - a merge holds the bulk lock shared and both contacts' locks
 //     exclusively (MoveContactRecords).
 //
@@ -54,10 +54,10 @@ func (s *Store) ContactSurvivor(ctx context.Context, tenantID uuid.UUID, contact
 	return id, nil
 }
 
-// lockContactsBulk takes the tenant's bulk contact lock for tx: merges of
+// LockContactsBulk takes the tenant's bulk contact lock for tx: merges of
 // the tenant wait until tx ends, and redirects read after it are final for
 // tx.
-func lockContactsBulk(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID) error {
+func LockContactsBulk(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID) error {
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(orders.contact_bulk_lock_key($1))`, tenantID); err != nil {
 		return fmt.Errorf("lock the tenant's contacts: %w", err)
 	}
@@ -230,12 +230,12 @@ func moveRows(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, dup, surv int6
 	return c, nil
 }
 
-// lockScheduleContact holds the contact lock of schedule id's contact for
+// LockScheduleContact holds the contact lock of schedule id's contact for
 // tx (see contactForWrite), before the schedule row is locked: a merge
 // waiting for that row while holding the contact's lock would otherwise
 // deadlock with the runner. It reports false when there is no such
 // schedule.
-func lockScheduleContact(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID) (bool, error) {
+func LockScheduleContact(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID) (bool, error) {
 	var contact int64
 	err := tx.QueryRow(ctx, `SELECT `+contactForWrite("tenant_id", "contact_id")+` FROM orders.recurring_donations
 		WHERE tenant_id = $1 AND id = $2`, tenantID, id).Scan(&contact)

@@ -26,9 +26,11 @@ type Fund struct {
 	UpdatedAt       time.Time
 }
 
-const fundColumns = `tenant_id, id, name, description, is_tax_deductible, processing_fee_bp, is_active, created_at, updated_at`
+// FundColumns are the columns ScanFund reads.
+const FundColumns = `tenant_id, id, name, description, is_tax_deductible, processing_fee_bp, is_active, created_at, updated_at`
 
-func scanFund(row pgx.Row) (Fund, error) {
+// ScanFund reads a row of FundColumns.
+func ScanFund(row pgx.Row) (Fund, error) {
 	var f Fund
 	if err := row.Scan(&f.TenantID, &f.ID, &f.Name, &f.Description, &f.IsTaxDeductible, &f.ProcessingFeeBP, &f.IsActive, &f.CreatedAt, &f.UpdatedAt); err != nil {
 		return Fund{}, fmt.Errorf("read fund: %w", db.Interpret(err))
@@ -43,11 +45,11 @@ func (f Fund) snapshot() map[string]any {
 
 // ListFunds returns every fund of the tenant sorted by name.
 func (s *Store) ListFunds(ctx context.Context, tenantID uuid.UUID) ([]Fund, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+fundColumns+` FROM orders.funds WHERE tenant_id = $1 ORDER BY lower(name), id`, tenantID)
+	rows, err := s.pool.Query(ctx, `SELECT `+FundColumns+` FROM orders.funds WHERE tenant_id = $1 ORDER BY lower(name), id`, tenantID)
 	if err != nil {
 		return nil, fmt.Errorf("orders: list funds: %w", err)
 	}
-	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Fund, error) { return scanFund(r) })
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Fund, error) { return ScanFund(r) })
 	if err != nil {
 		return nil, fmt.Errorf("orders: list funds: %w", err)
 	}
@@ -59,11 +61,11 @@ func (s *Store) GetFunds(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUI
 	if len(ids) == 0 { // an order of items only: no round trip
 		return map[uuid.UUID]Fund{}, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+fundColumns+` FROM orders.funds WHERE tenant_id = $1 AND id = ANY($2)`, tenantID, ids)
+	rows, err := s.pool.Query(ctx, `SELECT `+FundColumns+` FROM orders.funds WHERE tenant_id = $1 AND id = ANY($2)`, tenantID, ids)
 	if err != nil {
 		return nil, fmt.Errorf("orders: get funds: %w", err)
 	}
-	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Fund, error) { return scanFund(r) })
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Fund, error) { return ScanFund(r) })
 	if err != nil {
 		return nil, fmt.Errorf("orders: get funds: %w", err)
 	}
@@ -80,8 +82,8 @@ func (s *Store) CreateFund(ctx context.Context, f Fund, actor string) (Fund, err
 	var out Fund
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		out, err = scanFund(tx.QueryRow(ctx, `INSERT INTO orders.funds (tenant_id, id, name, description, is_tax_deductible, processing_fee_bp, is_active)
-			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING `+fundColumns,
+		out, err = ScanFund(tx.QueryRow(ctx, `INSERT INTO orders.funds (tenant_id, id, name, description, is_tax_deductible, processing_fee_bp, is_active)
+			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING `+FundColumns,
 			f.TenantID, f.ID, f.Name, f.Description, f.IsTaxDeductible, f.ProcessingFeeBP, f.IsActive))
 		if err != nil {
 			return fmt.Errorf("insert fund: %w", err)
@@ -105,7 +107,7 @@ func (s *Store) CreateFund(ctx context.Context, f Fund, actor string) (Fund, err
 func (s *Store) UpdateFund(ctx context.Context, f Fund, actor string) (Fund, error) {
 	var out Fund
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		before, err := scanFund(tx.QueryRow(ctx, `SELECT `+fundColumns+` FROM orders.funds WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, f.TenantID, f.ID))
+		before, err := ScanFund(tx.QueryRow(ctx, `SELECT `+FundColumns+` FROM orders.funds WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, f.TenantID, f.ID))
 		if err != nil {
 			return fmt.Errorf("lock fund: %w", err)
 		}
@@ -115,9 +117,9 @@ func (s *Store) UpdateFund(ctx context.Context, f Fund, actor string) (Fund, err
 			out = before
 			return nil
 		}
-		out, err = scanFund(tx.QueryRow(ctx, `UPDATE orders.funds SET name = $3, description = $4, is_tax_deductible = $5,
+		out, err = ScanFund(tx.QueryRow(ctx, `UPDATE orders.funds SET name = $3, description = $4, is_tax_deductible = $5,
 				processing_fee_bp = $6, is_active = $7, updated_at = now()
-			WHERE tenant_id = $1 AND id = $2 RETURNING `+fundColumns,
+			WHERE tenant_id = $1 AND id = $2 RETURNING `+FundColumns,
 			f.TenantID, f.ID, f.Name, f.Description, f.IsTaxDeductible, f.ProcessingFeeBP, f.IsActive))
 		if err != nil {
 			return fmt.Errorf("update fund row: %w", err)

@@ -66,12 +66,12 @@ func (s *Store) GivingSummary(ctx context.Context, tenantID uuid.UUID, contactID
 	if out.Recent, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Order, error) { return scanOrder(r) }); err != nil {
 		return out, fmt.Errorf("orders: giving summary: %w", err)
 	}
-	rows, err = s.pool.Query(ctx, `SELECT `+scheduleColumns+` FROM orders.recurring_donations WHERE tenant_id = $1 AND contact_id = $2
+	rows, err = s.pool.Query(ctx, `SELECT `+ScheduleColumns+` FROM orders.recurring_donations WHERE tenant_id = $1 AND contact_id = $2
 		AND status IN ('active', 'past_due') ORDER BY id DESC`, tenantID, contactID)
 	if err != nil {
 		return out, fmt.Errorf("orders: giving summary: %w", err)
 	}
-	if out.Schedules, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Schedule, error) { return scanSchedule(r) }); err != nil {
+	if out.Schedules, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Schedule, error) { return ScanSchedule(r) }); err != nil {
 		return out, fmt.Errorf("orders: giving summary: %w", err)
 	}
 	return out, nil

@@ -41,7 +41,7 @@ func newNumbers(pool *pgxpool.Pool) *counter.Counter {
 // nextOrderNumber takes the tenant's next order number: from this
 // process's block, or from a block reserved first with one statement on
 // the pool. Never call it inside a transaction (it may need a second
-// connection of the pool); reserveNumber is for that.
+// connection of the pool); ReserveNumber is for that.
 func (s *Store) nextOrderNumber(ctx context.Context, tenantID uuid.UUID) (int64, error) {
 	n, err := s.numbers.Next(ctx, tenantID, counterOrderNumber)
 	if err != nil {
@@ -50,14 +50,21 @@ func (s *Store) nextOrderNumber(ctx context.Context, tenantID uuid.UUID) (int64,
 	return n, nil
 }
 
-// reserveNumber sets a number aside for an order written inside a
+// ReserveNumber sets a number aside for an order written inside a
 // transaction that holds a pooled connection and locks (the recurring
 // runner's): reserved before the transaction begins, taken inside it, and
 // given back with Release when the transaction records no order.
-func (s *Store) reserveNumber(ctx context.Context, tenantID uuid.UUID) (*counter.Reservation, error) {
+func (s *Store) ReserveNumber(ctx context.Context, tenantID uuid.UUID) (*counter.Reservation, error) {
 	r, err := s.numbers.Reserve(ctx, tenantID, counterOrderNumber, 1)
 	if err != nil {
 		return nil, fmt.Errorf("reserve order number: %w", err)
 	}
 	return r, nil
+}
+
+// TakeNumbers takes n consecutive order numbers of the tenant at once (a
+// gift import's chunk) and returns the first. Never call it inside a
+// transaction, as nextOrderNumber.
+func (s *Store) TakeNumbers(ctx context.Context, tenantID uuid.UUID, n int64) (int64, error) {
+	return s.numbers.Take(ctx, tenantID, counterOrderNumber, n)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/almoner/almoner/pkg/testdb"
 	"github.com/almoner/almoner/services/orders/migrations"
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/store/recurringstore"
 )
 
 // migratedUpTo returns a database with the orders migrations before
@@ -70,7 +71,7 @@ func TestOrderNumbersContinueAfterMigration(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT to_regclass('orders.order_counters')::text`).Scan(&counters); err != nil || counters != nil {
 		t.Fatalf("order_counters still there (%v, %v)", counters, err)
 	}
-	s := store.New(pool)
+	s := recurringstore.New(store.New(pool))
 	for _, c := range []struct {
 		tenant uuid.UUID
 		want   []int64
@@ -136,7 +137,7 @@ func TestOrderNumbersMoveToCounters(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_sequences WHERE schemaname = 'orders' AND sequencename LIKE 'order\_number\_%'`).Scan(&left); err != nil || left != 0 {
 		t.Errorf("%d order-number sequences left (%v)", left, err)
 	}
-	s := store.New(pool)
+	s := recurringstore.New(store.New(pool))
 	// The retry of the claim gets the number it held, not a new one.
 	if n, err := s.ClaimNumber(ctx, claimed, claimKey, claimOrder); err != nil || n != 2 {
 		t.Errorf("claimed number after the migration %d (%v), want 2", n, err)
@@ -227,15 +228,15 @@ func TestInstallmentNumbers(t *testing.T) {
 		VALUES ($1, $2, 1, 1000, 'USD', 'monthly', $3, $4, 'Cash', 'active', $3, $5)`, tenant, schedule, today, fund, uuid.Must(uuid.NewV7())); err != nil {
 		t.Fatal(err)
 	}
-	s := store.New(pool)
-	charge := func(day time.Time, out store.Outcome) (bool, error) {
+	s := recurringstore.New(store.New(pool))
+	charge := func(day time.Time, out recurringstore.Outcome) (bool, error) {
 		c, ok, err := s.ClaimInstallment(ctx, tenant, schedule, day, time.Minute)
 		if err != nil || !ok {
 			t.Fatalf("claim of %s: %v, %v", day.Format(time.DateOnly), ok, err)
 		}
 		return s.RecordInstallment(ctx, c, day, out)
 	}
-	if recorded, err := charge(today, store.Outcome{Declined: true, Reason: "card_declined"}); err != nil || recorded {
+	if recorded, err := charge(today, recurringstore.Outcome{Declined: true, Reason: "card_declined"}); err != nil || recorded {
 		t.Fatalf("declined installment: recorded %v, %v", recorded, err)
 	}
 	o, err := s.CreateOrder(ctx, gift(tenant, fund, today), actor)
@@ -247,7 +248,7 @@ func TestInstallmentNumbers(t *testing.T) {
 	}
 	n := gift(tenant, fund, today.Add(24*time.Hour))
 	n.ScheduleID = &schedule
-	if recorded, err := charge(today.Add(24*time.Hour), store.Outcome{Order: &n}); err != nil || !recorded {
+	if recorded, err := charge(today.Add(24*time.Hour), recurringstore.Outcome{Order: &n}); err != nil || !recorded {
 		t.Fatalf("installment: recorded %v, %v", recorded, err)
 	}
 	var number int64

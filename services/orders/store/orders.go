@@ -217,7 +217,7 @@ func (s *Store) CreateOrder(ctx context.Context, n NewOrder, actor string) (Orde
 	return Order{}, fmt.Errorf("orders: create order: the daily batch closed three times: %w", ErrBatchClosed)
 }
 
-// insertOrder records an order inside tx, the recurring runner's
+// InsertOrder records an order inside tx, the recurring runner's
 // transaction that also records the charged period. The batch is locked
 // up front because the runner's transaction holds other locks too.
 //
@@ -228,7 +228,7 @@ func (s *Store) CreateOrder(ctx context.Context, n NewOrder, actor string) (Orde
 // connection could then keep it from ever getting one. The counter row is
 // never locked by tx, so API orders of the tenant never wait for the
 // installment.
-func (s *Store) insertOrder(ctx context.Context, tx pgx.Tx, n NewOrder, number *counter.Reservation, actor string) (Order, error) {
+func (s *Store) InsertOrder(ctx context.Context, tx pgx.Tx, n NewOrder, number *counter.Reservation, actor string) (Order, error) {
 	batchID, err := attachBatch(ctx, tx, n.TenantID, n.RequestedBatch, Day(n.Now), actor)
 	if err != nil {
 		return Order{}, err
@@ -468,7 +468,7 @@ func (s *Store) GetOrder(ctx context.Context, tenantID, id uuid.UUID) (Order, er
 
 // loadLines fills the orders' donations, items and payments with three
 // queries for the whole page.
-func loadLines(ctx context.Context, q querier, tenantID uuid.UUID, os []Order) error {
+func loadLines(ctx context.Context, q Querier, tenantID uuid.UUID, os []Order) error {
 	if len(os) == 0 {
 		return nil
 	}
@@ -510,7 +510,7 @@ func loadLines(ctx context.Context, q querier, tenantID uuid.UUID, os []Order) e
 // tenant and ids), calling add for each row; what names them in errors.
 // A scan that fails stops the read: its error is returned, and what add
 // appended is never used.
-func eachLine(ctx context.Context, q querier, what, sql string, tenantID uuid.UUID, ids []uuid.UUID, add func(pgx.Rows) error) error {
+func eachLine(ctx context.Context, q Querier, what, sql string, tenantID uuid.UUID, ids []uuid.UUID, add func(pgx.Rows) error) error {
 	rows, err := q.Query(ctx, sql, tenantID, ids)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", what, err)

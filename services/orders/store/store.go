@@ -1,5 +1,9 @@
-// Package store is the orders service's SQL: funds, batches, orders with
-// their lines and payments, idempotency records and recurring schedules.
+// Package store is the core of the orders service's SQL: orders with their
+// lines and payments, order numbers, idempotency claims, funds, batches,
+// saved payment methods, contact merges and the schedule row an order
+// creates. The capabilities' stores (recurringstore, changestore,
+// eventstore, importstore) build on it through its exported transaction
+// steps (LockOrder, SetPaymentStatus, InsertOrder, …).
 package store
 
 import (
@@ -62,8 +66,8 @@ func Day(t time.Time) time.Time {
 	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
 }
 
-// querier is what both a pool and a transaction offer.
-type querier interface {
+// Querier is what both a pool and a transaction offer.
+type Querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }

@@ -1,4 +1,4 @@
-package store
+package recurringstore
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"github.com/almoner/almoner/pkg/audit"
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/money"
+	"github.com/almoner/almoner/services/orders/recurring/schedule"
+	"github.com/almoner/almoner/services/orders/store"
 )
 
 // Installment statuses (GET …/installments). pending is not stored: it
@@ -23,77 +25,14 @@ const (
 	InstallmentSkipped  = "skipped"
 )
 
-// DefaultRetryDays are the days after an installment's first decline on
-// which it is tried again, for a tenant that set none: then past_due.
-var DefaultRetryDays = []int32{1, 3, 7}
-
-// Boundary is the first period boundary of a schedule anchored at anchor
-// on or after day: the smallest anchor + k periods (k ≥ 0) that is not
-// before day.
-func Boundary(anchor time.Time, freq string, day time.Time) time.Time {
-	if !day.After(anchor) {
-		return anchor
-	}
-	k := 0
-	switch freq {
-	case "weekly":
-		k = int(day.Sub(anchor).Hours()/24) / 7
-	default:
-		step := map[string]int{"quarterly": 3, "annually": 12}[freq]
-		if step == 0 {
-			step = 1
-		}
-		months := (day.Year()-anchor.Year())*12 + int(day.Month()) - int(anchor.Month())
-		// anchor + (months-1) months is in the month before day's: a
-		// start below the answer, so the loop below only walks forward.
-		k = max(0, (months-1)/step)
-	}
-	for {
-		if d := NextDate(anchor, freq, k); !d.Before(day) {
-			return d
-		}
-		k++
-	}
-}
-
-// after is the first boundary strictly after period.
-func after(sc Schedule, period time.Time) time.Time {
-	return Boundary(sc.Anchor(), sc.Frequency, period.AddDate(0, 0, 1))
-}
-
-// ClearRetry forgets the current installment's declines: a new period, a
-// new payment method or a resume starts its retries afresh.
-func (s *Schedule) ClearRetry() {
-	s.FailedAttempts, s.FailureReason, s.RetryOn, s.FirstDeclinedOn = 0, "", nil, nil
-}
-
-// PlaceNext sets the next charge date to next, or completes the schedule
-// when next is after its end date.
-func (s *Schedule) PlaceNext(next time.Time) {
-	if s.EndDate != nil && next.After(*s.EndDate) {
-		s.Status, s.NextChargeDate = ScheduleCompleted, nil
-		return
-	}
-	s.NextChargeDate = &next
-}
-
-// Resume makes a paused schedule active on day: its next charge is the
-// first period boundary on or after day, so periods missed while paused
-// are never charged.
-func (s *Schedule) Resume(day time.Time) {
-	s.Status, s.PausedUntil = ScheduleActive, nil
-	s.ClearRetry()
-	s.PlaceNext(Boundary(s.Anchor(), s.Frequency, day))
-}
-
 // UpdateSchedule changes one schedule under its row lock: change gets the
 // schedule as locked and returns it as it should be (or an error, which
 // changes nothing). The changed columns are written with one audit row
 // listing them (recurring_donation.updated); nothing changed, nothing is
 // written.
-func (s *Store) UpdateSchedule(ctx context.Context, tenantID, id uuid.UUID, actor string, change func(Schedule) (Schedule, error)) (Schedule, error) {
-	var out Schedule
-	err := s.changeSchedule(ctx, tenantID, id, func(tx pgx.Tx, old Schedule) error {
+func (s *Store) UpdateSchedule(ctx context.Context, tenantID, id uuid.UUID, actor string, change func(store.Schedule) (store.Schedule, error)) (store.Schedule, error) {
+	var out store.Schedule
+	err := s.changeSchedule(ctx, tenantID, id, func(tx pgx.Tx, old store.Schedule) error {
 		next, err := change(old)
 		if err != nil {
 			return err
@@ -102,7 +41,7 @@ func (s *Store) UpdateSchedule(ctx context.Context, tenantID, id uuid.UUID, acto
 		return err
 	})
 	if err != nil {
-		return Schedule{}, fmt.Errorf("orders: update schedule %s: %w", id, err)
+		return store.Schedule{}, fmt.Errorf("orders: update schedule %s: %w", id, err)
 	}
 	return out, nil
 }
@@ -113,9 +52,9 @@ func (s *Store) UpdateSchedule(ctx context.Context, tenantID, id uuid.UUID, acto
 // a schedule that cannot skip (not active). A period that is claimed
 // already (skipped or charged) is not skipped again: the schedule comes
 // back unchanged.
-func (s *Store) SkipInstallment(ctx context.Context, tenantID, id uuid.UUID, today time.Time, actor string, check func(Schedule) error) (Schedule, error) {
-	var out Schedule
-	err := s.changeSchedule(ctx, tenantID, id, func(tx pgx.Tx, old Schedule) error {
+func (s *Store) SkipInstallment(ctx context.Context, tenantID, id uuid.UUID, today time.Time, actor string, check func(store.Schedule) error) (store.Schedule, error) {
+	var out store.Schedule
+	err := s.changeSchedule(ctx, tenantID, id, func(tx pgx.Tx, old store.Schedule) error {
 		if err := check(old); err != nil {
 			return err
 		}
@@ -138,12 +77,12 @@ func (s *Store) SkipInstallment(ctx context.Context, tenantID, id uuid.UUID, tod
 		}
 		next := old
 		next.ClearRetry()
-		next.PlaceNext(after(old, period))
+		next.PlaceNext(schedule.After(old, period))
 		out, err = writeSchedule(ctx, tx, old, next, actor)
 		return err
 	})
 	if err != nil {
-		return Schedule{}, fmt.Errorf("orders: skip installment of schedule %s: %w", id, err)
+		return store.Schedule{}, fmt.Errorf("orders: skip installment of schedule %s: %w", id, err)
 	}
 	return out, nil
 }
@@ -154,12 +93,12 @@ func (s *Store) SkipInstallment(ctx context.Context, tenantID, id uuid.UUID, tod
 func (s *Store) ResumeDue(ctx context.Context, today time.Time, limit int) (int, error) {
 	n := 0
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT `+scheduleColumns+` FROM orders.recurring_donations
+		rows, err := tx.Query(ctx, `SELECT `+store.ScheduleColumns+` FROM orders.recurring_donations
 			WHERE status = 'paused' AND paused_until <= $1 ORDER BY paused_until, id LIMIT $2 FOR UPDATE SKIP LOCKED`, today, limit)
 		if err != nil {
 			return fmt.Errorf("lock schedules to resume: %w", err)
 		}
-		due, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Schedule, error) { return scanSchedule(r) })
+		due, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Schedule, error) { return store.ScanSchedule(r) })
 		if err != nil {
 			return fmt.Errorf("lock schedules to resume: %w", err)
 		}
@@ -179,40 +118,40 @@ func (s *Store) ResumeDue(ctx context.Context, today time.Time, limit int) (int,
 	return n, nil
 }
 
-func lockSchedule(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID) (Schedule, error) {
-	sc, err := scanSchedule(tx.QueryRow(ctx, `SELECT `+scheduleColumns+` FROM orders.recurring_donations WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, tenantID, id))
+func lockSchedule(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID) (store.Schedule, error) {
+	sc, err := store.ScanSchedule(tx.QueryRow(ctx, `SELECT `+store.ScheduleColumns+` FROM orders.recurring_donations WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, tenantID, id))
 	if err != nil {
-		return Schedule{}, fmt.Errorf("lock schedule: %w", err)
+		return store.Schedule{}, fmt.Errorf("lock schedule: %w", err)
 	}
 	return sc, nil
 }
 
 // writeSchedule stores next over old (same tenant and id) with one audit
 // row naming the changed properties, by their API names.
-func writeSchedule(ctx context.Context, tx pgx.Tx, old, next Schedule, actor string) (Schedule, error) {
+func writeSchedule(ctx context.Context, tx pgx.Tx, old, next store.Schedule, actor string) (store.Schedule, error) {
 	changes := scheduleChanges(old, next)
 	if len(changes) == 0 {
 		return old, nil
 	}
-	out, err := scanSchedule(tx.QueryRow(ctx, `UPDATE orders.recurring_donations SET amount_minor = $3, frequency = $4, end_date = $5, fund_id = $6,
+	out, err := store.ScanSchedule(tx.QueryRow(ctx, `UPDATE orders.recurring_donations SET amount_minor = $3, frequency = $4, end_date = $5, fund_id = $6,
 			campaign_id = $7, payment_method = $8, payment_token = $9, status = $10, next_charge_date = $11, failed_attempts = $12,
 			failure_reason = $13, anchor_date = $14, paused_until = $15, retry_on = $16, first_declined_on = $17, updated_at = now()
-		WHERE tenant_id = $1 AND id = $2 RETURNING `+scheduleColumns,
+		WHERE tenant_id = $1 AND id = $2 RETURNING `+store.ScheduleColumns,
 		old.TenantID, old.ID, next.AmountMinor, next.Frequency, next.EndDate, next.FundID, next.CampaignID, next.PaymentMethod, next.PaymentToken,
 		next.Status, next.NextChargeDate, next.FailedAttempts, next.FailureReason, next.AnchorDate, next.PausedUntil, next.RetryOn, next.FirstDeclinedOn))
 	if err != nil {
-		return Schedule{}, fmt.Errorf("update schedule row: %w", err)
+		return store.Schedule{}, fmt.Errorf("update schedule row: %w", err)
 	}
-	if err := audit.Record(ctx, tx, audit.Entry{TenantID: old.TenantID.String(), EntityType: EntityRecurringDonation, EntityID: old.ID.String(),
+	if err := audit.Record(ctx, tx, audit.Entry{TenantID: old.TenantID.String(), EntityType: store.EntityRecurringDonation, EntityID: old.ID.String(),
 		Action: audit.Updated, Changes: changes, Actor: actor}); err != nil {
-		return Schedule{}, fmt.Errorf("record audit: %w", err)
+		return store.Schedule{}, fmt.Errorf("record audit: %w", err)
 	}
 	return out, nil
 }
 
 // scheduleChanges lists what differs between two versions of a schedule,
 // keyed by the API's property names, valued as the API shows them.
-func scheduleChanges(a, b Schedule) map[string]audit.Change {
+func scheduleChanges(a, b store.Schedule) map[string]audit.Change {
 	ch := map[string]audit.Change{}
 	add := func(name string, x, y any) {
 		if x != y {
@@ -263,7 +202,7 @@ type Installment struct {
 
 // insertInstallment records one installment or attempt of sc (its amount
 // and currency are the schedule's).
-func insertInstallment(ctx context.Context, tx pgx.Tx, sc Schedule, in Installment) error {
+func insertInstallment(ctx context.Context, tx pgx.Tx, sc store.Schedule, in Installment) error {
 	if _, err := tx.Exec(ctx, `INSERT INTO orders.recurring_installments (tenant_id, id, schedule_id, period, due_date, attempt, status,
 			amount_minor, currency, order_id, decline_reason)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
@@ -305,13 +244,13 @@ func (s *Store) ListInstallments(ctx context.Context, tenantID, scheduleID uuid.
 	return list, total, nil
 }
 
-// RetryDays returns the tenant's retry schedule (DefaultRetryDays when it
+// RetryDays returns the tenant's retry schedule (schedule.DefaultRetryDays when it
 // set none).
-func RetryDays(ctx context.Context, q querier, tenantID uuid.UUID) ([]int32, error) {
+func RetryDays(ctx context.Context, q store.Querier, tenantID uuid.UUID) ([]int32, error) {
 	var days []int32
 	err := q.QueryRow(ctx, `SELECT retry_days FROM orders.recurring_settings WHERE tenant_id = $1`, tenantID).Scan(&days)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return DefaultRetryDays, nil
+		return schedule.DefaultRetryDays, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read retry days: %w", err)
@@ -332,7 +271,7 @@ func (s *Store) SetRetryDays(ctx context.Context, tenantID uuid.UUID, days []int
 
 // changeSchedule runs change on the schedule locked for a change in one
 // transaction, once no installment of it is in flight (afterCharge).
-func (s *Store) changeSchedule(ctx context.Context, tenantID, id uuid.UUID, change func(tx pgx.Tx, old Schedule) error) error {
+func (s *Store) changeSchedule(ctx context.Context, tenantID, id uuid.UUID, change func(tx pgx.Tx, old store.Schedule) error) error {
 	return afterCharge(ctx, func() error {
 		return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 			old, err := lockSchedule(ctx, tx, tenantID, id)
@@ -359,7 +298,7 @@ func afterCharge(ctx context.Context, change func() error) error {
 	deadline := time.Now().Add(chargeWait)
 	for pause := 20 * time.Millisecond; ; pause = min(2*pause, 500*time.Millisecond) {
 		err := change()
-		if !errors.Is(err, ErrChargeInProgress) || time.Now().After(deadline) {
+		if !errors.Is(err, store.ErrChargeInProgress) || time.Now().After(deadline) {
 			return err
 		}
 		select {

@@ -1,4 +1,4 @@
-package store
+package importstore
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/almoner/almoner/pkg/audit"
 	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/services/orders/store"
 )
 
 // Gift imports (GiftImportService). A batch of rows is recorded set-based
@@ -93,7 +94,7 @@ func (s *Store) ImportGifts(ctx context.Context, in GiftImport) ([]GiftResult, e
 	}
 	var results []GiftResult
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := lockContactsBulk(ctx, tx, in.TenantID); err != nil {
+		if err := store.LockContactsBulk(ctx, tx, in.TenantID); err != nil {
 			return err
 		}
 		var err error
@@ -137,7 +138,7 @@ func (s *Store) importNumbers(ctx context.Context, in GiftImport) (first, record
 	case n <= 0:
 		return 0, recorded, nil
 	}
-	if first, err = s.numbers.Take(ctx, in.TenantID, counterOrderNumber, n); err != nil {
+	if first, err = s.TakeNumbers(ctx, in.TenantID, n); err != nil {
 		return 0, 0, fmt.Errorf("take %d order numbers: %w", n, err)
 	}
 	return first, recorded, nil
@@ -147,7 +148,7 @@ func (s *Store) importNumbers(ctx context.Context, in GiftImport) (first, record
 // of them that are valid. Each row is looked up by the key (a sub-select
 // per row): a join could be planned as a scan of the import's rows, which
 // grow with every batch.
-func countRecorded(ctx context.Context, q querier, tenantID, importID uuid.UUID, rows []int64, valid []bool) (all, ofValid int64, err error) {
+func countRecorded(ctx context.Context, q store.Querier, tenantID, importID uuid.UUID, rows []int64, valid []bool) (all, ofValid int64, err error) {
 	err = q.QueryRow(ctx, `SELECT count(x.found), count(x.found) FILTER (WHERE x.valid)
 		FROM (SELECT (SELECT 1 FROM orders.import_rows i WHERE i.tenant_id = $1 AND i.import_id = $2 AND i.row = r.row) AS found, r.valid
 			FROM unnest($3::bigint[], $4::boolean[]) AS r(row, valid)) x`, tenantID, importID, rows, valid).Scan(&all, &ofValid)
@@ -194,23 +195,23 @@ func importBatch(ctx context.Context, tx pgx.Tx, in GiftImport, first int64, rep
 
 // importFunds are a tenant's funds by lower-cased name, and its default.
 type importFunds struct {
-	byName map[string]Fund
+	byName map[string]store.Fund
 	// def is the default fund: the only active one, else the active one
 	// named General; nil when there is neither.
-	def *Fund
+	def *store.Fund
 }
 
 func readImportFunds(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID) (importFunds, error) {
-	rows, err := tx.Query(ctx, `SELECT `+fundColumns+` FROM orders.funds WHERE tenant_id = $1`, tenantID)
+	rows, err := tx.Query(ctx, `SELECT `+store.FundColumns+` FROM orders.funds WHERE tenant_id = $1`, tenantID)
 	if err != nil {
 		return importFunds{}, fmt.Errorf("read funds: %w", err)
 	}
-	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Fund, error) { return scanFund(r) })
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Fund, error) { return store.ScanFund(r) })
 	if err != nil {
 		return importFunds{}, fmt.Errorf("read funds: %w", err)
 	}
-	f := importFunds{byName: make(map[string]Fund, len(list))}
-	var active []Fund
+	f := importFunds{byName: make(map[string]store.Fund, len(list))}
+	var active []store.Fund
 	for _, fd := range list {
 		f.byName[strings.ToLower(fd.Name)] = fd
 		if fd.IsActive {
@@ -218,7 +219,7 @@ func readImportFunds(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID) (import
 		}
 	}
 	if g, ok := f.byName["general"]; len(active) != 1 && ok && g.IsActive {
-		active = []Fund{g}
+		active = []store.Fund{g}
 	}
 	if len(active) == 1 {
 		f.def = &active[0]
@@ -227,19 +228,19 @@ func readImportFunds(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID) (import
 }
 
 // resolve returns the row's fund, or the column and message refusing it.
-func (f importFunds) resolve(name string) (Fund, string) {
+func (f importFunds) resolve(name string) (store.Fund, string) {
 	if name == "" {
 		if f.def == nil {
-			return Fund{}, "No fund is named and the tenant has no default fund (a single active fund, or an active fund named General)."
+			return store.Fund{}, "No fund is named and the tenant has no default fund (a single active fund, or an active fund named General)."
 		}
 		return *f.def, ""
 	}
 	fd, ok := f.byName[strings.ToLower(name)]
 	switch {
 	case !ok:
-		return Fund{}, fmt.Sprintf("Fund '%s' was not found.", name)
+		return store.Fund{}, fmt.Sprintf("Fund '%s' was not found.", name)
 	case !fd.IsActive:
-		return Fund{}, fmt.Sprintf("Fund '%s' is inactive.", fd.Name)
+		return store.Fund{}, fmt.Sprintf("Fund '%s' is inactive.", fd.Name)
 	}
 	return fd, ""
 }
@@ -274,7 +275,7 @@ func stageGifts(ctx context.Context, tx pgx.Tx, rows []GiftRow, funds importFund
 func stagedRow(r GiftRow, funds importFunds) []any {
 	var outcome *string
 	failColumn, failMessage := r.FailColumn, r.FailMessage
-	var fd Fund
+	var fd store.Fund
 	if failColumn == "" {
 		var msg string
 		if fd, msg = funds.resolve(r.Fund); msg != "" {
@@ -368,7 +369,7 @@ func importBatchID(ctx context.Context, tx pgx.Tx, tenantID, importID uuid.UUID)
 		return uuid.Nil, fmt.Errorf("open import batch: %w", err)
 	}
 	if tag.RowsAffected() == 1 {
-		if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: EntityBatch, EntityID: newID.String(),
+		if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: store.EntityBatch, EntityID: newID.String(),
 			Action: audit.Created, Actor: ImportActor(importID)}); err != nil {
 			return uuid.Nil, fmt.Errorf("record audit of import batch: %w", err)
 		}
@@ -379,7 +380,7 @@ func importBatchID(ctx context.Context, tx pgx.Tx, tenantID, importID uuid.UUID)
 		tenantID, importID).Scan(&id, &state); err != nil {
 		return uuid.Nil, fmt.Errorf("lock import batch: %w", err)
 	}
-	if state != BatchOpen {
+	if state != store.BatchOpen {
 		return uuid.Nil, fmt.Errorf("batch %s: %w", id, ErrImportBatchClosed)
 	}
 	return id, nil

@@ -1,4 +1,4 @@
-package store_test
+package recurringstore_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/almoner/almoner/services/orders/store"
+	"github.com/almoner/almoner/services/orders/store/recurringstore"
 )
 
 // TestInstallmentClaims: a claimed installment is charged by one runner
@@ -75,12 +76,12 @@ func TestInstallmentClaims(t *testing.T) {
 	}()
 	n := gift(tenant, fund, today)
 	n.ScheduleID = &schedule
-	if recorded, err := s.RecordInstallment(ctx, second, today, store.Outcome{Order: &n}); err != nil || !recorded {
+	if recorded, err := s.RecordInstallment(ctx, second, today, recurringstore.Outcome{Order: &n}); err != nil || !recorded {
 		t.Fatalf("record: %v %v", recorded, err)
 	}
 	again := gift(tenant, fund, today)
 	again.ScheduleID = &schedule
-	if recorded, err := s.RecordInstallment(ctx, first, today, store.Outcome{Order: &again}); err != nil || recorded {
+	if recorded, err := s.RecordInstallment(ctx, first, today, recurringstore.Outcome{Order: &again}); err != nil || recorded {
 		t.Errorf("the dead runner's late record: %v %v, want nothing recorded", recorded, err)
 	}
 	if sc := <-cancelled; sc.err != nil || sc.status != store.ScheduleCancelled {

@@ -1,4 +1,4 @@
-package store
+package recurringstore
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/services/orders/recurring/schedule"
+	"github.com/almoner/almoner/services/orders/store"
 )
 
 // DueSchedule names a schedule that is due.
@@ -39,7 +41,7 @@ func (s *Store) DueSchedules(ctx context.Context, today time.Time, limit int) ([
 // Outcome is what a charge attempt of an installment came to.
 type Outcome struct {
 	// Order is the installment order to record; nil when declined.
-	Order *NewOrder
+	Order *store.NewOrder
 	// Declined is set when the processor refused the payment: the
 	// installment is tried again, then the schedule turns past_due.
 	Declined bool
@@ -54,7 +56,7 @@ type Outcome struct {
 // attempt: the schedule as it was claimed, the period and the attempt
 // whose idempotency key the charge carries.
 type InstallmentClaim struct {
-	Schedule Schedule
+	Schedule store.Schedule
 	Period   time.Time
 	Attempt  int32
 }
@@ -79,10 +81,10 @@ const (
 // when there is nothing to charge now.
 func (s *Store) ClaimInstallment(ctx context.Context, tenantID, id uuid.UUID, today time.Time, lease time.Duration) (c InstallmentClaim, ok bool, err error) {
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if found, err := lockScheduleContact(ctx, tx, tenantID, id); err != nil || !found {
+		if found, err := store.LockScheduleContact(ctx, tx, tenantID, id); err != nil || !found {
 			return err
 		}
-		sc, err := scanSchedule(tx.QueryRow(ctx, `SELECT `+scheduleColumns+` FROM orders.recurring_donations
+		sc, err := store.ScanSchedule(tx.QueryRow(ctx, `SELECT `+store.ScheduleColumns+` FROM orders.recurring_donations
 			WHERE tenant_id = $1 AND id = $2 AND status = 'active' AND coalesce(retry_on, next_charge_date) <= $3
 			FOR UPDATE SKIP LOCKED`, tenantID, id, today))
 		if errors.Is(err, db.ErrNotFound) {
@@ -117,7 +119,7 @@ func (s *Store) ClaimInstallment(ctx context.Context, tenantID, id uuid.UUID, to
 // numbered per period over the schedule's life, so a charge after a new
 // payment method is a new processor request (its idempotency key names
 // the attempt).
-func claimPeriod(ctx context.Context, tx pgx.Tx, sc Schedule, period time.Time, lease time.Duration) (int32, claimResult, error) {
+func claimPeriod(ctx context.Context, tx pgx.Tx, sc store.Schedule, period time.Time, lease time.Duration) (int32, claimResult, error) {
 	var declined int32
 	if err := tx.QueryRow(ctx, `SELECT count(*) FROM orders.recurring_installments
 		WHERE tenant_id = $1 AND schedule_id = $2 AND period = $3 AND status = 'declined'`, sc.TenantID, sc.ID, period).Scan(&declined); err != nil {
@@ -159,13 +161,13 @@ func (s *Store) RecordInstallment(ctx context.Context, c InstallmentClaim, today
 	// The installment's number is set aside before the transaction, which
 	// must not ask the pool for a second connection (insertOrder), and
 	// goes back when the transaction records no order.
-	number, err := s.reserveNumber(ctx, tenantID)
+	number, err := s.ReserveNumber(ctx, tenantID)
 	if err != nil {
 		return false, fmt.Errorf("orders: record installment of schedule %s: %w", id, err)
 	}
 	defer number.Release()
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := lockScheduleContact(ctx, tx, tenantID, id); err != nil {
+		if _, err := store.LockScheduleContact(ctx, tx, tenantID, id); err != nil {
 			return err
 		}
 		sc, err := lockSchedule(ctx, tx, tenantID, id)
@@ -178,7 +180,7 @@ func (s *Store) RecordInstallment(ctx context.Context, c InstallmentClaim, today
 		if out.Declined || out.PastDue {
 			return decline(ctx, tx, sc, c.Period, c.Attempt, today, out)
 		}
-		o, err := s.insertOrder(ctx, tx, *out.Order, number, "system")
+		o, err := s.InsertOrder(ctx, tx, *out.Order, number, "system")
 		if err != nil {
 			return fmt.Errorf("insert installment order: %w", err)
 		}
@@ -193,7 +195,7 @@ func (s *Store) RecordInstallment(ctx context.Context, c InstallmentClaim, today
 		if sc.NextChargeDate == nil || !sc.NextChargeDate.Equal(c.Period) {
 			return nil
 		}
-		return advanceCharged(ctx, tx, sc, c.Period, o.Status == StatusPending)
+		return advanceCharged(ctx, tx, sc, c.Period, o.Status == store.StatusPending)
 	})
 	if err != nil {
 		return false, fmt.Errorf("orders: record installment of schedule %s: %w", id, err)
@@ -241,7 +243,7 @@ func chargeInFlight(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID) erro
 		return fmt.Errorf("look for a charge in flight: %w", err)
 	}
 	if busy {
-		return ErrChargeInProgress
+		return store.ErrChargeInProgress
 	}
 	return nil
 }
@@ -251,7 +253,7 @@ func chargeInFlight(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID) erro
 // installment, and the schedule either waits for its next retry day (the
 // tenant's retry days count from the first decline) or, when they are
 // used up or no retry can help, becomes past_due.
-func decline(ctx context.Context, tx pgx.Tx, sc Schedule, period time.Time, attempt int32, today time.Time, out Outcome) error {
+func decline(ctx context.Context, tx pgx.Tx, sc store.Schedule, period time.Time, attempt int32, today time.Time, out Outcome) error {
 	if _, err := tx.Exec(ctx, `DELETE FROM orders.recurring_charges WHERE tenant_id = $1 AND schedule_id = $2 AND period = $3`,
 		sc.TenantID, sc.ID, period); err != nil {
 		return fmt.Errorf("give back period: %w", err)
@@ -267,7 +269,7 @@ func decline(ctx context.Context, tx pgx.Tx, sc Schedule, period time.Time, atte
 // changed or not): the schedule waits for its next retry day, counted
 // from the first decline on the tenant's retry days, or is past_due when
 // they are used up or no retry can help.
-func retryOrPastDue(ctx context.Context, tx pgx.Tx, sc, next Schedule, today time.Time, out Outcome) error {
+func retryOrPastDue(ctx context.Context, tx pgx.Tx, sc, next store.Schedule, today time.Time, out Outcome) error {
 	days, err := RetryDays(ctx, tx, sc.TenantID)
 	if err != nil {
 		return err
@@ -285,7 +287,7 @@ func retryOrPastDue(ctx context.Context, tx pgx.Tx, sc, next Schedule, today tim
 		}
 		next.RetryOn = &on
 	} else {
-		next.Status, next.RetryOn = SchedulePastDue, nil
+		next.Status, next.RetryOn = store.SchedulePastDue, nil
 	}
 	if _, err := writeSchedule(ctx, tx, sc, next, "system"); err != nil {
 		return fmt.Errorf("record declined attempt: %w", err)
@@ -293,7 +295,7 @@ func retryOrPastDue(ctx context.Context, tx pgx.Tx, sc, next Schedule, today tim
 	return nil
 }
 
-// failInstallment counts an installment whose charge failed after it was
+// FailInstallment counts an installment whose charge failed after it was
 // recorded (a bank debit returned days later, a charge cancelled at the
 // processor) as a declined attempt of its period, as a decline when it was
 // charged would have: the installment becomes declined with the reason,
@@ -301,7 +303,7 @@ func retryOrPastDue(ctx context.Context, tx pgx.Tx, sc, next Schedule, today tim
 // period (if it has moved past it) to be tried again on the tenant's
 // retry days, or becomes past_due. A paused, cancelled or completed
 // schedule keeps its state: only the installment says what happened.
-func failInstallment(ctx context.Context, tx pgx.Tx, o Order, reason string, today time.Time) error {
+func FailInstallment(ctx context.Context, tx pgx.Tx, o store.Order, reason string, today time.Time) error {
 	if o.ScheduleID == nil {
 		return nil
 	}
@@ -323,7 +325,7 @@ func failInstallment(ctx context.Context, tx pgx.Tx, o Order, reason string, tod
 	if err != nil {
 		return fmt.Errorf("failed installment: %w", err)
 	}
-	if sc.Status != ScheduleActive {
+	if sc.Status != store.ScheduleActive {
 		return nil
 	}
 	next := sc
@@ -336,10 +338,10 @@ func failInstallment(ctx context.Context, tx pgx.Tx, o Order, reason string, tod
 // advanceCharged moves a schedule past a period just charged. A charge
 // that settles later (a bank debit, processing) has not gone through yet:
 // the declines counted so far stay (only the retry day goes) until it
-// settles (installmentSettled forgets them), so a debit returned again
+// settles (InstallmentSettled forgets them), so a debit returned again
 // counts on from them and the schedule reaches past_due, instead of
 // starting its retries afresh every time.
-func advanceCharged(ctx context.Context, tx pgx.Tx, sc Schedule, period time.Time, pending bool) error {
+func advanceCharged(ctx context.Context, tx pgx.Tx, sc store.Schedule, period time.Time, pending bool) error {
 	next := sc
 	if pending {
 		next.RetryOn = nil
@@ -349,10 +351,10 @@ func advanceCharged(ctx context.Context, tx pgx.Tx, sc Schedule, period time.Tim
 	return placeAfter(ctx, tx, sc, next, period)
 }
 
-// installmentSettled forgets the declines of an active schedule whose
+// InstallmentSettled forgets the declines of an active schedule whose
 // installment charge went through after it was recorded, unless the
 // schedule is waiting for the retry of a period meanwhile.
-func installmentSettled(ctx context.Context, tx pgx.Tx, o Order) error {
+func InstallmentSettled(ctx context.Context, tx pgx.Tx, o store.Order) error {
 	if o.ScheduleID == nil {
 		return nil
 	}
@@ -360,7 +362,7 @@ func installmentSettled(ctx context.Context, tx pgx.Tx, o Order) error {
 	if err != nil {
 		return fmt.Errorf("settled installment: %w", err)
 	}
-	if sc.Status != ScheduleActive || sc.FailedAttempts == 0 || sc.RetryOn != nil {
+	if sc.Status != store.ScheduleActive || sc.FailedAttempts == 0 || sc.RetryOn != nil {
 		return nil
 	}
 	next := sc
@@ -374,7 +376,7 @@ func installmentSettled(ctx context.Context, tx pgx.Tx, o Order) error {
 // advance moves a schedule past period to the next period boundary (which
 // counts from the anchor, so Jan 31 monthly gives Feb 28, then Mar 31); a
 // schedule whose next date passes its end date is completed.
-func advance(ctx context.Context, tx pgx.Tx, sc Schedule, period time.Time) error {
+func advance(ctx context.Context, tx pgx.Tx, sc store.Schedule, period time.Time) error {
 	next := sc
 	next.ClearRetry()
 	return placeAfter(ctx, tx, sc, next, period)
@@ -382,33 +384,10 @@ func advance(ctx context.Context, tx pgx.Tx, sc Schedule, period time.Time) erro
 
 // placeAfter writes next (sc as stored, its retries settled by the caller)
 // with its next charge date moved past period.
-func placeAfter(ctx context.Context, tx pgx.Tx, sc, next Schedule, period time.Time) error {
-	next.PlaceNext(after(sc, period))
+func placeAfter(ctx context.Context, tx pgx.Tx, sc, next store.Schedule, period time.Time) error {
+	next.PlaceNext(schedule.After(sc, period))
 	if _, err := writeSchedule(ctx, tx, sc, next, "system"); err != nil {
 		return fmt.Errorf("advance schedule: %w", err)
 	}
 	return nil
-}
-
-// NextDate is n periods of freq after start. Months clamp to the month's
-// last day (Jan 31 + 1 month = Feb 28), always counted from start so the
-// day does not drift.
-func NextDate(start time.Time, freq string, n int) time.Time {
-	switch freq {
-	case "weekly":
-		return start.AddDate(0, 0, 7*n)
-	case "quarterly":
-		return addMonths(start, 3*n)
-	case "annually":
-		return addMonths(start, 12*n)
-	default:
-		return addMonths(start, n)
-	}
-}
-
-func addMonths(t time.Time, n int) time.Time {
-	y, m, d := t.Date()
-	first := time.Date(y, m+time.Month(n), 1, 0, 0, 0, 0, time.UTC)
-	last := first.AddDate(0, 1, -1).Day()
-	return time.Date(first.Year(), first.Month(), min(d, last), 0, 0, 0, 0, time.UTC)
 }

@@ -1,4 +1,4 @@
-package store
+package changestore
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/services/orders/store"
 )
 
 // Kinds of a PaymentChange.
@@ -38,13 +39,13 @@ type PaymentChange struct {
 	Reason, Actor         string
 	// Payments are the order's payments as claimed, by id, for the
 	// processor calls.
-	Payments map[uuid.UUID]Payment
+	Payments map[uuid.UUID]store.Payment
 }
 
 // PlanFunc plans a change of a locked order: each payment's processor
 // call and its key (changeID names the change), given the changes in
 // flight on the order. It is a pure rule of the changes room.
-type PlanFunc func(o Order, inFlight []PaymentChange, changeID uuid.UUID) ([]PaymentTake, error)
+type PlanFunc func(o store.Order, inFlight []PaymentChange, changeID uuid.UUID) ([]PaymentTake, error)
 
 // BeginChange claims a refund or void (kind) of an order as plan makes it
 // and commits it, with its lease: the processor is then called with no
@@ -62,7 +63,7 @@ func (s *Store) BeginChange(ctx context.Context, tenantID, orderID uuid.UUID, ki
 // flight, and inserts the claim with its lease.
 func (s *Store) begin(ctx context.Context, c *PaymentChange, lease time.Duration, plan PlanFunc) error {
 	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		o, err := lockOrder(ctx, tx, c.TenantID, c.OrderID)
+		o, err := store.LockOrder(ctx, tx, c.TenantID, c.OrderID)
 		if err != nil {
 			return err
 		}
@@ -92,10 +93,10 @@ func (s *Store) begin(ctx context.Context, c *PaymentChange, lease time.Duration
 // they gave back, or the void of their payments (and of the order when
 // all were done). A claim already finished (by the sweeper) records
 // nothing. It returns the order as it then is.
-func (s *Store) FinishChange(ctx context.Context, c PaymentChange, done int) (Order, error) {
-	var out Order
+func (s *Store) FinishChange(ctx context.Context, c PaymentChange, done int) (store.Order, error) {
+	var out store.Order
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		o, err := lockOrder(ctx, tx, c.TenantID, c.OrderID)
+		o, err := store.LockOrder(ctx, tx, c.TenantID, c.OrderID)
 		if err != nil {
 			return err
 		}
@@ -115,16 +116,16 @@ func (s *Store) FinishChange(ctx context.Context, c PaymentChange, done int) (Or
 		return err
 	})
 	if err != nil {
-		return Order{}, fmt.Errorf("orders: record %s %s of order %s: %w", c.Kind, c.ID, c.OrderID, err)
+		return store.Order{}, fmt.Errorf("orders: record %s %s of order %s: %w", c.Kind, c.ID, c.OrderID, err)
 	}
 	return out, nil
 }
 
 // refundPlan is takes as a plan of o's payment positions.
-func refundPlan(o Order, takes []PaymentTake) []refundTake {
+func refundPlan(o store.Order, takes []PaymentTake) []refundTake {
 	plan := make([]refundTake, 0, len(takes))
 	for _, t := range takes {
-		if i := paymentIndex(o, t.PaymentID); i >= 0 {
+		if i := store.PaymentIndex(o, t.PaymentID); i >= 0 {
 			plan = append(plan, refundTake{index: i, amount: t.Amount})
 		}
 	}
@@ -161,7 +162,7 @@ func (s *Store) TakeStaleChange(ctx context.Context, lease time.Duration) (c Pay
 		if err := json.Unmarshal(takes, &c.Takes); err != nil {
 			return fmt.Errorf("decode takes of %s: %w", c.ID, err)
 		}
-		o, err := lockOrder(ctx, tx, c.TenantID, c.OrderID)
+		o, err := store.LockOrder(ctx, tx, c.TenantID, c.OrderID)
 		if err != nil {
 			return err
 		}
@@ -176,7 +177,7 @@ func (s *Store) TakeStaleChange(ctx context.Context, lease time.Duration) (c Pay
 
 // changesInFlight reads the refunds and voids claimed on o and not yet
 // recorded.
-func changesInFlight(ctx context.Context, tx pgx.Tx, o Order) ([]PaymentChange, error) {
+func changesInFlight(ctx context.Context, tx pgx.Tx, o store.Order) ([]PaymentChange, error) {
 	rows, err := tx.Query(ctx, `SELECT id, kind, takes FROM orders.payment_changes WHERE tenant_id = $1 AND order_id = $2`, o.TenantID, o.ID)
 	if err != nil {
 		return nil, fmt.Errorf("read changes in flight: %w", err)
@@ -195,22 +196,22 @@ func changesInFlight(ctx context.Context, tx pgx.Tx, o Order) ([]PaymentChange, 
 	return out, nil
 }
 
-// noChangeInFlight is ErrChangeInProgress when a refund or void of o is
+// NoChangeInFlight is ErrChangeInProgress when a refund or void of o is
 // claimed and not yet recorded.
-func noChangeInFlight(ctx context.Context, tx pgx.Tx, o Order) error {
+func NoChangeInFlight(ctx context.Context, tx pgx.Tx, o store.Order) error {
 	var busy bool
 	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM orders.payment_changes WHERE tenant_id = $1 AND order_id = $2)`,
 		o.TenantID, o.ID).Scan(&busy); err != nil {
 		return fmt.Errorf("look for a change in flight: %w", err)
 	}
 	if busy {
-		return ErrChangeInProgress
+		return store.ErrChangeInProgress
 	}
 	return nil
 }
 
-func paymentsByID(o Order) map[uuid.UUID]Payment {
-	m := make(map[uuid.UUID]Payment, len(o.Payments))
+func paymentsByID(o store.Order) map[uuid.UUID]store.Payment {
+	m := make(map[uuid.UUID]store.Payment, len(o.Payments))
 	for _, p := range o.Payments {
 		m[p.ID] = p
 	}

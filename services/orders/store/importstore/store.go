@@ -1,0 +1,17 @@
+package importstore
+
+import (
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/almoner/almoner/services/orders/store"
+)
+
+// Store is the orders store with gift imports: staged, checked and written
+// in chunks, each row once.
+type Store struct {
+	*store.Store
+	pool *pgxpool.Pool
+}
+
+// New returns the Store on the orders store core.
+func New(core *store.Store) *Store { return &Store{Store: core, pool: core.Pool()} }
