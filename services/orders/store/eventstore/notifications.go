@@ -12,23 +12,22 @@ import (
 
 	"github.com/almoner/almoner/pkg/audit"
 	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/services/orders/procevents/settlement"
 	"github.com/almoner/almoner/services/orders/store"
 	"github.com/almoner/almoner/services/orders/store/changestore"
 	"github.com/almoner/almoner/services/orders/store/recurringstore"
 )
 
-// Settlement is what a processor notification does to a payment.
-type Settlement int
+// Settlement is what a processor notification does to a payment
+// (package settlement decides its effect).
+type Settlement = settlement.Kind
 
+// The settlements.
 const (
-	// SettleSucceeded: the charge succeeded.
-	SettleSucceeded Settlement = iota + 1
-	// SettleFailed: the charge failed or was cancelled.
-	SettleFailed
-	// SettleRefunded: the processor has refunded RefundedMinor in all.
-	SettleRefunded
-	// SettleDisputed: the donor's bank disputes the charge.
-	SettleDisputed
+	SettleSucceeded = settlement.Succeeded
+	SettleFailed    = settlement.Failed
+	SettleRefunded  = settlement.Refunded
+	SettleDisputed  = settlement.Disputed
 )
 
 // Notification is a verified processor event for one charge.
@@ -114,123 +113,53 @@ func (s *Store) ApplyNotification(ctx context.Context, tenantID uuid.UUID, n Not
 	return out, nil
 }
 
-// settle applies one notification to a locked order: each settlement is a
-// step of its own, and each leaves the order as it is when the event is
-// already reflected (Changed false).
+// settle applies one notification to a locked order: settlement.Decide
+// says what changes, and each change is written with its audit row.
 func settle(ctx context.Context, tx pgx.Tx, o store.Order, paymentID uuid.UUID, n Notification, actor string) (Applied, error) {
-	idx := -1
-	for i, p := range o.Payments {
-		if p.ID == paymentID {
-			idx = i
-		}
-	}
+	idx := store.PaymentIndex(o, paymentID)
 	if idx < 0 {
 		return Applied{}, fmt.Errorf("payment %s not on its order %s", paymentID, o.ID)
 	}
-	switch n.Settle {
-	case SettleSucceeded:
-		return settleSucceeded(ctx, tx, o, idx, actor)
-	case SettleFailed:
-		return settleFailed(ctx, tx, o, idx, n, actor)
-	case SettleRefunded:
-		return settleRefunded(ctx, tx, o, idx, n.RefundedMinor, actor)
-	case SettleDisputed:
-		return settleDisputed(ctx, tx, o, idx, actor)
-	}
-	return Applied{Order: o}, nil
-}
-
-func unsettled(p store.Payment) bool {
-	return p.Status == store.PaymentPending || p.Status == store.PaymentRequiresAction
-}
-
-// settleSucceeded captures an unsettled payment; the order completes once
-// none of its payments is unsettled, and an installment's order then
-// clears its schedule's declines (installmentSettled).
-func settleSucceeded(ctx context.Context, tx pgx.Tx, o store.Order, idx int, actor string) (Applied, error) {
-	p := o.Payments[idx]
-	if !unsettled(p) {
+	e := settlement.Decide(o, idx, n.Settle, n.RefundedMinor)
+	switch {
+	case e == settlement.Effect{}:
 		return Applied{Order: o}, nil
+	case e.RefundMinor > 0:
+		ro, err := changestore.RefundLocked(ctx, tx, o, idx, e.RefundMinor,
+			changestore.Refund{Reason: "Refunded at the payment processor.", Source: "processor"}, actor)
+		if err != nil {
+			return Applied{}, err
+		}
+		return Applied{Order: ro, Changed: true, ReleaseStock: ro.Status == store.StatusRefunded && len(ro.Items) > 0}, nil
 	}
-	if err := store.SetPaymentStatus(ctx, tx, o.TenantID, o.ID, p, store.PaymentCaptured, actor); err != nil {
+	if err := store.SetPaymentStatus(ctx, tx, o.TenantID, o.ID, o.Payments[idx], e.Payment, actor); err != nil {
 		return Applied{}, err
 	}
-	o.Payments[idx].Status = store.PaymentCaptured
-	if o.Status == store.StatusPending && !anyUnsettled(o.Payments) {
-		if err := store.SetOrderStatus(ctx, tx, &o, store.StatusCompleted, audit.Updated, actor); err != nil {
-			return Applied{}, err
-		}
-		if err := recurringstore.InstallmentSettled(ctx, tx, o); err != nil {
+	o.Payments[idx].Status = e.Payment
+	if e.Order != "" {
+		if err := store.SetOrderStatus(ctx, tx, &o, e.Order, audit.Updated, actor); err != nil {
 			return Applied{}, err
 		}
 	}
-	return Applied{Order: o, Changed: true}, nil
-}
-
-// settleFailed fails an unsettled payment and its Pending order, whose
-// stock then goes back; an installment's order counts as a declined
-// attempt of its schedule (recurringstore.FailInstallment).
-func settleFailed(ctx context.Context, tx pgx.Tx, o store.Order, idx int, n Notification, actor string) (Applied, error) {
-	p := o.Payments[idx]
-	if !unsettled(p) {
-		return Applied{Order: o}, nil
-	}
-	if err := store.SetPaymentStatus(ctx, tx, o.TenantID, o.ID, p, store.PaymentFailed, actor); err != nil {
+	if err := settleSchedule(ctx, tx, o, e.Schedule, n); err != nil {
 		return Applied{}, err
 	}
-	o.Payments[idx].Status = store.PaymentFailed
-	out := Applied{Order: o, Changed: true}
-	if o.Status == store.StatusPending {
-		if err := store.SetOrderStatus(ctx, tx, &o, store.StatusFailed, audit.Updated, actor); err != nil {
-			return Applied{}, err
-		}
+	return Applied{Order: o, Changed: true, ReleaseStock: e.ReleaseStock}, nil
+}
+
+// settleSchedule tells an installment order's schedule what its
+// installment did: went through, or failed after it was recorded (its
+// retry days count from the day the notification is applied).
+func settleSchedule(ctx context.Context, tx pgx.Tx, o store.Order, s settlement.Schedule, n Notification) error {
+	switch s {
+	case settlement.InstallmentSettled:
+		return recurringstore.InstallmentSettled(ctx, tx, o)
+	case settlement.InstallmentFailed:
 		on := n.On
 		if on.IsZero() {
 			on = time.Now()
 		}
-		if err := recurringstore.FailInstallment(ctx, tx, o, cmp.Or(n.Reason, "payment_failed"), store.Day(on)); err != nil {
-			return Applied{}, err
-		}
-		out.Order, out.ReleaseStock = o, len(o.Items) > 0
+		return recurringstore.FailInstallment(ctx, tx, o, cmp.Or(n.Reason, "payment_failed"), store.Day(on))
 	}
-	return out, nil
-}
-
-// settleRefunded records a refund made at the processor (its dashboard):
-// the processor's cumulative refunded amount beyond what the payment has
-// recorded, never made again.
-func settleRefunded(ctx context.Context, tx pgx.Tx, o store.Order, idx int, refundedMinor int64, actor string) (Applied, error) {
-	p := o.Payments[idx]
-	delta := refundedMinor - p.RefundedMinor
-	if delta <= 0 || !store.Refundable(p) || (o.Status != store.StatusCompleted && o.Status != store.StatusPartiallyRefunded) {
-		return Applied{Order: o}, nil
-	}
-	ro, err := changestore.RefundLocked(ctx, tx, o, idx, min(delta, p.AmountMinor-p.RefundedMinor),
-		changestore.Refund{Reason: "Refunded at the payment processor.", Source: "processor"}, actor)
-	if err != nil {
-		return Applied{}, err
-	}
-	return Applied{Order: ro, Changed: true, ReleaseStock: ro.Status == store.StatusRefunded && len(ro.Items) > 0}, nil
-}
-
-// settleDisputed marks a payment the donor's bank disputes.
-func settleDisputed(ctx context.Context, tx pgx.Tx, o store.Order, idx int, actor string) (Applied, error) {
-	p := o.Payments[idx]
-	if p.Status == store.PaymentDisputed {
-		return Applied{Order: o}, nil
-	}
-	if err := store.SetPaymentStatus(ctx, tx, o.TenantID, o.ID, p, store.PaymentDisputed, actor); err != nil {
-		return Applied{}, err
-	}
-	o.Payments[idx].Status = store.PaymentDisputed
-	return Applied{Order: o, Changed: true}, nil
-}
-
-func anyUnsettled(ps []store.Payment) bool {
-	for _, p := range ps {
-		if unsettled(p) {
-			return true
-		}
-	}
-	return false
+	return nil
 }

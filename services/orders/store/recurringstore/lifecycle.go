@@ -75,10 +75,7 @@ func (s *Store) SkipInstallment(ctx context.Context, tenantID, id uuid.UUID, tod
 		if err := insertInstallment(ctx, tx, old, Installment{Period: period, DueDate: today, Status: InstallmentSkipped}); err != nil {
 			return err
 		}
-		next := old
-		next.ClearRetry()
-		next.PlaceNext(schedule.After(old, period))
-		out, err = writeSchedule(ctx, tx, old, next, actor)
+		out, err = writeSchedule(ctx, tx, old, schedule.Past(old, period, false), actor)
 		return err
 	})
 	if err != nil {

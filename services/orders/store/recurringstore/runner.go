@@ -266,30 +266,14 @@ func decline(ctx context.Context, tx pgx.Tx, sc store.Schedule, period time.Time
 }
 
 // retryOrPastDue counts a declined attempt on next (sc as it is stored,
-// changed or not): the schedule waits for its next retry day, counted
-// from the first decline on the tenant's retry days, or is past_due when
-// they are used up or no retry can help.
+// changed or not) by the tenant's retry days (schedule.Decline) and
+// writes it.
 func retryOrPastDue(ctx context.Context, tx pgx.Tx, sc, next store.Schedule, today time.Time, out Outcome) error {
 	days, err := RetryDays(ctx, tx, sc.TenantID)
 	if err != nil {
 		return err
 	}
-	next.FailedAttempts++
-	next.FailureReason = out.Reason
-	if next.FirstDeclinedOn == nil {
-		next.FirstDeclinedOn = &today
-	}
-	if retry := int(next.FailedAttempts) - 1; !out.PastDue && retry < len(days) {
-		// A runner that was down meanwhile tries no sooner than tomorrow.
-		on := next.FirstDeclinedOn.AddDate(0, 0, int(days[retry]))
-		if !on.After(today) {
-			on = today.AddDate(0, 0, 1)
-		}
-		next.RetryOn = &on
-	} else {
-		next.Status, next.RetryOn = store.SchedulePastDue, nil
-	}
-	if _, err := writeSchedule(ctx, tx, sc, next, "system"); err != nil {
+	if _, err := writeSchedule(ctx, tx, sc, schedule.Decline(next, days, today, out.Reason, out.PastDue), "system"); err != nil {
 		return fmt.Errorf("record declined attempt: %w", err)
 	}
 	return nil
@@ -325,30 +309,17 @@ func FailInstallment(ctx context.Context, tx pgx.Tx, o store.Order, reason strin
 	if err != nil {
 		return fmt.Errorf("failed installment: %w", err)
 	}
-	if sc.Status != store.ScheduleActive {
+	next, ok := schedule.Reopen(sc, period)
+	if !ok {
 		return nil
-	}
-	next := sc
-	if sc.NextChargeDate == nil || period.Before(*sc.NextChargeDate) {
-		next.NextChargeDate = &period
 	}
 	return retryOrPastDue(ctx, tx, sc, next, today, Outcome{Declined: true, Reason: reason})
 }
 
-// advanceCharged moves a schedule past a period just charged. A charge
-// that settles later (a bank debit, processing) has not gone through yet:
-// the declines counted so far stay (only the retry day goes) until it
-// settles (InstallmentSettled forgets them), so a debit returned again
-// counts on from them and the schedule reaches past_due, instead of
-// starting its retries afresh every time.
+// advanceCharged moves a schedule past a period just charged
+// (schedule.Past: a charge still pending keeps its declines).
 func advanceCharged(ctx context.Context, tx pgx.Tx, sc store.Schedule, period time.Time, pending bool) error {
-	next := sc
-	if pending {
-		next.RetryOn = nil
-	} else {
-		next.ClearRetry()
-	}
-	return placeAfter(ctx, tx, sc, next, period)
+	return writePast(ctx, tx, sc, schedule.Past(sc, period, pending))
 }
 
 // InstallmentSettled forgets the declines of an active schedule whose
@@ -362,30 +333,24 @@ func InstallmentSettled(ctx context.Context, tx pgx.Tx, o store.Order) error {
 	if err != nil {
 		return fmt.Errorf("settled installment: %w", err)
 	}
-	if sc.Status != store.ScheduleActive || sc.FailedAttempts == 0 || sc.RetryOn != nil {
+	next, ok := schedule.Settled(sc)
+	if !ok {
 		return nil
 	}
-	next := sc
-	next.ClearRetry()
 	if _, err := writeSchedule(ctx, tx, sc, next, "system"); err != nil {
 		return fmt.Errorf("forget declines of settled installment: %w", err)
 	}
 	return nil
 }
 
-// advance moves a schedule past period to the next period boundary (which
-// counts from the anchor, so Jan 31 monthly gives Feb 28, then Mar 31); a
-// schedule whose next date passes its end date is completed.
+// advance moves a schedule past period, a period charged or skipped
+// already, to the next period boundary (schedule.Past).
 func advance(ctx context.Context, tx pgx.Tx, sc store.Schedule, period time.Time) error {
-	next := sc
-	next.ClearRetry()
-	return placeAfter(ctx, tx, sc, next, period)
+	return writePast(ctx, tx, sc, schedule.Past(sc, period, false))
 }
 
-// placeAfter writes next (sc as stored, its retries settled by the caller)
-// with its next charge date moved past period.
-func placeAfter(ctx context.Context, tx pgx.Tx, sc, next store.Schedule, period time.Time) error {
-	next.PlaceNext(schedule.After(sc, period))
+// writePast writes next, sc moved past a period.
+func writePast(ctx context.Context, tx pgx.Tx, sc, next store.Schedule) error {
 	if _, err := writeSchedule(ctx, tx, sc, next, "system"); err != nil {
 		return fmt.Errorf("advance schedule: %w", err)
 	}
