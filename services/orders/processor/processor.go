@@ -18,17 +18,17 @@ import (
 type Outcome int
 
 const (
-	// Succeeded: the money is collected (Stripe: succeeded).
+	// Succeeded means the money is collected (Stripe: succeeded).
 	Succeeded Outcome = iota + 1
-	// Processing: accepted, settles later (bank debits); a notification
+	// Processing means accepted, settles later (bank debits); a notification
 	// says how it ends.
 	Processing
-	// RequiresAction: the donor must authenticate (3-D Secure) with the
+	// RequiresAction means the donor must authenticate (3-D Secure) with the
 	// client secret before the charge can go on.
 	RequiresAction
-	// Declined: the processor refused the payment method.
+	// Declined means the processor refused the payment method.
 	Declined
-	// Canceled: the charge was cancelled before it collected anything.
+	// Canceled means the charge was cancelled before it collected anything.
 	// Only FindCharges reports it: a charge is never cancelled as it is
 	// made.
 	Canceled
@@ -240,19 +240,19 @@ func AsRefused(err error) (*RefusedError, bool) {
 type EventKind int
 
 const (
-	// EventIgnored: a notification type orders does not act on.
+	// EventIgnored means a notification type orders does not act on.
 	EventIgnored EventKind = iota
-	// EventPaymentSucceeded: a Processing or RequiresAction charge
+	// EventPaymentSucceeded means a Processing or RequiresAction charge
 	// succeeded (payment_intent.succeeded).
 	EventPaymentSucceeded
-	// EventPaymentFailed: a charge failed (payment_intent.payment_failed).
+	// EventPaymentFailed means a charge failed (payment_intent.payment_failed).
 	EventPaymentFailed
-	// EventPaymentCanceled: a charge was cancelled (payment_intent.canceled).
+	// EventPaymentCanceled means a charge was cancelled (payment_intent.canceled).
 	EventPaymentCanceled
-	// EventChargeRefunded: some or all of a charge was refunded, possibly
+	// EventChargeRefunded means some or all of a charge was refunded, possibly
 	// in the processor's dashboard (charge.refunded).
 	EventChargeRefunded
-	// EventDisputeCreated: the donor's bank disputes a charge
+	// EventDisputeCreated means the donor's bank disputes a charge
 	// (charge.dispute.created).
 	EventDisputeCreated
 )

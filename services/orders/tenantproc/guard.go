@@ -7,14 +7,15 @@ import (
 	"github.com/almoner/almoner/services/orders/processor"
 )
 
+// Guard wraps src so that every processor it hands out (and its own
+// lookups) refuse a call made inside a database transaction.
+//
 // guardedSource and guardedProcessor refuse every processor call (and the
 // auth service's lookup of a tenant's processor) made inside a database
 // transaction when the process tracks transactions (db.OutsideTx): tests
 // run the service through them, so a call that would hold row locks and
 // a pooled connection across the network fails the suite. In production
 // each check is one atomic load.
-// Guard wraps src so that every processor it hands out (and its own
-// lookups) refuse a call made inside a database transaction.
 func Guard(src Source) Source { return guardedSource{src} }
 
 type guardedSource struct{ src Source }

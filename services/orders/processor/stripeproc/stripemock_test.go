@@ -2,6 +2,7 @@ package stripeproc_test
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -95,7 +96,9 @@ func startStripeMock() {
 	// HTTP on a free loopback port. -http-addr alone would also open
 	// HTTPS on the fixed port 12112, which parallel test binaries would
 	// fight over, so HTTPS goes to a socket in our own directory.
-	cmd := exec.Command(bin, "-http-addr", "127.0.0.1:0", "-https-unix", filepath.Join(dir, "https.sock"))
+	// It lives as long as the test binary (the parent-death signal ends
+	// it), so no test's context bounds it.
+	cmd := exec.CommandContext(context.Background(), bin, "-http-addr", "127.0.0.1:0", "-https-unix", filepath.Join(dir, "https.sock"))
 	setParentDeathSignal(cmd)
 	out, err := cmd.StdoutPipe()
 	if err != nil {

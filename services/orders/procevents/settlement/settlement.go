@@ -10,13 +10,13 @@ import "github.com/almoner/almoner/services/orders/store"
 type Kind int
 
 const (
-	// Succeeded: the charge succeeded.
+	// Succeeded means the charge succeeded.
 	Succeeded Kind = iota + 1
-	// Failed: the charge failed or was cancelled.
+	// Failed means the charge failed or was cancelled.
 	Failed
-	// Refunded: the processor has refunded some amount in all.
+	// Refunded means the processor has refunded some amount in all.
 	Refunded
-	// Disputed: the donor's bank disputes the charge.
+	// Disputed means the donor's bank disputes the charge.
 	Disputed
 )
 
@@ -24,12 +24,12 @@ const (
 type Schedule int
 
 const (
-	// Unchanged: nothing (or the order is no installment's).
+	// Unchanged means nothing (or the order is no installment's).
 	Unchanged Schedule = iota
-	// InstallmentSettled: the installment went through; its schedule's
+	// InstallmentSettled means the installment went through; its schedule's
 	// declines are forgotten.
 	InstallmentSettled
-	// InstallmentFailed: the installment counts as a declined attempt.
+	// InstallmentFailed means the installment counts as a declined attempt.
 	InstallmentFailed
 )
 

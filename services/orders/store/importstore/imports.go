@@ -71,7 +71,7 @@ type GiftResult struct {
 	Column, Message string
 }
 
-// ErrImportBatchClosed: staff closed the import's batch before the import
+// ErrImportBatchClosed means staff closed the import's batch before the import
 // finished.
 var ErrImportBatchClosed = errors.New("import batch closed")
 

@@ -95,13 +95,13 @@ func TestSearchRequests(t *testing.T) {
 	}
 	get := func(q url.Values) (int, map[string]any) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, fake.URL+"/v1/payment_intents/search?"+q.Encode(), nil)
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, fake.URL+"/v1/payment_intents/search?"+q.Encode(), nil)
 		req.Header.Set("Authorization", "Bearer "+keyA)
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer res.Body.Close()
+		defer func() { _ = res.Body.Close() }()
 		var body map[string]any
 		_ = json.NewDecoder(res.Body).Decode(&body)
 		return res.StatusCode, body

@@ -504,7 +504,7 @@ func TestFailureInjection(t *testing.T) {
 // TestUnknownParameter: the fake refuses what Stripe would not take.
 func TestUnknownParameter(t *testing.T) {
 	fake, _ := start(t)
-	req, _ := http.NewRequest(http.MethodPost, fake.URL+"/v1/customers", strings.NewReader(url.Values{"nickname": {"x"}}.Encode()))
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, fake.URL+"/v1/customers", strings.NewReader(url.Values{"nickname": {"x"}}.Encode()))
 	req.Header.Set("Authorization", "Bearer "+keyA)
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	res, err := http.DefaultClient.Do(req)
@@ -512,7 +512,7 @@ func TestUnknownParameter(t *testing.T) {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
+	_ = res.Body.Close()
 	if res.StatusCode != 400 || !strings.Contains(string(body), "parameter_unknown") {
 		t.Errorf("got %d %s", res.StatusCode, body)
 	}
@@ -523,7 +523,7 @@ func TestUnknownParameter(t *testing.T) {
 func TestNotInTheBinaries(t *testing.T) {
 	const fake = "github.com/almoner/almoner/services/orders/processor/stripeproc/stripefake"
 	binaries := []string{"github.com/almoner/almoner/cmd/almoner"}
-	out, err := exec.Command("go", append([]string{"list", "-e", "-deps"}, binaries...)...).Output()
+	out, err := exec.CommandContext(t.Context(), "go", append([]string{"list", "-e", "-deps"}, binaries...)...).Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
