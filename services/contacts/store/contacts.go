@@ -310,6 +310,32 @@ func lockWithRelated(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, ids []int
 // stored rows), checks that the new ones exist and fit their relationship
 // type, and returns them with their relationships as they are now.
 func lockRelated(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, self int64, f Fields) ([]relatedState, error) {
+	ids, err := relatedIDs(ctx, tx, tenant, self, f)
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	types, err := lockContactTypes(ctx, tx, tenant, ids)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRelated(f.Relationships, types); err != nil {
+		return nil, err
+	}
+	before, err := loadRelationshipsOf(ctx, tx, tenant, ids)
+	if err != nil {
+		return nil, fmt.Errorf("related contacts: %w", err)
+	}
+	out := make([]relatedState, len(ids))
+	for i, id := range ids {
+		out[i] = relatedState{id: id, before: before[id]}
+	}
+	return out, nil
+}
+
+// relatedIDs is the sorted ids, other than self, of the contacts f relates
+// self to and of those self's stored relationships name (none for a new
+// contact, self 0).
+func relatedIDs(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, self int64, f Fields) ([]int64, error) {
 	idSet := map[int64]bool{}
 	for _, r := range f.Relationships {
 		idSet[r.RelatedID] = true
@@ -330,15 +356,18 @@ func lockRelated(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, self int64, f
 		}
 	}
 	delete(idSet, self)
-	if len(idSet) == 0 {
-		return nil, nil
-	}
 	ids := make([]int64, 0, len(idSet))
 	for id := range idSet {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	// A tombstone is no contact to relate to (not found, below).
+	return ids, nil
+}
+
+// lockContactTypes locks the contacts ids (sorted) in id order and returns
+// the type of each that is a live contact: a tombstone is no contact to
+// relate to (not found, in checkRelated).
+func lockContactTypes(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, ids []int64) (map[int64]string, error) {
 	rows, err := tx.Query(ctx, `SELECT id, contact_type FROM contacts.contacts WHERE tenant_id = $1 AND id = ANY($2) AND merged_into IS NULL ORDER BY id FOR UPDATE`, tenant, ids)
 	if err != nil {
 		return nil, fmt.Errorf("lock related contacts: %w", err)
@@ -351,26 +380,24 @@ func lockRelated(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, self int64, f
 	if _, err := pgx.ForEachRow(rows, []any{&id, &typ}, func() error { types[id] = typ; return nil }); err != nil {
 		return nil, fmt.Errorf("lock related contacts: %w", err)
 	}
-	for i, r := range f.Relationships {
+	return types, nil
+}
+
+// checkRelated refuses a relationship to a contact that is not there or
+// whose type does not fit the relationship (types: the live contacts').
+func checkRelated(rels []Relationship, types map[int64]string) error {
+	for i, r := range rels {
 		t, ok := types[r.RelatedID]
 		switch {
 		case !ok:
-			return nil, &RefError{List: "Relationships", Index: i, Prop: "RelatedContactId", Message: fmt.Sprintf("Contact %d was not found.", r.RelatedID)}
+			return &RefError{List: "Relationships", Index: i, Prop: "RelatedContactId", Message: fmt.Sprintf("Contact %d was not found.", r.RelatedID)}
 		case r.Type == Employer && t != Organization:
-			return nil, &RefError{List: "Relationships", Index: i, Prop: "RelatedContactId", Message: fmt.Sprintf("An employer must be an organization; contact %d is an individual.", r.RelatedID)}
+			return &RefError{List: "Relationships", Index: i, Prop: "RelatedContactId", Message: fmt.Sprintf("An employer must be an organization; contact %d is an individual.", r.RelatedID)}
 		case r.Type == Employee && t != Individual:
-			return nil, &RefError{List: "Relationships", Index: i, Prop: "RelatedContactId", Message: fmt.Sprintf("An employee must be an individual; contact %d is an organization.", r.RelatedID)}
+			return &RefError{List: "Relationships", Index: i, Prop: "RelatedContactId", Message: fmt.Sprintf("An employee must be an individual; contact %d is an organization.", r.RelatedID)}
 		}
 	}
-	before, err := loadRelationshipsOf(ctx, tx, tenant, ids)
-	if err != nil {
-		return nil, fmt.Errorf("related contacts: %w", err)
-	}
-	out := make([]relatedState, len(ids))
-	for i, id := range ids {
-		out[i] = relatedState{id: id, before: before[id]}
-	}
-	return out, nil
+	return nil
 }
 
 // touchRelated records an Updated row, and moves the version, of every
@@ -435,13 +462,7 @@ func (s *Store) Update(ctx context.Context, tenant uuid.UUID, id int64, f Fields
 				return err
 			}
 		}
-		if f.Phones, err = matchPhones(before.Phones, f.Phones); err != nil {
-			return err
-		}
-		if f.Emails, err = matchEmails(before.Emails, f.Emails); err != nil {
-			return err
-		}
-		if f.Addresses, err = matchAddresses(before.Addresses, f.Addresses); err != nil {
+		if f, err = matchRows(before, f); err != nil {
 			return err
 		}
 		if audit.Diff(before.Snapshot(), f.Snapshot()) == nil {
@@ -458,13 +479,8 @@ func (s *Store) Update(ctx context.Context, tenant uuid.UUID, id int64, f Fields
 		if err := writeRows(ctx, tx, tenant, id, f, &before, ids); err != nil {
 			return err
 		}
-		out, err = get(ctx, tx, tenant, id, false)
-		if err != nil {
+		if out, err = recordUpdate(ctx, tx, tenant, id, before, actor); err != nil {
 			return err
-		}
-		if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenant.String(), EntityType: EntityType, EntityID: EntityID(id),
-			Action: audit.Updated, Changes: audit.Diff(before.Snapshot(), out.Snapshot()), Actor: actor}); err != nil {
-			return fmt.Errorf("record audit: %w", err)
 		}
 		return touchRelated(ctx, tx, tenant, related, actor)
 	})
@@ -493,16 +509,76 @@ func updateContactRow(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, id int64
 	return nil
 }
 
+// matchRows matches f's phone, email and address rows to before's (the
+// stored contact's), so a row kept keeps its id.
+func matchRows(before Contact, f Fields) (Fields, error) {
+	var err error
+	if f.Phones, err = matchPhones(before.Phones, f.Phones); err != nil {
+		return f, err
+	}
+	if f.Emails, err = matchEmails(before.Emails, f.Emails); err != nil {
+		return f, err
+	}
+	if f.Addresses, err = matchAddresses(before.Addresses, f.Addresses); err != nil {
+		return f, err
+	}
+	return f, nil
+}
+
+// recordUpdate reads contact id as written and records its audit row with
+// what changed since before.
+func recordUpdate(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, id int64, before Contact, actor string) (Contact, error) {
+	out, err := get(ctx, tx, tenant, id, false)
+	if err != nil {
+		return Contact{}, err
+	}
+	if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenant.String(), EntityType: EntityType, EntityID: EntityID(id),
+		Action: audit.Updated, Changes: audit.Diff(before.Snapshot(), out.Snapshot()), Actor: actor}); err != nil {
+		return Contact{}, fmt.Errorf("record audit: %w", err)
+	}
+	return out, nil
+}
+
 // writeRows writes the phone, email and address rows and the relationships
 // of contact id. Every address is written, changed or not: each carries
-// the contact's name key (migration 00005), which a rename changes. before is the stored contact on an update (nil on create):
-// its rows that f does not keep are removed. A row of f with an id is one
-// of the contact's own (matched above) and is updated in place; a row
-// without one takes the next of ids.
+// the contact's name key (migration 00005), which a rename changes. before
+// is the stored contact on an update (nil on create): its rows that f does
+// not keep are removed. A row of f with an id is one of the contact's own
+// (matched above) and is updated in place; a row without one takes the
+// next of ids.
 func writeRows(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, id int64, f Fields, before *Contact, ids *newIDs) error {
 	// Copies: f's rows are the request's, which a retried transaction
 	// matches again from the start.
 	phones, emails, addresses := slices.Clone(f.Phones), slices.Clone(f.Emails), slices.Clone(f.Addresses)
+	if err := assignRowIDs(phones, emails, addresses, ids); err != nil {
+		return err
+	}
+	b := &pgx.Batch{}
+	if before != nil {
+		b.Queue(`DELETE FROM contacts.contact_phones WHERE tenant_id = $1 AND contact_id = $2 AND NOT (id = ANY($3))`, tenant, id, phoneIDs(phones))
+		b.Queue(`DELETE FROM contacts.contact_emails WHERE tenant_id = $1 AND contact_id = $2 AND NOT (id = ANY($3))`, tenant, id, emailIDs(emails))
+		b.Queue(`DELETE FROM contacts.contact_addresses WHERE tenant_id = $1 AND contact_id = $2 AND NOT (id = ANY($3))`, tenant, id, addressIDs(addresses))
+		b.Queue(`DELETE FROM contacts.contact_relationships WHERE tenant_id = $1 AND (contact_id = $2 OR related_contact_id = $2)`, tenant, id)
+	}
+	queuePhonesAndEmails(b, tenant, id, phones, emails)
+	queueAddresses(b, tenant, id, addresses, NameKey(f))
+	for _, r := range f.Relationships {
+		row := canonical(id, r)
+		b.Queue(`
+			INSERT INTO contacts.contact_relationships (tenant_id, contact_id, related_contact_id, kind) VALUES ($1, $2, $3, $4)
+			ON CONFLICT DO NOTHING`, tenant, row.contactID, row.relatedID, row.kind)
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("write contact rows: %w", err)
+	}
+	return nil
+}
+
+// assignRowIDs gives each new row (no id yet) the next id of its kind.
+func assignRowIDs(phones []Phone, emails []Email, addresses []Address, ids *newIDs) error {
 	for i := range phones {
 		if err := assignID(&phones[i].ID, ids.phone); err != nil {
 			return fmt.Errorf("next phone id: %w", err)
@@ -518,13 +594,12 @@ func writeRows(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, id int64, f Fie
 			return fmt.Errorf("next address id: %w", err)
 		}
 	}
-	b := &pgx.Batch{}
-	if before != nil {
-		b.Queue(`DELETE FROM contacts.contact_phones WHERE tenant_id = $1 AND contact_id = $2 AND NOT (id = ANY($3))`, tenant, id, phoneIDs(phones))
-		b.Queue(`DELETE FROM contacts.contact_emails WHERE tenant_id = $1 AND contact_id = $2 AND NOT (id = ANY($3))`, tenant, id, emailIDs(emails))
-		b.Queue(`DELETE FROM contacts.contact_addresses WHERE tenant_id = $1 AND contact_id = $2 AND NOT (id = ANY($3))`, tenant, id, addressIDs(addresses))
-		b.Queue(`DELETE FROM contacts.contact_relationships WHERE tenant_id = $1 AND (contact_id = $2 OR related_contact_id = $2)`, tenant, id)
-	}
+	return nil
+}
+
+// queuePhonesAndEmails queues the upsert of each phone and email row of
+// contact id, in their order.
+func queuePhonesAndEmails(b *pgx.Batch, tenant uuid.UUID, id int64, phones []Phone, emails []Email) {
 	for i, p := range phones {
 		b.Queue(`
 			INSERT INTO contacts.contact_phones (tenant_id, id, contact_id, position, phone_number, phone_key, phone_type, is_primary)
@@ -541,6 +616,11 @@ func writeRows(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, id int64, f Fie
 				email_key = excluded.email_key, email_type = excluded.email_type, is_primary = excluded.is_primary`,
 			tenant, e.ID, id, i, e.Address, e.Key, e.Type, e.IsPrimary)
 	}
+}
+
+// queueAddresses queues the upsert of each address row of contact id, in
+// their order, each with the contact's name key.
+func queueAddresses(b *pgx.Batch, tenant uuid.UUID, id int64, addresses []Address, nameKey string) {
 	for i, a := range addresses {
 		b.Queue(`
 			INSERT INTO contacts.contact_addresses (tenant_id, id, contact_id, position, address_type, is_primary, line1, line2,
@@ -551,21 +631,8 @@ func writeRows(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, id int64, f Fie
 				state_province = excluded.state_province, postal_code = excluded.postal_code, postal_key = excluded.postal_key,
 				country = excluded.country, name_key = excluded.name_key`,
 			tenant, a.ID, id, i, a.Type, a.IsPrimary, a.Line1, nullable(a.Line2), nullable(a.City),
-			nullable(a.StateProvince), nullable(a.PostalCode), nullable(a.PostalKey), nullable(a.Country), NameKey(f))
+			nullable(a.StateProvince), nullable(a.PostalCode), nullable(a.PostalKey), nullable(a.Country), nameKey)
 	}
-	for _, r := range f.Relationships {
-		row := canonical(id, r)
-		b.Queue(`
-			INSERT INTO contacts.contact_relationships (tenant_id, contact_id, related_contact_id, kind) VALUES ($1, $2, $3, $4)
-			ON CONFLICT DO NOTHING`, tenant, row.contactID, row.relatedID, row.kind)
-	}
-	if b.Len() == 0 {
-		return nil
-	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("write contact rows: %w", err)
-	}
-	return nil
 }
 
 // assignID gives a new row (id 0) the next id of r.

@@ -70,7 +70,29 @@ func lockIssuedMany(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, kind str
 // issueMany writes the new and revised records and their audit rows, and
 // fills out.
 func issueMany(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, kind string, docs []Issue, known map[string]issuedRow, out []Issued, actor string) error {
-	var fresh, revised []int
+	fresh, revised := sortIssues(docs, known, out)
+	created, err := issueFresh(ctx, tx, tenantID, kind, docs, fresh, out, actor)
+	if err != nil {
+		return err
+	}
+	updated, err := issueRevised(ctx, tx, tenantID, kind, docs, revised, known, out, actor)
+	if err != nil {
+		return err
+	}
+	b := &pgx.Batch{}
+	if err := audit.QueueAll(ctx, b, append(created, updated...)); err != nil {
+		return fmt.Errorf("record audit: %w", err)
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("record audit: %w", err)
+	}
+	return nil
+}
+
+// sortIssues splits docs into the positions of those never issued (fresh)
+// and of those whose content changed since (revised); an unchanged one is
+// answered from known into out.
+func sortIssues(docs []Issue, known map[string]issuedRow, out []Issued) (fresh, revised []int) {
 	for i, d := range docs {
 		k, ok := known[d.Subject]
 		switch {
@@ -82,54 +104,62 @@ func issueMany(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, kind string, 
 			out[i] = k.Issued
 		}
 	}
+	return fresh, revised
+}
+
+// issueFresh numbers and records the documents never issued (docs at
+// fresh), fills out, and returns their audit rows.
+func issueFresh(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, kind string, docs []Issue, fresh []int, out []Issued, actor string) ([]audit.Entry, error) {
+	if len(fresh) == 0 {
+		return nil, nil
+	}
+	var last int64
+	if err := tx.QueryRow(ctx, `UPDATE reports.document_counters SET last_value = last_value + $3 WHERE tenant_id = $1 AND kind = $2 RETURNING last_value`,
+		tenantID, kind, len(fresh)).Scan(&last); err != nil {
+		return nil, fmt.Errorf("take numbers: %w", err)
+	}
 	var entries []audit.Entry
-	if len(fresh) > 0 {
-		var last int64
-		if err := tx.QueryRow(ctx, `UPDATE reports.document_counters SET last_value = last_value + $3 WHERE tenant_id = $1 AND kind = $2 RETURNING last_value`,
-			tenantID, kind, len(fresh)).Scan(&last); err != nil {
-			return fmt.Errorf("take numbers: %w", err)
-		}
-		subjects, numbers, hashes := make([]string, len(fresh)), make([]int64, len(fresh)), make([][]byte, len(fresh))
-		for j, i := range fresh {
-			subjects[j], numbers[j], hashes[j] = docs[i].Subject, last-int64(len(fresh))+int64(j)+1, docs[i].Hash
-			entries = append(entries, audit.Entry{TenantID: tenantID.String(), EntityType: documentEntity[kind], EntityID: docs[i].Subject, Action: audit.Created, Actor: actor})
-		}
-		rows, _ := tx.Query(ctx, `INSERT INTO reports.issued_documents (tenant_id, kind, subject, number, content_hash)
-			SELECT $1, $2, s, n, h FROM unnest($3::text[], $4::bigint[], $5::bytea[]) WITH ORDINALITY AS u(s, n, h, o) ORDER BY o
-			RETURNING subject, number, revision, first_issued_at, issued_at`, tenantID, kind, subjects, numbers, hashes)
-		if err := collectInto(rows, docs, out); err != nil {
-			return fmt.Errorf("record documents: %w", err)
-		}
+	subjects, numbers, hashes := make([]string, len(fresh)), make([]int64, len(fresh)), make([][]byte, len(fresh))
+	for j, i := range fresh {
+		subjects[j], numbers[j], hashes[j] = docs[i].Subject, last-int64(len(fresh))+int64(j)+1, docs[i].Hash
+		entries = append(entries, audit.Entry{TenantID: tenantID.String(), EntityType: documentEntity[kind], EntityID: docs[i].Subject, Action: audit.Created, Actor: actor})
 	}
-	if len(revised) > 0 {
-		subjects, hashes := make([]string, len(revised)), make([][]byte, len(revised))
-		for j, i := range revised {
-			subjects[j], hashes[j] = docs[i].Subject, docs[i].Hash
-			old := known[docs[i].Subject].Revision
-			entries = append(entries, audit.Entry{TenantID: tenantID.String(), EntityType: documentEntity[kind], EntityID: docs[i].Subject, Action: audit.Updated,
-				Changes: map[string]audit.Change{"Revision": {Old: old, New: old + 1}}, Actor: actor})
-		}
-		rows, _ := tx.Query(ctx, `UPDATE reports.issued_documents d SET revision = revision + 1, content_hash = u.h, issued_at = now()
-			FROM unnest($3::text[], $4::bytea[]) WITH ORDINALITY AS u(s, h, o)
-			WHERE d.tenant_id = $1 AND d.kind = $2 AND d.subject = u.s
-			RETURNING u.o, d.number, d.revision, d.first_issued_at, d.issued_at`, tenantID, kind, subjects, hashes)
-		var o int
-		var is Issued
-		if _, err := pgx.ForEachRow(rows, []any{&o, &is.Number, &is.Revision, &is.FirstIssuedAt, &is.IssuedAt}, func() error {
-			out[revised[o-1]] = is
-			return nil
-		}); err != nil {
-			return fmt.Errorf("revise documents: %w", err)
-		}
+	rows, _ := tx.Query(ctx, `INSERT INTO reports.issued_documents (tenant_id, kind, subject, number, content_hash)
+		SELECT $1, $2, s, n, h FROM unnest($3::text[], $4::bigint[], $5::bytea[]) WITH ORDINALITY AS u(s, n, h, o) ORDER BY o
+		RETURNING subject, number, revision, first_issued_at, issued_at`, tenantID, kind, subjects, numbers, hashes)
+	if err := collectInto(rows, docs, out); err != nil {
+		return nil, fmt.Errorf("record documents: %w", err)
 	}
-	b := &pgx.Batch{}
-	if err := audit.QueueAll(ctx, b, entries); err != nil {
-		return fmt.Errorf("record audit: %w", err)
+	return entries, nil
+}
+
+// issueRevised records a new revision of each document whose content
+// changed (docs at revised), fills out, and returns their audit rows.
+func issueRevised(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, kind string, docs []Issue, revised []int, known map[string]issuedRow, out []Issued, actor string) ([]audit.Entry, error) {
+	if len(revised) == 0 {
+		return nil, nil
 	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("record audit: %w", err)
+	var entries []audit.Entry
+	subjects, hashes := make([]string, len(revised)), make([][]byte, len(revised))
+	for j, i := range revised {
+		subjects[j], hashes[j] = docs[i].Subject, docs[i].Hash
+		old := known[docs[i].Subject].Revision
+		entries = append(entries, audit.Entry{TenantID: tenantID.String(), EntityType: documentEntity[kind], EntityID: docs[i].Subject, Action: audit.Updated,
+			Changes: map[string]audit.Change{"Revision": {Old: old, New: old + 1}}, Actor: actor})
 	}
-	return nil
+	rows, _ := tx.Query(ctx, `UPDATE reports.issued_documents d SET revision = revision + 1, content_hash = u.h, issued_at = now()
+		FROM unnest($3::text[], $4::bytea[]) WITH ORDINALITY AS u(s, h, o)
+		WHERE d.tenant_id = $1 AND d.kind = $2 AND d.subject = u.s
+		RETURNING u.o, d.number, d.revision, d.first_issued_at, d.issued_at`, tenantID, kind, subjects, hashes)
+	var o int
+	var is Issued
+	if _, err := pgx.ForEachRow(rows, []any{&o, &is.Number, &is.Revision, &is.FirstIssuedAt, &is.IssuedAt}, func() error {
+		out[revised[o-1]] = is
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("revise documents: %w", err)
+	}
+	return entries, nil
 }
 
 // collectInto reads the inserted records into out at their documents'
