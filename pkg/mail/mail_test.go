@@ -3,6 +3,7 @@ package mail_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/goleak"
 
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/mail"
@@ -21,9 +23,16 @@ import (
 	"github.com/almoner/almoner/pkg/testdb"
 )
 
+// TestMain stops the shared mail server once the tests end, then fails
+// them when a goroutine they started is still running (a sender or a
+// connection a Close should have ended).
 func TestMain(m *testing.M) {
 	code := m.Run()
 	mailtest.StopShared()
+	if err := goleak.Find(); code == 0 && err != nil {
+		fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+		code = 1
+	}
 	os.Exit(code)
 }
 

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // The tests of requests run against stripe-mock, Stripe's own mock, which
@@ -34,6 +36,13 @@ var stripeMock struct {
 func TestMain(m *testing.M) {
 	code := m.Run()
 	stopStripeMock()
+	// A goroutine a test started that is still running once stripe-mock
+	// is stopped is a leak (goleak.VerifyTestMain would check before the
+	// stop, while stripe-mock's readers still run).
+	if err := goleak.Find(); code == 0 && err != nil {
+		fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+		code = 1
+	}
 	os.Exit(code)
 }
 
