@@ -71,3 +71,13 @@ func Settled(sc Schedule) (Schedule, bool) {
 	next.ClearRetry()
 	return next, true
 }
+
+// Cancel cancels a schedule: no next charge, no pause, no retry. A
+// cancelled or completed schedule stays as it is.
+func Cancel(sc Schedule) Schedule {
+	if sc.Status == Cancelled || sc.Status == Completed {
+		return sc
+	}
+	sc.Status, sc.NextChargeDate, sc.PausedUntil, sc.RetryOn = Cancelled, nil, nil, nil
+	return sc
+}

@@ -132,3 +132,26 @@ func TestReopenAndSettled(t *testing.T) {
 		}
 	}
 }
+
+func TestCancel(t *testing.T) {
+	paused := monthly("2026-01-01", "2026-04-01")
+	paused.Status, paused.PausedUntil = Paused, dayp("2026-05-01")
+	done := monthly("2026-01-01", "2026-04-01")
+	done.Status = Completed
+	cases := []struct {
+		name   string
+		sc     Schedule
+		status string
+		next   string
+	}{
+		{"active", monthly("2026-01-01", "2026-04-01"), Cancelled, "-"},
+		{"paused", paused, Cancelled, "-"},
+		{"completed stays", done, Completed, "2026-04-01"},
+	}
+	for _, c := range cases {
+		got := Cancel(c.sc)
+		if got.Status != c.status || dateOf(got.NextChargeDate) != c.next || (c.status == Cancelled && (got.PausedUntil != nil || got.RetryOn != nil)) {
+			t.Errorf("%s: %s next %s", c.name, got.Status, dateOf(got.NextChargeDate))
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/almoner/almoner/pkg/audit"
+	"github.com/almoner/almoner/services/orders/changes/refund"
 	"github.com/almoner/almoner/services/orders/store"
 )
 
@@ -61,15 +62,7 @@ func applyRefund(ctx context.Context, tx pgx.Tx, o store.Order, plan []refundTak
 	var total int64
 	for _, take := range plan {
 		p := o.Payments[take.index]
-		np := p
-		np.RefundedMinor += take.amount
-		np.Status = store.PaymentPartiallyRefunded
-		if np.RefundedMinor == np.AmountMinor {
-			np.Status = store.PaymentRefunded
-		}
-		if p.Status == store.PaymentDisputed {
-			np.Status = store.PaymentDisputed // a dispute outranks the refund in the status; the amount still shows it
-		}
+		np := refund.Payment(p, take.amount)
 		if _, err := tx.Exec(ctx, `UPDATE orders.order_payments SET refunded_minor = $4, status = $5 WHERE tenant_id = $1 AND order_id = $2 AND id = $3`,
 			o.TenantID, o.ID, p.ID, np.RefundedMinor, np.Status); err != nil {
 			return store.Order{}, fmt.Errorf("update refunded payment: %w", err)
@@ -81,10 +74,7 @@ func applyRefund(ctx context.Context, tx pgx.Tx, o store.Order, plan []refundTak
 		o.Payments[take.index] = np
 		total += take.amount
 	}
-	newStatus := store.StatusPartiallyRefunded
-	if o.RefundedMinor+total == o.TotalMinor {
-		newStatus = store.StatusRefunded
-	}
+	newStatus := refund.OrderStatus(o, total)
 	var paymentID *uuid.UUID
 	if len(plan) == 1 {
 		paymentID = &o.Payments[plan[0].index].ID

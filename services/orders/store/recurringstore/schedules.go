@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/almoner/almoner/services/orders/recurring/schedule"
 	"github.com/almoner/almoner/services/orders/store"
 )
 
@@ -42,11 +43,7 @@ func (s *Store) GetSchedule(ctx context.Context, tenantID, id uuid.UUID) (store.
 // returned unchanged.
 func (s *Store) CancelSchedule(ctx context.Context, tenantID, id uuid.UUID, actor string) (store.Schedule, error) {
 	sc, err := s.UpdateSchedule(ctx, tenantID, id, actor, func(sc store.Schedule) (store.Schedule, error) {
-		if sc.Status == store.ScheduleCancelled || sc.Status == store.ScheduleCompleted {
-			return sc, nil
-		}
-		sc.Status, sc.NextChargeDate, sc.PausedUntil, sc.RetryOn = store.ScheduleCancelled, nil, nil, nil
-		return sc, nil
+		return schedule.Cancel(sc), nil
 	})
 	if err != nil {
 		return store.Schedule{}, fmt.Errorf("orders: cancel schedule %s: %w", id, err)
