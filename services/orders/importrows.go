@@ -14,7 +14,7 @@ import (
 const ImportRowsPruneEvery = 10 * time.Minute
 
 // pruneImportRows deletes the import rows older than the retention, in
-// chunks (store.PruneImportRows), counting them and logging when there
+// chunks (importstore.PruneImportRows), counting them and logging when there
 // were any. The runner's housekeeping runs it after a pass, every
 // ImportRowsPruneEvery.
 func (s *Service) pruneImportRows(ctx context.Context) error {

@@ -37,7 +37,7 @@ type giftImportServer struct {
 }
 
 // ImportGifts records one batch of a gift import: each row checked, then
-// the batch recorded set-based (store/imports.go). Imported gifts write no
+// the batch recorded set-based (store/importstore). Imported gifts write no
 // per-order audit rows, so they fire no per-order webhook events: the
 // imports service fires import.updated per state change instead.
 func (a *giftImportServer) ImportGifts(ctx context.Context, req *ordersv1.ImportGiftsRequest) (*ordersv1.ImportGiftsResponse, error) {

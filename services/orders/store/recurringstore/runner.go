@@ -159,7 +159,7 @@ func (s *Store) RecordInstallment(ctx context.Context, c InstallmentClaim, today
 	tenantID, id := c.Schedule.TenantID, c.Schedule.ID
 	recorded := false
 	// The installment's number is set aside before the transaction, which
-	// must not ask the pool for a second connection (insertOrder), and
+	// must not ask the pool for a second connection (InsertOrder), and
 	// goes back when the transaction records no order.
 	number, err := s.ReserveNumber(ctx, tenantID)
 	if err != nil {
