@@ -241,8 +241,8 @@ func (s *Store) ListInstallments(ctx context.Context, tenantID, scheduleID uuid.
 	return list, total, nil
 }
 
-// RetryDays returns the tenant's retry schedule (schedule.DefaultRetryDays when it
-// set none).
+// RetryDays returns the tenant's retry schedule (schedule.DefaultRetryDays
+// when it set none).
 func RetryDays(ctx context.Context, q store.Querier, tenantID uuid.UUID) ([]int32, error) {
 	var days []int32
 	err := q.QueryRow(ctx, `SELECT retry_days FROM orders.recurring_settings WHERE tenant_id = $1`, tenantID).Scan(&days)
