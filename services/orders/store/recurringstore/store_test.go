@@ -1,44 +1,24 @@
 package recurringstore_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/almoner/almoner/pkg/audit"
-	"github.com/almoner/almoner/pkg/db"
-	"github.com/almoner/almoner/pkg/testdb"
-	"github.com/almoner/almoner/services/orders/migrations"
-	"github.com/almoner/almoner/services/orders/store"
 	"github.com/almoner/almoner/services/orders/store/recurringstore"
+	"github.com/almoner/almoner/services/orders/store/storetest"
 )
 
 const actor = "api-key:ak_test_store"
 
 // newStore is a recurring store on a fresh database with a tenant and its
-// fund.
+// fund (storetest.New).
 func newStore(t *testing.T) (*recurringstore.Store, *pgxpool.Pool, uuid.UUID, uuid.UUID) {
 	t.Helper()
-	ctx := context.Background()
-	pool, err := db.Open(ctx, testdb.New(t, audit.Migrations(), migrations.Set()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	tenant, fund := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
-	if _, err := pool.Exec(ctx, `INSERT INTO orders.funds (tenant_id, id, name) VALUES ($1, $2, 'General')`, tenant, fund); err != nil {
-		t.Fatal(err)
-	}
-	return recurringstore.New(store.New(pool)), pool, tenant, fund
+	core, pool, tenant, fund := storetest.New(t)
+	return recurringstore.New(core), pool, tenant, fund
 }
 
-// gift is a 10.00 cash donation order, computed as the handler would.
-func gift(tenant, fund uuid.UUID, now time.Time) store.NewOrder {
-	return store.NewOrder{Now: now, Order: store.Order{TenantID: tenant, ID: uuid.Must(uuid.NewV7()), ContactID: 1, Status: store.StatusCompleted,
-		Currency: "USD", DonationSubtotalMinor: 1000, TotalMinor: 1000, DeductibleMinor: 1000,
-		Donations: []store.Donation{{ID: uuid.Must(uuid.NewV7()), FundID: fund, FundName: "General", AmountMinor: 1000, IsTaxDeductible: true}},
-		Payments:  []store.Payment{{ID: uuid.Must(uuid.NewV7()), Method: "Cash", AmountMinor: 1000, Status: store.PaymentCaptured}}}}
-}
+// gift is storetest's.
+var gift = storetest.Gift
