@@ -23,6 +23,11 @@ require (
 )
 
 require (
+	github.com/boombuler/barcode v1.1.0 // indirect
+	github.com/pquerna/otp v1.5.0 // indirect
+)
+
+require (
 	code.dny.dev/ssrf v0.3.0 // indirect
 	codeberg.org/go-pdf/fpdf v0.12.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
