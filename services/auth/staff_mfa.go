@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/google/uuid"
 	"google.golang.org/grpc/metadata"
@@ -31,7 +32,8 @@ func errMfaEnrollment() error {
 // mfaDeps is what the MFA server takes from the service.
 func (s *Service) mfaDeps() mfa.Deps {
 	return mfa.Deps{
-		Store: s.store, Limiter: s.limiter, Sealer: s.cfg.Sealer, Now: s.now, SecureCookies: s.secureCookies(),
+		// Now reads s.now at each call, so a test may move the clock.
+		Store: s.store, Limiter: s.limiter, Sealer: s.cfg.Sealer, Now: func() time.Time { return s.now() }, SecureCookies: s.secureCookies(),
 		Caller:     s.caller,
 		NewSession: s.newSession,
 		SignedIn: func(ctx context.Context, user uuid.UUID, token string) (*authv1.SignedIn, error) {

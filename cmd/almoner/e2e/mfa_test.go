@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/pquerna/otp/totp"
 
 	"github.com/almoner/almoner/cmd/almoner/apptest"
@@ -85,7 +86,8 @@ func expectCodeError(t *testing.T, r *apptest.Response) {
 // confirming code and a replayed one refused), a session waiting for its
 // factor kept to verify and sign-out, a trusted browser, recovery codes
 // once, the mfa-verify 429; email codes read from Mailpit and the
-// mfa-send-email 429; the security log; and a tenant with mfa:required.
+// mfa-send-email 429; the security log; a tenant with mfa:required; and
+// a custom role given to a member, whose scopes are then theirs.
 func TestStaffMfa(t *testing.T) {
 	t.Parallel()
 	pit := mailtest.Shared(t)
@@ -97,6 +99,7 @@ func TestStaffMfa(t *testing.T) {
 			t.Run("totp", func(t *testing.T) { walkTotp(t, c, tn) })
 			t.Run("email", func(t *testing.T) { walkEmail(t, c, pit, tn) })
 			t.Run("required", func(t *testing.T) { walkRequired(t, c) })
+			t.Run("custom roles", func(t *testing.T) { walkCustomRoles(t, c, pit, tn) })
 		})
 	}
 }
@@ -269,4 +272,57 @@ func walkRequired(t *testing.T, c *apptest.Cluster) {
 	apptest.RegisterSecret(secret)
 	asUser(t, c, "POST", "/api/auth/mfa/totp/confirm", full, map[string]any{"code": totpCode(t, secret, time.Now())}).Expect(t, http.StatusOK)
 	asUser(t, c, "GET", tPath(strict.ID, "/contacts"), full, nil).Expect(t, http.StatusOK)
+}
+
+func walkCustomRoles(t *testing.T, c *apptest.Cluster, pit *mailtest.Server, tn apptest.Tenant) {
+	roles := tPath(tn.ID, "/roles")
+	bad := c.Do(t, "POST", roles, tn.Key, map[string]any{"name": "auditor", "scopes": []string{"contacts:view", "contacts:fly"}}).
+		Expect(t, http.StatusBadRequest).Map(t)
+	if errs, _ := bad["errors"].(map[string]any); errs["Scopes[1]"] == nil {
+		t.Errorf("unknown scope: %v", bad)
+	}
+	made := c.Do(t, "POST", roles, tn.Key, map[string]any{"name": "auditor", "scopes": []string{"reports:view", "contacts:view"}}).
+		Expect(t, http.StatusCreated).Map(t)
+	if made["builtIn"] != false || fmt.Sprint(made["scopes"]) != "[contacts:view reports:view]" {
+		t.Errorf("created role %v", made)
+	}
+	c.Do(t, "POST", roles, tn.Key, map[string]any{"name": "auditor", "scopes": []string{"contacts:view"}}).Expect(t, http.StatusBadRequest)
+	var list []struct {
+		Name    string
+		BuiltIn bool
+	}
+	c.Do(t, "GET", roles, tn.Key, nil).Expect(t, http.StatusOK).JSON(t, &list)
+	if len(list) != 6 || list[5].Name != "auditor" || list[5].BuiltIn {
+		t.Errorf("roles %+v", list)
+	}
+	if n := auditRows(t, c, tn.ID, "Role"); n != 1 {
+		t.Errorf("%d audit rows of roles, want 1", n)
+	}
+
+	// A member with the role holds its scopes, and no others.
+	email := staffEmail("auditor")
+	c.Do(t, "POST", tPath(tn.ID, "/users"), tn.Key, map[string]any{"email": email, "role": "auditor"}).Expect(t, http.StatusCreated)
+	session := sessionOf(t, accept(t, c, invitationToken(t, pit, email), "silver kettle 54 dune").Expect(t, http.StatusOK))
+	asUser(t, c, "GET", tPath(tn.ID, "/contacts"), session, nil).Expect(t, http.StatusOK)
+	denied := asUser(t, c, "POST", tPath(tn.ID, "/contacts"), session, janeBody()).Expect(t, http.StatusForbidden).Map(t)
+	if denied["title"] != "Missing required permission: contacts:create" {
+		t.Errorf("403 title %v", denied["title"])
+	}
+	c.Do(t, "POST", tPath(tn.ID, "/users"), tn.Key, map[string]any{"email": staffEmail("ghost"), "role": "ghost"}).Expect(t, http.StatusBadRequest)
+}
+
+// auditRows counts a tenant's audit rows of an entity type.
+func auditRows(t *testing.T, c *apptest.Cluster, tenantID, entityType string) int {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), c.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM audit.events WHERE tenant_id = $1 AND entity_type = $2`,
+		tenantID, entityType).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
