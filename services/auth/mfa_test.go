@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"net/http"
 	"regexp"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/services/auth/keyformat"
 	"github.com/almoner/almoner/services/auth/mfa"
+	"github.com/almoner/almoner/services/auth/mfa/codes"
 )
 
 // signedInContext accepts an invitation for email and returns the context
@@ -112,5 +114,46 @@ func TestMfaEmailCodeLifetime(t *testing.T) {
 	code := mailed()
 	if err := confirm(code, 9*time.Minute); err != nil {
 		t.Fatalf("a code 9 minutes old: %v", err)
+	}
+}
+
+// TestPendingSession: a session that passed only the password reaches no
+// tenant route (401) and ends 15 minutes after sign-in if never verified.
+func TestPendingSession(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, keyformat.Sandbox)
+	tid := f.tenant(t, "mfa-pending")
+	srv := mfa.New(f.s.mfaDeps())
+	ctx := signedInContext(t, f, tid, "pending@example.org")
+	enrolled, err := srv.EnrollTotp(ctx, &authv1.EnrollTotpRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _ := codes.Code(enrolled.GetSecret(), time.Now())
+	if _, err := srv.ConfirmTotp(ctx, &authv1.ConfirmTotpRequest{Code: code}); err != nil {
+		t.Fatal(err)
+	}
+	hs := &headerStream{}
+	signedIn, err := (&staffServer{s: f.s}).SignIn(grpc.NewContextWithServerTransportStream(context.Background(), hs),
+		&authv1.SignInRequest{Email: "pending@example.org", Password: "seven lanterns drift"})
+	if err != nil || !signedIn.GetSession().GetMfaRequired() {
+		t.Fatalf("sign-in %v, %v", signedIn, err)
+	}
+	c, err := http.ParseSetCookie(hs.md.Get("set-cookie")[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &validationServer{s: f.s}
+	_, err = v.ValidateSession(ctx, &authv1.ValidateSessionRequest{Token: c.Value, TenantId: tid})
+	wantKind(t, "a pending session on a tenant route", err, apperr.KindUnauthenticated)
+	start := time.Now()
+	for _, tc := range []struct {
+		after time.Duration
+		open  bool
+	}{{14 * time.Minute, true}, {15*time.Minute + time.Second, false}} {
+		f.s.now = func() time.Time { return start.Add(tc.after) }
+		if _, err := v.ValidateSession(ctx, &authv1.ValidateSessionRequest{Token: c.Value}); (err == nil) != tc.open {
+			t.Errorf("after %v: %v, want open %v", tc.after, err, tc.open)
+		}
 	}
 }

@@ -57,8 +57,7 @@ func (a *staffServer) AcceptInvitation(ctx context.Context, req *authv1.AcceptIn
 	if err != nil {
 		return nil, err
 	}
-	acc.Session = s.newSession(ctx, inv.User.ID, token)
-	acc.Session.MfaPending, acc.Session.LogAction = pending, action
+	acc.Session = s.gated(s.newSession(ctx, inv.User.ID, token), pending, action)
 	if _, err := s.store.Accept(ctx, acc); errors.Is(err, store.ErrInvitationInvalid) || errors.Is(err, store.ErrPasswordSet) {
 		return nil, errInvitationInvalid()
 	} else if err != nil {
@@ -143,9 +142,7 @@ func (s *Service) startSession(ctx context.Context, user uuid.UUID) (*authv1.Sig
 		return nil, err
 	}
 	token := newToken()
-	ns := s.newSession(ctx, user, token)
-	ns.MfaPending, ns.LogAction = pending, action
-	if _, err := s.store.StartSession(ctx, ns); err != nil {
+	if _, err := s.store.StartSession(ctx, s.gated(s.newSession(ctx, user, token), pending, action)); err != nil {
 		return nil, err
 	}
 	body, err := s.signedIn(ctx, user, token, pending)

@@ -29,6 +29,21 @@ func errMfaEnrollment() error {
 		Message: "This organization requires a second factor: turn one on under /api/auth/mfa."}
 }
 
+// pendingLifetime bounds a session waiting for its second factor: the
+// person is at the prompt now, and a half-signed-in session should not
+// linger for the full lifetime (GitHub's two-factor prompt expires too).
+const pendingLifetime = 15 * time.Minute
+
+// gated is ns as mfa.Gate decided: waiting for the second factor (with
+// the short lifetime) or not, and the sign-in's security log action.
+func (s *Service) gated(ns store.NewSession, pending bool, action string) store.NewSession {
+	ns.MfaPending, ns.LogAction = pending, action
+	if pending {
+		ns.ExpiresAt = s.now().Add(pendingLifetime)
+	}
+	return ns
+}
+
 // mfaDeps is what the MFA server takes from the service.
 func (s *Service) mfaDeps() mfa.Deps {
 	return mfa.Deps{
