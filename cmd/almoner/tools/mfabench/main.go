@@ -13,6 +13,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -92,7 +93,7 @@ type client struct {
 // it sets; a status other than want is an error.
 func (c *client) call(method, path, cookie string, body any, want int) ([]byte, string, error) {
 	b, _ := json.Marshal(body)
-	req, err := http.NewRequest(method, c.base+path, bytes.NewReader(b))
+	req, err := http.NewRequestWithContext(context.Background(), method, c.base+path, bytes.NewReader(b))
 	if err != nil {
 		return nil, "", err
 	}
