@@ -156,6 +156,8 @@ func walkTotp(t *testing.T, c *apptest.Cluster, tn apptest.Tenant) {
 	_, pending = signInAs(t, c, email, pw)
 	expectCodeError(t, verify(pending, "recovery", confirmed.RecoveryCodes[0], false)) // attempt 5: used
 	expectFlat429(t, verify(pending, "recovery", confirmed.RecoveryCodes[1], false))   // attempt 6
+	// A pending session may still sign out.
+	asUser(t, c, "POST", "/api/auth/sign-out", pending, nil).Expect(t, http.StatusNoContent)
 
 	var state struct {
 		Totp              struct{ Enabled bool }

@@ -61,12 +61,6 @@ func writeLog(ctx context.Context, tx pgx.Tx, e LogEntry) error {
 	return wrapDB(err, "write security log")
 }
 
-// Log writes one security log row on its own (a change with nothing else
-// to write, such as an email code sent).
-func (s *Store) Log(ctx context.Context, e LogEntry) error {
-	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error { return writeLog(ctx, tx, e) })
-}
-
 // SecurityLog returns the user's newest limit rows, newest first (ids are
 // UUIDv7, so they sort by time).
 func (s *Store) SecurityLog(ctx context.Context, userID uuid.UUID, limit int) ([]LogRow, error) {
