@@ -194,7 +194,8 @@ func hashToken(token string) []byte {
 }
 
 func toUser(m store.Member) *authv1.User {
-	u := &authv1.User{Id: m.ID.String(), Email: m.Email, FirstName: m.FirstName, LastName: m.LastName, Role: m.Role, Status: m.Status}
+	u := &authv1.User{Id: m.ID.String(), Email: m.Email, FirstName: m.FirstName, LastName: m.LastName, Role: m.Role, Status: m.Status,
+		MfaEnabled: m.MfaEnabled}
 	if m.LastSignInAt != nil {
 		u.LastSignInAt = timestamppb.New(*m.LastSignInAt)
 	}

@@ -121,6 +121,16 @@ func walkTotp(t *testing.T, c *apptest.Cluster, tn apptest.Tenant) {
 	if len(confirmed.RecoveryCodes) != 10 {
 		t.Fatalf("recovery codes %v", confirmed.RecoveryCodes)
 	}
+	var users []struct {
+		Email      string
+		MfaEnabled bool
+	}
+	c.Do(t, "GET", tPath(tn.ID, "/users"), tn.Key, nil).Expect(t, http.StatusOK).JSON(t, &users)
+	for _, u := range users {
+		if u.MfaEnabled != (u.Email == email) {
+			t.Errorf("%s: mfaEnabled %v", u.Email, u.MfaEnabled)
+		}
+	}
 
 	// A sign-in now waits for the factor: nothing but verify, send and
 	// sign-out answers that session.

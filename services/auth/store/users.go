@@ -55,13 +55,16 @@ type Member struct {
 	TenantID uuid.UUID
 	Role     string
 	Status   string
+	// MfaEnabled is whether the user has a second factor on.
+	MfaEnabled bool
 }
 
-const memberColumns = `u.id, u.email, u.password_hash, u.first_name, u.last_name, u.last_sign_in_at, m.tenant_id, m.role, m.status`
+const memberColumns = `u.id, u.email, u.password_hash, u.first_name, u.last_name, u.last_sign_in_at, m.tenant_id, m.role, m.status,
+	EXISTS (SELECT 1 FROM auth.user_mfa f WHERE f.user_id = u.id AND (f.totp_enabled OR f.email_enabled))`
 
 func scanMember(row pgx.Row) (Member, error) {
 	var m Member
-	err := row.Scan(&m.ID, &m.Email, &m.PasswordHash, &m.FirstName, &m.LastName, &m.LastSignInAt, &m.TenantID, &m.Role, &m.Status)
+	err := row.Scan(&m.ID, &m.Email, &m.PasswordHash, &m.FirstName, &m.LastName, &m.LastSignInAt, &m.TenantID, &m.Role, &m.Status, &m.MfaEnabled)
 	if err != nil {
 		return Member{}, fmt.Errorf("read member: %w", db.Interpret(err))
 	}
