@@ -112,31 +112,38 @@ type Enabling struct {
 // so cannot be used again). It reports whether it was the user's first
 // factor, whose recovery codes it then keeps.
 func (s *Store) EnableTotp(ctx context.Context, e Enabling) (bool, error) {
-	return s.enable(ctx, e, `UPDATE auth.user_mfa SET totp_enabled = true, totp_last_step = $2, updated_at = now() WHERE user_id = $1`,
-		func(m MfaState) error {
-			if m.TotpEnabled {
-				return ErrFactorOn
-			}
-			if m.TotpSecret == nil {
-				return ErrNoEnrollment
-			}
-			return nil
-		})
+	return s.enable(ctx, e, func(m MfaState) error {
+		if m.TotpEnabled {
+			return ErrFactorOn
+		}
+		if m.TotpSecret == nil {
+			return ErrNoEnrollment
+		}
+		return nil
+	}, func(tx pgx.Tx, step int64) error {
+		_, err := tx.Exec(ctx, `UPDATE auth.user_mfa SET totp_enabled = true, totp_last_step = $2, updated_at = now() WHERE user_id = $1`, e.UserID, step)
+		return wrapDB(err, "turn totp on")
+	})
 }
 
-// EnableEmail turns email codes on (Check uses the code); it reports
+// EnableEmail turns email codes on (Check spends the code); it reports
 // whether it was the user's first factor.
 func (s *Store) EnableEmail(ctx context.Context, e Enabling) (bool, error) {
-	return s.enable(ctx, e, `UPDATE auth.user_mfa SET email_enabled = true, updated_at = now() WHERE user_id = $1 AND $2::bigint >= 0`,
-		func(m MfaState) error {
-			if m.EmailEnabled {
-				return ErrFactorOn
-			}
-			return nil
-		})
+	return s.enable(ctx, e, func(m MfaState) error {
+		if m.EmailEnabled {
+			return ErrFactorOn
+		}
+		return nil
+	}, func(tx pgx.Tx, _ int64) error {
+		_, err := tx.Exec(ctx, `UPDATE auth.user_mfa SET email_enabled = true, updated_at = now() WHERE user_id = $1`, e.UserID)
+		return wrapDB(err, "turn email codes on")
+	})
 }
 
-func (s *Store) enable(ctx context.Context, e Enabling, update string, allowed func(MfaState) error) (bool, error) {
+// enable locks the user's factors, refuses what allowed refuses, checks
+// the code (e.Check), turns the factor on (set), keeps the recovery codes
+// of a first factor and logs, in one transaction.
+func (s *Store) enable(ctx context.Context, e Enabling, allowed func(MfaState) error, set func(pgx.Tx, int64) error) (bool, error) {
 	first := false
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		m, err := lockMfa(ctx, tx, e.UserID)
@@ -150,8 +157,8 @@ func (s *Store) enable(ctx context.Context, e Enabling, update string, allowed f
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, update, e.UserID, step); err != nil {
-			return wrapDB(err, "turn factor on")
+		if err := set(tx, step); err != nil {
+			return err
 		}
 		if first = !m.HasFactor(); first {
 			if err := replaceRecovery(ctx, tx, e.UserID, e.Recovery); err != nil {
@@ -184,19 +191,25 @@ func (s *Store) UseTotpStep(ctx context.Context, userID uuid.UUID, step int64) e
 	return nil
 }
 
-// DisableFactor turns a factor off and forgets every trusted device; with
-// no factor left the recovery codes go too.
+// DisableFactor turns a factor off (and drops a TOTP enrollment under
+// way) and forgets every trusted device; with no factor left the recovery
+// codes go too. A factor that was off changes nothing else and logs
+// nothing.
 func (s *Store) DisableFactor(ctx context.Context, userID uuid.UUID, factor string, log LogEntry) error {
 	update := `UPDATE auth.user_mfa SET email_enabled = false, updated_at = now() WHERE user_id = $1`
 	if factor == FactorTotp {
 		update = `UPDATE auth.user_mfa SET totp_enabled = false, totp_secret = NULL, updated_at = now() WHERE user_id = $1`
 	}
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := lockMfa(ctx, tx, userID); err != nil {
+		m, err := lockMfa(ctx, tx, userID)
+		if err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, update, userID); err != nil {
 			return wrapDB(err, "turn factor off")
+		}
+		if (factor == FactorTotp && !m.TotpEnabled) || (factor == FactorEmail && !m.EmailEnabled) {
+			return nil
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM auth.recovery_codes WHERE user_id = $1
 			AND NOT EXISTS (SELECT 1 FROM auth.user_mfa WHERE user_id = $1 AND (totp_enabled OR email_enabled))`, userID); err != nil {
