@@ -25,8 +25,7 @@ const FeatureMfaRequired = features.MfaRequired
 const codeMfaEnrollment = "Mfa.EnrollmentRequired"
 
 func errMfaEnrollment() error {
-	return &apperr.Error{Kind: apperr.KindPermissionDenied, Code: codeMfaEnrollment,
-		Message: "This organization requires a second factor: turn one on under /api/auth/mfa."}
+	return apperr.ForbiddenCode(codeMfaEnrollment, "This organization requires a second factor: turn one on under /api/auth/mfa.")
 }
 
 // pendingLifetime bounds a session waiting for its second factor: the
