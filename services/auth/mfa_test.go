@@ -157,3 +157,39 @@ func TestPendingSession(t *testing.T) {
 		}
 	}
 }
+
+var resetToken = regexp.MustCompile(`token=([A-Za-z0-9_-]+)`)
+
+// TestResetForgetsDevices: a password reset forgets every trusted browser
+// and writes password.reset to the security log.
+func TestResetForgetsDevices(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, keyformat.Sandbox)
+	tid := f.tenant(t, "mfa-reset")
+	ctx := signedInContext(t, f, tid, "reset@example.org")
+	p, _ := authctx.FromSession(ctx)
+	if _, err := f.pool.Exec(ctx, `INSERT INTO auth.trusted_devices (id, user_id, token_hash, expires_at)
+		VALUES ($1, $2, 'x', now() + interval '1 day')`, uuid.New(), p.UserID); err != nil {
+		t.Fatal(err)
+	}
+	staff := &staffServer{s: f.s}
+	if _, err := staff.RequestPasswordReset(ctx, &authv1.RequestPasswordResetRequest{Email: "reset@example.org"}); err != nil {
+		t.Fatal(err)
+	}
+	var text string
+	if err := f.pool.QueryRow(ctx, `SELECT text_body FROM mail.outbox WHERE kind = 'password-reset'`).Scan(&text); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := staff.ConfirmPasswordReset(ctx, &authv1.ConfirmPasswordResetRequest{Token: resetToken.FindStringSubmatch(text)[1],
+		Password: "eleven quiet harbors"}); err != nil {
+		t.Fatal(err)
+	}
+	var devices, logged int
+	if err := f.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM auth.trusted_devices),
+		(SELECT count(*) FROM auth.security_log WHERE action = 'password.reset')`).Scan(&devices, &logged); err != nil {
+		t.Fatal(err)
+	}
+	if devices != 0 || logged != 1 {
+		t.Errorf("after a reset: %d trusted devices, %d password.reset rows; want 0 and 1", devices, logged)
+	}
+}
