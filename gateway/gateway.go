@@ -169,6 +169,7 @@ func (g *Gateway) newMux() *runtime.ServeMux {
 		runtime.WithOutgoingTrailerMatcher(func(string) (string, bool) { return "", false }),
 		runtime.WithMetadata(annotate),
 		runtime.WithMetadata(g.clientIP),
+		runtime.WithMetadata(deviceCookie),
 		runtime.WithForwardResponseOption(successStatus),
 		runtime.WithErrorHandler(g.handleError),
 		runtime.WithStreamErrorHandler(g.streamError),

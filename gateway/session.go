@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/almoner/almoner/pkg/authctx"
@@ -18,6 +19,14 @@ import (
 
 // sessionCookie is the staff session cookie's name (the auth service sets it).
 const sessionCookie = "almoner_session"
+
+// deviceCookie names the trusted-device cookie a second factor's
+// rememberDevice sets; deviceMetadata is the key under which its value
+// reaches the auth service (services/auth/mfa).
+const (
+	deviceCookieName = "almoner_device"
+	deviceMetadata   = "almoner-device"
+)
 
 // authPrefix starts the staff sign-in routes.
 const authPrefix = "/api/auth"
@@ -34,6 +43,20 @@ func sessionToken(r *http.Request) string {
 		return ""
 	}
 	return c.Value
+}
+
+// deviceCookie forwards the trusted-device cookie on /api/auth routes, so
+// that a sign-in from a trusted browser skips the second factor. Cookies
+// reach no other route: the session cookie is resolved here, not sent on.
+func deviceCookie(_ context.Context, r *http.Request) metadata.MD {
+	if !isAuthPath(r.URL.Path) {
+		return nil
+	}
+	c, err := r.Cookie(deviceCookieName)
+	if err != nil || c.Value == "" {
+		return nil
+	}
+	return metadata.Pairs(deviceMetadata, c.Value)
 }
 
 // isAuthPath reports whether the path is a staff sign-in route.

@@ -153,6 +153,13 @@ func Forbidden(message string) *Error {
 	return &Error{Kind: KindPermissionDenied, Message: message}
 }
 
+// ForbiddenCode returns a 403 for a guard with a stable typed code
+// (Mfa.EnrollmentRequired), which the problem document names as it names
+// a 400's.
+func ForbiddenCode(code, message string) *Error {
+	return &Error{Kind: KindPermissionDenied, Code: code, Message: message}
+}
+
 // Conflict returns a retryable conflict.
 func Conflict(code, message string) *Error {
 	return &Error{Kind: KindConflict, Code: code, Message: message}

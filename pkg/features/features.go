@@ -9,6 +9,9 @@ const (
 	Webhooks = "webhooks:enabled"
 	// PaymentProcessor allows Card and Ach payments.
 	PaymentProcessor = "payment-processor:enabled"
+	// MfaRequired keeps the tenant's members without a second factor out
+	// of its routes (403 Mfa.EnrollmentRequired).
+	MfaRequired = "mfa:required"
 )
 
 // Catalog lists every feature flag with what it does.
@@ -16,6 +19,7 @@ var Catalog = []struct{ Name, Description string }{
 	{APIAccess, "API keys of the tenant can authenticate."},
 	{Webhooks, "Events are delivered to the tenant's webhook endpoints."},
 	{PaymentProcessor, "Card and ACH payments go through the payment processor."},
+	{MfaRequired, "Staff sessions need a second factor to reach the tenant's routes."},
 }
 
 // Known reports whether name is a feature flag.

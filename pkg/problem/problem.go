@@ -165,7 +165,11 @@ func (r Renderer) fromStatus(st *status.Status) Document {
 	case codes.Unauthenticated:
 		return Unauthorized(r)
 	case codes.PermissionDenied:
-		return r.New(CategoryForbidden, http.StatusForbidden, st.Message())
+		// A guard with a typed code (Mfa.EnrollmentRequired) names it as
+		// the other typed refusals do; a missing scope has none.
+		d := r.New(CategoryForbidden, http.StatusForbidden, st.Message())
+		d.Errors = withCode(st, nil)
+		return d
 	case codes.NotFound:
 		return r.New(CategoryNotFound, http.StatusNotFound, "Not Found")
 	case codes.Aborted, codes.AlreadyExists:

@@ -34,6 +34,8 @@ func TestFromStatus(t *testing.T) {
 		{"gateway parameter error", status.Error(codes.InvalidArgument, `type mismatch, parameter: x, error: strconv...`), 400, "validation",
 			"One or more validation errors occurred.", map[string]string{"": "The request is not valid."}},
 		{"missing scope", apperr.MissingPermission("orders:void"), 403, "forbidden", "Missing required permission: orders:void", nil},
+		{"guard with code", apperr.ForbiddenCode("Mfa.EnrollmentRequired", "Turn on a second factor."),
+			403, "forbidden", "Turn on a second factor.", map[string]string{"": "Mfa.EnrollmentRequired: Turn on a second factor."}},
 		{"not found", apperr.NotFound("Contact"), 404, "not-found", "Not Found", nil},
 		{"unauthenticated", apperr.Unauthenticated(), 401, "unauthorized", "Unauthorized", nil},
 		{"conflict", apperr.Conflict("Order.InFlight", "Try again."), 409, "conflict", "Try again.", map[string]string{"": "Order.InFlight: Try again."}},

@@ -64,7 +64,7 @@ func (a *staffServer) ConfirmPasswordReset(ctx context.Context, req *authv1.Conf
 		v.Add("Password", "%s", msg)
 		return nil, v.Err()
 	}
-	err = s.store.ConfirmReset(ctx, th, u.ID, password.Hash(req.GetPassword(), s.cfg.Password))
+	err = s.store.ConfirmReset(ctx, th, password.Hash(req.GetPassword(), s.cfg.Password), s.logEntry(ctx, u.ID, store.ActionPasswordReset))
 	if errors.Is(err, store.ErrResetInvalid) {
 		return nil, errResetInvalid()
 	}

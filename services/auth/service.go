@@ -20,6 +20,7 @@ import (
 	"github.com/almoner/almoner/pkg/secretbox"
 	"github.com/almoner/almoner/pkg/service"
 	"github.com/almoner/almoner/services/auth/keyformat"
+	"github.com/almoner/almoner/services/auth/mfa"
 	"github.com/almoner/almoner/services/auth/migrations"
 	"github.com/almoner/almoner/services/auth/password"
 	"github.com/almoner/almoner/services/auth/store"
@@ -158,6 +159,7 @@ func (s *Service) Register(r grpc.ServiceRegistrar) {
 	authv1.RegisterProcessorCredentialServiceServer(r, &processorServer{s: s})
 	authv1.RegisterUserServiceServer(r, &userServer{s: s})
 	authv1.RegisterStaffAuthServiceServer(r, &staffServer{s: s})
+	authv1.RegisterMfaServiceServer(r, mfa.New(s.mfaDeps()))
 }
 
 // Start runs the last-used flusher and the mail sender until Stop.

@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -33,21 +34,40 @@ func (v *validationServer) ValidateSession(ctx context.Context, req *authv1.Vali
 	}
 	resp := &authv1.ValidateSessionResponse{UserId: sess.UserID.String(), SessionId: sess.ID.String(), ExpiresAt: timestamppb.New(sess.ExpiresAt)}
 	if req.GetTenantId() == "" {
+		// The auth routes check a pending session themselves (caller):
+		// it may still verify, send a code and sign out.
 		return resp, nil
 	}
-	tenant, err := uuid.Parse(req.GetTenantId())
+	if sess.MfaPending {
+		return nil, apperr.Unauthenticated()
+	}
+	return s.tenantAccess(ctx, resp, req.GetTenantId(), sess.UserID)
+}
+
+// tenantAccess completes resp with the user's role and its scopes in the
+// tenant: NOT_FOUND without an active membership, 403 codeMfaEnrollment
+// for a user without a second factor in a tenant with FeatureMfaRequired.
+func (s *Service) tenantAccess(ctx context.Context, resp *authv1.ValidateSessionResponse, tenantID string, user uuid.UUID) (*authv1.ValidateSessionResponse, error) {
+	tenant, err := uuid.Parse(tenantID)
 	if err != nil {
 		return nil, errTenantNotFound
 	}
-	access, err := s.store.Access(ctx, tenant, sess.UserID)
+	access, err := s.store.Access(ctx, tenant, user)
 	if errors.Is(err, db.ErrNotFound) {
 		return nil, errTenantNotFound
 	}
 	if err != nil {
 		return nil, err
 	}
-	// A role the code no longer knows grants nothing.
-	sc, _ := RoleScopes(access.Role)
+	if !access.HasFactor && slices.Contains(access.Features, FeatureMfaRequired) {
+		return nil, errMfaEnrollment()
+	}
+	// A custom role's scopes are the tenant's; a role the code no longer
+	// knows grants nothing.
+	sc, builtIn := RoleScopes(access.Role)
+	if !builtIn {
+		sc = access.CustomScopes
+	}
 	resp.TenantId, resp.Role, resp.Scopes = tenant.String(), access.Role, sc
 	resp.Features, resp.DefaultCurrency = access.Features, access.Currency
 	return resp, nil

@@ -18,6 +18,7 @@ import (
 	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/ratelimit"
+	"github.com/almoner/almoner/services/auth/mfa"
 	"github.com/almoner/almoner/services/auth/password"
 	"github.com/almoner/almoner/services/auth/store"
 )
@@ -51,13 +52,18 @@ func (a *staffServer) AcceptInvitation(ctx context.Context, req *authv1.AcceptIn
 		return nil, err
 	}
 	token := newToken()
-	acc.Session = s.newSession(ctx, inv.User.ID, token)
+	// A registered user with a second factor passes it after accepting.
+	pending, action, err := mfa.Gate(ctx, s.store, s.now(), inv.User.ID)
+	if err != nil {
+		return nil, err
+	}
+	acc.Session = s.gated(s.newSession(ctx, inv.User.ID, token), pending, action)
 	if _, err := s.store.Accept(ctx, acc); errors.Is(err, store.ErrInvitationInvalid) || errors.Is(err, store.ErrPasswordSet) {
 		return nil, errInvitationInvalid()
 	} else if err != nil {
 		return nil, err
 	}
-	body, err := s.signedIn(ctx, inv.User.ID, token)
+	body, err := s.signedIn(ctx, inv.User.ID, token, pending)
 	if err != nil {
 		return nil, err
 	}
@@ -124,11 +130,22 @@ func (a *staffServer) SignIn(ctx context.Context, req *authv1.SignInRequest) (*a
 		}
 		return nil, apperr.Unauthenticated()
 	}
-	token := newToken()
-	if _, err := s.store.StartSession(ctx, s.newSession(ctx, u.ID, token)); err != nil {
+	return s.startSession(ctx, u.ID)
+}
+
+// startSession starts the session of a user whose password was right:
+// one waiting for the second factor when the user has one and the browser
+// is not trusted (mfa.Gate).
+func (s *Service) startSession(ctx context.Context, user uuid.UUID) (*authv1.SignInResponse, error) {
+	pending, action, err := mfa.Gate(ctx, s.store, s.now(), user)
+	if err != nil {
 		return nil, err
 	}
-	body, err := s.signedIn(ctx, u.ID, token)
+	token := newToken()
+	if _, err := s.store.StartSession(ctx, s.gated(s.newSession(ctx, user, token), pending, action)); err != nil {
+		return nil, err
+	}
+	body, err := s.signedIn(ctx, user, token, pending)
 	if err != nil {
 		return nil, err
 	}
@@ -137,37 +154,37 @@ func (a *staffServer) SignIn(ctx context.Context, req *authv1.SignInRequest) (*a
 
 // newSession is a session of user for the presented token.
 func (s *Service) newSession(ctx context.Context, user uuid.UUID, token string) store.NewSession {
-	ua := ""
-	if v := metadata.ValueFromIncomingContext(ctx, "client-user-agent"); len(v) > 0 {
-		ua = v[0]
-		if len(ua) > 512 {
-			ua = ua[:512]
-		}
-	}
-	return store.NewSession{UserID: user, TokenHash: hashToken(token), UserAgent: ua, ExpiresAt: s.now().Add(s.cfg.SessionLifetime)}
+	e := s.logEntry(ctx, user, "")
+	return store.NewSession{UserID: user, TokenHash: hashToken(token), UserAgent: e.UserAgent, IPAddress: e.IPAddress,
+		ExpiresAt: s.now().Add(s.cfg.SessionLifetime)}
 }
 
 // signedIn sets the session cookie on the response and returns the
 // sign-in body.
-func (s *Service) signedIn(ctx context.Context, user uuid.UUID, token string) (*authv1.SignedIn, error) {
+func (s *Service) signedIn(ctx context.Context, user uuid.UUID, token string, pending bool) (*authv1.SignedIn, error) {
 	if err := grpc.SetHeader(ctx, metadata.Pairs("set-cookie", s.cookie(token, s.cfg.SessionLifetime))); err != nil {
 		return nil, err
 	}
-	return s.signInBody(ctx, user)
+	return s.signInBody(ctx, user, pending)
 }
+
+// secureCookies is whether cookies are Secure: the public URL is https.
+func (s *Service) secureCookies() bool { return strings.HasPrefix(s.cfg.Mail.PublicURL, "https://") }
 
 // cookie is the Set-Cookie value of a session token; an empty token with
 // no lifetime deletes the cookie.
 func (s *Service) cookie(token string, lifetime time.Duration) string {
 	c := &http.Cookie{Name: SessionCookie, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
-		Secure: strings.HasPrefix(s.cfg.Mail.PublicURL, "https://"), MaxAge: int(lifetime / time.Second)}
+		Secure: s.secureCookies(), MaxAge: int(lifetime / time.Second)}
 	if lifetime <= 0 {
 		c.MaxAge = -1
 	}
 	return c.String()
 }
 
-func (s *Service) signInBody(ctx context.Context, user uuid.UUID) (*authv1.SignedIn, error) {
+// signInBody is the sign-in body: mfaMethods are the methods the user
+// may verify with, mfaRequired whether the session still has to.
+func (s *Service) signInBody(ctx context.Context, user uuid.UUID, pending bool) (*authv1.SignedIn, error) {
 	u, err := s.store.UserByID(ctx, user)
 	if err != nil {
 		return nil, err
@@ -176,9 +193,14 @@ func (s *Service) signInBody(ctx context.Context, user uuid.UUID) (*authv1.Signe
 	if err != nil {
 		return nil, err
 	}
+	m, err := s.store.MfaState(ctx, user, s.now())
+	if err != nil {
+		return nil, err
+	}
 	out := &authv1.SignedIn{
 		User:        &authv1.SessionUser{Id: u.ID.String(), Email: u.Email, FirstName: u.FirstName, LastName: u.LastName},
-		MfaMethods:  []string{},
+		MfaRequired: pending,
+		MfaMethods:  mfa.Methods(m),
 		Memberships: make([]*authv1.Membership, 0, len(ms)),
 	}
 	for _, m := range ms {
@@ -203,7 +225,7 @@ func sessionPrincipal(ctx context.Context) (authctx.Principal, uuid.UUID, uuid.U
 
 // SignOut ends the calling session and deletes its cookie.
 func (a *staffServer) SignOut(ctx context.Context, _ *authv1.SignOutRequest) (*authv1.SignOutResponse, error) {
-	_, user, sess, err := sessionPrincipal(ctx)
+	user, sess, _, err := a.s.caller(ctx, true)
 	if err != nil {
 		return nil, err
 	}
@@ -219,11 +241,11 @@ func (a *staffServer) SignOut(ctx context.Context, _ *authv1.SignOutRequest) (*a
 
 // GetSession returns the calling session's sign-in body.
 func (a *staffServer) GetSession(ctx context.Context, _ *authv1.GetSessionRequest) (*authv1.GetSessionResponse, error) {
-	_, user, _, err := sessionPrincipal(ctx)
+	user, _, _, err := a.s.caller(ctx, false)
 	if err != nil {
 		return nil, err
 	}
-	body, err := a.s.signInBody(ctx, user)
+	body, err := a.s.signInBody(ctx, user, false)
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +254,7 @@ func (a *staffServer) GetSession(ctx context.Context, _ *authv1.GetSessionReques
 
 // ListSessions lists the user's open sessions.
 func (a *staffServer) ListSessions(ctx context.Context, _ *authv1.ListSessionsRequest) (*authv1.ListSessionsResponse, error) {
-	_, user, current, err := sessionPrincipal(ctx)
+	user, current, _, err := a.s.caller(ctx, false)
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +272,7 @@ func (a *staffServer) ListSessions(ctx context.Context, _ *authv1.ListSessionsRe
 
 // DeleteSession ends one of the user's sessions.
 func (a *staffServer) DeleteSession(ctx context.Context, req *authv1.DeleteSessionRequest) (*authv1.DeleteSessionResponse, error) {
-	_, user, _, err := sessionPrincipal(ctx)
+	user, _, _, err := a.s.caller(ctx, false)
 	if err != nil {
 		return nil, err
 	}

@@ -58,7 +58,10 @@ func (u *userServer) CreateUser(ctx context.Context, req *authv1.CreateUserReque
 	if err != nil {
 		return nil, err
 	}
-	email, err := validateInvite(req.GetEmail(), req.GetRole())
+	if err := u.s.assignable(ctx, p, req.GetRole()); err != nil {
+		return nil, err
+	}
+	email, err := validateInvite(req.GetEmail(), "")
 	if err != nil {
 		return nil, err
 	}
@@ -78,10 +81,8 @@ func (u *userServer) UpdateUser(ctx context.Context, req *authv1.UpdateUserReque
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := RoleScopes(req.GetRole()); !ok {
-		var v apperr.Violations
-		v.Add("Role", "Role must be one of owner, admin, fundraiser, finance, viewer.")
-		return nil, v.Err()
+	if err := u.s.assignable(ctx, p, req.GetRole()); err != nil {
+		return nil, err
 	}
 	m, err := u.s.changeMember(ctx, p, req.GetUserId(), req.GetRole())
 	if err != nil {
@@ -134,15 +135,16 @@ func (s *Service) changeMember(ctx context.Context, p authctx.Principal, userID,
 	return m, nil
 }
 
-// validateInvite checks an invitation's email and role; it returns the
-// email trimmed.
+// validateInvite checks an invitation's email and a built-in role (none
+// when role is empty: the caller checked it); it returns the email
+// trimmed.
 func validateInvite(email, role string) (string, error) {
 	var v apperr.Violations
 	addr, _, ok := normalize.Email(email)
 	if !ok {
 		v.Add("Email", "Email must be a valid email address of at most %d characters.", normalize.MaxEmailLength)
 	}
-	if _, ok := RoleScopes(role); !ok {
+	if _, ok := RoleScopes(role); !ok && role != "" {
 		v.Add("Role", "Role must be one of owner, admin, fundraiser, finance, viewer.")
 	}
 	return addr, v.Err()
@@ -192,7 +194,8 @@ func hashToken(token string) []byte {
 }
 
 func toUser(m store.Member) *authv1.User {
-	u := &authv1.User{Id: m.ID.String(), Email: m.Email, FirstName: m.FirstName, LastName: m.LastName, Role: m.Role, Status: m.Status}
+	u := &authv1.User{Id: m.ID.String(), Email: m.Email, FirstName: m.FirstName, LastName: m.LastName, Role: m.Role, Status: m.Status,
+		MfaEnabled: m.MfaEnabled}
 	if m.LastSignInAt != nil {
 		u.LastSignInAt = timestamppb.New(*m.LastSignInAt)
 	}

@@ -98,7 +98,8 @@ func SuccessStatus(name string) int {
 	switch {
 	case strings.HasPrefix(name, "Create"):
 		return http.StatusCreated
-	case strings.HasPrefix(name, "Redeliver"), strings.HasPrefix(name, "Replay"), name == "StartTaxStatementRun", name == "RequestPasswordReset":
+	case strings.HasPrefix(name, "Redeliver"), strings.HasPrefix(name, "Replay"), name == "StartTaxStatementRun", name == "RequestPasswordReset",
+		name == "EnableMfaEmail", name == "SendMfaEmailCode":
 		return http.StatusAccepted
 	case strings.HasPrefix(name, "Delete"), strings.HasPrefix(name, "Revoke"), name == "SignOut", name == "ConfirmPasswordReset":
 		return http.StatusNoContent

@@ -13,7 +13,8 @@ import (
 	"github.com/almoner/almoner/pkg/mail"
 )
 
-// ErrResetInvalid: no reset has the token, or it was used or has expired.
+// ErrResetInvalid reports that no reset has the token, or it was used or
+// has expired.
 var ErrResetInvalid = errors.New("password reset invalid")
 
 // CreateReset writes a reset of the user's password and queues its email,
@@ -50,9 +51,10 @@ func (s *Store) ResetUser(ctx context.Context, tokenHash []byte) (User, error) {
 }
 
 // ConfirmReset uses the reset token once, sets the user's password, ends
-// the user's other resets and every one of their sessions, in one
-// transaction.
-func (s *Store) ConfirmReset(ctx context.Context, tokenHash []byte, userID uuid.UUID, passwordHash string) error {
+// the user's other resets, every one of their sessions and trusted
+// devices, and logs the reset, in one transaction.
+func (s *Store) ConfirmReset(ctx context.Context, tokenHash []byte, passwordHash string, log LogEntry) error {
+	userID := log.UserID
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE auth.password_resets SET used_at = now()
 			WHERE token_hash = $1 AND user_id = $2 AND used_at IS NULL AND expires_at > now()`, tokenHash, userID)
@@ -65,6 +67,7 @@ func (s *Store) ConfirmReset(ctx context.Context, tokenHash []byte, userID uuid.
 		for _, stmt := range []string{
 			`UPDATE auth.password_resets SET used_at = now() WHERE user_id = $1 AND used_at IS NULL`,
 			`UPDATE auth.sessions SET ended_at = now() WHERE user_id = $1 AND ended_at IS NULL`,
+			`DELETE FROM auth.trusted_devices WHERE user_id = $1`,
 		} {
 			if _, err := tx.Exec(ctx, stmt, userID); err != nil {
 				return wrapDB(err, "end the user's resets and sessions")
@@ -72,6 +75,9 @@ func (s *Store) ConfirmReset(ctx context.Context, tokenHash []byte, userID uuid.
 		}
 		if _, err = tx.Exec(ctx, `UPDATE auth.users SET password_hash = $2, updated_at = now() WHERE id = $1`, userID, passwordHash); err != nil {
 			return wrapDB(err, "set password")
+		}
+		if err := writeLog(ctx, tx, log); err != nil {
+			return err
 		}
 		// Gateways cache session validations.
 		return bumpEpoch(ctx, tx)

@@ -17,7 +17,13 @@ type NewSession struct {
 	UserID    uuid.UUID
 	TokenHash []byte
 	UserAgent string
+	IPAddress string
 	ExpiresAt time.Time
+	// MfaPending starts a session that must still pass a second factor.
+	MfaPending bool
+	// LogAction is the security log's action for the sign-in; empty is
+	// ActionSignIn, or ActionSignInMfaPending with MfaPending.
+	LogAction string
 }
 
 // Session is a row of auth.sessions.
@@ -28,6 +34,7 @@ type Session struct {
 	CreatedAt  time.Time
 	LastSeenAt time.Time
 	ExpiresAt  time.Time
+	MfaPending bool
 }
 
 func insertSession(ctx context.Context, tx pgx.Tx, n NewSession) (uuid.UUID, error) {
@@ -35,14 +42,21 @@ func insertSession(ctx context.Context, tx pgx.Tx, n NewSession) (uuid.UUID, err
 	if err != nil {
 		return uuid.Nil, err
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO auth.sessions (id, user_id, token_hash, user_agent, expires_at) VALUES ($1, $2, $3, $4, $5)`,
-		id, n.UserID, n.TokenHash, n.UserAgent, n.ExpiresAt); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO auth.sessions (id, user_id, token_hash, user_agent, expires_at, mfa_pending) VALUES ($1, $2, $3, $4, $5, $6)`,
+		id, n.UserID, n.TokenHash, n.UserAgent, n.ExpiresAt, n.MfaPending); err != nil {
 		return uuid.Nil, wrapDB(err, "insert session")
 	}
 	if _, err := tx.Exec(ctx, `UPDATE auth.users SET last_sign_in_at = now() WHERE id = $1`, n.UserID); err != nil {
 		return uuid.Nil, wrapDB(err, "note sign-in")
 	}
-	return id, nil
+	action := n.LogAction
+	if action == "" {
+		action = ActionSignIn
+		if n.MfaPending {
+			action = ActionSignInMfaPending
+		}
+	}
+	return id, writeLog(ctx, tx, LogEntry{UserID: n.UserID, Action: action, IPAddress: n.IPAddress, UserAgent: n.UserAgent})
 }
 
 // StartSession starts a session and notes the user's sign-in.
@@ -59,11 +73,11 @@ func (s *Store) StartSession(ctx context.Context, n NewSession) (uuid.UUID, erro
 	return id, nil
 }
 
-const sessionColumns = `id, user_id, user_agent, created_at, last_seen_at, expires_at`
+const sessionColumns = `id, user_id, user_agent, created_at, last_seen_at, expires_at, mfa_pending`
 
 func scanSession(row pgx.Row) (Session, error) {
 	var s Session
-	err := row.Scan(&s.ID, &s.UserID, &s.UserAgent, &s.CreatedAt, &s.LastSeenAt, &s.ExpiresAt)
+	err := row.Scan(&s.ID, &s.UserID, &s.UserAgent, &s.CreatedAt, &s.LastSeenAt, &s.ExpiresAt, &s.MfaPending)
 	return s, err
 }
 
@@ -71,6 +85,16 @@ func scanSession(row pgx.Row) (Session, error) {
 // db.ErrNotFound when none is open.
 func (s *Store) SessionByToken(ctx context.Context, tokenHash []byte) (Session, error) {
 	sess, err := scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM auth.sessions WHERE token_hash = $1 AND ended_at IS NULL`, tokenHash))
+	if err != nil {
+		return Session{}, fmt.Errorf("auth: session: %w", db.Interpret(err))
+	}
+	return sess, nil
+}
+
+// SessionByID reads the user's open session id; db.ErrNotFound when it is
+// not open.
+func (s *Store) SessionByID(ctx context.Context, userID, id uuid.UUID) (Session, error) {
+	sess, err := scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM auth.sessions WHERE id = $1 AND user_id = $2 AND ended_at IS NULL`, id, userID))
 	if err != nil {
 		return Session{}, fmt.Errorf("auth: session: %w", db.Interpret(err))
 	}

@@ -55,13 +55,16 @@ type Member struct {
 	TenantID uuid.UUID
 	Role     string
 	Status   string
+	// MfaEnabled is whether the user has a second factor on.
+	MfaEnabled bool
 }
 
-const memberColumns = `u.id, u.email, u.password_hash, u.first_name, u.last_name, u.last_sign_in_at, m.tenant_id, m.role, m.status`
+const memberColumns = `u.id, u.email, u.password_hash, u.first_name, u.last_name, u.last_sign_in_at, m.tenant_id, m.role, m.status,
+	EXISTS (SELECT 1 FROM auth.user_mfa f WHERE f.user_id = u.id AND (f.totp_enabled OR f.email_enabled))`
 
 func scanMember(row pgx.Row) (Member, error) {
 	var m Member
-	err := row.Scan(&m.ID, &m.Email, &m.PasswordHash, &m.FirstName, &m.LastName, &m.LastSignInAt, &m.TenantID, &m.Role, &m.Status)
+	err := row.Scan(&m.ID, &m.Email, &m.PasswordHash, &m.FirstName, &m.LastName, &m.LastSignInAt, &m.TenantID, &m.Role, &m.Status, &m.MfaEnabled)
 	if err != nil {
 		return Member{}, fmt.Errorf("read member: %w", db.Interpret(err))
 	}
@@ -432,15 +435,23 @@ type TenantAccess struct {
 	Role     string
 	Features []string
 	Currency string
+	// CustomScopes are the scopes of a custom role; nil for a built-in
+	// (or unknown) one.
+	CustomScopes []string
+	// HasFactor is whether the user has a second factor on.
+	HasFactor bool
 }
 
 // Access reads the user's active membership in an active tenant;
 // db.ErrNotFound when there is none.
 func (s *Store) Access(ctx context.Context, tenantID, userID uuid.UUID) (TenantAccess, error) {
 	var a TenantAccess
-	err := s.pool.QueryRow(ctx, `SELECT m.role, t.features, t.default_currency FROM auth.memberships m JOIN auth.tenants t ON t.id = m.tenant_id
+	err := s.pool.QueryRow(ctx, `SELECT m.role, t.features, t.default_currency, r.scopes,
+		       EXISTS (SELECT 1 FROM auth.user_mfa f WHERE f.user_id = m.user_id AND (f.totp_enabled OR f.email_enabled))
+		FROM auth.memberships m JOIN auth.tenants t ON t.id = m.tenant_id
+		LEFT JOIN auth.roles r ON r.tenant_id = m.tenant_id AND r.name = m.role
 		WHERE m.tenant_id = $1 AND m.user_id = $2 AND m.status = 'active' AND t.active`, tenantID, userID).
-		Scan(&a.Role, &a.Features, &a.Currency)
+		Scan(&a.Role, &a.Features, &a.Currency, &a.CustomScopes, &a.HasFactor)
 	if err != nil {
 		return TenantAccess{}, fmt.Errorf("auth: tenant access: %w", db.Interpret(err))
 	}

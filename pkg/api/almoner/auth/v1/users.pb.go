@@ -35,8 +35,8 @@ type User struct {
 	FirstName string `protobuf:"bytes,3,opt,name=first_name,json=firstName,proto3" json:"first_name,omitempty"`
 	// LastName is empty until the invitation is accepted.
 	LastName string `protobuf:"bytes,4,opt,name=last_name,json=lastName,proto3" json:"last_name,omitempty"`
-	// Role is the membership's role: owner, admin, fundraiser, finance or
-	// viewer.
+	// Role is the membership's role: owner, admin, fundraiser, finance,
+	// viewer or a custom role of the tenant.
 	Role string `protobuf:"bytes,5,opt,name=role,proto3" json:"role,omitempty"`
 	// Status is invited, active or deactivated.
 	Status string `protobuf:"bytes,6,opt,name=status,proto3" json:"status,omitempty"`
@@ -247,7 +247,8 @@ func (x *ListRolesRequest) GetTenantId() string {
 // ListRolesResponse carries the roles.
 type ListRolesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Roles are the built-in roles, owner first.
+	// Roles are the built-in roles, owner first, then the tenant's custom
+	// roles by name.
 	Roles         []*Role `protobuf:"bytes,1,rep,name=roles,proto3" json:"roles,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -290,6 +291,117 @@ func (x *ListRolesResponse) GetRoles() []*Role {
 	return nil
 }
 
+// CreateRoleRequest is a custom role.
+type CreateRoleRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the tenant in the path.
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// Name is the role's name: 1 to 50 lowercase letters, digits and
+	// hyphens, starting with a letter; not a built-in role's.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// Scopes are the role's scopes, from the catalog (docs/scopes.md).
+	Scopes        []string `protobuf:"bytes,3,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateRoleRequest) Reset() {
+	*x = CreateRoleRequest{}
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateRoleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateRoleRequest) ProtoMessage() {}
+
+func (x *CreateRoleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateRoleRequest.ProtoReflect.Descriptor instead.
+func (*CreateRoleRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *CreateRoleRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *CreateRoleRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CreateRoleRequest) GetScopes() []string {
+	if x != nil {
+		return x.Scopes
+	}
+	return nil
+}
+
+// CreateRoleResponse carries the new role.
+type CreateRoleResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Role is the new role (builtIn false).
+	Role          *Role `protobuf:"bytes,1,opt,name=role,proto3" json:"role,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateRoleResponse) Reset() {
+	*x = CreateRoleResponse{}
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateRoleResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateRoleResponse) ProtoMessage() {}
+
+func (x *CreateRoleResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateRoleResponse.ProtoReflect.Descriptor instead.
+func (*CreateRoleResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *CreateRoleResponse) GetRole() *Role {
+	if x != nil {
+		return x.Role
+	}
+	return nil
+}
+
 // ListUsersRequest names the tenant.
 type ListUsersRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -301,7 +413,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[4]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -313,7 +425,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[4]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -326,7 +438,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{4}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ListUsersRequest) GetTenantId() string {
@@ -347,7 +459,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[5]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -359,7 +471,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[5]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -372,7 +484,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{5}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListUsersResponse) GetUsers() []*User {
@@ -389,7 +501,8 @@ type CreateUserRequest struct {
 	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
 	// Email is the person's address, at most 254 characters.
 	Email string `protobuf:"bytes,2,opt,name=email,proto3" json:"email,omitempty"`
-	// Role is a built-in role: owner, admin, fundraiser, finance or viewer.
+	// Role is a built-in role (owner, admin, fundraiser, finance or viewer)
+	// or one of the tenant's custom roles.
 	Role          string `protobuf:"bytes,3,opt,name=role,proto3" json:"role,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -397,7 +510,7 @@ type CreateUserRequest struct {
 
 func (x *CreateUserRequest) Reset() {
 	*x = CreateUserRequest{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[6]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -409,7 +522,7 @@ func (x *CreateUserRequest) String() string {
 func (*CreateUserRequest) ProtoMessage() {}
 
 func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[6]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -422,7 +535,7 @@ func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserRequest.ProtoReflect.Descriptor instead.
 func (*CreateUserRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{6}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CreateUserRequest) GetTenantId() string {
@@ -457,7 +570,7 @@ type CreateUserResponse struct {
 
 func (x *CreateUserResponse) Reset() {
 	*x = CreateUserResponse{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[7]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -469,7 +582,7 @@ func (x *CreateUserResponse) String() string {
 func (*CreateUserResponse) ProtoMessage() {}
 
 func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[7]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -482,7 +595,7 @@ func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserResponse.ProtoReflect.Descriptor instead.
 func (*CreateUserResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{7}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CreateUserResponse) GetUser() *User {
@@ -507,7 +620,7 @@ type UpdateUserRequest struct {
 
 func (x *UpdateUserRequest) Reset() {
 	*x = UpdateUserRequest{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[8]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -519,7 +632,7 @@ func (x *UpdateUserRequest) String() string {
 func (*UpdateUserRequest) ProtoMessage() {}
 
 func (x *UpdateUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[8]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -532,7 +645,7 @@ func (x *UpdateUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateUserRequest.ProtoReflect.Descriptor instead.
 func (*UpdateUserRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{8}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *UpdateUserRequest) GetTenantId() string {
@@ -567,7 +680,7 @@ type UpdateUserResponse struct {
 
 func (x *UpdateUserResponse) Reset() {
 	*x = UpdateUserResponse{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[9]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -579,7 +692,7 @@ func (x *UpdateUserResponse) String() string {
 func (*UpdateUserResponse) ProtoMessage() {}
 
 func (x *UpdateUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[9]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -592,7 +705,7 @@ func (x *UpdateUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateUserResponse.ProtoReflect.Descriptor instead.
 func (*UpdateUserResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{9}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *UpdateUserResponse) GetUser() *User {
@@ -615,7 +728,7 @@ type DeleteUserRequest struct {
 
 func (x *DeleteUserRequest) Reset() {
 	*x = DeleteUserRequest{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[10]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -627,7 +740,7 @@ func (x *DeleteUserRequest) String() string {
 func (*DeleteUserRequest) ProtoMessage() {}
 
 func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[10]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -640,7 +753,7 @@ func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
 func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{10}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DeleteUserRequest) GetTenantId() string {
@@ -666,7 +779,7 @@ type DeleteUserResponse struct {
 
 func (x *DeleteUserResponse) Reset() {
 	*x = DeleteUserResponse{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[11]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -678,7 +791,7 @@ func (x *DeleteUserResponse) String() string {
 func (*DeleteUserResponse) ProtoMessage() {}
 
 func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[11]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -691,7 +804,7 @@ func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserResponse.ProtoReflect.Descriptor instead.
 func (*DeleteUserResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{11}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{13}
 }
 
 // AcceptInvitationRequest carries the invitation's token and the new
@@ -714,7 +827,7 @@ type AcceptInvitationRequest struct {
 
 func (x *AcceptInvitationRequest) Reset() {
 	*x = AcceptInvitationRequest{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[12]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -726,7 +839,7 @@ func (x *AcceptInvitationRequest) String() string {
 func (*AcceptInvitationRequest) ProtoMessage() {}
 
 func (x *AcceptInvitationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[12]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -739,7 +852,7 @@ func (x *AcceptInvitationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptInvitationRequest.ProtoReflect.Descriptor instead.
 func (*AcceptInvitationRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{12}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *AcceptInvitationRequest) GetToken() string {
@@ -783,7 +896,7 @@ type SignInRequest struct {
 
 func (x *SignInRequest) Reset() {
 	*x = SignInRequest{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[13]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -795,7 +908,7 @@ func (x *SignInRequest) String() string {
 func (*SignInRequest) ProtoMessage() {}
 
 func (x *SignInRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[13]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -808,7 +921,7 @@ func (x *SignInRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignInRequest.ProtoReflect.Descriptor instead.
 func (*SignInRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{13}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SignInRequest) GetEmail() string {
@@ -842,7 +955,7 @@ type SessionUser struct {
 
 func (x *SessionUser) Reset() {
 	*x = SessionUser{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[14]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -854,7 +967,7 @@ func (x *SessionUser) String() string {
 func (*SessionUser) ProtoMessage() {}
 
 func (x *SessionUser) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[14]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -867,7 +980,7 @@ func (x *SessionUser) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionUser.ProtoReflect.Descriptor instead.
 func (*SessionUser) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{14}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SessionUser) GetId() string {
@@ -913,7 +1026,7 @@ type Membership struct {
 
 func (x *Membership) Reset() {
 	*x = Membership{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[15]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -925,7 +1038,7 @@ func (x *Membership) String() string {
 func (*Membership) ProtoMessage() {}
 
 func (x *Membership) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[15]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -938,7 +1051,7 @@ func (x *Membership) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Membership.ProtoReflect.Descriptor instead.
 func (*Membership) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{15}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Membership) GetTenantId() string {
@@ -979,7 +1092,7 @@ type SignedIn struct {
 
 func (x *SignedIn) Reset() {
 	*x = SignedIn{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[16]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -991,7 +1104,7 @@ func (x *SignedIn) String() string {
 func (*SignedIn) ProtoMessage() {}
 
 func (x *SignedIn) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[16]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1004,7 +1117,7 @@ func (x *SignedIn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignedIn.ProtoReflect.Descriptor instead.
 func (*SignedIn) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{16}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SignedIn) GetUser() *SessionUser {
@@ -1046,7 +1159,7 @@ type AcceptInvitationResponse struct {
 
 func (x *AcceptInvitationResponse) Reset() {
 	*x = AcceptInvitationResponse{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[17]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1058,7 +1171,7 @@ func (x *AcceptInvitationResponse) String() string {
 func (*AcceptInvitationResponse) ProtoMessage() {}
 
 func (x *AcceptInvitationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[17]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1071,7 +1184,7 @@ func (x *AcceptInvitationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptInvitationResponse.ProtoReflect.Descriptor instead.
 func (*AcceptInvitationResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{17}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *AcceptInvitationResponse) GetSession() *SignedIn {
@@ -1092,7 +1205,7 @@ type SignInResponse struct {
 
 func (x *SignInResponse) Reset() {
 	*x = SignInResponse{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[18]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1104,7 +1217,7 @@ func (x *SignInResponse) String() string {
 func (*SignInResponse) ProtoMessage() {}
 
 func (x *SignInResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[18]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1117,7 +1230,7 @@ func (x *SignInResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignInResponse.ProtoReflect.Descriptor instead.
 func (*SignInResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{18}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SignInResponse) GetSession() *SignedIn {
@@ -1138,7 +1251,7 @@ type GetSessionResponse struct {
 
 func (x *GetSessionResponse) Reset() {
 	*x = GetSessionResponse{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[19]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1150,7 +1263,7 @@ func (x *GetSessionResponse) String() string {
 func (*GetSessionResponse) ProtoMessage() {}
 
 func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[19]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1163,7 +1276,7 @@ func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{19}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetSessionResponse) GetSession() *SignedIn {
@@ -1184,7 +1297,7 @@ type RequestPasswordResetRequest struct {
 
 func (x *RequestPasswordResetRequest) Reset() {
 	*x = RequestPasswordResetRequest{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[20]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1196,7 +1309,7 @@ func (x *RequestPasswordResetRequest) String() string {
 func (*RequestPasswordResetRequest) ProtoMessage() {}
 
 func (x *RequestPasswordResetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[20]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1209,7 +1322,7 @@ func (x *RequestPasswordResetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestPasswordResetRequest.ProtoReflect.Descriptor instead.
 func (*RequestPasswordResetRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{20}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RequestPasswordResetRequest) GetEmail() string {
@@ -1228,7 +1341,7 @@ type RequestPasswordResetResponse struct {
 
 func (x *RequestPasswordResetResponse) Reset() {
 	*x = RequestPasswordResetResponse{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[21]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1240,7 +1353,7 @@ func (x *RequestPasswordResetResponse) String() string {
 func (*RequestPasswordResetResponse) ProtoMessage() {}
 
 func (x *RequestPasswordResetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[21]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1253,7 +1366,7 @@ func (x *RequestPasswordResetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestPasswordResetResponse.ProtoReflect.Descriptor instead.
 func (*RequestPasswordResetResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{21}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{23}
 }
 
 // ConfirmPasswordResetRequest carries the token and the new password.
@@ -1270,7 +1383,7 @@ type ConfirmPasswordResetRequest struct {
 
 func (x *ConfirmPasswordResetRequest) Reset() {
 	*x = ConfirmPasswordResetRequest{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[22]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1282,7 +1395,7 @@ func (x *ConfirmPasswordResetRequest) String() string {
 func (*ConfirmPasswordResetRequest) ProtoMessage() {}
 
 func (x *ConfirmPasswordResetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[22]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1295,7 +1408,7 @@ func (x *ConfirmPasswordResetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfirmPasswordResetRequest.ProtoReflect.Descriptor instead.
 func (*ConfirmPasswordResetRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{22}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ConfirmPasswordResetRequest) GetToken() string {
@@ -1321,7 +1434,7 @@ type ConfirmPasswordResetResponse struct {
 
 func (x *ConfirmPasswordResetResponse) Reset() {
 	*x = ConfirmPasswordResetResponse{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[23]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1333,7 +1446,7 @@ func (x *ConfirmPasswordResetResponse) String() string {
 func (*ConfirmPasswordResetResponse) ProtoMessage() {}
 
 func (x *ConfirmPasswordResetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[23]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1346,7 +1459,7 @@ func (x *ConfirmPasswordResetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfirmPasswordResetResponse.ProtoReflect.Descriptor instead.
 func (*ConfirmPasswordResetResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{23}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{25}
 }
 
 // SignOutRequest is empty.
@@ -1358,7 +1471,7 @@ type SignOutRequest struct {
 
 func (x *SignOutRequest) Reset() {
 	*x = SignOutRequest{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[24]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1370,7 +1483,7 @@ func (x *SignOutRequest) String() string {
 func (*SignOutRequest) ProtoMessage() {}
 
 func (x *SignOutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[24]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1383,7 +1496,7 @@ func (x *SignOutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignOutRequest.ProtoReflect.Descriptor instead.
 func (*SignOutRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{24}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{26}
 }
 
 // SignOutResponse is empty (204).
@@ -1395,7 +1508,7 @@ type SignOutResponse struct {
 
 func (x *SignOutResponse) Reset() {
 	*x = SignOutResponse{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[25]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1407,7 +1520,7 @@ func (x *SignOutResponse) String() string {
 func (*SignOutResponse) ProtoMessage() {}
 
 func (x *SignOutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[25]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1420,7 +1533,7 @@ func (x *SignOutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignOutResponse.ProtoReflect.Descriptor instead.
 func (*SignOutResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{25}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{27}
 }
 
 // GetSessionRequest is empty.
@@ -1432,7 +1545,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[26]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1444,7 +1557,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[26]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1457,7 +1570,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{26}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{28}
 }
 
 // Session is one of a user's sessions.
@@ -1479,7 +1592,7 @@ type Session struct {
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[27]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1491,7 +1604,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[27]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1504,7 +1617,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{27}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Session) GetId() string {
@@ -1551,7 +1664,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[28]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1563,7 +1676,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[28]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1576,7 +1689,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{28}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{30}
 }
 
 // ListSessionsResponse carries the sessions.
@@ -1590,7 +1703,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[29]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1602,7 +1715,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[29]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1615,7 +1728,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{29}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*Session {
@@ -1636,7 +1749,7 @@ type DeleteSessionRequest struct {
 
 func (x *DeleteSessionRequest) Reset() {
 	*x = DeleteSessionRequest{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[30]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1648,7 +1761,7 @@ func (x *DeleteSessionRequest) String() string {
 func (*DeleteSessionRequest) ProtoMessage() {}
 
 func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[30]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1661,7 +1774,7 @@ func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{30}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *DeleteSessionRequest) GetSessionId() string {
@@ -1680,7 +1793,7 @@ type DeleteSessionResponse struct {
 
 func (x *DeleteSessionResponse) Reset() {
 	*x = DeleteSessionResponse{}
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[31]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1692,7 +1805,7 @@ func (x *DeleteSessionResponse) String() string {
 func (*DeleteSessionResponse) ProtoMessage() {}
 
 func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_users_proto_msgTypes[31]
+	mi := &file_almoner_auth_v1_users_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1705,7 +1818,7 @@ func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{31}
+	return file_almoner_auth_v1_users_proto_rawDescGZIP(), []int{33}
 }
 
 var File_almoner_auth_v1_users_proto protoreflect.FileDescriptor
@@ -1731,7 +1844,13 @@ const file_almoner_auth_v1_users_proto_rawDesc = "" +
 	"\x10ListRolesRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"@\n" +
 	"\x11ListRolesResponse\x12+\n" +
-	"\x05roles\x18\x01 \x03(\v2\x15.almoner.auth.v1.RoleR\x05roles\"/\n" +
+	"\x05roles\x18\x01 \x03(\v2\x15.almoner.auth.v1.RoleR\x05roles\"\\\n" +
+	"\x11CreateRoleRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
+	"\x06scopes\x18\x03 \x03(\tR\x06scopes\"?\n" +
+	"\x12CreateRoleResponse\x12)\n" +
+	"\x04role\x18\x01 \x01(\v2\x15.almoner.auth.v1.RoleR\x04role\"/\n" +
 	"\x10ListUsersRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"@\n" +
 	"\x11ListUsersResponse\x12+\n" +
@@ -1810,7 +1929,7 @@ const file_almoner_auth_v1_users_proto_rawDesc = "" +
 	"\x14DeleteSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x17\n" +
-	"\x15DeleteSessionResponse2\xb9\a\n" +
+	"\x15DeleteSessionResponse2\x96\t\n" +
 	"\vUserService\x12\x9d\x01\n" +
 	"\tListUsers\x12!.almoner.auth.v1.ListUsersRequest\x1a\".almoner.auth.v1.ListUsersResponse\"I\x92A\x19\n" +
 	"\x05Users\x12\x10List staff users\x82\xd3\xe4\x93\x02'b\x05users\x12\x1e/api/tenants/{tenant_id}/users\x12\xdd\x01\n" +
@@ -1825,7 +1944,13 @@ const file_almoner_auth_v1_users_proto_rawDesc = "" +
 	"\x05Users\x12\x1aChange a staff user's role\x82\xd3\xe4\x93\x023:\x01*b\x04user\x1a(/api/tenants/{tenant_id}/users/{user_id}\x12\x97\x01\n" +
 	"\tListRoles\x12!.almoner.auth.v1.ListRolesRequest\x1a\".almoner.auth.v1.ListRolesResponse\"C\x92A\x13\n" +
 	"\x05Users\x12\n" +
-	"List roles\x82\xd3\xe4\x93\x02'b\x05roles\x12\x1e/api/tenants/{tenant_id}/roles\x12\xd6\x01\n" +
+	"List roles\x82\xd3\xe4\x93\x02'b\x05roles\x12\x1e/api/tenants/{tenant_id}/roles\x12\xda\x01\n" +
+	"\n" +
+	"CreateRole\x12\".almoner.auth.v1.CreateRoleRequest\x1a#.almoner.auth.v1.CreateRoleResponse\"\x82\x01\x92AP\n" +
+	"\x05Users\x12\x14Create a custom roleJ1\n" +
+	"\x03201\x12*\n" +
+	"\rThe new role.\x12\x19\n" +
+	"\x17\x1a\x15.almoner.auth.v1.Role\x82\xd3\xe4\x93\x02):\x01*b\x04role\"\x1e/api/tenants/{tenant_id}/roles\x12\xd6\x01\n" +
 	"\n" +
 	"DeleteUser\x12\".almoner.auth.v1.DeleteUserRequest\x1a#.almoner.auth.v1.DeleteUserResponse\"\x7f\x92AL\n" +
 	"\x05Users\x12#Remove a staff user from the tenantJ\x1e\n" +
@@ -1871,87 +1996,92 @@ func file_almoner_auth_v1_users_proto_rawDescGZIP() []byte {
 	return file_almoner_auth_v1_users_proto_rawDescData
 }
 
-var file_almoner_auth_v1_users_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_almoner_auth_v1_users_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_almoner_auth_v1_users_proto_goTypes = []any{
 	(*User)(nil),                         // 0: almoner.auth.v1.User
 	(*Role)(nil),                         // 1: almoner.auth.v1.Role
 	(*ListRolesRequest)(nil),             // 2: almoner.auth.v1.ListRolesRequest
 	(*ListRolesResponse)(nil),            // 3: almoner.auth.v1.ListRolesResponse
-	(*ListUsersRequest)(nil),             // 4: almoner.auth.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),            // 5: almoner.auth.v1.ListUsersResponse
-	(*CreateUserRequest)(nil),            // 6: almoner.auth.v1.CreateUserRequest
-	(*CreateUserResponse)(nil),           // 7: almoner.auth.v1.CreateUserResponse
-	(*UpdateUserRequest)(nil),            // 8: almoner.auth.v1.UpdateUserRequest
-	(*UpdateUserResponse)(nil),           // 9: almoner.auth.v1.UpdateUserResponse
-	(*DeleteUserRequest)(nil),            // 10: almoner.auth.v1.DeleteUserRequest
-	(*DeleteUserResponse)(nil),           // 11: almoner.auth.v1.DeleteUserResponse
-	(*AcceptInvitationRequest)(nil),      // 12: almoner.auth.v1.AcceptInvitationRequest
-	(*SignInRequest)(nil),                // 13: almoner.auth.v1.SignInRequest
-	(*SessionUser)(nil),                  // 14: almoner.auth.v1.SessionUser
-	(*Membership)(nil),                   // 15: almoner.auth.v1.Membership
-	(*SignedIn)(nil),                     // 16: almoner.auth.v1.SignedIn
-	(*AcceptInvitationResponse)(nil),     // 17: almoner.auth.v1.AcceptInvitationResponse
-	(*SignInResponse)(nil),               // 18: almoner.auth.v1.SignInResponse
-	(*GetSessionResponse)(nil),           // 19: almoner.auth.v1.GetSessionResponse
-	(*RequestPasswordResetRequest)(nil),  // 20: almoner.auth.v1.RequestPasswordResetRequest
-	(*RequestPasswordResetResponse)(nil), // 21: almoner.auth.v1.RequestPasswordResetResponse
-	(*ConfirmPasswordResetRequest)(nil),  // 22: almoner.auth.v1.ConfirmPasswordResetRequest
-	(*ConfirmPasswordResetResponse)(nil), // 23: almoner.auth.v1.ConfirmPasswordResetResponse
-	(*SignOutRequest)(nil),               // 24: almoner.auth.v1.SignOutRequest
-	(*SignOutResponse)(nil),              // 25: almoner.auth.v1.SignOutResponse
-	(*GetSessionRequest)(nil),            // 26: almoner.auth.v1.GetSessionRequest
-	(*Session)(nil),                      // 27: almoner.auth.v1.Session
-	(*ListSessionsRequest)(nil),          // 28: almoner.auth.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),         // 29: almoner.auth.v1.ListSessionsResponse
-	(*DeleteSessionRequest)(nil),         // 30: almoner.auth.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),        // 31: almoner.auth.v1.DeleteSessionResponse
-	(*timestamppb.Timestamp)(nil),        // 32: google.protobuf.Timestamp
+	(*CreateRoleRequest)(nil),            // 4: almoner.auth.v1.CreateRoleRequest
+	(*CreateRoleResponse)(nil),           // 5: almoner.auth.v1.CreateRoleResponse
+	(*ListUsersRequest)(nil),             // 6: almoner.auth.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),            // 7: almoner.auth.v1.ListUsersResponse
+	(*CreateUserRequest)(nil),            // 8: almoner.auth.v1.CreateUserRequest
+	(*CreateUserResponse)(nil),           // 9: almoner.auth.v1.CreateUserResponse
+	(*UpdateUserRequest)(nil),            // 10: almoner.auth.v1.UpdateUserRequest
+	(*UpdateUserResponse)(nil),           // 11: almoner.auth.v1.UpdateUserResponse
+	(*DeleteUserRequest)(nil),            // 12: almoner.auth.v1.DeleteUserRequest
+	(*DeleteUserResponse)(nil),           // 13: almoner.auth.v1.DeleteUserResponse
+	(*AcceptInvitationRequest)(nil),      // 14: almoner.auth.v1.AcceptInvitationRequest
+	(*SignInRequest)(nil),                // 15: almoner.auth.v1.SignInRequest
+	(*SessionUser)(nil),                  // 16: almoner.auth.v1.SessionUser
+	(*Membership)(nil),                   // 17: almoner.auth.v1.Membership
+	(*SignedIn)(nil),                     // 18: almoner.auth.v1.SignedIn
+	(*AcceptInvitationResponse)(nil),     // 19: almoner.auth.v1.AcceptInvitationResponse
+	(*SignInResponse)(nil),               // 20: almoner.auth.v1.SignInResponse
+	(*GetSessionResponse)(nil),           // 21: almoner.auth.v1.GetSessionResponse
+	(*RequestPasswordResetRequest)(nil),  // 22: almoner.auth.v1.RequestPasswordResetRequest
+	(*RequestPasswordResetResponse)(nil), // 23: almoner.auth.v1.RequestPasswordResetResponse
+	(*ConfirmPasswordResetRequest)(nil),  // 24: almoner.auth.v1.ConfirmPasswordResetRequest
+	(*ConfirmPasswordResetResponse)(nil), // 25: almoner.auth.v1.ConfirmPasswordResetResponse
+	(*SignOutRequest)(nil),               // 26: almoner.auth.v1.SignOutRequest
+	(*SignOutResponse)(nil),              // 27: almoner.auth.v1.SignOutResponse
+	(*GetSessionRequest)(nil),            // 28: almoner.auth.v1.GetSessionRequest
+	(*Session)(nil),                      // 29: almoner.auth.v1.Session
+	(*ListSessionsRequest)(nil),          // 30: almoner.auth.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),         // 31: almoner.auth.v1.ListSessionsResponse
+	(*DeleteSessionRequest)(nil),         // 32: almoner.auth.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),        // 33: almoner.auth.v1.DeleteSessionResponse
+	(*timestamppb.Timestamp)(nil),        // 34: google.protobuf.Timestamp
 }
 var file_almoner_auth_v1_users_proto_depIdxs = []int32{
-	32, // 0: almoner.auth.v1.User.last_sign_in_at:type_name -> google.protobuf.Timestamp
+	34, // 0: almoner.auth.v1.User.last_sign_in_at:type_name -> google.protobuf.Timestamp
 	1,  // 1: almoner.auth.v1.ListRolesResponse.roles:type_name -> almoner.auth.v1.Role
-	0,  // 2: almoner.auth.v1.ListUsersResponse.users:type_name -> almoner.auth.v1.User
-	0,  // 3: almoner.auth.v1.CreateUserResponse.user:type_name -> almoner.auth.v1.User
-	0,  // 4: almoner.auth.v1.UpdateUserResponse.user:type_name -> almoner.auth.v1.User
-	14, // 5: almoner.auth.v1.SignedIn.user:type_name -> almoner.auth.v1.SessionUser
-	15, // 6: almoner.auth.v1.SignedIn.memberships:type_name -> almoner.auth.v1.Membership
-	16, // 7: almoner.auth.v1.AcceptInvitationResponse.session:type_name -> almoner.auth.v1.SignedIn
-	16, // 8: almoner.auth.v1.SignInResponse.session:type_name -> almoner.auth.v1.SignedIn
-	16, // 9: almoner.auth.v1.GetSessionResponse.session:type_name -> almoner.auth.v1.SignedIn
-	32, // 10: almoner.auth.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	32, // 11: almoner.auth.v1.Session.last_seen_at:type_name -> google.protobuf.Timestamp
-	27, // 12: almoner.auth.v1.ListSessionsResponse.sessions:type_name -> almoner.auth.v1.Session
-	4,  // 13: almoner.auth.v1.UserService.ListUsers:input_type -> almoner.auth.v1.ListUsersRequest
-	6,  // 14: almoner.auth.v1.UserService.CreateUser:input_type -> almoner.auth.v1.CreateUserRequest
-	8,  // 15: almoner.auth.v1.UserService.UpdateUser:input_type -> almoner.auth.v1.UpdateUserRequest
-	2,  // 16: almoner.auth.v1.UserService.ListRoles:input_type -> almoner.auth.v1.ListRolesRequest
-	10, // 17: almoner.auth.v1.UserService.DeleteUser:input_type -> almoner.auth.v1.DeleteUserRequest
-	12, // 18: almoner.auth.v1.StaffAuthService.AcceptInvitation:input_type -> almoner.auth.v1.AcceptInvitationRequest
-	13, // 19: almoner.auth.v1.StaffAuthService.SignIn:input_type -> almoner.auth.v1.SignInRequest
-	20, // 20: almoner.auth.v1.StaffAuthService.RequestPasswordReset:input_type -> almoner.auth.v1.RequestPasswordResetRequest
-	22, // 21: almoner.auth.v1.StaffAuthService.ConfirmPasswordReset:input_type -> almoner.auth.v1.ConfirmPasswordResetRequest
-	24, // 22: almoner.auth.v1.StaffAuthService.SignOut:input_type -> almoner.auth.v1.SignOutRequest
-	26, // 23: almoner.auth.v1.StaffAuthService.GetSession:input_type -> almoner.auth.v1.GetSessionRequest
-	28, // 24: almoner.auth.v1.StaffAuthService.ListSessions:input_type -> almoner.auth.v1.ListSessionsRequest
-	30, // 25: almoner.auth.v1.StaffAuthService.DeleteSession:input_type -> almoner.auth.v1.DeleteSessionRequest
-	5,  // 26: almoner.auth.v1.UserService.ListUsers:output_type -> almoner.auth.v1.ListUsersResponse
-	7,  // 27: almoner.auth.v1.UserService.CreateUser:output_type -> almoner.auth.v1.CreateUserResponse
-	9,  // 28: almoner.auth.v1.UserService.UpdateUser:output_type -> almoner.auth.v1.UpdateUserResponse
-	3,  // 29: almoner.auth.v1.UserService.ListRoles:output_type -> almoner.auth.v1.ListRolesResponse
-	11, // 30: almoner.auth.v1.UserService.DeleteUser:output_type -> almoner.auth.v1.DeleteUserResponse
-	17, // 31: almoner.auth.v1.StaffAuthService.AcceptInvitation:output_type -> almoner.auth.v1.AcceptInvitationResponse
-	18, // 32: almoner.auth.v1.StaffAuthService.SignIn:output_type -> almoner.auth.v1.SignInResponse
-	21, // 33: almoner.auth.v1.StaffAuthService.RequestPasswordReset:output_type -> almoner.auth.v1.RequestPasswordResetResponse
-	23, // 34: almoner.auth.v1.StaffAuthService.ConfirmPasswordReset:output_type -> almoner.auth.v1.ConfirmPasswordResetResponse
-	25, // 35: almoner.auth.v1.StaffAuthService.SignOut:output_type -> almoner.auth.v1.SignOutResponse
-	19, // 36: almoner.auth.v1.StaffAuthService.GetSession:output_type -> almoner.auth.v1.GetSessionResponse
-	29, // 37: almoner.auth.v1.StaffAuthService.ListSessions:output_type -> almoner.auth.v1.ListSessionsResponse
-	31, // 38: almoner.auth.v1.StaffAuthService.DeleteSession:output_type -> almoner.auth.v1.DeleteSessionResponse
-	26, // [26:39] is the sub-list for method output_type
-	13, // [13:26] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	1,  // 2: almoner.auth.v1.CreateRoleResponse.role:type_name -> almoner.auth.v1.Role
+	0,  // 3: almoner.auth.v1.ListUsersResponse.users:type_name -> almoner.auth.v1.User
+	0,  // 4: almoner.auth.v1.CreateUserResponse.user:type_name -> almoner.auth.v1.User
+	0,  // 5: almoner.auth.v1.UpdateUserResponse.user:type_name -> almoner.auth.v1.User
+	16, // 6: almoner.auth.v1.SignedIn.user:type_name -> almoner.auth.v1.SessionUser
+	17, // 7: almoner.auth.v1.SignedIn.memberships:type_name -> almoner.auth.v1.Membership
+	18, // 8: almoner.auth.v1.AcceptInvitationResponse.session:type_name -> almoner.auth.v1.SignedIn
+	18, // 9: almoner.auth.v1.SignInResponse.session:type_name -> almoner.auth.v1.SignedIn
+	18, // 10: almoner.auth.v1.GetSessionResponse.session:type_name -> almoner.auth.v1.SignedIn
+	34, // 11: almoner.auth.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	34, // 12: almoner.auth.v1.Session.last_seen_at:type_name -> google.protobuf.Timestamp
+	29, // 13: almoner.auth.v1.ListSessionsResponse.sessions:type_name -> almoner.auth.v1.Session
+	6,  // 14: almoner.auth.v1.UserService.ListUsers:input_type -> almoner.auth.v1.ListUsersRequest
+	8,  // 15: almoner.auth.v1.UserService.CreateUser:input_type -> almoner.auth.v1.CreateUserRequest
+	10, // 16: almoner.auth.v1.UserService.UpdateUser:input_type -> almoner.auth.v1.UpdateUserRequest
+	2,  // 17: almoner.auth.v1.UserService.ListRoles:input_type -> almoner.auth.v1.ListRolesRequest
+	4,  // 18: almoner.auth.v1.UserService.CreateRole:input_type -> almoner.auth.v1.CreateRoleRequest
+	12, // 19: almoner.auth.v1.UserService.DeleteUser:input_type -> almoner.auth.v1.DeleteUserRequest
+	14, // 20: almoner.auth.v1.StaffAuthService.AcceptInvitation:input_type -> almoner.auth.v1.AcceptInvitationRequest
+	15, // 21: almoner.auth.v1.StaffAuthService.SignIn:input_type -> almoner.auth.v1.SignInRequest
+	22, // 22: almoner.auth.v1.StaffAuthService.RequestPasswordReset:input_type -> almoner.auth.v1.RequestPasswordResetRequest
+	24, // 23: almoner.auth.v1.StaffAuthService.ConfirmPasswordReset:input_type -> almoner.auth.v1.ConfirmPasswordResetRequest
+	26, // 24: almoner.auth.v1.StaffAuthService.SignOut:input_type -> almoner.auth.v1.SignOutRequest
+	28, // 25: almoner.auth.v1.StaffAuthService.GetSession:input_type -> almoner.auth.v1.GetSessionRequest
+	30, // 26: almoner.auth.v1.StaffAuthService.ListSessions:input_type -> almoner.auth.v1.ListSessionsRequest
+	32, // 27: almoner.auth.v1.StaffAuthService.DeleteSession:input_type -> almoner.auth.v1.DeleteSessionRequest
+	7,  // 28: almoner.auth.v1.UserService.ListUsers:output_type -> almoner.auth.v1.ListUsersResponse
+	9,  // 29: almoner.auth.v1.UserService.CreateUser:output_type -> almoner.auth.v1.CreateUserResponse
+	11, // 30: almoner.auth.v1.UserService.UpdateUser:output_type -> almoner.auth.v1.UpdateUserResponse
+	3,  // 31: almoner.auth.v1.UserService.ListRoles:output_type -> almoner.auth.v1.ListRolesResponse
+	5,  // 32: almoner.auth.v1.UserService.CreateRole:output_type -> almoner.auth.v1.CreateRoleResponse
+	13, // 33: almoner.auth.v1.UserService.DeleteUser:output_type -> almoner.auth.v1.DeleteUserResponse
+	19, // 34: almoner.auth.v1.StaffAuthService.AcceptInvitation:output_type -> almoner.auth.v1.AcceptInvitationResponse
+	20, // 35: almoner.auth.v1.StaffAuthService.SignIn:output_type -> almoner.auth.v1.SignInResponse
+	23, // 36: almoner.auth.v1.StaffAuthService.RequestPasswordReset:output_type -> almoner.auth.v1.RequestPasswordResetResponse
+	25, // 37: almoner.auth.v1.StaffAuthService.ConfirmPasswordReset:output_type -> almoner.auth.v1.ConfirmPasswordResetResponse
+	27, // 38: almoner.auth.v1.StaffAuthService.SignOut:output_type -> almoner.auth.v1.SignOutResponse
+	21, // 39: almoner.auth.v1.StaffAuthService.GetSession:output_type -> almoner.auth.v1.GetSessionResponse
+	31, // 40: almoner.auth.v1.StaffAuthService.ListSessions:output_type -> almoner.auth.v1.ListSessionsResponse
+	33, // 41: almoner.auth.v1.StaffAuthService.DeleteSession:output_type -> almoner.auth.v1.DeleteSessionResponse
+	28, // [28:42] is the sub-list for method output_type
+	14, // [14:28] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_almoner_auth_v1_users_proto_init() }
@@ -1965,7 +2095,7 @@ func file_almoner_auth_v1_users_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_almoner_auth_v1_users_proto_rawDesc), len(file_almoner_auth_v1_users_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   32,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -23,6 +23,7 @@ const (
 	UserService_CreateUser_FullMethodName = "/almoner.auth.v1.UserService/CreateUser"
 	UserService_UpdateUser_FullMethodName = "/almoner.auth.v1.UserService/UpdateUser"
 	UserService_ListRoles_FullMethodName  = "/almoner.auth.v1.UserService/ListRoles"
+	UserService_CreateRole_FullMethodName = "/almoner.auth.v1.UserService/CreateRole"
 	UserService_DeleteUser_FullMethodName = "/almoner.auth.v1.UserService/DeleteUser"
 )
 
@@ -46,6 +47,11 @@ type UserServiceClient interface {
 	UpdateUser(ctx context.Context, in *UpdateUserRequest, opts ...grpc.CallOption) (*UpdateUserResponse, error)
 	// ListRoles returns the roles a member may hold, with their scopes.
 	ListRoles(ctx context.Context, in *ListRolesRequest, opts ...grpc.CallOption) (*ListRolesResponse, error)
+	// CreateRole makes a custom role of the tenant from catalog scopes
+	// (an unknown scope is 400 under Scopes[i]; a name taken by a built-in or
+	// custom role is 400 under Name). The caller must hold every scope it
+	// grants (403 otherwise). Members may then be given the role.
+	CreateRole(ctx context.Context, in *CreateRoleRequest, opts ...grpc.CallOption) (*CreateRoleResponse, error)
 	// DeleteUser ends a membership: the user's sessions stop working in this
 	// tenant from their very next request. The user stays listed as
 	// `deactivated`.
@@ -100,6 +106,16 @@ func (c *userServiceClient) ListRoles(ctx context.Context, in *ListRolesRequest,
 	return out, nil
 }
 
+func (c *userServiceClient) CreateRole(ctx context.Context, in *CreateRoleRequest, opts ...grpc.CallOption) (*CreateRoleResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateRoleResponse)
+	err := c.cc.Invoke(ctx, UserService_CreateRole_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *userServiceClient) DeleteUser(ctx context.Context, in *DeleteUserRequest, opts ...grpc.CallOption) (*DeleteUserResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(DeleteUserResponse)
@@ -130,6 +146,11 @@ type UserServiceServer interface {
 	UpdateUser(context.Context, *UpdateUserRequest) (*UpdateUserResponse, error)
 	// ListRoles returns the roles a member may hold, with their scopes.
 	ListRoles(context.Context, *ListRolesRequest) (*ListRolesResponse, error)
+	// CreateRole makes a custom role of the tenant from catalog scopes
+	// (an unknown scope is 400 under Scopes[i]; a name taken by a built-in or
+	// custom role is 400 under Name). The caller must hold every scope it
+	// grants (403 otherwise). Members may then be given the role.
+	CreateRole(context.Context, *CreateRoleRequest) (*CreateRoleResponse, error)
 	// DeleteUser ends a membership: the user's sessions stop working in this
 	// tenant from their very next request. The user stays listed as
 	// `deactivated`.
@@ -155,6 +176,9 @@ func (UnimplementedUserServiceServer) UpdateUser(context.Context, *UpdateUserReq
 }
 func (UnimplementedUserServiceServer) ListRoles(context.Context, *ListRolesRequest) (*ListRolesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListRoles not implemented")
+}
+func (UnimplementedUserServiceServer) CreateRole(context.Context, *CreateRoleRequest) (*CreateRoleResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateRole not implemented")
 }
 func (UnimplementedUserServiceServer) DeleteUser(context.Context, *DeleteUserRequest) (*DeleteUserResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteUser not implemented")
@@ -252,6 +276,24 @@ func _UserService_ListRoles_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _UserService_CreateRole_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateRoleRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(UserServiceServer).CreateRole(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: UserService_CreateRole_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(UserServiceServer).CreateRole(ctx, req.(*CreateRoleRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _UserService_DeleteUser_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(DeleteUserRequest)
 	if err := dec(in); err != nil {
@@ -292,6 +334,10 @@ var UserService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListRoles",
 			Handler:    _UserService_ListRoles_Handler,
+		},
+		{
+			MethodName: "CreateRole",
+			Handler:    _UserService_CreateRole_Handler,
 		},
 		{
 			MethodName: "DeleteUser",
