@@ -21,7 +21,7 @@ func TestDocsSite(t *testing.T) {
 	h := g.opsHandler(http.NotFoundHandler())
 	get := func(path string) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
-		h.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+		h.ServeHTTP(w, httptest.NewRequestWithContext(t.Context(), "GET", path, nil))
 		return w
 	}
 

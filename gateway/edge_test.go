@@ -140,7 +140,7 @@ func (u *upstream) ReceiveStripeEvent(_ context.Context, req *ordersv1.ReceiveSt
 // in). The upstream verifies every call's assertion, as services do.
 func startEdge(t *testing.T, cfg Config) (*Gateway, *upstream) {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	lis, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func holdRequest(t *testing.T, g *Gateway, r *http.Request, body *watchedBody) f
 // request builds a request with body as its body and contentLength as its
 // declared length (-1: unknown, as chunked).
 func request(method, path, key, contentType string, body io.ReadCloser, contentLength int64) *http.Request {
-	r := httptest.NewRequest(method, path, nil)
+	r := httptest.NewRequestWithContext(context.Background(), method, path, nil)
 	if body != nil {
 		r.Body, r.ContentLength = body, contentLength
 	}

@@ -512,7 +512,7 @@ func (g *Gateway) recoverPanics(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
 			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
+				if err, ok := v.(error); ok && errors.Is(err, http.ErrAbortHandler) {
 					panic(v)
 				}
 				g.logger.ErrorContext(r.Context(), "panic in gateway", "panic", fmt.Sprint(v),

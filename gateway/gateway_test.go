@@ -26,7 +26,7 @@ func TestPanicBecomesSanitized500(t *testing.T) {
 		panic("secret internal state")
 	})))
 	w := httptest.NewRecorder()
-	h.ServeHTTP(w, httptest.NewRequest("GET", "/api/x", nil))
+	h.ServeHTTP(w, httptest.NewRequestWithContext(t.Context(), "GET", "/api/x", nil))
 	if w.Code != 500 || strings.Contains(w.Body.String(), "secret") || w.Header().Get("Content-Type") != problem.ContentType {
 		t.Errorf("got %d %s", w.Code, w.Body)
 	}
@@ -48,7 +48,7 @@ func TestTraceFromParent(t *testing.T) {
 	g := testGateway()
 	var id string
 	g.withTrace(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { id = traceid.FromContext(r.Context()) })).
-		ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
+		ServeHTTP(httptest.NewRecorder(), httptest.NewRequestWithContext(t.Context(), "GET", "/", nil))
 	if len(id) != 32 {
 		t.Errorf("generated trace id %q", id)
 	}

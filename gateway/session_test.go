@@ -20,7 +20,7 @@ func TestDeviceCookie(t *testing.T) {
 		{"a look-alike path", "/api/authx", "almoner_device=abc", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := httptest.NewRequest("POST", tc.path, nil)
+			r := httptest.NewRequestWithContext(t.Context(), "POST", tc.path, nil)
 			r.Header.Set("Cookie", tc.cookie)
 			md := deviceCookie(context.Background(), r)
 			if got := md.Get(deviceMetadata); (len(got) == 0 && tc.want != "") || (len(got) > 0 && got[0] != tc.want) || (tc.want == "" && md != nil) {

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -26,7 +27,7 @@ func forwardStream(t *testing.T, chunks []string, err error) (w *httptest.Respon
 	g := testGateway()
 	g.mux = runtime.NewServeMux(runtime.WithStreamErrorHandler(g.streamError), runtime.WithOutgoingHeaderMatcher(outgoingHeader))
 	w = httptest.NewRecorder()
-	sw, r := withStreamResponse(w, httptest.NewRequest("POST", "/api/tenants/t/reports/r/export", nil))
+	sw, r := withStreamResponse(w, httptest.NewRequestWithContext(t.Context(), "POST", "/api/tenants/t/reports/r/export", nil))
 	ctx := runtime.NewServerMetadataContext(r.Context(), runtime.ServerMetadata{
 		HeaderMD: metadata.Pairs("content-disposition", "attachment; filename=r.csv"),
 	})
@@ -41,7 +42,7 @@ func forwardStream(t *testing.T, chunks []string, err error) (w *httptest.Respon
 	func() {
 		defer func() {
 			if v := recover(); v != nil {
-				if v != http.ErrAbortHandler {
+				if err, ok := v.(error); !ok || !errors.Is(err, http.ErrAbortHandler) {
 					panic(v)
 				}
 				aborted = true

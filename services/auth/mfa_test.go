@@ -107,7 +107,7 @@ func TestMfaEmailCodeLifetime(t *testing.T) {
 	}
 	f.s.now = func() time.Time { return start }
 	late := mailed()
-	if e := wantKind(t, "10 minutes and a second later", confirm(late, 10*time.Minute+time.Second), apperr.KindInvalid); e.Violations[0].Field != "Code" {
+	if e := kindOf(t, "10 minutes and a second later", confirm(late, 10*time.Minute+time.Second), apperr.KindInvalid); e.Violations[0].Field != "Code" {
 		t.Errorf("expired code: %+v", e.Violations)
 	}
 	f.s.now = func() time.Time { return start }

@@ -106,7 +106,14 @@ func (f *fixture) epoch(t *testing.T) int64 {
 	return e
 }
 
-func wantKind(t *testing.T, what string, err error, kind apperr.Kind) *apperr.Error {
+// wantKind fails the test unless err is an apperr of that kind.
+func wantKind(t *testing.T, what string, err error, kind apperr.Kind) {
+	t.Helper()
+	_ = kindOf(t, what, err, kind)
+}
+
+// kindOf is wantKind for a test that goes on to read the error's fields.
+func kindOf(t *testing.T, what string, err error, kind apperr.Kind) *apperr.Error {
 	t.Helper()
 	e, ok := apperr.As(err)
 	if !ok || e.Kind != kind {
@@ -294,7 +301,7 @@ func TestTenantProcessorValidation(t *testing.T) {
 	for _, tc := range cases {
 		tc.req.TenantId = tid
 		_, err := tc.f.admin.SetTenantProcessor(ctx, tc.req)
-		e := wantKind(t, tc.name, err, apperr.KindInvalid)
+		e := kindOf(t, tc.name, err, apperr.KindInvalid)
 		found := false
 		for _, v := range e.Violations {
 			if v.Field == tc.field && strings.Contains(v.Message, tc.msg) {
@@ -347,7 +354,7 @@ func TestTenantProcessorNotFound(t *testing.T) {
 	wantKind(t, "credentials by unknown slug", err, apperr.KindNotFound)
 	for _, req := range []*authv1.GetProcessorCredentialsRequest{{}, {TenantId: uuid.Must(uuid.NewV7()).String(), TenantSlug: "both"}} {
 		_, err := f.creds.GetProcessorCredentials(ctx, req)
-		if e := wantKind(t, "credentials with neither or both", err, apperr.KindInvalid); !strings.Contains(e.Violations[0].Message, "Exactly one") {
+		if e := kindOf(t, "credentials with neither or both", err, apperr.KindInvalid); !strings.Contains(e.Violations[0].Message, "Exactly one") {
 			t.Errorf("message = %v", e.Violations)
 		}
 	}

@@ -104,7 +104,7 @@ func TestInvitationRules(t *testing.T) {
 	if _, err := f.pool.Exec(ctx, `UPDATE auth.invitations SET expires_at = now() - interval '1 second'`); err != nil {
 		t.Fatal(err)
 	}
-	if e := wantKind(t, "expired", accept(inv.GetInvitationToken()), apperr.KindInvalid); e.Violations[0].Field != "Token" {
+	if e := kindOf(t, "expired", accept(inv.GetInvitationToken()), apperr.KindInvalid); e.Violations[0].Field != "Token" {
 		t.Errorf("expired invitation: %v", e.Violations)
 	}
 
@@ -114,7 +114,7 @@ func TestInvitationRules(t *testing.T) {
 	if err == nil {
 		t.Fatalf("an invited member was invited again: %v", again)
 	}
-	if e := wantKind(t, "invited twice", err, apperr.KindInvalid); e.Code != codeAlreadyMember || e.Violations[0].Field != "Email" {
+	if e := kindOf(t, "invited twice", err, apperr.KindInvalid); e.Code != codeAlreadyMember || e.Violations[0].Field != "Email" {
 		t.Errorf("invited twice: %+v", e)
 	}
 	if _, err := users.DeleteUser(owner, &authv1.DeleteUserRequest{TenantId: tid, UserId: inv.GetUserId()}); err != nil {

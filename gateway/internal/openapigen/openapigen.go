@@ -282,7 +282,7 @@ func (g *generator) planResponse(op *operation) error {
 			d, err := g.files.FindDescriptorByName(name)
 			md, ok := d.(protoreflect.MessageDescriptor)
 			if err != nil || !ok {
-				return fmt.Errorf("the raw response refers to %s, which is no message: %v", name, err)
+				return fmt.Errorf("the raw response refers to %s, which is no message: %w", name, err)
 			}
 			g.schemas.collect(md, use{msg: name, dir: response}, "")
 		}

@@ -109,12 +109,12 @@ func (g *generator) planStreamed() error {
 		d, err := g.files.FindDescriptorByName(s.rpc)
 		m, ok := d.(protoreflect.MethodDescriptor)
 		if err != nil || !ok || !m.IsStreamingClient() || m.IsStreamingServer() {
-			return fmt.Errorf("streamed route %s: no client-streaming RPC %s: %v", s.template, s.rpc, err)
+			return fmt.Errorf("streamed route %s: no client-streaming RPC %s: %w", s.template, s.rpc, err)
 		}
 		d, err = g.files.FindDescriptorByName(s.header)
 		hdr, ok := d.(protoreflect.MessageDescriptor)
 		if err != nil || !ok {
-			return fmt.Errorf("streamed route %s: no header message %s: %v", s.template, s.header, err)
+			return fmt.Errorf("streamed route %s: no header message %s: %w", s.template, s.header, err)
 		}
 		if err := g.planStreamedOp(s, m, hdr); err != nil {
 			return fmt.Errorf("%s %s (%s): %w", s.httpMethod, s.template, s.rpc, err)

@@ -71,7 +71,7 @@ func TestCreateKeyLimitWaitsForConcurrentCreation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer first.Rollback(ctx) //nolint:errcheck
+	defer first.Rollback(ctx) //nolint:errcheck // the test commits or fails; a rollback after that is a no-op
 	if err := checkKeyLimit(ctx, first, tn.ID, limit); err != nil {
 		t.Fatalf("first creation's check: %v", err)
 	}
@@ -165,7 +165,7 @@ func TestTouchKeysLocksInKeyOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer other.Rollback(ctx) //nolint:errcheck
+	defer other.Rollback(ctx) //nolint:errcheck // the test commits or fails; a rollback after that is a no-op
 	if _, err := other.Exec(ctx, `SET LOCAL deadlock_timeout = '100ms'`); err != nil {
 		t.Fatal(err)
 	}
