@@ -32,7 +32,7 @@ var roleScopes = map[string][]string{
 	// A fundraiser works with donors and their gifts.
 	RoleFundraiser: {
 		scopes.AuditLogsView, scopes.ContactsView, scopes.ContactsCreate, scopes.ContactsEdit, scopes.ContactsMerge,
-		scopes.DonationsView, scopes.FundsView, scopes.ImportsManage, scopes.InventoryView, scopes.OrdersView, scopes.OrdersCreate,
+		scopes.DocumentsManage, scopes.DonationsView, scopes.FundsView, scopes.ImportsManage, scopes.InventoryView, scopes.OrdersView, scopes.OrdersCreate,
 		scopes.PaymentMethodsManage, scopes.RecurringDonationsView, scopes.RecurringDonationsCancel, scopes.RecurringDonationsManage,
 		scopes.ReportsView, scopes.ReportsExport,
 	},

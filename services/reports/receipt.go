@@ -71,7 +71,11 @@ func (x *receiptServer) GetOrderReceipt(req *reportsv1.GetOrderReceiptRequest, s
 	}
 	r := buildReceipt(o, fig, prof, donor, issued)
 	if wantsPDF(metadata.ValueFromIncomingContext(ctx, "accept")) {
-		return sendPDF(stream, "receipt-"+r.GetReceiptNumber()+".pdf", receiptDocument(r, prof))
+		d := receiptDocument(r, prof)
+		if d.Brand, err = x.s.brand.Brand(ctx, tenant); err != nil {
+			return err
+		}
+		return sendPDF(stream, "receipt-"+r.GetReceiptNumber()+".pdf", d)
 	}
 	return sendJSON(stream, r)
 }

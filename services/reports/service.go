@@ -18,6 +18,7 @@ import (
 	"github.com/almoner/almoner/pkg/config"
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/service"
+	"github.com/almoner/almoner/services/reports/branding"
 	"github.com/almoner/almoner/services/reports/migrations"
 	"github.com/almoner/almoner/services/reports/store"
 )
@@ -53,6 +54,7 @@ type Config struct {
 // Service is the reports service.
 type Service struct {
 	store  *store.Store
+	brand  *branding.Store
 	cfg    Config
 	logger *slog.Logger
 	runner *taxRunner
@@ -66,7 +68,7 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *Service {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	s := &Service{store: store.New(pool), cfg: cfg, logger: logger}
+	s := &Service{store: store.New(pool), brand: branding.NewStore(pool), cfg: cfg, logger: logger}
 	s.runner = newTaxRunner(s)
 	return s
 }
@@ -80,6 +82,7 @@ func (s *Service) Register(r grpc.ServiceRegistrar) {
 	reportsv1.RegisterOrganizationProfileServiceServer(r, &profileServer{s: s})
 	reportsv1.RegisterReceiptServiceServer(r, &receiptServer{s: s})
 	reportsv1.RegisterTaxStatementServiceServer(r, &taxRunServer{s: s})
+	reportsv1.RegisterBrandingServiceServer(r, branding.NewServer(s.brand))
 }
 
 // Start starts the year-end runner, which makes the tax statement runs

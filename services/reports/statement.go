@@ -64,7 +64,11 @@ func (x *receiptServer) GetGivingStatement(req *reportsv1.GetGivingStatementRequ
 		return err
 	}
 	if wantsPDF(metadata.ValueFromIncomingContext(ctx, "accept")) {
-		return sendPDF(stream, "statement-"+st.GetStatementNumber()+".pdf", statementDocument(st, prof))
+		d := statementDocument(st, prof)
+		if d.Brand, err = x.s.brand.Brand(ctx, tenant); err != nil {
+			return err
+		}
+		return sendPDF(stream, "statement-"+st.GetStatementNumber()+".pdf", d)
 	}
 	b, err := wirejson.Marshal(st)
 	if err != nil {

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -37,6 +38,58 @@ type Document struct {
 	Signatory []string
 	// Footer is the organization's free text.
 	Footer string
+	// Brand is the tenant's logo and colors (none: black on white).
+	Brand Brand
+}
+
+// Brand is what a document prints of the tenant's branding.
+type Brand struct {
+	// Logo is a PNG or JPEG image (LogoType "image/png" or "image/jpeg")
+	// as the branding package encoded it; printed at the top right.
+	Logo     []byte
+	LogoType string
+	// Primary colors the title and the organization's name; Secondary
+	// shades the table's header. Nil prints the defaults.
+	Primary   *[3]int
+	Secondary *[3]int
+}
+
+// Logo box: the most a logo takes at the top right, in mm; it keeps its
+// aspect ratio inside.
+const (
+	logoMaxW = 45.0
+	logoMaxH = 22.0
+)
+
+// brandLogo prints the logo at the top right, within the logo box.
+func brandLogo(pdf pdfDoc, b Brand) {
+	if len(b.Logo) == 0 {
+		return
+	}
+	typ := "PNG"
+	if b.LogoType == "image/jpeg" {
+		typ = "JPG"
+	}
+	info := pdf.RegisterImageOptionsReader("logo", fpdf.ImageOptions{ImageType: typ}, bytes.NewReader(b.Logo))
+	if info == nil || info.Width() <= 0 || info.Height() <= 0 {
+		return
+	}
+	w, h := logoMaxW, logoMaxW*info.Height()/info.Width()
+	if h > logoMaxH {
+		w, h = logoMaxH*info.Width()/info.Height(), logoMaxH
+	}
+	pageW, _ := pdf.GetPageSize()
+	_, top, right, _ := pdf.GetMargins()
+	pdf.ImageOptions("logo", pageW-right-w, top, w, h, false, fpdf.ImageOptions{ImageType: typ}, 0, "")
+}
+
+// textColor sets the text color to c, or black.
+func textColor(pdf pdfDoc, c *[3]int) {
+	if c == nil {
+		pdf.SetTextColor(0, 0, 0)
+		return
+	}
+	pdf.SetTextColor(c[0], c[1], c[2])
 }
 
 // WriteDocument lays d out as a PDF with DejaVu Sans embedded (so every
@@ -63,6 +116,7 @@ func WriteDocument(d Document, w io.Writer) (err error) {
 	pdf.SetCreator("Almoner", true)
 	pdf.SetTitle(d.Title, true)
 	pdf.AddPage()
+	brandLogo(pdf, d.Brand)
 	docHeader(pdf, d)
 	docTable(pdf, d)
 	docClosing(pdf, d)
@@ -81,15 +135,23 @@ func docHeader(pdf pdfDoc, d Document) {
 	for i, l := range d.Organization {
 		if i == 0 {
 			pdf.SetFont("dejavu", "B", 14)
-			pdf.MultiCell(0, 7, l, "", "L", false)
+			textColor(pdf, d.Brand.Primary)
+			pdf.MultiCell(pageTextWidth(pdf, d.Brand), 7, l, "", "L", false)
+			textColor(pdf, nil)
 			pdf.SetFont("dejavu", "", 9)
 			continue
 		}
-		pdf.MultiCell(0, 4.5, oneLine(l), "", "L", false)
+		pdf.MultiCell(pageTextWidth(pdf, d.Brand), 4.5, oneLine(l), "", "L", false)
+	}
+	if _, top, _, _ := pdf.GetMargins(); len(d.Brand.Logo) > 0 && pdf.GetY() < top+logoMaxH {
+		// The title starts under the logo.
+		pdf.SetY(top + logoMaxH)
 	}
 	pdf.Ln(6)
 	pdf.SetFont("dejavu", "B", 16)
+	textColor(pdf, d.Brand.Primary)
 	pdf.CellFormat(0, 9, d.Title, "", 1, "L", false, 0, "")
+	textColor(pdf, nil)
 	pdf.SetFont("dejavu", "", 10)
 	for _, f := range d.Facts {
 		pdf.CellFormat(45, 5.5, f[0], "", 0, "L", false, 0, "")
@@ -131,7 +193,11 @@ func docTable(pdf pdfDoc, d Document) {
 		return "L"
 	}
 	pdf.SetFont("dejavu", "B", 10)
-	pdf.SetFillColor(230, 230, 230)
+	if c := d.Brand.Secondary; c != nil {
+		pdf.SetFillColor(c[0], c[1], c[2])
+	} else {
+		pdf.SetFillColor(230, 230, 230)
+	}
 	for i, c := range d.Columns {
 		pdf.CellFormat(widths[i], 7, strings.TrimPrefix(c, "$"), "1", 0, align(i), true, 0, "")
 	}
@@ -172,6 +238,17 @@ func docClosing(pdf pdfDoc, d Document) {
 		pdf.SetFont("dejavu", "", 8)
 		pdf.MultiCell(0, 4, strings.ReplaceAll(d.Footer, "\r", ""), "", "L", false)
 	}
+}
+
+// pageTextWidth is the width the organization's name may take: the line
+// beside the logo, or all of it (0) without one.
+func pageTextWidth(pdf pdfDoc, b Brand) float64 {
+	if len(b.Logo) == 0 {
+		return 0
+	}
+	pageW, _ := pdf.GetPageSize()
+	left, _, right, _ := pdf.GetMargins()
+	return pageW - left - right - logoMaxW - 5
 }
 
 // oneLine prints newlines as spaces in a one-line cell.
