@@ -19,6 +19,8 @@ require (
 	google.golang.org/protobuf v1.36.12
 )
 
+require github.com/cbroglie/mustache v1.4.2
+
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
