@@ -19,7 +19,16 @@ require (
 	google.golang.org/protobuf v1.36.12
 )
 
-require github.com/cbroglie/mustache v1.4.2
+require (
+	github.com/cbroglie/mustache v1.4.2
+	github.com/microcosm-cc/bluemonday v1.0.27
+	github.com/yuin/goldmark v1.8.7
+)
+
+require (
+	github.com/aymerick/douceur v0.2.0 // indirect
+	github.com/gorilla/css v1.0.1 // indirect
+)
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect

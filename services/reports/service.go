@@ -21,6 +21,7 @@ import (
 	"github.com/almoner/almoner/services/reports/branding"
 	"github.com/almoner/almoner/services/reports/migrations"
 	"github.com/almoner/almoner/services/reports/store"
+	"github.com/almoner/almoner/services/reports/templates"
 )
 
 // Name is the service's name in --target.
@@ -53,11 +54,12 @@ type Config struct {
 
 // Service is the reports service.
 type Service struct {
-	store  *store.Store
-	brand  *branding.Store
-	cfg    Config
-	logger *slog.Logger
-	runner *taxRunner
+	store     *store.Store
+	brand     *branding.Store
+	templates *templates.Store
+	cfg       Config
+	logger    *slog.Logger
+	runner    *taxRunner
 }
 
 // New returns the reports service on pool.
@@ -68,7 +70,7 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *Service {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	s := &Service{store: store.New(pool), brand: branding.NewStore(pool), cfg: cfg, logger: logger}
+	s := &Service{store: store.New(pool), brand: branding.NewStore(pool), templates: templates.NewStore(pool), cfg: cfg, logger: logger}
 	s.runner = newTaxRunner(s)
 	return s
 }
@@ -83,6 +85,7 @@ func (s *Service) Register(r grpc.ServiceRegistrar) {
 	reportsv1.RegisterReceiptServiceServer(r, &receiptServer{s: s})
 	reportsv1.RegisterTaxStatementServiceServer(r, &taxRunServer{s: s})
 	reportsv1.RegisterBrandingServiceServer(r, branding.NewServer(s.brand))
+	reportsv1.RegisterDocumentTemplateServiceServer(r, templates.NewServer(s.templates, s))
 }
 
 // Start starts the year-end runner, which makes the tax statement runs

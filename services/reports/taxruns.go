@@ -213,8 +213,10 @@ func (s *Service) zipRun(ctx context.Context, run store.TaxRun, prof store.Profi
 		if err != nil {
 			return err
 		}
-		d := statementDocument(st, prof)
-		d.Brand = brand
+		d, err := s.statementPDF(ctx, run.TenantID, st, prof, &brand)
+		if err != nil {
+			return err
+		}
 		return render.WriteDocument(d, f)
 	})
 	if err != nil {

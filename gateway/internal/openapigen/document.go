@@ -44,6 +44,7 @@ var serviceGroups = map[protoreflect.FullName]group{
 	"almoner.contacts.v1.ContactFormService":        {"Marketing form", false},
 	"almoner.reports.v1.OrganizationProfileService": {"Tenant administration", false},
 	"almoner.reports.v1.BrandingService":            {"Tenant administration", false},
+	"almoner.reports.v1.DocumentTemplateService":    {"Tenant administration", false},
 	"almoner.reports.v1.ReceiptService":             {"Tax statements", false},
 	"almoner.reports.v1.TaxStatementService":        {"Tax statements", false},
 	"almoner.imports.v1.ImportService":              {"Imports", false},

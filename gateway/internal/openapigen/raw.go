@@ -34,6 +34,8 @@ var rawResponses = map[protoreflect.Name]rawResponse{
 	"DownloadTaxStatementRun": taxStatementDownload,
 	// GetBrandingLogo is the kept image.
 	"GetBrandingLogo": attachmentless("image/png", "image/jpeg"),
+	// PreviewDocumentTemplate is a PDF or, with format=html, HTML.
+	"PreviewDocumentTemplate": attachmentless("application/pdf", "text/html"),
 }
 
 const reportColumnName protoreflect.FullName = "almoner.reports.v1.ReportColumn"

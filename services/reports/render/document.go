@@ -25,6 +25,9 @@ type Document struct {
 	Facts [][2]string
 	// Donor is the donor's name and address lines.
 	Donor []string
+	// Body is the template's text, in paragraphs, printed under the
+	// donor's block (a letter is mostly this).
+	Body []string
 	// Columns are the table's headers; a column whose header starts with
 	// "$" is right-aligned (the "$" is not printed).
 	Columns []string
@@ -118,6 +121,7 @@ func WriteDocument(d Document, w io.Writer) (err error) {
 	pdf.AddPage()
 	brandLogo(pdf, d.Brand)
 	docHeader(pdf, d)
+	docBody(pdf, d)
 	docTable(pdf, d)
 	docClosing(pdf, d)
 	if err := pdf.Error(); err != nil {
@@ -167,6 +171,19 @@ func docHeader(pdf pdfDoc, d Document) {
 		pdf.MultiCell(0, 5.5, oneLine(l), "", "L", false)
 	}
 	pdf.Ln(6)
+}
+
+// docBody prints the template's paragraphs.
+func docBody(pdf pdfDoc, d Document) {
+	if len(d.Body) == 0 {
+		return
+	}
+	pdf.SetFont("dejavu", "", 11)
+	for _, p := range d.Body {
+		pdf.MultiCell(0, 5.8, strings.ReplaceAll(p, "\r", ""), "", "L", false)
+		pdf.Ln(3)
+	}
+	pdf.Ln(4)
 }
 
 // docTable prints the gifts and the totals under them.

@@ -63,7 +63,7 @@ func Fields(kind string) []string {
 	out := append(append([]string{}, contactFields...), organizationFields...)
 	out = append(out, "today")
 	if kind == KindStatement {
-		return append(out, "gifts", "total")
+		return append(out, "gifts", "total", "year")
 	}
 	return append(out, giftFields...)
 }
