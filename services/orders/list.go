@@ -72,6 +72,9 @@ func (a *orderServer) ListOrders(ctx context.Context, req *ordersv1.ListOrdersRe
 	for _, o := range list {
 		out.Items = append(out.Items, wire.ToOrder(o))
 	}
+	if err := a.s.withAcknowledgements(ctx, uuid.MustParse(p.TenantID), out.Items...); err != nil {
+		return nil, err
+	}
 	if len(list) == int(pg.Size) && int64(pg.Number)*int64(pg.Size) < total {
 		out.NextPageToken = paging.EncodeToken(listCursor{After: list[len(list)-1].ID, Position: paging.Position{Page: pg.Number + 1, Filter: key, Total: total}})
 	}
@@ -100,6 +103,7 @@ func orderFilter(req *ordersv1.ListOrdersRequest) (store.OrderFilter, error) {
 	// of nearly every currency; an exact filter for JPY orders uses whole
 	// numbers, which parse the same.
 	f.MinAmount, f.MaxAmount = optionalAmount(&v, "MinAmount", req.GetMinAmount().GetValue()), optionalAmount(&v, "MaxAmount", req.GetMaxAmount().GetValue())
+	f.AcknowledgementStatus = acknowledgementFilter(&v, req.GetAcknowledgementStatus())
 	return f, v.Err()
 }
 
@@ -145,5 +149,5 @@ func filterKey(f store.OrderFilter, size int32) string {
 		return p.String()
 	}
 	return paging.FilterKey(size, i64(f.ContactID), f.Status, f.LineKind, id(f.FundID), f.CampaignID, id(f.BatchID), id(f.ScheduleID),
-		paging.TimeKey(f.From), paging.TimeKey(f.To), i64(f.MinAmount), i64(f.MaxAmount))
+		paging.TimeKey(f.From), paging.TimeKey(f.To), i64(f.MinAmount), i64(f.MaxAmount), f.AcknowledgementStatus)
 }
