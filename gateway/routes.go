@@ -34,7 +34,8 @@ var registry = map[string][]registerFunc{
 	"orders": {ordersv1.RegisterOrderServiceHandler, ordersv1.RegisterFundServiceHandler, ordersv1.RegisterBatchServiceHandler, ordersv1.RegisterRecurringDonationServiceHandler, ordersv1.RegisterPaymentMethodServiceHandler,
 		ordersv1.RegisterOrderAcknowledgementServiceHandler},
 	"reports": {reportsv1.RegisterReportServiceHandler, reportsv1.RegisterOrganizationProfileServiceHandler, reportsv1.RegisterReceiptServiceHandler, reportsv1.RegisterTaxStatementServiceHandler,
-		reportsv1.RegisterBrandingServiceHandler, reportsv1.RegisterDocumentTemplateServiceHandler},
+		reportsv1.RegisterBrandingServiceHandler, reportsv1.RegisterDocumentTemplateServiceHandler,
+		reportsv1.RegisterLetterRunServiceHandler},
 	"webhooks": {webhooksv1.RegisterWebhookServiceHandler, webhooksv1.RegisterEventServiceHandler},
 }
 

@@ -28,6 +28,7 @@ require (
 require (
 	github.com/aymerick/douceur v0.2.0 // indirect
 	github.com/gorilla/css v1.0.1 // indirect
+	github.com/wneessen/go-mail v0.8.1 // indirect
 )
 
 require (

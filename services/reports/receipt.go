@@ -27,6 +27,7 @@ import (
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/pkg/wirejson"
 	"github.com/almoner/almoner/services/reports/branding"
+	"github.com/almoner/almoner/services/reports/letters"
 	"github.com/almoner/almoner/services/reports/render"
 	"github.com/almoner/almoner/services/reports/store"
 	"github.com/almoner/almoner/services/reports/templates"
@@ -512,4 +513,51 @@ func (s *Service) receiptPDF(ctx context.Context, tenant uuid.UUID, r *reportsv1
 	}
 	d.Brand, err = s.brand.Brand(ctx, tenant)
 	return d, err
+}
+
+// LetterBase is letters.Frames: the tenant's letter frame, its
+// organization's merge fields and its time zone.
+func (s *Service) LetterBase(ctx context.Context, tenant uuid.UUID) (letters.Base, error) {
+	prof, err := s.profile(ctx, tenant)
+	if err != nil {
+		return letters.Base{}, err
+	}
+	b, err := s.brand.Get(ctx, tenant)
+	if err != nil {
+		return letters.Base{}, err
+	}
+	d := letterDocument(prof, b, nil, "")
+	d.Facts = nil
+	if d.Brand, err = s.brand.Brand(ctx, tenant); err != nil {
+		return letters.Base{}, err
+	}
+	return letters.Base{Document: d, Organization: mergeOrganization(prof, b), Location: location(prof), SenderName: prof.LegalName}, nil
+}
+
+// GiftMerge is letters.Frames: one gift's contact and gift merge fields
+// (the receipt's figures) and the donor's block.
+func (s *Service) GiftMerge(ctx context.Context, tenant, orderID uuid.UUID, loc *time.Location) (templates.Merge, []string, error) {
+	o, err := s.store.Order(ctx, tenant, orderID)
+	if err != nil {
+		return templates.Merge{}, nil, err
+	}
+	donor, err := s.store.Donor(ctx, tenant, o.ContactID)
+	if err != nil {
+		return templates.Merge{}, nil, fmt.Errorf("reports: letter of order %s: %w", o.ID, err)
+	}
+	prof := store.Profile{TimeZone: loc.String()}
+	r := buildReceipt(o, receiptFigures(o), prof, donor, store.Issued{})
+	m := receiptMerge(r, donor, prof, branding.Branding{}, s.cfg.Now())
+	m.Gift.Amount = amountText(donationNet(o), o.Currency)
+	return m, donorLines(r.GetDonor()), nil
+}
+
+// donationNet is what the order gave: its donation lines, net. A letter
+// thanks the gift; the receipt's total also counts items bought.
+func donationNet(o store.Order) int64 {
+	var n int64
+	for _, d := range o.Donations {
+		n += d.NetMinor
+	}
+	return n
 }

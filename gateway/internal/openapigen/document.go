@@ -46,6 +46,7 @@ var serviceGroups = map[protoreflect.FullName]group{
 	"almoner.reports.v1.OrganizationProfileService": {"Tenant administration", false},
 	"almoner.reports.v1.BrandingService":            {"Tenant administration", false},
 	"almoner.reports.v1.DocumentTemplateService":    {"Tenant administration", false},
+	"almoner.reports.v1.LetterRunService":           {"Tenant administration", false},
 	"almoner.reports.v1.ReceiptService":             {"Tax statements", false},
 	"almoner.reports.v1.TaxStatementService":        {"Tax statements", false},
 	"almoner.imports.v1.ImportService":              {"Imports", false},

@@ -36,6 +36,8 @@ var rawResponses = map[protoreflect.Name]rawResponse{
 	"GetBrandingLogo": attachmentless("image/png", "image/jpeg"),
 	// PreviewDocumentTemplate is a PDF or, with format=html, HTML.
 	"PreviewDocumentTemplate": attachmentless("application/pdf", "text/html"),
+	// GetLetterRunDocument is the run's letters in one PDF.
+	"GetLetterRunDocument": attachment("application/pdf"),
 }
 
 const reportColumnName protoreflect.FullName = "almoner.reports.v1.ReportColumn"

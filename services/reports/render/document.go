@@ -41,8 +41,10 @@ type Document struct {
 	Signatory []string
 	// Footer is the organization's free text.
 	Footer string
-	// Brand is the tenant's logo and colors (none: black on white).
-	Brand Brand
+	// Brand is the tenant's logo and colors (none: black on white). A
+	// document kept as JSON (a letter run's) leaves it out: the run's
+	// branding is put back once when the letters are laid out.
+	Brand Brand `json:"-"`
 }
 
 // Brand is what a document prints of the tenant's branding.
@@ -102,29 +104,44 @@ func textColor(pdf pdfDoc, c *[3]int) {
 // prints; a panic inside fpdf all the same is this document's error,
 // returned before anything was written to w (fpdf writes only at Output,
 // once the document is complete).
-func WriteDocument(d Document, w io.Writer) (err error) {
+func WriteDocument(d Document, w io.Writer) error {
+	return WriteDocuments(d.PageSize, d.Title, w, func(add func(Document) error) error { return add(d) })
+}
+
+// WriteDocuments lays many documents out in one PDF (a letter run's), each
+// from a new page, in the page size of the first; docs calls add once per
+// document. fpdf holds the whole file until Output, a few kilobytes a
+// page. A panic inside fpdf is the file's error, returned before anything
+// was written to w.
+func WriteDocuments(pageSize, title string, w io.Writer, docs func(add func(Document) error) error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("render: document: fpdf: %v", r)
 		}
 	}()
-	size := d.PageSize
-	if size == "" {
-		size = "A4"
+	if pageSize == "" {
+		pageSize = "A4"
 	}
-	pdf := pdfDoc{fpdf.New("P", "mm", size, "")}
+	pdf := pdfDoc{fpdf.New("P", "mm", pageSize, "")}
 	pdf.AddUTF8FontFromBytes("dejavu", "", fontRegular)
 	pdf.AddUTF8FontFromBytes("dejavu", "B", fontBold)
 	pdf.SetAutoPageBreak(true, 15)
 	pdf.SetCreator("Almoner", true)
-	pdf.SetTitle(d.Title, true)
-	pdf.AddPage()
-	brandLogo(pdf, d.Brand)
-	docHeader(pdf, d)
-	docBody(pdf, d)
-	docTable(pdf, d)
-	docClosing(pdf, d)
-	if err := pdf.Error(); err != nil {
+	pdf.SetTitle(title, true)
+	err = docs(func(d Document) error {
+		pdf.AddPage()
+		brandLogo(pdf, d.Brand)
+		docHeader(pdf, d)
+		docBody(pdf, d)
+		docTable(pdf, d)
+		docClosing(pdf, d)
+		return pdf.Error()
+	})
+	if err == nil && pdf.PageCount() == 0 {
+		// An empty run is still a file: one blank page.
+		pdf.AddPage()
+	}
+	if err != nil {
 		return fmt.Errorf("render: document: %w", err)
 	}
 	if err := pdf.Output(w); err != nil {
