@@ -159,3 +159,11 @@ func (r *Runner) job(ctx context.Context, run Run) (*job, error) {
 	today := r.now().In(base.Location).Format(time.DateOnly)
 	return &job{run: run, tmpl: tmpl, base: base, today: today, frames: r.frames, claimer: r.claimer}, nil
 }
+
+// RunAll makes every unfinished run this runner can claim, in the
+// calling goroutine (benchmarks and tests that drive the runner).
+func (r *Runner) RunAll(ctx context.Context) error {
+	for r.claimAndRun(ctx) {
+	}
+	return ctx.Err()
+}
