@@ -382,6 +382,9 @@ func (s *Service) orderFrame(ctx context.Context, tenant uuid.UUID, kind, orderI
 	issued := store.Issued{IssuedAt: now}
 	r := buildReceipt(o, receiptFigures(o), prof, donor, issued)
 	m := receiptMerge(r, donor, prof, brand, now)
+	if m.Gift.TributeType, m.Gift.TributeName, err = s.store.Tribute(ctx, tenant, o.ID); err != nil {
+		return render.Document{}, templates.Merge{}, err
+	}
 	switch kind {
 	case templates.KindReceipt:
 		return receiptDocument(r, prof), m, nil
@@ -549,6 +552,9 @@ func (s *Service) GiftMerge(ctx context.Context, tenant, orderID uuid.UUID, loc 
 	r := buildReceipt(o, receiptFigures(o), prof, donor, store.Issued{})
 	m := receiptMerge(r, donor, prof, branding.Branding{}, s.cfg.Now())
 	m.Gift.Amount = amountText(donationNet(o), o.Currency)
+	if m.Gift.TributeType, m.Gift.TributeName, err = s.store.Tribute(ctx, tenant, o.ID); err != nil {
+		return templates.Merge{}, nil, err
+	}
 	return m, donorLines(r.GetDonor()), nil
 }
 

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"net/http"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -36,12 +37,10 @@ func TestLetterRunResumesAfterKill(t *testing.T) {
 	start := func() *apptest.Child {
 		return apptest.StartChild(t, "reports", append(env, "ALMONER_GRPC_ADDR=127.0.0.1:0")...)
 	}
-	var list struct {
-		Items []map[string]any `json:"items"`
-	}
-	c.Do(t, "GET", tPath(tn.ID, "/document-templates?kind=acknowledgement"), tn.Key, nil).Expect(t, http.StatusOK).JSON(t, &list)
+	tmpl := tPath(tn.ID, "/document-templates/") + c.Do(t, "POST", tPath(tn.ID, "/document-templates"), tn.Key, map[string]any{"kind": "acknowledgement",
+		"name": "Resume", "subject": "Thanks", "body": "Thank you, {{contact.firstName}}, for {{gift.amount}}."}).Expect(t, http.StatusCreated).Map(t)["id"].(string)
 	today := time.Now().In(mustLoc(t, "America/New_York")).Format(time.DateOnly)
-	id := c.Do(t, "POST", tPath(tn.ID, "/letter-runs"), tn.Key, map[string]any{"templateId": list.Items[0]["id"], "channel": "pdf",
+	id := c.Do(t, "POST", tPath(tn.ID, "/letter-runs"), tn.Key, map[string]any{"templateId": tmpl[strings.LastIndex(tmpl, "/")+1:], "channel": "pdf",
 		"markAcknowledged": true, "filter": map[string]any{"from": today, "to": today}}).Expect(t, http.StatusAccepted).Map(t)["id"].(string)
 	poll := func(done func(map[string]any) bool) map[string]any {
 		for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(20 * time.Millisecond) {
@@ -52,6 +51,8 @@ func TestLetterRunResumesAfterKill(t *testing.T) {
 		}
 	}
 	c.Do(t, "GET", tPath(tn.ID, "/letter-runs/", id, "/document"), tn.Key, nil).Expect(t, http.StatusConflict)
+	// The queued run's template cannot be deleted until the run is done.
+	c.Do(t, "DELETE", tmpl, tn.Key, nil).Expect(t, http.StatusBadRequest)
 	victim := start()
 	run := poll(func(r map[string]any) bool { n, _ := r["letters"].(float64); return n >= 30 })
 	if err := victim.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -66,6 +67,7 @@ func TestLetterRunResumesAfterKill(t *testing.T) {
 	if run["status"] != "succeeded" || run["letters"] != float64(201) || run["skipped"] != float64(0) {
 		t.Fatalf("after the kill: %v", run)
 	}
+	c.Do(t, "DELETE", tmpl, tn.Key, nil).Expect(t, http.StatusNoContent)
 	conn, err := pgx.Connect(context.Background(), c.DatabaseURL)
 	if err != nil {
 		t.Fatal(err)

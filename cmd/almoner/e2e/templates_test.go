@@ -15,7 +15,7 @@ first={{contact.firstName}} last={{contact.lastName}}
 addr={{contact.address.line1}}|{{contact.address.line2}}|{{contact.address.city}}|{{contact.address.stateProvince}}|{{contact.address.postalCode}}|{{contact.address.country}}
 amount={{gift.amount}} date={{gift.date}} fund={{gift.fund}} order={{gift.orderNumber}}
 deductible={{gift.deductibleAmount}} goods={{gift.goodsAndServicesValue}}
-tribute={{gift.tribute.type}}{{gift.tribute.name}}
+tribute={{gift.tribute.type}} {{gift.tribute.name}}
 org={{organization.legalName}} tax={{organization.taxId}} mail={{organization.email}} phone={{organization.phone}} web={{organization.website}}
 sig={{organization.signatureName}} {{organization.signatureTitle}}
 orgaddr={{organization.address.line1}}|{{organization.address.line2}}|{{organization.address.city}}|{{organization.address.stateProvince}}|{{organization.address.postalCode}}|{{organization.address.country}}
@@ -35,7 +35,9 @@ func TestDocumentTemplates(t *testing.T) {
 	tn := f.tn
 	base := tPath(tn.ID, "/document-templates")
 	c.Do(t, "PUT", tPath(tn.ID, "/organization-profile"), tn.Key, receiptProfile).Expect(t, http.StatusOK)
-	order := c.Do(t, "POST", tPath(tn.ID, "/orders"), tn.Key, f.cashOrder(80)).Expect(t, http.StatusCreated).Map(t)["id"].(string)
+	gift := f.cashOrder(80)
+	gift["donations"] = []any{map[string]any{"fundId": f.fund, "amount": 80, "tribute": map[string]any{"tributeType": "InMemoryOf", "name": "Ada"}}}
+	order := c.Do(t, "POST", tPath(tn.ID, "/orders"), tn.Key, gift).Expect(t, http.StatusCreated).Map(t)["id"].(string)
 
 	var list struct {
 		Items []map[string]any `json:"items"`
@@ -56,7 +58,7 @@ func TestDocumentTemplates(t *testing.T) {
 	id := created["id"].(string)
 	pdf := c.Do(t, "POST", base+"/"+id+"/preview", tn.Key, map[string]any{"orderId": order}).Expect(t, http.StatusOK)
 	checkUnicodePDF(t, "preview", pdf, []string{"DearJane,", "first=Janelast=Donor", "amount=USD80.00", "fund=General", "deductible=USD80.00",
-		"goods=USD0.00", "org=Sociétéd'EntraideFrançoisetax=12-3456789", "sig=ZoëMüllerTrésorière", "orgaddr=12Ruedel'Église||Montréal|QC|H2X1Y4|CA",
+		"goods=USD0.00", "tribute=inmemoryofAda", "org=Sociétéd'EntraideFrançoisetax=12-3456789", "sig=ZoëMüllerTrésorière", "orgaddr=12Ruedel'Église||Montréal|QC|H2X1Y4|CA",
 		"ThanksJane"})
 
 	for _, tc := range []struct{ body, want string }{
