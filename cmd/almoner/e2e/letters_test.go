@@ -127,6 +127,24 @@ func TestLetterRuns(t *testing.T) {
 		}
 	}
 
+	// Events: a letter.created per letter; each run's last
+	// letter_run.updated carries its counts.
+	var created, ended int
+	for deadline := time.Now().Add(10 * time.Second); (created < 22 || ended < 3) && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		created, ended = 0, 0
+		for _, raw := range readFeed(t, c, tn, "limit=1000&types=letter.created,letter_run.updated").Items {
+			switch s := string(raw); {
+			case strings.Contains(s, `"letter.created"`):
+				created++
+			case strings.Contains(s, `"letter_run.updated"`) && strings.Contains(s, `"skippedReasons"`) && strings.Contains(s, `"succeeded"`):
+				ended++
+			}
+		}
+	}
+	if created != 22 || ended != 3 {
+		t.Errorf("%d letter.created and %d final letter_run.updated events, want 22 and 3", created, ended)
+	}
+
 	e := errorsOf(t, c.Do(t, "POST", runs, tn.Key, map[string]any{"templateId": uuid.NewString(), "channel": "fax",
 		"filter": map[string]any{"from": "2026-13-01", "to": today, "cohortId": "x"}}).Expect(t, http.StatusBadRequest))
 	for _, k := range []string{"TemplateId", "Channel", "Filter.From", "Filter.CohortId"} {

@@ -242,7 +242,10 @@ func (s *Store) SaveBatch(ctx context.Context, r Run, owner string, b Batch, lea
 // in the same transaction; it answers how many were queued.
 func insertLetters(ctx context.Context, tx pgx.Tx, r Run, letters []Letter, seq int64) (int, error) {
 	emailed := 0
+	entries := make([]audit.Entry, len(letters))
 	for i, l := range letters {
+		entries[i] = audit.Entry{TenantID: r.TenantID.String(), EntityType: "Letter", EntityID: LetterID(r.ID, l.OrderID),
+			Action: audit.Created, Actor: "system"}
 		doc, err := json.Marshal(l.Document)
 		if err != nil {
 			return 0, err
@@ -260,8 +263,20 @@ func insertLetters(ctx context.Context, tx pgx.Tx, r Run, letters []Letter, seq 
 			return 0, err
 		}
 	}
+	// One letter.created per letter, in one statement per batch.
+	b := &pgx.Batch{}
+	if err := audit.QueueAll(ctx, b, entries); err != nil {
+		return 0, err
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return 0, fmt.Errorf("record letters' audit: %w", err)
+	}
 	return emailed, nil
 }
+
+// LetterID is a letter's id in the event feed: its run and its gift,
+// "<run id>:<order id>" (a gift has at most one letter per run).
+func LetterID(run, order uuid.UUID) string { return run.String() + ":" + order.String() }
 
 // Finish ends a run (succeeded or failed, with the reason) and writes
 // letter_run.updated with its counts; ErrLeaseLost when owner no longer
