@@ -32,7 +32,7 @@ type group struct {
 var serviceGroups = map[protoreflect.FullName]group{
 	"almoner.contacts.v1.ContactService":            {"Contacts", true},
 	"almoner.orders.v1.OrderService":                {"Donations and orders", true},
-	"almoner.orders.v1.OrderAcknowledgementService": {"Donations and orders", false},
+	"almoner.orders.v1.OrderAcknowledgementService": {"Donations and orders", true},
 	"almoner.orders.v1.RecurringDonationService":    {"Recurring donations", true},
 	"almoner.inventory.v1.InventoryService":         {"Inventory items", true},
 	"almoner.reports.v1.ReportService":              {"Reports", true},
