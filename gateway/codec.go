@@ -8,6 +8,7 @@ import (
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/utilities"
+	"google.golang.org/genproto/googleapis/api/httpbody"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/almoner/almoner/pkg/wirejson"
@@ -56,6 +57,9 @@ func (c codec) NewDecoder(r io.Reader) runtime.Decoder {
 			// options.
 			data := b.unread()
 			_, _ = b.Seek(0, io.SeekEnd)
+			if b.rawType != "" {
+				return rawBody(b.rawType, data, v)
+			}
 			return c.unmarshal(data, v, b.opts)
 		}
 		data, err := io.ReadAll(r)
@@ -89,4 +93,15 @@ func (queryParser) Parse(msg proto.Message, values url.Values, filter *utilities
 	return wirejson.UnmarshalQuery(values, msg, func(name string) bool {
 		return filter != nil && filter.HasCommonPrefix([]string{name})
 	})
+}
+
+// rawBody hands a file body (rawBodyRoutes) to its RPC's
+// google.api.HttpBody field, a **httpbody.HttpBody.
+func rawBody(contentType string, data []byte, v any) error {
+	p, ok := v.(**httpbody.HttpBody)
+	if !ok {
+		return io.ErrUnexpectedEOF
+	}
+	*p = &httpbody.HttpBody{ContentType: contentType, Data: data}
+	return nil
 }

@@ -31,9 +31,12 @@ var registry = map[string][]registerFunc{
 	"contacts":  {contactsv1.RegisterContactServiceHandler, contactsv1.RegisterContactFormServiceHandler},
 	"imports":   {importsv1.RegisterImportServiceHandler},
 	"inventory": {inventoryv1.RegisterInventoryServiceHandler},
-	"orders":    {ordersv1.RegisterOrderServiceHandler, ordersv1.RegisterFundServiceHandler, ordersv1.RegisterBatchServiceHandler, ordersv1.RegisterRecurringDonationServiceHandler, ordersv1.RegisterPaymentMethodServiceHandler},
-	"reports":   {reportsv1.RegisterReportServiceHandler, reportsv1.RegisterOrganizationProfileServiceHandler, reportsv1.RegisterReceiptServiceHandler, reportsv1.RegisterTaxStatementServiceHandler},
-	"webhooks":  {webhooksv1.RegisterWebhookServiceHandler, webhooksv1.RegisterEventServiceHandler},
+	"orders": {ordersv1.RegisterOrderServiceHandler, ordersv1.RegisterFundServiceHandler, ordersv1.RegisterBatchServiceHandler, ordersv1.RegisterRecurringDonationServiceHandler, ordersv1.RegisterPaymentMethodServiceHandler,
+		ordersv1.RegisterOrderAcknowledgementServiceHandler},
+	"reports": {reportsv1.RegisterReportServiceHandler, reportsv1.RegisterOrganizationProfileServiceHandler, reportsv1.RegisterReceiptServiceHandler, reportsv1.RegisterTaxStatementServiceHandler,
+		reportsv1.RegisterBrandingServiceHandler, reportsv1.RegisterDocumentTemplateServiceHandler,
+		reportsv1.RegisterLetterRunServiceHandler},
+	"webhooks": {webhooksv1.RegisterWebhookServiceHandler, webhooksv1.RegisterEventServiceHandler},
 }
 
 // Services returns the names of the services the gateway can route to.

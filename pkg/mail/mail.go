@@ -47,6 +47,19 @@ type Message struct {
 	Text string
 	// HTML is an optional alternative part.
 	HTML string
+	// FromName is the sender's display name (a tenant's, on its letters);
+	// the address stays ALMONER_MAIL_FROM's. Empty: ALMONER_MAIL_FROM as
+	// it is.
+	FromName string
+	// Attachment is an optional file (a letter's PDF).
+	Attachment *Attachment
+}
+
+// Attachment is a file attached to a message.
+type Attachment struct {
+	Name        string
+	ContentType string
+	Data        []byte
 }
 
 // ErrInvalid is returned by Enqueue for a message it cannot send.
@@ -64,12 +77,17 @@ func (m Message) check() error {
 		return fmt.Errorf("%w: a line break in the subject", ErrInvalid)
 	case m.Text == "":
 		return fmt.Errorf("%w: no plain-text part", ErrInvalid)
+	case strings.ContainsAny(m.FromName, "\r\n"):
+		return fmt.Errorf("%w: a line break in the sender's name", ErrInvalid)
+	case m.Attachment != nil && (m.Attachment.Name == "" || m.Attachment.ContentType == "" || strings.ContainsAny(m.Attachment.Name, "\r\n\"/\\")):
+		return fmt.Errorf("%w: attachment %q", ErrInvalid, m.Attachment.Name)
 	}
 	return nil
 }
 
-const insertSQL = `INSERT INTO mail.outbox (id, tenant_id, kind, to_address, subject, text_body, html_body)
-VALUES ($1, $2, $3, $4, $5, $6, $7)`
+const insertSQL = `INSERT INTO mail.outbox (id, tenant_id, kind, to_address, subject, text_body, html_body, from_name,
+	attachment_name, attachment_type, attachment)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
 
 // Enqueue queues m inside tx, the transaction that makes the change the
 // message reports: the message exists exactly when the change commits, and
@@ -94,7 +112,15 @@ func Enqueue(ctx context.Context, tx pgx.Tx, m Message) (uuid.UUID, error) {
 	if m.HTML != "" {
 		html = &m.HTML
 	}
-	if _, err := tx.Exec(ctx, insertSQL, id, tenant, m.Kind, m.To, m.Subject, m.Text, html); err != nil {
+	var fromName, attName, attType *string
+	var att []byte
+	if m.FromName != "" {
+		fromName = &m.FromName
+	}
+	if a := m.Attachment; a != nil {
+		attName, attType, att = &a.Name, &a.ContentType, a.Data
+	}
+	if _, err := tx.Exec(ctx, insertSQL, id, tenant, m.Kind, m.To, m.Subject, m.Text, html, fromName, attName, attType, att); err != nil {
 		return uuid.Nil, fmt.Errorf("mail: enqueue %s: %w", m.Kind, err)
 	}
 	return id, nil

@@ -1,10 +1,13 @@
 package mail
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	netmail "net/mail"
+	"regexp"
 	"time"
 
 	"github.com/google/uuid"
@@ -26,6 +29,9 @@ type SenderConfig struct {
 	// MaxAttempts is how many attempts a message gets before it is marked
 	// failed and left for an operator.
 	MaxAttempts int
+	// RatePerTenant is the most attempts a second for one tenant's
+	// messages (ALMONER_MAIL_RATE); DefaultRatePerTenant when zero.
+	RatePerTenant int
 }
 
 // Defaults of SenderConfig: a message waits at most 5 s, and a failing one
@@ -35,6 +41,11 @@ const (
 	DefaultRetryBase   = time.Minute
 	DefaultRetryMax    = time.Hour
 	DefaultMaxAttempts = 8
+	// DefaultRatePerTenant: 10 messages a second per tenant, so one
+	// tenant's letter run does not hold everyone's invitations back
+	// (other tenants' messages are claimed meanwhile) nor trip the SMTP
+	// provider's limits.
+	DefaultRatePerTenant = 10
 )
 
 // lease is how long a claimed message is held before another sender may
@@ -69,24 +80,36 @@ func NewSender(pool *pgxpool.Pool, transport Transport, from string, cfg SenderC
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = DefaultMaxAttempts
 	}
+	if cfg.RatePerTenant <= 0 {
+		cfg.RatePerTenant = DefaultRatePerTenant
+	}
 	return &Sender{pool: pool, transport: transport, from: from, cfg: cfg, logger: logger, now: time.Now}
 }
 
-// Run sends due messages every Interval until ctx ends.
+// Run sends due messages every Interval until ctx ends. After a drain
+// that sent something it looks again within a second: a drain also stops
+// when every due message belongs to a tenant at its rate, and that tenant
+// may send again a second later.
 func (s *Sender) Run(ctx context.Context) {
-	t := time.NewTicker(s.cfg.Interval)
-	defer t.Stop()
 	for {
-		if _, err := s.Drain(ctx); err != nil && ctx.Err() == nil {
+		n, err := s.Drain(ctx)
+		if err != nil && ctx.Err() == nil {
 			s.logger.Warn("mail: drain the queue", "error", err)
+		}
+		wait := s.cfg.Interval
+		if n > 0 {
+			wait = min(wait, rateWindow)
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-time.After(wait):
 		}
 	}
 }
+
+// rateWindow is the window RatePerTenant counts attempts in.
+const rateWindow = time.Second
 
 // Drain sends every message due now and returns how many it attempted.
 func (s *Sender) Drain(ctx context.Context) (int, error) {
@@ -117,19 +140,32 @@ type queued struct {
 	Text     string
 	HTML     *string
 	Attempts int
+	FromName *string
+	AttName  *string
+	AttType  *string
+	Att      []byte
 }
 
 // claimSQL takes the oldest due message and holds it for the lease: the
 // attempt is counted before it is made, so a sender that dies mid-send
 // still uses one of the message's attempts.
-const claimSQL = `UPDATE mail.outbox SET attempts = attempts + 1, next_attempt_at = now() + $1::interval
-WHERE id = (SELECT id FROM mail.outbox WHERE sent_at IS NULL AND failed_at IS NULL AND next_attempt_at <= now()
-            ORDER BY next_attempt_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
-RETURNING id, kind, to_address, subject, text_body, html_body, attempts`
+//
+// A tenant that made RatePerTenant ($2) attempts in the last second has
+// none of its messages claimed until it falls under: the oldest due
+// message of another tenant goes first. Attempts of senders in flight
+// count (attempted_at is written by the claim), so several senders keep
+// the rate together.
+const claimSQL = `UPDATE mail.outbox SET attempts = attempts + 1, next_attempt_at = now() + $1::interval, attempted_at = now()
+WHERE id = (SELECT o.id FROM mail.outbox o WHERE o.sent_at IS NULL AND o.failed_at IS NULL AND o.next_attempt_at <= now()
+              AND (o.tenant_id IS NULL OR (SELECT count(*) FROM mail.outbox r WHERE r.tenant_id = o.tenant_id
+                                            AND r.attempted_at > now() - interval '1 second') < $2)
+            ORDER BY o.next_attempt_at, o.id LIMIT 1 FOR UPDATE SKIP LOCKED)
+RETURNING id, kind, to_address, subject, text_body, html_body, attempts, from_name, attachment_name, attachment_type, attachment`
 
 func (s *Sender) claim(ctx context.Context) (queued, error) {
 	var q queued
-	err := s.pool.QueryRow(ctx, claimSQL, lease).Scan(&q.ID, &q.Kind, &q.To, &q.Subject, &q.Text, &q.HTML, &q.Attempts)
+	err := s.pool.QueryRow(ctx, claimSQL, lease, s.cfg.RatePerTenant).Scan(&q.ID, &q.Kind, &q.To, &q.Subject, &q.Text, &q.HTML, &q.Attempts,
+		&q.FromName, &q.AttName, &q.AttType, &q.Att)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return q, fmt.Errorf("mail: claim: %w", err)
 	}
@@ -151,8 +187,8 @@ func (s *Sender) send(ctx context.Context, q queued) error {
 // same one.
 func (s *Sender) build(q queued) (*gomail.Msg, error) {
 	m := gomail.NewMsg()
-	if err := m.From(s.from); err != nil {
-		return nil, fmt.Errorf("from %q: %w", s.from, err)
+	if err := s.setFrom(m, q.FromName); err != nil {
+		return nil, err
 	}
 	if err := m.To(q.To); err != nil {
 		return nil, fmt.Errorf("to: %w", err)
@@ -164,7 +200,31 @@ func (s *Sender) build(q queued) (*gomail.Msg, error) {
 	if q.HTML != nil {
 		m.AddAlternativeString(gomail.TypeTextHTML, *q.HTML)
 	}
+	if q.AttName != nil && q.AttType != nil {
+		if err := m.AttachReader(*q.AttName, bytes.NewReader(q.Att), gomail.WithFileContentType(gomail.ContentType(*q.AttType))); err != nil {
+			return nil, fmt.Errorf("attach %s: %w", *q.AttName, err)
+		}
+	}
 	return m, nil
+}
+
+// setFrom sets the From header: ALMONER_MAIL_FROM, with name as its
+// display name when there is one.
+func (s *Sender) setFrom(m *gomail.Msg, name *string) error {
+	if name == nil || *name == "" {
+		if err := m.From(s.from); err != nil {
+			return fmt.Errorf("from %q: %w", s.from, err)
+		}
+		return nil
+	}
+	addr, err := netmail.ParseAddress(s.from)
+	if err != nil {
+		return fmt.Errorf("from %q: %w", s.from, err)
+	}
+	if err := m.FromFormat(*name, addr.Address); err != nil {
+		return fmt.Errorf("from %q <%s>: %w", *name, addr.Address, err)
+	}
+	return nil
 }
 
 // record writes an attempt's outcome: sent, due again after the backoff,
@@ -178,7 +238,7 @@ func (s *Sender) record(ctx context.Context, q queued, sendErr error) error {
 		return wrap(err, "mark sent")
 	}
 	s.logger.Warn("mail: send failed", "id", q.ID, "kind", q.Kind, "attempt", q.Attempts, "error", sendErr)
-	if q.Attempts >= s.cfg.MaxAttempts {
+	if q.Attempts >= s.cfg.MaxAttempts || permanent(sendErr) {
 		_, err := s.pool.Exec(ctx, `UPDATE mail.outbox SET failed_at = now(), last_error = $2 WHERE id = $1`, q.ID, sendErr.Error())
 		return wrap(err, "mark failed")
 	}
@@ -203,3 +263,17 @@ func wrap(err error, what string) error {
 	}
 	return nil
 }
+
+// permanent reports whether the SMTP server refused the message for good
+// (a 5xx reply: no such mailbox, say): trying again would only fail
+// again, so the message is marked failed at once.
+// go-mail tells only temporary (4xx) from the rest, and the rest includes
+// a dropped connection, so the 5xx code is looked for in its text.
+func permanent(err error) bool {
+	var se *gomail.SendError
+	return errors.As(err, &se) && !se.IsTemp() && smtpPermanent.MatchString(se.Error())
+}
+
+// smtpPermanent finds a 5xx SMTP reply in a SendError's text ("…: 550
+// 5.1.1 no such user").
+var smtpPermanent = regexp.MustCompile(`(^|: )5\d\d[ -]`)

@@ -14,6 +14,7 @@ const (
 	ContactsCreate           = "contacts:create"
 	ContactsEdit             = "contacts:edit"
 	ContactsMerge            = "contacts:merge"
+	DocumentsManage          = "documents:manage"
 	DonationsView            = "donations:view"
 	EventsView               = "events:view"
 	FundsView                = "funds:view"
@@ -57,6 +58,7 @@ var Catalog = []Scope{
 	{ContactsCreate, "Create contacts."},
 	{ContactsEdit, "Update contacts."},
 	{ContactsMerge, "Merge a duplicate contact into another: its gifts, schedules, payment methods and details move, and it becomes a tombstone."},
+	{DocumentsManage, "Edit document templates, run acknowledgement letters and mark gifts acknowledged or not to acknowledge."},
 	{DonationsView, "Read donation history (orders)."},
 	{EventsView, "Read the tenant's event feed: every change, in commit order."},
 	{FundsView, "List funds."},
@@ -78,7 +80,7 @@ var Catalog = []Scope{
 	{ReportsExport, "Export report runs as CSV, Excel or PDF."},
 	{ReportsManage, "Create, update and delete saved report definitions."},
 	{TaxStatementsManage, "Start year-end tax statement runs, follow them and download their statements."},
-	{TenantSettingsManage, "Read and replace the organization profile printed on receipts and statements."},
+	{TenantSettingsManage, "Read and replace the organization profile and the branding (colors, logo) printed on receipts, statements and letters."},
 	{UsersManage, "List staff users, invite them, change their roles and remove them."},
 	{WebhooksView, "List webhook endpoints, event types and deliveries."},
 	{WebhooksManage, "Register, update, delete and test webhook endpoints; send deliveries again and replay events."},

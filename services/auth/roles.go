@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/google/uuid"
-
 	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
@@ -39,7 +37,7 @@ var roleScopes = map[string][]string{
 	// A fundraiser works with donors and their gifts.
 	RoleFundraiser: {
 		scopes.AuditLogsView, scopes.ContactsView, scopes.ContactsCreate, scopes.ContactsEdit, scopes.ContactsMerge,
-		scopes.DonationsView, scopes.FundsView, scopes.ImportsManage, scopes.InventoryView, scopes.OrdersView, scopes.OrdersCreate,
+		scopes.DocumentsManage, scopes.DonationsView, scopes.FundsView, scopes.ImportsManage, scopes.InventoryView, scopes.OrdersView, scopes.OrdersCreate,
 		scopes.PaymentMethodsManage, scopes.RecurringDonationsView, scopes.RecurringDonationsCancel, scopes.RecurringDonationsManage,
 		scopes.ReportsView, scopes.ReportsExport,
 	},
@@ -80,7 +78,7 @@ func (u *userServer) ListRoles(ctx context.Context, req *authv1.ListRolesRequest
 	if err != nil {
 		return nil, err
 	}
-	custom, err := u.s.store.Roles(ctx, uuid.MustParse(p.TenantID))
+	custom, err := u.s.store.Roles(ctx, p.Tenant())
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +111,7 @@ func (u *userServer) CreateRole(ctx context.Context, req *authv1.CreateRoleReque
 			return nil, apperr.MissingPermission(x)
 		}
 	}
-	r, err := u.s.store.CreateRole(ctx, uuid.MustParse(p.TenantID), req.GetName(), sc, p.Actor())
+	r, err := u.s.store.CreateRole(ctx, p.Tenant(), req.GetName(), sc, p.Actor())
 	if errors.Is(err, store.ErrRoleExists) {
 		return nil, errRoleTaken()
 	}
@@ -161,7 +159,7 @@ func (s *Service) assignable(ctx context.Context, p authctx.Principal, role stri
 	}
 	var custom *store.Role
 	if roleName.MatchString(role) {
-		list, err := s.store.Roles(ctx, uuid.MustParse(p.TenantID))
+		list, err := s.store.Roles(ctx, p.Tenant())
 		if err != nil {
 			return err
 		}

@@ -56,7 +56,7 @@ type Config struct {
 	// Mail is where queued email goes; the auth service hosts the one
 	// sender of the queue (pkg/mail) that every service writes to.
 	Mail mail.Settings
-	// MailSender tunes the sender (ALMONER_MAIL_INTERVAL).
+	// MailSender tunes the sender (ALMONER_MAIL_INTERVAL, ALMONER_MAIL_RATE).
 	MailSender mail.SenderConfig
 	// Password are the argon2id costs of new password hashes
 	// (ALMONER_ARGON2_MEMORY_KIB, ALMONER_ARGON2_TIME); zero fields take
@@ -231,6 +231,9 @@ var Module = service.Module{
 		}
 		cfg.Mail = mail.SettingsFromConfig(d.Config)
 		if cfg.MailSender.Interval, err = d.Config.Duration("ALMONER_MAIL_INTERVAL", mail.DefaultInterval); err != nil {
+			return nil, err
+		}
+		if cfg.MailSender.RatePerTenant, err = d.Config.Int("ALMONER_MAIL_RATE", mail.DefaultRatePerTenant); err != nil {
 			return nil, err
 		}
 		// The host of a sandbox process that runs everything provides a

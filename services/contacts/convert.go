@@ -34,7 +34,7 @@ func toContact(c store.Contact) *contactsv1.Contact {
 		UpdatedAt:        timestamppb.New(c.UpdatedAt),
 		Tags:             c.Tags,
 		CommunicationPreferences: &contactsv1.CommunicationPreferences{
-			DoNotEmail: c.DoNotEmail, DoNotMail: c.DoNotMail, DoNotCall: c.DoNotCall,
+			DoNotEmail: c.DoNotEmail, DoNotMail: c.DoNotMail, DoNotCall: c.DoNotCall, DoNotAcknowledge: c.DoNotAcknowledge,
 		},
 		ExternalId:    optional(c.ExternalID),
 		Notes:         optional(c.Notes),

@@ -103,6 +103,7 @@ func validateContact(in *contactsv1.ContactInput, mode validateMode, self int64)
 	}
 	prefs := in.GetCommunicationPreferences()
 	f.DoNotEmail, f.DoNotMail, f.DoNotCall = prefs.GetDoNotEmail(), prefs.GetDoNotMail(), prefs.GetDoNotCall()
+	f.DoNotAcknowledge = prefs.GetDoNotAcknowledge()
 
 	f.Emails = validateEmails(&v, in.GetEmails())
 	f.Phones = validatePhones(&v, in.GetPhones())

@@ -64,7 +64,11 @@ func (a *orderServer) ListOrders(ctx context.Context, req *ordersv1.ListOrdersRe
 	if err != nil {
 		return nil, err
 	}
-	return &ordersv1.ListOrdersResponse{Items: paging.Convert(list, wire.ToOrder), TotalCount: total, Page: pg.Number, PageSize: pg.Size, NextPageToken: next}, nil
+	out := &ordersv1.ListOrdersResponse{Items: paging.Convert(list, wire.ToOrder), TotalCount: total, Page: pg.Number, PageSize: pg.Size, NextPageToken: next}
+	if err := a.s.withAcknowledgements(ctx, p.Tenant(), out.Items...); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // orderFilter reads the list's query filters; every unreadable one is a
@@ -89,6 +93,7 @@ func orderFilter(req *ordersv1.ListOrdersRequest) (store.OrderFilter, error) {
 	// of nearly every currency; an exact filter for JPY orders uses whole
 	// numbers, which parse the same.
 	f.MinAmount, f.MaxAmount = optionalAmount(&v, "MinAmount", req.GetMinAmount().GetValue()), optionalAmount(&v, "MaxAmount", req.GetMaxAmount().GetValue())
+	f.AcknowledgementStatus = acknowledgementFilter(&v, req.GetAcknowledgementStatus())
 	return f, v.Err()
 }
 
@@ -134,5 +139,5 @@ func filterKey(f store.OrderFilter, size int32) string {
 		return p.String()
 	}
 	return paging.FilterKey(size, i64(f.ContactID), f.Status, f.LineKind, id(f.FundID), f.CampaignID, id(f.BatchID), id(f.ScheduleID),
-		paging.TimeKey(f.From), paging.TimeKey(f.To), i64(f.MinAmount), i64(f.MaxAmount))
+		paging.TimeKey(f.From), paging.TimeKey(f.To), i64(f.MinAmount), i64(f.MaxAmount), f.AcknowledgementStatus)
 }

@@ -21,7 +21,11 @@ type orderServer struct {
 
 // CreateOrder records an order (checkout.Service).
 func (a *orderServer) CreateOrder(ctx context.Context, req *ordersv1.CreateOrderRequest) (*ordersv1.CreateOrderResponse, error) {
-	return a.s.checkout.CreateOrder(ctx, req)
+	resp, err := a.s.checkout.CreateOrder(ctx, req)
+	if err == nil {
+		newGiftPending(resp.GetOrder())
+	}
+	return resp, err
 }
 
 // VoidOrder voids an order (changes.Server).
@@ -51,5 +55,9 @@ func (a *orderServer) GetOrder(ctx context.Context, req *ordersv1.GetOrderReques
 	if err != nil {
 		return nil, err
 	}
-	return &ordersv1.GetOrderResponse{Order: wire.ToOrder(o)}, nil
+	out := wire.ToOrder(o)
+	if err := a.s.withAcknowledgements(ctx, o.TenantID, out); err != nil {
+		return nil, err
+	}
+	return &ordersv1.GetOrderResponse{Order: out}, nil
 }

@@ -146,6 +146,8 @@ func (s *Service) Register(r grpc.ServiceRegistrar) {
 	ordersv1.RegisterProcessorNotificationServiceServer(r, s.events)
 	ordersv1.RegisterContactMoveServiceServer(r, &contactMoveServer{s: s})
 	ordersv1.RegisterGiftImportServiceServer(r, &giftImportServer{s: s})
+	ordersv1.RegisterOrderAcknowledgementServiceServer(r, &acknowledgementServer{s: s})
+	ordersv1.RegisterAcknowledgementClaimServiceServer(r, &acknowledgementServer{s: s})
 }
 
 // Start starts the recurring charge runner and the sweeper of abandoned

@@ -20,6 +20,18 @@ require (
 )
 
 require (
+	github.com/cbroglie/mustache v1.4.2
+	github.com/microcosm-cc/bluemonday v1.0.27
+	github.com/wneessen/go-mail v0.8.1
+	github.com/yuin/goldmark v1.8.7
+)
+
+require (
+	github.com/aymerick/douceur v0.2.0 // indirect
+	github.com/gorilla/css v1.0.1 // indirect
+)
+
+require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect

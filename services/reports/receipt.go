@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"mime"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"google.golang.org/genproto/googleapis/api/httpbody"
@@ -24,8 +26,11 @@ import (
 	pkgmoney "github.com/almoner/almoner/pkg/money"
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/pkg/wirejson"
+	"github.com/almoner/almoner/services/reports/branding"
+	"github.com/almoner/almoner/services/reports/letters"
 	"github.com/almoner/almoner/services/reports/render"
 	"github.com/almoner/almoner/services/reports/store"
+	"github.com/almoner/almoner/services/reports/templates"
 )
 
 type receiptServer struct {
@@ -71,7 +76,11 @@ func (x *receiptServer) GetOrderReceipt(req *reportsv1.GetOrderReceiptRequest, s
 	}
 	r := buildReceipt(o, fig, prof, donor, issued)
 	if wantsPDF(metadata.ValueFromIncomingContext(ctx, "accept")) {
-		return sendPDF(stream, "receipt-"+r.GetReceiptNumber()+".pdf", receiptDocument(r, prof))
+		d, err := x.s.receiptPDF(ctx, tenant, r, donor, prof)
+		if err != nil {
+			return err
+		}
+		return sendPDF(stream, "receipt-"+r.GetReceiptNumber()+".pdf", d)
 	}
 	return sendJSON(stream, r)
 }
@@ -328,4 +337,233 @@ func sendPDF(stream grpc.ServerStreamingServer[httpbody.HttpBody], name string, 
 		return err
 	}
 	return cw.flush()
+}
+
+// Frame is templates.Frames: the document a template of kind prints in
+// and its merge, for the tenant's order orderID or a sample gift. A
+// preview issues nothing: a receipt's or statement's number prints as
+// zeros.
+func (s *Service) Frame(ctx context.Context, tenant uuid.UUID, kind, orderID string) (render.Document, templates.Merge, error) {
+	prof, err := s.profile(ctx, tenant)
+	if err != nil {
+		return render.Document{}, templates.Merge{}, err
+	}
+	brand, err := s.brand.Get(ctx, tenant)
+	if err != nil {
+		return render.Document{}, templates.Merge{}, err
+	}
+	now := s.cfg.Now()
+	today := now.In(location(prof)).Format(time.DateOnly)
+	var d render.Document
+	var m templates.Merge
+	if orderID == "" {
+		m = templates.Sample(mergeOrganization(prof, brand), today)
+		d = letterDocument(prof, brand, []string{m.Contact.Name, m.Contact.Address.Line1}, today)
+	} else if d, m, err = s.orderFrame(ctx, tenant, kind, orderID, prof, brand, now); err != nil {
+		return d, m, err
+	}
+	if d.Brand, err = s.brand.Brand(ctx, tenant); err != nil {
+		return d, m, err
+	}
+	return d, m, nil
+}
+
+// orderFrame is Frame for a real gift: a receipt or a one-gift statement
+// as the service makes them, or a letter.
+func (s *Service) orderFrame(ctx context.Context, tenant uuid.UUID, kind, orderID string, prof store.Profile, brand branding.Branding, now time.Time) (render.Document, templates.Merge, error) {
+	o, err := s.loadOrder(ctx, tenant, orderID)
+	if err != nil {
+		return render.Document{}, templates.Merge{}, err
+	}
+	donor, err := s.store.Donor(ctx, tenant, o.ContactID)
+	if err != nil {
+		return render.Document{}, templates.Merge{}, fmt.Errorf("reports: frame of order %s: %w", o.ID, err)
+	}
+	issued := store.Issued{IssuedAt: now}
+	r := buildReceipt(o, receiptFigures(o), prof, donor, issued)
+	m := receiptMerge(r, donor, prof, brand, now)
+	if m.Gift.TributeType, m.Gift.TributeName, err = s.store.Tribute(ctx, tenant, o.ID); err != nil {
+		return render.Document{}, templates.Merge{}, err
+	}
+	switch kind {
+	case templates.KindReceipt:
+		return receiptDocument(r, prof), m, nil
+	case templates.KindStatement:
+		gifts, totals := statementLines([]store.Order{o}, location(prof))
+		st := buildStatement(o.CreatedAt.In(location(prof)).Year(), issued, prof, donor, gifts, totals)
+		return statementDocument(st, prof), statementMerge(st, donor, prof, brand, now), nil
+	}
+	return letterDocument(prof, brand, donorLines(r.GetDonor()), m.Today), m, nil
+}
+
+// letterDocument is an acknowledgement letter's frame: the organization,
+// the date, the donor, the signature (the branding's, else the
+// profile's signatory) and the footer; the template's body is its text.
+func letterDocument(prof store.Profile, brand branding.Branding, donor []string, today string) render.Document {
+	return render.Document{
+		PageSize: pageSize(prof.Country), Title: "Thank you", Organization: organizationLines(organizationBlock(prof)),
+		Facts: [][2]string{{"Date", today}}, Donor: donor, Signatory: signature(prof, brand), Footer: prof.ReceiptFooter,
+	}
+}
+
+// signature is who signs a letter: the branding's signature, else the
+// profile's signatory.
+func signature(prof store.Profile, brand branding.Branding) []string {
+	if brand.SignatureName != nil && *brand.SignatureName != "" {
+		title := ""
+		if brand.SignatureTitle != nil {
+			title = *brand.SignatureTitle
+		}
+		return nonEmpty(*brand.SignatureName, title)
+	}
+	return nonEmpty(prof.SignatoryName, prof.SignatoryTitle)
+}
+
+func mergeOrganization(p store.Profile, b branding.Branding) templates.Organization {
+	sig := signature(p, b)
+	o := templates.Organization{LegalName: p.LegalName, TaxID: p.TaxID, Email: p.Email, Phone: p.Phone, Website: p.Website,
+		Address: mergeAddress(&p.Address)}
+	if len(sig) > 0 {
+		o.SignatureName = sig[0]
+	}
+	if len(sig) > 1 {
+		o.SignatureTitle = sig[1]
+	}
+	return o
+}
+
+func mergeAddress(a *store.Address) templates.Address {
+	if a == nil {
+		return templates.Address{}
+	}
+	deref := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	return templates.Address{Line1: a.Line1, Line2: deref(a.Line2), City: deref(a.City), StateProvince: deref(a.StateProvince),
+		PostalCode: deref(a.PostalCode), Country: deref(a.Country)}
+}
+
+func mergeContact(d store.Donor) templates.Contact {
+	return templates.Contact{FirstName: d.FirstName, LastName: d.LastName, Name: d.Name, Address: mergeAddress(d.Address)}
+}
+
+// receiptMerge is a receipt's merge fields; its funds are joined when the
+// order gave to several.
+func receiptMerge(r *reportsv1.Receipt, donor store.Donor, prof store.Profile, brand branding.Branding, now time.Time) templates.Merge {
+	cur := r.GetCurrency()
+	g := templates.Gift{Amount: cur + " " + r.GetTotalAmount().GetValue(), OrderNumber: strconv.FormatInt(r.GetOrderNumber(), 10),
+		DeductibleAmount: cur + " " + r.GetDeductibleAmount().GetValue(), GoodsAndServicesValue: cur + " " + r.GetGoodsAndServicesValue().GetValue()}
+	var funds []string
+	for _, l := range r.GetGifts() {
+		g.Date = l.GetDate()
+		if !slices.Contains(funds, l.GetFundName()) {
+			funds = append(funds, l.GetFundName())
+		}
+	}
+	g.Fund = strings.Join(funds, ", ")
+	return templates.Merge{Contact: mergeContact(donor), Organization: mergeOrganization(prof, brand),
+		Today: now.In(location(prof)).Format(time.DateOnly), Gift: g}
+}
+
+// statementMerge is a statement's merge fields: its gifts, and the totals
+// per currency joined ("USD 150.00; EUR 20.00").
+func statementMerge(st *reportsv1.GivingStatement, donor store.Donor, prof store.Profile, brand branding.Branding, now time.Time) templates.Merge {
+	m := templates.Merge{Contact: mergeContact(donor), Organization: mergeOrganization(prof, brand),
+		Today: now.In(location(prof)).Format(time.DateOnly), Year: strconv.Itoa(int(st.GetYear()))}
+	for _, g := range st.GetGifts() {
+		m.Gifts = append(m.Gifts, templates.Gift{Amount: g.GetCurrency() + " " + g.GetAmount().GetValue(), Date: g.GetDate(),
+			Fund: g.GetDescription(), OrderNumber: strconv.FormatInt(g.GetOrderNumber(), 10),
+			DeductibleAmount: g.GetCurrency() + " " + g.GetDeductibleAmount().GetValue()})
+	}
+	var totals []string
+	for _, t := range st.GetTotals() {
+		totals = append(totals, t.GetCurrency()+" "+t.GetTotalAmount().GetValue())
+	}
+	m.Total = strings.Join(totals, "; ")
+	return m
+}
+
+// templated fills the tenant's default template of kind into d. A
+// template that fails to render leaves d as the system makes it (its
+// title, no text): a receipt is never refused for its template, and its
+// legal lines are printed by the system after the body whatever it says.
+func (s *Service) templated(ctx context.Context, tenant uuid.UUID, kind string, d render.Document, m templates.Merge, suffix string) (render.Document, error) {
+	t, err := s.templates.Default(ctx, tenant, kind)
+	if err != nil {
+		return d, err
+	}
+	filled, err := templates.Fill(ctx, t, m)
+	if err != nil {
+		s.logger.WarnContext(ctx, "reports: the default template does not render; printed without it", "kind", kind, "template", t.ID, "err", err)
+		return d, nil
+	}
+	return filled.Apply(d, suffix), nil
+}
+
+// receiptPDF lays a receipt out with the tenant's branding and receipt
+// template.
+func (s *Service) receiptPDF(ctx context.Context, tenant uuid.UUID, r *reportsv1.Receipt, donor store.Donor, prof store.Profile) (render.Document, error) {
+	brand, err := s.brand.Get(ctx, tenant)
+	if err != nil {
+		return render.Document{}, err
+	}
+	d, err := s.templated(ctx, tenant, templates.KindReceipt, receiptDocument(r, prof), receiptMerge(r, donor, prof, brand, s.cfg.Now()), "")
+	if err != nil {
+		return d, err
+	}
+	d.Brand, err = s.brand.Brand(ctx, tenant)
+	return d, err
+}
+
+// LetterBase is letters.Frames: the tenant's letter frame, its
+// organization's merge fields and its time zone.
+func (s *Service) LetterBase(ctx context.Context, tenant uuid.UUID) (letters.Base, error) {
+	prof, err := s.profile(ctx, tenant)
+	if err != nil {
+		return letters.Base{}, err
+	}
+	b, err := s.brand.Get(ctx, tenant)
+	if err != nil {
+		return letters.Base{}, err
+	}
+	d := letterDocument(prof, b, nil, "")
+	d.Facts = nil
+	if d.Brand, err = s.brand.Brand(ctx, tenant); err != nil {
+		return letters.Base{}, err
+	}
+	return letters.Base{Document: d, Organization: mergeOrganization(prof, b), Location: location(prof), SenderName: prof.LegalName}, nil
+}
+
+// GiftMerge is letters.Frames: one gift's contact and gift merge fields
+// (the receipt's figures) and the donor's block.
+func (s *Service) GiftMerge(ctx context.Context, tenant, orderID uuid.UUID, loc *time.Location) (templates.Merge, []string, error) {
+	o, err := s.store.Order(ctx, tenant, orderID)
+	if err != nil {
+		return templates.Merge{}, nil, err
+	}
+	donor, err := s.store.Donor(ctx, tenant, o.ContactID)
+	if err != nil {
+		return templates.Merge{}, nil, fmt.Errorf("reports: letter of order %s: %w", o.ID, err)
+	}
+	prof := store.Profile{TimeZone: loc.String()}
+	r := buildReceipt(o, receiptFigures(o), prof, donor, store.Issued{})
+	m := receiptMerge(r, donor, prof, branding.Branding{}, s.cfg.Now())
+	m.Gift.Amount = amountText(donationNet(o), o.Currency)
+	if m.Gift.TributeType, m.Gift.TributeName, err = s.store.Tribute(ctx, tenant, o.ID); err != nil {
+		return templates.Merge{}, nil, err
+	}
+	return m, donorLines(r.GetDonor()), nil
+}
+
+// donationNet is what the order gave: its donation lines, net. A letter
+// thanks the gift; the receipt's total also counts items bought.
+func donationNet(o store.Order) int64 {
+	var n int64
+	for _, d := range o.Donations {
+		n += d.NetMinor
+	}
+	return n
 }

@@ -6,6 +6,7 @@ package reports
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -17,9 +18,13 @@ import (
 	"github.com/almoner/almoner/pkg/audit"
 	"github.com/almoner/almoner/pkg/config"
 	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/pkg/mail"
 	"github.com/almoner/almoner/pkg/service"
+	"github.com/almoner/almoner/services/reports/branding"
+	"github.com/almoner/almoner/services/reports/letters"
 	"github.com/almoner/almoner/services/reports/migrations"
 	"github.com/almoner/almoner/services/reports/store"
+	"github.com/almoner/almoner/services/reports/templates"
 )
 
 // Name is the service's name in --target.
@@ -31,7 +36,7 @@ const Name = "reports"
 // reports needs them and checks at start-up that they are there
 // (cmd/almoner/internal/app, Needs).
 func Migrations() []db.Migrations {
-	return []db.Migrations{audit.Migrations(), migrations.Set()}
+	return []db.Migrations{audit.Migrations(), mail.Migrations(), migrations.Set()}
 }
 
 // Config is the reports service's configuration.
@@ -48,14 +53,27 @@ type Config struct {
 	TaxRunBatch int
 	// NoTaxRunner leaves the year-end runner off (tests that drive it).
 	NoTaxRunner bool
+	// LetterRunLease and LetterRunBatch tune the letter runner (30s, 100
+	// gifts); NoLetterRunner leaves it off. Tests shorten them.
+	LetterRunLease time.Duration
+	LetterRunBatch int
+	NoLetterRunner bool
+	// Dial reaches the other services: the orders service acknowledges a
+	// letter run's gifts. Nil: none reachable (claims answer 503).
+	Dial func(service string) (grpc.ClientConnInterface, error)
 }
 
 // Service is the reports service.
 type Service struct {
-	store  *store.Store
-	cfg    Config
-	logger *slog.Logger
-	runner *taxRunner
+	store     *store.Store
+	brand     *branding.Store
+	templates *templates.Store
+	cfg       Config
+	logger    *slog.Logger
+	runner    *taxRunner
+
+	letterStore  *letters.Store
+	letterRunner *letters.Runner
 }
 
 // New returns the reports service on pool.
@@ -66,8 +84,12 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *Service {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	s := &Service{store: store.New(pool), cfg: cfg, logger: logger}
+	s := &Service{store: store.New(pool), brand: branding.NewStore(pool), templates: templates.NewStore(pool), cfg: cfg, logger: logger}
 	s.runner = newTaxRunner(s)
+	s.letterStore = letters.NewStore(pool)
+	claimer := letters.GRPCClaimer{Orders: service.NewUpstream(cfg.Dial, "orders")}
+	s.letterRunner = letters.NewRunner(s.letterStore, s.templates, s, claimer,
+		letters.RunnerConfig{Poll: cfg.TaxRunPoll, Lease: cfg.LetterRunLease, Batch: cfg.LetterRunBatch, Now: cfg.Now}, logger)
 	return s
 }
 
@@ -80,6 +102,13 @@ func (s *Service) Register(r grpc.ServiceRegistrar) {
 	reportsv1.RegisterOrganizationProfileServiceServer(r, &profileServer{s: s})
 	reportsv1.RegisterReceiptServiceServer(r, &receiptServer{s: s})
 	reportsv1.RegisterTaxStatementServiceServer(r, &taxRunServer{s: s})
+	reportsv1.RegisterBrandingServiceServer(r, branding.NewServer(s.brand))
+	ts := templates.NewServer(s.templates, s)
+	ts.InUse = letters.TemplateInUse
+	reportsv1.RegisterDocumentTemplateServiceServer(r, ts)
+	ls := letters.NewServer(s.letterStore, s.templates, s)
+	ls.Queued = s.letterRunner.Poke
+	reportsv1.RegisterLetterRunServiceServer(r, ls)
 }
 
 // Start starts the year-end runner, which makes the tax statement runs
@@ -88,12 +117,17 @@ func (s *Service) Start(context.Context) error {
 	if !s.cfg.NoTaxRunner {
 		s.runner.start()
 	}
+	if !s.cfg.NoLetterRunner {
+		s.letterRunner.Start()
+	}
 	return nil
 }
 
 // Stop stops the runner; a run it was making is taken up again, from its
 // last saved batch, once its lease runs out.
-func (s *Service) Stop(ctx context.Context) error { return s.runner.stop(ctx) }
+func (s *Service) Stop(ctx context.Context) error {
+	return errors.Join(s.runner.stop(ctx), s.letterRunner.Stop(ctx))
+}
 
 // Module describes the reports service to the binaries that host it.
 var Module = service.Module{
@@ -104,6 +138,7 @@ var Module = service.Module{
 		if err != nil {
 			return nil, err
 		}
+		cfg.Dial = d.Dial
 		return New(d.DB, cfg, d.Logger), nil
 	},
 }
@@ -127,8 +162,32 @@ func configFrom(src config.Source) (Config, error) {
 	if cfg.TaxRunBatch, err = src.Int("ALMONER_TAX_RUN_BATCH", defaultTaxRunBatch); err != nil {
 		return cfg, err
 	}
+	if err := letterRunnerConfig(src, &cfg); err != nil {
+		return cfg, err
+	}
 	if cfg.TaxRunLease < time.Second || cfg.TaxRunBatch < 1 || cfg.TaxRunBatch > 1000 {
 		return cfg, fmt.Errorf("ALMONER_TAX_RUN_LEASE must be at least 1s and ALMONER_TAX_RUN_BATCH 1 to 1000 (%s, %d)", cfg.TaxRunLease, cfg.TaxRunBatch)
 	}
 	return cfg, nil
+}
+
+// letterRunnerConfig reads ALMONER_LETTER_RUNNER (true: this replica
+// makes letter runs; false for API-only replicas), ALMONER_LETTER_RUN_LEASE
+// (30s) and ALMONER_LETTER_RUN_BATCH (100 gifts).
+func letterRunnerConfig(src config.Source, cfg *Config) error {
+	on, err := src.Bool("ALMONER_LETTER_RUNNER", true)
+	if err != nil {
+		return err
+	}
+	cfg.NoLetterRunner = !on
+	if cfg.LetterRunLease, err = src.Duration("ALMONER_LETTER_RUN_LEASE", letters.DefaultLease); err != nil {
+		return err
+	}
+	if cfg.LetterRunBatch, err = src.Int("ALMONER_LETTER_RUN_BATCH", letters.DefaultBatch); err != nil {
+		return err
+	}
+	if cfg.LetterRunLease < time.Second || cfg.LetterRunBatch < 1 || cfg.LetterRunBatch > 1000 {
+		return fmt.Errorf("ALMONER_LETTER_RUN_LEASE must be at least 1s and ALMONER_LETTER_RUN_BATCH 1 to 1000 (%s, %d)", cfg.LetterRunLease, cfg.LetterRunBatch)
+	}
+	return nil
 }

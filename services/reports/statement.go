@@ -25,6 +25,7 @@ import (
 	"github.com/almoner/almoner/pkg/wirejson"
 	"github.com/almoner/almoner/services/reports/render"
 	"github.com/almoner/almoner/services/reports/store"
+	"github.com/almoner/almoner/services/reports/templates"
 )
 
 // Statement years: a statement covers a calendar year between these.
@@ -64,7 +65,11 @@ func (x *receiptServer) GetGivingStatement(req *reportsv1.GetGivingStatementRequ
 		return err
 	}
 	if wantsPDF(metadata.ValueFromIncomingContext(ctx, "accept")) {
-		return sendPDF(stream, "statement-"+st.GetStatementNumber()+".pdf", statementDocument(st, prof))
+		d, err := x.s.statementPDF(ctx, tenant, st, prof, nil)
+		if err != nil {
+			return err
+		}
+		return sendPDF(stream, "statement-"+st.GetStatementNumber()+".pdf", d)
 	}
 	b, err := wirejson.Marshal(st)
 	if err != nil {
@@ -229,4 +234,35 @@ func statementDocument(st *reportsv1.GivingStatement, prof store.Profile) render
 			[2]string{"Deductible " + cur, cur + " " + t.GetDeductibleAmount().GetValue()})
 	}
 	return d
+}
+
+// statementPDF lays a statement out with the tenant's statement template
+// and branding (brand, when the caller read it once for many).
+func (s *Service) statementPDF(ctx context.Context, tenant uuid.UUID, st *reportsv1.GivingStatement, prof store.Profile, brand *render.Brand) (render.Document, error) {
+	donor, err := s.store.Donor(ctx, tenant, st.GetDonor().GetContactId())
+	if errors.Is(err, db.ErrNotFound) {
+		// A year-end run's donor deleted since: the statement's own block.
+		donor, err = store.Donor{ContactID: st.GetDonor().GetContactId(), Name: st.GetDonor().GetName()}, nil
+	}
+	if err != nil {
+		return render.Document{}, err
+	}
+	b, err := s.brand.Get(ctx, tenant)
+	if err != nil {
+		return render.Document{}, err
+	}
+	suffix := ""
+	if st.GetCorrected() {
+		suffix = " (corrected)"
+	}
+	d, err := s.templated(ctx, tenant, templates.KindStatement, statementDocument(st, prof), statementMerge(st, donor, prof, b, s.cfg.Now()), suffix)
+	if err != nil {
+		return d, err
+	}
+	if brand != nil {
+		d.Brand = *brand
+		return d, nil
+	}
+	d.Brand, err = s.brand.Brand(ctx, tenant)
+	return d, err
 }

@@ -199,8 +199,12 @@ func (s *Service) writeRunZip(ctx context.Context, run store.TaxRun, prof store.
 
 // zipRun writes the run's statements as a ZIP of PDFs to w.
 func (s *Service) zipRun(ctx context.Context, run store.TaxRun, prof store.Profile, w io.Writer) error {
+	brand, err := s.brand.Brand(ctx, run.TenantID)
+	if err != nil {
+		return err
+	}
 	zw := zip.NewWriter(w)
-	err := s.store.TaxRunItems(ctx, run.TenantID, run.ID, func(it store.TaxRunItem) error {
+	err = s.store.TaxRunItems(ctx, run.TenantID, run.ID, func(it store.TaxRunItem) error {
 		st := &reportsv1.GivingStatement{}
 		if err := wirejson.Unmarshal(it.Statement, st); err != nil {
 			return fmt.Errorf("read statement of contact %d: %w", it.ContactID, err)
@@ -209,7 +213,11 @@ func (s *Service) zipRun(ctx context.Context, run store.TaxRun, prof store.Profi
 		if err != nil {
 			return err
 		}
-		return render.WriteDocument(statementDocument(st, prof), f)
+		d, err := s.statementPDF(ctx, run.TenantID, st, prof, &brand)
+		if err != nil {
+			return err
+		}
+		return render.WriteDocument(d, f)
 	})
 	if err != nil {
 		return fmt.Errorf("reports: download run: %w", err)

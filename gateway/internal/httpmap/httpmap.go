@@ -92,14 +92,14 @@ func bindingOf(m protoreflect.MethodDescriptor, r *annotations.HttpRule) (Bindin
 // SuccessStatus is the status of a successful call of the RPC named name
 // (`CreateOrder`), from its verb: Create… answers 201 Created, Delete…
 // and Revoke… 204 No Content (and no body), Redeliver…, Replay… and
-// StartTaxStatementRun 202 Accepted (they queue work that happens later),
+// StartTaxStatementRun and StartLetterRun 202 Accepted (they queue work that happens later),
 // others 200.
 func SuccessStatus(name string) int {
 	switch {
 	case strings.HasPrefix(name, "Create"):
 		return http.StatusCreated
-	case strings.HasPrefix(name, "Redeliver"), strings.HasPrefix(name, "Replay"), name == "StartTaxStatementRun", name == "RequestPasswordReset",
-		name == "EnableMfaEmail", name == "SendMfaEmailCode":
+	case strings.HasPrefix(name, "Redeliver"), strings.HasPrefix(name, "Replay"), name == "StartTaxStatementRun", name == "StartLetterRun",
+		name == "RequestPasswordReset", name == "EnableMfaEmail", name == "SendMfaEmailCode":
 		return http.StatusAccepted
 	case strings.HasPrefix(name, "Delete"), strings.HasPrefix(name, "Revoke"), name == "SignOut", name == "ConfirmPasswordReset":
 		return http.StatusNoContent

@@ -32,6 +32,7 @@ type group struct {
 var serviceGroups = map[protoreflect.FullName]group{
 	"almoner.contacts.v1.ContactService":            {"Contacts", true},
 	"almoner.orders.v1.OrderService":                {"Donations and orders", true},
+	"almoner.orders.v1.OrderAcknowledgementService": {"Donations and orders", true},
 	"almoner.orders.v1.RecurringDonationService":    {"Recurring donations", true},
 	"almoner.inventory.v1.InventoryService":         {"Inventory items", true},
 	"almoner.reports.v1.ReportService":              {"Reports", true},
@@ -43,6 +44,9 @@ var serviceGroups = map[protoreflect.FullName]group{
 	"almoner.orders.v1.BatchService":                {"Batches and fulfillment", false},
 	"almoner.contacts.v1.ContactFormService":        {"Marketing form", false},
 	"almoner.reports.v1.OrganizationProfileService": {"Tenant administration", false},
+	"almoner.reports.v1.BrandingService":            {"Tenant administration", false},
+	"almoner.reports.v1.DocumentTemplateService":    {"Tenant administration", false},
+	"almoner.reports.v1.LetterRunService":           {"Tenant administration", false},
 	"almoner.reports.v1.ReceiptService":             {"Tax statements", false},
 	"almoner.reports.v1.TaxStatementService":        {"Tax statements", false},
 	"almoner.imports.v1.ImportService":              {"Imports", false},

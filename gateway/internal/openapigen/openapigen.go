@@ -200,6 +200,9 @@ func (g *generator) planBody(op *operation, pathFields map[string]bool) error {
 		if fd == nil || fd.Message() == nil || fd.IsList() || fd.IsMap() {
 			return fmt.Errorf("body %s is not a message field of %s", op.b.Body, in.FullName())
 		}
+		if fd.Message().FullName() == httpBodyName {
+			return planRawBody(op)
+		}
 		u := use{msg: fd.Message().FullName(), dir: request}
 		g.schemas.collect(fd.Message(), u, resName)
 		op.body = &u

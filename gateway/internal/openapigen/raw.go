@@ -1,6 +1,7 @@
 package openapigen
 
 import (
+	"fmt"
 	"regexp"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -31,6 +32,12 @@ var rawResponses = map[protoreflect.Name]rawResponse{
 	"GetGivingStatement": givingStatement,
 	// DownloadTaxStatementRun is a ZIP of PDFs or a CSV.
 	"DownloadTaxStatementRun": taxStatementDownload,
+	// GetBrandingLogo is the kept image.
+	"GetBrandingLogo": attachmentless("image/png", "image/jpeg"),
+	// PreviewDocumentTemplate is a PDF or, with format=html, HTML.
+	"PreviewDocumentTemplate": attachmentless("application/pdf", "text/html"),
+	// GetLetterRunDocument is the run's letters in one PDF.
+	"GetLetterRunDocument": attachment("application/pdf"),
 }
 
 const reportColumnName protoreflect.FullName = "almoner.reports.v1.ReportColumn"
@@ -159,3 +166,41 @@ var (
 
 // taxStatementDownload is a run's statements as a ZIP of PDFs or a CSV.
 var taxStatementDownload = attachment("application/zip", "text/csv")
+
+// rawRequests are the media types of the RPCs whose request body is
+// google.api.HttpBody (the gateway admits them besides JSON,
+// gateway/body.go rawBodyRoutes); planBody fails on one that is missing.
+var rawRequests = map[protoreflect.Name][]string{
+	"PutBrandingLogo": {"image/png", "image/jpeg"},
+}
+
+// planRawBody describes a body of bytes in one of the RPC's media types.
+func planRawBody(op *operation) error {
+	types, ok := rawRequests[op.b.Method.Name()]
+	if !ok {
+		return fmt.Errorf("its body is google.api.HttpBody, and rawRequests does not say what it holds")
+	}
+	op.finish = func(o *openapi3.Operation) {
+		content := openapi3.Content{}
+		for _, mt := range types {
+			content[mt] = file(mt)
+		}
+		o.RequestBody = &openapi3.RequestBodyRef{Value: &openapi3.RequestBody{
+			Description: "The file's bytes, with its Content-Type.", Required: true, Content: content}}
+	}
+	return nil
+}
+
+// attachmentless is a file in one of mediaTypes, with no
+// Content-Disposition (an image a page shows).
+func attachmentless(mediaTypes ...string) rawResponse {
+	return rawResponse{
+		respond: func(_ *generator, desc string) *openapi3.Response {
+			content := openapi3.Content{}
+			for _, mt := range mediaTypes {
+				content[mt] = file(mt)
+			}
+			return &openapi3.Response{Description: &desc, Content: content}
+		},
+	}
+}

@@ -194,6 +194,15 @@ type Message struct {
 	// Text is the plain-text part; HTML the HTML part, if any.
 	Text string
 	HTML string
+	// Attachments are the attached files.
+	Attachments []Attachment
+}
+
+// Attachment is an attached file of a received message.
+type Attachment struct {
+	FileName    string
+	ContentType string
+	Size        int
 }
 
 // Address is a mailbox of a received message.

@@ -315,10 +315,11 @@ func MergedFields(s, d Fields, survivorID int64, choices map[string]string) Fiel
 	out.Notes = pick("notes", s.Notes, d.Notes)
 	switch choices["communicationPreferences"] {
 	case ChooseDuplicate:
-		out.DoNotEmail, out.DoNotMail, out.DoNotCall = d.DoNotEmail, d.DoNotMail, d.DoNotCall
+		out.DoNotEmail, out.DoNotMail, out.DoNotCall, out.DoNotAcknowledge = d.DoNotEmail, d.DoNotMail, d.DoNotCall, d.DoNotAcknowledge
 	case ChooseSurvivor:
 	default:
 		out.DoNotEmail, out.DoNotMail, out.DoNotCall = s.DoNotEmail || d.DoNotEmail, s.DoNotMail || d.DoNotMail, s.DoNotCall || d.DoNotCall
+		out.DoNotAcknowledge = s.DoNotAcknowledge || d.DoNotAcknowledge
 	}
 	out.Tags = slices.Clone(s.Tags)
 	for _, t := range d.Tags {

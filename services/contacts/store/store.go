@@ -122,6 +122,8 @@ type Fields struct {
 	DoNotEmail       bool
 	DoNotMail        bool
 	DoNotCall        bool
+	// DoNotAcknowledge: letter runs thank none of the contact's gifts.
+	DoNotAcknowledge bool
 	IsActive         bool
 	Phones           []Phone
 	Emails           []Email
@@ -202,7 +204,7 @@ func (f Fields) Snapshot() map[string]any {
 		"tags":             tags,
 		"isActive":         f.IsActive,
 		"communicationPreferences": map[string]any{
-			"doNotEmail": f.DoNotEmail, "doNotMail": f.DoNotMail, "doNotCall": f.DoNotCall},
+			"doNotEmail": f.DoNotEmail, "doNotMail": f.DoNotMail, "doNotCall": f.DoNotCall, "doNotAcknowledge": f.DoNotAcknowledge},
 		"phones":        phones,
 		"emails":        emails,
 		"addresses":     addresses,

@@ -23,6 +23,8 @@ type OrderFilter struct {
 	From, To   *time.Time
 	MinAmount  *int64
 	MaxAmount  *int64
+	// AcknowledgementStatus keeps gifts of this status.
+	AcknowledgementStatus string
 }
 
 // where builds the filter's SQL conditions after the tenant's ($1).
@@ -35,6 +37,9 @@ func (f OrderFilter) where(args []any) (string, []any) {
 	}
 	if f.ContactID != nil {
 		add("o.contact_id = ?", *f.ContactID)
+	}
+	if f.AcknowledgementStatus != "" {
+		add("o.has_donations AND o.acknowledgement_status = ?", f.AcknowledgementStatus)
 	}
 	if f.Status != "" {
 		add("o.status = ?", f.Status)

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -24,6 +25,9 @@ type Document struct {
 	Facts [][2]string
 	// Donor is the donor's name and address lines.
 	Donor []string
+	// Body is the template's text, in paragraphs, printed under the
+	// donor's block (a letter is mostly this).
+	Body []string
 	// Columns are the table's headers; a column whose header starts with
 	// "$" is right-aligned (the "$" is not printed).
 	Columns []string
@@ -37,6 +41,60 @@ type Document struct {
 	Signatory []string
 	// Footer is the organization's free text.
 	Footer string
+	// Brand is the tenant's logo and colors (none: black on white). A
+	// document kept as JSON (a letter run's) leaves it out: the run's
+	// branding is put back once when the letters are laid out.
+	Brand Brand `json:"-"`
+}
+
+// Brand is what a document prints of the tenant's branding.
+type Brand struct {
+	// Logo is a PNG or JPEG image (LogoType "image/png" or "image/jpeg")
+	// as the branding package encoded it; printed at the top right.
+	Logo     []byte
+	LogoType string
+	// Primary colors the title and the organization's name; Secondary
+	// shades the table's header. Nil prints the defaults.
+	Primary   *[3]int
+	Secondary *[3]int
+}
+
+// Logo box: the most a logo takes at the top right, in mm; it keeps its
+// aspect ratio inside.
+const (
+	logoMaxW = 45.0
+	logoMaxH = 22.0
+)
+
+// brandLogo prints the logo at the top right, within the logo box.
+func brandLogo(pdf pdfDoc, b Brand) {
+	if len(b.Logo) == 0 {
+		return
+	}
+	typ := "PNG"
+	if b.LogoType == "image/jpeg" {
+		typ = "JPG"
+	}
+	info := pdf.RegisterImageOptionsReader("logo", fpdf.ImageOptions{ImageType: typ}, bytes.NewReader(b.Logo))
+	if info == nil || info.Width() <= 0 || info.Height() <= 0 {
+		return
+	}
+	w, h := logoMaxW, logoMaxW*info.Height()/info.Width()
+	if h > logoMaxH {
+		w, h = logoMaxH*info.Width()/info.Height(), logoMaxH
+	}
+	pageW, _ := pdf.GetPageSize()
+	_, top, right, _ := pdf.GetMargins()
+	pdf.ImageOptions("logo", pageW-right-w, top, w, h, false, fpdf.ImageOptions{ImageType: typ}, 0, "")
+}
+
+// textColor sets the text color to c, or black.
+func textColor(pdf pdfDoc, c *[3]int) {
+	if c == nil {
+		pdf.SetTextColor(0, 0, 0)
+		return
+	}
+	pdf.SetTextColor(c[0], c[1], c[2])
 }
 
 // WriteDocument lays d out as a PDF with DejaVu Sans embedded (so every
@@ -46,27 +104,44 @@ type Document struct {
 // prints; a panic inside fpdf all the same is this document's error,
 // returned before anything was written to w (fpdf writes only at Output,
 // once the document is complete).
-func WriteDocument(d Document, w io.Writer) (err error) {
+func WriteDocument(d Document, w io.Writer) error {
+	return WriteDocuments(d.PageSize, d.Title, w, func(add func(Document) error) error { return add(d) })
+}
+
+// WriteDocuments lays many documents out in one PDF (a letter run's), each
+// from a new page, in the page size of the first; docs calls add once per
+// document. fpdf holds the whole file until Output, a few kilobytes a
+// page. A panic inside fpdf is the file's error, returned before anything
+// was written to w.
+func WriteDocuments(pageSize, title string, w io.Writer, docs func(add func(Document) error) error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("render: document: fpdf: %v", r)
 		}
 	}()
-	size := d.PageSize
-	if size == "" {
-		size = "A4"
+	if pageSize == "" {
+		pageSize = "A4"
 	}
-	pdf := pdfDoc{fpdf.New("P", "mm", size, "")}
+	pdf := pdfDoc{fpdf.New("P", "mm", pageSize, "")}
 	pdf.AddUTF8FontFromBytes("dejavu", "", fontRegular)
 	pdf.AddUTF8FontFromBytes("dejavu", "B", fontBold)
 	pdf.SetAutoPageBreak(true, 15)
 	pdf.SetCreator("Almoner", true)
-	pdf.SetTitle(d.Title, true)
-	pdf.AddPage()
-	docHeader(pdf, d)
-	docTable(pdf, d)
-	docClosing(pdf, d)
-	if err := pdf.Error(); err != nil {
+	pdf.SetTitle(title, true)
+	err = docs(func(d Document) error {
+		pdf.AddPage()
+		brandLogo(pdf, d.Brand)
+		docHeader(pdf, d)
+		docBody(pdf, d)
+		docTable(pdf, d)
+		docClosing(pdf, d)
+		return pdf.Error()
+	})
+	if err == nil && pdf.PageCount() == 0 {
+		// An empty run is still a file: one blank page.
+		pdf.AddPage()
+	}
+	if err != nil {
 		return fmt.Errorf("render: document: %w", err)
 	}
 	if err := pdf.Output(w); err != nil {
@@ -81,15 +156,23 @@ func docHeader(pdf pdfDoc, d Document) {
 	for i, l := range d.Organization {
 		if i == 0 {
 			pdf.SetFont("dejavu", "B", 14)
-			pdf.MultiCell(0, 7, l, "", "L", false)
+			textColor(pdf, d.Brand.Primary)
+			pdf.MultiCell(pageTextWidth(pdf, d.Brand), 7, l, "", "L", false)
+			textColor(pdf, nil)
 			pdf.SetFont("dejavu", "", 9)
 			continue
 		}
-		pdf.MultiCell(0, 4.5, oneLine(l), "", "L", false)
+		pdf.MultiCell(pageTextWidth(pdf, d.Brand), 4.5, oneLine(l), "", "L", false)
+	}
+	if _, top, _, _ := pdf.GetMargins(); len(d.Brand.Logo) > 0 && pdf.GetY() < top+logoMaxH {
+		// The title starts under the logo.
+		pdf.SetY(top + logoMaxH)
 	}
 	pdf.Ln(6)
 	pdf.SetFont("dejavu", "B", 16)
+	textColor(pdf, d.Brand.Primary)
 	pdf.CellFormat(0, 9, d.Title, "", 1, "L", false, 0, "")
+	textColor(pdf, nil)
 	pdf.SetFont("dejavu", "", 10)
 	for _, f := range d.Facts {
 		pdf.CellFormat(45, 5.5, f[0], "", 0, "L", false, 0, "")
@@ -105,6 +188,19 @@ func docHeader(pdf pdfDoc, d Document) {
 		pdf.MultiCell(0, 5.5, oneLine(l), "", "L", false)
 	}
 	pdf.Ln(6)
+}
+
+// docBody prints the template's paragraphs.
+func docBody(pdf pdfDoc, d Document) {
+	if len(d.Body) == 0 {
+		return
+	}
+	pdf.SetFont("dejavu", "", 11)
+	for _, p := range d.Body {
+		pdf.MultiCell(0, 5.8, strings.ReplaceAll(p, "\r", ""), "", "L", false)
+		pdf.Ln(3)
+	}
+	pdf.Ln(4)
 }
 
 // docTable prints the gifts and the totals under them.
@@ -131,7 +227,11 @@ func docTable(pdf pdfDoc, d Document) {
 		return "L"
 	}
 	pdf.SetFont("dejavu", "B", 10)
-	pdf.SetFillColor(230, 230, 230)
+	if c := d.Brand.Secondary; c != nil {
+		pdf.SetFillColor(c[0], c[1], c[2])
+	} else {
+		pdf.SetFillColor(230, 230, 230)
+	}
 	for i, c := range d.Columns {
 		pdf.CellFormat(widths[i], 7, strings.TrimPrefix(c, "$"), "1", 0, align(i), true, 0, "")
 	}
@@ -172,6 +272,17 @@ func docClosing(pdf pdfDoc, d Document) {
 		pdf.SetFont("dejavu", "", 8)
 		pdf.MultiCell(0, 4, strings.ReplaceAll(d.Footer, "\r", ""), "", "L", false)
 	}
+}
+
+// pageTextWidth is the width the organization's name may take: the line
+// beside the logo, or all of it (0) without one.
+func pageTextWidth(pdf pdfDoc, b Brand) float64 {
+	if len(b.Logo) == 0 {
+		return 0
+	}
+	pageW, _ := pdf.GetPageSize()
+	left, _, right, _ := pdf.GetMargins()
+	return pageW - left - right - logoMaxW - 5
 }
 
 // oneLine prints newlines as spaces in a one-line cell.

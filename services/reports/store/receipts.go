@@ -47,6 +47,10 @@ type ItemLine struct {
 type Donor struct {
 	ContactID int64
 	Name      string
+	// FirstName and LastName are a person's (empty for an organization):
+	// a letter's merge fields.
+	FirstName string
+	LastName  string
 	Email     string
 	// Address is the contact's primary address; nil when it has none.
 	Address *Address
@@ -89,9 +93,12 @@ func (s *Store) Donor(ctx context.Context, tenantID uuid.UUID, contactID int64) 
 	d := Donor{ContactID: contactID}
 	var email, line1 *string
 	var a Address
-	err := s.pool.QueryRow(ctx, `SELECT display_name, email, line1, line2, city, state_province, postal_code, country
-		FROM contacts.report_contact_mailing_v1 WHERE tenant_id = $1 AND contact_id = $2`, tenantID, contactID).
-		Scan(&d.Name, &email, &line1, &a.Line2, &a.City, &a.StateProvince, &a.PostalCode, &a.Country)
+	err := s.pool.QueryRow(ctx, `SELECT m.display_name, m.email, m.line1, m.line2, m.city, m.state_province, m.postal_code, m.country,
+			coalesce(c.first_name, ''), coalesce(c.last_name, '')
+		FROM contacts.report_contact_mailing_v1 m
+		LEFT JOIN contacts.report_contacts_v1 c ON c.tenant_id = m.tenant_id AND c.contact_id = m.contact_id
+		WHERE m.tenant_id = $1 AND m.contact_id = $2`, tenantID, contactID).
+		Scan(&d.Name, &email, &line1, &a.Line2, &a.City, &a.StateProvince, &a.PostalCode, &a.Country, &d.FirstName, &d.LastName)
 	if err != nil {
 		return d, fmt.Errorf("reports: get donor %d: %w", contactID, db.Interpret(err))
 	}
@@ -279,13 +286,17 @@ func (s *Store) orderLines(ctx context.Context, tenantID uuid.UUID, orders []Ord
 // Donors reads many contacts as Donor does, by contact id; a contact the
 // tenant does not have is absent from the answer.
 func (s *Store) Donors(ctx context.Context, tenantID uuid.UUID, contactIDs []int64) (map[int64]Donor, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT contact_id, display_name, email, line1, line2, city, state_province, postal_code, country
-		FROM contacts.report_contact_mailing_v1 WHERE tenant_id = $1 AND contact_id = ANY($2)`, tenantID, contactIDs)
+	rows, _ := s.pool.Query(ctx, `SELECT m.contact_id, m.display_name, m.email, m.line1, m.line2, m.city, m.state_province, m.postal_code,
+			m.country, coalesce(c.first_name, ''), coalesce(c.last_name, '')
+		FROM contacts.report_contact_mailing_v1 m
+		LEFT JOIN contacts.report_contacts_v1 c ON c.tenant_id = m.tenant_id AND c.contact_id = m.contact_id
+		WHERE m.tenant_id = $1 AND m.contact_id = ANY($2)`, tenantID, contactIDs)
 	out := make(map[int64]Donor, len(contactIDs))
 	var d Donor
 	var email, line1 *string
 	var a Address
-	_, err := pgx.ForEachRow(rows, []any{&d.ContactID, &d.Name, &email, &line1, &a.Line2, &a.City, &a.StateProvince, &a.PostalCode, &a.Country}, func() error {
+	_, err := pgx.ForEachRow(rows, []any{&d.ContactID, &d.Name, &email, &line1, &a.Line2, &a.City, &a.StateProvince, &a.PostalCode, &a.Country,
+		&d.FirstName, &d.LastName}, func() error {
 		dd := d
 		if email != nil {
 			dd.Email = *email

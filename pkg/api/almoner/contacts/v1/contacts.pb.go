@@ -642,9 +642,12 @@ type CommunicationPreferences struct {
 	// DoNotMail: send the contact no postal mail.
 	DoNotMail bool `protobuf:"varint,2,opt,name=do_not_mail,json=doNotMail,proto3" json:"do_not_mail,omitempty"`
 	// DoNotCall: do not phone the contact.
-	DoNotCall     bool `protobuf:"varint,3,opt,name=do_not_call,json=doNotCall,proto3" json:"do_not_call,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	DoNotCall bool `protobuf:"varint,3,opt,name=do_not_call,json=doNotCall,proto3" json:"do_not_call,omitempty"`
+	// DoNotAcknowledge: letter runs thank none of the contact's gifts
+	// (docs/letters.md).
+	DoNotAcknowledge bool `protobuf:"varint,4,opt,name=do_not_acknowledge,json=doNotAcknowledge,proto3" json:"do_not_acknowledge,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *CommunicationPreferences) Reset() {
@@ -694,6 +697,13 @@ func (x *CommunicationPreferences) GetDoNotMail() bool {
 func (x *CommunicationPreferences) GetDoNotCall() bool {
 	if x != nil {
 		return x.DoNotCall
+	}
+	return false
+}
+
+func (x *CommunicationPreferences) GetDoNotAcknowledge() bool {
+	if x != nil {
+		return x.DoNotAcknowledge
 	}
 	return false
 }
@@ -2568,12 +2578,13 @@ const file_almoner_contacts_v1_contacts_proto_rawDesc = "" +
 	"\x0f_state_provinceB\x0e\n" +
 	"\f_postal_codeB\n" +
 	"\n" +
-	"\b_country\"|\n" +
+	"\b_country\"\xaa\x01\n" +
 	"\x18CommunicationPreferences\x12 \n" +
 	"\fdo_not_email\x18\x01 \x01(\bR\n" +
 	"doNotEmail\x12\x1e\n" +
 	"\vdo_not_mail\x18\x02 \x01(\bR\tdoNotMail\x12\x1e\n" +
-	"\vdo_not_call\x18\x03 \x01(\bR\tdoNotCall\"\xab\x02\n" +
+	"\vdo_not_call\x18\x03 \x01(\bR\tdoNotCall\x12,\n" +
+	"\x12do_not_acknowledge\x18\x04 \x01(\bR\x10doNotAcknowledge\"\xab\x02\n" +
 	"\x13ContactRelationship\x12,\n" +
 	"\x12related_contact_id\x18\x01 \x01(\x03R\x10relatedContactId\x12a\n" +
 	"\x11relationship_type\x18\x02 \x01(\tB4\x92A1\xf2\x02\x06Spouse\xf2\x02\x0fHouseholdMember\xf2\x02\bEmployer\xf2\x02\bEmployeeR\x10relationshipType\x120\n" +

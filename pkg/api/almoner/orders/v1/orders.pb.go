@@ -1782,9 +1782,17 @@ type Order struct {
 	// CreatedAt is when the order was recorded.
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	// UpdatedAt is when it last changed.
-	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,20,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,20,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	// AcknowledgementStatus is a gift's (an order with a donation line):
+	// pending, acknowledged or doNotAcknowledge; absent for an order
+	// without a donation line (docs/letters.md).
+	AcknowledgementStatus *string `protobuf:"bytes,21,opt,name=acknowledgement_status,json=acknowledgementStatus,proto3,oneof" json:"acknowledgement_status,omitempty"`
+	// AcknowledgedAt is when a letter run acknowledged the gift.
+	AcknowledgedAt *timestamppb.Timestamp `protobuf:"bytes,22,opt,name=acknowledged_at,json=acknowledgedAt,proto3" json:"acknowledged_at,omitempty"`
+	// AcknowledgementRunId is the letter run that acknowledged it.
+	AcknowledgementRunId *string `protobuf:"bytes,23,opt,name=acknowledgement_run_id,json=acknowledgementRunId,proto3,oneof" json:"acknowledgement_run_id,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *Order) Reset() {
@@ -1957,6 +1965,27 @@ func (x *Order) GetUpdatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Order) GetAcknowledgementStatus() string {
+	if x != nil && x.AcknowledgementStatus != nil {
+		return *x.AcknowledgementStatus
+	}
+	return ""
+}
+
+func (x *Order) GetAcknowledgedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AcknowledgedAt
+	}
+	return nil
+}
+
+func (x *Order) GetAcknowledgementRunId() string {
+	if x != nil && x.AcknowledgementRunId != nil {
+		return *x.AcknowledgementRunId
+	}
+	return ""
+}
+
 // ListOrdersRequest is the list's path and query.
 type ListOrdersRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1989,9 +2018,11 @@ type ListOrdersRequest struct {
 	// MinAmount keeps orders whose total is at least this.
 	MinAmount *v1.Decimal `protobuf:"bytes,14,opt,name=min_amount,json=minAmount,proto3" json:"min_amount,omitempty"`
 	// MaxAmount keeps orders whose total is at most this.
-	MaxAmount     *v1.Decimal `protobuf:"bytes,15,opt,name=max_amount,json=maxAmount,proto3" json:"max_amount,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	MaxAmount *v1.Decimal `protobuf:"bytes,15,opt,name=max_amount,json=maxAmount,proto3" json:"max_amount,omitempty"`
+	// AcknowledgementStatus keeps gifts of this acknowledgementStatus.
+	AcknowledgementStatus string `protobuf:"bytes,16,opt,name=acknowledgement_status,json=acknowledgementStatus,proto3" json:"acknowledgement_status,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *ListOrdersRequest) Reset() {
@@ -2127,6 +2158,13 @@ func (x *ListOrdersRequest) GetMaxAmount() *v1.Decimal {
 		return x.MaxAmount
 	}
 	return nil
+}
+
+func (x *ListOrdersRequest) GetAcknowledgementStatus() string {
+	if x != nil {
+		return x.AcknowledgementStatus
+	}
+	return ""
 }
 
 // ListOrdersResponse is the page envelope.
@@ -5164,7 +5202,8 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\n" +
 	"NextAction\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12#\n" +
-	"\rclient_secret\x18\x02 \x01(\tR\fclientSecret\"\xcb\b\n" +
+	"\rclient_secret\x18\x02 \x01(\tR\fclientSecret\"\xbd\n" +
+	"\n" +
 	"\x05Order\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\forder_number\x18\x02 \x01(\x03R\vorderNumber\x12\x1d\n" +
@@ -5189,7 +5228,12 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xbb\x05\n" +
+	"updated_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12:\n" +
+	"\x16acknowledgement_status\x18\x15 \x01(\tH\x00R\x15acknowledgementStatus\x88\x01\x01\x12C\n" +
+	"\x0facknowledged_at\x18\x16 \x01(\v2\x1a.google.protobuf.TimestampR\x0eacknowledgedAt\x129\n" +
+	"\x16acknowledgement_run_id\x18\x17 \x01(\tH\x01R\x14acknowledgementRunId\x88\x01\x01B\x19\n" +
+	"\x17_acknowledgement_statusB\x19\n" +
+	"\x17_acknowledgement_run_id\"\xa3\x06\n" +
 	"\x11ListOrdersRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x17\n" +
 	"\x04page\x18\x02 \x01(\x05H\x00R\x04page\x88\x01\x01\x12 \n" +
@@ -5212,7 +5256,8 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\n" +
 	"min_amount\x18\x0e \x01(\v2\x18.almoner.type.v1.DecimalB\a\x92A\x04\x9a\x02\x01\x05R\tminAmount\x12@\n" +
 	"\n" +
-	"max_amount\x18\x0f \x01(\v2\x18.almoner.type.v1.DecimalB\a\x92A\x04\x9a\x02\x01\x05R\tmaxAmountB\a\n" +
+	"max_amount\x18\x0f \x01(\v2\x18.almoner.type.v1.DecimalB\a\x92A\x04\x9a\x02\x01\x05R\tmaxAmount\x12f\n" +
+	"\x16acknowledgement_status\x18\x10 \x01(\tB/\x92A,\xf2\x02\apending\xf2\x02\facknowledged\xf2\x02\x10doNotAcknowledgeR\x15acknowledgementStatusB\a\n" +
 	"\x05_pageB\f\n" +
 	"\n" +
 	"_page_sizeB\r\n" +
@@ -5632,97 +5677,98 @@ var file_almoner_orders_v1_orders_proto_depIdxs = []int32{
 	9,  // 31: almoner.orders.v1.Order.shipping_address:type_name -> almoner.orders.v1.Address
 	66, // 32: almoner.orders.v1.Order.created_at:type_name -> google.protobuf.Timestamp
 	66, // 33: almoner.orders.v1.Order.updated_at:type_name -> google.protobuf.Timestamp
-	67, // 34: almoner.orders.v1.ListOrdersRequest.min_amount:type_name -> almoner.type.v1.Decimal
-	67, // 35: almoner.orders.v1.ListOrdersRequest.max_amount:type_name -> almoner.type.v1.Decimal
-	22, // 36: almoner.orders.v1.ListOrdersResponse.items:type_name -> almoner.orders.v1.Order
-	22, // 37: almoner.orders.v1.GetOrderResponse.order:type_name -> almoner.orders.v1.Order
-	22, // 38: almoner.orders.v1.VoidOrderResponse.order:type_name -> almoner.orders.v1.Order
-	67, // 39: almoner.orders.v1.CreateOrderRefundRequest.amount:type_name -> almoner.type.v1.Decimal
-	22, // 40: almoner.orders.v1.CreateOrderRefundResponse.order:type_name -> almoner.orders.v1.Order
-	67, // 41: almoner.orders.v1.Fund.processing_fee_percent:type_name -> almoner.type.v1.Decimal
-	66, // 42: almoner.orders.v1.Fund.created_at:type_name -> google.protobuf.Timestamp
-	66, // 43: almoner.orders.v1.Fund.updated_at:type_name -> google.protobuf.Timestamp
-	31, // 44: almoner.orders.v1.ListFundsResponse.funds:type_name -> almoner.orders.v1.Fund
-	67, // 45: almoner.orders.v1.CreateFundRequest.processing_fee_percent:type_name -> almoner.type.v1.Decimal
-	31, // 46: almoner.orders.v1.CreateFundResponse.fund:type_name -> almoner.orders.v1.Fund
-	67, // 47: almoner.orders.v1.UpdateFundRequest.processing_fee_percent:type_name -> almoner.type.v1.Decimal
-	31, // 48: almoner.orders.v1.UpdateFundResponse.fund:type_name -> almoner.orders.v1.Fund
-	67, // 49: almoner.orders.v1.CurrencyTotal.total:type_name -> almoner.type.v1.Decimal
-	38, // 50: almoner.orders.v1.Batch.totals:type_name -> almoner.orders.v1.CurrencyTotal
-	66, // 51: almoner.orders.v1.Batch.created_at:type_name -> google.protobuf.Timestamp
-	66, // 52: almoner.orders.v1.Batch.closed_at:type_name -> google.protobuf.Timestamp
-	39, // 53: almoner.orders.v1.ListBatchesResponse.items:type_name -> almoner.orders.v1.Batch
-	39, // 54: almoner.orders.v1.GetBatchResponse.batch:type_name -> almoner.orders.v1.Batch
-	39, // 55: almoner.orders.v1.CreateBatchResponse.batch:type_name -> almoner.orders.v1.Batch
-	39, // 56: almoner.orders.v1.CloseBatchResponse.batch:type_name -> almoner.orders.v1.Batch
-	67, // 57: almoner.orders.v1.RecurringDonation.amount:type_name -> almoner.type.v1.Decimal
-	66, // 58: almoner.orders.v1.RecurringDonation.created_at:type_name -> google.protobuf.Timestamp
-	66, // 59: almoner.orders.v1.RecurringDonation.updated_at:type_name -> google.protobuf.Timestamp
-	48, // 60: almoner.orders.v1.ListRecurringDonationsResponse.items:type_name -> almoner.orders.v1.RecurringDonation
-	48, // 61: almoner.orders.v1.GetRecurringDonationResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
-	48, // 62: almoner.orders.v1.CancelRecurringDonationResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
-	67, // 63: almoner.orders.v1.AmendRecurringDonationRequest.amount:type_name -> almoner.type.v1.Decimal
-	68, // 64: almoner.orders.v1.AmendRecurringDonationRequest.end_date:type_name -> google.protobuf.Value
-	48, // 65: almoner.orders.v1.AmendRecurringDonationResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
-	48, // 66: almoner.orders.v1.PauseRecurringDonationResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
-	48, // 67: almoner.orders.v1.ResumeRecurringDonationResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
-	48, // 68: almoner.orders.v1.SkipRecurringDonationInstallmentResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
-	65, // 69: almoner.orders.v1.ListRecurringDonationInstallmentsResponse.items:type_name -> almoner.orders.v1.RecurringDonationInstallment
-	67, // 70: almoner.orders.v1.RecurringDonationInstallment.amount:type_name -> almoner.type.v1.Decimal
-	66, // 71: almoner.orders.v1.RecurringDonationInstallment.created_at:type_name -> google.protobuf.Timestamp
-	16, // 72: almoner.orders.v1.OrderService.CreateOrder:input_type -> almoner.orders.v1.CreateOrderRequest
-	23, // 73: almoner.orders.v1.OrderService.ListOrders:input_type -> almoner.orders.v1.ListOrdersRequest
-	25, // 74: almoner.orders.v1.OrderService.GetOrder:input_type -> almoner.orders.v1.GetOrderRequest
-	27, // 75: almoner.orders.v1.OrderService.VoidOrder:input_type -> almoner.orders.v1.VoidOrderRequest
-	29, // 76: almoner.orders.v1.OrderService.CreateOrderRefund:input_type -> almoner.orders.v1.CreateOrderRefundRequest
-	1,  // 77: almoner.orders.v1.PaymentMethodService.ListContactPaymentMethods:input_type -> almoner.orders.v1.ListContactPaymentMethodsRequest
-	3,  // 78: almoner.orders.v1.PaymentMethodService.DeleteContactPaymentMethod:input_type -> almoner.orders.v1.DeleteContactPaymentMethodRequest
-	5,  // 79: almoner.orders.v1.ProcessorNotificationService.ReceiveStripeEvent:input_type -> almoner.orders.v1.ReceiveStripeEventRequest
-	32, // 80: almoner.orders.v1.FundService.ListFunds:input_type -> almoner.orders.v1.ListFundsRequest
-	34, // 81: almoner.orders.v1.FundService.CreateFund:input_type -> almoner.orders.v1.CreateFundRequest
-	36, // 82: almoner.orders.v1.FundService.UpdateFund:input_type -> almoner.orders.v1.UpdateFundRequest
-	40, // 83: almoner.orders.v1.BatchService.ListBatches:input_type -> almoner.orders.v1.ListBatchesRequest
-	42, // 84: almoner.orders.v1.BatchService.GetBatch:input_type -> almoner.orders.v1.GetBatchRequest
-	44, // 85: almoner.orders.v1.BatchService.CreateBatch:input_type -> almoner.orders.v1.CreateBatchRequest
-	46, // 86: almoner.orders.v1.BatchService.CloseBatch:input_type -> almoner.orders.v1.CloseBatchRequest
-	49, // 87: almoner.orders.v1.RecurringDonationService.ListRecurringDonations:input_type -> almoner.orders.v1.ListRecurringDonationsRequest
-	51, // 88: almoner.orders.v1.RecurringDonationService.GetRecurringDonation:input_type -> almoner.orders.v1.GetRecurringDonationRequest
-	53, // 89: almoner.orders.v1.RecurringDonationService.CancelRecurringDonation:input_type -> almoner.orders.v1.CancelRecurringDonationRequest
-	55, // 90: almoner.orders.v1.RecurringDonationService.AmendRecurringDonation:input_type -> almoner.orders.v1.AmendRecurringDonationRequest
-	57, // 91: almoner.orders.v1.RecurringDonationService.PauseRecurringDonation:input_type -> almoner.orders.v1.PauseRecurringDonationRequest
-	59, // 92: almoner.orders.v1.RecurringDonationService.ResumeRecurringDonation:input_type -> almoner.orders.v1.ResumeRecurringDonationRequest
-	61, // 93: almoner.orders.v1.RecurringDonationService.SkipRecurringDonationInstallment:input_type -> almoner.orders.v1.SkipRecurringDonationInstallmentRequest
-	63, // 94: almoner.orders.v1.RecurringDonationService.ListRecurringDonationInstallments:input_type -> almoner.orders.v1.ListRecurringDonationInstallmentsRequest
-	7,  // 95: almoner.orders.v1.RecurringSettingsService.SetRecurringRetries:input_type -> almoner.orders.v1.SetRecurringRetriesRequest
-	17, // 96: almoner.orders.v1.OrderService.CreateOrder:output_type -> almoner.orders.v1.CreateOrderResponse
-	24, // 97: almoner.orders.v1.OrderService.ListOrders:output_type -> almoner.orders.v1.ListOrdersResponse
-	26, // 98: almoner.orders.v1.OrderService.GetOrder:output_type -> almoner.orders.v1.GetOrderResponse
-	28, // 99: almoner.orders.v1.OrderService.VoidOrder:output_type -> almoner.orders.v1.VoidOrderResponse
-	30, // 100: almoner.orders.v1.OrderService.CreateOrderRefund:output_type -> almoner.orders.v1.CreateOrderRefundResponse
-	2,  // 101: almoner.orders.v1.PaymentMethodService.ListContactPaymentMethods:output_type -> almoner.orders.v1.ListContactPaymentMethodsResponse
-	4,  // 102: almoner.orders.v1.PaymentMethodService.DeleteContactPaymentMethod:output_type -> almoner.orders.v1.DeleteContactPaymentMethodResponse
-	6,  // 103: almoner.orders.v1.ProcessorNotificationService.ReceiveStripeEvent:output_type -> almoner.orders.v1.ReceiveStripeEventResponse
-	33, // 104: almoner.orders.v1.FundService.ListFunds:output_type -> almoner.orders.v1.ListFundsResponse
-	35, // 105: almoner.orders.v1.FundService.CreateFund:output_type -> almoner.orders.v1.CreateFundResponse
-	37, // 106: almoner.orders.v1.FundService.UpdateFund:output_type -> almoner.orders.v1.UpdateFundResponse
-	41, // 107: almoner.orders.v1.BatchService.ListBatches:output_type -> almoner.orders.v1.ListBatchesResponse
-	43, // 108: almoner.orders.v1.BatchService.GetBatch:output_type -> almoner.orders.v1.GetBatchResponse
-	45, // 109: almoner.orders.v1.BatchService.CreateBatch:output_type -> almoner.orders.v1.CreateBatchResponse
-	47, // 110: almoner.orders.v1.BatchService.CloseBatch:output_type -> almoner.orders.v1.CloseBatchResponse
-	50, // 111: almoner.orders.v1.RecurringDonationService.ListRecurringDonations:output_type -> almoner.orders.v1.ListRecurringDonationsResponse
-	52, // 112: almoner.orders.v1.RecurringDonationService.GetRecurringDonation:output_type -> almoner.orders.v1.GetRecurringDonationResponse
-	54, // 113: almoner.orders.v1.RecurringDonationService.CancelRecurringDonation:output_type -> almoner.orders.v1.CancelRecurringDonationResponse
-	56, // 114: almoner.orders.v1.RecurringDonationService.AmendRecurringDonation:output_type -> almoner.orders.v1.AmendRecurringDonationResponse
-	58, // 115: almoner.orders.v1.RecurringDonationService.PauseRecurringDonation:output_type -> almoner.orders.v1.PauseRecurringDonationResponse
-	60, // 116: almoner.orders.v1.RecurringDonationService.ResumeRecurringDonation:output_type -> almoner.orders.v1.ResumeRecurringDonationResponse
-	62, // 117: almoner.orders.v1.RecurringDonationService.SkipRecurringDonationInstallment:output_type -> almoner.orders.v1.SkipRecurringDonationInstallmentResponse
-	64, // 118: almoner.orders.v1.RecurringDonationService.ListRecurringDonationInstallments:output_type -> almoner.orders.v1.ListRecurringDonationInstallmentsResponse
-	8,  // 119: almoner.orders.v1.RecurringSettingsService.SetRecurringRetries:output_type -> almoner.orders.v1.SetRecurringRetriesResponse
-	96, // [96:120] is the sub-list for method output_type
-	72, // [72:96] is the sub-list for method input_type
-	72, // [72:72] is the sub-list for extension type_name
-	72, // [72:72] is the sub-list for extension extendee
-	0,  // [0:72] is the sub-list for field type_name
+	66, // 34: almoner.orders.v1.Order.acknowledged_at:type_name -> google.protobuf.Timestamp
+	67, // 35: almoner.orders.v1.ListOrdersRequest.min_amount:type_name -> almoner.type.v1.Decimal
+	67, // 36: almoner.orders.v1.ListOrdersRequest.max_amount:type_name -> almoner.type.v1.Decimal
+	22, // 37: almoner.orders.v1.ListOrdersResponse.items:type_name -> almoner.orders.v1.Order
+	22, // 38: almoner.orders.v1.GetOrderResponse.order:type_name -> almoner.orders.v1.Order
+	22, // 39: almoner.orders.v1.VoidOrderResponse.order:type_name -> almoner.orders.v1.Order
+	67, // 40: almoner.orders.v1.CreateOrderRefundRequest.amount:type_name -> almoner.type.v1.Decimal
+	22, // 41: almoner.orders.v1.CreateOrderRefundResponse.order:type_name -> almoner.orders.v1.Order
+	67, // 42: almoner.orders.v1.Fund.processing_fee_percent:type_name -> almoner.type.v1.Decimal
+	66, // 43: almoner.orders.v1.Fund.created_at:type_name -> google.protobuf.Timestamp
+	66, // 44: almoner.orders.v1.Fund.updated_at:type_name -> google.protobuf.Timestamp
+	31, // 45: almoner.orders.v1.ListFundsResponse.funds:type_name -> almoner.orders.v1.Fund
+	67, // 46: almoner.orders.v1.CreateFundRequest.processing_fee_percent:type_name -> almoner.type.v1.Decimal
+	31, // 47: almoner.orders.v1.CreateFundResponse.fund:type_name -> almoner.orders.v1.Fund
+	67, // 48: almoner.orders.v1.UpdateFundRequest.processing_fee_percent:type_name -> almoner.type.v1.Decimal
+	31, // 49: almoner.orders.v1.UpdateFundResponse.fund:type_name -> almoner.orders.v1.Fund
+	67, // 50: almoner.orders.v1.CurrencyTotal.total:type_name -> almoner.type.v1.Decimal
+	38, // 51: almoner.orders.v1.Batch.totals:type_name -> almoner.orders.v1.CurrencyTotal
+	66, // 52: almoner.orders.v1.Batch.created_at:type_name -> google.protobuf.Timestamp
+	66, // 53: almoner.orders.v1.Batch.closed_at:type_name -> google.protobuf.Timestamp
+	39, // 54: almoner.orders.v1.ListBatchesResponse.items:type_name -> almoner.orders.v1.Batch
+	39, // 55: almoner.orders.v1.GetBatchResponse.batch:type_name -> almoner.orders.v1.Batch
+	39, // 56: almoner.orders.v1.CreateBatchResponse.batch:type_name -> almoner.orders.v1.Batch
+	39, // 57: almoner.orders.v1.CloseBatchResponse.batch:type_name -> almoner.orders.v1.Batch
+	67, // 58: almoner.orders.v1.RecurringDonation.amount:type_name -> almoner.type.v1.Decimal
+	66, // 59: almoner.orders.v1.RecurringDonation.created_at:type_name -> google.protobuf.Timestamp
+	66, // 60: almoner.orders.v1.RecurringDonation.updated_at:type_name -> google.protobuf.Timestamp
+	48, // 61: almoner.orders.v1.ListRecurringDonationsResponse.items:type_name -> almoner.orders.v1.RecurringDonation
+	48, // 62: almoner.orders.v1.GetRecurringDonationResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
+	48, // 63: almoner.orders.v1.CancelRecurringDonationResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
+	67, // 64: almoner.orders.v1.AmendRecurringDonationRequest.amount:type_name -> almoner.type.v1.Decimal
+	68, // 65: almoner.orders.v1.AmendRecurringDonationRequest.end_date:type_name -> google.protobuf.Value
+	48, // 66: almoner.orders.v1.AmendRecurringDonationResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
+	48, // 67: almoner.orders.v1.PauseRecurringDonationResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
+	48, // 68: almoner.orders.v1.ResumeRecurringDonationResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
+	48, // 69: almoner.orders.v1.SkipRecurringDonationInstallmentResponse.recurring_donation:type_name -> almoner.orders.v1.RecurringDonation
+	65, // 70: almoner.orders.v1.ListRecurringDonationInstallmentsResponse.items:type_name -> almoner.orders.v1.RecurringDonationInstallment
+	67, // 71: almoner.orders.v1.RecurringDonationInstallment.amount:type_name -> almoner.type.v1.Decimal
+	66, // 72: almoner.orders.v1.RecurringDonationInstallment.created_at:type_name -> google.protobuf.Timestamp
+	16, // 73: almoner.orders.v1.OrderService.CreateOrder:input_type -> almoner.orders.v1.CreateOrderRequest
+	23, // 74: almoner.orders.v1.OrderService.ListOrders:input_type -> almoner.orders.v1.ListOrdersRequest
+	25, // 75: almoner.orders.v1.OrderService.GetOrder:input_type -> almoner.orders.v1.GetOrderRequest
+	27, // 76: almoner.orders.v1.OrderService.VoidOrder:input_type -> almoner.orders.v1.VoidOrderRequest
+	29, // 77: almoner.orders.v1.OrderService.CreateOrderRefund:input_type -> almoner.orders.v1.CreateOrderRefundRequest
+	1,  // 78: almoner.orders.v1.PaymentMethodService.ListContactPaymentMethods:input_type -> almoner.orders.v1.ListContactPaymentMethodsRequest
+	3,  // 79: almoner.orders.v1.PaymentMethodService.DeleteContactPaymentMethod:input_type -> almoner.orders.v1.DeleteContactPaymentMethodRequest
+	5,  // 80: almoner.orders.v1.ProcessorNotificationService.ReceiveStripeEvent:input_type -> almoner.orders.v1.ReceiveStripeEventRequest
+	32, // 81: almoner.orders.v1.FundService.ListFunds:input_type -> almoner.orders.v1.ListFundsRequest
+	34, // 82: almoner.orders.v1.FundService.CreateFund:input_type -> almoner.orders.v1.CreateFundRequest
+	36, // 83: almoner.orders.v1.FundService.UpdateFund:input_type -> almoner.orders.v1.UpdateFundRequest
+	40, // 84: almoner.orders.v1.BatchService.ListBatches:input_type -> almoner.orders.v1.ListBatchesRequest
+	42, // 85: almoner.orders.v1.BatchService.GetBatch:input_type -> almoner.orders.v1.GetBatchRequest
+	44, // 86: almoner.orders.v1.BatchService.CreateBatch:input_type -> almoner.orders.v1.CreateBatchRequest
+	46, // 87: almoner.orders.v1.BatchService.CloseBatch:input_type -> almoner.orders.v1.CloseBatchRequest
+	49, // 88: almoner.orders.v1.RecurringDonationService.ListRecurringDonations:input_type -> almoner.orders.v1.ListRecurringDonationsRequest
+	51, // 89: almoner.orders.v1.RecurringDonationService.GetRecurringDonation:input_type -> almoner.orders.v1.GetRecurringDonationRequest
+	53, // 90: almoner.orders.v1.RecurringDonationService.CancelRecurringDonation:input_type -> almoner.orders.v1.CancelRecurringDonationRequest
+	55, // 91: almoner.orders.v1.RecurringDonationService.AmendRecurringDonation:input_type -> almoner.orders.v1.AmendRecurringDonationRequest
+	57, // 92: almoner.orders.v1.RecurringDonationService.PauseRecurringDonation:input_type -> almoner.orders.v1.PauseRecurringDonationRequest
+	59, // 93: almoner.orders.v1.RecurringDonationService.ResumeRecurringDonation:input_type -> almoner.orders.v1.ResumeRecurringDonationRequest
+	61, // 94: almoner.orders.v1.RecurringDonationService.SkipRecurringDonationInstallment:input_type -> almoner.orders.v1.SkipRecurringDonationInstallmentRequest
+	63, // 95: almoner.orders.v1.RecurringDonationService.ListRecurringDonationInstallments:input_type -> almoner.orders.v1.ListRecurringDonationInstallmentsRequest
+	7,  // 96: almoner.orders.v1.RecurringSettingsService.SetRecurringRetries:input_type -> almoner.orders.v1.SetRecurringRetriesRequest
+	17, // 97: almoner.orders.v1.OrderService.CreateOrder:output_type -> almoner.orders.v1.CreateOrderResponse
+	24, // 98: almoner.orders.v1.OrderService.ListOrders:output_type -> almoner.orders.v1.ListOrdersResponse
+	26, // 99: almoner.orders.v1.OrderService.GetOrder:output_type -> almoner.orders.v1.GetOrderResponse
+	28, // 100: almoner.orders.v1.OrderService.VoidOrder:output_type -> almoner.orders.v1.VoidOrderResponse
+	30, // 101: almoner.orders.v1.OrderService.CreateOrderRefund:output_type -> almoner.orders.v1.CreateOrderRefundResponse
+	2,  // 102: almoner.orders.v1.PaymentMethodService.ListContactPaymentMethods:output_type -> almoner.orders.v1.ListContactPaymentMethodsResponse
+	4,  // 103: almoner.orders.v1.PaymentMethodService.DeleteContactPaymentMethod:output_type -> almoner.orders.v1.DeleteContactPaymentMethodResponse
+	6,  // 104: almoner.orders.v1.ProcessorNotificationService.ReceiveStripeEvent:output_type -> almoner.orders.v1.ReceiveStripeEventResponse
+	33, // 105: almoner.orders.v1.FundService.ListFunds:output_type -> almoner.orders.v1.ListFundsResponse
+	35, // 106: almoner.orders.v1.FundService.CreateFund:output_type -> almoner.orders.v1.CreateFundResponse
+	37, // 107: almoner.orders.v1.FundService.UpdateFund:output_type -> almoner.orders.v1.UpdateFundResponse
+	41, // 108: almoner.orders.v1.BatchService.ListBatches:output_type -> almoner.orders.v1.ListBatchesResponse
+	43, // 109: almoner.orders.v1.BatchService.GetBatch:output_type -> almoner.orders.v1.GetBatchResponse
+	45, // 110: almoner.orders.v1.BatchService.CreateBatch:output_type -> almoner.orders.v1.CreateBatchResponse
+	47, // 111: almoner.orders.v1.BatchService.CloseBatch:output_type -> almoner.orders.v1.CloseBatchResponse
+	50, // 112: almoner.orders.v1.RecurringDonationService.ListRecurringDonations:output_type -> almoner.orders.v1.ListRecurringDonationsResponse
+	52, // 113: almoner.orders.v1.RecurringDonationService.GetRecurringDonation:output_type -> almoner.orders.v1.GetRecurringDonationResponse
+	54, // 114: almoner.orders.v1.RecurringDonationService.CancelRecurringDonation:output_type -> almoner.orders.v1.CancelRecurringDonationResponse
+	56, // 115: almoner.orders.v1.RecurringDonationService.AmendRecurringDonation:output_type -> almoner.orders.v1.AmendRecurringDonationResponse
+	58, // 116: almoner.orders.v1.RecurringDonationService.PauseRecurringDonation:output_type -> almoner.orders.v1.PauseRecurringDonationResponse
+	60, // 117: almoner.orders.v1.RecurringDonationService.ResumeRecurringDonation:output_type -> almoner.orders.v1.ResumeRecurringDonationResponse
+	62, // 118: almoner.orders.v1.RecurringDonationService.SkipRecurringDonationInstallment:output_type -> almoner.orders.v1.SkipRecurringDonationInstallmentResponse
+	64, // 119: almoner.orders.v1.RecurringDonationService.ListRecurringDonationInstallments:output_type -> almoner.orders.v1.ListRecurringDonationInstallmentsResponse
+	8,  // 120: almoner.orders.v1.RecurringSettingsService.SetRecurringRetries:output_type -> almoner.orders.v1.SetRecurringRetriesResponse
+	97, // [97:121] is the sub-list for method output_type
+	73, // [73:97] is the sub-list for method input_type
+	73, // [73:73] is the sub-list for extension type_name
+	73, // [73:73] is the sub-list for extension extendee
+	0,  // [0:73] is the sub-list for field type_name
 }
 
 func init() { file_almoner_orders_v1_orders_proto_init() }
@@ -5730,6 +5776,7 @@ func file_almoner_orders_v1_orders_proto_init() {
 	if File_almoner_orders_v1_orders_proto != nil {
 		return
 	}
+	file_almoner_orders_v1_orders_proto_msgTypes[22].OneofWrappers = []any{}
 	file_almoner_orders_v1_orders_proto_msgTypes[23].OneofWrappers = []any{}
 	file_almoner_orders_v1_orders_proto_msgTypes[34].OneofWrappers = []any{}
 	file_almoner_orders_v1_orders_proto_msgTypes[36].OneofWrappers = []any{}

@@ -1,0 +1,55 @@
+package letters
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Gift is a gift a run may thank, with what decides whether it is
+// skipped.
+type Gift struct {
+	OrderID          uuid.UUID
+	At               time.Time
+	ContactID        int64
+	Email            string
+	DoNotEmail       bool
+	DoNotAcknowledge bool
+}
+
+// giftsSQL reads the run's next gifts after its cursor, oldest first:
+// standing gifts of the period still pending, or already acknowledged by
+// this run (a run taken over after a crash between its claim and its
+// save makes that batch again). It reads only the views orders and
+// contacts publish.
+const giftsSQL = `SELECT a.order_id, a.created_at, a.contact_id, coalesce(m.email, ''), coalesce(p.do_not_email, false),
+	coalesce(p.do_not_acknowledge, false)
+FROM orders.report_acknowledgements_v1 a
+LEFT JOIN contacts.report_contact_mailing_v1 m ON m.tenant_id = a.tenant_id AND m.contact_id = a.contact_id
+LEFT JOIN contacts.report_contact_preferences_v1 p ON p.tenant_id = a.tenant_id AND p.contact_id = a.contact_id
+WHERE a.tenant_id = $1 AND a.status IN ('Completed', 'PartiallyRefunded') AND a.created_at >= $2 AND a.created_at < $3
+  AND (a.acknowledgement_status = 'pending' OR a.acknowledgement_run_id = $4)
+  AND (cardinality($5::uuid[]) = 0 OR a.fund_ids && $5::uuid[])
+  AND ($6::uuid IS NULL OR a.batch_id = $6)
+  AND ($7::bigint IS NULL OR a.donation_net_minor >= $7)
+  AND ($8::timestamptz IS NULL OR (a.created_at, a.order_id) > ($8, $9::uuid))
+ORDER BY a.created_at, a.order_id
+LIMIT $10`
+
+// Gifts reads up to limit of the run's gifts after its cursor.
+func (s *Store) Gifts(ctx context.Context, r Run, limit int) ([]Gift, error) {
+	rows, _ := s.pool.Query(ctx, giftsSQL, r.TenantID, r.PeriodStart, r.PeriodEnd, r.ID, r.FundIDs, r.BatchID, r.MinAmountMinor,
+		r.CursorAt, r.CursorID, limit)
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Gift, error) {
+		var g Gift
+		err := row.Scan(&g.OrderID, &g.At, &g.ContactID, &g.Email, &g.DoNotEmail, &g.DoNotAcknowledge)
+		return g, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("letters: gifts of run %s: %w", r.ID, err)
+	}
+	return out, nil
+}
