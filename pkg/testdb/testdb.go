@@ -93,6 +93,11 @@ func New(t testing.TB, sets ...db.Migrations) string {
 	if _, err := admin.Exec(ctx, fmt.Sprintf("ALTER DATABASE %s SET synchronous_commit = off", name)); err != nil {
 		t.Fatalf("testdb: configure database: %v", err)
 	}
+	// The test's name on its database says whose connections a look at
+	// pg_stat_activity finds, when a suite runs many tests at once.
+	if _, err := admin.Exec(ctx, fmt.Sprintf("COMMENT ON DATABASE %s IS %s", name, quoteLiteral(t.Name()))); err != nil {
+		t.Fatalf("testdb: name database: %v", err)
+	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -173,4 +178,10 @@ func redact(u string) string {
 		return p.String()
 	}
 	return u
+}
+
+// quoteLiteral quotes s as an SQL string literal (COMMENT takes no
+// parameters).
+func quoteLiteral(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }

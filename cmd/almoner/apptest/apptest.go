@@ -96,7 +96,12 @@ type Options struct {
 	// DatabaseURL reuses a database instead of making a fresh one.
 	DatabaseURL string
 	// Split runs every service as its own App on its own port, as on
-	// Kubernetes; ALMONER_E2E_SPLIT=1 turns it on for every cluster.
+	// Kubernetes; ALMONER_E2E_SPLIT=1 turns it on for every cluster
+	// that makes its own database. A further replica on an existing
+	// database (DatabaseURL) runs in one process unless Split asks: the
+	// tests that start two or three replicas would otherwise hold eight
+	// processes' pools each, and four such tests at once ran PostgreSQL
+	// out of connections; the first cluster already runs split.
 	Split bool
 }
 
@@ -115,7 +120,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if opts.Environment == "" {
 		opts.Environment = "sandbox"
 	}
-	split := opts.Split || os.Getenv("ALMONER_E2E_SPLIT") == "1"
+	split := opts.Split || (os.Getenv("ALMONER_E2E_SPLIT") == "1" && opts.DatabaseURL == "")
 	opts.Settings = clusterSettings(opts, split)
 	internalKey, err := authctx.KeyFromConfig(config.Overlay(opts.Settings, nil))
 	if err != nil {
@@ -188,7 +193,7 @@ func clusterSettings(opts Options, split bool) map[string]string {
 func appConfig(opts Options, dbURL string, logger *slog.Logger) app.Config {
 	return app.Config{
 		Targets:     []string{"all"},
-		DatabaseURL: dbURL,
+		DatabaseURL: shortIdlePool(dbURL),
 		HTTPAddr:    "127.0.0.1:0",
 		GRPCAddr:    "127.0.0.1:0",
 		// A port of its own per process, picked when it listens, as
@@ -200,6 +205,23 @@ func appConfig(opts Options, dbURL string, logger *slog.Logger) app.Config {
 		Logger:        logger,
 		ServiceConfig: config.Overlay(opts.Settings, nil),
 	}
+}
+
+// shortIdlePool has a test process's pool close a connection idle for
+// two seconds. pgxpool keeps an idle connection for 30 minutes by
+// default, so a suite running four split clusters at once (eight pools
+// each, two clusters in the replica tests) held up to 70 of
+// PostgreSQL's default 100 connections at its peak, and anything else
+// on the server pushed it over ("too many clients already").
+func shortIdlePool(dbURL string) string {
+	if strings.Contains(dbURL, "pool_max_conn_idle_time") {
+		return dbURL
+	}
+	sep := "?"
+	if strings.Contains(dbURL, "?") {
+		sep = "&"
+	}
+	return dbURL + sep + "pool_max_conn_idle_time=2s&pool_health_check_period=1s"
 }
 
 // running are a cluster's Apps, the gateway's last, and every service's
