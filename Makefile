@@ -61,7 +61,7 @@ lint: tools ## buf lint, gofmt, go vet, and golangci-lint (.golangci.yml) on LIN
 	buf lint
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	for m in $(MODULES); do (cd $$m && go vet ./...); done
-	for m in $(LINT_MODULES); do echo "== golangci-lint $$m"; (cd $$m && $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION) run ./...) || exit 1; done
+	for m in $(LINT_MODULES); do echo "== golangci-lint $$m"; (cd $$m && $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION) run --allow-parallel-runners ./...) || exit 1; done
 
 .PHONY: lint-openapi
 lint-openapi: ## Lint gateway/openapi/openapi.json with Redocly CLI (pinned in tools/redocly; rules in redocly.yaml).
