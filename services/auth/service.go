@@ -22,6 +22,7 @@ import (
 	"github.com/almoner/almoner/services/auth/keyformat"
 	"github.com/almoner/almoner/services/auth/mfa"
 	"github.com/almoner/almoner/services/auth/migrations"
+	"github.com/almoner/almoner/services/auth/operators"
 	"github.com/almoner/almoner/services/auth/password"
 	"github.com/almoner/almoner/services/auth/store"
 )
@@ -155,7 +156,8 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) (*Service, error) 
 func (s *Service) Register(r grpc.ServiceRegistrar) {
 	authv1.RegisterApiKeyServiceServer(r, &apiKeyServer{s: s})
 	authv1.RegisterKeyValidationServiceServer(r, &validationServer{s: s})
-	authv1.RegisterTenantAdminServiceServer(r, &adminServer{s: s})
+	authv1.RegisterTenantAdminServiceServer(r, &adminServer{s: s, Server: operators.New(operators.Deps{Store: s.store, AwaitCaches: s.awaitCaches,
+		ToTenant: toTenant, Now: s.now, NewToken: func() (string, []byte) { t := newToken(); return t, hashToken(t) }})})
 	authv1.RegisterProcessorCredentialServiceServer(r, &processorServer{s: s})
 	authv1.RegisterUserServiceServer(r, &userServer{s: s})
 	authv1.RegisterStaffAuthServiceServer(r, &staffServer{s: s})

@@ -33,6 +33,9 @@ func (v *validationServer) ValidateSession(ctx context.Context, req *authv1.Vali
 		return nil, err
 	}
 	resp := &authv1.ValidateSessionResponse{UserId: sess.UserID.String(), SessionId: sess.ID.String(), ExpiresAt: timestamppb.New(sess.ExpiresAt)}
+	if req.GetAdmin() {
+		return s.operatorAccess(ctx, resp, sess)
+	}
 	if req.GetTenantId() == "" {
 		// The auth routes check a pending session themselves (caller):
 		// it may still verify, send a code and sign out.
@@ -96,4 +99,25 @@ func (s *Service) openSession(ctx context.Context, token string) (store.Session,
 		}
 	}
 	return sess, nil
+}
+
+// operatorAccess completes resp for an /api/admin route: a passed session
+// (401 while the factor is pending), of an operator (403 otherwise) who
+// has a second factor on (403 codeMfaEnrollment before they enroll).
+func (s *Service) operatorAccess(ctx context.Context, resp *authv1.ValidateSessionResponse, sess store.Session) (*authv1.ValidateSessionResponse, error) {
+	if sess.MfaPending {
+		return nil, apperr.Unauthenticated()
+	}
+	op, err := s.store.Operator(ctx, sess.UserID)
+	if err != nil {
+		return nil, err
+	}
+	if op.Role == "" {
+		return nil, apperr.Forbidden("Missing required role: support")
+	}
+	if !op.HasFactor {
+		return nil, apperr.ForbiddenCode(codeMfaEnrollment, "An operator must turn on a second factor (POST /api/auth/mfa/totp) before anything else.")
+	}
+	resp.PlatformRole = op.Role
+	return resp, nil
 }

@@ -124,7 +124,8 @@ func (a *staffServer) SignIn(ctx context.Context, req *authv1.SignInRequest) (*a
 		hash = *u.PasswordHash
 	}
 	ok, _ := password.Check(req.GetPassword(), hash)
-	if !ok || err != nil || u.PasswordHash == nil || memberships == 0 {
+	// An operator needs no membership (docs/operators.md).
+	if !ok || err != nil || u.PasswordHash == nil || memberships == 0 && u.PlatformRole == "" {
 		if _, err := s.limiter.Allow(ctx, signInFailures, key); err != nil {
 			return nil, err
 		}
