@@ -28,6 +28,10 @@ const (
 	deviceMetadata   = "almoner-device"
 )
 
+// impersonationHeader names, on every response to an impersonated
+// request, the impersonation (docs/operators.md).
+const impersonationHeader = "X-Almoner-Impersonation"
+
 // authPrefix starts the staff sign-in routes.
 const authPrefix = "/api/auth"
 
@@ -84,7 +88,12 @@ func (g *Gateway) authenticateSession(w http.ResponseWriter, r *http.Request, to
 		return r, false
 	}
 	p := authctx.Principal{TenantID: resp.GetTenantId(), UserID: resp.GetUserId(), SessionID: resp.GetSessionId(),
-		Scopes: resp.GetScopes(), Features: resp.GetFeatures(), Currency: resp.GetDefaultCurrency()}
+		Scopes: resp.GetScopes(), Features: resp.GetFeatures(), Currency: resp.GetDefaultCurrency(),
+		Impersonator: resp.GetImpersonatorId(), Impersonation: resp.GetImpersonationId()}
+	if p.Impersonation != "" {
+		// A console shows a banner while an operator works as the user.
+		w.Header().Set(impersonationHeader, p.Impersonation)
+	}
 	return withPrincipal(r, p), true
 }
 

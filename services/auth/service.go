@@ -19,6 +19,7 @@ import (
 	"github.com/almoner/almoner/pkg/ratelimit"
 	"github.com/almoner/almoner/pkg/secretbox"
 	"github.com/almoner/almoner/pkg/service"
+	"github.com/almoner/almoner/services/auth/impersonation"
 	"github.com/almoner/almoner/services/auth/keyformat"
 	"github.com/almoner/almoner/services/auth/mfa"
 	"github.com/almoner/almoner/services/auth/migrations"
@@ -162,6 +163,14 @@ func (s *Service) Register(r grpc.ServiceRegistrar) {
 	authv1.RegisterUserServiceServer(r, &userServer{s: s})
 	authv1.RegisterStaffAuthServiceServer(r, &staffServer{s: s})
 	authv1.RegisterMfaServiceServer(r, mfa.New(s.mfaDeps()))
+	access, operators := impersonation.New(s.impersonationDeps())
+	authv1.RegisterSupportAccessServiceServer(r, access)
+	authv1.RegisterImpersonationServiceServer(r, operators)
+}
+
+// impersonationDeps are what support access and impersonation need.
+func (s *Service) impersonationDeps() impersonation.Deps {
+	return impersonation.Deps{Store: s.store, Now: s.now, AwaitCaches: s.awaitCaches}
 }
 
 // Start runs the last-used flusher and the mail sender until Stop.

@@ -12,6 +12,7 @@ import (
 	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/services/auth/impersonation"
 	"github.com/almoner/almoner/services/auth/store"
 )
 
@@ -44,7 +45,28 @@ func (v *validationServer) ValidateSession(ctx context.Context, req *authv1.Vali
 	if sess.MfaPending {
 		return nil, apperr.Unauthenticated()
 	}
+	if sess.Operator {
+		return s.impersonated(ctx, resp, req.GetTenantId(), sess)
+	}
 	return s.tenantAccess(ctx, resp, req.GetTenantId(), sess.UserID)
+}
+
+// impersonated completes resp for an operator's session on a tenant
+// route: the user it impersonates there, with that user's role, or 401
+// without an impersonation that holds (docs/operators.md). Another
+// tenant's route is the 404 of a tenant without membership.
+func (s *Service) impersonated(ctx context.Context, resp *authv1.ValidateSessionResponse, tenantID string, sess store.Session) (*authv1.ValidateSessionResponse, error) {
+	a, err := impersonation.Resolve(ctx, s.impersonationDeps(), sess.ID)
+	if err != nil {
+		return nil, err
+	}
+	if tenant, err := uuid.Parse(tenantID); err != nil || tenant != a.Impersonation.TenantID {
+		return nil, errTenantNotFound
+	}
+	resp.UserId, resp.ImpersonationId, resp.ImpersonatorId = a.Impersonation.UserID.String(), a.Impersonation.ID.String(), sess.UserID.String()
+	resp.ExpiresAt = timestamppb.New(impersonation.Until(a, sess.ExpiresAt))
+	fillAccess(resp, a.Impersonation.TenantID, a.Access)
+	return resp, nil
 }
 
 // tenantAccess completes resp with the user's role and its scopes in the
@@ -65,6 +87,13 @@ func (s *Service) tenantAccess(ctx context.Context, resp *authv1.ValidateSession
 	if !access.HasFactor && slices.Contains(access.Features, FeatureMfaRequired) {
 		return nil, errMfaEnrollment()
 	}
+	fillAccess(resp, tenant, access)
+	return resp, nil
+}
+
+// fillAccess sets the tenant, the role and its scopes, and the tenant's
+// features and currency.
+func fillAccess(resp *authv1.ValidateSessionResponse, tenant uuid.UUID, access store.TenantAccess) {
 	// A custom role's scopes are the tenant's; a role the code no longer
 	// knows grants nothing.
 	sc, builtIn := RoleScopes(access.Role)
@@ -73,7 +102,6 @@ func (s *Service) tenantAccess(ctx context.Context, resp *authv1.ValidateSession
 	}
 	resp.TenantId, resp.Role, resp.Scopes = tenant.String(), access.Role, sc
 	resp.Features, resp.DefaultCurrency = access.Features, access.Currency
-	return resp, nil
 }
 
 // openSession returns the usable session of token and notes its use;

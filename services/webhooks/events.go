@@ -52,7 +52,8 @@ func eventMessage(e audit.Event) (*webhooksv1.Event, error) {
 	}
 	return &webhooksv1.Event{
 		Id: e.EventID, Event: e.Event, Timestamp: e.OccurredAt.UTC().Format(time.RFC3339Nano),
-		Data: &webhooksv1.EventData{EntityType: e.EntityType, EntityId: e.EntityID, Action: e.Action, Changes: changes, UserId: e.Actor},
+		Data: &webhooksv1.EventData{EntityType: e.EntityType, EntityId: e.EntityID, Action: e.Action, Changes: changes, UserId: e.Actor,
+			ImpersonatorId: impersonatorID(e)},
 	}, nil
 }
 
@@ -222,3 +223,12 @@ func (a *eventServer) GetEvent(ctx context.Context, req *webhooksv1.GetEventRequ
 
 // errNoRetention is ConfigFrom's refusal of a retention under the minimum.
 var errNoRetention = errors.New("ALMONER_EVENT_RETENTION: the event feed keeps at least 30 days (720h)")
+
+// impersonatorID is the event's impersonator_id: present only for a
+// change made through an impersonation.
+func impersonatorID(e audit.Event) *string {
+	if e.Impersonator == "" {
+		return nil
+	}
+	return &e.Impersonator
+}

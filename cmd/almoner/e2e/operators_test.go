@@ -21,6 +21,13 @@ import (
 // verify needs a later one.
 func operator(t *testing.T, c *apptest.Cluster, email, role, pw string) (string, string) {
 	t.Helper()
+	cookie, secret, _ := operatorWithID(t, c, email, role, pw)
+	return cookie, secret
+}
+
+// operatorWithID is operator that also returns the operator's user id.
+func operatorWithID(t *testing.T, c *apptest.Cluster, email, role, pw string) (string, string, string) {
+	t.Helper()
 	inv, err := c.Admin.InviteOperator(context.Background(), &authv1.InviteOperatorRequest{Email: email, Role: role})
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +43,7 @@ func operator(t *testing.T, c *apptest.Cluster, email, role, pw string) (string,
 	secret, _ := enrolled["secret"].(string)
 	apptest.RegisterSecret(secret)
 	asUser(t, c, "POST", "/api/auth/mfa/totp/confirm", cookie, map[string]any{"code": totpCode(t, secret, time.Now())}).Expect(t, http.StatusOK)
-	return cookie, secret
+	return cookie, secret, inv.GetUserId()
 }
 
 // TestOperators walks the platform operators' side through the gateway, in
@@ -60,6 +67,7 @@ func TestOperators(t *testing.T) {
 			walkOperatorSignIn(t, c, email, pw, secret)
 			walkTenantAdmin(t, c, admin, tn)
 			walkAdminRefusals(t, c, pit, admin, tn)
+			walkImpersonation(t, c)
 		})
 	}
 }

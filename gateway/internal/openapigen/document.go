@@ -50,6 +50,8 @@ var serviceGroups = map[protoreflect.FullName]group{
 	"almoner.auth.v1.StaffAuthService":              {"Staff sign-in", false},
 	"almoner.auth.v1.MfaService":                    {"Multi-factor authentication", false},
 	"almoner.auth.v1.TenantAdminService":            {"Platform operators", false},
+	"almoner.auth.v1.ImpersonationService":          {"Platform operators", false},
+	"almoner.auth.v1.SupportAccessService":          {"Tenant administration", false},
 }
 
 var groupOrder = []string{"Contacts", "Donations and orders", "Recurring donations", "Inventory items", "Reports", "Webhooks", "Events", "API keys", "Funds", "Payment methods", "Tenant administration", "Tax statements", "Imports", "Batches and fulfillment", "Marketing form", "Users", "Staff sign-in", "Multi-factor authentication", "Platform operators"}

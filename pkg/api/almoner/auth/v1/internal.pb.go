@@ -281,9 +281,14 @@ type ValidateSessionResponse struct {
 	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
 	// PlatformRole is the operator's platform role (`support` or
 	// `platform-admin`) on an admin validation.
-	PlatformRole  string `protobuf:"bytes,9,opt,name=platform_role,json=platformRole,proto3" json:"platform_role,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	PlatformRole string `protobuf:"bytes,9,opt,name=platform_role,json=platformRole,proto3" json:"platform_role,omitempty"`
+	// ImpersonationId is set when an operator's session works as user_id
+	// through an impersonation: the principal carries it and the operator.
+	ImpersonationId string `protobuf:"bytes,10,opt,name=impersonation_id,json=impersonationId,proto3" json:"impersonation_id,omitempty"`
+	// ImpersonatorId is the operator's user id while impersonating.
+	ImpersonatorId string `protobuf:"bytes,11,opt,name=impersonator_id,json=impersonatorId,proto3" json:"impersonator_id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ValidateSessionResponse) Reset() {
@@ -375,6 +380,20 @@ func (x *ValidateSessionResponse) GetExpiresAt() *timestamppb.Timestamp {
 func (x *ValidateSessionResponse) GetPlatformRole() string {
 	if x != nil {
 		return x.PlatformRole
+	}
+	return ""
+}
+
+func (x *ValidateSessionResponse) GetImpersonationId() string {
+	if x != nil {
+		return x.ImpersonationId
+	}
+	return ""
+}
+
+func (x *ValidateSessionResponse) GetImpersonatorId() string {
+	if x != nil {
+		return x.ImpersonatorId
 	}
 	return ""
 }
@@ -2400,7 +2419,7 @@ const file_almoner_auth_v1_internal_proto_rawDesc = "" +
 	"\x16ValidateSessionRequest\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12\x1b\n" +
 	"\ttenant_id\x18\x02 \x01(\tR\btenantId\x12\x14\n" +
-	"\x05admin\x18\x03 \x01(\bR\x05admin\"\xc1\x02\n" +
+	"\x05admin\x18\x03 \x01(\bR\x05admin\"\x95\x03\n" +
 	"\x17ValidateSessionResponse\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x1d\n" +
 	"\n" +
@@ -2412,7 +2431,10 @@ const file_almoner_auth_v1_internal_proto_rawDesc = "" +
 	"\x10default_currency\x18\a \x01(\tR\x0fdefaultCurrency\x129\n" +
 	"\n" +
 	"expires_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12#\n" +
-	"\rplatform_role\x18\t \x01(\tR\fplatformRole\"-\n" +
+	"\rplatform_role\x18\t \x01(\tR\fplatformRole\x12)\n" +
+	"\x10impersonation_id\x18\n" +
+	" \x01(\tR\x0fimpersonationId\x12'\n" +
+	"\x0fimpersonator_id\x18\v \x01(\tR\x0eimpersonatorId\"-\n" +
 	"\x12ValidateKeyRequest\x12\x17\n" +
 	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\"\x82\x02\n" +
 	"\x13ValidateKeyResponse\x12\x1b\n" +
