@@ -33,7 +33,7 @@ var registry = map[string][]registerFunc{
 	"inventory": {inventoryv1.RegisterInventoryServiceHandler},
 	"orders":    {ordersv1.RegisterOrderServiceHandler, ordersv1.RegisterFundServiceHandler, ordersv1.RegisterBatchServiceHandler, ordersv1.RegisterRecurringDonationServiceHandler, ordersv1.RegisterPaymentMethodServiceHandler},
 	"reports":   {reportsv1.RegisterReportServiceHandler, reportsv1.RegisterOrganizationProfileServiceHandler, reportsv1.RegisterReceiptServiceHandler, reportsv1.RegisterTaxStatementServiceHandler},
-	"webhooks":  {webhooksv1.RegisterWebhookServiceHandler, webhooksv1.RegisterEventServiceHandler},
+	"webhooks":  {webhooksv1.RegisterWebhookServiceHandler, webhooksv1.RegisterEventServiceHandler, webhooksv1.RegisterAuditLogServiceHandler},
 }
 
 // Services returns the names of the services the gateway can route to.

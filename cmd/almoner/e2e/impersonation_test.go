@@ -79,6 +79,7 @@ func walkImpersonation(t *testing.T, c *apptest.Cluster) {
 	if n := eventCount(t, c, tn.ID, "impersonation.created"); n != 1 {
 		t.Errorf("%d impersonation.created events", n)
 	}
+	walkAuditLog(t, c, tn, owner, "operator:"+opID, "user:"+ownerID)
 
 	// Expiry, on a short clock: the row's end is moved to the past (and the
 	// epoch, as any change does), and the very next request is 401.
@@ -104,6 +105,47 @@ func walkImpersonation(t *testing.T, c *apptest.Cluster) {
 	// tests' too): the rows themselves, which it serves, are read here.
 	if n := eventCount(t, c, tn.ID, "impersonation.deleted"); n != 2 {
 		t.Errorf("%d impersonation.deleted events, want 2", n)
+	}
+}
+
+// auditPage is a page of the audit log.
+type auditPage struct {
+	Items []struct {
+		ID, EntityType, EntityID, Action, Actor string
+		ImpersonatorID                          *string
+	}
+	NextCursor string
+	HasMore    bool
+}
+
+// walkAuditLog reads the tenant's audit log: the impersonator filter, an
+// entity filter that never shows another tenant's rows, cursor pages,
+// refusals.
+func walkAuditLog(t *testing.T, c *apptest.Cluster, tn apptest.Tenant, owner, impersonator, actor string) {
+	var p auditPage
+	asUser(t, c, "GET", tPath(tn.ID, "/audit-logs?impersonatorId="+impersonator), owner, nil).Expect(t, http.StatusOK).JSON(t, &p)
+	if len(p.Items) != 1 || p.Items[0].EntityType != "Contact" || p.Items[0].Action != "Created" || p.Items[0].Actor != actor ||
+		p.Items[0].ImpersonatorID == nil || *p.Items[0].ImpersonatorID != impersonator {
+		t.Errorf("impersonated rows %+v", p.Items)
+	}
+	c.Do(t, "GET", tPath(tn.ID, "/audit-logs?entityType=Tenant"), tn.Key, nil).Expect(t, http.StatusOK).JSON(t, &p)
+	if len(p.Items) == 0 {
+		t.Error("no Tenant rows")
+	}
+	for _, it := range p.Items {
+		if it.EntityID != tn.ID {
+			t.Errorf("another tenant's row: %+v", it)
+		}
+	}
+	var first, second auditPage
+	c.Do(t, "GET", tPath(tn.ID, "/audit-logs?limit=2&action=Created&to="+time.Now().Add(time.Hour).UTC().Format(time.RFC3339)), tn.Key, nil).
+		Expect(t, http.StatusOK).JSON(t, &first)
+	c.Do(t, "GET", tPath(tn.ID, "/audit-logs?limit=2&action=Created&after="+first.NextCursor), tn.Key, nil).Expect(t, http.StatusOK).JSON(t, &second)
+	if !first.HasMore || len(first.Items) != 2 || len(second.Items) != 2 || first.Items[1].ID == second.Items[0].ID {
+		t.Errorf("pages %+v then %+v", first, second)
+	}
+	for _, bad := range []string{"?action=Exploded", "?limit=1001", "?after=nope", "?entityId=1", "?from=yesterday"} {
+		c.Do(t, "GET", tPath(tn.ID, "/audit-logs"+bad), tn.Key, nil).Expect(t, http.StatusBadRequest)
 	}
 }
 

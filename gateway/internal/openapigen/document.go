@@ -52,9 +52,10 @@ var serviceGroups = map[protoreflect.FullName]group{
 	"almoner.auth.v1.TenantAdminService":            {"Platform operators", false},
 	"almoner.auth.v1.ImpersonationService":          {"Platform operators", false},
 	"almoner.auth.v1.SupportAccessService":          {"Tenant administration", false},
+	"almoner.webhooks.v1.AuditLogService":           {"Audit log", false},
 }
 
-var groupOrder = []string{"Contacts", "Donations and orders", "Recurring donations", "Inventory items", "Reports", "Webhooks", "Events", "API keys", "Funds", "Payment methods", "Tenant administration", "Tax statements", "Imports", "Batches and fulfillment", "Marketing form", "Users", "Staff sign-in", "Multi-factor authentication", "Platform operators"}
+var groupOrder = []string{"Contacts", "Donations and orders", "Recurring donations", "Inventory items", "Reports", "Webhooks", "Events", "API keys", "Funds", "Payment methods", "Tenant administration", "Tax statements", "Imports", "Batches and fulfillment", "Marketing form", "Users", "Staff sign-in", "Multi-factor authentication", "Platform operators", "Audit log"}
 
 // outsideSurface is said of every group outside the supported surface.
 const outsideSurface = "Outside the supported public surface: its shape, scope or existence may change without notice."
