@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/almoner/almoner/cmd/almoner/apptest"
+	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
 )
 
 // walkImpersonation (TestOperators): refused without a grant; the owner
@@ -27,7 +28,8 @@ func walkImpersonation(t *testing.T, c *apptest.Cluster) {
 	ownerID := userIDOf(t, c, tn, ownerEmail)
 	order := c.Do(t, "POST", tPath(tn.ID, "/orders"), tn.Key, f.cashOrder(25)).Expect(t, http.StatusCreated).Map(t)
 	orderPath := tPath(tn.ID, "/orders/", order["id"].(string))
-	op, _, opID := operatorWithID(t, c, staffEmail("support-imp"), "support", "copper willow 27 drum")
+	opEmail := staffEmail("support-imp")
+	op, _, opID := operatorWithID(t, c, opEmail, "support", "copper willow 27 drum")
 	start := map[string]any{"tenantId": tn.ID, "userId": ownerID, "reason": "Ticket 4711: receipts look wrong", "minutes": 5}
 
 	r := asUser(t, c, "POST", "/api/admin/impersonations", op, start).Expect(t, http.StatusForbidden)
@@ -101,10 +103,20 @@ func walkImpersonation(t *testing.T, c *apptest.Cluster) {
 		!strings.HasPrefix(list.Items[0].OperatorEmail, "support-imp-") {
 		t.Errorf("impersonations %+v", list.Items)
 	}
+	// The operator's deactivation ends the next one and their session.
+	asUser(t, c, "PUT", tPath(tn.ID, "/support-access"), owner, map[string]any{"until": time.Now().Add(time.Hour)}).Expect(t, http.StatusOK)
+	asUser(t, c, "POST", "/api/admin/impersonations", op, start).Expect(t, http.StatusCreated)
+	asUser(t, c, "GET", tPath(tn.ID, "/contacts"), op, nil).Expect(t, http.StatusOK)
+	if _, err := c.Admin.DeactivateOperator(context.Background(), &authv1.DeactivateOperatorRequest{Email: opEmail}); err != nil {
+		t.Fatal(err)
+	}
+	asUser(t, c, "GET", tPath(tn.ID, "/contacts"), op, nil).Expect(t, http.StatusUnauthorized)
+	asUser(t, c, "GET", "/api/admin/tenants", op, nil).Expect(t, http.StatusUnauthorized)
+
 	// The feed reads below the server's oldest running transaction (other
 	// tests' too): the rows themselves, which it serves, are read here.
-	if n := eventCount(t, c, tn.ID, "impersonation.deleted"); n != 2 {
-		t.Errorf("%d impersonation.deleted events, want 2", n)
+	if n := eventCount(t, c, tn.ID, "impersonation.deleted"); n != 3 {
+		t.Errorf("%d impersonation.deleted events, want 3", n)
 	}
 }
 

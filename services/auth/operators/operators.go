@@ -96,6 +96,23 @@ func (s *Server) InviteOperator(ctx context.Context, req *authv1.InviteOperatorR
 	return &authv1.InviteOperatorResponse{UserId: id.String(), InvitationToken: token}, nil
 }
 
+// DeactivateOperator takes an operator's role away and ends their
+// sessions and impersonation: the admin command only.
+func (s *Server) DeactivateOperator(ctx context.Context, req *authv1.DeactivateOperatorRequest) (*authv1.DeactivateOperatorResponse, error) {
+	if !authctx.PlatformCall(ctx) {
+		return nil, apperr.Forbidden("Operators are deactivated with the admin command.")
+	}
+	id, err := s.d.Store.DeactivateOperator(ctx, req.GetEmail())
+	if errors.Is(err, db.ErrNotFound) {
+		return nil, apperr.NotFound("Operator")
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.d.AwaitCaches(ctx)
+	return &authv1.DeactivateOperatorResponse{UserId: id.String()}, nil
+}
+
 // ListTenants lists tenants, `q` matching name or slug.
 func (s *Server) ListTenants(ctx context.Context, req *authv1.ListTenantsRequest) (*authv1.ListTenantsResponse, error) {
 	if _, err := Authorize(ctx, false); err != nil {

@@ -148,3 +148,32 @@ func (s *Store) ListTenants(ctx context.Context, p TenantPage) ([]Tenant, int64,
 	}
 	return out, total, wrapDB(err, "count tenants")
 }
+
+// DeactivateOperator takes the platform role from the user with the
+// email, ends every session of theirs and their impersonation
+// (operator_removed), in one transaction; db.ErrNotFound when the email is
+// no operator's.
+func (s *Store) DeactivateOperator(ctx context.Context, email string) (uuid.UUID, error) {
+	var id uuid.UUID
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `UPDATE auth.users SET platform_role = NULL, updated_at = now()
+			WHERE lower(email) = lower($1) AND platform_role IS NOT NULL RETURNING id`, email).Scan(&id)
+		if err != nil {
+			return fmt.Errorf("remove platform role: %w", db.Interpret(err))
+		}
+		if err := endImpersonations(ctx, tx, `operator_id = $1`, EndOperatorRemoved, id); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE auth.sessions SET ended_at = now() WHERE user_id = $1 AND ended_at IS NULL`, id); err != nil {
+			return wrapDB(err, "end sessions")
+		}
+		if _, err := tx.Exec(ctx, `UPDATE auth.operator_invitations SET used_at = now() WHERE user_id = $1 AND used_at IS NULL`, id); err != nil {
+			return wrapDB(err, "retire operator invitations")
+		}
+		return bumpEpoch(ctx, tx)
+	})
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("auth: deactivate operator: %w", err)
+	}
+	return id, nil
+}

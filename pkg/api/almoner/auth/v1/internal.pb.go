@@ -2402,6 +2402,98 @@ func (x *InviteOperatorResponse) GetInvitationToken() string {
 	return ""
 }
 
+// DeactivateOperatorRequest names the operator.
+type DeactivateOperatorRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Email is the operator's address.
+	Email         string `protobuf:"bytes,1,opt,name=email,proto3" json:"email,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeactivateOperatorRequest) Reset() {
+	*x = DeactivateOperatorRequest{}
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeactivateOperatorRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeactivateOperatorRequest) ProtoMessage() {}
+
+func (x *DeactivateOperatorRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeactivateOperatorRequest.ProtoReflect.Descriptor instead.
+func (*DeactivateOperatorRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *DeactivateOperatorRequest) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+// DeactivateOperatorResponse names the user who is no operator now.
+type DeactivateOperatorResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// UserId is the user's id.
+	UserId        string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeactivateOperatorResponse) Reset() {
+	*x = DeactivateOperatorResponse{}
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeactivateOperatorResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeactivateOperatorResponse) ProtoMessage() {}
+
+func (x *DeactivateOperatorResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeactivateOperatorResponse.ProtoReflect.Descriptor instead.
+func (*DeactivateOperatorResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *DeactivateOperatorResponse) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
 var File_almoner_auth_v1_internal_proto protoreflect.FileDescriptor
 
 const file_almoner_auth_v1_internal_proto_rawDesc = "" +
@@ -2567,11 +2659,15 @@ const file_almoner_auth_v1_internal_proto_rawDesc = "" +
 	"\x04role\x18\x02 \x01(\tR\x04role\"\\\n" +
 	"\x16InviteOperatorResponse\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12)\n" +
-	"\x10invitation_token\x18\x02 \x01(\tR\x0finvitationToken2\xc5\x02\n" +
+	"\x10invitation_token\x18\x02 \x01(\tR\x0finvitationToken\"1\n" +
+	"\x19DeactivateOperatorRequest\x12\x14\n" +
+	"\x05email\x18\x01 \x01(\tR\x05email\"5\n" +
+	"\x1aDeactivateOperatorResponse\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\tR\x06userId2\xc5\x02\n" +
 	"\x14KeyValidationService\x12X\n" +
 	"\vValidateKey\x12#.almoner.auth.v1.ValidateKeyRequest\x1a$.almoner.auth.v1.ValidateKeyResponse\x12m\n" +
 	"\x12GetValidationEpoch\x12*.almoner.auth.v1.GetValidationEpochRequest\x1a+.almoner.auth.v1.GetValidationEpochResponse\x12d\n" +
-	"\x0fValidateSession\x12'.almoner.auth.v1.ValidateSessionRequest\x1a(.almoner.auth.v1.ValidateSessionResponse2\xac\x0f\n" +
+	"\x0fValidateSession\x12'.almoner.auth.v1.ValidateSessionRequest\x1a(.almoner.auth.v1.ValidateSessionResponse2\x9b\x10\n" +
 	"\x12TenantAdminService\x12\xaa\x01\n" +
 	"\fCreateTenant\x12$.almoner.auth.v1.CreateTenantRequest\x1a%.almoner.auth.v1.CreateTenantResponse\"M\x92A%\n" +
 	"\x12Platform operators\x12\x0fCreate a tenant\x82\xd3\xe4\x93\x02\x1f:\x01*b\x06tenant\"\x12/api/admin/tenants\x12\xa8\x01\n" +
@@ -2585,7 +2681,8 @@ const file_almoner_auth_v1_internal_proto_rawDesc = "" +
 	"\x12Platform operators\x12\x13Deactivate a tenant\x82\xd3\xe4\x93\x023b\x06tenant\")/api/admin/tenants/{tenant_id}/deactivate\x12\xc4\x01\n" +
 	"\x0eActivateTenant\x12&.almoner.auth.v1.ActivateTenantRequest\x1a'.almoner.auth.v1.ActivateTenantResponse\"a\x92A'\n" +
 	"\x12Platform operators\x12\x11Activate a tenant\x82\xd3\xe4\x93\x021b\x06tenant\"'/api/admin/tenants/{tenant_id}/activate\x12a\n" +
-	"\x0eInviteOperator\x12&.almoner.auth.v1.InviteOperatorRequest\x1a'.almoner.auth.v1.InviteOperatorResponse\x12g\n" +
+	"\x0eInviteOperator\x12&.almoner.auth.v1.InviteOperatorRequest\x1a'.almoner.auth.v1.InviteOperatorResponse\x12m\n" +
+	"\x12DeactivateOperator\x12*.almoner.auth.v1.DeactivateOperatorRequest\x1a+.almoner.auth.v1.DeactivateOperatorResponse\x12g\n" +
 	"\x10SetTenantFeature\x12(.almoner.auth.v1.SetTenantFeatureRequest\x1a).almoner.auth.v1.SetTenantFeatureResponse\x12d\n" +
 	"\x0fSetTenantActive\x12'.almoner.auth.v1.SetTenantActiveRequest\x1a(.almoner.auth.v1.SetTenantActiveResponse\x12R\n" +
 	"\tCreateKey\x12!.almoner.auth.v1.CreateKeyRequest\x1a\".almoner.auth.v1.CreateKeyResponse\x12U\n" +
@@ -2609,7 +2706,7 @@ func file_almoner_auth_v1_internal_proto_rawDescGZIP() []byte {
 	return file_almoner_auth_v1_internal_proto_rawDescData
 }
 
-var file_almoner_auth_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
+var file_almoner_auth_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
 var file_almoner_auth_v1_internal_proto_goTypes = []any{
 	(*GetValidationEpochRequest)(nil),       // 0: almoner.auth.v1.GetValidationEpochRequest
 	(*KeyUse)(nil),                          // 1: almoner.auth.v1.KeyUse
@@ -2650,30 +2747,32 @@ var file_almoner_auth_v1_internal_proto_goTypes = []any{
 	(*ActivateTenantResponse)(nil),          // 36: almoner.auth.v1.ActivateTenantResponse
 	(*InviteOperatorRequest)(nil),           // 37: almoner.auth.v1.InviteOperatorRequest
 	(*InviteOperatorResponse)(nil),          // 38: almoner.auth.v1.InviteOperatorResponse
-	nil,                                     // 39: almoner.auth.v1.SetTenantFeaturesRequest.FeaturesEntry
-	(*timestamppb.Timestamp)(nil),           // 40: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),             // 41: google.protobuf.Duration
-	(*CreatedApiKey)(nil),                   // 42: almoner.auth.v1.CreatedApiKey
+	(*DeactivateOperatorRequest)(nil),       // 39: almoner.auth.v1.DeactivateOperatorRequest
+	(*DeactivateOperatorResponse)(nil),      // 40: almoner.auth.v1.DeactivateOperatorResponse
+	nil,                                     // 41: almoner.auth.v1.SetTenantFeaturesRequest.FeaturesEntry
+	(*timestamppb.Timestamp)(nil),           // 42: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),             // 43: google.protobuf.Duration
+	(*CreatedApiKey)(nil),                   // 44: almoner.auth.v1.CreatedApiKey
 }
 var file_almoner_auth_v1_internal_proto_depIdxs = []int32{
 	1,  // 0: almoner.auth.v1.GetValidationEpochRequest.key_uses:type_name -> almoner.auth.v1.KeyUse
-	40, // 1: almoner.auth.v1.KeyUse.used_at:type_name -> google.protobuf.Timestamp
-	41, // 2: almoner.auth.v1.GetValidationEpochResponse.cache_window:type_name -> google.protobuf.Duration
-	40, // 3: almoner.auth.v1.ValidateSessionResponse.expires_at:type_name -> google.protobuf.Timestamp
-	40, // 4: almoner.auth.v1.ValidateKeyResponse.expires_at:type_name -> google.protobuf.Timestamp
+	42, // 1: almoner.auth.v1.KeyUse.used_at:type_name -> google.protobuf.Timestamp
+	43, // 2: almoner.auth.v1.GetValidationEpochResponse.cache_window:type_name -> google.protobuf.Duration
+	42, // 3: almoner.auth.v1.ValidateSessionResponse.expires_at:type_name -> google.protobuf.Timestamp
+	42, // 4: almoner.auth.v1.ValidateKeyResponse.expires_at:type_name -> google.protobuf.Timestamp
 	7,  // 5: almoner.auth.v1.SetTenantProcessorResponse.processor:type_name -> almoner.auth.v1.TenantProcessor
 	7,  // 6: almoner.auth.v1.GetTenantProcessorResponse.processor:type_name -> almoner.auth.v1.TenantProcessor
 	7,  // 7: almoner.auth.v1.ClearTenantProcessorResponse.processor:type_name -> almoner.auth.v1.TenantProcessor
-	40, // 8: almoner.auth.v1.Tenant.created_at:type_name -> google.protobuf.Timestamp
-	40, // 9: almoner.auth.v1.Tenant.events_since:type_name -> google.protobuf.Timestamp
+	42, // 8: almoner.auth.v1.Tenant.created_at:type_name -> google.protobuf.Timestamp
+	42, // 9: almoner.auth.v1.Tenant.events_since:type_name -> google.protobuf.Timestamp
 	16, // 10: almoner.auth.v1.CreateTenantResponse.tenant:type_name -> almoner.auth.v1.Tenant
 	16, // 11: almoner.auth.v1.GetTenantResponse.tenant:type_name -> almoner.auth.v1.Tenant
 	16, // 12: almoner.auth.v1.SetTenantFeatureResponse.tenant:type_name -> almoner.auth.v1.Tenant
 	16, // 13: almoner.auth.v1.SetTenantActiveResponse.tenant:type_name -> almoner.auth.v1.Tenant
-	40, // 14: almoner.auth.v1.CreateKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	42, // 15: almoner.auth.v1.CreateKeyResponse.api_key:type_name -> almoner.auth.v1.CreatedApiKey
+	42, // 14: almoner.auth.v1.CreateKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	44, // 15: almoner.auth.v1.CreateKeyResponse.api_key:type_name -> almoner.auth.v1.CreatedApiKey
 	16, // 16: almoner.auth.v1.ListTenantsResponse.items:type_name -> almoner.auth.v1.Tenant
-	39, // 17: almoner.auth.v1.SetTenantFeaturesRequest.features:type_name -> almoner.auth.v1.SetTenantFeaturesRequest.FeaturesEntry
+	41, // 17: almoner.auth.v1.SetTenantFeaturesRequest.features:type_name -> almoner.auth.v1.SetTenantFeaturesRequest.FeaturesEntry
 	16, // 18: almoner.auth.v1.SetTenantFeaturesResponse.tenant:type_name -> almoner.auth.v1.Tenant
 	16, // 19: almoner.auth.v1.DeactivateTenantResponse.tenant:type_name -> almoner.auth.v1.Tenant
 	16, // 20: almoner.auth.v1.ActivateTenantResponse.tenant:type_name -> almoner.auth.v1.Tenant
@@ -2687,34 +2786,36 @@ var file_almoner_auth_v1_internal_proto_depIdxs = []int32{
 	33, // 28: almoner.auth.v1.TenantAdminService.DeactivateTenant:input_type -> almoner.auth.v1.DeactivateTenantRequest
 	35, // 29: almoner.auth.v1.TenantAdminService.ActivateTenant:input_type -> almoner.auth.v1.ActivateTenantRequest
 	37, // 30: almoner.auth.v1.TenantAdminService.InviteOperator:input_type -> almoner.auth.v1.InviteOperatorRequest
-	21, // 31: almoner.auth.v1.TenantAdminService.SetTenantFeature:input_type -> almoner.auth.v1.SetTenantFeatureRequest
-	23, // 32: almoner.auth.v1.TenantAdminService.SetTenantActive:input_type -> almoner.auth.v1.SetTenantActiveRequest
-	25, // 33: almoner.auth.v1.TenantAdminService.CreateKey:input_type -> almoner.auth.v1.CreateKeyRequest
-	27, // 34: almoner.auth.v1.TenantAdminService.InviteUser:input_type -> almoner.auth.v1.InviteUserRequest
-	8,  // 35: almoner.auth.v1.TenantAdminService.SetTenantProcessor:input_type -> almoner.auth.v1.SetTenantProcessorRequest
-	10, // 36: almoner.auth.v1.TenantAdminService.GetTenantProcessor:input_type -> almoner.auth.v1.GetTenantProcessorRequest
-	12, // 37: almoner.auth.v1.TenantAdminService.ClearTenantProcessor:input_type -> almoner.auth.v1.ClearTenantProcessorRequest
-	14, // 38: almoner.auth.v1.ProcessorCredentialService.GetProcessorCredentials:input_type -> almoner.auth.v1.GetProcessorCredentialsRequest
-	6,  // 39: almoner.auth.v1.KeyValidationService.ValidateKey:output_type -> almoner.auth.v1.ValidateKeyResponse
-	2,  // 40: almoner.auth.v1.KeyValidationService.GetValidationEpoch:output_type -> almoner.auth.v1.GetValidationEpochResponse
-	4,  // 41: almoner.auth.v1.KeyValidationService.ValidateSession:output_type -> almoner.auth.v1.ValidateSessionResponse
-	18, // 42: almoner.auth.v1.TenantAdminService.CreateTenant:output_type -> almoner.auth.v1.CreateTenantResponse
-	20, // 43: almoner.auth.v1.TenantAdminService.GetTenant:output_type -> almoner.auth.v1.GetTenantResponse
-	30, // 44: almoner.auth.v1.TenantAdminService.ListTenants:output_type -> almoner.auth.v1.ListTenantsResponse
-	32, // 45: almoner.auth.v1.TenantAdminService.SetTenantFeatures:output_type -> almoner.auth.v1.SetTenantFeaturesResponse
-	34, // 46: almoner.auth.v1.TenantAdminService.DeactivateTenant:output_type -> almoner.auth.v1.DeactivateTenantResponse
-	36, // 47: almoner.auth.v1.TenantAdminService.ActivateTenant:output_type -> almoner.auth.v1.ActivateTenantResponse
-	38, // 48: almoner.auth.v1.TenantAdminService.InviteOperator:output_type -> almoner.auth.v1.InviteOperatorResponse
-	22, // 49: almoner.auth.v1.TenantAdminService.SetTenantFeature:output_type -> almoner.auth.v1.SetTenantFeatureResponse
-	24, // 50: almoner.auth.v1.TenantAdminService.SetTenantActive:output_type -> almoner.auth.v1.SetTenantActiveResponse
-	26, // 51: almoner.auth.v1.TenantAdminService.CreateKey:output_type -> almoner.auth.v1.CreateKeyResponse
-	28, // 52: almoner.auth.v1.TenantAdminService.InviteUser:output_type -> almoner.auth.v1.InviteUserResponse
-	9,  // 53: almoner.auth.v1.TenantAdminService.SetTenantProcessor:output_type -> almoner.auth.v1.SetTenantProcessorResponse
-	11, // 54: almoner.auth.v1.TenantAdminService.GetTenantProcessor:output_type -> almoner.auth.v1.GetTenantProcessorResponse
-	13, // 55: almoner.auth.v1.TenantAdminService.ClearTenantProcessor:output_type -> almoner.auth.v1.ClearTenantProcessorResponse
-	15, // 56: almoner.auth.v1.ProcessorCredentialService.GetProcessorCredentials:output_type -> almoner.auth.v1.GetProcessorCredentialsResponse
-	39, // [39:57] is the sub-list for method output_type
-	21, // [21:39] is the sub-list for method input_type
+	39, // 31: almoner.auth.v1.TenantAdminService.DeactivateOperator:input_type -> almoner.auth.v1.DeactivateOperatorRequest
+	21, // 32: almoner.auth.v1.TenantAdminService.SetTenantFeature:input_type -> almoner.auth.v1.SetTenantFeatureRequest
+	23, // 33: almoner.auth.v1.TenantAdminService.SetTenantActive:input_type -> almoner.auth.v1.SetTenantActiveRequest
+	25, // 34: almoner.auth.v1.TenantAdminService.CreateKey:input_type -> almoner.auth.v1.CreateKeyRequest
+	27, // 35: almoner.auth.v1.TenantAdminService.InviteUser:input_type -> almoner.auth.v1.InviteUserRequest
+	8,  // 36: almoner.auth.v1.TenantAdminService.SetTenantProcessor:input_type -> almoner.auth.v1.SetTenantProcessorRequest
+	10, // 37: almoner.auth.v1.TenantAdminService.GetTenantProcessor:input_type -> almoner.auth.v1.GetTenantProcessorRequest
+	12, // 38: almoner.auth.v1.TenantAdminService.ClearTenantProcessor:input_type -> almoner.auth.v1.ClearTenantProcessorRequest
+	14, // 39: almoner.auth.v1.ProcessorCredentialService.GetProcessorCredentials:input_type -> almoner.auth.v1.GetProcessorCredentialsRequest
+	6,  // 40: almoner.auth.v1.KeyValidationService.ValidateKey:output_type -> almoner.auth.v1.ValidateKeyResponse
+	2,  // 41: almoner.auth.v1.KeyValidationService.GetValidationEpoch:output_type -> almoner.auth.v1.GetValidationEpochResponse
+	4,  // 42: almoner.auth.v1.KeyValidationService.ValidateSession:output_type -> almoner.auth.v1.ValidateSessionResponse
+	18, // 43: almoner.auth.v1.TenantAdminService.CreateTenant:output_type -> almoner.auth.v1.CreateTenantResponse
+	20, // 44: almoner.auth.v1.TenantAdminService.GetTenant:output_type -> almoner.auth.v1.GetTenantResponse
+	30, // 45: almoner.auth.v1.TenantAdminService.ListTenants:output_type -> almoner.auth.v1.ListTenantsResponse
+	32, // 46: almoner.auth.v1.TenantAdminService.SetTenantFeatures:output_type -> almoner.auth.v1.SetTenantFeaturesResponse
+	34, // 47: almoner.auth.v1.TenantAdminService.DeactivateTenant:output_type -> almoner.auth.v1.DeactivateTenantResponse
+	36, // 48: almoner.auth.v1.TenantAdminService.ActivateTenant:output_type -> almoner.auth.v1.ActivateTenantResponse
+	38, // 49: almoner.auth.v1.TenantAdminService.InviteOperator:output_type -> almoner.auth.v1.InviteOperatorResponse
+	40, // 50: almoner.auth.v1.TenantAdminService.DeactivateOperator:output_type -> almoner.auth.v1.DeactivateOperatorResponse
+	22, // 51: almoner.auth.v1.TenantAdminService.SetTenantFeature:output_type -> almoner.auth.v1.SetTenantFeatureResponse
+	24, // 52: almoner.auth.v1.TenantAdminService.SetTenantActive:output_type -> almoner.auth.v1.SetTenantActiveResponse
+	26, // 53: almoner.auth.v1.TenantAdminService.CreateKey:output_type -> almoner.auth.v1.CreateKeyResponse
+	28, // 54: almoner.auth.v1.TenantAdminService.InviteUser:output_type -> almoner.auth.v1.InviteUserResponse
+	9,  // 55: almoner.auth.v1.TenantAdminService.SetTenantProcessor:output_type -> almoner.auth.v1.SetTenantProcessorResponse
+	11, // 56: almoner.auth.v1.TenantAdminService.GetTenantProcessor:output_type -> almoner.auth.v1.GetTenantProcessorResponse
+	13, // 57: almoner.auth.v1.TenantAdminService.ClearTenantProcessor:output_type -> almoner.auth.v1.ClearTenantProcessorResponse
+	15, // 58: almoner.auth.v1.ProcessorCredentialService.GetProcessorCredentials:output_type -> almoner.auth.v1.GetProcessorCredentialsResponse
+	40, // [40:59] is the sub-list for method output_type
+	21, // [21:40] is the sub-list for method input_type
 	21, // [21:21] is the sub-list for extension type_name
 	21, // [21:21] is the sub-list for extension extendee
 	0,  // [0:21] is the sub-list for field type_name
@@ -2733,7 +2834,7 @@ func file_almoner_auth_v1_internal_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_almoner_auth_v1_internal_proto_rawDesc), len(file_almoner_auth_v1_internal_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   40,
+			NumMessages:   42,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

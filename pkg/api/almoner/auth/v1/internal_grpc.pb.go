@@ -248,6 +248,7 @@ const (
 	TenantAdminService_DeactivateTenant_FullMethodName     = "/almoner.auth.v1.TenantAdminService/DeactivateTenant"
 	TenantAdminService_ActivateTenant_FullMethodName       = "/almoner.auth.v1.TenantAdminService/ActivateTenant"
 	TenantAdminService_InviteOperator_FullMethodName       = "/almoner.auth.v1.TenantAdminService/InviteOperator"
+	TenantAdminService_DeactivateOperator_FullMethodName   = "/almoner.auth.v1.TenantAdminService/DeactivateOperator"
 	TenantAdminService_SetTenantFeature_FullMethodName     = "/almoner.auth.v1.TenantAdminService/SetTenantFeature"
 	TenantAdminService_SetTenantActive_FullMethodName      = "/almoner.auth.v1.TenantAdminService/SetTenantActive"
 	TenantAdminService_CreateKey_FullMethodName            = "/almoner.auth.v1.TenantAdminService/CreateKey"
@@ -284,6 +285,10 @@ type TenantAdminServiceClient interface {
 	// InviteOperator invites a platform operator (no tenant membership):
 	// internal, the admin command only.
 	InviteOperator(ctx context.Context, in *InviteOperatorRequest, opts ...grpc.CallOption) (*InviteOperatorResponse, error)
+	// DeactivateOperator takes the platform role away: every session of the
+	// operator and their impersonation end (the next request is 401).
+	// Internal, the admin command only.
+	DeactivateOperator(ctx context.Context, in *DeactivateOperatorRequest, opts ...grpc.CallOption) (*DeactivateOperatorResponse, error)
 	// SetTenantFeature turns one feature flag on or off.
 	SetTenantFeature(ctx context.Context, in *SetTenantFeatureRequest, opts ...grpc.CallOption) (*SetTenantFeatureResponse, error)
 	// SetTenantActive activates or deactivates a tenant.
@@ -378,6 +383,16 @@ func (c *tenantAdminServiceClient) InviteOperator(ctx context.Context, in *Invit
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(InviteOperatorResponse)
 	err := c.cc.Invoke(ctx, TenantAdminService_InviteOperator_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tenantAdminServiceClient) DeactivateOperator(ctx context.Context, in *DeactivateOperatorRequest, opts ...grpc.CallOption) (*DeactivateOperatorResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeactivateOperatorResponse)
+	err := c.cc.Invoke(ctx, TenantAdminService_DeactivateOperator_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -481,6 +496,10 @@ type TenantAdminServiceServer interface {
 	// InviteOperator invites a platform operator (no tenant membership):
 	// internal, the admin command only.
 	InviteOperator(context.Context, *InviteOperatorRequest) (*InviteOperatorResponse, error)
+	// DeactivateOperator takes the platform role away: every session of the
+	// operator and their impersonation end (the next request is 401).
+	// Internal, the admin command only.
+	DeactivateOperator(context.Context, *DeactivateOperatorRequest) (*DeactivateOperatorResponse, error)
 	// SetTenantFeature turns one feature flag on or off.
 	SetTenantFeature(context.Context, *SetTenantFeatureRequest) (*SetTenantFeatureResponse, error)
 	// SetTenantActive activates or deactivates a tenant.
@@ -531,6 +550,9 @@ func (UnimplementedTenantAdminServiceServer) ActivateTenant(context.Context, *Ac
 }
 func (UnimplementedTenantAdminServiceServer) InviteOperator(context.Context, *InviteOperatorRequest) (*InviteOperatorResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method InviteOperator not implemented")
+}
+func (UnimplementedTenantAdminServiceServer) DeactivateOperator(context.Context, *DeactivateOperatorRequest) (*DeactivateOperatorResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeactivateOperator not implemented")
 }
 func (UnimplementedTenantAdminServiceServer) SetTenantFeature(context.Context, *SetTenantFeatureRequest) (*SetTenantFeatureResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetTenantFeature not implemented")
@@ -700,6 +722,24 @@ func _TenantAdminService_InviteOperator_Handler(srv interface{}, ctx context.Con
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TenantAdminService_DeactivateOperator_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeactivateOperatorRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TenantAdminServiceServer).DeactivateOperator(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TenantAdminService_DeactivateOperator_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TenantAdminServiceServer).DeactivateOperator(ctx, req.(*DeactivateOperatorRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _TenantAdminService_SetTenantFeature_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(SetTenantFeatureRequest)
 	if err := dec(in); err != nil {
@@ -860,6 +900,10 @@ var TenantAdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "InviteOperator",
 			Handler:    _TenantAdminService_InviteOperator_Handler,
+		},
+		{
+			MethodName: "DeactivateOperator",
+			Handler:    _TenantAdminService_DeactivateOperator_Handler,
 		},
 		{
 			MethodName: "SetTenantFeature",
