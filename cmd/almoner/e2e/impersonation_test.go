@@ -83,6 +83,21 @@ func walkImpersonation(t *testing.T, c *apptest.Cluster) {
 	}
 	walkAuditLog(t, c, tn, owner, "operator:"+opID, "user:"+ownerID)
 
+	walkImpersonationEnds(t, c, impersonationCase{tn: tn, owner: owner, op: op, opEmail: opEmail, impID: impID, start: start})
+}
+
+// impersonationCase is what walkImpersonation hands walkImpersonationEnds.
+type impersonationCase struct {
+	tn                        apptest.Tenant
+	owner, op, opEmail, impID string
+	start                     map[string]any
+}
+
+// walkImpersonationEnds: the ends of an impersonation, each the very next
+// request 401 and an impersonation.deleted event: at expiry, on the
+// grant's withdrawal, on the operator's deactivation.
+func walkImpersonationEnds(t *testing.T, c *apptest.Cluster, ic impersonationCase) {
+	tn, owner, op, opEmail, impID, start := ic.tn, ic.owner, ic.op, ic.opEmail, ic.impID, ic.start
 	// Expiry, on a short clock: the row's end is moved to the past (and the
 	// epoch, as any change does), and the very next request is 401.
 	expire(t, c, impID)
