@@ -163,9 +163,10 @@ func (s *Service) Register(r grpc.ServiceRegistrar) {
 	authv1.RegisterUserServiceServer(r, &userServer{s: s})
 	authv1.RegisterStaffAuthServiceServer(r, &staffServer{s: s})
 	authv1.RegisterMfaServiceServer(r, mfa.New(s.mfaDeps()))
-	access, operators := impersonation.New(s.impersonationDeps())
+	access, impersonations := impersonation.New(s.impersonationDeps())
 	authv1.RegisterSupportAccessServiceServer(r, access)
-	authv1.RegisterImpersonationServiceServer(r, operators)
+	authv1.RegisterImpersonationServiceServer(r, impersonations)
+	authv1.RegisterOperationsServiceServer(r, operators.NewOperations(s.store))
 }
 
 // impersonationDeps are what support access and impersonation need.

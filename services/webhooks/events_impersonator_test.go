@@ -8,13 +8,13 @@ import (
 )
 
 // TestEventBodyImpersonator: a row written through an impersonation gives
-// the body data.impersonator_id; any other row null.
+// the body data.impersonator_id; any other row none.
 func TestEventBodyImpersonator(t *testing.T) {
 	for _, tc := range []struct {
 		impersonator, want string
 	}{
 		{"operator:01a2354e-5996-7213-aa54-b6d5f25fc6a9", `"impersonator_id":"operator:01a2354e-5996-7213-aa54-b6d5f25fc6a9"`},
-		{"", `"impersonator_id":null`},
+		{"", `"user_id":"user:u1"}`},
 	} {
 		b, err := buildBody(audit.Event{EventID: "e1", Event: "contact.created", EntityType: "Contact", EntityID: "1", Action: audit.Created,
 			Actor: "user:u1", Impersonator: tc.impersonator})

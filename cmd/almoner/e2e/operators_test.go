@@ -68,6 +68,7 @@ func TestOperators(t *testing.T) {
 			walkTenantAdmin(t, c, admin, tn)
 			walkAdminRefusals(t, c, pit, admin, tn)
 			walkImpersonation(t, c)
+			walkOperations(t, c, admin, tn)
 		})
 	}
 }
@@ -158,4 +159,29 @@ func walkAdminRefusals(t *testing.T, c *apptest.Cluster, pit *mailtest.Server, a
 	asUser(t, c, "GET", "/api/admin/tenants", member, nil).Expect(t, http.StatusForbidden)
 	asUser(t, c, "GET", "/api/admin/nothing-here", admin, nil).Expect(t, http.StatusNotFound)
 	_ = pit
+}
+
+// walkOperations reads the operations log: the tenant's creation and its
+// deactivation (walkTenantAdmin), an impersonation (walkImpersonation)
+// elsewhere; filters; a bad kind.
+func walkOperations(t *testing.T, c *apptest.Cluster, admin string, tn apptest.Tenant) {
+	var page struct {
+		Items []struct{ ID, TenantID, Kind, Status, Detail string }
+	}
+	asUser(t, c, "GET", "/api/admin/operations?tenantId="+tn.ID+"&pageSize=100", admin, nil).Expect(t, http.StatusOK).JSON(t, &page)
+	kinds := map[string]int{}
+	for _, it := range page.Items {
+		if it.TenantID != tn.ID {
+			t.Errorf("another tenant's operation: %+v", it)
+		}
+		kinds[it.Kind]++
+	}
+	if kinds["tenant_created"] != 1 || kinds["tenant_deactivated"] != 1 {
+		t.Errorf("operations of the tenant: %+v", page.Items)
+	}
+	asUser(t, c, "GET", "/api/admin/operations?kind=impersonation", admin, nil).Expect(t, http.StatusOK).JSON(t, &page)
+	if len(page.Items) == 0 || page.Items[0].Kind != "impersonation" {
+		t.Errorf("impersonations: %+v", page.Items)
+	}
+	asUser(t, c, "GET", "/api/admin/operations?kind=letters", admin, nil).Expect(t, http.StatusBadRequest)
 }

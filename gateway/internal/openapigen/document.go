@@ -51,6 +51,7 @@ var serviceGroups = map[protoreflect.FullName]group{
 	"almoner.auth.v1.MfaService":                    {"Multi-factor authentication", false},
 	"almoner.auth.v1.TenantAdminService":            {"Platform operators", false},
 	"almoner.auth.v1.ImpersonationService":          {"Platform operators", false},
+	"almoner.auth.v1.OperationsService":             {"Platform operators", false},
 	"almoner.auth.v1.SupportAccessService":          {"Tenant administration", false},
 	"almoner.webhooks.v1.AuditLogService":           {"Audit log", false},
 }
