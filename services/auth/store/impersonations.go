@@ -131,7 +131,8 @@ type NewImpersonation struct {
 // StartImpersonation starts n: ErrNotGranted without a grant in force at
 // n.Now, db.ErrNotFound when the user is no active member of an active
 // tenant, ErrImpersonating while the operator holds one in force. An
-// expired one the operator still held is ended first (reason expired).
+// expired one the operator still held is ended first (reason expired), and
+// one whose session has ended (signed_out).
 func (s *Store) StartImpersonation(ctx context.Context, n NewImpersonation) (Impersonation, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
@@ -140,6 +141,12 @@ func (s *Store) StartImpersonation(ctx context.Context, n NewImpersonation) (Imp
 	var out Impersonation
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := endImpersonations(ctx, tx, `operator_id = $1 AND expires_at <= $2`, EndExpired, n.OperatorID, n.Now); err != nil {
+			return err
+		}
+		// A session ended other than by sign-out (a password reset) leaves
+		// its impersonation open: it ends with it.
+		if err := endImpersonations(ctx, tx, `operator_id = $1 AND session_id IN (SELECT id FROM auth.sessions WHERE ended_at IS NOT NULL)`,
+			EndSignedOut, n.OperatorID); err != nil {
 			return err
 		}
 		var granted bool
