@@ -207,6 +207,9 @@ func (s *Service) signInBody(ctx context.Context, user uuid.UUID, pending bool) 
 	for _, m := range ms {
 		out.Memberships = append(out.Memberships, &authv1.Membership{TenantId: m.TenantID.String(), TenantName: m.TenantName, Role: m.Role})
 	}
+	if u.PlatformRole != "" {
+		out.Operator = &authv1.SignedIn_PlatformRole{PlatformRole: u.PlatformRole}
+	}
 	return out, nil
 }
 

@@ -76,7 +76,7 @@ func TestOperators(t *testing.T) {
 // walkOperatorSignIn: the factor at sign-in, rememberDevice ignored.
 func walkOperatorSignIn(t *testing.T, c *apptest.Cluster, email, pw, secret string) {
 	body, pending := signInAs(t, c, email, pw)
-	if body["mfaRequired"] != true {
+	if body["mfaRequired"] != true || body["platformRole"] != "platform-admin" {
 		t.Fatalf("operator sign-in %v", body)
 	}
 	asUser(t, c, "GET", "/api/admin/tenants", pending, nil).Expect(t, http.StatusUnauthorized)
