@@ -91,6 +91,17 @@ func (u *upstream) ValidateKey(ctx context.Context, req *authv1.ValidateKeyReque
 	return &authv1.ValidateKeyResponse{TenantId: tenant, KeyId: "k1", KeyPrefix: "ak_test_", Scopes: []string{"api-keys:manage"}, DefaultCurrency: "EUR"}, nil
 }
 
+// operatorToken is the session cookie the upstream answers as a
+// platform-admin operator's on /api/admin routes.
+const operatorToken = "operator-session"
+
+func (u *upstream) ValidateSession(_ context.Context, req *authv1.ValidateSessionRequest) (*authv1.ValidateSessionResponse, error) {
+	if req.GetToken() != operatorToken || !req.GetAdmin() {
+		return nil, status.Error(codes.Unauthenticated, "Unauthorized")
+	}
+	return &authv1.ValidateSessionResponse{UserId: "u1", SessionId: "s1", PlatformRole: "platform-admin"}, nil
+}
+
 func (u *upstream) GetValidationEpoch(context.Context, *authv1.GetValidationEpochRequest) (*authv1.GetValidationEpochResponse, error) {
 	return &authv1.GetValidationEpochResponse{Epoch: 1}, nil
 }

@@ -275,6 +275,11 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request) {
 		if r, ok = g.authenticateStaff(w, r); !ok {
 			return
 		}
+	} else if isAdminPath(r.URL.Path) {
+		var ok bool
+		if r, ok = g.authenticateOperator(w, r); !ok {
+			return
+		}
 	}
 	sw, r := withStreamResponse(w, r)
 	g.mux.ServeHTTP(sw, r)

@@ -27,7 +27,7 @@ type registerFunc func(context.Context, *runtime.ServeMux, *grpc.ClientConn) err
 // these: processor notifications (registerNotifications) and the import
 // upload, POST …/imports (registerImports).
 var registry = map[string][]registerFunc{
-	authName:    {authv1.RegisterApiKeyServiceHandler, authv1.RegisterUserServiceHandler, authv1.RegisterStaffAuthServiceHandler, authv1.RegisterMfaServiceHandler},
+	authName:    {authv1.RegisterApiKeyServiceHandler, authv1.RegisterUserServiceHandler, authv1.RegisterStaffAuthServiceHandler, authv1.RegisterMfaServiceHandler, authv1.RegisterTenantAdminServiceHandler, authv1.RegisterSupportAccessServiceHandler, authv1.RegisterImpersonationServiceHandler, authv1.RegisterOperationsServiceHandler},
 	"contacts":  {contactsv1.RegisterContactServiceHandler, contactsv1.RegisterContactFormServiceHandler},
 	"imports":   {importsv1.RegisterImportServiceHandler},
 	"inventory": {inventoryv1.RegisterInventoryServiceHandler},
@@ -36,7 +36,7 @@ var registry = map[string][]registerFunc{
 	"reports": {reportsv1.RegisterReportServiceHandler, reportsv1.RegisterOrganizationProfileServiceHandler, reportsv1.RegisterReceiptServiceHandler, reportsv1.RegisterTaxStatementServiceHandler,
 		reportsv1.RegisterBrandingServiceHandler, reportsv1.RegisterDocumentTemplateServiceHandler,
 		reportsv1.RegisterLetterRunServiceHandler},
-	"webhooks": {webhooksv1.RegisterWebhookServiceHandler, webhooksv1.RegisterEventServiceHandler},
+	"webhooks": {webhooksv1.RegisterWebhookServiceHandler, webhooksv1.RegisterEventServiceHandler, webhooksv1.RegisterAuditLogServiceHandler},
 }
 
 // Services returns the names of the services the gateway can route to.

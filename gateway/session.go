@@ -28,6 +28,10 @@ const (
 	deviceMetadata   = "almoner-device"
 )
 
+// impersonationHeader names, on every response to an impersonated
+// request, the impersonation (docs/operators.md).
+const impersonationHeader = "X-Almoner-Impersonation"
+
 // authPrefix starts the staff sign-in routes.
 const authPrefix = "/api/auth"
 
@@ -84,7 +88,12 @@ func (g *Gateway) authenticateSession(w http.ResponseWriter, r *http.Request, to
 		return r, false
 	}
 	p := authctx.Principal{TenantID: resp.GetTenantId(), UserID: resp.GetUserId(), SessionID: resp.GetSessionId(),
-		Scopes: resp.GetScopes(), Features: resp.GetFeatures(), Currency: resp.GetDefaultCurrency()}
+		Scopes: resp.GetScopes(), Features: resp.GetFeatures(), Currency: resp.GetDefaultCurrency(),
+		Impersonator: resp.GetImpersonatorId(), Impersonation: resp.GetImpersonationId()}
+	if p.Impersonation != "" {
+		// A console shows a banner while an operator works as the user.
+		w.Header().Set(impersonationHeader, p.Impersonation)
+	}
 	return withPrincipal(r, p), true
 }
 
@@ -135,4 +144,41 @@ func (g *Gateway) sameOrigin(w http.ResponseWriter, r *http.Request) bool {
 func withPrincipal(r *http.Request, p authctx.Principal) *http.Request {
 	ctx := authctx.NewOutgoingContext(context.WithValue(r.Context(), principalKey{}, p), p)
 	return r.WithContext(ctx)
+}
+
+// adminPrefix starts the platform operators' routes (docs/operators.md).
+const adminPrefix = "/api/admin"
+
+// isAdminPath reports whether the path is a platform operators' route.
+func isAdminPath(p string) bool { return p == adminPrefix || strings.HasPrefix(p, adminPrefix+"/") }
+
+// authenticateOperator prepares a request to /api/admin: only a platform
+// operator's passed session with a second factor on goes further. A key,
+// no cookie or an unusable session is the one 401; a member's session 403,
+// an operator without a factor 403 Mfa.EnrollmentRequired. Nothing on
+// these routes runs without an operator principal: the services would
+// take a call without one for the admin command's.
+func (g *Gateway) authenticateOperator(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+	token := sessionToken(r)
+	if r.Header.Get("X-Api-Key") != "" || token == "" {
+		closeUnread(w, r)
+		g.writeUnauthorized(w)
+		return r, false
+	}
+	if !g.sameOrigin(w, r) {
+		return r, false
+	}
+	resp, err := g.keys.ValidateOperatorSession(r.Context(), token)
+	if err != nil {
+		closeUnread(w, r)
+		g.handleError(r.Context(), g.mux, codec{}, w, r, err)
+		return r, false
+	}
+	scopes := authctx.OperatorScopes(resp.GetPlatformRole())
+	if scopes == nil {
+		closeUnread(w, r)
+		g.writeUnauthorized(w)
+		return r, false
+	}
+	return withPrincipal(r, authctx.Principal{UserID: resp.GetUserId(), SessionID: resp.GetSessionId(), Scopes: scopes}), true
 }

@@ -48,7 +48,20 @@ func sessionKey(token, tenant string) [sha256.Size]byte {
 // ValidateSession answers from the cache when it may, and otherwise calls
 // ValidateSession and remembers a success.
 func (c *keyCache) ValidateSession(ctx context.Context, token, tenant string) (*authv1.ValidateSessionResponse, error) {
-	h := sessionKey(token, tenant)
+	return c.validateSession(ctx, sessionKey(token, tenant), &authv1.ValidateSessionRequest{Token: token, TenantId: tenant})
+}
+
+// adminTenant stands for the /api/admin routes in a session's cache key:
+// no tenant id in a path can hold a slash.
+const adminTenant = "/admin"
+
+// ValidateOperatorSession is ValidateSession for an /api/admin route: the
+// session must be a platform operator's who has a second factor on.
+func (c *keyCache) ValidateOperatorSession(ctx context.Context, token string) (*authv1.ValidateSessionResponse, error) {
+	return c.validateSession(ctx, sessionKey(token, adminTenant), &authv1.ValidateSessionRequest{Token: token, Admin: true})
+}
+
+func (c *keyCache) validateSession(ctx context.Context, h [sha256.Size]byte, req *authv1.ValidateSessionRequest) (*authv1.ValidateSessionResponse, error) {
 	now := c.now()
 	c.mu.RLock()
 	e, ok := c.sessions[h]
@@ -60,7 +73,7 @@ func (c *keyCache) ValidateSession(ctx context.Context, token, tenant string) (*
 		return e.resp, nil
 	}
 	sessionsValidated.Inc()
-	resp, err := c.client.ValidateSession(ctx, &authv1.ValidateSessionRequest{Token: token, TenantId: tenant})
+	resp, err := c.client.ValidateSession(ctx, req)
 	if err != nil {
 		return nil, err
 	}

@@ -33,7 +33,7 @@ import (
 // RPCs and prints one JSON object on stdout.
 func admin(args []string, stdout io.Writer) error {
 	if len(args) < 2 {
-		return usageError{"usage: almoner admin tenant create|feature|activate|deactivate|get … | admin tenant processor set|get|clear … | admin tenant recurring-retries … | admin key create … | admin user invite …"}
+		return usageError{"usage: almoner admin tenant create|feature|activate|deactivate|get … | admin tenant processor set|get|clear … | admin tenant recurring-retries … | admin key create … | admin user invite … | admin operator invite|deactivate …"}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -58,6 +58,10 @@ func admin(args []string, stdout io.Writer) error {
 		out, err = keyCreate(ctx, args[2:])
 	case "user invite":
 		out, err = userInvite(ctx, args[2:])
+	case "operator invite":
+		out, err = operatorInvite(ctx, args[2:])
+	case "operator deactivate":
+		out, err = operatorDeactivate(ctx, args[2:])
 	default:
 		return usageError{fmt.Sprintf("unknown admin command %q", strings.Join(args[:2], " "))}
 	}
@@ -465,6 +469,46 @@ func userInvite(ctx context.Context, args []string) (proto.Message, error) {
 	}
 	defer done()
 	return c.InviteUser(ctx, &authv1.InviteUserRequest{TenantId: *tenant, Email: *email, Role: *role})
+}
+
+// operatorInvite runs `admin operator invite`: it invites a platform
+// operator (no tenant) and prints {userId, invitationToken}.
+func operatorInvite(ctx context.Context, args []string) (proto.Message, error) {
+	fs, addr := newFlags("operator invite")
+	email := fs.String("email", "", "the person's email (required)")
+	role := fs.String("role", "", "support or platform-admin (required)")
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	if *email == "" || *role == "" {
+		return nil, usageError{"operator invite: --email and --role are required"}
+	}
+	c, done, err := adminClient(*addr)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return c.InviteOperator(ctx, &authv1.InviteOperatorRequest{Email: *email, Role: *role})
+}
+
+// operatorDeactivate runs `admin operator deactivate --email E`: the
+// platform role goes, every session and impersonation of the operator
+// ends. It prints {userId}.
+func operatorDeactivate(ctx context.Context, args []string) (proto.Message, error) {
+	fs, addr := newFlags("operator deactivate")
+	email := fs.String("email", "", "the operator's email (required)")
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	if *email == "" {
+		return nil, usageError{"operator deactivate: --email is required"}
+	}
+	c, done, err := adminClient(*addr)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return c.DeactivateOperator(ctx, &authv1.DeactivateOperatorRequest{Email: *email})
 }
 
 // Processor keys may come from these variables instead of flags, which

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/db"
 )
 
@@ -129,20 +130,20 @@ func QueueAll(ctx context.Context, b *pgx.Batch, entries []Entry) error {
 			changes[i] = &v
 		}
 	}
-	b.Queue(insertAllSQL, entries[0].TenantID, entries[0].Actor, TraceParent(ctx), ids, types, entityIDs, actions, events, changes)
+	b.Queue(insertAllSQL, entries[0].TenantID, entries[0].Actor, TraceParent(ctx), ids, types, entityIDs, actions, events, changes, impersonator(ctx))
 	return nil
 }
 
 const insertAllSQL = `
-		INSERT INTO audit.events (tenant_id, event_id, entity_type, entity_id, action, event, changes, actor, trace_parent)
-		SELECT $1::uuid, u.event_id, u.entity_type, u.entity_id, u.action, u.event, u.changes::jsonb, $2, $3
+		INSERT INTO audit.events (tenant_id, event_id, entity_type, entity_id, action, event, changes, actor, trace_parent, impersonator)
+		SELECT $1::uuid, u.event_id, u.entity_type, u.entity_id, u.action, u.event, u.changes::jsonb, $2, $3, $10
 		FROM unnest($4::uuid[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[]) WITH ORDINALITY
 			AS u(event_id, entity_type, entity_id, action, event, changes, ord)
 		ORDER BY u.ord`
 
 const insertSQL = `
-		INSERT INTO audit.events (tenant_id, event_id, entity_type, entity_id, action, event, changes, actor, trace_parent)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
+		INSERT INTO audit.events (tenant_id, event_id, entity_type, entity_id, action, event, changes, actor, trace_parent, impersonator)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
 
 // insertArgs checks e and returns the arguments of insertSQL; ctx's span
 // context is kept with the row.
@@ -163,7 +164,17 @@ func insertArgs(ctx context.Context, e Entry) ([]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit: event id: %w", err)
 	}
-	return []any{e.TenantID, id, e.EntityType, e.EntityID, e.Action, EventName(e.EntityType, e.Action), changes, e.Actor, TraceParent(ctx)}, nil
+	return []any{e.TenantID, id, e.EntityType, e.EntityID, e.Action, EventName(e.EntityType, e.Action), changes, e.Actor, TraceParent(ctx), impersonator(ctx)}, nil
+}
+
+// impersonator is the operator of the call's impersonation
+// (operator:<userId>), or nil: every row written while an operator works
+// as a user names both, without each service passing it.
+func impersonator(ctx context.Context) *string {
+	if v := authctx.Impersonator(ctx); v != "" {
+		return &v
+	}
+	return nil
 }
 
 // Diff returns the changes between two property snapshots, or nil when
@@ -199,7 +210,10 @@ type Event struct {
 	Event      string
 	Changes    json.RawMessage
 	Actor      string
-	OccurredAt time.Time
+	// Impersonator is operator:<userId> when the change was made through
+	// an impersonation, "" otherwise.
+	Impersonator string
+	OccurredAt   time.Time
 	// TraceParent is the W3C traceparent of the writer's span, empty when
 	// it had none; see TraceParent.
 	TraceParent string

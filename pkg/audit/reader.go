@@ -101,11 +101,11 @@ type Page struct {
 	Next Cursor
 }
 
-const eventColumns = `e.tenant_id::text, e.id, e.xid, e.event_id::text, e.entity_type, e.entity_id, e.action, e.event, e.changes, e.actor, e.occurred_at, coalesce(e.trace_parent, '')`
+const eventColumns = `e.tenant_id::text, e.id, e.xid, e.event_id::text, e.entity_type, e.entity_id, e.action, e.event, e.changes, e.actor, e.occurred_at, coalesce(e.trace_parent, ''), coalesce(e.impersonator, '')`
 
 func scanEvent(row pgx.Row) (Event, error) {
 	var e Event
-	err := row.Scan(&e.TenantID, &e.Seq, &e.XID, &e.EventID, &e.EntityType, &e.EntityID, &e.Action, &e.Event, &e.Changes, &e.Actor, &e.OccurredAt, &e.TraceParent)
+	err := row.Scan(&e.TenantID, &e.Seq, &e.XID, &e.EventID, &e.EntityType, &e.EntityID, &e.Action, &e.Event, &e.Changes, &e.Actor, &e.OccurredAt, &e.TraceParent, &e.Impersonator)
 	return e, err
 }
 
@@ -205,9 +205,10 @@ func collectRead(rows pgx.Rows) ([]Event, uint64, error) {
 			xid                                                         *uint64
 			changes                                                     []byte
 			occurred                                                    *time.Time
-			traceParent                                                 *string
+			traceParent, impersonator                                   *string
 		)
-		if err := rows.Scan(&horizon, &tenant, &seq, &xid, &eventID, &entityType, &entityID, &action, &event, &changes, &actor, &occurred, &traceParent); err != nil {
+		if err := rows.Scan(&horizon, &tenant, &seq, &xid, &eventID, &entityType, &entityID, &action, &event, &changes, &actor, &occurred, &traceParent,
+			&impersonator); err != nil {
 			return nil, 0, fmt.Errorf("audit: read: %w", err)
 		}
 		if seq == nil {
@@ -215,7 +216,7 @@ func collectRead(rows pgx.Rows) ([]Event, uint64, error) {
 		}
 		events = append(events, Event{Seq: *seq, XID: *xid, TenantID: *tenant, EventID: *eventID,
 			EntityType: *entityType, EntityID: *entityID, Action: *action, Event: *event, Changes: changes,
-			Actor: *actor, OccurredAt: *occurred, TraceParent: *traceParent})
+			Actor: *actor, OccurredAt: *occurred, TraceParent: *traceParent, Impersonator: *impersonator})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, 0, fmt.Errorf("audit: read: %w", err)

@@ -53,7 +53,7 @@ var (
 
 // version starts every assertion's payload, so that a later format is
 // told apart instead of misread.
-const version = "v2"
+const version = "v3"
 
 // Key signs and verifies assertions with one deployment's internal key. It
 // is safe for concurrent use.
@@ -113,10 +113,11 @@ func NewKeyHex() string {
 //
 // The payload is its fields one per line: version, expiry (Unix
 // milliseconds), method, tenant, key id, key prefix, currency, user id,
-// session id, scopes and features (comma-separated). A field holding a line break, or a list item
+// session id, impersonator, impersonation, scopes and features
+// (comma-separated). A field holding a line break, or a list item
 // holding a comma, would change the fields' meaning, so it is refused.
 func (k *Key) Sign(p Principal, method string, expires time.Time) (string, error) {
-	for _, f := range []string{method, p.TenantID, p.KeyID, p.KeyPrefix, p.Currency, p.UserID, p.SessionID} {
+	for _, f := range []string{method, p.TenantID, p.KeyID, p.KeyPrefix, p.Currency, p.UserID, p.SessionID, p.Impersonator, p.Impersonation} {
 		if strings.ContainsRune(f, '\n') {
 			return "", errors.New("authctx: a line break in an assertion field")
 		}
@@ -128,7 +129,8 @@ func (k *Key) Sign(p Principal, method string, expires time.Time) (string, error
 			}
 		}
 	}
-	n := 48 + len(method) + len(p.TenantID) + len(p.KeyID) + len(p.KeyPrefix) + len(p.Currency) + len(p.UserID) + len(p.SessionID) + sha256.Size
+	n := 50 + len(method) + len(p.TenantID) + len(p.KeyID) + len(p.KeyPrefix) + len(p.Currency) + len(p.UserID) + len(p.SessionID) +
+		len(p.Impersonator) + len(p.Impersonation) + sha256.Size
 	for _, l := range [][]string{p.Scopes, p.Features} {
 		for _, item := range l {
 			n += len(item) + 1
@@ -138,7 +140,7 @@ func (k *Key) Sign(p Principal, method string, expires time.Time) (string, error
 	b = append(b, version...)
 	b = append(b, '\n')
 	b = strconv.AppendInt(b, expires.UnixMilli(), 10)
-	for _, f := range []string{method, p.TenantID, p.KeyID, p.KeyPrefix, p.Currency, p.UserID, p.SessionID} {
+	for _, f := range []string{method, p.TenantID, p.KeyID, p.KeyPrefix, p.Currency, p.UserID, p.SessionID, p.Impersonator, p.Impersonation} {
 		b = append(b, '\n')
 		b = append(b, f...)
 	}
@@ -181,7 +183,7 @@ func (k *Key) Verify(assertion, method string, now time.Time) (Principal, error)
 		return Principal{}, errForged
 	}
 	payload := assertion[:n]
-	var f [11]string
+	var f [13]string
 	rest := payload
 	for i := range f {
 		var ok bool
@@ -203,5 +205,5 @@ func (k *Key) Verify(assertion, method string, now time.Time) (Principal, error)
 		return Principal{}, errMethod
 	}
 	return Principal{TenantID: f[3], tenantUUID: parseTenant(f[3]), KeyID: f[4], KeyPrefix: f[5], Currency: f[6], UserID: f[7], SessionID: f[8],
-		Scopes: splitList(f[9]), Features: splitList(f[10])}, nil
+		Impersonator: f[9], Impersonation: f[10], Scopes: splitList(f[11]), Features: splitList(f[12])}, nil
 }

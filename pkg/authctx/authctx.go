@@ -44,8 +44,13 @@ type Principal struct {
 	// /api/auth routes (sign-out, the session's own reads) and on tenant
 	// routes alike.
 	SessionID string
-	Scopes    []string
-	Features  []string
+	// Impersonator is the operator's user id while an operator works as
+	// UserID through an impersonation (docs/operators.md), whose id is
+	// Impersonation; both empty otherwise.
+	Impersonator  string
+	Impersonation string
+	Scopes        []string
+	Features      []string
 	// Currency is the tenant's default ISO 4217 currency, as the auth
 	// service answered the key's validation: what money given without a
 	// currency is in. A System principal carries none.

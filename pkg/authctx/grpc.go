@@ -59,6 +59,9 @@ func (k *Key) UnaryServerInterceptor(logger *slog.Logger) grpc.UnaryServerInterc
 		if err != nil {
 			return nil, refuse(ctx, logger, info.FullMethod, err)
 		}
+		if err := checkImpersonation(vctx, info.FullMethod); err != nil {
+			return nil, err
+		}
 		return handler(vctx, req)
 	}
 }
@@ -73,6 +76,9 @@ func (k *Key) StreamServerInterceptor(logger *slog.Logger) grpc.StreamServerInte
 		vctx, err := k.verify(ss.Context(), info.FullMethod)
 		if err != nil {
 			return refuse(ss.Context(), logger, info.FullMethod, err)
+		}
+		if err := checkImpersonation(vctx, info.FullMethod); err != nil {
+			return err
 		}
 		return handler(srv, verifiedStream{ServerStream: ss, ctx: vctx})
 	}

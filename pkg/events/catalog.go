@@ -49,7 +49,12 @@ var entities = []entity{
 	{"OrganizationProfile", "The organization profile receipts and statements print", ""},
 	{"TaxStatementRun", "A year-end tax statement run", ""},
 	{"Import", "A bulk import of contacts or gifts", ""},
+	// Started and ended, never updated (docs/operators.md).
+	{"Impersonation", "A platform operator's impersonation of one of the tenant's users", "ended"},
 }
+
+// neverUpdated are the entities without an updated event.
+var neverUpdated = map[string]bool{"Impersonation": true}
 
 var (
 	catalog []Type
@@ -63,7 +68,7 @@ func init() {
 			{audit.Updated, "was updated; the data carries the changed properties"},
 			{audit.Deleted, "was " + e.Deleted},
 		} {
-			if a.action == audit.Deleted && e.Deleted == "" {
+			if a.action == audit.Deleted && e.Deleted == "" || a.action == audit.Updated && neverUpdated[e.Type] {
 				continue
 			}
 			t := Type{Name: audit.EventName(e.Type, a.action), Description: e.Noun + " " + a.verb + "."}

@@ -24,8 +24,12 @@ func TestCatalog(t *testing.T) {
 			t.Errorf("%s: created %v, updated %v, deleted %v; want true, true, false", e, Known(e+".created"), Known(e+".updated"), Known(e+".deleted"))
 		}
 	}
+	// An impersonation starts and ends, never updates.
+	if !Known("impersonation.created") || Known("impersonation.updated") || !Known("impersonation.deleted") {
+		t.Error("impersonation events")
+	}
 	cat := Catalog()
-	if n := 3*len(want) + 2*len(neverDeleted); len(cat) != n {
+	if n := 3*len(want) + 2*len(neverDeleted) + 2; len(cat) != n {
 		t.Errorf("catalog has %d types, want %d", len(cat), n)
 	}
 	for i, c := range cat {

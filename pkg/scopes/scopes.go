@@ -35,6 +35,7 @@ const (
 	ReportsView              = "reports:view"
 	ReportsExport            = "reports:export"
 	ReportsManage            = "reports:manage"
+	SupportAccessManage      = "support-access:manage"
 	TaxStatementsManage      = "tax-statements:manage"
 	TenantSettingsManage     = "tenant-settings:manage"
 	UsersManage              = "users:manage"
@@ -79,6 +80,7 @@ var Catalog = []Scope{
 	{ReportsView, "List report types and saved reports; run them."},
 	{ReportsExport, "Export report runs as CSV, Excel or PDF."},
 	{ReportsManage, "Create, update and delete saved report definitions."},
+	{SupportAccessManage, "Grant and withdraw platform support's access (impersonation) and list the impersonations."},
 	{TaxStatementsManage, "Start year-end tax statement runs, follow them and download their statements."},
 	{TenantSettingsManage, "Read and replace the organization profile and the branding (colors, logo) printed on receipts, statements and letters."},
 	{UsersManage, "List staff users, invite them, change their roles and remove them."},

@@ -17,13 +17,16 @@ import (
 	"github.com/almoner/almoner/pkg/features"
 	"github.com/almoner/almoner/pkg/money"
 	"github.com/almoner/almoner/pkg/scopes"
+	"github.com/almoner/almoner/services/auth/operators"
 	"github.com/almoner/almoner/services/auth/store"
 )
 
-// adminServer serves the operator RPCs behind `almoner admin`. The gateway
-// never maps them; they are reachable on the internal gRPC port only.
+// adminServer serves the operator RPCs behind `almoner admin`. Those with
+// a route are served to operators' sessions on /api/admin too; the others
+// are reachable on the internal gRPC port only. The operator RPCs added
+// for /api/admin are the embedded operators.Server's.
 type adminServer struct {
-	authv1.UnimplementedTenantAdminServiceServer
+	*operators.Server
 	s *Service
 }
 
@@ -51,6 +54,10 @@ func slugify(name string) string {
 }
 
 func (a *adminServer) CreateTenant(ctx context.Context, req *authv1.CreateTenantRequest) (*authv1.CreateTenantResponse, error) {
+	actor, err := operators.Authorize(ctx, true)
+	if err != nil {
+		return nil, err
+	}
 	var v apperr.Violations
 	name := strings.TrimSpace(req.GetName())
 	if name == "" {
@@ -87,7 +94,7 @@ func (a *adminServer) CreateTenant(ctx context.Context, req *authv1.CreateTenant
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	t, err := a.s.store.CreateTenant(ctx, store.Tenant{Name: name, Slug: slug, Features: clean, DefaultCurrency: currency}, authctx.SystemActor)
+	t, err := a.s.store.CreateTenant(ctx, store.Tenant{Name: name, Slug: slug, Features: clean, DefaultCurrency: currency}, actor)
 	if errors.Is(err, store.ErrSlugTaken) {
 		return nil, apperr.Invalid(apperr.Violation{Field: "Slug", Message: "The slug '" + slug + "' is already taken."})
 	}
@@ -98,6 +105,9 @@ func (a *adminServer) CreateTenant(ctx context.Context, req *authv1.CreateTenant
 }
 
 func (a *adminServer) GetTenant(ctx context.Context, req *authv1.GetTenantRequest) (*authv1.GetTenantResponse, error) {
+	if _, err := operators.Authorize(ctx, false); err != nil {
+		return nil, err
+	}
 	id, err := uuid.Parse(req.GetTenantId())
 	if err != nil {
 		return nil, errTenantNotFound

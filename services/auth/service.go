@@ -19,9 +19,11 @@ import (
 	"github.com/almoner/almoner/pkg/ratelimit"
 	"github.com/almoner/almoner/pkg/secretbox"
 	"github.com/almoner/almoner/pkg/service"
+	"github.com/almoner/almoner/services/auth/impersonation"
 	"github.com/almoner/almoner/services/auth/keyformat"
 	"github.com/almoner/almoner/services/auth/mfa"
 	"github.com/almoner/almoner/services/auth/migrations"
+	"github.com/almoner/almoner/services/auth/operators"
 	"github.com/almoner/almoner/services/auth/password"
 	"github.com/almoner/almoner/services/auth/store"
 )
@@ -155,11 +157,21 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) (*Service, error) 
 func (s *Service) Register(r grpc.ServiceRegistrar) {
 	authv1.RegisterApiKeyServiceServer(r, &apiKeyServer{s: s})
 	authv1.RegisterKeyValidationServiceServer(r, &validationServer{s: s})
-	authv1.RegisterTenantAdminServiceServer(r, &adminServer{s: s})
+	authv1.RegisterTenantAdminServiceServer(r, &adminServer{s: s, Server: operators.New(operators.Deps{Store: s.store, AwaitCaches: s.awaitCaches,
+		ToTenant: toTenant, Now: s.now, NewToken: func() (string, []byte) { t := newToken(); return t, hashToken(t) }})})
 	authv1.RegisterProcessorCredentialServiceServer(r, &processorServer{s: s})
 	authv1.RegisterUserServiceServer(r, &userServer{s: s})
 	authv1.RegisterStaffAuthServiceServer(r, &staffServer{s: s})
 	authv1.RegisterMfaServiceServer(r, mfa.New(s.mfaDeps()))
+	access, impersonations := impersonation.New(s.impersonationDeps())
+	authv1.RegisterSupportAccessServiceServer(r, access)
+	authv1.RegisterImpersonationServiceServer(r, impersonations)
+	authv1.RegisterOperationsServiceServer(r, operators.NewOperations(s.store))
+}
+
+// impersonationDeps are what support access and impersonation need.
+func (s *Service) impersonationDeps() impersonation.Deps {
+	return impersonation.Deps{Store: s.store, Now: s.now, AwaitCaches: s.awaitCaches}
 }
 
 // Start runs the last-used flusher and the mail sender until Stop.

@@ -124,7 +124,8 @@ func (a *staffServer) SignIn(ctx context.Context, req *authv1.SignInRequest) (*a
 		hash = *u.PasswordHash
 	}
 	ok, _ := password.Check(req.GetPassword(), hash)
-	if !ok || err != nil || u.PasswordHash == nil || memberships == 0 {
+	// An operator needs no membership (docs/operators.md).
+	if !ok || err != nil || u.PasswordHash == nil || memberships == 0 && u.PlatformRole == "" {
 		if _, err := s.limiter.Allow(ctx, signInFailures, key); err != nil {
 			return nil, err
 		}
@@ -205,6 +206,9 @@ func (s *Service) signInBody(ctx context.Context, user uuid.UUID, pending bool) 
 	}
 	for _, m := range ms {
 		out.Memberships = append(out.Memberships, &authv1.Membership{TenantId: m.TenantID.String(), TenantName: m.TenantName, Role: m.Role})
+	}
+	if u.PlatformRole != "" {
+		out.Operator = &authv1.SignedIn_PlatformRole{PlatformRole: u.PlatformRole}
 	}
 	return out, nil
 }

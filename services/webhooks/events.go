@@ -50,10 +50,13 @@ func eventMessage(e audit.Event) (*webhooksv1.Event, error) {
 			return nil, fmt.Errorf("event %s: changes: %w", e.EventID, err)
 		}
 	}
-	return &webhooksv1.Event{
-		Id: e.EventID, Event: e.Event, Timestamp: e.OccurredAt.UTC().Format(time.RFC3339Nano),
-		Data: &webhooksv1.EventData{EntityType: e.EntityType, EntityId: e.EntityID, Action: e.Action, Changes: changes, UserId: e.Actor},
-	}, nil
+	data := &webhooksv1.EventData{EntityType: e.EntityType, EntityId: e.EntityID, Action: e.Action, Changes: changes, UserId: e.Actor}
+	// Present only for a change made through an impersonation: a oneof
+	// member the codec leaves out when unset.
+	if e.Impersonator != "" {
+		data.Impersonation = &webhooksv1.EventData_ImpersonatorId{ImpersonatorId: e.Impersonator}
+	}
+	return &webhooksv1.Event{Id: e.EventID, Event: e.Event, Timestamp: e.OccurredAt.UTC().Format(time.RFC3339Nano), Data: data}, nil
 }
 
 // buildBody renders an audit row as the event body sent on every attempt:

@@ -24,6 +24,7 @@ import (
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/secretbox"
 	"github.com/almoner/almoner/pkg/service"
+	"github.com/almoner/almoner/services/webhooks/auditlog"
 	"github.com/almoner/almoner/services/webhooks/migrations"
 	"github.com/almoner/almoner/services/webhooks/store"
 )
@@ -325,6 +326,7 @@ func (cfg Config) withDefaults() (Config, error) {
 func (s *Service) Register(r grpc.ServiceRegistrar) {
 	webhooksv1.RegisterWebhookServiceServer(r, &server{s: s})
 	webhooksv1.RegisterEventServiceServer(r, &eventServer{s: s})
+	webhooksv1.RegisterAuditLogServiceServer(r, auditlog.New(s.store.Pool()))
 }
 
 // Start starts the dispatcher unless Config.Dispatch is off.

@@ -53,9 +53,14 @@ var serviceGroups = map[protoreflect.FullName]group{
 	"almoner.auth.v1.UserService":                   {"Users", false},
 	"almoner.auth.v1.StaffAuthService":              {"Staff sign-in", false},
 	"almoner.auth.v1.MfaService":                    {"Multi-factor authentication", false},
+	"almoner.auth.v1.TenantAdminService":            {"Platform operators", false},
+	"almoner.auth.v1.ImpersonationService":          {"Platform operators", false},
+	"almoner.auth.v1.OperationsService":             {"Platform operators", false},
+	"almoner.auth.v1.SupportAccessService":          {"Tenant administration", false},
+	"almoner.webhooks.v1.AuditLogService":           {"Audit log", false},
 }
 
-var groupOrder = []string{"Contacts", "Donations and orders", "Recurring donations", "Inventory items", "Reports", "Webhooks", "Events", "API keys", "Funds", "Payment methods", "Tenant administration", "Tax statements", "Imports", "Batches and fulfillment", "Marketing form", "Users", "Staff sign-in", "Multi-factor authentication"}
+var groupOrder = []string{"Contacts", "Donations and orders", "Recurring donations", "Inventory items", "Reports", "Webhooks", "Events", "API keys", "Funds", "Payment methods", "Tenant administration", "Tax statements", "Imports", "Batches and fulfillment", "Marketing form", "Users", "Staff sign-in", "Multi-factor authentication", "Platform operators", "Audit log"}
 
 // outsideSurface is said of every group outside the supported surface.
 const outsideSurface = "Outside the supported public surface: its shape, scope or existence may change without notice."
@@ -213,7 +218,8 @@ func (g *generator) operation(op *operation, grp group) (*openapi3.Operation, er
 	if strings.HasPrefix(op.path, TenantsPrefix) {
 		// Either a key or a staff session.
 		o.Security = &openapi3.SecurityRequirements{{SecurityScheme: []string{}}, {CookieScheme: []string{}}}
-	} else if strings.HasPrefix(op.path, AuthPrefix) && !publicAuth[id] {
+	} else if strings.HasPrefix(op.path, AuthPrefix) && !publicAuth[id] || strings.HasPrefix(op.path, AdminPrefix) {
+		// A session; on /api/admin an operator's, with a second factor.
 		o.Security = &openapi3.SecurityRequirements{{CookieScheme: []string{}}}
 	} else {
 		// Public: no key, explicitly (nothing is inherited either).

@@ -49,6 +49,10 @@ const SessionCookie = "almoner_session"
 // AuthPrefix starts the staff sign-in routes.
 const AuthPrefix = "/api/auth/"
 
+// AdminPrefix starts the platform operators' routes: a session cookie
+// only, never a key.
+const AdminPrefix = "/api/admin/"
+
 // publicAuth are the /api/auth operations that need no session.
 var publicAuth = map[string]bool{"AcceptInvitation": true, "SignIn": true, "RequestPasswordReset": true, "ConfirmPasswordReset": true}
 

@@ -103,7 +103,8 @@ func Gate(ctx context.Context, st *store.Store, now time.Time, user uuid.UUID) (
 	if err != nil || !m.HasFactor() {
 		return false, store.ActionSignIn, err
 	}
-	if token := deviceToken(ctx); token != "" {
+	// An operator passes the factor at every sign-in (docs/operators.md).
+	if token := deviceToken(ctx); token != "" && !m.Operator {
 		ok, err := st.UseTrustedDevice(ctx, user, hashToken(token), now)
 		if err != nil || ok {
 			return false, store.ActionSignInTrustedDevice, err

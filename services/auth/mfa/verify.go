@@ -36,7 +36,7 @@ func (s *Server) VerifyMfa(ctx context.Context, req *authv1.VerifyMfaRequest) (*
 	c := store.Completion{Pending: session, Session: s.d.NewSession(ctx, user, token)}
 	c.Session.LogAction = action
 	var device string
-	if req.GetRememberDevice() {
+	if req.GetRememberDevice() && !s.operator(ctx, user) {
 		device = newToken()
 		c.Device = &store.NewDevice{TokenHash: hashToken(device), UserAgent: c.Session.UserAgent, ExpiresAt: s.d.Now().Add(DeviceTTL)}
 	}
@@ -53,6 +53,14 @@ func (s *Server) VerifyMfa(ctx context.Context, req *authv1.VerifyMfaRequest) (*
 		return nil, err
 	}
 	return &authv1.VerifyMfaResponse{Session: body}, nil
+}
+
+// operator reports whether user is a platform operator, whose browsers are
+// never trusted: an operator passes the factor at every sign-in. A failed
+// read counts as an operator, so it never trusts a device.
+func (s *Server) operator(ctx context.Context, user uuid.UUID) bool {
+	u, err := s.d.Store.UserByID(ctx, user)
+	return err != nil || u.PlatformRole != ""
 }
 
 // checkCode checks and spends a code of method; it returns the security

@@ -42,6 +42,9 @@ type MfaState struct {
 	EmailEnabled   bool
 	RecoveryLeft   int
 	TrustedDevices int
+	// Operator is whether the user has a platform role: MfaState reads
+	// it, so that sign-in never trusts an operator's browser.
+	Operator bool
 }
 
 // HasFactor reports whether any second factor is on.
@@ -54,9 +57,10 @@ func (s *Store) MfaState(ctx context.Context, userID uuid.UUID, at time.Time) (M
 	err := s.pool.QueryRow(ctx, `
 		SELECT f.totp_secret, coalesce(f.totp_enabled, false), coalesce(f.totp_last_step, 0), coalesce(f.email_enabled, false),
 		       (SELECT count(*) FROM auth.recovery_codes r WHERE r.user_id = $1 AND r.used_at IS NULL),
-		       (SELECT count(*) FROM auth.trusted_devices d WHERE d.user_id = $1 AND d.expires_at > $2)
+		       (SELECT count(*) FROM auth.trusted_devices d WHERE d.user_id = $1 AND d.expires_at > $2),
+		       EXISTS (SELECT 1 FROM auth.users o WHERE o.id = $1 AND o.platform_role IS NOT NULL)
 		FROM (SELECT $1::uuid AS id) u LEFT JOIN auth.user_mfa f ON f.user_id = u.id`, userID, at).
-		Scan(&m.TotpSecret, &m.TotpEnabled, &m.TotpLastStep, &m.EmailEnabled, &m.RecoveryLeft, &m.TrustedDevices)
+		Scan(&m.TotpSecret, &m.TotpEnabled, &m.TotpLastStep, &m.EmailEnabled, &m.RecoveryLeft, &m.TrustedDevices, &m.Operator)
 	if err != nil {
 		return MfaState{}, fmt.Errorf("auth: mfa state: %w", db.Interpret(err))
 	}

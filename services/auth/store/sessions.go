@@ -35,6 +35,9 @@ type Session struct {
 	LastSeenAt time.Time
 	ExpiresAt  time.Time
 	MfaPending bool
+	// Operator is whether the session's user is a platform operator, whose
+	// session works on tenant routes only through an impersonation.
+	Operator bool
 }
 
 func insertSession(ctx context.Context, tx pgx.Tx, n NewSession) (uuid.UUID, error) {
@@ -73,11 +76,12 @@ func (s *Store) StartSession(ctx context.Context, n NewSession) (uuid.UUID, erro
 	return id, nil
 }
 
-const sessionColumns = `id, user_id, user_agent, created_at, last_seen_at, expires_at, mfa_pending`
+const sessionColumns = `id, user_id, user_agent, created_at, last_seen_at, expires_at, mfa_pending,
+	EXISTS (SELECT 1 FROM auth.users o WHERE o.id = user_id AND o.platform_role IS NOT NULL)`
 
 func scanSession(row pgx.Row) (Session, error) {
 	var s Session
-	err := row.Scan(&s.ID, &s.UserID, &s.UserAgent, &s.CreatedAt, &s.LastSeenAt, &s.ExpiresAt, &s.MfaPending)
+	err := row.Scan(&s.ID, &s.UserID, &s.UserAgent, &s.CreatedAt, &s.LastSeenAt, &s.ExpiresAt, &s.MfaPending, &s.Operator)
 	return s, err
 }
 
@@ -118,6 +122,10 @@ func (s *Store) EndSession(ctx context.Context, userID, id uuid.UUID) error {
 		}
 		if tag.RowsAffected() == 0 {
 			return db.ErrNotFound
+		}
+		// An operator's sign-out ends the impersonation it carried.
+		if err := endImpersonations(ctx, tx, `session_id = $1`, EndSignedOut, id); err != nil {
+			return err
 		}
 		return bumpEpoch(ctx, tx)
 	})

@@ -47,6 +47,9 @@ type User struct {
 	FirstName    string
 	LastName     string
 	LastSignInAt *time.Time
+	// PlatformRole is the operator role (support, platform-admin), "" for
+	// a user who is no operator; read by UserByEmail and UserByID.
+	PlatformRole string
 }
 
 // Member is a user with their membership in one tenant.
@@ -313,7 +316,8 @@ func (s *Store) InvitationByToken(ctx context.Context, tokenHash []byte) (Invita
 		WHERE i.token_hash = $1 AND i.used_at IS NULL AND i.expires_at > now()`, tokenHash).
 		Scan(&inv.TenantID, &inv.ID, &u.ID, &u.Email, &u.PasswordHash, &u.FirstName, &u.LastName)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Invitation{}, ErrInvitationInvalid
+		// An operator's invitation names no tenant (operators.go).
+		return s.operatorInvitationByToken(ctx, tokenHash)
 	}
 	return inv, wrapDB(err, "read invitation")
 }
@@ -335,6 +339,9 @@ func (s *Store) Accept(ctx context.Context, a Acceptance) (uuid.UUID, error) {
 	inv := a.Invitation
 	var sessionID uuid.UUID
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if inv.TenantID == uuid.Nil {
+			return acceptOperator(ctx, tx, a, &sessionID)
+		}
 		tag, err := tx.Exec(ctx, `UPDATE auth.invitations SET used_at = now()
 			WHERE tenant_id = $1 AND id = $2 AND used_at IS NULL AND expires_at > now()`, inv.TenantID, inv.ID)
 		if err != nil {
@@ -363,6 +370,20 @@ func (s *Store) Accept(ctx context.Context, a Acceptance) (uuid.UUID, error) {
 	return sessionID, nil
 }
 
+// acceptOperator is Accept for an operator's invitation: no membership,
+// no tenant audit row.
+func acceptOperator(ctx context.Context, tx pgx.Tx, a Acceptance, sessionID *uuid.UUID) error {
+	if err := useOperatorInvitation(ctx, tx, a.Invitation); err != nil {
+		return err
+	}
+	if err := setFirstPassword(ctx, tx, a); err != nil {
+		return err
+	}
+	var err error
+	*sessionID, err = insertSession(ctx, tx, a.Session)
+	return err
+}
+
 func setFirstPassword(ctx context.Context, tx pgx.Tx, a Acceptance) error {
 	if a.NewPasswordHash == "" {
 		return nil
@@ -384,11 +405,11 @@ func (s *Store) UserByEmail(ctx context.Context, email string) (User, int, error
 	var u User
 	var n int
 	err := s.pool.QueryRow(ctx, `
-		SELECT u.id, u.email, u.password_hash, u.first_name, u.last_name, u.last_sign_in_at,
+		SELECT u.id, u.email, u.password_hash, u.first_name, u.last_name, u.last_sign_in_at, coalesce(u.platform_role, ''),
 		       (SELECT count(*) FROM auth.memberships m JOIN auth.tenants t ON t.id = m.tenant_id
 		        WHERE m.user_id = u.id AND m.status = 'active' AND t.active)
 		FROM auth.users u WHERE lower(u.email) = lower($1)`, strings.TrimSpace(email)).
-		Scan(&u.ID, &u.Email, &u.PasswordHash, &u.FirstName, &u.LastName, &u.LastSignInAt, &n)
+		Scan(&u.ID, &u.Email, &u.PasswordHash, &u.FirstName, &u.LastName, &u.LastSignInAt, &u.PlatformRole, &n)
 	if err != nil {
 		return User{}, 0, fmt.Errorf("auth: user by email: %w", db.Interpret(err))
 	}
@@ -398,8 +419,9 @@ func (s *Store) UserByEmail(ctx context.Context, email string) (User, int, error
 // UserByID reads a user.
 func (s *Store) UserByID(ctx context.Context, id uuid.UUID) (User, error) {
 	var u User
-	err := s.pool.QueryRow(ctx, `SELECT id, email, password_hash, first_name, last_name, last_sign_in_at FROM auth.users WHERE id = $1`, id).
-		Scan(&u.ID, &u.Email, &u.PasswordHash, &u.FirstName, &u.LastName, &u.LastSignInAt)
+	err := s.pool.QueryRow(ctx, `SELECT id, email, password_hash, first_name, last_name, last_sign_in_at, coalesce(platform_role, '')
+		FROM auth.users WHERE id = $1`, id).
+		Scan(&u.ID, &u.Email, &u.PasswordHash, &u.FirstName, &u.LastName, &u.LastSignInAt, &u.PlatformRole)
 	if err != nil {
 		return User{}, fmt.Errorf("auth: user: %w", db.Interpret(err))
 	}

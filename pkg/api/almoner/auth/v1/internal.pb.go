@@ -7,6 +7,8 @@
 package authv1
 
 import (
+	_ "github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-openapiv2/options"
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
@@ -196,8 +198,12 @@ type ValidateSessionRequest struct {
 	// Token is the cookie's value as received.
 	Token string `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
 	// TenantId is the tenant in the path of a tenant route; empty on
-	// /api/auth routes.
-	TenantId      string `protobuf:"bytes,2,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// /api/auth and /api/admin routes.
+	TenantId string `protobuf:"bytes,2,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// Admin is set for an /api/admin route: the session must be a platform
+	// operator's (PERMISSION_DENIED otherwise) with a second factor on
+	// (PERMISSION_DENIED `Mfa.EnrollmentRequired` otherwise), and passed.
+	Admin         bool `protobuf:"varint,3,opt,name=admin,proto3" json:"admin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -246,6 +252,13 @@ func (x *ValidateSessionRequest) GetTenantId() string {
 	return ""
 }
 
+func (x *ValidateSessionRequest) GetAdmin() bool {
+	if x != nil {
+		return x.Admin
+	}
+	return false
+}
+
 // ValidateSessionResponse is the principal the session stands for.
 type ValidateSessionResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -265,9 +278,17 @@ type ValidateSessionResponse struct {
 	DefaultCurrency string `protobuf:"bytes,7,opt,name=default_currency,json=defaultCurrency,proto3" json:"default_currency,omitempty"`
 	// ExpiresAt is the end of the session's absolute lifetime: a gateway
 	// that caches the answer stops using it before then.
-	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// PlatformRole is the operator's platform role (`support` or
+	// `platform-admin`) on an admin validation.
+	PlatformRole string `protobuf:"bytes,9,opt,name=platform_role,json=platformRole,proto3" json:"platform_role,omitempty"`
+	// ImpersonationId is set when an operator's session works as user_id
+	// through an impersonation: the principal carries it and the operator.
+	ImpersonationId string `protobuf:"bytes,10,opt,name=impersonation_id,json=impersonationId,proto3" json:"impersonation_id,omitempty"`
+	// ImpersonatorId is the operator's user id while impersonating.
+	ImpersonatorId string `protobuf:"bytes,11,opt,name=impersonator_id,json=impersonatorId,proto3" json:"impersonator_id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ValidateSessionResponse) Reset() {
@@ -354,6 +375,27 @@ func (x *ValidateSessionResponse) GetExpiresAt() *timestamppb.Timestamp {
 		return x.ExpiresAt
 	}
 	return nil
+}
+
+func (x *ValidateSessionResponse) GetPlatformRole() string {
+	if x != nil {
+		return x.PlatformRole
+	}
+	return ""
+}
+
+func (x *ValidateSessionResponse) GetImpersonationId() string {
+	if x != nil {
+		return x.ImpersonationId
+	}
+	return ""
+}
+
+func (x *ValidateSessionResponse) GetImpersonatorId() string {
+	if x != nil {
+		return x.ImpersonatorId
+	}
+	return ""
 }
 
 // ValidateKeyRequest carries the presented key.
@@ -1827,11 +1869,636 @@ func (x *InviteUserResponse) GetInvitationToken() string {
 	return ""
 }
 
+// ListTenantsRequest is the query of the tenant list.
+type ListTenantsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Q keeps tenants whose name or slug contains it, without case.
+	Q string `protobuf:"bytes,1,opt,name=q,proto3" json:"q,omitempty"`
+	// Page is the 1-based page number (default 1).
+	Page *int32 `protobuf:"varint,2,opt,name=page,proto3,oneof" json:"page,omitempty"`
+	// PageSize is the number of records per page (default 20, at most 100).
+	PageSize      *int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3,oneof" json:"page_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTenantsRequest) Reset() {
+	*x = ListTenantsRequest{}
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTenantsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTenantsRequest) ProtoMessage() {}
+
+func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTenantsRequest.ProtoReflect.Descriptor instead.
+func (*ListTenantsRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ListTenantsRequest) GetQ() string {
+	if x != nil {
+		return x.Q
+	}
+	return ""
+}
+
+func (x *ListTenantsRequest) GetPage() int32 {
+	if x != nil && x.Page != nil {
+		return *x.Page
+	}
+	return 0
+}
+
+func (x *ListTenantsRequest) GetPageSize() int32 {
+	if x != nil && x.PageSize != nil {
+		return *x.PageSize
+	}
+	return 0
+}
+
+// ListTenantsResponse is the standard page envelope.
+type ListTenantsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Items are the tenants of the page, by name.
+	Items []*Tenant `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	// TotalCount counts the matching tenants across all pages.
+	TotalCount int64 `protobuf:"varint,2,opt,name=total_count,json=totalCount,proto3" json:"total_count,omitempty"`
+	// Page is the page number served.
+	Page int32 `protobuf:"varint,3,opt,name=page,proto3" json:"page,omitempty"`
+	// PageSize is the page size served.
+	PageSize      int32 `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTenantsResponse) Reset() {
+	*x = ListTenantsResponse{}
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTenantsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTenantsResponse) ProtoMessage() {}
+
+func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTenantsResponse.ProtoReflect.Descriptor instead.
+func (*ListTenantsResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ListTenantsResponse) GetItems() []*Tenant {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *ListTenantsResponse) GetTotalCount() int64 {
+	if x != nil {
+		return x.TotalCount
+	}
+	return 0
+}
+
+func (x *ListTenantsResponse) GetPage() int32 {
+	if x != nil {
+		return x.Page
+	}
+	return 0
+}
+
+func (x *ListTenantsResponse) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+// SetTenantFeaturesRequest names the flags to switch.
+type SetTenantFeaturesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the tenant in the path.
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// Features maps a feature name from the catalog to its new value.
+	Features      map[string]bool `protobuf:"bytes,2,rep,name=features,proto3" json:"features,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetTenantFeaturesRequest) Reset() {
+	*x = SetTenantFeaturesRequest{}
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetTenantFeaturesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetTenantFeaturesRequest) ProtoMessage() {}
+
+func (x *SetTenantFeaturesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetTenantFeaturesRequest.ProtoReflect.Descriptor instead.
+func (*SetTenantFeaturesRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *SetTenantFeaturesRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *SetTenantFeaturesRequest) GetFeatures() map[string]bool {
+	if x != nil {
+		return x.Features
+	}
+	return nil
+}
+
+// SetTenantFeaturesResponse returns the tenant after the change.
+type SetTenantFeaturesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant is the changed tenant.
+	Tenant        *Tenant `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetTenantFeaturesResponse) Reset() {
+	*x = SetTenantFeaturesResponse{}
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetTenantFeaturesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetTenantFeaturesResponse) ProtoMessage() {}
+
+func (x *SetTenantFeaturesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetTenantFeaturesResponse.ProtoReflect.Descriptor instead.
+func (*SetTenantFeaturesResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *SetTenantFeaturesResponse) GetTenant() *Tenant {
+	if x != nil {
+		return x.Tenant
+	}
+	return nil
+}
+
+// DeactivateTenantRequest names the tenant.
+type DeactivateTenantRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the tenant in the path.
+	TenantId      string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeactivateTenantRequest) Reset() {
+	*x = DeactivateTenantRequest{}
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeactivateTenantRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeactivateTenantRequest) ProtoMessage() {}
+
+func (x *DeactivateTenantRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeactivateTenantRequest.ProtoReflect.Descriptor instead.
+func (*DeactivateTenantRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *DeactivateTenantRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+// DeactivateTenantResponse returns the tenant after the change.
+type DeactivateTenantResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant is the changed tenant.
+	Tenant        *Tenant `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeactivateTenantResponse) Reset() {
+	*x = DeactivateTenantResponse{}
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeactivateTenantResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeactivateTenantResponse) ProtoMessage() {}
+
+func (x *DeactivateTenantResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeactivateTenantResponse.ProtoReflect.Descriptor instead.
+func (*DeactivateTenantResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *DeactivateTenantResponse) GetTenant() *Tenant {
+	if x != nil {
+		return x.Tenant
+	}
+	return nil
+}
+
+// ActivateTenantRequest names the tenant.
+type ActivateTenantRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the tenant in the path.
+	TenantId      string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ActivateTenantRequest) Reset() {
+	*x = ActivateTenantRequest{}
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ActivateTenantRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ActivateTenantRequest) ProtoMessage() {}
+
+func (x *ActivateTenantRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ActivateTenantRequest.ProtoReflect.Descriptor instead.
+func (*ActivateTenantRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *ActivateTenantRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+// ActivateTenantResponse returns the tenant after the change.
+type ActivateTenantResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant is the changed tenant.
+	Tenant        *Tenant `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ActivateTenantResponse) Reset() {
+	*x = ActivateTenantResponse{}
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ActivateTenantResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ActivateTenantResponse) ProtoMessage() {}
+
+func (x *ActivateTenantResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ActivateTenantResponse.ProtoReflect.Descriptor instead.
+func (*ActivateTenantResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *ActivateTenantResponse) GetTenant() *Tenant {
+	if x != nil {
+		return x.Tenant
+	}
+	return nil
+}
+
+// InviteOperatorRequest names the person and the platform role.
+type InviteOperatorRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Email is the person's address.
+	Email string `protobuf:"bytes,1,opt,name=email,proto3" json:"email,omitempty"`
+	// Role is `support` or `platform-admin`.
+	Role          string `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InviteOperatorRequest) Reset() {
+	*x = InviteOperatorRequest{}
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InviteOperatorRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InviteOperatorRequest) ProtoMessage() {}
+
+func (x *InviteOperatorRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InviteOperatorRequest.ProtoReflect.Descriptor instead.
+func (*InviteOperatorRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *InviteOperatorRequest) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *InviteOperatorRequest) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+// InviteOperatorResponse carries the user and the invitation's token.
+type InviteOperatorResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// UserId is the invited user's id.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// InvitationToken is what POST /api/auth/invitations/accept takes;
+	// shown this once.
+	InvitationToken string `protobuf:"bytes,2,opt,name=invitation_token,json=invitationToken,proto3" json:"invitation_token,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *InviteOperatorResponse) Reset() {
+	*x = InviteOperatorResponse{}
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InviteOperatorResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InviteOperatorResponse) ProtoMessage() {}
+
+func (x *InviteOperatorResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InviteOperatorResponse.ProtoReflect.Descriptor instead.
+func (*InviteOperatorResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *InviteOperatorResponse) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *InviteOperatorResponse) GetInvitationToken() string {
+	if x != nil {
+		return x.InvitationToken
+	}
+	return ""
+}
+
+// DeactivateOperatorRequest names the operator.
+type DeactivateOperatorRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Email is the operator's address.
+	Email         string `protobuf:"bytes,1,opt,name=email,proto3" json:"email,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeactivateOperatorRequest) Reset() {
+	*x = DeactivateOperatorRequest{}
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeactivateOperatorRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeactivateOperatorRequest) ProtoMessage() {}
+
+func (x *DeactivateOperatorRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeactivateOperatorRequest.ProtoReflect.Descriptor instead.
+func (*DeactivateOperatorRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *DeactivateOperatorRequest) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+// DeactivateOperatorResponse names the user who is no operator now.
+type DeactivateOperatorResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// UserId is the user's id.
+	UserId        string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeactivateOperatorResponse) Reset() {
+	*x = DeactivateOperatorResponse{}
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeactivateOperatorResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeactivateOperatorResponse) ProtoMessage() {}
+
+func (x *DeactivateOperatorResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeactivateOperatorResponse.ProtoReflect.Descriptor instead.
+func (*DeactivateOperatorResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *DeactivateOperatorResponse) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
 var File_almoner_auth_v1_internal_proto protoreflect.FileDescriptor
 
 const file_almoner_auth_v1_internal_proto_rawDesc = "" +
 	"\n" +
-	"\x1ealmoner/auth/v1/internal.proto\x12\x0falmoner.auth.v1\x1a\x1ealmoner/auth/v1/api_keys.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"O\n" +
+	"\x1ealmoner/auth/v1/internal.proto\x12\x0falmoner.auth.v1\x1a\x1ealmoner/auth/v1/api_keys.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"O\n" +
 	"\x19GetValidationEpochRequest\x122\n" +
 	"\bkey_uses\x18\x01 \x03(\v2\x17.almoner.auth.v1.KeyUseR\akeyUses\"q\n" +
 	"\x06KeyUse\x12\x1b\n" +
@@ -1840,10 +2507,11 @@ const file_almoner_auth_v1_internal_proto_rawDesc = "" +
 	"\aused_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x06usedAt\"p\n" +
 	"\x1aGetValidationEpochResponse\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x03R\x05epoch\x12<\n" +
-	"\fcache_window\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\vcacheWindow\"K\n" +
+	"\fcache_window\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\vcacheWindow\"a\n" +
 	"\x16ValidateSessionRequest\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12\x1b\n" +
-	"\ttenant_id\x18\x02 \x01(\tR\btenantId\"\x9c\x02\n" +
+	"\ttenant_id\x18\x02 \x01(\tR\btenantId\x12\x14\n" +
+	"\x05admin\x18\x03 \x01(\bR\x05admin\"\x95\x03\n" +
 	"\x17ValidateSessionResponse\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x1d\n" +
 	"\n" +
@@ -1854,7 +2522,11 @@ const file_almoner_auth_v1_internal_proto_rawDesc = "" +
 	"\bfeatures\x18\x06 \x03(\tR\bfeatures\x12)\n" +
 	"\x10default_currency\x18\a \x01(\tR\x0fdefaultCurrency\x129\n" +
 	"\n" +
-	"expires_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"-\n" +
+	"expires_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12#\n" +
+	"\rplatform_role\x18\t \x01(\tR\fplatformRole\x12)\n" +
+	"\x10impersonation_id\x18\n" +
+	" \x01(\tR\x0fimpersonationId\x12'\n" +
+	"\x0fimpersonator_id\x18\v \x01(\tR\x0eimpersonatorId\"-\n" +
 	"\x12ValidateKeyRequest\x12\x17\n" +
 	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\"\x82\x02\n" +
 	"\x13ValidateKeyResponse\x12\x1b\n" +
@@ -1952,14 +2624,65 @@ const file_almoner_auth_v1_internal_proto_rawDesc = "" +
 	"\x04role\x18\x03 \x01(\tR\x04role\"X\n" +
 	"\x12InviteUserResponse\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12)\n" +
-	"\x10invitation_token\x18\x02 \x01(\tR\x0finvitationToken2\xc5\x02\n" +
+	"\x10invitation_token\x18\x02 \x01(\tR\x0finvitationToken\"t\n" +
+	"\x12ListTenantsRequest\x12\f\n" +
+	"\x01q\x18\x01 \x01(\tR\x01q\x12\x17\n" +
+	"\x04page\x18\x02 \x01(\x05H\x00R\x04page\x88\x01\x01\x12 \n" +
+	"\tpage_size\x18\x03 \x01(\x05H\x01R\bpageSize\x88\x01\x01B\a\n" +
+	"\x05_pageB\f\n" +
+	"\n" +
+	"_page_size\"\x96\x01\n" +
+	"\x13ListTenantsResponse\x12-\n" +
+	"\x05items\x18\x01 \x03(\v2\x17.almoner.auth.v1.TenantR\x05items\x12\x1f\n" +
+	"\vtotal_count\x18\x02 \x01(\x03R\n" +
+	"totalCount\x12\x12\n" +
+	"\x04page\x18\x03 \x01(\x05R\x04page\x12\x1b\n" +
+	"\tpage_size\x18\x04 \x01(\x05R\bpageSize\"\xc9\x01\n" +
+	"\x18SetTenantFeaturesRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12S\n" +
+	"\bfeatures\x18\x02 \x03(\v27.almoner.auth.v1.SetTenantFeaturesRequest.FeaturesEntryR\bfeatures\x1a;\n" +
+	"\rFeaturesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\bR\x05value:\x028\x01\"L\n" +
+	"\x19SetTenantFeaturesResponse\x12/\n" +
+	"\x06tenant\x18\x01 \x01(\v2\x17.almoner.auth.v1.TenantR\x06tenant\"6\n" +
+	"\x17DeactivateTenantRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"K\n" +
+	"\x18DeactivateTenantResponse\x12/\n" +
+	"\x06tenant\x18\x01 \x01(\v2\x17.almoner.auth.v1.TenantR\x06tenant\"4\n" +
+	"\x15ActivateTenantRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"I\n" +
+	"\x16ActivateTenantResponse\x12/\n" +
+	"\x06tenant\x18\x01 \x01(\v2\x17.almoner.auth.v1.TenantR\x06tenant\"A\n" +
+	"\x15InviteOperatorRequest\x12\x14\n" +
+	"\x05email\x18\x01 \x01(\tR\x05email\x12\x12\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role\"\\\n" +
+	"\x16InviteOperatorResponse\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\tR\x06userId\x12)\n" +
+	"\x10invitation_token\x18\x02 \x01(\tR\x0finvitationToken\"1\n" +
+	"\x19DeactivateOperatorRequest\x12\x14\n" +
+	"\x05email\x18\x01 \x01(\tR\x05email\"5\n" +
+	"\x1aDeactivateOperatorResponse\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\tR\x06userId2\xc5\x02\n" +
 	"\x14KeyValidationService\x12X\n" +
 	"\vValidateKey\x12#.almoner.auth.v1.ValidateKeyRequest\x1a$.almoner.auth.v1.ValidateKeyResponse\x12m\n" +
 	"\x12GetValidationEpoch\x12*.almoner.auth.v1.GetValidationEpochRequest\x1a+.almoner.auth.v1.GetValidationEpochResponse\x12d\n" +
-	"\x0fValidateSession\x12'.almoner.auth.v1.ValidateSessionRequest\x1a(.almoner.auth.v1.ValidateSessionResponse2\x92\a\n" +
-	"\x12TenantAdminService\x12[\n" +
-	"\fCreateTenant\x12$.almoner.auth.v1.CreateTenantRequest\x1a%.almoner.auth.v1.CreateTenantResponse\x12R\n" +
-	"\tGetTenant\x12!.almoner.auth.v1.GetTenantRequest\x1a\".almoner.auth.v1.GetTenantResponse\x12g\n" +
+	"\x0fValidateSession\x12'.almoner.auth.v1.ValidateSessionRequest\x1a(.almoner.auth.v1.ValidateSessionResponse2\x9b\x10\n" +
+	"\x12TenantAdminService\x12\xaa\x01\n" +
+	"\fCreateTenant\x12$.almoner.auth.v1.CreateTenantRequest\x1a%.almoner.auth.v1.CreateTenantResponse\"M\x92A%\n" +
+	"\x12Platform operators\x12\x0fCreate a tenant\x82\xd3\xe4\x93\x02\x1f:\x01*b\x06tenant\"\x12/api/admin/tenants\x12\xa8\x01\n" +
+	"\tGetTenant\x12!.almoner.auth.v1.GetTenantRequest\x1a\".almoner.auth.v1.GetTenantResponse\"T\x92A#\n" +
+	"\x12Platform operators\x12\rRead a tenant\x82\xd3\xe4\x93\x02(b\x06tenant\x12\x1e/api/admin/tenants/{tenant_id}\x12\x99\x01\n" +
+	"\vListTenants\x12#.almoner.auth.v1.ListTenantsRequest\x1a$.almoner.auth.v1.ListTenantsResponse\"?\x92A\"\n" +
+	"\x12Platform operators\x12\fList tenants\x82\xd3\xe4\x93\x02\x14\x12\x12/api/admin/tenants\x12\xd9\x01\n" +
+	"\x11SetTenantFeatures\x12).almoner.auth.v1.SetTenantFeaturesRequest\x1a*.almoner.auth.v1.SetTenantFeaturesResponse\"m\x92A0\n" +
+	"\x12Platform operators\x12\x1aSwitch a tenant's features\x82\xd3\xe4\x93\x024:\x01*b\x06tenant\x1a'/api/admin/tenants/{tenant_id}/features\x12\xce\x01\n" +
+	"\x10DeactivateTenant\x12(.almoner.auth.v1.DeactivateTenantRequest\x1a).almoner.auth.v1.DeactivateTenantResponse\"e\x92A)\n" +
+	"\x12Platform operators\x12\x13Deactivate a tenant\x82\xd3\xe4\x93\x023b\x06tenant\")/api/admin/tenants/{tenant_id}/deactivate\x12\xc4\x01\n" +
+	"\x0eActivateTenant\x12&.almoner.auth.v1.ActivateTenantRequest\x1a'.almoner.auth.v1.ActivateTenantResponse\"a\x92A'\n" +
+	"\x12Platform operators\x12\x11Activate a tenant\x82\xd3\xe4\x93\x021b\x06tenant\"'/api/admin/tenants/{tenant_id}/activate\x12a\n" +
+	"\x0eInviteOperator\x12&.almoner.auth.v1.InviteOperatorRequest\x1a'.almoner.auth.v1.InviteOperatorResponse\x12m\n" +
+	"\x12DeactivateOperator\x12*.almoner.auth.v1.DeactivateOperatorRequest\x1a+.almoner.auth.v1.DeactivateOperatorResponse\x12g\n" +
 	"\x10SetTenantFeature\x12(.almoner.auth.v1.SetTenantFeatureRequest\x1a).almoner.auth.v1.SetTenantFeatureResponse\x12d\n" +
 	"\x0fSetTenantActive\x12'.almoner.auth.v1.SetTenantActiveRequest\x1a(.almoner.auth.v1.SetTenantActiveResponse\x12R\n" +
 	"\tCreateKey\x12!.almoner.auth.v1.CreateKeyRequest\x1a\".almoner.auth.v1.CreateKeyResponse\x12U\n" +
@@ -1983,7 +2706,7 @@ func file_almoner_auth_v1_internal_proto_rawDescGZIP() []byte {
 	return file_almoner_auth_v1_internal_proto_rawDescData
 }
 
-var file_almoner_auth_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_almoner_auth_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
 var file_almoner_auth_v1_internal_proto_goTypes = []any{
 	(*GetValidationEpochRequest)(nil),       // 0: almoner.auth.v1.GetValidationEpochRequest
 	(*KeyUse)(nil),                          // 1: almoner.auth.v1.KeyUse
@@ -2014,58 +2737,88 @@ var file_almoner_auth_v1_internal_proto_goTypes = []any{
 	(*CreateKeyResponse)(nil),               // 26: almoner.auth.v1.CreateKeyResponse
 	(*InviteUserRequest)(nil),               // 27: almoner.auth.v1.InviteUserRequest
 	(*InviteUserResponse)(nil),              // 28: almoner.auth.v1.InviteUserResponse
-	(*timestamppb.Timestamp)(nil),           // 29: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),             // 30: google.protobuf.Duration
-	(*CreatedApiKey)(nil),                   // 31: almoner.auth.v1.CreatedApiKey
+	(*ListTenantsRequest)(nil),              // 29: almoner.auth.v1.ListTenantsRequest
+	(*ListTenantsResponse)(nil),             // 30: almoner.auth.v1.ListTenantsResponse
+	(*SetTenantFeaturesRequest)(nil),        // 31: almoner.auth.v1.SetTenantFeaturesRequest
+	(*SetTenantFeaturesResponse)(nil),       // 32: almoner.auth.v1.SetTenantFeaturesResponse
+	(*DeactivateTenantRequest)(nil),         // 33: almoner.auth.v1.DeactivateTenantRequest
+	(*DeactivateTenantResponse)(nil),        // 34: almoner.auth.v1.DeactivateTenantResponse
+	(*ActivateTenantRequest)(nil),           // 35: almoner.auth.v1.ActivateTenantRequest
+	(*ActivateTenantResponse)(nil),          // 36: almoner.auth.v1.ActivateTenantResponse
+	(*InviteOperatorRequest)(nil),           // 37: almoner.auth.v1.InviteOperatorRequest
+	(*InviteOperatorResponse)(nil),          // 38: almoner.auth.v1.InviteOperatorResponse
+	(*DeactivateOperatorRequest)(nil),       // 39: almoner.auth.v1.DeactivateOperatorRequest
+	(*DeactivateOperatorResponse)(nil),      // 40: almoner.auth.v1.DeactivateOperatorResponse
+	nil,                                     // 41: almoner.auth.v1.SetTenantFeaturesRequest.FeaturesEntry
+	(*timestamppb.Timestamp)(nil),           // 42: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),             // 43: google.protobuf.Duration
+	(*CreatedApiKey)(nil),                   // 44: almoner.auth.v1.CreatedApiKey
 }
 var file_almoner_auth_v1_internal_proto_depIdxs = []int32{
 	1,  // 0: almoner.auth.v1.GetValidationEpochRequest.key_uses:type_name -> almoner.auth.v1.KeyUse
-	29, // 1: almoner.auth.v1.KeyUse.used_at:type_name -> google.protobuf.Timestamp
-	30, // 2: almoner.auth.v1.GetValidationEpochResponse.cache_window:type_name -> google.protobuf.Duration
-	29, // 3: almoner.auth.v1.ValidateSessionResponse.expires_at:type_name -> google.protobuf.Timestamp
-	29, // 4: almoner.auth.v1.ValidateKeyResponse.expires_at:type_name -> google.protobuf.Timestamp
+	42, // 1: almoner.auth.v1.KeyUse.used_at:type_name -> google.protobuf.Timestamp
+	43, // 2: almoner.auth.v1.GetValidationEpochResponse.cache_window:type_name -> google.protobuf.Duration
+	42, // 3: almoner.auth.v1.ValidateSessionResponse.expires_at:type_name -> google.protobuf.Timestamp
+	42, // 4: almoner.auth.v1.ValidateKeyResponse.expires_at:type_name -> google.protobuf.Timestamp
 	7,  // 5: almoner.auth.v1.SetTenantProcessorResponse.processor:type_name -> almoner.auth.v1.TenantProcessor
 	7,  // 6: almoner.auth.v1.GetTenantProcessorResponse.processor:type_name -> almoner.auth.v1.TenantProcessor
 	7,  // 7: almoner.auth.v1.ClearTenantProcessorResponse.processor:type_name -> almoner.auth.v1.TenantProcessor
-	29, // 8: almoner.auth.v1.Tenant.created_at:type_name -> google.protobuf.Timestamp
-	29, // 9: almoner.auth.v1.Tenant.events_since:type_name -> google.protobuf.Timestamp
+	42, // 8: almoner.auth.v1.Tenant.created_at:type_name -> google.protobuf.Timestamp
+	42, // 9: almoner.auth.v1.Tenant.events_since:type_name -> google.protobuf.Timestamp
 	16, // 10: almoner.auth.v1.CreateTenantResponse.tenant:type_name -> almoner.auth.v1.Tenant
 	16, // 11: almoner.auth.v1.GetTenantResponse.tenant:type_name -> almoner.auth.v1.Tenant
 	16, // 12: almoner.auth.v1.SetTenantFeatureResponse.tenant:type_name -> almoner.auth.v1.Tenant
 	16, // 13: almoner.auth.v1.SetTenantActiveResponse.tenant:type_name -> almoner.auth.v1.Tenant
-	29, // 14: almoner.auth.v1.CreateKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	31, // 15: almoner.auth.v1.CreateKeyResponse.api_key:type_name -> almoner.auth.v1.CreatedApiKey
-	5,  // 16: almoner.auth.v1.KeyValidationService.ValidateKey:input_type -> almoner.auth.v1.ValidateKeyRequest
-	0,  // 17: almoner.auth.v1.KeyValidationService.GetValidationEpoch:input_type -> almoner.auth.v1.GetValidationEpochRequest
-	3,  // 18: almoner.auth.v1.KeyValidationService.ValidateSession:input_type -> almoner.auth.v1.ValidateSessionRequest
-	17, // 19: almoner.auth.v1.TenantAdminService.CreateTenant:input_type -> almoner.auth.v1.CreateTenantRequest
-	19, // 20: almoner.auth.v1.TenantAdminService.GetTenant:input_type -> almoner.auth.v1.GetTenantRequest
-	21, // 21: almoner.auth.v1.TenantAdminService.SetTenantFeature:input_type -> almoner.auth.v1.SetTenantFeatureRequest
-	23, // 22: almoner.auth.v1.TenantAdminService.SetTenantActive:input_type -> almoner.auth.v1.SetTenantActiveRequest
-	25, // 23: almoner.auth.v1.TenantAdminService.CreateKey:input_type -> almoner.auth.v1.CreateKeyRequest
-	27, // 24: almoner.auth.v1.TenantAdminService.InviteUser:input_type -> almoner.auth.v1.InviteUserRequest
-	8,  // 25: almoner.auth.v1.TenantAdminService.SetTenantProcessor:input_type -> almoner.auth.v1.SetTenantProcessorRequest
-	10, // 26: almoner.auth.v1.TenantAdminService.GetTenantProcessor:input_type -> almoner.auth.v1.GetTenantProcessorRequest
-	12, // 27: almoner.auth.v1.TenantAdminService.ClearTenantProcessor:input_type -> almoner.auth.v1.ClearTenantProcessorRequest
-	14, // 28: almoner.auth.v1.ProcessorCredentialService.GetProcessorCredentials:input_type -> almoner.auth.v1.GetProcessorCredentialsRequest
-	6,  // 29: almoner.auth.v1.KeyValidationService.ValidateKey:output_type -> almoner.auth.v1.ValidateKeyResponse
-	2,  // 30: almoner.auth.v1.KeyValidationService.GetValidationEpoch:output_type -> almoner.auth.v1.GetValidationEpochResponse
-	4,  // 31: almoner.auth.v1.KeyValidationService.ValidateSession:output_type -> almoner.auth.v1.ValidateSessionResponse
-	18, // 32: almoner.auth.v1.TenantAdminService.CreateTenant:output_type -> almoner.auth.v1.CreateTenantResponse
-	20, // 33: almoner.auth.v1.TenantAdminService.GetTenant:output_type -> almoner.auth.v1.GetTenantResponse
-	22, // 34: almoner.auth.v1.TenantAdminService.SetTenantFeature:output_type -> almoner.auth.v1.SetTenantFeatureResponse
-	24, // 35: almoner.auth.v1.TenantAdminService.SetTenantActive:output_type -> almoner.auth.v1.SetTenantActiveResponse
-	26, // 36: almoner.auth.v1.TenantAdminService.CreateKey:output_type -> almoner.auth.v1.CreateKeyResponse
-	28, // 37: almoner.auth.v1.TenantAdminService.InviteUser:output_type -> almoner.auth.v1.InviteUserResponse
-	9,  // 38: almoner.auth.v1.TenantAdminService.SetTenantProcessor:output_type -> almoner.auth.v1.SetTenantProcessorResponse
-	11, // 39: almoner.auth.v1.TenantAdminService.GetTenantProcessor:output_type -> almoner.auth.v1.GetTenantProcessorResponse
-	13, // 40: almoner.auth.v1.TenantAdminService.ClearTenantProcessor:output_type -> almoner.auth.v1.ClearTenantProcessorResponse
-	15, // 41: almoner.auth.v1.ProcessorCredentialService.GetProcessorCredentials:output_type -> almoner.auth.v1.GetProcessorCredentialsResponse
-	29, // [29:42] is the sub-list for method output_type
-	16, // [16:29] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	42, // 14: almoner.auth.v1.CreateKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	44, // 15: almoner.auth.v1.CreateKeyResponse.api_key:type_name -> almoner.auth.v1.CreatedApiKey
+	16, // 16: almoner.auth.v1.ListTenantsResponse.items:type_name -> almoner.auth.v1.Tenant
+	41, // 17: almoner.auth.v1.SetTenantFeaturesRequest.features:type_name -> almoner.auth.v1.SetTenantFeaturesRequest.FeaturesEntry
+	16, // 18: almoner.auth.v1.SetTenantFeaturesResponse.tenant:type_name -> almoner.auth.v1.Tenant
+	16, // 19: almoner.auth.v1.DeactivateTenantResponse.tenant:type_name -> almoner.auth.v1.Tenant
+	16, // 20: almoner.auth.v1.ActivateTenantResponse.tenant:type_name -> almoner.auth.v1.Tenant
+	5,  // 21: almoner.auth.v1.KeyValidationService.ValidateKey:input_type -> almoner.auth.v1.ValidateKeyRequest
+	0,  // 22: almoner.auth.v1.KeyValidationService.GetValidationEpoch:input_type -> almoner.auth.v1.GetValidationEpochRequest
+	3,  // 23: almoner.auth.v1.KeyValidationService.ValidateSession:input_type -> almoner.auth.v1.ValidateSessionRequest
+	17, // 24: almoner.auth.v1.TenantAdminService.CreateTenant:input_type -> almoner.auth.v1.CreateTenantRequest
+	19, // 25: almoner.auth.v1.TenantAdminService.GetTenant:input_type -> almoner.auth.v1.GetTenantRequest
+	29, // 26: almoner.auth.v1.TenantAdminService.ListTenants:input_type -> almoner.auth.v1.ListTenantsRequest
+	31, // 27: almoner.auth.v1.TenantAdminService.SetTenantFeatures:input_type -> almoner.auth.v1.SetTenantFeaturesRequest
+	33, // 28: almoner.auth.v1.TenantAdminService.DeactivateTenant:input_type -> almoner.auth.v1.DeactivateTenantRequest
+	35, // 29: almoner.auth.v1.TenantAdminService.ActivateTenant:input_type -> almoner.auth.v1.ActivateTenantRequest
+	37, // 30: almoner.auth.v1.TenantAdminService.InviteOperator:input_type -> almoner.auth.v1.InviteOperatorRequest
+	39, // 31: almoner.auth.v1.TenantAdminService.DeactivateOperator:input_type -> almoner.auth.v1.DeactivateOperatorRequest
+	21, // 32: almoner.auth.v1.TenantAdminService.SetTenantFeature:input_type -> almoner.auth.v1.SetTenantFeatureRequest
+	23, // 33: almoner.auth.v1.TenantAdminService.SetTenantActive:input_type -> almoner.auth.v1.SetTenantActiveRequest
+	25, // 34: almoner.auth.v1.TenantAdminService.CreateKey:input_type -> almoner.auth.v1.CreateKeyRequest
+	27, // 35: almoner.auth.v1.TenantAdminService.InviteUser:input_type -> almoner.auth.v1.InviteUserRequest
+	8,  // 36: almoner.auth.v1.TenantAdminService.SetTenantProcessor:input_type -> almoner.auth.v1.SetTenantProcessorRequest
+	10, // 37: almoner.auth.v1.TenantAdminService.GetTenantProcessor:input_type -> almoner.auth.v1.GetTenantProcessorRequest
+	12, // 38: almoner.auth.v1.TenantAdminService.ClearTenantProcessor:input_type -> almoner.auth.v1.ClearTenantProcessorRequest
+	14, // 39: almoner.auth.v1.ProcessorCredentialService.GetProcessorCredentials:input_type -> almoner.auth.v1.GetProcessorCredentialsRequest
+	6,  // 40: almoner.auth.v1.KeyValidationService.ValidateKey:output_type -> almoner.auth.v1.ValidateKeyResponse
+	2,  // 41: almoner.auth.v1.KeyValidationService.GetValidationEpoch:output_type -> almoner.auth.v1.GetValidationEpochResponse
+	4,  // 42: almoner.auth.v1.KeyValidationService.ValidateSession:output_type -> almoner.auth.v1.ValidateSessionResponse
+	18, // 43: almoner.auth.v1.TenantAdminService.CreateTenant:output_type -> almoner.auth.v1.CreateTenantResponse
+	20, // 44: almoner.auth.v1.TenantAdminService.GetTenant:output_type -> almoner.auth.v1.GetTenantResponse
+	30, // 45: almoner.auth.v1.TenantAdminService.ListTenants:output_type -> almoner.auth.v1.ListTenantsResponse
+	32, // 46: almoner.auth.v1.TenantAdminService.SetTenantFeatures:output_type -> almoner.auth.v1.SetTenantFeaturesResponse
+	34, // 47: almoner.auth.v1.TenantAdminService.DeactivateTenant:output_type -> almoner.auth.v1.DeactivateTenantResponse
+	36, // 48: almoner.auth.v1.TenantAdminService.ActivateTenant:output_type -> almoner.auth.v1.ActivateTenantResponse
+	38, // 49: almoner.auth.v1.TenantAdminService.InviteOperator:output_type -> almoner.auth.v1.InviteOperatorResponse
+	40, // 50: almoner.auth.v1.TenantAdminService.DeactivateOperator:output_type -> almoner.auth.v1.DeactivateOperatorResponse
+	22, // 51: almoner.auth.v1.TenantAdminService.SetTenantFeature:output_type -> almoner.auth.v1.SetTenantFeatureResponse
+	24, // 52: almoner.auth.v1.TenantAdminService.SetTenantActive:output_type -> almoner.auth.v1.SetTenantActiveResponse
+	26, // 53: almoner.auth.v1.TenantAdminService.CreateKey:output_type -> almoner.auth.v1.CreateKeyResponse
+	28, // 54: almoner.auth.v1.TenantAdminService.InviteUser:output_type -> almoner.auth.v1.InviteUserResponse
+	9,  // 55: almoner.auth.v1.TenantAdminService.SetTenantProcessor:output_type -> almoner.auth.v1.SetTenantProcessorResponse
+	11, // 56: almoner.auth.v1.TenantAdminService.GetTenantProcessor:output_type -> almoner.auth.v1.GetTenantProcessorResponse
+	13, // 57: almoner.auth.v1.TenantAdminService.ClearTenantProcessor:output_type -> almoner.auth.v1.ClearTenantProcessorResponse
+	15, // 58: almoner.auth.v1.ProcessorCredentialService.GetProcessorCredentials:output_type -> almoner.auth.v1.GetProcessorCredentialsResponse
+	40, // [40:59] is the sub-list for method output_type
+	21, // [21:40] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_almoner_auth_v1_internal_proto_init() }
@@ -2074,13 +2827,14 @@ func file_almoner_auth_v1_internal_proto_init() {
 		return
 	}
 	file_almoner_auth_v1_api_keys_proto_init()
+	file_almoner_auth_v1_internal_proto_msgTypes[29].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_almoner_auth_v1_internal_proto_rawDesc), len(file_almoner_auth_v1_internal_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   29,
+			NumMessages:   42,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

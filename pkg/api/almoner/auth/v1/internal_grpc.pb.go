@@ -243,6 +243,12 @@ var KeyValidationService_ServiceDesc = grpc.ServiceDesc{
 const (
 	TenantAdminService_CreateTenant_FullMethodName         = "/almoner.auth.v1.TenantAdminService/CreateTenant"
 	TenantAdminService_GetTenant_FullMethodName            = "/almoner.auth.v1.TenantAdminService/GetTenant"
+	TenantAdminService_ListTenants_FullMethodName          = "/almoner.auth.v1.TenantAdminService/ListTenants"
+	TenantAdminService_SetTenantFeatures_FullMethodName    = "/almoner.auth.v1.TenantAdminService/SetTenantFeatures"
+	TenantAdminService_DeactivateTenant_FullMethodName     = "/almoner.auth.v1.TenantAdminService/DeactivateTenant"
+	TenantAdminService_ActivateTenant_FullMethodName       = "/almoner.auth.v1.TenantAdminService/ActivateTenant"
+	TenantAdminService_InviteOperator_FullMethodName       = "/almoner.auth.v1.TenantAdminService/InviteOperator"
+	TenantAdminService_DeactivateOperator_FullMethodName   = "/almoner.auth.v1.TenantAdminService/DeactivateOperator"
 	TenantAdminService_SetTenantFeature_FullMethodName     = "/almoner.auth.v1.TenantAdminService/SetTenantFeature"
 	TenantAdminService_SetTenantActive_FullMethodName      = "/almoner.auth.v1.TenantAdminService/SetTenantActive"
 	TenantAdminService_CreateKey_FullMethodName            = "/almoner.auth.v1.TenantAdminService/CreateKey"
@@ -256,13 +262,33 @@ const (
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// TenantAdminService holds the operator RPCs behind `almoner admin`. It is
-// internal: the gateway never maps it to REST.
+// TenantAdminService holds the operator RPCs behind `almoner admin`. The
+// tenant RPCs with a route are also served under /api/admin to platform
+// operators' sessions (docs/operators.md): `support` reads, `platform-admin`
+// writes; the admin command's calls carry the platform's own assertion.
 type TenantAdminServiceClient interface {
-	// CreateTenant creates an active tenant.
+	// CreateTenant creates an active tenant. Over REST, `platform-admin`
+	// operators only.
 	CreateTenant(ctx context.Context, in *CreateTenantRequest, opts ...grpc.CallOption) (*CreateTenantResponse, error)
 	// GetTenant reads one tenant.
 	GetTenant(ctx context.Context, in *GetTenantRequest, opts ...grpc.CallOption) (*GetTenantResponse, error)
+	// ListTenants lists tenants by name, `q` matching name or slug.
+	ListTenants(ctx context.Context, in *ListTenantsRequest, opts ...grpc.CallOption) (*ListTenantsResponse, error)
+	// SetTenantFeatures turns the named feature flags on or off, leaving the
+	// others; effective on the tenant's next request. `platform-admin` only.
+	SetTenantFeatures(ctx context.Context, in *SetTenantFeaturesRequest, opts ...grpc.CallOption) (*SetTenantFeaturesResponse, error)
+	// DeactivateTenant deactivates a tenant: its keys and sessions stop
+	// working on the next request. `platform-admin` only.
+	DeactivateTenant(ctx context.Context, in *DeactivateTenantRequest, opts ...grpc.CallOption) (*DeactivateTenantResponse, error)
+	// ActivateTenant activates a deactivated tenant. `platform-admin` only.
+	ActivateTenant(ctx context.Context, in *ActivateTenantRequest, opts ...grpc.CallOption) (*ActivateTenantResponse, error)
+	// InviteOperator invites a platform operator (no tenant membership):
+	// internal, the admin command only.
+	InviteOperator(ctx context.Context, in *InviteOperatorRequest, opts ...grpc.CallOption) (*InviteOperatorResponse, error)
+	// DeactivateOperator takes the platform role away: every session of the
+	// operator and their impersonation end (the next request is 401).
+	// Internal, the admin command only.
+	DeactivateOperator(ctx context.Context, in *DeactivateOperatorRequest, opts ...grpc.CallOption) (*DeactivateOperatorResponse, error)
 	// SetTenantFeature turns one feature flag on or off.
 	SetTenantFeature(ctx context.Context, in *SetTenantFeatureRequest, opts ...grpc.CallOption) (*SetTenantFeatureResponse, error)
 	// SetTenantActive activates or deactivates a tenant.
@@ -307,6 +333,66 @@ func (c *tenantAdminServiceClient) GetTenant(ctx context.Context, in *GetTenantR
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(GetTenantResponse)
 	err := c.cc.Invoke(ctx, TenantAdminService_GetTenant_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tenantAdminServiceClient) ListTenants(ctx context.Context, in *ListTenantsRequest, opts ...grpc.CallOption) (*ListTenantsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListTenantsResponse)
+	err := c.cc.Invoke(ctx, TenantAdminService_ListTenants_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tenantAdminServiceClient) SetTenantFeatures(ctx context.Context, in *SetTenantFeaturesRequest, opts ...grpc.CallOption) (*SetTenantFeaturesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetTenantFeaturesResponse)
+	err := c.cc.Invoke(ctx, TenantAdminService_SetTenantFeatures_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tenantAdminServiceClient) DeactivateTenant(ctx context.Context, in *DeactivateTenantRequest, opts ...grpc.CallOption) (*DeactivateTenantResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeactivateTenantResponse)
+	err := c.cc.Invoke(ctx, TenantAdminService_DeactivateTenant_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tenantAdminServiceClient) ActivateTenant(ctx context.Context, in *ActivateTenantRequest, opts ...grpc.CallOption) (*ActivateTenantResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ActivateTenantResponse)
+	err := c.cc.Invoke(ctx, TenantAdminService_ActivateTenant_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tenantAdminServiceClient) InviteOperator(ctx context.Context, in *InviteOperatorRequest, opts ...grpc.CallOption) (*InviteOperatorResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(InviteOperatorResponse)
+	err := c.cc.Invoke(ctx, TenantAdminService_InviteOperator_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tenantAdminServiceClient) DeactivateOperator(ctx context.Context, in *DeactivateOperatorRequest, opts ...grpc.CallOption) (*DeactivateOperatorResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeactivateOperatorResponse)
+	err := c.cc.Invoke(ctx, TenantAdminService_DeactivateOperator_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -387,13 +473,33 @@ func (c *tenantAdminServiceClient) ClearTenantProcessor(ctx context.Context, in 
 // All implementations must embed UnimplementedTenantAdminServiceServer
 // for forward compatibility.
 //
-// TenantAdminService holds the operator RPCs behind `almoner admin`. It is
-// internal: the gateway never maps it to REST.
+// TenantAdminService holds the operator RPCs behind `almoner admin`. The
+// tenant RPCs with a route are also served under /api/admin to platform
+// operators' sessions (docs/operators.md): `support` reads, `platform-admin`
+// writes; the admin command's calls carry the platform's own assertion.
 type TenantAdminServiceServer interface {
-	// CreateTenant creates an active tenant.
+	// CreateTenant creates an active tenant. Over REST, `platform-admin`
+	// operators only.
 	CreateTenant(context.Context, *CreateTenantRequest) (*CreateTenantResponse, error)
 	// GetTenant reads one tenant.
 	GetTenant(context.Context, *GetTenantRequest) (*GetTenantResponse, error)
+	// ListTenants lists tenants by name, `q` matching name or slug.
+	ListTenants(context.Context, *ListTenantsRequest) (*ListTenantsResponse, error)
+	// SetTenantFeatures turns the named feature flags on or off, leaving the
+	// others; effective on the tenant's next request. `platform-admin` only.
+	SetTenantFeatures(context.Context, *SetTenantFeaturesRequest) (*SetTenantFeaturesResponse, error)
+	// DeactivateTenant deactivates a tenant: its keys and sessions stop
+	// working on the next request. `platform-admin` only.
+	DeactivateTenant(context.Context, *DeactivateTenantRequest) (*DeactivateTenantResponse, error)
+	// ActivateTenant activates a deactivated tenant. `platform-admin` only.
+	ActivateTenant(context.Context, *ActivateTenantRequest) (*ActivateTenantResponse, error)
+	// InviteOperator invites a platform operator (no tenant membership):
+	// internal, the admin command only.
+	InviteOperator(context.Context, *InviteOperatorRequest) (*InviteOperatorResponse, error)
+	// DeactivateOperator takes the platform role away: every session of the
+	// operator and their impersonation end (the next request is 401).
+	// Internal, the admin command only.
+	DeactivateOperator(context.Context, *DeactivateOperatorRequest) (*DeactivateOperatorResponse, error)
 	// SetTenantFeature turns one feature flag on or off.
 	SetTenantFeature(context.Context, *SetTenantFeatureRequest) (*SetTenantFeatureResponse, error)
 	// SetTenantActive activates or deactivates a tenant.
@@ -429,6 +535,24 @@ func (UnimplementedTenantAdminServiceServer) CreateTenant(context.Context, *Crea
 }
 func (UnimplementedTenantAdminServiceServer) GetTenant(context.Context, *GetTenantRequest) (*GetTenantResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetTenant not implemented")
+}
+func (UnimplementedTenantAdminServiceServer) ListTenants(context.Context, *ListTenantsRequest) (*ListTenantsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListTenants not implemented")
+}
+func (UnimplementedTenantAdminServiceServer) SetTenantFeatures(context.Context, *SetTenantFeaturesRequest) (*SetTenantFeaturesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetTenantFeatures not implemented")
+}
+func (UnimplementedTenantAdminServiceServer) DeactivateTenant(context.Context, *DeactivateTenantRequest) (*DeactivateTenantResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeactivateTenant not implemented")
+}
+func (UnimplementedTenantAdminServiceServer) ActivateTenant(context.Context, *ActivateTenantRequest) (*ActivateTenantResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ActivateTenant not implemented")
+}
+func (UnimplementedTenantAdminServiceServer) InviteOperator(context.Context, *InviteOperatorRequest) (*InviteOperatorResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method InviteOperator not implemented")
+}
+func (UnimplementedTenantAdminServiceServer) DeactivateOperator(context.Context, *DeactivateOperatorRequest) (*DeactivateOperatorResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeactivateOperator not implemented")
 }
 func (UnimplementedTenantAdminServiceServer) SetTenantFeature(context.Context, *SetTenantFeatureRequest) (*SetTenantFeatureResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetTenantFeature not implemented")
@@ -504,6 +628,114 @@ func _TenantAdminService_GetTenant_Handler(srv interface{}, ctx context.Context,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(TenantAdminServiceServer).GetTenant(ctx, req.(*GetTenantRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TenantAdminService_ListTenants_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListTenantsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TenantAdminServiceServer).ListTenants(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TenantAdminService_ListTenants_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TenantAdminServiceServer).ListTenants(ctx, req.(*ListTenantsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TenantAdminService_SetTenantFeatures_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetTenantFeaturesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TenantAdminServiceServer).SetTenantFeatures(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TenantAdminService_SetTenantFeatures_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TenantAdminServiceServer).SetTenantFeatures(ctx, req.(*SetTenantFeaturesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TenantAdminService_DeactivateTenant_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeactivateTenantRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TenantAdminServiceServer).DeactivateTenant(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TenantAdminService_DeactivateTenant_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TenantAdminServiceServer).DeactivateTenant(ctx, req.(*DeactivateTenantRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TenantAdminService_ActivateTenant_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ActivateTenantRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TenantAdminServiceServer).ActivateTenant(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TenantAdminService_ActivateTenant_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TenantAdminServiceServer).ActivateTenant(ctx, req.(*ActivateTenantRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TenantAdminService_InviteOperator_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InviteOperatorRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TenantAdminServiceServer).InviteOperator(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TenantAdminService_InviteOperator_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TenantAdminServiceServer).InviteOperator(ctx, req.(*InviteOperatorRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TenantAdminService_DeactivateOperator_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeactivateOperatorRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TenantAdminServiceServer).DeactivateOperator(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TenantAdminService_DeactivateOperator_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TenantAdminServiceServer).DeactivateOperator(ctx, req.(*DeactivateOperatorRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -648,6 +880,30 @@ var TenantAdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetTenant",
 			Handler:    _TenantAdminService_GetTenant_Handler,
+		},
+		{
+			MethodName: "ListTenants",
+			Handler:    _TenantAdminService_ListTenants_Handler,
+		},
+		{
+			MethodName: "SetTenantFeatures",
+			Handler:    _TenantAdminService_SetTenantFeatures_Handler,
+		},
+		{
+			MethodName: "DeactivateTenant",
+			Handler:    _TenantAdminService_DeactivateTenant_Handler,
+		},
+		{
+			MethodName: "ActivateTenant",
+			Handler:    _TenantAdminService_ActivateTenant_Handler,
+		},
+		{
+			MethodName: "InviteOperator",
+			Handler:    _TenantAdminService_InviteOperator_Handler,
+		},
+		{
+			MethodName: "DeactivateOperator",
+			Handler:    _TenantAdminService_DeactivateOperator_Handler,
 		},
 		{
 			MethodName: "SetTenantFeature",

@@ -1085,7 +1085,14 @@ type SignedIn struct {
 	// MfaMethods are the second factors the user may pass.
 	MfaMethods []string `protobuf:"bytes,3,rep,name=mfa_methods,json=mfaMethods,proto3" json:"mfa_methods,omitempty"`
 	// Memberships are the user's active memberships.
-	Memberships   []*Membership `protobuf:"bytes,4,rep,name=memberships,proto3" json:"memberships,omitempty"`
+	Memberships []*Membership `protobuf:"bytes,4,rep,name=memberships,proto3" json:"memberships,omitempty"`
+	// Operator is set only for a platform operator (docs/operators.md): the
+	// property is absent for everyone else.
+	//
+	// Types that are valid to be assigned to Operator:
+	//
+	//	*SignedIn_PlatformRole
+	Operator      isSignedIn_Operator `protobuf_oneof:"operator"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1147,6 +1154,33 @@ func (x *SignedIn) GetMemberships() []*Membership {
 	}
 	return nil
 }
+
+func (x *SignedIn) GetOperator() isSignedIn_Operator {
+	if x != nil {
+		return x.Operator
+	}
+	return nil
+}
+
+func (x *SignedIn) GetPlatformRole() string {
+	if x != nil {
+		if x, ok := x.Operator.(*SignedIn_PlatformRole); ok {
+			return x.PlatformRole
+		}
+	}
+	return ""
+}
+
+type isSignedIn_Operator interface {
+	isSignedIn_Operator()
+}
+
+type SignedIn_PlatformRole struct {
+	// PlatformRole is `support` or `platform-admin`.
+	PlatformRole string `protobuf:"bytes,5,opt,name=platform_role,json=platformRole,proto3,oneof"`
+}
+
+func (*SignedIn_PlatformRole) isSignedIn_Operator() {}
 
 // AcceptInvitationResponse carries the sign-in body.
 type AcceptInvitationResponse struct {
@@ -1891,13 +1925,16 @@ const file_almoner_auth_v1_users_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1f\n" +
 	"\vtenant_name\x18\x02 \x01(\tR\n" +
 	"tenantName\x12\x12\n" +
-	"\x04role\x18\x03 \x01(\tR\x04role\"\xbf\x01\n" +
+	"\x04role\x18\x03 \x01(\tR\x04role\"\xf2\x01\n" +
 	"\bSignedIn\x120\n" +
 	"\x04user\x18\x01 \x01(\v2\x1c.almoner.auth.v1.SessionUserR\x04user\x12!\n" +
 	"\fmfa_required\x18\x02 \x01(\bR\vmfaRequired\x12\x1f\n" +
 	"\vmfa_methods\x18\x03 \x03(\tR\n" +
 	"mfaMethods\x12=\n" +
-	"\vmemberships\x18\x04 \x03(\v2\x1b.almoner.auth.v1.MembershipR\vmemberships\"O\n" +
+	"\vmemberships\x18\x04 \x03(\v2\x1b.almoner.auth.v1.MembershipR\vmemberships\x12%\n" +
+	"\rplatform_role\x18\x05 \x01(\tH\x00R\fplatformRoleB\n" +
+	"\n" +
+	"\boperator\"O\n" +
 	"\x18AcceptInvitationResponse\x123\n" +
 	"\asession\x18\x01 \x01(\v2\x19.almoner.auth.v1.SignedInR\asession\"E\n" +
 	"\x0eSignInResponse\x123\n" +
@@ -2088,6 +2125,9 @@ func init() { file_almoner_auth_v1_users_proto_init() }
 func file_almoner_auth_v1_users_proto_init() {
 	if File_almoner_auth_v1_users_proto != nil {
 		return
+	}
+	file_almoner_auth_v1_users_proto_msgTypes[18].OneofWrappers = []any{
+		(*SignedIn_PlatformRole)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -113,7 +113,14 @@ type EventData struct {
 	Changes *structpb.Struct `protobuf:"bytes,4,opt,name=changes,proto3" json:"changes,omitempty"`
 	// UserId is who made the change: `api-key:<keyPrefix>`, `system` or
 	// `anonymous`.
-	UserId        string `protobuf:"bytes,5,opt,name=user_id,proto3" json:"user_id,omitempty"`
+	UserId string `protobuf:"bytes,5,opt,name=user_id,proto3" json:"user_id,omitempty"`
+	// Impersonation is set only for a change made through an impersonation:
+	// the property is absent otherwise (a oneof member the codec leaves out).
+	//
+	// Types that are valid to be assigned to Impersonation:
+	//
+	//	*EventData_ImpersonatorId
+	Impersonation isEventData_Impersonation `protobuf_oneof:"impersonation"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -182,6 +189,34 @@ func (x *EventData) GetUserId() string {
 	}
 	return ""
 }
+
+func (x *EventData) GetImpersonation() isEventData_Impersonation {
+	if x != nil {
+		return x.Impersonation
+	}
+	return nil
+}
+
+func (x *EventData) GetImpersonatorId() string {
+	if x != nil {
+		if x, ok := x.Impersonation.(*EventData_ImpersonatorId); ok {
+			return x.ImpersonatorId
+		}
+	}
+	return ""
+}
+
+type isEventData_Impersonation interface {
+	isEventData_Impersonation()
+}
+
+type EventData_ImpersonatorId struct {
+	// ImpersonatorId is the operator (`operator:<userId>`) who made the
+	// change as user_id.
+	ImpersonatorId string `protobuf:"bytes,6,opt,name=impersonator_id,proto3,oneof"`
+}
+
+func (*EventData_ImpersonatorId) isEventData_Impersonation() {}
 
 // ListEventsRequest is the path and query of the feed.
 type ListEventsRequest struct {
@@ -453,13 +488,15 @@ const file_almoner_webhooks_v1_events_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05event\x18\x02 \x01(\tR\x05event\x12\x1c\n" +
 	"\ttimestamp\x18\x03 \x01(\tR\ttimestamp\x122\n" +
-	"\x04data\x18\x04 \x01(\v2\x1e.almoner.webhooks.v1.EventDataR\x04data\"\xb0\x01\n" +
+	"\x04data\x18\x04 \x01(\v2\x1e.almoner.webhooks.v1.EventDataR\x04data\"\xed\x01\n" +
 	"\tEventData\x12 \n" +
 	"\ventity_type\x18\x01 \x01(\tR\ventity_type\x12\x1c\n" +
 	"\tentity_id\x18\x02 \x01(\tR\tentity_id\x12\x16\n" +
 	"\x06action\x18\x03 \x01(\tR\x06action\x121\n" +
 	"\achanges\x18\x04 \x01(\v2\x17.google.protobuf.StructR\achanges\x12\x18\n" +
-	"\auser_id\x18\x05 \x01(\tR\auser_id\"\xbf\x01\n" +
+	"\auser_id\x18\x05 \x01(\tR\auser_id\x12*\n" +
+	"\x0fimpersonator_id\x18\x06 \x01(\tH\x00R\x0fimpersonator_idB\x0f\n" +
+	"\rimpersonation\"\xbf\x01\n" +
 	"\x11ListEventsRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x14\n" +
 	"\x05after\x18\x02 \x01(\tR\x05after\x12\x19\n" +
@@ -530,6 +567,9 @@ func init() { file_almoner_webhooks_v1_events_proto_init() }
 func file_almoner_webhooks_v1_events_proto_init() {
 	if File_almoner_webhooks_v1_events_proto != nil {
 		return
+	}
+	file_almoner_webhooks_v1_events_proto_msgTypes[1].OneofWrappers = []any{
+		(*EventData_ImpersonatorId)(nil),
 	}
 	file_almoner_webhooks_v1_events_proto_msgTypes[2].OneofWrappers = []any{}
 	type x struct{}
