@@ -30,7 +30,7 @@ var registry = map[string][]registerFunc{
 	authName:    {authv1.RegisterApiKeyServiceHandler, authv1.RegisterUserServiceHandler, authv1.RegisterStaffAuthServiceHandler},
 	"contacts":  {contactsv1.RegisterContactServiceHandler, contactsv1.RegisterContactFormServiceHandler},
 	"imports":   {importsv1.RegisterImportServiceHandler},
-	"inventory": {inventoryv1.RegisterInventoryServiceHandler},
+	"inventory": {inventoryv1.RegisterInventoryServiceHandler, inventoryv1.RegisterShipmentServiceHandler},
 	"orders":    {ordersv1.RegisterOrderServiceHandler, ordersv1.RegisterFundServiceHandler, ordersv1.RegisterBatchServiceHandler, ordersv1.RegisterRecurringDonationServiceHandler, ordersv1.RegisterPaymentMethodServiceHandler},
 	"reports":   {reportsv1.RegisterReportServiceHandler, reportsv1.RegisterOrganizationProfileServiceHandler, reportsv1.RegisterReceiptServiceHandler, reportsv1.RegisterTaxStatementServiceHandler},
 	"webhooks":  {webhooksv1.RegisterWebhookServiceHandler, webhooksv1.RegisterEventServiceHandler},

@@ -34,6 +34,8 @@ const (
 	ReportsView              = "reports:view"
 	ReportsExport            = "reports:export"
 	ReportsManage            = "reports:manage"
+	ShipmentsView            = "shipments:view"
+	ShipmentsManage          = "shipments:manage"
 	TaxStatementsManage      = "tax-statements:manage"
 	TenantSettingsManage     = "tenant-settings:manage"
 	UsersManage              = "users:manage"
@@ -77,6 +79,8 @@ var Catalog = []Scope{
 	{ReportsView, "List report types and saved reports; run them."},
 	{ReportsExport, "Export report runs as CSV, Excel or PDF."},
 	{ReportsManage, "Create, update and delete saved report definitions."},
+	{ShipmentsView, "List and read shipments; download packing slips and pick lists."},
+	{ShipmentsManage, "Pack, ship, deliver, cancel, return and split shipments; correct their addresses; ship in bulk."},
 	{TaxStatementsManage, "Start year-end tax statement runs, follow them and download their statements."},
 	{TenantSettingsManage, "Read and replace the organization profile printed on receipts and statements."},
 	{UsersManage, "List staff users, invite them, change their roles and remove them."},
