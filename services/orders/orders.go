@@ -51,5 +51,5 @@ func (a *orderServer) GetOrder(ctx context.Context, req *ordersv1.GetOrderReques
 	if err != nil {
 		return nil, err
 	}
-	return &ordersv1.GetOrderResponse{Order: wire.ToOrder(o)}, nil
+	return a.s.withShipments(ctx, p, o)
 }

@@ -72,50 +72,54 @@ func (s *Server) GetShipment(ctx context.Context, req *inventoryv1.GetShipmentRe
 
 // PackShipment marks a pending shipment packed.
 func (s *Server) PackShipment(ctx context.Context, req *inventoryv1.PackShipmentRequest) (*inventoryv1.PackShipmentResponse, error) {
-	sh, err := s.move(ctx, req.GetTenantId(), req.GetShipmentId(), shipstore.Move{Action: state.Pack})
+	sh, err := s.move(ctx, req.GetTenantId(), req.GetShipmentId(), func() (shipstore.Move, error) {
+		return shipstore.Move{Action: state.Pack}, nil
+	})
 	return &inventoryv1.PackShipmentResponse{Shipment: sh}, err
 }
 
 // ShipShipment records the carrier and tracking of a shipment that left.
 func (s *Server) ShipShipment(ctx context.Context, req *inventoryv1.ShipShipmentRequest) (*inventoryv1.ShipShipmentResponse, error) {
-	m, err := shipMove("", req.GetCarrier(), req.GetTrackingNumber(), req.GetTrackingUrl())
-	if err != nil {
-		return nil, err
-	}
-	sh, err := s.move(ctx, req.GetTenantId(), req.GetShipmentId(), m)
+	sh, err := s.move(ctx, req.GetTenantId(), req.GetShipmentId(), func() (shipstore.Move, error) {
+		return shipMove("", req.GetCarrier(), req.GetTrackingNumber(), req.GetTrackingUrl())
+	})
 	return &inventoryv1.ShipShipmentResponse{Shipment: sh}, err
 }
 
 // DeliverShipment records that a shipped shipment arrived.
 func (s *Server) DeliverShipment(ctx context.Context, req *inventoryv1.DeliverShipmentRequest) (*inventoryv1.DeliverShipmentResponse, error) {
-	sh, err := s.move(ctx, req.GetTenantId(), req.GetShipmentId(), shipstore.Move{Action: state.Deliver})
+	sh, err := s.move(ctx, req.GetTenantId(), req.GetShipmentId(), func() (shipstore.Move, error) {
+		return shipstore.Move{Action: state.Deliver}, nil
+	})
 	return &inventoryv1.DeliverShipmentResponse{Shipment: sh}, err
 }
 
 // CancelShipment cancels a pending or packed shipment, its units back.
 func (s *Server) CancelShipment(ctx context.Context, req *inventoryv1.CancelShipmentRequest) (*inventoryv1.CancelShipmentResponse, error) {
-	reason, err := requiredReason(req.GetReason())
-	if err != nil {
-		return nil, err
-	}
-	sh, err := s.move(ctx, req.GetTenantId(), req.GetShipmentId(), shipstore.Move{Action: state.Cancel, Reason: reason})
+	sh, err := s.move(ctx, req.GetTenantId(), req.GetShipmentId(), func() (shipstore.Move, error) {
+		reason, err := requiredReason(req.GetReason())
+		return shipstore.Move{Action: state.Cancel, Reason: reason}, err
+	})
 	return &inventoryv1.CancelShipmentResponse{Shipment: sh}, err
 }
 
 // ReturnShipment records a shipment that came back, restocked or not.
 func (s *Server) ReturnShipment(ctx context.Context, req *inventoryv1.ReturnShipmentRequest) (*inventoryv1.ReturnShipmentResponse, error) {
-	reason, err := requiredReason(req.GetReason())
-	if err != nil {
-		return nil, err
-	}
-	m := shipstore.Move{Action: state.Return, Reason: reason, Restock: req.GetRestock()}
-	sh, err := s.move(ctx, req.GetTenantId(), req.GetShipmentId(), m)
+	sh, err := s.move(ctx, req.GetTenantId(), req.GetShipmentId(), func() (shipstore.Move, error) {
+		reason, err := requiredReason(req.GetReason())
+		return shipstore.Move{Action: state.Return, Reason: reason, Restock: req.GetRestock()}, err
+	})
 	return &inventoryv1.ReturnShipmentResponse{Shipment: sh}, err
 }
 
-// move checks the scope and the path, then applies m.
-func (s *Server) move(ctx context.Context, tenant, shipment string, m shipstore.Move) (*inventoryv1.Shipment, error) {
+// move checks the scope and the path, then the body (read reports it),
+// then applies the move.
+func (s *Server) move(ctx context.Context, tenant, shipment string, read func() (shipstore.Move, error)) (*inventoryv1.Shipment, error) {
 	p, id, err := shipmentOf(ctx, tenant, shipment, scopes.ShipmentsManage)
+	if err != nil {
+		return nil, err
+	}
+	m, err := read()
 	if err != nil {
 		return nil, err
 	}

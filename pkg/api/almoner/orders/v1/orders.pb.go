@@ -1782,7 +1782,11 @@ type Order struct {
 	// CreatedAt is when the order was recorded.
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	// UpdatedAt is when it last changed.
-	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,20,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,20,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	// ShipmentIds are the order's shipments, oldest first (the first has the
+	// order's id): filled by GET /orders/{id}, empty elsewhere and for an
+	// order that ships nothing.
+	ShipmentIds   []string `protobuf:"bytes,30,rep,name=shipment_ids,json=shipmentIds,proto3" json:"shipment_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1953,6 +1957,13 @@ func (x *Order) GetCreatedAt() *timestamppb.Timestamp {
 func (x *Order) GetUpdatedAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.UpdatedAt
+	}
+	return nil
+}
+
+func (x *Order) GetShipmentIds() []string {
+	if x != nil {
+		return x.ShipmentIds
 	}
 	return nil
 }
@@ -5164,7 +5175,7 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\n" +
 	"NextAction\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12#\n" +
-	"\rclient_secret\x18\x02 \x01(\tR\fclientSecret\"\xcb\b\n" +
+	"\rclient_secret\x18\x02 \x01(\tR\fclientSecret\"\xee\b\n" +
 	"\x05Order\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\forder_number\x18\x02 \x01(\x03R\vorderNumber\x12\x1d\n" +
@@ -5189,7 +5200,8 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xbb\x05\n" +
+	"updated_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12!\n" +
+	"\fshipment_ids\x18\x1e \x03(\tR\vshipmentIds\"\xbb\x05\n" +
 	"\x11ListOrdersRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x17\n" +
 	"\x04page\x18\x02 \x01(\x05H\x00R\x04page\x88\x01\x01\x12 \n" +
