@@ -32,7 +32,7 @@ var registry = map[string][]registerFunc{
 	"imports":   {importsv1.RegisterImportServiceHandler},
 	"inventory": {inventoryv1.RegisterInventoryServiceHandler, inventoryv1.RegisterShipmentServiceHandler},
 	"orders":    {ordersv1.RegisterOrderServiceHandler, ordersv1.RegisterFundServiceHandler, ordersv1.RegisterBatchServiceHandler, ordersv1.RegisterRecurringDonationServiceHandler, ordersv1.RegisterPaymentMethodServiceHandler},
-	"reports":   {reportsv1.RegisterReportServiceHandler, reportsv1.RegisterOrganizationProfileServiceHandler, reportsv1.RegisterReceiptServiceHandler, reportsv1.RegisterTaxStatementServiceHandler},
+	"reports":   {reportsv1.RegisterReportServiceHandler, reportsv1.RegisterOrganizationProfileServiceHandler, reportsv1.RegisterReceiptServiceHandler, reportsv1.RegisterTaxStatementServiceHandler, reportsv1.RegisterFulfillmentDocumentServiceHandler},
 	"webhooks":  {webhooksv1.RegisterWebhookServiceHandler, webhooksv1.RegisterEventServiceHandler},
 }
 

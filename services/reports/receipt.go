@@ -190,7 +190,7 @@ func donorBlock(d store.Donor) *reportsv1.ReceiptDonor {
 // receiptDocument lays a receipt out for the PDF.
 func receiptDocument(r *reportsv1.Receipt, prof store.Profile) render.Document {
 	d := render.Document{
-		PageSize:     pageSize(prof.Country),
+		PageSize:     render.PageSize(prof.Country),
 		Title:        "Donation receipt",
 		Organization: organizationLines(r.GetOrganization()),
 		Facts: [][2]string{{"Receipt number", r.GetReceiptNumber()}, {"Issued", r.GetIssuedAt().AsTime().In(location(prof)).Format("2006-01-02")},
@@ -211,14 +211,6 @@ func receiptDocument(r *reportsv1.Receipt, prof store.Profile) render.Document {
 	return d
 }
 
-// pageSize is Letter in the countries that use it, A4 elsewhere.
-func pageSize(country string) string {
-	switch country {
-	case "US", "CA", "MX", "PH", "CL", "CO", "VE", "GT", "DO", "CR", "PA", "SV", "NI":
-		return "Letter"
-	}
-	return "A4"
-}
 
 func organizationLines(o *reportsv1.ReceiptOrganization) []string {
 	lines := []string{o.GetLegalName()}

@@ -18,6 +18,7 @@ import (
 	"github.com/almoner/almoner/pkg/config"
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/service"
+	"github.com/almoner/almoner/services/reports/fulfillment"
 	"github.com/almoner/almoner/services/reports/migrations"
 	"github.com/almoner/almoner/services/reports/store"
 )
@@ -80,6 +81,7 @@ func (s *Service) Register(r grpc.ServiceRegistrar) {
 	reportsv1.RegisterOrganizationProfileServiceServer(r, &profileServer{s: s})
 	reportsv1.RegisterReceiptServiceServer(r, &receiptServer{s: s})
 	reportsv1.RegisterTaxStatementServiceServer(r, &taxRunServer{s: s})
+	reportsv1.RegisterFulfillmentDocumentServiceServer(r, fulfillment.New(s.store))
 }
 
 // Start starts the year-end runner, which makes the tax statement runs

@@ -31,6 +31,10 @@ var rawResponses = map[protoreflect.Name]rawResponse{
 	"GetGivingStatement": givingStatement,
 	// DownloadTaxStatementRun is a ZIP of PDFs or a CSV.
 	"DownloadTaxStatementRun": taxStatementDownload,
+	// Fulfillment documents: packing slips and the pick list.
+	"GetPackingSlip":     attachment("application/pdf"),
+	"RenderPackingSlips": attachment("application/pdf"),
+	"GetPickList":        attachment("text/csv", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
 }
 
 const reportColumnName protoreflect.FullName = "almoner.reports.v1.ReportColumn"

@@ -46,26 +46,35 @@ type Document struct {
 // prints; a panic inside fpdf all the same is this document's error,
 // returned before anything was written to w (fpdf writes only at Output,
 // once the document is complete).
-func WriteDocument(d Document, w io.Writer) (err error) {
+func WriteDocument(d Document, w io.Writer) error {
+	return WriteDocuments(d.Title, []Document{d}, w)
+}
+
+// WriteDocuments lays each of ds out as WriteDocument does, each from a
+// new page, in one PDF titled title (a batch of packing slips), in the
+// first document's page size.
+func WriteDocuments(title string, ds []Document, w io.Writer) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("render: document: fpdf: %v", r)
 		}
 	}()
-	size := d.PageSize
-	if size == "" {
-		size = "A4"
+	size := "A4"
+	if len(ds) > 0 && ds[0].PageSize != "" {
+		size = ds[0].PageSize
 	}
 	pdf := pdfDoc{fpdf.New("P", "mm", size, "")}
 	pdf.AddUTF8FontFromBytes("dejavu", "", fontRegular)
 	pdf.AddUTF8FontFromBytes("dejavu", "B", fontBold)
 	pdf.SetAutoPageBreak(true, 15)
 	pdf.SetCreator("Almoner", true)
-	pdf.SetTitle(d.Title, true)
-	pdf.AddPage()
-	docHeader(pdf, d)
-	docTable(pdf, d)
-	docClosing(pdf, d)
+	pdf.SetTitle(title, true)
+	for _, d := range ds {
+		pdf.AddPage()
+		docHeader(pdf, d)
+		docTable(pdf, d)
+		docClosing(pdf, d)
+	}
 	if err := pdf.Error(); err != nil {
 		return fmt.Errorf("render: document: %w", err)
 	}
@@ -186,4 +195,13 @@ func fit(pdf pdfDoc, s string, width float64) string {
 		s = string(rs[:len(rs)-1])
 	}
 	return s
+}
+
+// PageSize is Letter in the countries that use it, A4 elsewhere.
+func PageSize(country string) string {
+	switch country {
+	case "US", "CA", "MX", "PH", "CL", "CO", "VE", "GT", "DO", "CR", "PA", "SV", "NI":
+		return "Letter"
+	}
+	return "A4"
 }

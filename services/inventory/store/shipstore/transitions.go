@@ -144,4 +144,3 @@ func (s *Store) CorrectAddress(ctx context.Context, tenantID, id uuid.UUID, a Ad
 	}
 	return s.Get(ctx, tenantID, id)
 }
-
