@@ -14,9 +14,10 @@ type shipFixture struct {
 	mug string
 }
 
-func newShipFixture(t *testing.T, c *apptest.Cluster) shipFixture {
+// newShipFixture builds it in tn, or in a new tenant when tn is empty.
+func newShipFixture(t *testing.T, c *apptest.Cluster, tn apptest.Tenant) shipFixture {
 	t.Helper()
-	f := shipFixture{orderFixture: newOrderFixture(t, c)}
+	f := shipFixture{orderFixture: newOrderFixtureIn(t, c, tn)}
 	mug := invItem("MUG-" + f.tn.ID[:8])
 	mug["name"], mug["stockOnHand"] = "Coffee mug", 5
 	f.mug = invCreate(t, c, f.tn, mug)["id"].(string)
@@ -85,7 +86,7 @@ var ship1 = map[string]any{"carrier": "USPS", "trackingNumber": "9400 1000 0000 
 func TestShipmentsFlow(t *testing.T) {
 	t.Parallel()
 	c := apptest.Start(t, apptest.Options{})
-	f := newShipFixture(t, c)
+	f := newShipFixture(t, c, apptest.Tenant{})
 	tn := f.tn
 
 	// The order's first shipment has the order's id, and GET /orders/{id}
