@@ -151,6 +151,17 @@ func statusOf(v *apperr.Violations, status string) string {
 
 // sendSlips renders the slips and streams them, named name.
 func (s *Server) sendSlips(ctx context.Context, stream grpc.ServerStreamingServer[httpbody.HttpBody], tenant uuid.UUID, name string, shs []store.Shipment) error {
+	// Rendered whole before the first byte is sent, so a failure is still a
+	// problem document.
+	var buf bytes.Buffer
+	if err := s.renderSlips(ctx, tenant, shs, &buf); err != nil {
+		return err
+	}
+	return send(stream, "application/pdf", "inline", name, &buf)
+}
+
+// renderSlips writes the packing slips of shs, one PDF, to w.
+func (s *Server) renderSlips(ctx context.Context, tenant uuid.UUID, shs []store.Shipment, w io.Writer) error {
 	prof, err := s.store.Profile(ctx, tenant)
 	if err != nil && !errors.Is(err, db.ErrNotFound) {
 		return err
@@ -159,13 +170,7 @@ func (s *Server) sendSlips(ctx context.Context, stream grpc.ServerStreamingServe
 	for i, sh := range shs {
 		docs[i] = slip(prof, sh)
 	}
-	// Rendered whole before the first byte is sent, so a failure is still a
-	// problem document.
-	var buf bytes.Buffer
-	if err := render.WriteDocuments("Packing slips", docs, &buf); err != nil {
-		return err
-	}
-	return send(stream, "application/pdf", "inline", name, &buf)
+	return render.WriteDocuments("Packing slips", docs, w)
 }
 
 // send streams r in chunks of content type ct, named name.
