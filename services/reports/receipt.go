@@ -211,7 +211,6 @@ func receiptDocument(r *reportsv1.Receipt, prof store.Profile) render.Document {
 	return d
 }
 
-
 func organizationLines(o *reportsv1.ReceiptOrganization) []string {
 	lines := []string{o.GetLegalName()}
 	lines = append(lines, addressLines(o.GetAddress())...)
