@@ -168,6 +168,14 @@ func TestShipmentsFlow(t *testing.T) {
 		t.Errorf("cancel = %v", got)
 	}
 	f.post(t, o3, "cancel", map[string]any{"reason": "Donor asked"}, http.StatusOK)
+	for _, m := range []struct {
+		action, to string
+		body       map[string]any
+	}{{"pack", "packed", map[string]any{}}, {"ship", "shipped", ship1}, {"deliver", "delivered", map[string]any{}}, {"return", "returned", map[string]any{"reason": "x", "restock": true}}} {
+		illegal(t, f.post(t, o3, m.action, m.body, http.StatusBadRequest), "cancelled", m.to)
+	}
+	illegal(t, f.post(t, o3, "cancel", map[string]any{"reason": "Another reason"}, http.StatusBadRequest), "cancelled", "cancelled")
+	f.post(t, o3, "split", map[string]any{"lines": []any{map[string]any{"itemId": f.item, "quantity": 1}}}, http.StatusBadRequest)
 	if f.stock(t, f.item) != 5 || f.stock(t, f.mug) != 4 {
 		t.Errorf("stock after cancel = %v, %v; want 5, 4", f.stock(t, f.item), f.stock(t, f.mug))
 	}
@@ -194,6 +202,12 @@ func TestShipmentsFlow(t *testing.T) {
 	}
 	if f.stock(t, f.item) != 4 {
 		t.Errorf("tote stock after the voids = %v, want 4", f.stock(t, f.item))
+	}
+	// A full refund cancels a pending shipment too.
+	o7 := f.itemOrder(t, 1, 0)
+	c.Do(t, "POST", tPath(tn.ID, "/orders/", o7, "/refunds"), tn.Key, map[string]any{}).Expect(t, http.StatusCreated)
+	if got := c.Do(t, "GET", shipPath(tn.ID, "/", o7), tn.Key, nil).Expect(t, http.StatusOK).Map(t); got["status"] != "cancelled" || f.stock(t, f.item) != 4 {
+		t.Errorf("pending shipment after a full refund = %v, tote stock %v", got["status"], f.stock(t, f.item))
 	}
 
 	shipmentsListAndBulk(t, f, o2)
