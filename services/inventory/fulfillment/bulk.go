@@ -72,7 +72,7 @@ func (s *Server) shipRow(ctx context.Context, p authctx.Principal, it *inventory
 		out.Error = rowError(mapError(err))
 		return out
 	}
-	out.Status = sh.Status
+	out.Status = &sh.Status
 	return out
 }
 

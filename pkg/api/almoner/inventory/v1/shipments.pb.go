@@ -1343,9 +1343,9 @@ type BulkShipResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// ShipmentId is the row's shipment.
 	ShipmentId string `protobuf:"bytes,1,opt,name=shipment_id,json=shipmentId,proto3" json:"shipment_id,omitempty"`
-	// Status is the shipment's status after the row; empty when refused.
-	Status string `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
-	// Error says why the row was refused; empty when applied.
+	// Status is the shipment's status after the row; null when refused.
+	Status *string `protobuf:"bytes,2,opt,name=status,proto3,oneof" json:"status,omitempty"`
+	// Error says why the row was refused; null when applied.
 	Error         *BulkShipError `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1389,8 +1389,8 @@ func (x *BulkShipResult) GetShipmentId() string {
 }
 
 func (x *BulkShipResult) GetStatus() string {
-	if x != nil {
-		return x.Status
+	if x != nil && x.Status != nil {
+		return *x.Status
 	}
 	return ""
 }
@@ -1945,12 +1945,13 @@ const file_almoner_inventory_v1_shipments_proto_rawDesc = "" +
 	"\x0ftracking_number\x18\x03 \x01(\tR\x0etrackingNumber\x12!\n" +
 	"\ftracking_url\x18\x04 \x01(\tR\vtrackingUrl\"W\n" +
 	"\x15ShipShipmentsResponse\x12>\n" +
-	"\aresults\x18\x01 \x03(\v2$.almoner.inventory.v1.BulkShipResultR\aresults\"\x84\x01\n" +
+	"\aresults\x18\x01 \x03(\v2$.almoner.inventory.v1.BulkShipResultR\aresults\"\x94\x01\n" +
 	"\x0eBulkShipResult\x12\x1f\n" +
 	"\vshipment_id\x18\x01 \x01(\tR\n" +
-	"shipmentId\x12\x16\n" +
-	"\x06status\x18\x02 \x01(\tR\x06status\x129\n" +
-	"\x05error\x18\x03 \x01(\v2#.almoner.inventory.v1.BulkShipErrorR\x05error\"=\n" +
+	"shipmentId\x12\x1b\n" +
+	"\x06status\x18\x02 \x01(\tH\x00R\x06status\x88\x01\x01\x129\n" +
+	"\x05error\x18\x03 \x01(\v2#.almoner.inventory.v1.BulkShipErrorR\x05errorB\t\n" +
+	"\a_status\"=\n" +
 	"\rBulkShipError\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"Q\n" +
@@ -2084,6 +2085,7 @@ func file_almoner_inventory_v1_shipments_proto_init() {
 		return
 	}
 	file_almoner_inventory_v1_shipments_proto_msgTypes[3].OneofWrappers = []any{}
+	file_almoner_inventory_v1_shipments_proto_msgTypes[17].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
