@@ -57,7 +57,7 @@ func (e env) order(t testing.TB, n int64, qty int32) uuid.UUID {
 	if _, err := e.core.Reserve(ctx, e.tenant, id, []store.ReserveLine{{LineNumber: 1, ItemID: e.item.ID, Quantity: qty}}, actor); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := e.ships.Create(ctx, shipstore.NewShipment{TenantID: e.tenant, OrderID: id, OrderNumber: n, OrderDate: time.Now(), ContactID: 1,
+	_, err := e.ships.Create(ctx, shipstore.NewShipment{TenantID: e.tenant, OrderID: id, OrderNumber: n, OrderDate: time.Now(), ContactID: 1,
 		Address: shipstore.Address{Line1: "2 Elm St", City: "Springfield", PostalCode: "02134", Country: "US"}, LineNumbers: []int32{1}})
 	if err != nil {
 		t.Fatal(err)

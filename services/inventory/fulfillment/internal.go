@@ -39,7 +39,7 @@ func (c *creation) CreateOrderShipment(ctx context.Context, req *inventoryv1.Cre
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	sh, replayed, err := c.store.Create(ctx, shipstore.NewShipment{TenantID: p.Tenant(), OrderID: orderID,
+	replayed, err := c.store.Create(ctx, shipstore.NewShipment{TenantID: p.Tenant(), OrderID: orderID,
 		OrderNumber: req.GetOrderNumber(), OrderDate: req.GetOrderDate().AsTime(), ContactID: req.GetContactId(), BatchID: batchID,
 		Address: shipstore.Address{Line1: a.GetLine1(), Line2: a.GetLine2(), City: a.GetCity(), StateProvince: a.GetStateProvince(),
 			PostalCode: a.GetPostalCode(), Country: a.GetCountry()},
@@ -47,7 +47,7 @@ func (c *creation) CreateOrderShipment(ctx context.Context, req *inventoryv1.Cre
 	if err != nil {
 		return nil, mapError(err)
 	}
-	return &inventoryv1.CreateOrderShipmentResponse{ShipmentId: sh.ID.String(), Replayed: replayed}, nil
+	return &inventoryv1.CreateOrderShipmentResponse{ShipmentId: orderID.String(), Replayed: replayed}, nil
 }
 
 // ListOrderShipmentIds answers an order's shipment ids for GET /orders/{id}.

@@ -35,7 +35,9 @@ type NewShipment struct {
 // its shipment arrived (voided meanwhile) gets a cancelled shipment:
 // nothing is left to ship and no stock moves. The shipment.created event
 // is the order's: its transaction wrote it with the shipment's request.
-func (s *Store) Create(ctx context.Context, n NewShipment) (Shipment, bool, error) {
+// The shipment's id is the order's; it is not read back (the handoff is on
+// the order's path).
+func (s *Store) Create(ctx context.Context, n NewShipment) (bool, error) {
 	var replayed bool
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := store.LockOrder(ctx, tx, n.TenantID, n.OrderID); err != nil {
@@ -57,10 +59,9 @@ func (s *Store) Create(ctx context.Context, n NewShipment) (Shipment, bool, erro
 		return insert(ctx, tx, n, n.OrderID, status, lines)
 	})
 	if err != nil {
-		return Shipment{}, false, fmt.Errorf("inventory: create shipment of order %s: %w", n.OrderID, err)
+		return false, fmt.Errorf("inventory: create shipment of order %s: %w", n.OrderID, err)
 	}
-	sh, err := s.Get(ctx, n.TenantID, n.OrderID)
-	return sh, replayed, err
+	return replayed, nil
 }
 
 // linesFromReservations makes the shipment's lines from the order's
