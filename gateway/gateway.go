@@ -21,9 +21,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/netip"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -186,9 +188,15 @@ func (g *Gateway) newMux() *runtime.ServeMux {
 // connect dials every upstream and registers its routes, then the
 // gateway's own routes (processor notifications, the import upload).
 // On failure the caller closes what was dialled.
+//
+// Upstreams are registered in name order: where two services' routes
+// match one path, the one registered last is tried first, so the order
+// must not be a map's. GET …/shipments/pick-list (reports) must win over
+// GET …/shipments/{shipmentId} (inventory), and "reports" sorts after
+// "inventory" (TestShipmentDocuments goes through it).
 func (g *Gateway) connect(ctx context.Context) error {
-	for name, addr := range g.cfg.Upstreams {
-		if err := g.dial(ctx, name, addr); err != nil {
+	for _, name := range slices.Sorted(maps.Keys(g.cfg.Upstreams)) {
+		if err := g.dial(ctx, name, g.cfg.Upstreams[name]); err != nil {
 			return err
 		}
 	}

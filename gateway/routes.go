@@ -30,12 +30,12 @@ var registry = map[string][]registerFunc{
 	authName:    {authv1.RegisterApiKeyServiceHandler, authv1.RegisterUserServiceHandler, authv1.RegisterStaffAuthServiceHandler, authv1.RegisterMfaServiceHandler, authv1.RegisterTenantAdminServiceHandler, authv1.RegisterSupportAccessServiceHandler, authv1.RegisterImpersonationServiceHandler, authv1.RegisterOperationsServiceHandler},
 	"contacts":  {contactsv1.RegisterContactServiceHandler, contactsv1.RegisterContactFormServiceHandler},
 	"imports":   {importsv1.RegisterImportServiceHandler},
-	"inventory": {inventoryv1.RegisterInventoryServiceHandler},
+	"inventory": {inventoryv1.RegisterInventoryServiceHandler, inventoryv1.RegisterShipmentServiceHandler},
 	"orders": {ordersv1.RegisterOrderServiceHandler, ordersv1.RegisterFundServiceHandler, ordersv1.RegisterBatchServiceHandler, ordersv1.RegisterRecurringDonationServiceHandler, ordersv1.RegisterPaymentMethodServiceHandler,
 		ordersv1.RegisterOrderAcknowledgementServiceHandler},
 	"reports": {reportsv1.RegisterReportServiceHandler, reportsv1.RegisterOrganizationProfileServiceHandler, reportsv1.RegisterReceiptServiceHandler, reportsv1.RegisterTaxStatementServiceHandler,
 		reportsv1.RegisterBrandingServiceHandler, reportsv1.RegisterDocumentTemplateServiceHandler,
-		reportsv1.RegisterLetterRunServiceHandler},
+		reportsv1.RegisterLetterRunServiceHandler, reportsv1.RegisterFulfillmentDocumentServiceHandler},
 	"webhooks": {webhooksv1.RegisterWebhookServiceHandler, webhooksv1.RegisterEventServiceHandler, webhooksv1.RegisterAuditLogServiceHandler},
 }
 

@@ -36,6 +36,8 @@ const (
 	ReportsExport            = "reports:export"
 	ReportsManage            = "reports:manage"
 	SupportAccessManage      = "support-access:manage"
+	ShipmentsView            = "shipments:view"
+	ShipmentsManage          = "shipments:manage"
 	TaxStatementsManage      = "tax-statements:manage"
 	TenantSettingsManage     = "tenant-settings:manage"
 	UsersManage              = "users:manage"
@@ -81,6 +83,8 @@ var Catalog = []Scope{
 	{ReportsExport, "Export report runs as CSV, Excel or PDF."},
 	{ReportsManage, "Create, update and delete saved report definitions."},
 	{SupportAccessManage, "Grant and withdraw platform support's access (impersonation) and list the impersonations."},
+	{ShipmentsView, "List and read shipments; download packing slips and pick lists."},
+	{ShipmentsManage, "Pack, ship, deliver, cancel, return and split shipments; correct their addresses; ship in bulk."},
 	{TaxStatementsManage, "Start year-end tax statement runs, follow them and download their statements."},
 	{TenantSettingsManage, "Read and replace the organization profile and the branding (colors, logo) printed on receipts, statements and letters."},
 	{UsersManage, "List staff users, invite them, change their roles and remove them."},

@@ -39,14 +39,14 @@ var roleScopes = map[string][]string{
 		scopes.AuditLogsView, scopes.ContactsView, scopes.ContactsCreate, scopes.ContactsEdit, scopes.ContactsMerge,
 		scopes.DocumentsManage, scopes.DonationsView, scopes.FundsView, scopes.ImportsManage, scopes.InventoryView, scopes.OrdersView, scopes.OrdersCreate,
 		scopes.PaymentMethodsManage, scopes.RecurringDonationsView, scopes.RecurringDonationsCancel, scopes.RecurringDonationsManage,
-		scopes.ReportsView, scopes.ReportsExport,
+		scopes.ReportsView, scopes.ReportsExport, scopes.ShipmentsView, scopes.ShipmentsManage,
 	},
 	// Finance keeps the books: refunds, voids, batches, funds, statements.
 	RoleFinance: {
 		scopes.AuditLogsView, scopes.BatchesView, scopes.BatchesManage, scopes.ContactsView, scopes.DonationsView,
 		scopes.FundsView, scopes.FundsManage, scopes.InventoryView, scopes.OrdersView, scopes.OrdersCreate, scopes.OrdersVoid,
 		scopes.OrdersRefund, scopes.PaymentMethodsManage, scopes.RecurringDonationsView, scopes.RecurringDonationsCancel,
-		scopes.RecurringDonationsManage, scopes.ReportsView, scopes.ReportsExport, scopes.ReportsManage, scopes.TaxStatementsManage,
+		scopes.RecurringDonationsManage, scopes.ReportsView, scopes.ReportsExport, scopes.ReportsManage, scopes.ShipmentsView, scopes.TaxStatementsManage,
 	},
 	// A viewer reads: every :view scope.
 	RoleViewer: viewScopes(),

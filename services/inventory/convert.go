@@ -24,6 +24,7 @@ func toItem(it store.Item) *inventoryv1.InventoryItem {
 		StockOnHand:     it.StockOnHand,
 		Active:          it.Active,
 		Category:        it.Category,
+		Location:        it.Location,
 		CreatedAt:       timestamppb.New(it.CreatedAt),
 		UpdatedAt:       timestamppb.New(it.UpdatedAt),
 	}

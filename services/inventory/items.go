@@ -76,7 +76,7 @@ func (a *itemServer) CreateInventoryItem(ctx context.Context, req *inventoryv1.C
 	}
 	it, err := validateItem(ctx, itemInput{
 		SKU: req.GetSku(), Name: req.GetName(), Description: req.GetDescription(), Currency: req.GetCurrency(),
-		Category: req.GetCategory(), Price: req.GetPrice(), FairMarketValue: req.GetFairMarketValue(),
+		Category: req.GetCategory(), Location: req.GetLocation(), Price: req.GetPrice(), FairMarketValue: req.GetFairMarketValue(),
 		TrackStock: req.TrackStock, Active: req.Active, StockOnHand: req.GetStockOnHand(),
 	}, a.s.tenantCurrency(p))
 	if err != nil {
@@ -106,7 +106,7 @@ func (a *itemServer) UpdateInventoryItem(ctx context.Context, req *inventoryv1.U
 	}
 	it, err := validateItem(ctx, itemInput{
 		SKU: req.GetSku(), Name: req.GetName(), Description: req.GetDescription(), Currency: req.GetCurrency(),
-		Category: req.GetCategory(), Price: req.GetPrice(), FairMarketValue: req.GetFairMarketValue(),
+		Category: req.GetCategory(), Location: req.GetLocation(), Price: req.GetPrice(), FairMarketValue: req.GetFairMarketValue(),
 		TrackStock: req.TrackStock, Active: req.Active, StockOnHand: req.GetStockOnHand(),
 	}, a.s.tenantCurrency(p))
 	if err != nil {

@@ -14,8 +14,10 @@ import (
 	"github.com/almoner/almoner/pkg/audit"
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/service"
+	"github.com/almoner/almoner/services/inventory/fulfillment"
 	"github.com/almoner/almoner/services/inventory/migrations"
 	"github.com/almoner/almoner/services/inventory/store"
+	"github.com/almoner/almoner/services/inventory/store/shipstore"
 )
 
 // Name is the service's name in --target.
@@ -29,19 +31,23 @@ func Migrations() []db.Migrations {
 // Service is the inventory service. It calls no other service: a tenant's
 // default currency, for items given without one, comes with the principal.
 type Service struct {
-	store  *store.Store
-	logger *slog.Logger
+	store       *store.Store
+	fulfillment *fulfillment.Server
+	logger      *slog.Logger
 }
 
-// New returns the inventory service on pool.
+// New returns the inventory service on pool. The fulfillment room's store
+// hooks itself into the core store's release (shipstore.New).
 func New(pool *pgxpool.Pool, logger *slog.Logger) *Service {
-	return &Service{store: store.New(pool), logger: logger}
+	core := store.New(pool)
+	return &Service{store: core, fulfillment: fulfillment.New(shipstore.New(core)), logger: logger}
 }
 
 // Register adds the service's gRPC servers to r.
 func (s *Service) Register(r grpc.ServiceRegistrar) {
 	inventoryv1.RegisterInventoryServiceServer(r, &itemServer{s: s})
 	inventoryv1.RegisterStockReservationServiceServer(r, &reservationServer{s: s})
+	s.fulfillment.Register(r)
 }
 
 // Start does nothing: the service has no background work.

@@ -21,6 +21,7 @@ const (
 	maxName        = 200
 	maxDescription = 2000
 	maxCategory    = 100
+	maxLocation    = 100
 	maxSearch      = 200
 	// maxAmountMajor is the largest price, in major units of any currency.
 	maxAmountMajor = 1_000_000_000
@@ -30,10 +31,10 @@ const (
 
 // itemInput is the editable fields of a create or full-replace request.
 type itemInput struct {
-	SKU, Name, Description, Currency, Category string
-	Price, FairMarketValue                     *typev1.Decimal
-	TrackStock, Active                         *bool
-	StockOnHand                                int32
+	SKU, Name, Description, Currency, Category, Location string
+	Price, FairMarketValue                               *typev1.Decimal
+	TrackStock, Active                                   *bool
+	StockOnHand                                          int32
 }
 
 // validateItem checks in and returns the item it describes (without tenant
@@ -75,6 +76,7 @@ func itemText(v *apperr.Violations, in itemInput) store.Item {
 		Name:        strings.TrimSpace(in.Name),
 		Description: strings.TrimSpace(in.Description),
 		Category:    strings.TrimSpace(in.Category),
+		Location:    strings.TrimSpace(in.Location),
 		StockOnHand: in.StockOnHand,
 		TrackStock:  in.TrackStock != nil && *in.TrackStock,
 		Active:      in.Active == nil || *in.Active,
@@ -86,6 +88,7 @@ func itemText(v *apperr.Violations, in itemInput) store.Item {
 	requiredText(v, "Name", it.Name, maxName)
 	optionalText(v, "Description", it.Description, maxDescription)
 	optionalText(v, "Category", it.Category, maxCategory)
+	optionalText(v, "Location", it.Location, maxLocation)
 	return it
 }
 

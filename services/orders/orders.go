@@ -59,5 +59,8 @@ func (a *orderServer) GetOrder(ctx context.Context, req *ordersv1.GetOrderReques
 	if err := a.s.withAcknowledgements(ctx, o.TenantID, out); err != nil {
 		return nil, err
 	}
+	if err := a.s.withShipments(ctx, p, o, out); err != nil {
+		return nil, err
+	}
 	return &ordersv1.GetOrderResponse{Order: out}, nil
 }

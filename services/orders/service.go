@@ -26,6 +26,7 @@ import (
 	"github.com/almoner/almoner/pkg/service"
 	"github.com/almoner/almoner/services/orders/changes"
 	"github.com/almoner/almoner/services/orders/checkout"
+	"github.com/almoner/almoner/services/orders/fulfillment"
 	"github.com/almoner/almoner/services/orders/migrations"
 	"github.com/almoner/almoner/services/orders/peers"
 	"github.com/almoner/almoner/services/orders/processor"
@@ -52,6 +53,10 @@ type Config struct {
 	Contacts peers.Contacts
 	// Stock reserves and releases inventory for item lines.
 	Stock peers.Stock
+	// Shipments creates an order's shipment in the inventory service from
+	// its outbox row, and lists an order's shipments; nil leaves the rows
+	// to a process that has it.
+	Shipments peers.Shipments
 	// Processors finds each tenant's payment processor for Card and Ach
 	// payments: its Stripe account, or in the sandbox the test processor;
 	// nil means none, which makes such payments a 400.
@@ -99,6 +104,8 @@ type Service struct {
 	// changes refunds and voids orders.
 	changes *changes.Server
 	sweeper *checkout.Sweeper
+	// outbox hands item orders' shipments to the inventory service.
+	outbox *fulfillment.Outbox
 }
 
 // New returns the orders service on pool.
@@ -117,9 +124,10 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *Service {
 	}
 	s := &Service{store: store.New(pool), cfg: cfg, logger: logger}
 	s.imports = importstore.New(s.store)
+	s.outbox = fulfillment.New(s.store, cfg.Shipments, cfg.Now, logger)
 	s.events = procevents.New(s.store, s.processors(), cfg.Stock, cfg.Now, logger)
 	s.checkout = checkout.New(checkout.Deps{Store: s.store, Processors: s.processors(), Contacts: cfg.Contacts, Stock: cfg.Stock,
-		Now: cfg.Now, IdempotencyLease: cfg.IdempotencyLease, Logger: logger})
+		Outbox: s.outbox, Now: cfg.Now, IdempotencyLease: cfg.IdempotencyLease, Logger: logger})
 	s.recurring = recurring.New(s.store, s.processors(), cfg.Now, cfg.ChargeLease, logger)
 	s.changes = changes.New(s.store, s.processors(), cfg.Stock, s.chargeLease(), logger)
 	if cfg.Runner != nil {
@@ -215,6 +223,13 @@ var Module = service.Module{
 				}
 				return inventoryv1.NewStockReservationServiceClient(conn), nil
 			}},
+			Shipments: peers.GRPCShipments{Conn: func() (inventoryv1.ShipmentCreationServiceClient, error) {
+				conn, err := dial("inventory")
+				if err != nil {
+					return nil, err
+				}
+				return inventoryv1.NewShipmentCreationServiceClient(conn), nil
+			}},
 		}
 		// Each tenant's processor is read from auth (which keeps the keys
 		// sealed) per payment; a sandbox tenant without Stripe keeps the
@@ -293,7 +308,10 @@ func (s *Service) chargeLease() time.Duration {
 // claims, whose sweeps end with the finishing of refunds and voids left
 // in flight.
 func (s *Service) NewSweeper(cfg checkout.SweeperConfig) *checkout.Sweeper {
-	cfg.AfterSweep = s.finishChanges
+	cfg.AfterSweep = func(ctx context.Context) {
+		s.finishChanges(ctx)
+		s.deliverShipments(ctx)
+	}
 	return s.checkout.NewSweeper(cfg)
 }
 

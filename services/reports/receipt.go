@@ -199,7 +199,7 @@ func donorBlock(d store.Donor) *reportsv1.ReceiptDonor {
 // receiptDocument lays a receipt out for the PDF.
 func receiptDocument(r *reportsv1.Receipt, prof store.Profile) render.Document {
 	d := render.Document{
-		PageSize:     pageSize(prof.Country),
+		PageSize:     render.PageSize(prof.Country),
 		Title:        "Donation receipt",
 		Organization: organizationLines(r.GetOrganization()),
 		Facts: [][2]string{{"Receipt number", r.GetReceiptNumber()}, {"Issued", r.GetIssuedAt().AsTime().In(location(prof)).Format("2006-01-02")},
@@ -218,15 +218,6 @@ func receiptDocument(r *reportsv1.Receipt, prof store.Profile) render.Document {
 		{"Value of goods and services received", cur + " " + r.GetGoodsAndServicesValue().GetValue()},
 		{"Deductible amount", cur + " " + r.GetDeductibleAmount().GetValue()}}
 	return d
-}
-
-// pageSize is Letter in the countries that use it, A4 elsewhere.
-func pageSize(country string) string {
-	switch country {
-	case "US", "CA", "MX", "PH", "CL", "CO", "VE", "GT", "DO", "CR", "PA", "SV", "NI":
-		return "Letter"
-	}
-	return "A4"
 }
 
 func organizationLines(o *reportsv1.ReceiptOrganization) []string {
@@ -401,7 +392,7 @@ func (s *Service) orderFrame(ctx context.Context, tenant uuid.UUID, kind, orderI
 // profile's signatory) and the footer; the template's body is its text.
 func letterDocument(prof store.Profile, brand branding.Branding, donor []string, today string) render.Document {
 	return render.Document{
-		PageSize: pageSize(prof.Country), Title: "Thank you", Organization: organizationLines(organizationBlock(prof)),
+		PageSize: render.PageSize(prof.Country), Title: "Thank you", Organization: organizationLines(organizationBlock(prof)),
 		Facts: [][2]string{{"Date", today}}, Donor: donor, Signatory: signature(prof, brand), Footer: prof.ReceiptFooter,
 	}
 }

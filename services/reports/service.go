@@ -21,6 +21,7 @@ import (
 	"github.com/almoner/almoner/pkg/mail"
 	"github.com/almoner/almoner/pkg/service"
 	"github.com/almoner/almoner/services/reports/branding"
+	"github.com/almoner/almoner/services/reports/fulfillment"
 	"github.com/almoner/almoner/services/reports/letters"
 	"github.com/almoner/almoner/services/reports/migrations"
 	"github.com/almoner/almoner/services/reports/store"
@@ -109,6 +110,7 @@ func (s *Service) Register(r grpc.ServiceRegistrar) {
 	ls := letters.NewServer(s.letterStore, s.templates, s)
 	ls.Queued = s.letterRunner.Poke
 	reportsv1.RegisterLetterRunServiceServer(r, ls)
+	reportsv1.RegisterFulfillmentDocumentServiceServer(r, fulfillment.New(s.store, s.brand))
 }
 
 // Start starts the year-end runner, which makes the tax statement runs

@@ -215,7 +215,7 @@ func statementDocument(st *reportsv1.GivingStatement, prof store.Profile) render
 		title += " (corrected)"
 	}
 	d := render.Document{
-		PageSize: pageSize(prof.Country), Title: title, Organization: organizationLines(st.GetOrganization()),
+		PageSize: render.PageSize(prof.Country), Title: title, Organization: organizationLines(st.GetOrganization()),
 		Facts: [][2]string{{"Statement number", st.GetStatementNumber()}, {"Revision", strconv.Itoa(int(st.GetRevision()))},
 			{"Issued", st.GetIssuedAt().AsTime().In(location(prof)).Format(time.DateOnly)}},
 		Donor:     donorLines(st.GetDonor()),

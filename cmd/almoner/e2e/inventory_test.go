@@ -53,7 +53,7 @@ func TestInventoryItemLifecycle(t *testing.T) {
 	r := c.Do(t, "POST", invPath(tn.ID), tn.Key, `{"sku":"TOTE-1","name":"Tote bag","description":"Canvas","price":25,
 		"currency":"USD","fairMarketValue":10.5,"trackStock":true,"stockOnHand":10,"category":"Bags"}`).Expect(t, http.StatusCreated)
 	created := r.Map(t)
-	want := "active,category,createdAt,currency,description,fairMarketValue,id,name,price,sku,stockOnHand,trackStock,updatedAt"
+	want := "active,category,createdAt,currency,description,fairMarketValue,id,location,name,price,sku,stockOnHand,trackStock,updatedAt"
 	if got := strings.Join(sortedKeys(created), ","); got != want {
 		t.Errorf("item keys = %s, want %s", got, want)
 	}

@@ -28,7 +28,16 @@ type orderFixture struct {
 
 func newOrderFixture(t *testing.T, c *apptest.Cluster, features ...string) orderFixture {
 	t.Helper()
-	tn := c.NewTenant(t, features...)
+	return newOrderFixtureIn(t, c, c.NewTenant(t, features...))
+}
+
+// newOrderFixtureIn builds the fixture in tn (a new tenant when tn is
+// empty).
+func newOrderFixtureIn(t *testing.T, c *apptest.Cluster, tn apptest.Tenant) orderFixture {
+	t.Helper()
+	if tn.ID == "" {
+		tn = c.NewTenant(t)
+	}
 	f := orderFixture{c: c, tn: tn}
 	ct := c.Do(t, "POST", tPath(tn.ID, "/contacts"), tn.Key, map[string]any{"contactType": "Individual", "firstName": "Jane", "lastName": "Donor"}).
 		Expect(t, http.StatusCreated).Map(t)

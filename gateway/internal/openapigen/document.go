@@ -42,6 +42,8 @@ var serviceGroups = map[protoreflect.FullName]group{
 	"almoner.orders.v1.FundService":                 {"Funds", false},
 	"almoner.orders.v1.PaymentMethodService":        {"Payment methods", false},
 	"almoner.orders.v1.BatchService":                {"Batches and fulfillment", false},
+	"almoner.inventory.v1.ShipmentService":          {"Batches and fulfillment", false},
+	"almoner.reports.v1.FulfillmentDocumentService": {"Batches and fulfillment", false},
 	"almoner.contacts.v1.ContactFormService":        {"Marketing form", false},
 	"almoner.reports.v1.OrganizationProfileService": {"Tenant administration", false},
 	"almoner.reports.v1.BrandingService":            {"Tenant administration", false},

@@ -38,6 +38,10 @@ var rawResponses = map[protoreflect.Name]rawResponse{
 	"PreviewDocumentTemplate": attachmentless("application/pdf", "text/html"),
 	// GetLetterRunDocument is the run's letters in one PDF.
 	"GetLetterRunDocument": attachment("application/pdf"),
+	// Fulfillment documents: packing slips and the pick list.
+	"GetPackingSlip":     attachment("application/pdf"),
+	"RenderPackingSlips": attachment("application/pdf"),
+	"GetPickList":        attachment("text/csv", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
 }
 
 const reportColumnName protoreflect.FullName = "almoner.reports.v1.ReportColumn"

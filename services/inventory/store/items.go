@@ -29,18 +29,21 @@ type Item struct {
 	StockOnHand          int32
 	Active               bool
 	Category             string
-	CreatedAt            time.Time
-	UpdatedAt            time.Time
+	// Location is where the item sits in the warehouse (a bin), printed
+	// on pick lists; empty when none.
+	Location  string
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 const itemColumns = `tenant_id, id, sku, name, description, price_minor, currency, fair_market_value_minor,
-	track_stock, stock_on_hand, active, category, created_at, updated_at`
+	track_stock, stock_on_hand, active, category, created_at, updated_at, location`
 
 // scanItem scans itemColumns, then any further columns into extra.
 func scanItem(row pgx.Row, extra ...any) (Item, error) {
 	var it Item
 	err := row.Scan(append([]any{&it.TenantID, &it.ID, &it.SKU, &it.Name, &it.Description, &it.PriceMinor, &it.Currency,
-		&it.FairMarketValueMinor, &it.TrackStock, &it.StockOnHand, &it.Active, &it.Category, &it.CreatedAt, &it.UpdatedAt}, extra...)...)
+		&it.FairMarketValueMinor, &it.TrackStock, &it.StockOnHand, &it.Active, &it.Category, &it.CreatedAt, &it.UpdatedAt, &it.Location}, extra...)...)
 	if err != nil {
 		return Item{}, fmt.Errorf("read inventory item: %w", db.Interpret(err))
 	}
@@ -62,6 +65,7 @@ func (it Item) snapshot() map[string]any {
 		"stockOnHand":     it.StockOnHand,
 		"active":          it.Active,
 		"category":        it.Category,
+		"location":        it.Location,
 	}
 }
 
@@ -75,11 +79,11 @@ func (s *Store) CreateItem(ctx context.Context, it Item, actor string) (Item, er
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		out, err = scanItem(tx.QueryRow(ctx, `
 			INSERT INTO inventory.items (tenant_id, id, sku, name, description, price_minor, currency,
-				fair_market_value_minor, track_stock, stock_on_hand, active, category)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+				fair_market_value_minor, track_stock, stock_on_hand, active, category, location)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 			RETURNING `+itemColumns,
 			it.TenantID, id, it.SKU, it.Name, it.Description, it.PriceMinor, it.Currency,
-			it.FairMarketValueMinor, it.TrackStock, it.StockOnHand, it.Active, it.Category))
+			it.FairMarketValueMinor, it.TrackStock, it.StockOnHand, it.Active, it.Category, it.Location))
 		if err != nil {
 			return fmt.Errorf("insert item: %w", err)
 		}
@@ -130,11 +134,11 @@ func (s *Store) UpdateItem(ctx context.Context, it Item, actor string) (Item, er
 		out, err = scanItem(tx.QueryRow(ctx, `
 			UPDATE inventory.items SET sku = $3, name = $4, description = $5, price_minor = $6, currency = $7,
 				fair_market_value_minor = $8, track_stock = $9, stock_on_hand = $10, active = $11, category = $12,
-				updated_at = now()
+				location = $13, updated_at = now()
 			WHERE tenant_id = $1 AND id = $2
 			RETURNING `+itemColumns,
 			it.TenantID, it.ID, it.SKU, it.Name, it.Description, it.PriceMinor, it.Currency,
-			it.FairMarketValueMinor, it.TrackStock, it.StockOnHand, it.Active, it.Category))
+			it.FairMarketValueMinor, it.TrackStock, it.StockOnHand, it.Active, it.Category, it.Location))
 		if err != nil {
 			return fmt.Errorf("update item row: %w", err)
 		}
@@ -186,7 +190,7 @@ func (s *Store) ListItems(ctx context.Context, tenantID uuid.UUID, f ListFilter,
 	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Item, error) {
 		var it Item
 		err := r.Scan(&it.TenantID, &it.ID, &it.SKU, &it.Name, &it.Description, &it.PriceMinor, &it.Currency,
-			&it.FairMarketValueMinor, &it.TrackStock, &it.StockOnHand, &it.Active, &it.Category, &it.CreatedAt, &it.UpdatedAt, &total)
+			&it.FairMarketValueMinor, &it.TrackStock, &it.StockOnHand, &it.Active, &it.Category, &it.CreatedAt, &it.UpdatedAt, &it.Location, &total)
 		return it, err
 	})
 	if err != nil {

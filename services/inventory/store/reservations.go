@@ -248,6 +248,15 @@ func (s *Store) Release(ctx context.Context, tenantID, orderID uuid.UUID, lineNu
 		if len(release) == 0 {
 			return nil
 		}
+		if len(lineNumbers) == 0 && s.OnRelease != nil {
+			shipped, handled, err := s.OnRelease(ctx, tx, tenantID, orderID, actor)
+			if err != nil {
+				return err
+			}
+			if handled {
+				given = shipped
+			}
+		}
 		at, err := releaseLines(ctx, tx, tenantID, orderID, release, given, actor)
 		if err != nil {
 			return err

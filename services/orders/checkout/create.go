@@ -168,6 +168,9 @@ func (s *Service) createOrder(ctx context.Context, p authctx.Principal, req *ord
 	if err != nil {
 		return store.Order{}, err
 	}
+	// After the commit, never inside it: the request row committed with
+	// the order, so a failed handoff only waits for the sweeper.
+	s.outbox.Handoff(ctx, saved)
 	s.saveAddresses(ctx, p, req, o.ContactID, d)
 	return saved, nil
 }

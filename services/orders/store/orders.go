@@ -382,6 +382,7 @@ func queueOrderRows(b *pgx.Batch, n NewOrder, o Order) {
 	for _, sc := range n.Schedules {
 		queueInsertSchedule(b, sc)
 	}
+	queueShipmentRequest(b, o)
 }
 
 // orderAudit is the order's audit rows: the order, then its lines in
@@ -398,9 +399,10 @@ func orderAudit(n NewOrder, o Order, actor string) []audit.Entry {
 	for _, p := range o.Payments {
 		entries = append(entries, created(EntityOrderPayment, p.ID.String()))
 	}
-	if len(o.Items) > 0 && o.Shipping != nil {
+	if NeedsShipment(o) {
 		// One shipment per item order with a shipping address; it shares
-		// the order's id.
+		// the order's id. The inventory service creates it from the
+		// shipment request this batch writes (shipments.go).
 		entries = append(entries, created(EntityShipment, o.ID.String()))
 	}
 	for _, sc := range n.Schedules {

@@ -298,3 +298,12 @@ func fit(pdf pdfDoc, s string, width float64) string {
 	}
 	return s
 }
+
+// PageSize is Letter in the countries that use it, A4 elsewhere.
+func PageSize(country string) string {
+	switch country {
+	case "US", "CA", "MX", "PH", "CL", "CO", "VE", "GT", "DO", "CR", "PA", "SV", "NI":
+		return "Letter"
+	}
+	return "A4"
+}

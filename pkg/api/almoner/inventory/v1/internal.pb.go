@@ -10,6 +10,7 @@ import (
 	v1 "github.com/almoner/almoner/pkg/api/almoner/type/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -522,11 +523,276 @@ func (x *ReleasedLine) GetReplayed() bool {
 	return false
 }
 
+// CreateOrderShipmentRequest is what a shipment needs of its order.
+type CreateOrderShipmentRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the order's tenant.
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// OrderId is the order, and the shipment's id.
+	OrderId string `protobuf:"bytes,2,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
+	// OrderNumber is the order's number.
+	OrderNumber int64 `protobuf:"varint,3,opt,name=order_number,json=orderNumber,proto3" json:"order_number,omitempty"`
+	// OrderDate is when the order was recorded.
+	OrderDate *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=order_date,json=orderDate,proto3" json:"order_date,omitempty"`
+	// ContactId is the order's contact.
+	ContactId int64 `protobuf:"varint,5,opt,name=contact_id,json=contactId,proto3" json:"contact_id,omitempty"`
+	// BatchId is the order's batch.
+	BatchId string `protobuf:"bytes,6,opt,name=batch_id,json=batchId,proto3" json:"batch_id,omitempty"`
+	// ShippingAddress is the order's shipping address.
+	ShippingAddress *ShippingAddress `protobuf:"bytes,7,opt,name=shipping_address,json=shippingAddress,proto3" json:"shipping_address,omitempty"`
+	// LineNumbers are the order's item lines, each reserved before.
+	LineNumbers   []int32 `protobuf:"varint,8,rep,packed,name=line_numbers,json=lineNumbers,proto3" json:"line_numbers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateOrderShipmentRequest) Reset() {
+	*x = CreateOrderShipmentRequest{}
+	mi := &file_almoner_inventory_v1_internal_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateOrderShipmentRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateOrderShipmentRequest) ProtoMessage() {}
+
+func (x *CreateOrderShipmentRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_inventory_v1_internal_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateOrderShipmentRequest.ProtoReflect.Descriptor instead.
+func (*CreateOrderShipmentRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_inventory_v1_internal_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *CreateOrderShipmentRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *CreateOrderShipmentRequest) GetOrderId() string {
+	if x != nil {
+		return x.OrderId
+	}
+	return ""
+}
+
+func (x *CreateOrderShipmentRequest) GetOrderNumber() int64 {
+	if x != nil {
+		return x.OrderNumber
+	}
+	return 0
+}
+
+func (x *CreateOrderShipmentRequest) GetOrderDate() *timestamppb.Timestamp {
+	if x != nil {
+		return x.OrderDate
+	}
+	return nil
+}
+
+func (x *CreateOrderShipmentRequest) GetContactId() int64 {
+	if x != nil {
+		return x.ContactId
+	}
+	return 0
+}
+
+func (x *CreateOrderShipmentRequest) GetBatchId() string {
+	if x != nil {
+		return x.BatchId
+	}
+	return ""
+}
+
+func (x *CreateOrderShipmentRequest) GetShippingAddress() *ShippingAddress {
+	if x != nil {
+		return x.ShippingAddress
+	}
+	return nil
+}
+
+func (x *CreateOrderShipmentRequest) GetLineNumbers() []int32 {
+	if x != nil {
+		return x.LineNumbers
+	}
+	return nil
+}
+
+// CreateOrderShipmentResponse names the shipment.
+type CreateOrderShipmentResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// ShipmentId is the shipment's id (the order's).
+	ShipmentId string `protobuf:"bytes,1,opt,name=shipment_id,json=shipmentId,proto3" json:"shipment_id,omitempty"`
+	// Replayed says the shipment existed before the call.
+	Replayed      bool `protobuf:"varint,2,opt,name=replayed,proto3" json:"replayed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateOrderShipmentResponse) Reset() {
+	*x = CreateOrderShipmentResponse{}
+	mi := &file_almoner_inventory_v1_internal_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateOrderShipmentResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateOrderShipmentResponse) ProtoMessage() {}
+
+func (x *CreateOrderShipmentResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_inventory_v1_internal_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateOrderShipmentResponse.ProtoReflect.Descriptor instead.
+func (*CreateOrderShipmentResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_inventory_v1_internal_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *CreateOrderShipmentResponse) GetShipmentId() string {
+	if x != nil {
+		return x.ShipmentId
+	}
+	return ""
+}
+
+func (x *CreateOrderShipmentResponse) GetReplayed() bool {
+	if x != nil {
+		return x.Replayed
+	}
+	return false
+}
+
+// ListOrderShipmentIdsRequest names an order.
+type ListOrderShipmentIdsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the order's tenant.
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// OrderId is the order.
+	OrderId       string `protobuf:"bytes,2,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListOrderShipmentIdsRequest) Reset() {
+	*x = ListOrderShipmentIdsRequest{}
+	mi := &file_almoner_inventory_v1_internal_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListOrderShipmentIdsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListOrderShipmentIdsRequest) ProtoMessage() {}
+
+func (x *ListOrderShipmentIdsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_inventory_v1_internal_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListOrderShipmentIdsRequest.ProtoReflect.Descriptor instead.
+func (*ListOrderShipmentIdsRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_inventory_v1_internal_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ListOrderShipmentIdsRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *ListOrderShipmentIdsRequest) GetOrderId() string {
+	if x != nil {
+		return x.OrderId
+	}
+	return ""
+}
+
+// ListOrderShipmentIdsResponse lists an order's shipments.
+type ListOrderShipmentIdsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// ShipmentIds are oldest first.
+	ShipmentIds   []string `protobuf:"bytes,1,rep,name=shipment_ids,json=shipmentIds,proto3" json:"shipment_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListOrderShipmentIdsResponse) Reset() {
+	*x = ListOrderShipmentIdsResponse{}
+	mi := &file_almoner_inventory_v1_internal_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListOrderShipmentIdsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListOrderShipmentIdsResponse) ProtoMessage() {}
+
+func (x *ListOrderShipmentIdsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_inventory_v1_internal_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListOrderShipmentIdsResponse.ProtoReflect.Descriptor instead.
+func (*ListOrderShipmentIdsResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_inventory_v1_internal_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ListOrderShipmentIdsResponse) GetShipmentIds() []string {
+	if x != nil {
+		return x.ShipmentIds
+	}
+	return nil
+}
+
 var File_almoner_inventory_v1_internal_proto protoreflect.FileDescriptor
 
 const file_almoner_inventory_v1_internal_proto_rawDesc = "" +
 	"\n" +
-	"#almoner/inventory/v1/internal.proto\x12\x14almoner.inventory.v1\x1a\x1dalmoner/type/v1/decimal.proto\"\x8b\x01\n" +
+	"#almoner/inventory/v1/internal.proto\x12\x14almoner.inventory.v1\x1a\x1dalmoner/type/v1/decimal.proto\x1a$almoner/inventory/v1/shipments.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8b\x01\n" +
 	"\x13ReserveStockRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x19\n" +
 	"\border_id\x18\x02 \x01(\tR\aorderId\x12<\n" +
@@ -565,10 +831,33 @@ const file_almoner_inventory_v1_internal_proto_rawDesc = "" +
 	"\aitem_id\x18\x02 \x01(\tR\x06itemId\x12\x1a\n" +
 	"\bquantity\x18\x03 \x01(\x05R\bquantity\x12%\n" +
 	"\x0estock_returned\x18\x04 \x01(\bR\rstockReturned\x12\x1a\n" +
-	"\breplayed\x18\x05 \x01(\bR\breplayed2\xe7\x01\n" +
+	"\breplayed\x18\x05 \x01(\bR\breplayed\"\xe1\x02\n" +
+	"\x1aCreateOrderShipmentRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x19\n" +
+	"\border_id\x18\x02 \x01(\tR\aorderId\x12!\n" +
+	"\forder_number\x18\x03 \x01(\x03R\vorderNumber\x129\n" +
+	"\n" +
+	"order_date\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\torderDate\x12\x1d\n" +
+	"\n" +
+	"contact_id\x18\x05 \x01(\x03R\tcontactId\x12\x19\n" +
+	"\bbatch_id\x18\x06 \x01(\tR\abatchId\x12P\n" +
+	"\x10shipping_address\x18\a \x01(\v2%.almoner.inventory.v1.ShippingAddressR\x0fshippingAddress\x12!\n" +
+	"\fline_numbers\x18\b \x03(\x05R\vlineNumbers\"Z\n" +
+	"\x1bCreateOrderShipmentResponse\x12\x1f\n" +
+	"\vshipment_id\x18\x01 \x01(\tR\n" +
+	"shipmentId\x12\x1a\n" +
+	"\breplayed\x18\x02 \x01(\bR\breplayed\"U\n" +
+	"\x1bListOrderShipmentIdsRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x19\n" +
+	"\border_id\x18\x02 \x01(\tR\aorderId\"A\n" +
+	"\x1cListOrderShipmentIdsResponse\x12!\n" +
+	"\fshipment_ids\x18\x01 \x03(\tR\vshipmentIds2\xe7\x01\n" +
 	"\x17StockReservationService\x12e\n" +
 	"\fReserveStock\x12).almoner.inventory.v1.ReserveStockRequest\x1a*.almoner.inventory.v1.ReserveStockResponse\x12e\n" +
-	"\fReleaseStock\x12).almoner.inventory.v1.ReleaseStockRequest\x1a*.almoner.inventory.v1.ReleaseStockResponseBEZCgithub.com/almoner/almoner/pkg/api/almoner/inventory/v1;inventoryv1b\x06proto3"
+	"\fReleaseStock\x12).almoner.inventory.v1.ReleaseStockRequest\x1a*.almoner.inventory.v1.ReleaseStockResponse2\x94\x02\n" +
+	"\x17ShipmentCreationService\x12z\n" +
+	"\x13CreateOrderShipment\x120.almoner.inventory.v1.CreateOrderShipmentRequest\x1a1.almoner.inventory.v1.CreateOrderShipmentResponse\x12}\n" +
+	"\x14ListOrderShipmentIds\x121.almoner.inventory.v1.ListOrderShipmentIdsRequest\x1a2.almoner.inventory.v1.ListOrderShipmentIdsResponseBEZCgithub.com/almoner/almoner/pkg/api/almoner/inventory/v1;inventoryv1b\x06proto3"
 
 var (
 	file_almoner_inventory_v1_internal_proto_rawDescOnce sync.Once
@@ -582,32 +871,44 @@ func file_almoner_inventory_v1_internal_proto_rawDescGZIP() []byte {
 	return file_almoner_inventory_v1_internal_proto_rawDescData
 }
 
-var file_almoner_inventory_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_almoner_inventory_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_almoner_inventory_v1_internal_proto_goTypes = []any{
-	(*ReserveStockRequest)(nil),  // 0: almoner.inventory.v1.ReserveStockRequest
-	(*ReserveStockLine)(nil),     // 1: almoner.inventory.v1.ReserveStockLine
-	(*ReserveStockResponse)(nil), // 2: almoner.inventory.v1.ReserveStockResponse
-	(*ReservedLine)(nil),         // 3: almoner.inventory.v1.ReservedLine
-	(*ReleaseStockRequest)(nil),  // 4: almoner.inventory.v1.ReleaseStockRequest
-	(*ReleaseStockResponse)(nil), // 5: almoner.inventory.v1.ReleaseStockResponse
-	(*ReleasedLine)(nil),         // 6: almoner.inventory.v1.ReleasedLine
-	(*v1.Decimal)(nil),           // 7: almoner.type.v1.Decimal
+	(*ReserveStockRequest)(nil),          // 0: almoner.inventory.v1.ReserveStockRequest
+	(*ReserveStockLine)(nil),             // 1: almoner.inventory.v1.ReserveStockLine
+	(*ReserveStockResponse)(nil),         // 2: almoner.inventory.v1.ReserveStockResponse
+	(*ReservedLine)(nil),                 // 3: almoner.inventory.v1.ReservedLine
+	(*ReleaseStockRequest)(nil),          // 4: almoner.inventory.v1.ReleaseStockRequest
+	(*ReleaseStockResponse)(nil),         // 5: almoner.inventory.v1.ReleaseStockResponse
+	(*ReleasedLine)(nil),                 // 6: almoner.inventory.v1.ReleasedLine
+	(*CreateOrderShipmentRequest)(nil),   // 7: almoner.inventory.v1.CreateOrderShipmentRequest
+	(*CreateOrderShipmentResponse)(nil),  // 8: almoner.inventory.v1.CreateOrderShipmentResponse
+	(*ListOrderShipmentIdsRequest)(nil),  // 9: almoner.inventory.v1.ListOrderShipmentIdsRequest
+	(*ListOrderShipmentIdsResponse)(nil), // 10: almoner.inventory.v1.ListOrderShipmentIdsResponse
+	(*v1.Decimal)(nil),                   // 11: almoner.type.v1.Decimal
+	(*timestamppb.Timestamp)(nil),        // 12: google.protobuf.Timestamp
+	(*ShippingAddress)(nil),              // 13: almoner.inventory.v1.ShippingAddress
 }
 var file_almoner_inventory_v1_internal_proto_depIdxs = []int32{
-	1, // 0: almoner.inventory.v1.ReserveStockRequest.items:type_name -> almoner.inventory.v1.ReserveStockLine
-	3, // 1: almoner.inventory.v1.ReserveStockResponse.items:type_name -> almoner.inventory.v1.ReservedLine
-	7, // 2: almoner.inventory.v1.ReservedLine.unit_price:type_name -> almoner.type.v1.Decimal
-	7, // 3: almoner.inventory.v1.ReservedLine.fair_market_value:type_name -> almoner.type.v1.Decimal
-	6, // 4: almoner.inventory.v1.ReleaseStockResponse.lines:type_name -> almoner.inventory.v1.ReleasedLine
-	0, // 5: almoner.inventory.v1.StockReservationService.ReserveStock:input_type -> almoner.inventory.v1.ReserveStockRequest
-	4, // 6: almoner.inventory.v1.StockReservationService.ReleaseStock:input_type -> almoner.inventory.v1.ReleaseStockRequest
-	2, // 7: almoner.inventory.v1.StockReservationService.ReserveStock:output_type -> almoner.inventory.v1.ReserveStockResponse
-	5, // 8: almoner.inventory.v1.StockReservationService.ReleaseStock:output_type -> almoner.inventory.v1.ReleaseStockResponse
-	7, // [7:9] is the sub-list for method output_type
-	5, // [5:7] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	1,  // 0: almoner.inventory.v1.ReserveStockRequest.items:type_name -> almoner.inventory.v1.ReserveStockLine
+	3,  // 1: almoner.inventory.v1.ReserveStockResponse.items:type_name -> almoner.inventory.v1.ReservedLine
+	11, // 2: almoner.inventory.v1.ReservedLine.unit_price:type_name -> almoner.type.v1.Decimal
+	11, // 3: almoner.inventory.v1.ReservedLine.fair_market_value:type_name -> almoner.type.v1.Decimal
+	6,  // 4: almoner.inventory.v1.ReleaseStockResponse.lines:type_name -> almoner.inventory.v1.ReleasedLine
+	12, // 5: almoner.inventory.v1.CreateOrderShipmentRequest.order_date:type_name -> google.protobuf.Timestamp
+	13, // 6: almoner.inventory.v1.CreateOrderShipmentRequest.shipping_address:type_name -> almoner.inventory.v1.ShippingAddress
+	0,  // 7: almoner.inventory.v1.StockReservationService.ReserveStock:input_type -> almoner.inventory.v1.ReserveStockRequest
+	4,  // 8: almoner.inventory.v1.StockReservationService.ReleaseStock:input_type -> almoner.inventory.v1.ReleaseStockRequest
+	7,  // 9: almoner.inventory.v1.ShipmentCreationService.CreateOrderShipment:input_type -> almoner.inventory.v1.CreateOrderShipmentRequest
+	9,  // 10: almoner.inventory.v1.ShipmentCreationService.ListOrderShipmentIds:input_type -> almoner.inventory.v1.ListOrderShipmentIdsRequest
+	2,  // 11: almoner.inventory.v1.StockReservationService.ReserveStock:output_type -> almoner.inventory.v1.ReserveStockResponse
+	5,  // 12: almoner.inventory.v1.StockReservationService.ReleaseStock:output_type -> almoner.inventory.v1.ReleaseStockResponse
+	8,  // 13: almoner.inventory.v1.ShipmentCreationService.CreateOrderShipment:output_type -> almoner.inventory.v1.CreateOrderShipmentResponse
+	10, // 14: almoner.inventory.v1.ShipmentCreationService.ListOrderShipmentIds:output_type -> almoner.inventory.v1.ListOrderShipmentIdsResponse
+	11, // [11:15] is the sub-list for method output_type
+	7,  // [7:11] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_almoner_inventory_v1_internal_proto_init() }
@@ -615,15 +916,16 @@ func file_almoner_inventory_v1_internal_proto_init() {
 	if File_almoner_inventory_v1_internal_proto != nil {
 		return
 	}
+	file_almoner_inventory_v1_shipments_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_almoner_inventory_v1_internal_proto_rawDesc), len(file_almoner_inventory_v1_internal_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   11,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   2,
 		},
 		GoTypes:           file_almoner_inventory_v1_internal_proto_goTypes,
 		DependencyIndexes: file_almoner_inventory_v1_internal_proto_depIdxs,

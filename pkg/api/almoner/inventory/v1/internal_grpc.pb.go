@@ -186,3 +186,160 @@ var StockReservationService_ServiceDesc = grpc.ServiceDesc{
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "almoner/inventory/v1/internal.proto",
 }
+
+const (
+	ShipmentCreationService_CreateOrderShipment_FullMethodName  = "/almoner.inventory.v1.ShipmentCreationService/CreateOrderShipment"
+	ShipmentCreationService_ListOrderShipmentIds_FullMethodName = "/almoner.inventory.v1.ShipmentCreationService/ListOrderShipmentIds"
+)
+
+// ShipmentCreationServiceClient is the client API for ShipmentCreationService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// ShipmentCreationService creates an order's shipment for the orders
+// service, which delivers the request its order's transaction committed
+// (an outbox, docs/architecture.md). Calls need `orders:create`.
+type ShipmentCreationServiceClient interface {
+	// CreateOrderShipment creates the order's first shipment from its
+	// reservations, idempotent by order id: a repeat answers the shipment.
+	CreateOrderShipment(ctx context.Context, in *CreateOrderShipmentRequest, opts ...grpc.CallOption) (*CreateOrderShipmentResponse, error)
+	// ListOrderShipmentIds returns the ids of an order's shipments, oldest
+	// first; it needs `orders:view`.
+	ListOrderShipmentIds(ctx context.Context, in *ListOrderShipmentIdsRequest, opts ...grpc.CallOption) (*ListOrderShipmentIdsResponse, error)
+}
+
+type shipmentCreationServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewShipmentCreationServiceClient(cc grpc.ClientConnInterface) ShipmentCreationServiceClient {
+	return &shipmentCreationServiceClient{cc}
+}
+
+func (c *shipmentCreationServiceClient) CreateOrderShipment(ctx context.Context, in *CreateOrderShipmentRequest, opts ...grpc.CallOption) (*CreateOrderShipmentResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateOrderShipmentResponse)
+	err := c.cc.Invoke(ctx, ShipmentCreationService_CreateOrderShipment_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *shipmentCreationServiceClient) ListOrderShipmentIds(ctx context.Context, in *ListOrderShipmentIdsRequest, opts ...grpc.CallOption) (*ListOrderShipmentIdsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListOrderShipmentIdsResponse)
+	err := c.cc.Invoke(ctx, ShipmentCreationService_ListOrderShipmentIds_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ShipmentCreationServiceServer is the server API for ShipmentCreationService service.
+// All implementations must embed UnimplementedShipmentCreationServiceServer
+// for forward compatibility.
+//
+// ShipmentCreationService creates an order's shipment for the orders
+// service, which delivers the request its order's transaction committed
+// (an outbox, docs/architecture.md). Calls need `orders:create`.
+type ShipmentCreationServiceServer interface {
+	// CreateOrderShipment creates the order's first shipment from its
+	// reservations, idempotent by order id: a repeat answers the shipment.
+	CreateOrderShipment(context.Context, *CreateOrderShipmentRequest) (*CreateOrderShipmentResponse, error)
+	// ListOrderShipmentIds returns the ids of an order's shipments, oldest
+	// first; it needs `orders:view`.
+	ListOrderShipmentIds(context.Context, *ListOrderShipmentIdsRequest) (*ListOrderShipmentIdsResponse, error)
+	mustEmbedUnimplementedShipmentCreationServiceServer()
+}
+
+// UnimplementedShipmentCreationServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedShipmentCreationServiceServer struct{}
+
+func (UnimplementedShipmentCreationServiceServer) CreateOrderShipment(context.Context, *CreateOrderShipmentRequest) (*CreateOrderShipmentResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateOrderShipment not implemented")
+}
+func (UnimplementedShipmentCreationServiceServer) ListOrderShipmentIds(context.Context, *ListOrderShipmentIdsRequest) (*ListOrderShipmentIdsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListOrderShipmentIds not implemented")
+}
+func (UnimplementedShipmentCreationServiceServer) mustEmbedUnimplementedShipmentCreationServiceServer() {
+}
+func (UnimplementedShipmentCreationServiceServer) testEmbeddedByValue() {}
+
+// UnsafeShipmentCreationServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to ShipmentCreationServiceServer will
+// result in compilation errors.
+type UnsafeShipmentCreationServiceServer interface {
+	mustEmbedUnimplementedShipmentCreationServiceServer()
+}
+
+func RegisterShipmentCreationServiceServer(s grpc.ServiceRegistrar, srv ShipmentCreationServiceServer) {
+	// If the following call panics, it indicates UnimplementedShipmentCreationServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&ShipmentCreationService_ServiceDesc, srv)
+}
+
+func _ShipmentCreationService_CreateOrderShipment_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateOrderShipmentRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ShipmentCreationServiceServer).CreateOrderShipment(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ShipmentCreationService_CreateOrderShipment_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ShipmentCreationServiceServer).CreateOrderShipment(ctx, req.(*CreateOrderShipmentRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ShipmentCreationService_ListOrderShipmentIds_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListOrderShipmentIdsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ShipmentCreationServiceServer).ListOrderShipmentIds(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ShipmentCreationService_ListOrderShipmentIds_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ShipmentCreationServiceServer).ListOrderShipmentIds(ctx, req.(*ListOrderShipmentIdsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// ShipmentCreationService_ServiceDesc is the grpc.ServiceDesc for ShipmentCreationService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var ShipmentCreationService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "almoner.inventory.v1.ShipmentCreationService",
+	HandlerType: (*ShipmentCreationServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "CreateOrderShipment",
+			Handler:    _ShipmentCreationService_CreateOrderShipment_Handler,
+		},
+		{
+			MethodName: "ListOrderShipmentIds",
+			Handler:    _ShipmentCreationService_ListOrderShipmentIds_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "almoner/inventory/v1/internal.proto",
+}

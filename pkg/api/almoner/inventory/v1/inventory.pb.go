@@ -56,7 +56,10 @@ type InventoryItem struct {
 	// CreatedAt is when the item was created.
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	// UpdatedAt is when the item last changed, stock movements included.
-	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	// Location is the item's bin or shelf in the warehouse, printed on pick
+	// lists; empty when none.
+	Location      string `protobuf:"bytes,14,opt,name=location,proto3" json:"location,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -180,6 +183,13 @@ func (x *InventoryItem) GetUpdatedAt() *timestamppb.Timestamp {
 		return x.UpdatedAt
 	}
 	return nil
+}
+
+func (x *InventoryItem) GetLocation() string {
+	if x != nil {
+		return x.Location
+	}
+	return ""
 }
 
 // ListInventoryItemsRequest is the path and query of the list.
@@ -474,7 +484,9 @@ type CreateInventoryItemRequest struct {
 	// Active defaults to true.
 	Active *bool `protobuf:"varint,10,opt,name=active,proto3,oneof" json:"active,omitempty"`
 	// Category is optional: at most 100 characters.
-	Category      string `protobuf:"bytes,11,opt,name=category,proto3" json:"category,omitempty"`
+	Category string `protobuf:"bytes,11,opt,name=category,proto3" json:"category,omitempty"`
+	// Location is optional: the item's bin, at most 100 characters.
+	Location      string `protobuf:"bytes,12,opt,name=location,proto3" json:"location,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -586,6 +598,13 @@ func (x *CreateInventoryItemRequest) GetCategory() string {
 	return ""
 }
 
+func (x *CreateInventoryItemRequest) GetLocation() string {
+	if x != nil {
+		return x.Location
+	}
+	return ""
+}
+
 // CreateInventoryItemResponse wraps the created item; REST returns the item
 // alone with 201.
 type CreateInventoryItemResponse struct {
@@ -661,7 +680,9 @@ type UpdateInventoryItemRequest struct {
 	// Active defaults to true.
 	Active *bool `protobuf:"varint,11,opt,name=active,proto3,oneof" json:"active,omitempty"`
 	// Category is optional: at most 100 characters.
-	Category      string `protobuf:"bytes,12,opt,name=category,proto3" json:"category,omitempty"`
+	Category string `protobuf:"bytes,12,opt,name=category,proto3" json:"category,omitempty"`
+	// Location is optional: the item's bin, at most 100 characters.
+	Location      string `protobuf:"bytes,13,opt,name=location,proto3" json:"location,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -780,6 +801,13 @@ func (x *UpdateInventoryItemRequest) GetCategory() string {
 	return ""
 }
 
+func (x *UpdateInventoryItemRequest) GetLocation() string {
+	if x != nil {
+		return x.Location
+	}
+	return ""
+}
+
 // UpdateInventoryItemResponse wraps the updated item; REST returns the item
 // alone.
 type UpdateInventoryItemResponse struct {
@@ -831,7 +859,7 @@ var File_almoner_inventory_v1_inventory_proto protoreflect.FileDescriptor
 
 const file_almoner_inventory_v1_inventory_proto_rawDesc = "" +
 	"\n" +
-	"$almoner/inventory/v1/inventory.proto\x12\x14almoner.inventory.v1\x1a\x1dalmoner/type/v1/decimal.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\xe8\x03\n" +
+	"$almoner/inventory/v1/inventory.proto\x12\x14almoner.inventory.v1\x1a\x1dalmoner/type/v1/decimal.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\x84\x04\n" +
 	"\rInventoryItem\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
 	"\x03sku\x18\x02 \x01(\tR\x03sku\x12\x12\n" +
@@ -849,7 +877,8 @@ const file_almoner_inventory_v1_inventory_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xe6\x01\n" +
+	"updated_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x1a\n" +
+	"\blocation\x18\x0e \x01(\tR\blocation\"\xe6\x01\n" +
 	"\x19ListInventoryItemsRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x17\n" +
 	"\x04page\x18\x02 \x01(\x05H\x00R\x04page\x88\x01\x01\x12 \n" +
@@ -871,7 +900,7 @@ const file_almoner_inventory_v1_inventory_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x17\n" +
 	"\aitem_id\x18\x02 \x01(\tR\x06itemId\"S\n" +
 	"\x18GetInventoryItemResponse\x127\n" +
-	"\x04item\x18\x01 \x01(\v2#.almoner.inventory.v1.InventoryItemR\x04item\"\xb1\x03\n" +
+	"\x04item\x18\x01 \x01(\v2#.almoner.inventory.v1.InventoryItemR\x04item\"\xcd\x03\n" +
 	"\x1aCreateInventoryItemRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x10\n" +
 	"\x03sku\x18\x02 \x01(\tR\x03sku\x12\x12\n" +
@@ -885,11 +914,12 @@ const file_almoner_inventory_v1_inventory_proto_rawDesc = "" +
 	"\rstock_on_hand\x18\t \x01(\x05R\vstockOnHand\x12\x1b\n" +
 	"\x06active\x18\n" +
 	" \x01(\bH\x01R\x06active\x88\x01\x01\x12\x1a\n" +
-	"\bcategory\x18\v \x01(\tR\bcategoryB\x0e\n" +
+	"\bcategory\x18\v \x01(\tR\bcategory\x12\x1a\n" +
+	"\blocation\x18\f \x01(\tR\blocationB\x0e\n" +
 	"\f_track_stockB\t\n" +
 	"\a_active\"V\n" +
 	"\x1bCreateInventoryItemResponse\x127\n" +
-	"\x04item\x18\x01 \x01(\v2#.almoner.inventory.v1.InventoryItemR\x04item\"\xca\x03\n" +
+	"\x04item\x18\x01 \x01(\v2#.almoner.inventory.v1.InventoryItemR\x04item\"\xe6\x03\n" +
 	"\x1aUpdateInventoryItemRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x17\n" +
 	"\aitem_id\x18\x02 \x01(\tR\x06itemId\x12\x10\n" +
@@ -904,7 +934,8 @@ const file_almoner_inventory_v1_inventory_proto_rawDesc = "" +
 	"\rstock_on_hand\x18\n" +
 	" \x01(\x05R\vstockOnHand\x12\x1b\n" +
 	"\x06active\x18\v \x01(\bH\x01R\x06active\x88\x01\x01\x12\x1a\n" +
-	"\bcategory\x18\f \x01(\tR\bcategoryB\x0e\n" +
+	"\bcategory\x18\f \x01(\tR\bcategory\x12\x1a\n" +
+	"\blocation\x18\r \x01(\tR\blocationB\x0e\n" +
 	"\f_track_stockB\t\n" +
 	"\a_active\"V\n" +
 	"\x1bUpdateInventoryItemResponse\x127\n" +

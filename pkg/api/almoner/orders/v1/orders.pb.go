@@ -1791,8 +1791,12 @@ type Order struct {
 	AcknowledgedAt *timestamppb.Timestamp `protobuf:"bytes,22,opt,name=acknowledged_at,json=acknowledgedAt,proto3" json:"acknowledged_at,omitempty"`
 	// AcknowledgementRunId is the letter run that acknowledged it.
 	AcknowledgementRunId *string `protobuf:"bytes,23,opt,name=acknowledgement_run_id,json=acknowledgementRunId,proto3,oneof" json:"acknowledgement_run_id,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// ShipmentIds are the order's shipments, oldest first (the first has the
+	// order's id): filled by GET /orders/{id}, empty elsewhere and for an
+	// order that ships nothing.
+	ShipmentIds   []string `protobuf:"bytes,30,rep,name=shipment_ids,json=shipmentIds,proto3" json:"shipment_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Order) Reset() {
@@ -1984,6 +1988,13 @@ func (x *Order) GetAcknowledgementRunId() string {
 		return *x.AcknowledgementRunId
 	}
 	return ""
+}
+
+func (x *Order) GetShipmentIds() []string {
+	if x != nil {
+		return x.ShipmentIds
+	}
+	return nil
 }
 
 // ListOrdersRequest is the list's path and query.
@@ -5202,7 +5213,7 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\n" +
 	"NextAction\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12#\n" +
-	"\rclient_secret\x18\x02 \x01(\tR\fclientSecret\"\xbd\n" +
+	"\rclient_secret\x18\x02 \x01(\tR\fclientSecret\"\xe0\n" +
 	"\n" +
 	"\x05Order\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
@@ -5231,7 +5242,8 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"updated_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12:\n" +
 	"\x16acknowledgement_status\x18\x15 \x01(\tH\x00R\x15acknowledgementStatus\x88\x01\x01\x12C\n" +
 	"\x0facknowledged_at\x18\x16 \x01(\v2\x1a.google.protobuf.TimestampR\x0eacknowledgedAt\x129\n" +
-	"\x16acknowledgement_run_id\x18\x17 \x01(\tH\x01R\x14acknowledgementRunId\x88\x01\x01B\x19\n" +
+	"\x16acknowledgement_run_id\x18\x17 \x01(\tH\x01R\x14acknowledgementRunId\x88\x01\x01\x12!\n" +
+	"\fshipment_ids\x18\x1e \x03(\tR\vshipmentIdsB\x19\n" +
 	"\x17_acknowledgement_statusB\x19\n" +
 	"\x17_acknowledgement_run_id\"\xa3\x06\n" +
 	"\x11ListOrdersRequest\x12\x1b\n" +
