@@ -177,16 +177,21 @@ func bodyInvalid(line int, msg string) error {
 	return apperr.Invalid(apperr.Violation{Field: "Body", Message: fmt.Sprintf("Line %d: %s", line, msg)})
 }
 
-// limitWriter fails once more than n bytes were written.
+// limitWriter fails once more than n bytes were written, and stays
+// failed: mustache drops the error of a variable's write (only a text
+// segment's error stops the render), so the render must also ask it
+// afterwards (over) rather than trust FRender's answer alone.
 type limitWriter struct {
-	sb strings.Builder
-	n  int
+	sb   strings.Builder
+	n    int
+	over bool
 }
 
 var errTooLong = errors.New("more than 1 MiB of output")
 
 func (w *limitWriter) Write(p []byte) (int, error) {
-	if w.sb.Len()+len(p) > w.n {
+	if w.over || w.sb.Len()+len(p) > w.n {
+		w.over = true
 		return 0, errTooLong
 	}
 	return w.sb.Write(p)
@@ -208,6 +213,9 @@ func Render(ctx context.Context, tmpl *mustache.Template, data map[string]any) (
 	go func() {
 		w := &limitWriter{n: MaxRenderBytes}
 		err := tmpl.FRender(io.Writer(w), data)
+		if err == nil && w.over {
+			err = errTooLong
+		}
 		done <- result{w.sb.String(), err}
 	}()
 	select {
