@@ -10,14 +10,16 @@ import (
 )
 
 // The platform's operations log (docs/operators.md): each kind is read
-// from the table that already records it, in the one database every
-// service shares (read only, as the reports service reads the orders
-// tables).
+// from where it is already recorded — auth's own tables and the audit
+// log, and for other services' work the operations_v1 view each owner
+// publishes (imports, reports, webhooks), so auth reads no table of
+// another service.
 
 // Operation kinds.
 const (
 	OpImport             = "import"
 	OpTaxStatementRun    = "tax_statement_run"
+	OpLetterRun          = "letter_run"
 	OpWebhookAutoDisable = "webhook_auto_disable"
 	OpTenantCreated      = "tenant_created"
 	OpTenantDeactivated  = "tenant_deactivated"
@@ -25,7 +27,7 @@ const (
 )
 
 // OperationKinds are the kinds the log reads, in documentation order.
-var OperationKinds = []string{OpImport, OpTaxStatementRun, OpWebhookAutoDisable, OpTenantCreated, OpTenantDeactivated, OpImpersonation}
+var OperationKinds = []string{OpImport, OpTaxStatementRun, OpLetterRun, OpWebhookAutoDisable, OpTenantCreated, OpTenantDeactivated, OpImpersonation}
 
 // Operation is one row of the log.
 type Operation struct {
@@ -46,14 +48,11 @@ type OperationQuery struct {
 
 const operationsSQL = `
 	WITH ops AS (
-		SELECT id::text AS id, tenant_id, 'import' AS kind, status, created_at AS started_at, finished_at, kind || ' ' || format AS detail
-		FROM imports.imports
+		SELECT id, tenant_id, kind, status, started_at, finished_at, detail FROM imports.operations_v1
 		UNION ALL
-		SELECT id::text, tenant_id, 'tax_statement_run', status, created_at, finished_at, 'year ' || year
-		FROM reports.tax_statement_runs
+		SELECT id, tenant_id, kind, status, started_at, finished_at, detail FROM reports.operations_v1
 		UNION ALL
-		SELECT id::text, tenant_id, 'webhook_auto_disable', 'disabled', updated_at, updated_at, disabled_reason
-		FROM webhooks.endpoints WHERE disabled_reason IS NOT NULL AND NOT active
+		SELECT id, tenant_id, kind, status, started_at, finished_at, detail FROM webhooks.operations_v1
 		UNION ALL
 		SELECT id::text, id, 'tenant_created', 'succeeded', created_at, created_at, slug
 		FROM auth.tenants
