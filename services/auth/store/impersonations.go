@@ -308,3 +308,47 @@ func (s *Store) EndImpersonationFor(ctx context.Context, id uuid.UUID, reason st
 	}
 	return nil
 }
+
+// SweepImpersonations ends, in one transaction, up to limit open
+// impersonations that no longer hold as far as time goes at now: expired
+// (reason expired), or in a tenant whose support access ran out or is
+// gone (grant_withdrawn), the reasons a request would have found. It
+// returns how many it ended. Rows another transaction holds are skipped,
+// so replicas sweeping at once end each one once; a request ending the
+// same row waits for the lock and then finds it ended.
+func (s *Store) SweepImpersonations(ctx context.Context, now time.Time, limit int) (int, error) {
+	var n int
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT i.id, i.expires_at <= $1 FROM auth.impersonations i
+			LEFT JOIN auth.support_access a ON a.tenant_id = i.tenant_id
+			WHERE i.ended_at IS NULL AND (i.expires_at <= $1 OR a.until IS NULL OR a.until <= $1)
+			ORDER BY i.expires_at, i.id LIMIT $2 FOR UPDATE OF i SKIP LOCKED`, now, limit)
+		if err != nil {
+			return wrapDB(err, "find impersonations to end")
+		}
+		var expired, ungranted []uuid.UUID
+		var id uuid.UUID
+		var isExpired bool
+		if _, err := pgx.ForEachRow(rows, []any{&id, &isExpired}, func() error {
+			if isExpired {
+				expired = append(expired, id)
+			} else {
+				ungranted = append(ungranted, id)
+			}
+			return nil
+		}); err != nil {
+			return wrapDB(err, "find impersonations to end")
+		}
+		if n = len(expired) + len(ungranted); n == 0 {
+			return nil
+		}
+		if err := endImpersonations(ctx, tx, `id = ANY($1)`, EndExpired, expired); err != nil {
+			return err
+		}
+		return endImpersonations(ctx, tx, `id = ANY($1)`, EndGrantWithdrawn, ungranted)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("auth: sweep impersonations: %w", err)
+	}
+	return n, nil
+}
