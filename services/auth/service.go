@@ -70,9 +70,9 @@ type Config struct {
 	// SessionLifetime ends a session this long after sign-in, used or not
 	// (ALMONER_SESSION_LIFETIME).
 	SessionLifetime time.Duration
-	// ImpersonationSweep is how often impersonations that expired, or
-	// whose tenant's support access ran out, are ended without waiting
-	// for a request (ALMONER_IMPERSONATION_SWEEP); zero takes
+	// ImpersonationSweep is how often impersonations that no longer hold
+	// (expired, support access run out, operator or user deactivated)
+	// are ended without waiting for a request (ALMONER_IMPERSONATION_SWEEP); zero takes
 	// impersonation.DefaultSweepInterval.
 	ImpersonationSweep time.Duration
 }

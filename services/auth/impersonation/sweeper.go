@@ -13,10 +13,11 @@ const DefaultSweepInterval = 5 * time.Second
 // sweepBatch is how many impersonations one transaction ends.
 const sweepBatch = 100
 
-// Sweeper ends the impersonations that expire, or whose tenant's support
-// access runs out, while nobody makes a request with them: a request
-// would end them (Resolve), but without one their impersonation.deleted
-// event would never be written and a subscriber never hear of the end.
+// Sweeper ends the impersonations that stop holding (EndReason) while
+// nobody makes a request with them, above all those that expire or whose
+// tenant's support access runs out: a request would end them (Resolve),
+// but without one their impersonation.deleted event would never be
+// written and a subscriber never hear of the end.
 type Sweeper struct {
 	d        Deps
 	interval time.Duration
@@ -48,8 +49,8 @@ func (w *Sweeper) Run(ctx context.Context) {
 	}
 }
 
-// Sweep ends every impersonation that no longer holds at d.Now as far as
-// time goes, a batch per transaction, and returns how many it ended.
+// Sweep ends every impersonation that no longer holds at d.Now, a batch
+// per transaction, and returns how many it ended.
 func (w *Sweeper) Sweep(ctx context.Context) (int, error) {
 	now := w.d.Now()
 	total := 0

@@ -1,6 +1,7 @@
 package impersonation
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"testing"
@@ -29,12 +30,16 @@ type sweepCase struct {
 	name    string
 	expires time.Duration
 	grant   *time.Duration
+	// role is the operator's platform role ("" for none), member the
+	// user's membership status, tenantOff a deactivated tenant.
+	role, member string
+	tenantOff    bool
 	// reason is the end reason the sweep gives it; "" when it stays open.
 	reason string
 }
 
-// TestSweepImpersonations: one sweep ends each impersonation that expired
-// or whose grant ran out (or is gone), with exactly one
+// TestSweepImpersonations: one sweep ends each impersonation that no
+// longer holds, with the reason a request would find, and exactly one
 // impersonation.deleted row each and a move of the validation epoch; a
 // second sweep writes nothing; one that holds is untouched.
 func TestSweepImpersonations(t *testing.T) {
@@ -47,11 +52,15 @@ func TestSweepImpersonations(t *testing.T) {
 	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	hour, past := time.Hour, -time.Minute
 	cases := []sweepCase{
-		{"holds", 10 * time.Minute, &hour, ""},
-		{"expired", -time.Second, &hour, store.EndExpired},
-		{"expires at the instant", 0, &hour, store.EndExpired},
-		{"grant ran out", 10 * time.Minute, &past, store.EndGrantWithdrawn},
-		{"no grant", 10 * time.Minute, nil, store.EndGrantWithdrawn},
+		{name: "holds", expires: 10 * time.Minute, grant: &hour},
+		{name: "expired", expires: -time.Second, grant: &hour, reason: store.EndExpired},
+		{name: "expires at the instant", grant: &hour, reason: store.EndExpired},
+		{name: "expired after the grant ran out", expires: -time.Second, grant: &past, reason: store.EndExpired},
+		{name: "grant ran out", expires: 10 * time.Minute, grant: &past, reason: store.EndGrantWithdrawn},
+		{name: "no grant", expires: 10 * time.Minute, reason: store.EndGrantWithdrawn},
+		{name: "operator removed", expires: 10 * time.Minute, grant: &hour, role: "-", reason: store.EndOperatorRemoved},
+		{name: "user deactivated", expires: 10 * time.Minute, grant: &hour, member: "deactivated", reason: store.EndUserDeactivated},
+		{name: "tenant deactivated", expires: 10 * time.Minute, grant: &hour, tenantOff: true, reason: store.EndUserDeactivated},
 	}
 	ids := make([]uuid.UUID, len(cases))
 	for i, tc := range cases {
@@ -60,8 +69,8 @@ func TestSweepImpersonations(t *testing.T) {
 	st := store.New(pool)
 	w := NewSweeper(Deps{Store: st, Now: func() time.Time { return now }}, 0, slog.New(slog.DiscardHandler))
 	epoch := readEpoch(t, pool)
-	if n, err := w.Sweep(ctx); err != nil || n != 4 {
-		t.Fatalf("first sweep: ended %d, %v; want 4", n, err)
+	if n, err := w.Sweep(ctx); err != nil || n != len(cases)-1 {
+		t.Fatalf("first sweep: ended %d, %v; want %d", n, err, len(cases)-1)
 	}
 	if after := readEpoch(t, pool); after <= epoch {
 		t.Errorf("validation epoch %d after the sweep, %d before: not moved", after, epoch)
@@ -100,19 +109,25 @@ func checkSwept(t *testing.T, pool *pgxpool.Pool, id uuid.UUID, tc sweepCase) {
 }
 
 // seedImpersonation inserts a tenant (with tc's grant), an operator with
-// a session, a member, and the operator's open impersonation of them.
+// a session, a member, and the operator's open impersonation of them, as
+// tc says.
 func seedImpersonation(t *testing.T, pool *pgxpool.Pool, now time.Time, tc sweepCase) uuid.UUID {
 	t.Helper()
 	ctx := context.Background()
 	tenant, operator, user, session, id := uuid.New(), uuid.New(), uuid.New(), uuid.New(), uuid.New()
+	var role *string
+	if tc.role != "-" {
+		role = new("support")
+	}
+	member := cmp.Or(tc.member, "active")
 	stmts := []struct {
 		sql  string
 		args []any
 	}{
-		{`INSERT INTO auth.tenants (id, name, slug) VALUES ($1, 'T', $2)`, []any{tenant, tenant.String()}},
-		{`INSERT INTO auth.users (id, email, platform_role) VALUES ($1, $2, 'support')`, []any{operator, operator.String() + "@op.example.org"}},
+		{`INSERT INTO auth.tenants (id, name, slug, active) VALUES ($1, 'T', $2, $3)`, []any{tenant, tenant.String(), !tc.tenantOff}},
+		{`INSERT INTO auth.users (id, email, platform_role) VALUES ($1, $2, $3)`, []any{operator, operator.String() + "@op.example.org", role}},
 		{`INSERT INTO auth.users (id, email) VALUES ($1, $2)`, []any{user, user.String() + "@example.org"}},
-		{`INSERT INTO auth.memberships (tenant_id, user_id, role, status) VALUES ($1, $2, 'admin', 'active')`, []any{tenant, user}},
+		{`INSERT INTO auth.memberships (tenant_id, user_id, role, status) VALUES ($1, $2, 'admin', $3)`, []any{tenant, user, member}},
 		{`INSERT INTO auth.sessions (id, user_id, token_hash, expires_at) VALUES ($1, $2, $3, $4)`, []any{session, operator, session[:], now.Add(time.Hour)}},
 		{`INSERT INTO auth.impersonations (tenant_id, id, user_id, operator_id, session_id, reason, expires_at)
 			VALUES ($1, $2, $3, $4, $5, 'ticket 1234: checking', $6)`, []any{tenant, id, user, operator, session, now.Add(tc.expires)}},
