@@ -70,6 +70,11 @@ type Config struct {
 	// SessionLifetime ends a session this long after sign-in, used or not
 	// (ALMONER_SESSION_LIFETIME).
 	SessionLifetime time.Duration
+	// ImpersonationSweep is how often impersonations that no longer hold
+	// (expired, support access run out, operator or user deactivated)
+	// are ended without waiting for a request (ALMONER_IMPERSONATION_SWEEP); zero takes
+	// impersonation.DefaultSweepInterval.
+	ImpersonationSweep time.Duration
 }
 
 // Session defaults: 12 hours idle, 7 days in all.
@@ -174,7 +179,8 @@ func (s *Service) impersonationDeps() impersonation.Deps {
 	return impersonation.Deps{Store: s.store, Now: s.now, AwaitCaches: s.awaitCaches}
 }
 
-// Start runs the last-used flusher and the mail sender until Stop.
+// Start runs the last-used flusher, the impersonation sweeper and the
+// mail sender until Stop.
 func (s *Service) Start(ctx context.Context) error {
 	ctx, s.stop = context.WithCancel(context.WithoutCancel(ctx))
 	s.done = make(chan struct{})
@@ -184,6 +190,8 @@ func (s *Service) Start(ctx context.Context) error {
 	} else {
 		s.logger.Warn("mail: neither ALMONER_SMTP_URL nor ALMONER_MAIL_DIR is set; email stays queued in mail.outbox until one is")
 	}
+	sweeper := impersonation.NewSweeper(s.impersonationDeps(), s.cfg.ImpersonationSweep, s.logger)
+	wg.Go(func() { sweeper.Run(ctx) })
 	wg.Go(func() {
 		t := time.NewTicker(s.cfg.UsageFlushInterval)
 		defer t.Stop()
@@ -205,7 +213,7 @@ func (s *Service) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop ends the flusher and writes the last pending uses.
+// Stop ends the flusher and the sweeper and writes the last pending uses.
 func (s *Service) Stop(ctx context.Context) error {
 	if s.stop != nil {
 		s.stop()
@@ -272,7 +280,8 @@ func completeParams(p password.Params) password.Params {
 	return p
 }
 
-// readStaffConfig reads the password costs and session timeouts.
+// readStaffConfig reads the password costs, the session timeouts and the
+// impersonation sweep interval.
 func readStaffConfig(d service.Deps, cfg *Config) error {
 	mem, err := d.Config.Int("ALMONER_ARGON2_MEMORY_KIB", int(password.Default.MemoryKiB))
 	if err != nil {
@@ -290,6 +299,9 @@ func readStaffConfig(d service.Deps, cfg *Config) error {
 	if cfg.SessionIdle, err = d.Config.Duration("ALMONER_SESSION_IDLE", DefaultSessionIdle); err != nil {
 		return err
 	}
-	cfg.SessionLifetime, err = d.Config.Duration("ALMONER_SESSION_LIFETIME", DefaultSessionLifetime)
+	if cfg.SessionLifetime, err = d.Config.Duration("ALMONER_SESSION_LIFETIME", DefaultSessionLifetime); err != nil {
+		return err
+	}
+	cfg.ImpersonationSweep, err = d.Config.Duration("ALMONER_IMPERSONATION_SWEEP", impersonation.DefaultSweepInterval)
 	return err
 }

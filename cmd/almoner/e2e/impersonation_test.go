@@ -18,8 +18,8 @@ import (
 // the owner and works as them (header on every answer): a read, a contact
 // created whose event carries impersonator_id, a refund and a key refused
 // with nothing changed; one at a time; the tenant lists it; it ends at
-// expiry and on the grant's withdrawal (the next request 401), each end
-// an impersonation.deleted event.
+// expiry (ended by the sweeper, unasked) and on the grant's withdrawal
+// (the next request 401), each end an impersonation.deleted event.
 func walkImpersonation(t *testing.T, c *apptest.Cluster) {
 	f := newOrderFixture(t, c)
 	tn := f.tn
@@ -99,8 +99,10 @@ type impersonationCase struct {
 func walkImpersonationEnds(t *testing.T, c *apptest.Cluster, ic impersonationCase) {
 	tn, owner, op, opEmail, impID, start := ic.tn, ic.owner, ic.op, ic.opEmail, ic.impID, ic.start
 	// Expiry, on a short clock: the row's end is moved to the past (and the
-	// epoch, as any change does), and the very next request is 401.
+	// epoch, as any change does). The sweeper ends it and writes its event
+	// with no request by the operator; the very next request is 401.
 	expire(t, c, impID)
+	awaitEventCount(t, c, tn.ID, "impersonation.deleted", 1)
 	asUser(t, c, "GET", tPath(tn.ID, "/contacts"), op, nil).Expect(t, http.StatusUnauthorized)
 	asUser(t, c, "GET", "/api/admin/impersonations/current", op, nil).Expect(t, http.StatusNotFound)
 
@@ -203,6 +205,19 @@ func eventCount(t *testing.T, c *apptest.Cluster, tenantID, event string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// awaitEventCount waits until the tenant has want audit rows of event
+// (the impersonation sweeper runs every 100 ms in staffCluster).
+func awaitEventCount(t *testing.T, c *apptest.Cluster, tenantID, event string, want int) {
+	t.Helper()
+	n := eventCount(t, c, tenantID, event)
+	for deadline := time.Now().Add(30 * time.Second); n != want && time.Now().Before(deadline); n = eventCount(t, c, tenantID, event) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n != want {
+		t.Fatalf("%d %s events, want %d", n, event, want)
+	}
 }
 
 // impersonatedRows lists the tenant's audit rows that name an

@@ -25,7 +25,7 @@ const staffPublicURL = "https://donors.example.org"
 func staffCluster(t *testing.T, pit *mailtest.Server, split bool) *apptest.Cluster {
 	return apptest.Start(t, apptest.Options{Split: split, Settings: map[string]string{
 		"ALMONER_SMTP_URL": pit.SMTPURL, "ALMONER_MAIL_INTERVAL": "20ms", "ALMONER_PUBLIC_URL": staffPublicURL,
-		"ALMONER_ARGON2_MEMORY_KIB": "64", "ALMONER_ARGON2_TIME": "1",
+		"ALMONER_ARGON2_MEMORY_KIB": "64", "ALMONER_ARGON2_TIME": "1", "ALMONER_IMPERSONATION_SWEEP": "100ms",
 	}})
 }
 

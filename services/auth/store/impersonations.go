@@ -308,3 +308,56 @@ func (s *Store) EndImpersonationFor(ctx context.Context, id uuid.UUID, reason st
 	}
 	return nil
 }
+
+// sweepReason is impersonation.EndReason in SQL, over i (the
+// impersonation), o (its operator) and a (the tenant's grant, if any) at
+// $1: why the impersonation no longer holds, or NULL while it does.
+const sweepReason = `CASE
+	WHEN i.expires_at <= $1 THEN '` + EndExpired + `'
+	WHEN a.until IS NULL OR a.until <= $1 THEN '` + EndGrantWithdrawn + `'
+	WHEN o.platform_role IS NULL THEN '` + EndOperatorRemoved + `'
+	WHEN NOT EXISTS (SELECT 1 FROM auth.memberships m JOIN auth.tenants t ON t.id = m.tenant_id
+		WHERE m.tenant_id = i.tenant_id AND m.user_id = i.user_id AND m.status = 'active' AND t.active) THEN '` + EndUserDeactivated + `'
+	END`
+
+// SweepImpersonations ends, in one transaction, up to limit open
+// impersonations that no longer hold at now, each with the reason a
+// request would have found (impersonation.EndReason): expired, the grant
+// run out or gone, the operator or the user deactivated. It returns how
+// many it ended. Rows another transaction holds are skipped, so replicas
+// sweeping at once end each one once; a request ending the same row
+// waits for the lock and then finds it ended.
+func (s *Store) SweepImpersonations(ctx context.Context, now time.Time, limit int) (int, error) {
+	var n int
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT i.id, `+sweepReason+` FROM auth.impersonations i
+			JOIN auth.users o ON o.id = i.operator_id LEFT JOIN auth.support_access a ON a.tenant_id = i.tenant_id
+			WHERE i.ended_at IS NULL AND (`+sweepReason+`) IS NOT NULL
+			ORDER BY i.expires_at, i.id LIMIT $2 FOR UPDATE OF i SKIP LOCKED`, now, limit)
+		if err != nil {
+			return wrapDB(err, "find impersonations to end")
+		}
+		byReason := map[string][]uuid.UUID{}
+		var id uuid.UUID
+		var reason string
+		if _, err := pgx.ForEachRow(rows, []any{&id, &reason}, func() error {
+			byReason[reason] = append(byReason[reason], id)
+			n++
+			return nil
+		}); err != nil {
+			return wrapDB(err, "find impersonations to end")
+		}
+		for _, reason := range []string{EndExpired, EndGrantWithdrawn, EndOperatorRemoved, EndUserDeactivated} {
+			if ids := byReason[reason]; len(ids) > 0 {
+				if err := endImpersonations(ctx, tx, `id = ANY($1)`, reason, ids); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("auth: sweep impersonations: %w", err)
+	}
+	return n, nil
+}
