@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	contactsv1 "github.com/almoner/almoner/pkg/api/almoner/contacts/v1"
+	inventoryv1 "github.com/almoner/almoner/pkg/api/almoner/inventory/v1"
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
@@ -25,7 +26,8 @@ var (
 // MergeContacts merges the duplicate into the contact in the path, as a
 // forward-recovering saga (docs/merge.md): validate, authorize, record the
 // pending merge (store.BeginMerge), move the orders (orders
-// ContactMoveService), finish (store.FinishMerge).
+// ContactMoveService), move the shipments (inventory
+// ShipmentContactMoveService), finish (store.FinishMerge).
 func (c *contactServer) MergeContacts(ctx context.Context, req *contactsv1.MergeContactsRequest) (*contactsv1.MergeContactsResponse, error) {
 	p, tenant, err := authorize(ctx, req.GetTenantId(), scopes.ContactsMerge)
 	if err != nil {
@@ -92,22 +94,51 @@ func mergeError(err error) error {
 }
 
 // completeMerge runs the saga's steps after the pending row: the orders
-// service moves the duplicate's orders, schedules and saved methods (it
-// is idempotent by duplicate), then the rest moves and the duplicate
+// service moves the duplicate's orders, schedules and saved methods, the
+// inventory service its shipments (both idempotent by duplicate: a
+// repeat moves what is left), then the rest moves and the duplicate
 // becomes a tombstone. A failure leaves the merge pending; the request
 // may be sent again, and the recovery loop finishes it after
-// Config.MergeRecoveryAge anyway.
+// Config.MergeRecoveryAge anyway, repeating every step.
 func (s *Service) completeMerge(ctx context.Context, p authctx.Principal, m store.Merge) (store.Contact, error) {
-	mover, err := s.moveClient()
-	if err != nil {
+	callCtx := authctx.NewOutgoingContext(traceid.Forward(ctx), p)
+	if err := s.moveOrders(callCtx, m); err != nil {
 		return store.Contact{}, err
 	}
-	callCtx := authctx.NewOutgoingContext(traceid.Forward(ctx), p)
-	if _, err := mover.MoveContactRecords(callCtx, &ordersv1.MoveContactRecordsRequest{
-		TenantId: m.Tenant.String(), DuplicateId: m.Duplicate, SurvivorId: m.Survivor}); err != nil {
-		return store.Contact{}, fmt.Errorf("move the orders of contact %d: %w", m.Duplicate, err)
+	if err := s.moveShipments(callCtx, m); err != nil {
+		return store.Contact{}, err
 	}
 	return s.store.FinishMerge(ctx, m)
+}
+
+// moveOrders is the saga's orders step (orders ContactMoveService).
+func (s *Service) moveOrders(callCtx context.Context, m store.Merge) error {
+	mover, err := s.moveClient()
+	if err != nil {
+		return err
+	}
+	if _, err := mover.MoveContactRecords(callCtx, &ordersv1.MoveContactRecordsRequest{
+		TenantId: m.Tenant.String(), DuplicateId: m.Duplicate, SurvivorId: m.Survivor}); err != nil {
+		return fmt.Errorf("move the orders of contact %d: %w", m.Duplicate, err)
+	}
+	return nil
+}
+
+// moveShipments is the saga's shipments step (inventory
+// ShipmentContactMoveService). It runs after the orders step: the orders
+// outbox reads an order's contact when it creates the order's shipment,
+// so a shipment created after the orders moved names the survivor
+// already, and one created before is moved here.
+func (s *Service) moveShipments(callCtx context.Context, m store.Merge) error {
+	mover, err := s.shipmentMoveClient()
+	if err != nil {
+		return err
+	}
+	if _, err := mover.MoveContactShipments(callCtx, &inventoryv1.MoveContactShipmentsRequest{
+		TenantId: m.Tenant.String(), DuplicateId: m.Duplicate, SurvivorId: m.Survivor}); err != nil {
+		return fmt.Errorf("move the shipments of contact %d: %w", m.Duplicate, err)
+	}
+	return nil
 }
 
 // recoverMerges finishes the merges pending for longer than

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	contactsv1 "github.com/almoner/almoner/pkg/api/almoner/contacts/v1"
+	inventoryv1 "github.com/almoner/almoner/pkg/api/almoner/inventory/v1"
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
@@ -23,13 +24,37 @@ import (
 )
 
 // fakeMover is the orders service's ContactMoveService: it records the
-// calls and fails the first failures of them.
+// calls and fails the first failures of them. ships is the inventory
+// service's ShipmentContactMoveService.
 type fakeMover struct {
 	ordersv1.UnimplementedContactMoveServiceServer
 	mu       sync.Mutex
 	calls    []*ordersv1.MoveContactRecordsRequest
 	actors   []string
 	failures int
+	ships    fakeShipMover
+}
+
+// fakeShipMover records the calls and fails the first failures of them.
+type fakeShipMover struct {
+	inventoryv1.UnimplementedShipmentContactMoveServiceServer
+	mu       sync.Mutex
+	calls    []*inventoryv1.MoveContactShipmentsRequest
+	failures int
+}
+
+func (m *fakeShipMover) MoveContactShipments(ctx context.Context, req *inventoryv1.MoveContactShipmentsRequest) (*inventoryv1.MoveContactShipmentsResponse, error) {
+	if _, err := authctx.Require(ctx, req.GetTenantId(), scopes.ContactsMerge); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.failures > 0 {
+		m.failures--
+		return nil, apperr.Unavailable("inventory down", nil)
+	}
+	m.calls = append(m.calls, req)
+	return &inventoryv1.MoveContactShipmentsResponse{}, nil
 }
 
 func (m *fakeMover) MoveContactRecords(ctx context.Context, req *ordersv1.MoveContactRecordsRequest) (*ordersv1.MoveContactRecordsResponse, error) {
@@ -48,8 +73,8 @@ func (m *fakeMover) MoveContactRecords(ctx context.Context, req *ordersv1.MoveCo
 	return &ordersv1.MoveContactRecordsResponse{}, nil
 }
 
-// newMergeFixture is a fixture whose orders service is mover, reached
-// over gRPC with signed principals as the host wires it.
+// newMergeFixture is a fixture whose orders and inventory services are
+// mover, reached over gRPC with signed principals as the host wires it.
 func newMergeFixture(t *testing.T, mover *fakeMover) *fixture {
 	t.Helper()
 	f := newFixture(t, nil)
@@ -64,10 +89,11 @@ func newMergeFixture(t *testing.T, mover *fakeMover) *fixture {
 	discard := slog.New(slog.DiscardHandler)
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(apperr.UnaryServerInterceptor(discard), key.UnaryServerInterceptor(discard)))
 	ordersv1.RegisterContactMoveServiceServer(srv, mover)
+	inventoryv1.RegisterShipmentContactMoveServiceServer(srv, &mover.ships)
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)
 	svc := New(f.pool, Config{}, nil, func(name string) (grpc.ClientConnInterface, error) {
-		if name != OrdersService {
+		if name != OrdersService && name != InventoryService {
 			return nil, fmt.Errorf("no %s", name)
 		}
 		return dialClosedAtEnd(t, lis.Addr().String(), key)
@@ -128,6 +154,9 @@ func TestMerge(t *testing.T) {
 		mover.actors[0] != "api-key:ak_test_fixture" {
 		t.Errorf("orders moves: %v by %v", mover.calls, mover.actors)
 	}
+	if sc := mover.ships.calls; len(sc) != 1 || sc[0].GetDuplicateId() != dup.GetId() || sc[0].GetSurvivorId() != survivor.GetId() || sc[0].GetTenantId() != f.tenant {
+		t.Errorf("shipment moves: %v", sc)
+	}
 	// The tombstone: 404 naming the survivor, everywhere.
 	want := fmt.Sprint(survivor.GetId())
 	_, err = f.cs.GetContact(f.as(), &contactsv1.GetContactRequest{TenantId: f.tenant, ContactId: dup.GetId()})
@@ -156,8 +185,9 @@ func TestMerge(t *testing.T) {
 	}
 	checkMergeAudit(t, f, survivor.GetId(), dup.GetId(), spouse.GetId())
 	// Sent again, the same merge answers the survivor; nothing moves twice.
-	if again, err := f.merge(f.as(scopes.ContactsMerge), survivor.GetId(), dup.GetId(), nil); err != nil || again.GetFirstName() != "Janet" || len(mover.calls) != 1 {
-		t.Errorf("repeated merge: %v %v, %d moves", again, err, len(mover.calls))
+	if again, err := f.merge(f.as(scopes.ContactsMerge), survivor.GetId(), dup.GetId(), nil); err != nil || again.GetFirstName() != "Janet" ||
+		len(mover.calls) != 1 || len(mover.ships.calls) != 1 {
+		t.Errorf("repeated merge: %v %v, %d moves, %d shipment moves", again, err, len(mover.calls), len(mover.ships.calls))
 	}
 }
 
@@ -253,6 +283,32 @@ func TestMergeRecovery(t *testing.T) {
 	}
 	if n := f.count(t, `SELECT count(*) FROM contacts.merges WHERE tenant_id = $1 AND state = 'pending'`, f.tenant); n != 0 {
 		t.Errorf("%d merges still pending", n)
+	}
+}
+
+// TestMergeResumesAfterShipments: the inventory service fails after the
+// orders moved; the merge stays pending, and sending the request again
+// repeats the orders step (harmless: it is idempotent) and finishes.
+func TestMergeResumesAfterShipments(t *testing.T) {
+	mover := &fakeMover{ships: fakeShipMover{failures: 1}}
+	f := newMergeFixture(t, mover)
+	a, b := f.create(t, jane()), f.create(t, jane())
+	if _, err := f.merge(f.as(scopes.ContactsMerge), a.GetId(), b.GetId(), nil); code(err) != codes.Unavailable {
+		t.Fatalf("merge with inventory down: %v", err)
+	}
+	f.get(t, b.GetId()) // still a live contact
+	if n := f.count(t, `SELECT count(*) FROM contacts.merges WHERE tenant_id = $1 AND state = 'pending'`, f.tenant); n != 1 {
+		t.Fatalf("%d merges pending, want 1", n)
+	}
+	got, err := f.merge(f.as(scopes.ContactsMerge), a.GetId(), b.GetId(), nil)
+	if err != nil || got.GetId() != a.GetId() {
+		t.Fatalf("merge sent again: %v, %v", got, err)
+	}
+	if len(mover.calls) != 2 || len(mover.ships.calls) != 1 || mover.ships.calls[0].GetDuplicateId() != b.GetId() {
+		t.Errorf("orders moves %d (want 2), shipment moves %v", len(mover.calls), mover.ships.calls)
+	}
+	if _, err := f.cs.GetContact(f.as(), &contactsv1.GetContactRequest{TenantId: f.tenant, ContactId: b.GetId()}); mergedInto(err) != fmt.Sprint(a.GetId()) {
+		t.Errorf("after the resumed merge: %v", err)
 	}
 }
 

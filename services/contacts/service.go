@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 
 	contactsv1 "github.com/almoner/almoner/pkg/api/almoner/contacts/v1"
+	inventoryv1 "github.com/almoner/almoner/pkg/api/almoner/inventory/v1"
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
 	"github.com/almoner/almoner/pkg/audit"
 	"github.com/almoner/almoner/pkg/db"
@@ -30,6 +31,9 @@ const Name = "contacts"
 
 // OrdersService is the name the dashboard dials for giving figures.
 const OrdersService = "orders"
+
+// InventoryService is the name a merge dials to move shipments.
+const InventoryService = "inventory"
 
 // Config is the contacts service's configuration.
 type Config struct {
@@ -71,6 +75,8 @@ type Service struct {
 	limiter *ratelimit.Limiter
 	logger  *slog.Logger
 	orders  *service.Upstream // dialled on the first dashboard or merge
+	// inventory is dialled on the first merge.
+	inventory *service.Upstream
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -78,7 +84,8 @@ type Service struct {
 
 // New returns the contacts service on pool. dial reaches other services by
 // name (service.Deps.Dial); the orders service is dialled on the first
-// dashboard, so contacts starts even where orders is not configured.
+// dashboard and the inventory service on the first merge, so contacts
+// starts even where they are not configured.
 func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger, dial func(string) (grpc.ClientConnInterface, error)) *Service {
 	def := DefaultConfig()
 	if cfg.PruneInterval <= 0 {
@@ -99,7 +106,8 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger, dial func(string) 
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Service{cfg: cfg, store: store.New(pool), limiter: ratelimit.New(pool), logger: logger, orders: service.NewUpstream(dial, OrdersService)}
+	return &Service{cfg: cfg, store: store.New(pool), limiter: ratelimit.New(pool), logger: logger,
+		orders: service.NewUpstream(dial, OrdersService), inventory: service.NewUpstream(dial, InventoryService)}
 }
 
 // Register adds the service's gRPC servers to r.
@@ -170,6 +178,16 @@ func (s *Service) moveClient() (ordersv1.ContactMoveServiceClient, error) {
 		return nil, err
 	}
 	return ordersv1.NewContactMoveServiceClient(conn), nil
+}
+
+// shipmentMoveClient returns the inventory service's
+// ShipmentContactMoveService client.
+func (s *Service) shipmentMoveClient() (inventoryv1.ShipmentContactMoveServiceClient, error) {
+	conn, err := s.inventory.Conn()
+	if err != nil {
+		return nil, err
+	}
+	return inventoryv1.NewShipmentContactMoveServiceClient(conn), nil
 }
 
 // Module describes the contacts service to the binaries that host it.

@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -27,9 +28,9 @@ func mergePath(tenantID string, survivor any) string {
 	return contactPath(tenantID, survivor) + "/merge"
 }
 
-// TestMergeContacts: merging moves the duplicate's gifts and schedule to
-// the survivor (the dashboard counts every gift once, under the
-// survivor), the duplicate answers 404 with mergedInto and leaves the
+// TestMergeContacts: merging moves the duplicate's gifts, schedule and
+// shipment to the survivor (the dashboard counts every gift once, under
+// the survivor; the shipments list has the shipment), the duplicate answers 404 with mergedInto and leaves the
 // list, a later order for it lands on the survivor; in one process and
 // split.
 func TestMergeContacts(t *testing.T) {
@@ -61,6 +62,7 @@ func TestMergeContacts(t *testing.T) {
 			if n, total := giving(t, c, tn, dupID); n != 2 || total != 120 {
 				t.Errorf("duplicate before: %d gifts, %v", n, total)
 			}
+			shipment := dupShipment(t, f, dupID)
 
 			merged := c.Do(t, "POST", mergePath(tn.ID, survivor), tn.Key,
 				map[string]any{"duplicateId": dupID, "fieldChoices": map[string]any{"email": "duplicate", "notes": "duplicate"}}).
@@ -69,13 +71,14 @@ func TestMergeContacts(t *testing.T) {
 				len(merged["emails"].([]any)) != 2 || len(merged["phones"].([]any)) != 1 || fmt.Sprint(merged["tags"]) != "[donor]" {
 				t.Errorf("merged contact = %v", merged)
 			}
-			if n, total := giving(t, c, tn, survivor); n != 3 || total != 170 {
-				t.Errorf("survivor after: %d gifts, %v; want 3, 170", n, total)
+			if n, total := giving(t, c, tn, survivor); n != 4 || total != 195 { // with the tote order
+				t.Errorf("survivor after: %d gifts, %v; want 4, 195", n, total)
 			}
 			schedule := c.Do(t, "GET", tPath(tn.ID, "/recurring-donations/", sid), tn.Key, nil).Expect(t, http.StatusOK).Map(t)
 			if schedule["contactId"].(float64) != survivor {
 				t.Errorf("schedule's contact %v, want %v", schedule["contactId"], survivor)
 			}
+			mergedShipments(t, c, tn, survivor, dupID, shipment)
 
 			// The tombstone.
 			for _, path := range []string{contactPath(tn.ID, dupID), contactPath(tn.ID, dupID) + "/dashboard"} {
@@ -109,11 +112,55 @@ func TestMergeContacts(t *testing.T) {
 			if order["contactId"].(float64) != survivor {
 				t.Errorf("late order's contact %v, want %v", order["contactId"], survivor)
 			}
-			if n, _ := giving(t, c, tn, survivor); n != 4 {
-				t.Errorf("survivor after the late order: %d gifts, want 4", n)
+			if n, _ := giving(t, c, tn, survivor); n != 5 {
+				t.Errorf("survivor after the late order: %d gifts, want 5", n)
 			}
 		})
 	}
+}
+
+// dupShipment orders a tote shipped to the duplicate and checks that its
+// shipment lists under the duplicate; it returns the shipment's id.
+func dupShipment(t *testing.T, f orderFixture, dupID float64) string {
+	t.Helper()
+	body := map[string]any{
+		"contactId": dupID, "currency": "USD", "items": []any{map[string]any{"itemId": f.item, "quantity": 1}},
+		"shippingAddress": map[string]any{"line1": "2 Elm St", "city": "Springfield", "postalCode": "02134", "country": "US"},
+		"payments":        []any{map[string]any{"paymentMethod": "Cash", "amount": 25}},
+	}
+	id := f.c.Do(t, "POST", tPath(f.tn.ID, "/orders"), f.tn.Key, body).Expect(t, http.StatusCreated).Map(t)["id"].(string)
+	if ids := contactShipments(t, f.c, f.tn, dupID); len(ids) != 1 || ids[0] != id {
+		t.Fatalf("duplicate's shipments before the merge = %v, want [%s]", ids, id)
+	}
+	return id
+}
+
+// mergedShipments checks that the duplicate's shipment lists under the
+// survivor, names it, and that none names the tombstone.
+func mergedShipments(t *testing.T, c *apptest.Cluster, tn apptest.Tenant, survivor, dupID float64, shipment string) {
+	t.Helper()
+	if ids := contactShipments(t, c, tn, survivor); !slices.Contains(ids, shipment) {
+		t.Errorf("survivor's shipments %v miss the duplicate's %s", ids, shipment)
+	}
+	if ids := contactShipments(t, c, tn, dupID); len(ids) != 0 {
+		t.Errorf("shipments still naming the tombstone: %v", ids)
+	}
+	sh := c.Do(t, "GET", shipPath(tn.ID, "/", shipment), tn.Key, nil).Expect(t, http.StatusOK).Map(t)
+	if sh["contactId"] != survivor {
+		t.Errorf("shipment's contact %v, want %v", sh["contactId"], survivor)
+	}
+}
+
+// contactShipments lists the ids of a contact's shipments.
+func contactShipments(t *testing.T, c *apptest.Cluster, tn apptest.Tenant, contact float64) []string {
+	t.Helper()
+	var page struct{ Items []map[string]any }
+	c.Do(t, "GET", shipPath(tn.ID)+fmt.Sprintf("?contactId=%d", int64(contact)), tn.Key, nil).Expect(t, http.StatusOK).JSON(t, &page)
+	ids := make([]string, len(page.Items))
+	for i, it := range page.Items {
+		ids[i], _ = it["id"].(string)
+	}
+	return ids
 }
 
 // TestMergeContactsRefusals: the scope, another tenant's contact, merging

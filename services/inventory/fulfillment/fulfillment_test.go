@@ -52,12 +52,18 @@ func newEnv(t testing.TB, stock int32) env {
 // checkout and the orders outbox do.
 func (e env) order(t testing.TB, n int64, qty int32) uuid.UUID {
 	t.Helper()
+	return e.orderFor(t, n, qty, 1)
+}
+
+// orderFor is order for a given contact.
+func (e env) orderFor(t testing.TB, n int64, qty int32, contact int64) uuid.UUID {
+	t.Helper()
 	ctx := context.Background()
 	id := uuid.Must(uuid.NewV7())
 	if _, err := e.core.Reserve(ctx, e.tenant, id, []store.ReserveLine{{LineNumber: 1, ItemID: e.item.ID, Quantity: qty}}, actor); err != nil {
 		t.Fatal(err)
 	}
-	_, err := e.ships.Create(ctx, shipstore.NewShipment{TenantID: e.tenant, OrderID: id, OrderNumber: n, OrderDate: time.Now(), ContactID: 1,
+	_, err := e.ships.Create(ctx, shipstore.NewShipment{TenantID: e.tenant, OrderID: id, OrderNumber: n, OrderDate: time.Now(), ContactID: contact,
 		Address: shipstore.Address{Line1: "2 Elm St", City: "Springfield", PostalCode: "02134", Country: "US"}, LineNumbers: []int32{1}})
 	if err != nil {
 		t.Fatal(err)

@@ -19,7 +19,8 @@ import (
 	"github.com/almoner/almoner/services/inventory/store/shipstore"
 )
 
-// Server serves ShipmentService and ShipmentCreationService.
+// Server serves ShipmentService, ShipmentCreationService and
+// ShipmentContactMoveService.
 type Server struct {
 	inventoryv1.UnimplementedShipmentServiceServer
 	store *shipstore.Store
@@ -32,6 +33,13 @@ func New(st *shipstore.Store) *Server { return &Server{store: st} }
 func (s *Server) Register(r grpc.ServiceRegistrar) {
 	inventoryv1.RegisterShipmentServiceServer(r, s)
 	inventoryv1.RegisterShipmentCreationServiceServer(r, &creation{store: s.store})
+	inventoryv1.RegisterShipmentContactMoveServiceServer(r, s.ContactMover())
+}
+
+// ContactMover is the room's internal ShipmentContactMoveService, for the
+// contacts service's merge saga.
+func (s *Server) ContactMover() inventoryv1.ShipmentContactMoveServiceServer {
+	return &contactMove{store: s.store}
 }
 
 // ListShipments returns one page of the tenant's shipments.

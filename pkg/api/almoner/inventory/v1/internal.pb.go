@@ -788,6 +788,116 @@ func (x *ListOrderShipmentIdsResponse) GetShipmentIds() []string {
 	return nil
 }
 
+// MoveContactShipmentsRequest names the two contacts of a merge.
+type MoveContactShipmentsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the tenant; it must be the principal's.
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// DuplicateId is the contact merged away.
+	DuplicateId int64 `protobuf:"varint,2,opt,name=duplicate_id,json=duplicateId,proto3" json:"duplicate_id,omitempty"`
+	// SurvivorId is the contact that keeps everything.
+	SurvivorId    int64 `protobuf:"varint,3,opt,name=survivor_id,json=survivorId,proto3" json:"survivor_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveContactShipmentsRequest) Reset() {
+	*x = MoveContactShipmentsRequest{}
+	mi := &file_almoner_inventory_v1_internal_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveContactShipmentsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveContactShipmentsRequest) ProtoMessage() {}
+
+func (x *MoveContactShipmentsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_inventory_v1_internal_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveContactShipmentsRequest.ProtoReflect.Descriptor instead.
+func (*MoveContactShipmentsRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_inventory_v1_internal_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *MoveContactShipmentsRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *MoveContactShipmentsRequest) GetDuplicateId() int64 {
+	if x != nil {
+		return x.DuplicateId
+	}
+	return 0
+}
+
+func (x *MoveContactShipmentsRequest) GetSurvivorId() int64 {
+	if x != nil {
+		return x.SurvivorId
+	}
+	return 0
+}
+
+// MoveContactShipmentsResponse counts what moved.
+type MoveContactShipmentsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Shipments is the number of shipments this call moved.
+	Shipments     int64 `protobuf:"varint,1,opt,name=shipments,proto3" json:"shipments,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveContactShipmentsResponse) Reset() {
+	*x = MoveContactShipmentsResponse{}
+	mi := &file_almoner_inventory_v1_internal_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveContactShipmentsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveContactShipmentsResponse) ProtoMessage() {}
+
+func (x *MoveContactShipmentsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_inventory_v1_internal_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveContactShipmentsResponse.ProtoReflect.Descriptor instead.
+func (*MoveContactShipmentsResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_inventory_v1_internal_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *MoveContactShipmentsResponse) GetShipments() int64 {
+	if x != nil {
+		return x.Shipments
+	}
+	return 0
+}
+
 var File_almoner_inventory_v1_internal_proto protoreflect.FileDescriptor
 
 const file_almoner_inventory_v1_internal_proto_rawDesc = "" +
@@ -851,13 +961,22 @@ const file_almoner_inventory_v1_internal_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x19\n" +
 	"\border_id\x18\x02 \x01(\tR\aorderId\"A\n" +
 	"\x1cListOrderShipmentIdsResponse\x12!\n" +
-	"\fshipment_ids\x18\x01 \x03(\tR\vshipmentIds2\xe7\x01\n" +
+	"\fshipment_ids\x18\x01 \x03(\tR\vshipmentIds\"~\n" +
+	"\x1bMoveContactShipmentsRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12!\n" +
+	"\fduplicate_id\x18\x02 \x01(\x03R\vduplicateId\x12\x1f\n" +
+	"\vsurvivor_id\x18\x03 \x01(\x03R\n" +
+	"survivorId\"<\n" +
+	"\x1cMoveContactShipmentsResponse\x12\x1c\n" +
+	"\tshipments\x18\x01 \x01(\x03R\tshipments2\xe7\x01\n" +
 	"\x17StockReservationService\x12e\n" +
 	"\fReserveStock\x12).almoner.inventory.v1.ReserveStockRequest\x1a*.almoner.inventory.v1.ReserveStockResponse\x12e\n" +
 	"\fReleaseStock\x12).almoner.inventory.v1.ReleaseStockRequest\x1a*.almoner.inventory.v1.ReleaseStockResponse2\x94\x02\n" +
 	"\x17ShipmentCreationService\x12z\n" +
 	"\x13CreateOrderShipment\x120.almoner.inventory.v1.CreateOrderShipmentRequest\x1a1.almoner.inventory.v1.CreateOrderShipmentResponse\x12}\n" +
-	"\x14ListOrderShipmentIds\x121.almoner.inventory.v1.ListOrderShipmentIdsRequest\x1a2.almoner.inventory.v1.ListOrderShipmentIdsResponseBEZCgithub.com/almoner/almoner/pkg/api/almoner/inventory/v1;inventoryv1b\x06proto3"
+	"\x14ListOrderShipmentIds\x121.almoner.inventory.v1.ListOrderShipmentIdsRequest\x1a2.almoner.inventory.v1.ListOrderShipmentIdsResponse2\x9b\x01\n" +
+	"\x1aShipmentContactMoveService\x12}\n" +
+	"\x14MoveContactShipments\x121.almoner.inventory.v1.MoveContactShipmentsRequest\x1a2.almoner.inventory.v1.MoveContactShipmentsResponseBEZCgithub.com/almoner/almoner/pkg/api/almoner/inventory/v1;inventoryv1b\x06proto3"
 
 var (
 	file_almoner_inventory_v1_internal_proto_rawDescOnce sync.Once
@@ -871,7 +990,7 @@ func file_almoner_inventory_v1_internal_proto_rawDescGZIP() []byte {
 	return file_almoner_inventory_v1_internal_proto_rawDescData
 }
 
-var file_almoner_inventory_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_almoner_inventory_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_almoner_inventory_v1_internal_proto_goTypes = []any{
 	(*ReserveStockRequest)(nil),          // 0: almoner.inventory.v1.ReserveStockRequest
 	(*ReserveStockLine)(nil),             // 1: almoner.inventory.v1.ReserveStockLine
@@ -884,28 +1003,32 @@ var file_almoner_inventory_v1_internal_proto_goTypes = []any{
 	(*CreateOrderShipmentResponse)(nil),  // 8: almoner.inventory.v1.CreateOrderShipmentResponse
 	(*ListOrderShipmentIdsRequest)(nil),  // 9: almoner.inventory.v1.ListOrderShipmentIdsRequest
 	(*ListOrderShipmentIdsResponse)(nil), // 10: almoner.inventory.v1.ListOrderShipmentIdsResponse
-	(*v1.Decimal)(nil),                   // 11: almoner.type.v1.Decimal
-	(*timestamppb.Timestamp)(nil),        // 12: google.protobuf.Timestamp
-	(*ShippingAddress)(nil),              // 13: almoner.inventory.v1.ShippingAddress
+	(*MoveContactShipmentsRequest)(nil),  // 11: almoner.inventory.v1.MoveContactShipmentsRequest
+	(*MoveContactShipmentsResponse)(nil), // 12: almoner.inventory.v1.MoveContactShipmentsResponse
+	(*v1.Decimal)(nil),                   // 13: almoner.type.v1.Decimal
+	(*timestamppb.Timestamp)(nil),        // 14: google.protobuf.Timestamp
+	(*ShippingAddress)(nil),              // 15: almoner.inventory.v1.ShippingAddress
 }
 var file_almoner_inventory_v1_internal_proto_depIdxs = []int32{
 	1,  // 0: almoner.inventory.v1.ReserveStockRequest.items:type_name -> almoner.inventory.v1.ReserveStockLine
 	3,  // 1: almoner.inventory.v1.ReserveStockResponse.items:type_name -> almoner.inventory.v1.ReservedLine
-	11, // 2: almoner.inventory.v1.ReservedLine.unit_price:type_name -> almoner.type.v1.Decimal
-	11, // 3: almoner.inventory.v1.ReservedLine.fair_market_value:type_name -> almoner.type.v1.Decimal
+	13, // 2: almoner.inventory.v1.ReservedLine.unit_price:type_name -> almoner.type.v1.Decimal
+	13, // 3: almoner.inventory.v1.ReservedLine.fair_market_value:type_name -> almoner.type.v1.Decimal
 	6,  // 4: almoner.inventory.v1.ReleaseStockResponse.lines:type_name -> almoner.inventory.v1.ReleasedLine
-	12, // 5: almoner.inventory.v1.CreateOrderShipmentRequest.order_date:type_name -> google.protobuf.Timestamp
-	13, // 6: almoner.inventory.v1.CreateOrderShipmentRequest.shipping_address:type_name -> almoner.inventory.v1.ShippingAddress
+	14, // 5: almoner.inventory.v1.CreateOrderShipmentRequest.order_date:type_name -> google.protobuf.Timestamp
+	15, // 6: almoner.inventory.v1.CreateOrderShipmentRequest.shipping_address:type_name -> almoner.inventory.v1.ShippingAddress
 	0,  // 7: almoner.inventory.v1.StockReservationService.ReserveStock:input_type -> almoner.inventory.v1.ReserveStockRequest
 	4,  // 8: almoner.inventory.v1.StockReservationService.ReleaseStock:input_type -> almoner.inventory.v1.ReleaseStockRequest
 	7,  // 9: almoner.inventory.v1.ShipmentCreationService.CreateOrderShipment:input_type -> almoner.inventory.v1.CreateOrderShipmentRequest
 	9,  // 10: almoner.inventory.v1.ShipmentCreationService.ListOrderShipmentIds:input_type -> almoner.inventory.v1.ListOrderShipmentIdsRequest
-	2,  // 11: almoner.inventory.v1.StockReservationService.ReserveStock:output_type -> almoner.inventory.v1.ReserveStockResponse
-	5,  // 12: almoner.inventory.v1.StockReservationService.ReleaseStock:output_type -> almoner.inventory.v1.ReleaseStockResponse
-	8,  // 13: almoner.inventory.v1.ShipmentCreationService.CreateOrderShipment:output_type -> almoner.inventory.v1.CreateOrderShipmentResponse
-	10, // 14: almoner.inventory.v1.ShipmentCreationService.ListOrderShipmentIds:output_type -> almoner.inventory.v1.ListOrderShipmentIdsResponse
-	11, // [11:15] is the sub-list for method output_type
-	7,  // [7:11] is the sub-list for method input_type
+	11, // 11: almoner.inventory.v1.ShipmentContactMoveService.MoveContactShipments:input_type -> almoner.inventory.v1.MoveContactShipmentsRequest
+	2,  // 12: almoner.inventory.v1.StockReservationService.ReserveStock:output_type -> almoner.inventory.v1.ReserveStockResponse
+	5,  // 13: almoner.inventory.v1.StockReservationService.ReleaseStock:output_type -> almoner.inventory.v1.ReleaseStockResponse
+	8,  // 14: almoner.inventory.v1.ShipmentCreationService.CreateOrderShipment:output_type -> almoner.inventory.v1.CreateOrderShipmentResponse
+	10, // 15: almoner.inventory.v1.ShipmentCreationService.ListOrderShipmentIds:output_type -> almoner.inventory.v1.ListOrderShipmentIdsResponse
+	12, // 16: almoner.inventory.v1.ShipmentContactMoveService.MoveContactShipments:output_type -> almoner.inventory.v1.MoveContactShipmentsResponse
+	12, // [12:17] is the sub-list for method output_type
+	7,  // [7:12] is the sub-list for method input_type
 	7,  // [7:7] is the sub-list for extension type_name
 	7,  // [7:7] is the sub-list for extension extendee
 	0,  // [0:7] is the sub-list for field type_name
@@ -923,9 +1046,9 @@ func file_almoner_inventory_v1_internal_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_almoner_inventory_v1_internal_proto_rawDesc), len(file_almoner_inventory_v1_internal_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   13,
 			NumExtensions: 0,
-			NumServices:   2,
+			NumServices:   3,
 		},
 		GoTypes:           file_almoner_inventory_v1_internal_proto_goTypes,
 		DependencyIndexes: file_almoner_inventory_v1_internal_proto_depIdxs,

@@ -343,3 +343,126 @@ var ShipmentCreationService_ServiceDesc = grpc.ServiceDesc{
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "almoner/inventory/v1/internal.proto",
 }
+
+const (
+	ShipmentContactMoveService_MoveContactShipments_FullMethodName = "/almoner.inventory.v1.ShipmentContactMoveService/MoveContactShipments"
+)
+
+// ShipmentContactMoveServiceClient is the client API for ShipmentContactMoveService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// ShipmentContactMoveService moves a contact's shipments to another
+// contact, for a merge of duplicate contacts: the contacts service's merge
+// saga calls it after the orders service's ContactMoveService. It is
+// internal: the gateway never maps it to REST. Calls carry the caller's
+// principal, which needs `contacts:merge`.
+type ShipmentContactMoveServiceClient interface {
+	// MoveContactShipments moves every shipment of the duplicate to the
+	// survivor in one transaction, with a shipment.updated audit row per
+	// shipment naming the contactId change. Idempotent: a repeated call
+	// moves what is left (none).
+	MoveContactShipments(ctx context.Context, in *MoveContactShipmentsRequest, opts ...grpc.CallOption) (*MoveContactShipmentsResponse, error)
+}
+
+type shipmentContactMoveServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewShipmentContactMoveServiceClient(cc grpc.ClientConnInterface) ShipmentContactMoveServiceClient {
+	return &shipmentContactMoveServiceClient{cc}
+}
+
+func (c *shipmentContactMoveServiceClient) MoveContactShipments(ctx context.Context, in *MoveContactShipmentsRequest, opts ...grpc.CallOption) (*MoveContactShipmentsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MoveContactShipmentsResponse)
+	err := c.cc.Invoke(ctx, ShipmentContactMoveService_MoveContactShipments_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ShipmentContactMoveServiceServer is the server API for ShipmentContactMoveService service.
+// All implementations must embed UnimplementedShipmentContactMoveServiceServer
+// for forward compatibility.
+//
+// ShipmentContactMoveService moves a contact's shipments to another
+// contact, for a merge of duplicate contacts: the contacts service's merge
+// saga calls it after the orders service's ContactMoveService. It is
+// internal: the gateway never maps it to REST. Calls carry the caller's
+// principal, which needs `contacts:merge`.
+type ShipmentContactMoveServiceServer interface {
+	// MoveContactShipments moves every shipment of the duplicate to the
+	// survivor in one transaction, with a shipment.updated audit row per
+	// shipment naming the contactId change. Idempotent: a repeated call
+	// moves what is left (none).
+	MoveContactShipments(context.Context, *MoveContactShipmentsRequest) (*MoveContactShipmentsResponse, error)
+	mustEmbedUnimplementedShipmentContactMoveServiceServer()
+}
+
+// UnimplementedShipmentContactMoveServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedShipmentContactMoveServiceServer struct{}
+
+func (UnimplementedShipmentContactMoveServiceServer) MoveContactShipments(context.Context, *MoveContactShipmentsRequest) (*MoveContactShipmentsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method MoveContactShipments not implemented")
+}
+func (UnimplementedShipmentContactMoveServiceServer) mustEmbedUnimplementedShipmentContactMoveServiceServer() {
+}
+func (UnimplementedShipmentContactMoveServiceServer) testEmbeddedByValue() {}
+
+// UnsafeShipmentContactMoveServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to ShipmentContactMoveServiceServer will
+// result in compilation errors.
+type UnsafeShipmentContactMoveServiceServer interface {
+	mustEmbedUnimplementedShipmentContactMoveServiceServer()
+}
+
+func RegisterShipmentContactMoveServiceServer(s grpc.ServiceRegistrar, srv ShipmentContactMoveServiceServer) {
+	// If the following call panics, it indicates UnimplementedShipmentContactMoveServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&ShipmentContactMoveService_ServiceDesc, srv)
+}
+
+func _ShipmentContactMoveService_MoveContactShipments_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MoveContactShipmentsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ShipmentContactMoveServiceServer).MoveContactShipments(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ShipmentContactMoveService_MoveContactShipments_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ShipmentContactMoveServiceServer).MoveContactShipments(ctx, req.(*MoveContactShipmentsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// ShipmentContactMoveService_ServiceDesc is the grpc.ServiceDesc for ShipmentContactMoveService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var ShipmentContactMoveService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "almoner.inventory.v1.ShipmentContactMoveService",
+	HandlerType: (*ShipmentContactMoveServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "MoveContactShipments",
+			Handler:    _ShipmentContactMoveService_MoveContactShipments_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "almoner/inventory/v1/internal.proto",
+}
