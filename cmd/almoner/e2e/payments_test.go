@@ -303,6 +303,11 @@ func TestStripeNotificationsRefused(t *testing.T) {
 	if got["orderStatus"] != "Pending" {
 		t.Errorf("order after refused notifications = %v", got["orderStatus"])
 	}
+	// The four refusals that name the tenant are counted for the
+	// operations log (the unknown slug names none), in one row of the hour.
+	if n := refusedNotifications(t, c, st.tn.ID, "bad_signature"); n != 4 {
+		t.Errorf("refused notifications counted %d, want 4", n)
+	}
 	// An event for a charge the tenant does not know: 200, logged.
 	stranger, err := fake.Settle(chargeOutsideAlmoner(t, fake, st.secretKey))
 	if err != nil {
@@ -381,4 +386,29 @@ func TestStripeProduction(t *testing.T) {
 	if reqs := chargesOf(fake, o["id"].(string)); len(reqs) != 1 || reqs[0].SecretKey != live {
 		t.Errorf("live charge = %+v", reqs)
 	}
+}
+
+// refusedNotifications sums the tenant's refused notifications of reason
+// as the operations log reads them (orders.operations_v1 over the rows).
+func refusedNotifications(t *testing.T, c *apptest.Cluster, tenantID, reason string) int {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), c.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n, rows int
+	if err := conn.QueryRow(context.Background(), `SELECT coalesce(sum(count), 0), count(*) FROM orders.refused_notifications
+		WHERE tenant_id = $1 AND reason = $2`, tenantID, reason).Scan(&n, &rows); err != nil {
+		t.Fatal(err)
+	}
+	var viewed int
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM orders.operations_v1
+		WHERE tenant_id = $1 AND kind = 'processor_notification_refused' AND detail LIKE '%' || $2 || '%'`, tenantID, reason).Scan(&viewed); err != nil {
+		t.Fatal(err)
+	}
+	if viewed != rows {
+		t.Errorf("operations_v1 shows %d refusal rows of %d", viewed, rows)
+	}
+	return n
 }

@@ -12,22 +12,23 @@ import (
 // The platform's operations log (docs/operators.md): each kind is read
 // from where it is already recorded — auth's own tables and the audit
 // log, and for other services' work the operations_v1 view each owner
-// publishes (imports, reports, webhooks), so auth reads no table of
+// publishes (imports, orders, reports, webhooks), so auth reads no table of
 // another service.
 
 // Operation kinds.
 const (
-	OpImport             = "import"
-	OpTaxStatementRun    = "tax_statement_run"
-	OpLetterRun          = "letter_run"
-	OpWebhookAutoDisable = "webhook_auto_disable"
-	OpTenantCreated      = "tenant_created"
-	OpTenantDeactivated  = "tenant_deactivated"
-	OpImpersonation      = "impersonation"
+	OpImport              = "import"
+	OpTaxStatementRun     = "tax_statement_run"
+	OpLetterRun           = "letter_run"
+	OpWebhookAutoDisable  = "webhook_auto_disable"
+	OpNotificationRefused = "processor_notification_refused"
+	OpTenantCreated       = "tenant_created"
+	OpTenantDeactivated   = "tenant_deactivated"
+	OpImpersonation       = "impersonation"
 )
 
 // OperationKinds are the kinds the log reads, in documentation order.
-var OperationKinds = []string{OpImport, OpTaxStatementRun, OpLetterRun, OpWebhookAutoDisable, OpTenantCreated, OpTenantDeactivated, OpImpersonation}
+var OperationKinds = []string{OpImport, OpTaxStatementRun, OpLetterRun, OpWebhookAutoDisable, OpNotificationRefused, OpTenantCreated, OpTenantDeactivated, OpImpersonation}
 
 // Operation is one row of the log.
 type Operation struct {
@@ -53,6 +54,8 @@ const operationsSQL = `
 		SELECT id, tenant_id, kind, status, started_at, finished_at, detail FROM reports.operations_v1
 		UNION ALL
 		SELECT id, tenant_id, kind, status, started_at, finished_at, detail FROM webhooks.operations_v1
+		UNION ALL
+		SELECT id, tenant_id, kind, status, started_at, finished_at, detail FROM orders.operations_v1
 		UNION ALL
 		SELECT id::text, id, 'tenant_created', 'succeeded', created_at, created_at, slug
 		FROM auth.tenants

@@ -61,18 +61,36 @@ func (n *Server) ReceiveStripeEvent(ctx context.Context, req *ordersv1.ReceiveSt
 	ev, err := stripeproc.ParseEvent(req.GetPayload(), req.GetSignature(), target.WebhookSecret)
 	switch {
 	case errors.Is(err, processor.ErrBadSignature):
+		n.refused(ctx, target.TenantID, eventstore.RefusedBadSignature)
 		return nil, errBadNotification
 	case err != nil:
 		// Signed by the tenant's account but without what its type needs:
 		// answered 2xx, because Stripe would otherwise send it again for
 		// days, and logged for the operator.
 		n.logger.WarnContext(ctx, "processor event cannot be applied", "tenant_id", target.TenantID, "error", err)
+		n.refused(ctx, target.TenantID, eventstore.RefusedUnappliable)
 		return &ordersv1.ReceiveStripeEventResponse{Received: true}, nil
 	}
 	if err := n.Apply(ctx, target.TenantID, ev); err != nil {
+		if errors.Is(err, store.ErrChangeInProgress) {
+			n.refused(ctx, target.TenantID, eventstore.RefusedChangeInProgress)
+		}
 		return nil, err
 	}
 	return &ordersv1.ReceiveStripeEventResponse{Received: true}, nil
+}
+
+// refused counts a refused notification for the operations log
+// (docs/operators.md). A failure to count is logged, never the answer:
+// the processor is told what it would have been told.
+func (n *Server) refused(ctx context.Context, tenantID, reason string) {
+	tid, err := uuid.Parse(tenantID)
+	if err == nil {
+		err = n.store.RecordRefusal(ctx, tid, tenantproc.ProviderStripe, reason, n.now())
+	}
+	if err != nil {
+		n.logger.ErrorContext(ctx, "count a refused processor notification", "tenant_id", tenantID, "reason", reason, "error", err)
+	}
 }
 
 // settlements maps what an event means to what it does to a payment.

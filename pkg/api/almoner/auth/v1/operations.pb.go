@@ -32,7 +32,8 @@ type Operation struct {
 	// TenantId is the tenant it was for.
 	TenantId string `protobuf:"bytes,2,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
 	// Kind is `import`, `tax_statement_run`, `letter_run`, `webhook_auto_disable`,
-	// `tenant_created`, `tenant_deactivated` or `impersonation`.
+	// `processor_notification_refused`, `tenant_created`, `tenant_deactivated`
+	// or `impersonation`.
 	Kind string `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
 	// Status is the kind's own status (`succeeded`, `running`, `ended`, …).
 	Status string `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
