@@ -547,6 +547,116 @@ func (x *ValidateKeyResponse) GetDefaultCurrency() string {
 	return ""
 }
 
+// GetMembershipRequest names a tenant and a user.
+type GetMembershipRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TenantId is the tenant's id.
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// UserId is the user's id.
+	UserId        string `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetMembershipRequest) Reset() {
+	*x = GetMembershipRequest{}
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetMembershipRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetMembershipRequest) ProtoMessage() {}
+
+func (x *GetMembershipRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetMembershipRequest.ProtoReflect.Descriptor instead.
+func (*GetMembershipRequest) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *GetMembershipRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *GetMembershipRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+// GetMembershipResponse is the user's membership in the tenant.
+type GetMembershipResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Member is whether the user has a membership (of any status).
+	Member bool `protobuf:"varint,1,opt,name=member,proto3" json:"member,omitempty"`
+	// Status is invited, active or deactivated; empty when member is false.
+	Status        string `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetMembershipResponse) Reset() {
+	*x = GetMembershipResponse{}
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetMembershipResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetMembershipResponse) ProtoMessage() {}
+
+func (x *GetMembershipResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetMembershipResponse.ProtoReflect.Descriptor instead.
+func (*GetMembershipResponse) Descriptor() ([]byte, []int) {
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *GetMembershipResponse) GetMember() bool {
+	if x != nil {
+		return x.Member
+	}
+	return false
+}
+
+func (x *GetMembershipResponse) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
 // TenantProcessor is a tenant's payment processor configuration as
 // operators see it: never a key.
 type TenantProcessor struct {
@@ -569,7 +679,7 @@ type TenantProcessor struct {
 
 func (x *TenantProcessor) Reset() {
 	*x = TenantProcessor{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[7]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -581,7 +691,7 @@ func (x *TenantProcessor) String() string {
 func (*TenantProcessor) ProtoMessage() {}
 
 func (x *TenantProcessor) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[7]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -594,7 +704,7 @@ func (x *TenantProcessor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantProcessor.ProtoReflect.Descriptor instead.
 func (*TenantProcessor) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{7}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TenantProcessor) GetTenantId() string {
@@ -651,7 +761,7 @@ type SetTenantProcessorRequest struct {
 
 func (x *SetTenantProcessorRequest) Reset() {
 	*x = SetTenantProcessorRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[8]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -663,7 +773,7 @@ func (x *SetTenantProcessorRequest) String() string {
 func (*SetTenantProcessorRequest) ProtoMessage() {}
 
 func (x *SetTenantProcessorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[8]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -676,7 +786,7 @@ func (x *SetTenantProcessorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantProcessorRequest.ProtoReflect.Descriptor instead.
 func (*SetTenantProcessorRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{8}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SetTenantProcessorRequest) GetTenantId() string {
@@ -718,7 +828,7 @@ type SetTenantProcessorResponse struct {
 
 func (x *SetTenantProcessorResponse) Reset() {
 	*x = SetTenantProcessorResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[9]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -730,7 +840,7 @@ func (x *SetTenantProcessorResponse) String() string {
 func (*SetTenantProcessorResponse) ProtoMessage() {}
 
 func (x *SetTenantProcessorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[9]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -743,7 +853,7 @@ func (x *SetTenantProcessorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantProcessorResponse.ProtoReflect.Descriptor instead.
 func (*SetTenantProcessorResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{9}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SetTenantProcessorResponse) GetProcessor() *TenantProcessor {
@@ -764,7 +874,7 @@ type GetTenantProcessorRequest struct {
 
 func (x *GetTenantProcessorRequest) Reset() {
 	*x = GetTenantProcessorRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[10]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -776,7 +886,7 @@ func (x *GetTenantProcessorRequest) String() string {
 func (*GetTenantProcessorRequest) ProtoMessage() {}
 
 func (x *GetTenantProcessorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[10]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -789,7 +899,7 @@ func (x *GetTenantProcessorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTenantProcessorRequest.ProtoReflect.Descriptor instead.
 func (*GetTenantProcessorRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{10}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetTenantProcessorRequest) GetTenantId() string {
@@ -811,7 +921,7 @@ type GetTenantProcessorResponse struct {
 
 func (x *GetTenantProcessorResponse) Reset() {
 	*x = GetTenantProcessorResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[11]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -823,7 +933,7 @@ func (x *GetTenantProcessorResponse) String() string {
 func (*GetTenantProcessorResponse) ProtoMessage() {}
 
 func (x *GetTenantProcessorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[11]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -836,7 +946,7 @@ func (x *GetTenantProcessorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTenantProcessorResponse.ProtoReflect.Descriptor instead.
 func (*GetTenantProcessorResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{11}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetTenantProcessorResponse) GetProcessor() *TenantProcessor {
@@ -857,7 +967,7 @@ type ClearTenantProcessorRequest struct {
 
 func (x *ClearTenantProcessorRequest) Reset() {
 	*x = ClearTenantProcessorRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[12]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -869,7 +979,7 @@ func (x *ClearTenantProcessorRequest) String() string {
 func (*ClearTenantProcessorRequest) ProtoMessage() {}
 
 func (x *ClearTenantProcessorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[12]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -882,7 +992,7 @@ func (x *ClearTenantProcessorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClearTenantProcessorRequest.ProtoReflect.Descriptor instead.
 func (*ClearTenantProcessorRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{12}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ClearTenantProcessorRequest) GetTenantId() string {
@@ -903,7 +1013,7 @@ type ClearTenantProcessorResponse struct {
 
 func (x *ClearTenantProcessorResponse) Reset() {
 	*x = ClearTenantProcessorResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[13]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -915,7 +1025,7 @@ func (x *ClearTenantProcessorResponse) String() string {
 func (*ClearTenantProcessorResponse) ProtoMessage() {}
 
 func (x *ClearTenantProcessorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[13]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -928,7 +1038,7 @@ func (x *ClearTenantProcessorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClearTenantProcessorResponse.ProtoReflect.Descriptor instead.
 func (*ClearTenantProcessorResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{13}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ClearTenantProcessorResponse) GetProcessor() *TenantProcessor {
@@ -953,7 +1063,7 @@ type GetProcessorCredentialsRequest struct {
 
 func (x *GetProcessorCredentialsRequest) Reset() {
 	*x = GetProcessorCredentialsRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[14]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -965,7 +1075,7 @@ func (x *GetProcessorCredentialsRequest) String() string {
 func (*GetProcessorCredentialsRequest) ProtoMessage() {}
 
 func (x *GetProcessorCredentialsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[14]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -978,7 +1088,7 @@ func (x *GetProcessorCredentialsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetProcessorCredentialsRequest.ProtoReflect.Descriptor instead.
 func (*GetProcessorCredentialsRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{14}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetProcessorCredentialsRequest) GetTenantId() string {
@@ -1020,7 +1130,7 @@ type GetProcessorCredentialsResponse struct {
 
 func (x *GetProcessorCredentialsResponse) Reset() {
 	*x = GetProcessorCredentialsResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[15]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1032,7 +1142,7 @@ func (x *GetProcessorCredentialsResponse) String() string {
 func (*GetProcessorCredentialsResponse) ProtoMessage() {}
 
 func (x *GetProcessorCredentialsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[15]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1045,7 +1155,7 @@ func (x *GetProcessorCredentialsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetProcessorCredentialsResponse.ProtoReflect.Descriptor instead.
 func (*GetProcessorCredentialsResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{15}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetProcessorCredentialsResponse) GetTenantId() string {
@@ -1124,7 +1234,7 @@ type Tenant struct {
 
 func (x *Tenant) Reset() {
 	*x = Tenant{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[16]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1136,7 +1246,7 @@ func (x *Tenant) String() string {
 func (*Tenant) ProtoMessage() {}
 
 func (x *Tenant) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[16]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1149,7 +1259,7 @@ func (x *Tenant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tenant.ProtoReflect.Descriptor instead.
 func (*Tenant) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{16}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Tenant) GetId() string {
@@ -1225,7 +1335,7 @@ type CreateTenantRequest struct {
 
 func (x *CreateTenantRequest) Reset() {
 	*x = CreateTenantRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[17]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1237,7 +1347,7 @@ func (x *CreateTenantRequest) String() string {
 func (*CreateTenantRequest) ProtoMessage() {}
 
 func (x *CreateTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[17]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1250,7 +1360,7 @@ func (x *CreateTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTenantRequest.ProtoReflect.Descriptor instead.
 func (*CreateTenantRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{17}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CreateTenantRequest) GetName() string {
@@ -1292,7 +1402,7 @@ type CreateTenantResponse struct {
 
 func (x *CreateTenantResponse) Reset() {
 	*x = CreateTenantResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[18]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1304,7 +1414,7 @@ func (x *CreateTenantResponse) String() string {
 func (*CreateTenantResponse) ProtoMessage() {}
 
 func (x *CreateTenantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[18]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1317,7 +1427,7 @@ func (x *CreateTenantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTenantResponse.ProtoReflect.Descriptor instead.
 func (*CreateTenantResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{18}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CreateTenantResponse) GetTenant() *Tenant {
@@ -1338,7 +1448,7 @@ type GetTenantRequest struct {
 
 func (x *GetTenantRequest) Reset() {
 	*x = GetTenantRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[19]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1350,7 +1460,7 @@ func (x *GetTenantRequest) String() string {
 func (*GetTenantRequest) ProtoMessage() {}
 
 func (x *GetTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[19]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1363,7 +1473,7 @@ func (x *GetTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTenantRequest.ProtoReflect.Descriptor instead.
 func (*GetTenantRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{19}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetTenantRequest) GetTenantId() string {
@@ -1384,7 +1494,7 @@ type GetTenantResponse struct {
 
 func (x *GetTenantResponse) Reset() {
 	*x = GetTenantResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[20]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1396,7 +1506,7 @@ func (x *GetTenantResponse) String() string {
 func (*GetTenantResponse) ProtoMessage() {}
 
 func (x *GetTenantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[20]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1409,7 +1519,7 @@ func (x *GetTenantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTenantResponse.ProtoReflect.Descriptor instead.
 func (*GetTenantResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{20}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetTenantResponse) GetTenant() *Tenant {
@@ -1434,7 +1544,7 @@ type SetTenantFeatureRequest struct {
 
 func (x *SetTenantFeatureRequest) Reset() {
 	*x = SetTenantFeatureRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[21]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1446,7 +1556,7 @@ func (x *SetTenantFeatureRequest) String() string {
 func (*SetTenantFeatureRequest) ProtoMessage() {}
 
 func (x *SetTenantFeatureRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[21]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1459,7 +1569,7 @@ func (x *SetTenantFeatureRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantFeatureRequest.ProtoReflect.Descriptor instead.
 func (*SetTenantFeatureRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{21}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SetTenantFeatureRequest) GetTenantId() string {
@@ -1494,7 +1604,7 @@ type SetTenantFeatureResponse struct {
 
 func (x *SetTenantFeatureResponse) Reset() {
 	*x = SetTenantFeatureResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[22]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1506,7 +1616,7 @@ func (x *SetTenantFeatureResponse) String() string {
 func (*SetTenantFeatureResponse) ProtoMessage() {}
 
 func (x *SetTenantFeatureResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[22]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1519,7 +1629,7 @@ func (x *SetTenantFeatureResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantFeatureResponse.ProtoReflect.Descriptor instead.
 func (*SetTenantFeatureResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{22}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SetTenantFeatureResponse) GetTenant() *Tenant {
@@ -1542,7 +1652,7 @@ type SetTenantActiveRequest struct {
 
 func (x *SetTenantActiveRequest) Reset() {
 	*x = SetTenantActiveRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[23]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1554,7 +1664,7 @@ func (x *SetTenantActiveRequest) String() string {
 func (*SetTenantActiveRequest) ProtoMessage() {}
 
 func (x *SetTenantActiveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[23]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1567,7 +1677,7 @@ func (x *SetTenantActiveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantActiveRequest.ProtoReflect.Descriptor instead.
 func (*SetTenantActiveRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{23}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SetTenantActiveRequest) GetTenantId() string {
@@ -1595,7 +1705,7 @@ type SetTenantActiveResponse struct {
 
 func (x *SetTenantActiveResponse) Reset() {
 	*x = SetTenantActiveResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[24]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1607,7 +1717,7 @@ func (x *SetTenantActiveResponse) String() string {
 func (*SetTenantActiveResponse) ProtoMessage() {}
 
 func (x *SetTenantActiveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[24]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1620,7 +1730,7 @@ func (x *SetTenantActiveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantActiveResponse.ProtoReflect.Descriptor instead.
 func (*SetTenantActiveResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{24}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SetTenantActiveResponse) GetTenant() *Tenant {
@@ -1647,7 +1757,7 @@ type CreateKeyRequest struct {
 
 func (x *CreateKeyRequest) Reset() {
 	*x = CreateKeyRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[25]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1659,7 +1769,7 @@ func (x *CreateKeyRequest) String() string {
 func (*CreateKeyRequest) ProtoMessage() {}
 
 func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[25]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1672,7 +1782,7 @@ func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyRequest.ProtoReflect.Descriptor instead.
 func (*CreateKeyRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{25}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CreateKeyRequest) GetTenantId() string {
@@ -1714,7 +1824,7 @@ type CreateKeyResponse struct {
 
 func (x *CreateKeyResponse) Reset() {
 	*x = CreateKeyResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[26]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1726,7 +1836,7 @@ func (x *CreateKeyResponse) String() string {
 func (*CreateKeyResponse) ProtoMessage() {}
 
 func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[26]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1739,7 +1849,7 @@ func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyResponse.ProtoReflect.Descriptor instead.
 func (*CreateKeyResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{26}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CreateKeyResponse) GetApiKey() *CreatedApiKey {
@@ -1764,7 +1874,7 @@ type InviteUserRequest struct {
 
 func (x *InviteUserRequest) Reset() {
 	*x = InviteUserRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[27]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1776,7 +1886,7 @@ func (x *InviteUserRequest) String() string {
 func (*InviteUserRequest) ProtoMessage() {}
 
 func (x *InviteUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[27]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1789,7 +1899,7 @@ func (x *InviteUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InviteUserRequest.ProtoReflect.Descriptor instead.
 func (*InviteUserRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{27}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *InviteUserRequest) GetTenantId() string {
@@ -1827,7 +1937,7 @@ type InviteUserResponse struct {
 
 func (x *InviteUserResponse) Reset() {
 	*x = InviteUserResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[28]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1839,7 +1949,7 @@ func (x *InviteUserResponse) String() string {
 func (*InviteUserResponse) ProtoMessage() {}
 
 func (x *InviteUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[28]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1852,7 +1962,7 @@ func (x *InviteUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InviteUserResponse.ProtoReflect.Descriptor instead.
 func (*InviteUserResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{28}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *InviteUserResponse) GetUserId() string {
@@ -1884,7 +1994,7 @@ type ListTenantsRequest struct {
 
 func (x *ListTenantsRequest) Reset() {
 	*x = ListTenantsRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[29]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1896,7 +2006,7 @@ func (x *ListTenantsRequest) String() string {
 func (*ListTenantsRequest) ProtoMessage() {}
 
 func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[29]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1909,7 +2019,7 @@ func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTenantsRequest.ProtoReflect.Descriptor instead.
 func (*ListTenantsRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{29}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListTenantsRequest) GetQ() string {
@@ -1950,7 +2060,7 @@ type ListTenantsResponse struct {
 
 func (x *ListTenantsResponse) Reset() {
 	*x = ListTenantsResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[30]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1962,7 +2072,7 @@ func (x *ListTenantsResponse) String() string {
 func (*ListTenantsResponse) ProtoMessage() {}
 
 func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[30]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1975,7 +2085,7 @@ func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTenantsResponse.ProtoReflect.Descriptor instead.
 func (*ListTenantsResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{30}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListTenantsResponse) GetItems() []*Tenant {
@@ -2019,7 +2129,7 @@ type SetTenantFeaturesRequest struct {
 
 func (x *SetTenantFeaturesRequest) Reset() {
 	*x = SetTenantFeaturesRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[31]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2031,7 +2141,7 @@ func (x *SetTenantFeaturesRequest) String() string {
 func (*SetTenantFeaturesRequest) ProtoMessage() {}
 
 func (x *SetTenantFeaturesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[31]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2044,7 +2154,7 @@ func (x *SetTenantFeaturesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantFeaturesRequest.ProtoReflect.Descriptor instead.
 func (*SetTenantFeaturesRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{31}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SetTenantFeaturesRequest) GetTenantId() string {
@@ -2072,7 +2182,7 @@ type SetTenantFeaturesResponse struct {
 
 func (x *SetTenantFeaturesResponse) Reset() {
 	*x = SetTenantFeaturesResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[32]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2084,7 +2194,7 @@ func (x *SetTenantFeaturesResponse) String() string {
 func (*SetTenantFeaturesResponse) ProtoMessage() {}
 
 func (x *SetTenantFeaturesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[32]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2097,7 +2207,7 @@ func (x *SetTenantFeaturesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantFeaturesResponse.ProtoReflect.Descriptor instead.
 func (*SetTenantFeaturesResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{32}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SetTenantFeaturesResponse) GetTenant() *Tenant {
@@ -2118,7 +2228,7 @@ type DeactivateTenantRequest struct {
 
 func (x *DeactivateTenantRequest) Reset() {
 	*x = DeactivateTenantRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[33]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2130,7 +2240,7 @@ func (x *DeactivateTenantRequest) String() string {
 func (*DeactivateTenantRequest) ProtoMessage() {}
 
 func (x *DeactivateTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[33]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2143,7 +2253,7 @@ func (x *DeactivateTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeactivateTenantRequest.ProtoReflect.Descriptor instead.
 func (*DeactivateTenantRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{33}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *DeactivateTenantRequest) GetTenantId() string {
@@ -2164,7 +2274,7 @@ type DeactivateTenantResponse struct {
 
 func (x *DeactivateTenantResponse) Reset() {
 	*x = DeactivateTenantResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[34]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2176,7 +2286,7 @@ func (x *DeactivateTenantResponse) String() string {
 func (*DeactivateTenantResponse) ProtoMessage() {}
 
 func (x *DeactivateTenantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[34]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2189,7 +2299,7 @@ func (x *DeactivateTenantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeactivateTenantResponse.ProtoReflect.Descriptor instead.
 func (*DeactivateTenantResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{34}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *DeactivateTenantResponse) GetTenant() *Tenant {
@@ -2210,7 +2320,7 @@ type ActivateTenantRequest struct {
 
 func (x *ActivateTenantRequest) Reset() {
 	*x = ActivateTenantRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[35]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2222,7 +2332,7 @@ func (x *ActivateTenantRequest) String() string {
 func (*ActivateTenantRequest) ProtoMessage() {}
 
 func (x *ActivateTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[35]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2235,7 +2345,7 @@ func (x *ActivateTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateTenantRequest.ProtoReflect.Descriptor instead.
 func (*ActivateTenantRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{35}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ActivateTenantRequest) GetTenantId() string {
@@ -2256,7 +2366,7 @@ type ActivateTenantResponse struct {
 
 func (x *ActivateTenantResponse) Reset() {
 	*x = ActivateTenantResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[36]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2268,7 +2378,7 @@ func (x *ActivateTenantResponse) String() string {
 func (*ActivateTenantResponse) ProtoMessage() {}
 
 func (x *ActivateTenantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[36]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2281,7 +2391,7 @@ func (x *ActivateTenantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateTenantResponse.ProtoReflect.Descriptor instead.
 func (*ActivateTenantResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{36}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ActivateTenantResponse) GetTenant() *Tenant {
@@ -2304,7 +2414,7 @@ type InviteOperatorRequest struct {
 
 func (x *InviteOperatorRequest) Reset() {
 	*x = InviteOperatorRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[37]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2316,7 +2426,7 @@ func (x *InviteOperatorRequest) String() string {
 func (*InviteOperatorRequest) ProtoMessage() {}
 
 func (x *InviteOperatorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[37]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2329,7 +2439,7 @@ func (x *InviteOperatorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InviteOperatorRequest.ProtoReflect.Descriptor instead.
 func (*InviteOperatorRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{37}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *InviteOperatorRequest) GetEmail() string {
@@ -2360,7 +2470,7 @@ type InviteOperatorResponse struct {
 
 func (x *InviteOperatorResponse) Reset() {
 	*x = InviteOperatorResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[38]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2372,7 +2482,7 @@ func (x *InviteOperatorResponse) String() string {
 func (*InviteOperatorResponse) ProtoMessage() {}
 
 func (x *InviteOperatorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[38]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2385,7 +2495,7 @@ func (x *InviteOperatorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InviteOperatorResponse.ProtoReflect.Descriptor instead.
 func (*InviteOperatorResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{38}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *InviteOperatorResponse) GetUserId() string {
@@ -2413,7 +2523,7 @@ type DeactivateOperatorRequest struct {
 
 func (x *DeactivateOperatorRequest) Reset() {
 	*x = DeactivateOperatorRequest{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[39]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2425,7 +2535,7 @@ func (x *DeactivateOperatorRequest) String() string {
 func (*DeactivateOperatorRequest) ProtoMessage() {}
 
 func (x *DeactivateOperatorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[39]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2438,7 +2548,7 @@ func (x *DeactivateOperatorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeactivateOperatorRequest.ProtoReflect.Descriptor instead.
 func (*DeactivateOperatorRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{39}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *DeactivateOperatorRequest) GetEmail() string {
@@ -2459,7 +2569,7 @@ type DeactivateOperatorResponse struct {
 
 func (x *DeactivateOperatorResponse) Reset() {
 	*x = DeactivateOperatorResponse{}
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[40]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2471,7 +2581,7 @@ func (x *DeactivateOperatorResponse) String() string {
 func (*DeactivateOperatorResponse) ProtoMessage() {}
 
 func (x *DeactivateOperatorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_auth_v1_internal_proto_msgTypes[40]
+	mi := &file_almoner_auth_v1_internal_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2484,7 +2594,7 @@ func (x *DeactivateOperatorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeactivateOperatorResponse.ProtoReflect.Descriptor instead.
 func (*DeactivateOperatorResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{40}
+	return file_almoner_auth_v1_internal_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *DeactivateOperatorResponse) GetUserId() string {
@@ -2538,7 +2648,13 @@ const file_almoner_auth_v1_internal_proto_rawDesc = "" +
 	"\bfeatures\x18\x05 \x03(\tR\bfeatures\x129\n" +
 	"\n" +
 	"expires_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12)\n" +
-	"\x10default_currency\x18\a \x01(\tR\x0fdefaultCurrency\"\x99\x01\n" +
+	"\x10default_currency\x18\a \x01(\tR\x0fdefaultCurrency\"L\n" +
+	"\x14GetMembershipRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x17\n" +
+	"\auser_id\x18\x02 \x01(\tR\x06userId\"G\n" +
+	"\x15GetMembershipResponse\x12\x16\n" +
+	"\x06member\x18\x01 \x01(\bR\x06member\x12\x16\n" +
+	"\x06status\x18\x02 \x01(\tR\x06status\"\x99\x01\n" +
 	"\x0fTenantProcessor\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1a\n" +
 	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x12\n" +
@@ -2690,7 +2806,9 @@ const file_almoner_auth_v1_internal_proto_rawDesc = "" +
 	"InviteUser\x12\".almoner.auth.v1.InviteUserRequest\x1a#.almoner.auth.v1.InviteUserResponse\x12m\n" +
 	"\x12SetTenantProcessor\x12*.almoner.auth.v1.SetTenantProcessorRequest\x1a+.almoner.auth.v1.SetTenantProcessorResponse\x12m\n" +
 	"\x12GetTenantProcessor\x12*.almoner.auth.v1.GetTenantProcessorRequest\x1a+.almoner.auth.v1.GetTenantProcessorResponse\x12s\n" +
-	"\x14ClearTenantProcessor\x12,.almoner.auth.v1.ClearTenantProcessorRequest\x1a-.almoner.auth.v1.ClearTenantProcessorResponse2\x9a\x01\n" +
+	"\x14ClearTenantProcessor\x12,.almoner.auth.v1.ClearTenantProcessorRequest\x1a-.almoner.auth.v1.ClearTenantProcessorResponse2s\n" +
+	"\x11MembershipService\x12^\n" +
+	"\rGetMembership\x12%.almoner.auth.v1.GetMembershipRequest\x1a&.almoner.auth.v1.GetMembershipResponse2\x9a\x01\n" +
 	"\x1aProcessorCredentialService\x12|\n" +
 	"\x17GetProcessorCredentials\x12/.almoner.auth.v1.GetProcessorCredentialsRequest\x1a0.almoner.auth.v1.GetProcessorCredentialsResponseB;Z9github.com/almoner/almoner/pkg/api/almoner/auth/v1;authv1b\x06proto3"
 
@@ -2706,7 +2824,7 @@ func file_almoner_auth_v1_internal_proto_rawDescGZIP() []byte {
 	return file_almoner_auth_v1_internal_proto_rawDescData
 }
 
-var file_almoner_auth_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_almoner_auth_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_almoner_auth_v1_internal_proto_goTypes = []any{
 	(*GetValidationEpochRequest)(nil),       // 0: almoner.auth.v1.GetValidationEpochRequest
 	(*KeyUse)(nil),                          // 1: almoner.auth.v1.KeyUse
@@ -2715,107 +2833,111 @@ var file_almoner_auth_v1_internal_proto_goTypes = []any{
 	(*ValidateSessionResponse)(nil),         // 4: almoner.auth.v1.ValidateSessionResponse
 	(*ValidateKeyRequest)(nil),              // 5: almoner.auth.v1.ValidateKeyRequest
 	(*ValidateKeyResponse)(nil),             // 6: almoner.auth.v1.ValidateKeyResponse
-	(*TenantProcessor)(nil),                 // 7: almoner.auth.v1.TenantProcessor
-	(*SetTenantProcessorRequest)(nil),       // 8: almoner.auth.v1.SetTenantProcessorRequest
-	(*SetTenantProcessorResponse)(nil),      // 9: almoner.auth.v1.SetTenantProcessorResponse
-	(*GetTenantProcessorRequest)(nil),       // 10: almoner.auth.v1.GetTenantProcessorRequest
-	(*GetTenantProcessorResponse)(nil),      // 11: almoner.auth.v1.GetTenantProcessorResponse
-	(*ClearTenantProcessorRequest)(nil),     // 12: almoner.auth.v1.ClearTenantProcessorRequest
-	(*ClearTenantProcessorResponse)(nil),    // 13: almoner.auth.v1.ClearTenantProcessorResponse
-	(*GetProcessorCredentialsRequest)(nil),  // 14: almoner.auth.v1.GetProcessorCredentialsRequest
-	(*GetProcessorCredentialsResponse)(nil), // 15: almoner.auth.v1.GetProcessorCredentialsResponse
-	(*Tenant)(nil),                          // 16: almoner.auth.v1.Tenant
-	(*CreateTenantRequest)(nil),             // 17: almoner.auth.v1.CreateTenantRequest
-	(*CreateTenantResponse)(nil),            // 18: almoner.auth.v1.CreateTenantResponse
-	(*GetTenantRequest)(nil),                // 19: almoner.auth.v1.GetTenantRequest
-	(*GetTenantResponse)(nil),               // 20: almoner.auth.v1.GetTenantResponse
-	(*SetTenantFeatureRequest)(nil),         // 21: almoner.auth.v1.SetTenantFeatureRequest
-	(*SetTenantFeatureResponse)(nil),        // 22: almoner.auth.v1.SetTenantFeatureResponse
-	(*SetTenantActiveRequest)(nil),          // 23: almoner.auth.v1.SetTenantActiveRequest
-	(*SetTenantActiveResponse)(nil),         // 24: almoner.auth.v1.SetTenantActiveResponse
-	(*CreateKeyRequest)(nil),                // 25: almoner.auth.v1.CreateKeyRequest
-	(*CreateKeyResponse)(nil),               // 26: almoner.auth.v1.CreateKeyResponse
-	(*InviteUserRequest)(nil),               // 27: almoner.auth.v1.InviteUserRequest
-	(*InviteUserResponse)(nil),              // 28: almoner.auth.v1.InviteUserResponse
-	(*ListTenantsRequest)(nil),              // 29: almoner.auth.v1.ListTenantsRequest
-	(*ListTenantsResponse)(nil),             // 30: almoner.auth.v1.ListTenantsResponse
-	(*SetTenantFeaturesRequest)(nil),        // 31: almoner.auth.v1.SetTenantFeaturesRequest
-	(*SetTenantFeaturesResponse)(nil),       // 32: almoner.auth.v1.SetTenantFeaturesResponse
-	(*DeactivateTenantRequest)(nil),         // 33: almoner.auth.v1.DeactivateTenantRequest
-	(*DeactivateTenantResponse)(nil),        // 34: almoner.auth.v1.DeactivateTenantResponse
-	(*ActivateTenantRequest)(nil),           // 35: almoner.auth.v1.ActivateTenantRequest
-	(*ActivateTenantResponse)(nil),          // 36: almoner.auth.v1.ActivateTenantResponse
-	(*InviteOperatorRequest)(nil),           // 37: almoner.auth.v1.InviteOperatorRequest
-	(*InviteOperatorResponse)(nil),          // 38: almoner.auth.v1.InviteOperatorResponse
-	(*DeactivateOperatorRequest)(nil),       // 39: almoner.auth.v1.DeactivateOperatorRequest
-	(*DeactivateOperatorResponse)(nil),      // 40: almoner.auth.v1.DeactivateOperatorResponse
-	nil,                                     // 41: almoner.auth.v1.SetTenantFeaturesRequest.FeaturesEntry
-	(*timestamppb.Timestamp)(nil),           // 42: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),             // 43: google.protobuf.Duration
-	(*CreatedApiKey)(nil),                   // 44: almoner.auth.v1.CreatedApiKey
+	(*GetMembershipRequest)(nil),            // 7: almoner.auth.v1.GetMembershipRequest
+	(*GetMembershipResponse)(nil),           // 8: almoner.auth.v1.GetMembershipResponse
+	(*TenantProcessor)(nil),                 // 9: almoner.auth.v1.TenantProcessor
+	(*SetTenantProcessorRequest)(nil),       // 10: almoner.auth.v1.SetTenantProcessorRequest
+	(*SetTenantProcessorResponse)(nil),      // 11: almoner.auth.v1.SetTenantProcessorResponse
+	(*GetTenantProcessorRequest)(nil),       // 12: almoner.auth.v1.GetTenantProcessorRequest
+	(*GetTenantProcessorResponse)(nil),      // 13: almoner.auth.v1.GetTenantProcessorResponse
+	(*ClearTenantProcessorRequest)(nil),     // 14: almoner.auth.v1.ClearTenantProcessorRequest
+	(*ClearTenantProcessorResponse)(nil),    // 15: almoner.auth.v1.ClearTenantProcessorResponse
+	(*GetProcessorCredentialsRequest)(nil),  // 16: almoner.auth.v1.GetProcessorCredentialsRequest
+	(*GetProcessorCredentialsResponse)(nil), // 17: almoner.auth.v1.GetProcessorCredentialsResponse
+	(*Tenant)(nil),                          // 18: almoner.auth.v1.Tenant
+	(*CreateTenantRequest)(nil),             // 19: almoner.auth.v1.CreateTenantRequest
+	(*CreateTenantResponse)(nil),            // 20: almoner.auth.v1.CreateTenantResponse
+	(*GetTenantRequest)(nil),                // 21: almoner.auth.v1.GetTenantRequest
+	(*GetTenantResponse)(nil),               // 22: almoner.auth.v1.GetTenantResponse
+	(*SetTenantFeatureRequest)(nil),         // 23: almoner.auth.v1.SetTenantFeatureRequest
+	(*SetTenantFeatureResponse)(nil),        // 24: almoner.auth.v1.SetTenantFeatureResponse
+	(*SetTenantActiveRequest)(nil),          // 25: almoner.auth.v1.SetTenantActiveRequest
+	(*SetTenantActiveResponse)(nil),         // 26: almoner.auth.v1.SetTenantActiveResponse
+	(*CreateKeyRequest)(nil),                // 27: almoner.auth.v1.CreateKeyRequest
+	(*CreateKeyResponse)(nil),               // 28: almoner.auth.v1.CreateKeyResponse
+	(*InviteUserRequest)(nil),               // 29: almoner.auth.v1.InviteUserRequest
+	(*InviteUserResponse)(nil),              // 30: almoner.auth.v1.InviteUserResponse
+	(*ListTenantsRequest)(nil),              // 31: almoner.auth.v1.ListTenantsRequest
+	(*ListTenantsResponse)(nil),             // 32: almoner.auth.v1.ListTenantsResponse
+	(*SetTenantFeaturesRequest)(nil),        // 33: almoner.auth.v1.SetTenantFeaturesRequest
+	(*SetTenantFeaturesResponse)(nil),       // 34: almoner.auth.v1.SetTenantFeaturesResponse
+	(*DeactivateTenantRequest)(nil),         // 35: almoner.auth.v1.DeactivateTenantRequest
+	(*DeactivateTenantResponse)(nil),        // 36: almoner.auth.v1.DeactivateTenantResponse
+	(*ActivateTenantRequest)(nil),           // 37: almoner.auth.v1.ActivateTenantRequest
+	(*ActivateTenantResponse)(nil),          // 38: almoner.auth.v1.ActivateTenantResponse
+	(*InviteOperatorRequest)(nil),           // 39: almoner.auth.v1.InviteOperatorRequest
+	(*InviteOperatorResponse)(nil),          // 40: almoner.auth.v1.InviteOperatorResponse
+	(*DeactivateOperatorRequest)(nil),       // 41: almoner.auth.v1.DeactivateOperatorRequest
+	(*DeactivateOperatorResponse)(nil),      // 42: almoner.auth.v1.DeactivateOperatorResponse
+	nil,                                     // 43: almoner.auth.v1.SetTenantFeaturesRequest.FeaturesEntry
+	(*timestamppb.Timestamp)(nil),           // 44: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),             // 45: google.protobuf.Duration
+	(*CreatedApiKey)(nil),                   // 46: almoner.auth.v1.CreatedApiKey
 }
 var file_almoner_auth_v1_internal_proto_depIdxs = []int32{
 	1,  // 0: almoner.auth.v1.GetValidationEpochRequest.key_uses:type_name -> almoner.auth.v1.KeyUse
-	42, // 1: almoner.auth.v1.KeyUse.used_at:type_name -> google.protobuf.Timestamp
-	43, // 2: almoner.auth.v1.GetValidationEpochResponse.cache_window:type_name -> google.protobuf.Duration
-	42, // 3: almoner.auth.v1.ValidateSessionResponse.expires_at:type_name -> google.protobuf.Timestamp
-	42, // 4: almoner.auth.v1.ValidateKeyResponse.expires_at:type_name -> google.protobuf.Timestamp
-	7,  // 5: almoner.auth.v1.SetTenantProcessorResponse.processor:type_name -> almoner.auth.v1.TenantProcessor
-	7,  // 6: almoner.auth.v1.GetTenantProcessorResponse.processor:type_name -> almoner.auth.v1.TenantProcessor
-	7,  // 7: almoner.auth.v1.ClearTenantProcessorResponse.processor:type_name -> almoner.auth.v1.TenantProcessor
-	42, // 8: almoner.auth.v1.Tenant.created_at:type_name -> google.protobuf.Timestamp
-	42, // 9: almoner.auth.v1.Tenant.events_since:type_name -> google.protobuf.Timestamp
-	16, // 10: almoner.auth.v1.CreateTenantResponse.tenant:type_name -> almoner.auth.v1.Tenant
-	16, // 11: almoner.auth.v1.GetTenantResponse.tenant:type_name -> almoner.auth.v1.Tenant
-	16, // 12: almoner.auth.v1.SetTenantFeatureResponse.tenant:type_name -> almoner.auth.v1.Tenant
-	16, // 13: almoner.auth.v1.SetTenantActiveResponse.tenant:type_name -> almoner.auth.v1.Tenant
-	42, // 14: almoner.auth.v1.CreateKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	44, // 15: almoner.auth.v1.CreateKeyResponse.api_key:type_name -> almoner.auth.v1.CreatedApiKey
-	16, // 16: almoner.auth.v1.ListTenantsResponse.items:type_name -> almoner.auth.v1.Tenant
-	41, // 17: almoner.auth.v1.SetTenantFeaturesRequest.features:type_name -> almoner.auth.v1.SetTenantFeaturesRequest.FeaturesEntry
-	16, // 18: almoner.auth.v1.SetTenantFeaturesResponse.tenant:type_name -> almoner.auth.v1.Tenant
-	16, // 19: almoner.auth.v1.DeactivateTenantResponse.tenant:type_name -> almoner.auth.v1.Tenant
-	16, // 20: almoner.auth.v1.ActivateTenantResponse.tenant:type_name -> almoner.auth.v1.Tenant
+	44, // 1: almoner.auth.v1.KeyUse.used_at:type_name -> google.protobuf.Timestamp
+	45, // 2: almoner.auth.v1.GetValidationEpochResponse.cache_window:type_name -> google.protobuf.Duration
+	44, // 3: almoner.auth.v1.ValidateSessionResponse.expires_at:type_name -> google.protobuf.Timestamp
+	44, // 4: almoner.auth.v1.ValidateKeyResponse.expires_at:type_name -> google.protobuf.Timestamp
+	9,  // 5: almoner.auth.v1.SetTenantProcessorResponse.processor:type_name -> almoner.auth.v1.TenantProcessor
+	9,  // 6: almoner.auth.v1.GetTenantProcessorResponse.processor:type_name -> almoner.auth.v1.TenantProcessor
+	9,  // 7: almoner.auth.v1.ClearTenantProcessorResponse.processor:type_name -> almoner.auth.v1.TenantProcessor
+	44, // 8: almoner.auth.v1.Tenant.created_at:type_name -> google.protobuf.Timestamp
+	44, // 9: almoner.auth.v1.Tenant.events_since:type_name -> google.protobuf.Timestamp
+	18, // 10: almoner.auth.v1.CreateTenantResponse.tenant:type_name -> almoner.auth.v1.Tenant
+	18, // 11: almoner.auth.v1.GetTenantResponse.tenant:type_name -> almoner.auth.v1.Tenant
+	18, // 12: almoner.auth.v1.SetTenantFeatureResponse.tenant:type_name -> almoner.auth.v1.Tenant
+	18, // 13: almoner.auth.v1.SetTenantActiveResponse.tenant:type_name -> almoner.auth.v1.Tenant
+	44, // 14: almoner.auth.v1.CreateKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	46, // 15: almoner.auth.v1.CreateKeyResponse.api_key:type_name -> almoner.auth.v1.CreatedApiKey
+	18, // 16: almoner.auth.v1.ListTenantsResponse.items:type_name -> almoner.auth.v1.Tenant
+	43, // 17: almoner.auth.v1.SetTenantFeaturesRequest.features:type_name -> almoner.auth.v1.SetTenantFeaturesRequest.FeaturesEntry
+	18, // 18: almoner.auth.v1.SetTenantFeaturesResponse.tenant:type_name -> almoner.auth.v1.Tenant
+	18, // 19: almoner.auth.v1.DeactivateTenantResponse.tenant:type_name -> almoner.auth.v1.Tenant
+	18, // 20: almoner.auth.v1.ActivateTenantResponse.tenant:type_name -> almoner.auth.v1.Tenant
 	5,  // 21: almoner.auth.v1.KeyValidationService.ValidateKey:input_type -> almoner.auth.v1.ValidateKeyRequest
 	0,  // 22: almoner.auth.v1.KeyValidationService.GetValidationEpoch:input_type -> almoner.auth.v1.GetValidationEpochRequest
 	3,  // 23: almoner.auth.v1.KeyValidationService.ValidateSession:input_type -> almoner.auth.v1.ValidateSessionRequest
-	17, // 24: almoner.auth.v1.TenantAdminService.CreateTenant:input_type -> almoner.auth.v1.CreateTenantRequest
-	19, // 25: almoner.auth.v1.TenantAdminService.GetTenant:input_type -> almoner.auth.v1.GetTenantRequest
-	29, // 26: almoner.auth.v1.TenantAdminService.ListTenants:input_type -> almoner.auth.v1.ListTenantsRequest
-	31, // 27: almoner.auth.v1.TenantAdminService.SetTenantFeatures:input_type -> almoner.auth.v1.SetTenantFeaturesRequest
-	33, // 28: almoner.auth.v1.TenantAdminService.DeactivateTenant:input_type -> almoner.auth.v1.DeactivateTenantRequest
-	35, // 29: almoner.auth.v1.TenantAdminService.ActivateTenant:input_type -> almoner.auth.v1.ActivateTenantRequest
-	37, // 30: almoner.auth.v1.TenantAdminService.InviteOperator:input_type -> almoner.auth.v1.InviteOperatorRequest
-	39, // 31: almoner.auth.v1.TenantAdminService.DeactivateOperator:input_type -> almoner.auth.v1.DeactivateOperatorRequest
-	21, // 32: almoner.auth.v1.TenantAdminService.SetTenantFeature:input_type -> almoner.auth.v1.SetTenantFeatureRequest
-	23, // 33: almoner.auth.v1.TenantAdminService.SetTenantActive:input_type -> almoner.auth.v1.SetTenantActiveRequest
-	25, // 34: almoner.auth.v1.TenantAdminService.CreateKey:input_type -> almoner.auth.v1.CreateKeyRequest
-	27, // 35: almoner.auth.v1.TenantAdminService.InviteUser:input_type -> almoner.auth.v1.InviteUserRequest
-	8,  // 36: almoner.auth.v1.TenantAdminService.SetTenantProcessor:input_type -> almoner.auth.v1.SetTenantProcessorRequest
-	10, // 37: almoner.auth.v1.TenantAdminService.GetTenantProcessor:input_type -> almoner.auth.v1.GetTenantProcessorRequest
-	12, // 38: almoner.auth.v1.TenantAdminService.ClearTenantProcessor:input_type -> almoner.auth.v1.ClearTenantProcessorRequest
-	14, // 39: almoner.auth.v1.ProcessorCredentialService.GetProcessorCredentials:input_type -> almoner.auth.v1.GetProcessorCredentialsRequest
-	6,  // 40: almoner.auth.v1.KeyValidationService.ValidateKey:output_type -> almoner.auth.v1.ValidateKeyResponse
-	2,  // 41: almoner.auth.v1.KeyValidationService.GetValidationEpoch:output_type -> almoner.auth.v1.GetValidationEpochResponse
-	4,  // 42: almoner.auth.v1.KeyValidationService.ValidateSession:output_type -> almoner.auth.v1.ValidateSessionResponse
-	18, // 43: almoner.auth.v1.TenantAdminService.CreateTenant:output_type -> almoner.auth.v1.CreateTenantResponse
-	20, // 44: almoner.auth.v1.TenantAdminService.GetTenant:output_type -> almoner.auth.v1.GetTenantResponse
-	30, // 45: almoner.auth.v1.TenantAdminService.ListTenants:output_type -> almoner.auth.v1.ListTenantsResponse
-	32, // 46: almoner.auth.v1.TenantAdminService.SetTenantFeatures:output_type -> almoner.auth.v1.SetTenantFeaturesResponse
-	34, // 47: almoner.auth.v1.TenantAdminService.DeactivateTenant:output_type -> almoner.auth.v1.DeactivateTenantResponse
-	36, // 48: almoner.auth.v1.TenantAdminService.ActivateTenant:output_type -> almoner.auth.v1.ActivateTenantResponse
-	38, // 49: almoner.auth.v1.TenantAdminService.InviteOperator:output_type -> almoner.auth.v1.InviteOperatorResponse
-	40, // 50: almoner.auth.v1.TenantAdminService.DeactivateOperator:output_type -> almoner.auth.v1.DeactivateOperatorResponse
-	22, // 51: almoner.auth.v1.TenantAdminService.SetTenantFeature:output_type -> almoner.auth.v1.SetTenantFeatureResponse
-	24, // 52: almoner.auth.v1.TenantAdminService.SetTenantActive:output_type -> almoner.auth.v1.SetTenantActiveResponse
-	26, // 53: almoner.auth.v1.TenantAdminService.CreateKey:output_type -> almoner.auth.v1.CreateKeyResponse
-	28, // 54: almoner.auth.v1.TenantAdminService.InviteUser:output_type -> almoner.auth.v1.InviteUserResponse
-	9,  // 55: almoner.auth.v1.TenantAdminService.SetTenantProcessor:output_type -> almoner.auth.v1.SetTenantProcessorResponse
-	11, // 56: almoner.auth.v1.TenantAdminService.GetTenantProcessor:output_type -> almoner.auth.v1.GetTenantProcessorResponse
-	13, // 57: almoner.auth.v1.TenantAdminService.ClearTenantProcessor:output_type -> almoner.auth.v1.ClearTenantProcessorResponse
-	15, // 58: almoner.auth.v1.ProcessorCredentialService.GetProcessorCredentials:output_type -> almoner.auth.v1.GetProcessorCredentialsResponse
-	40, // [40:59] is the sub-list for method output_type
-	21, // [21:40] is the sub-list for method input_type
+	19, // 24: almoner.auth.v1.TenantAdminService.CreateTenant:input_type -> almoner.auth.v1.CreateTenantRequest
+	21, // 25: almoner.auth.v1.TenantAdminService.GetTenant:input_type -> almoner.auth.v1.GetTenantRequest
+	31, // 26: almoner.auth.v1.TenantAdminService.ListTenants:input_type -> almoner.auth.v1.ListTenantsRequest
+	33, // 27: almoner.auth.v1.TenantAdminService.SetTenantFeatures:input_type -> almoner.auth.v1.SetTenantFeaturesRequest
+	35, // 28: almoner.auth.v1.TenantAdminService.DeactivateTenant:input_type -> almoner.auth.v1.DeactivateTenantRequest
+	37, // 29: almoner.auth.v1.TenantAdminService.ActivateTenant:input_type -> almoner.auth.v1.ActivateTenantRequest
+	39, // 30: almoner.auth.v1.TenantAdminService.InviteOperator:input_type -> almoner.auth.v1.InviteOperatorRequest
+	41, // 31: almoner.auth.v1.TenantAdminService.DeactivateOperator:input_type -> almoner.auth.v1.DeactivateOperatorRequest
+	23, // 32: almoner.auth.v1.TenantAdminService.SetTenantFeature:input_type -> almoner.auth.v1.SetTenantFeatureRequest
+	25, // 33: almoner.auth.v1.TenantAdminService.SetTenantActive:input_type -> almoner.auth.v1.SetTenantActiveRequest
+	27, // 34: almoner.auth.v1.TenantAdminService.CreateKey:input_type -> almoner.auth.v1.CreateKeyRequest
+	29, // 35: almoner.auth.v1.TenantAdminService.InviteUser:input_type -> almoner.auth.v1.InviteUserRequest
+	10, // 36: almoner.auth.v1.TenantAdminService.SetTenantProcessor:input_type -> almoner.auth.v1.SetTenantProcessorRequest
+	12, // 37: almoner.auth.v1.TenantAdminService.GetTenantProcessor:input_type -> almoner.auth.v1.GetTenantProcessorRequest
+	14, // 38: almoner.auth.v1.TenantAdminService.ClearTenantProcessor:input_type -> almoner.auth.v1.ClearTenantProcessorRequest
+	7,  // 39: almoner.auth.v1.MembershipService.GetMembership:input_type -> almoner.auth.v1.GetMembershipRequest
+	16, // 40: almoner.auth.v1.ProcessorCredentialService.GetProcessorCredentials:input_type -> almoner.auth.v1.GetProcessorCredentialsRequest
+	6,  // 41: almoner.auth.v1.KeyValidationService.ValidateKey:output_type -> almoner.auth.v1.ValidateKeyResponse
+	2,  // 42: almoner.auth.v1.KeyValidationService.GetValidationEpoch:output_type -> almoner.auth.v1.GetValidationEpochResponse
+	4,  // 43: almoner.auth.v1.KeyValidationService.ValidateSession:output_type -> almoner.auth.v1.ValidateSessionResponse
+	20, // 44: almoner.auth.v1.TenantAdminService.CreateTenant:output_type -> almoner.auth.v1.CreateTenantResponse
+	22, // 45: almoner.auth.v1.TenantAdminService.GetTenant:output_type -> almoner.auth.v1.GetTenantResponse
+	32, // 46: almoner.auth.v1.TenantAdminService.ListTenants:output_type -> almoner.auth.v1.ListTenantsResponse
+	34, // 47: almoner.auth.v1.TenantAdminService.SetTenantFeatures:output_type -> almoner.auth.v1.SetTenantFeaturesResponse
+	36, // 48: almoner.auth.v1.TenantAdminService.DeactivateTenant:output_type -> almoner.auth.v1.DeactivateTenantResponse
+	38, // 49: almoner.auth.v1.TenantAdminService.ActivateTenant:output_type -> almoner.auth.v1.ActivateTenantResponse
+	40, // 50: almoner.auth.v1.TenantAdminService.InviteOperator:output_type -> almoner.auth.v1.InviteOperatorResponse
+	42, // 51: almoner.auth.v1.TenantAdminService.DeactivateOperator:output_type -> almoner.auth.v1.DeactivateOperatorResponse
+	24, // 52: almoner.auth.v1.TenantAdminService.SetTenantFeature:output_type -> almoner.auth.v1.SetTenantFeatureResponse
+	26, // 53: almoner.auth.v1.TenantAdminService.SetTenantActive:output_type -> almoner.auth.v1.SetTenantActiveResponse
+	28, // 54: almoner.auth.v1.TenantAdminService.CreateKey:output_type -> almoner.auth.v1.CreateKeyResponse
+	30, // 55: almoner.auth.v1.TenantAdminService.InviteUser:output_type -> almoner.auth.v1.InviteUserResponse
+	11, // 56: almoner.auth.v1.TenantAdminService.SetTenantProcessor:output_type -> almoner.auth.v1.SetTenantProcessorResponse
+	13, // 57: almoner.auth.v1.TenantAdminService.GetTenantProcessor:output_type -> almoner.auth.v1.GetTenantProcessorResponse
+	15, // 58: almoner.auth.v1.TenantAdminService.ClearTenantProcessor:output_type -> almoner.auth.v1.ClearTenantProcessorResponse
+	8,  // 59: almoner.auth.v1.MembershipService.GetMembership:output_type -> almoner.auth.v1.GetMembershipResponse
+	17, // 60: almoner.auth.v1.ProcessorCredentialService.GetProcessorCredentials:output_type -> almoner.auth.v1.GetProcessorCredentialsResponse
+	41, // [41:61] is the sub-list for method output_type
+	21, // [21:41] is the sub-list for method input_type
 	21, // [21:21] is the sub-list for extension type_name
 	21, // [21:21] is the sub-list for extension extendee
 	0,  // [0:21] is the sub-list for field type_name
@@ -2827,16 +2949,16 @@ func file_almoner_auth_v1_internal_proto_init() {
 		return
 	}
 	file_almoner_auth_v1_api_keys_proto_init()
-	file_almoner_auth_v1_internal_proto_msgTypes[29].OneofWrappers = []any{}
+	file_almoner_auth_v1_internal_proto_msgTypes[31].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_almoner_auth_v1_internal_proto_rawDesc), len(file_almoner_auth_v1_internal_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   42,
+			NumMessages:   44,
 			NumExtensions: 0,
-			NumServices:   3,
+			NumServices:   4,
 		},
 		GoTypes:           file_almoner_auth_v1_internal_proto_goTypes,
 		DependencyIndexes: file_almoner_auth_v1_internal_proto_depIdxs,

@@ -939,6 +939,128 @@ var TenantAdminService_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
+	MembershipService_GetMembership_FullMethodName = "/almoner.auth.v1.MembershipService/GetMembership"
+)
+
+// MembershipServiceClient is the client API for MembershipService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// MembershipService tells other services whether a user is a member of
+// a tenant: contacts checks a contact's assignedUserId, reports the user
+// of a portfolio dashboard. It is internal: the gateway never maps it to
+// REST. The caller forwards its principal, which must be of the tenant
+// asked about (NOT_FOUND otherwise), so a caller learns nothing of
+// another tenant's staff.
+type MembershipServiceClient interface {
+	// GetMembership answers whether the user has a membership in the
+	// tenant, and its status. A user id that is not a UUID, or no such
+	// membership, is member false (never an error).
+	GetMembership(ctx context.Context, in *GetMembershipRequest, opts ...grpc.CallOption) (*GetMembershipResponse, error)
+}
+
+type membershipServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewMembershipServiceClient(cc grpc.ClientConnInterface) MembershipServiceClient {
+	return &membershipServiceClient{cc}
+}
+
+func (c *membershipServiceClient) GetMembership(ctx context.Context, in *GetMembershipRequest, opts ...grpc.CallOption) (*GetMembershipResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetMembershipResponse)
+	err := c.cc.Invoke(ctx, MembershipService_GetMembership_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// MembershipServiceServer is the server API for MembershipService service.
+// All implementations must embed UnimplementedMembershipServiceServer
+// for forward compatibility.
+//
+// MembershipService tells other services whether a user is a member of
+// a tenant: contacts checks a contact's assignedUserId, reports the user
+// of a portfolio dashboard. It is internal: the gateway never maps it to
+// REST. The caller forwards its principal, which must be of the tenant
+// asked about (NOT_FOUND otherwise), so a caller learns nothing of
+// another tenant's staff.
+type MembershipServiceServer interface {
+	// GetMembership answers whether the user has a membership in the
+	// tenant, and its status. A user id that is not a UUID, or no such
+	// membership, is member false (never an error).
+	GetMembership(context.Context, *GetMembershipRequest) (*GetMembershipResponse, error)
+	mustEmbedUnimplementedMembershipServiceServer()
+}
+
+// UnimplementedMembershipServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedMembershipServiceServer struct{}
+
+func (UnimplementedMembershipServiceServer) GetMembership(context.Context, *GetMembershipRequest) (*GetMembershipResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetMembership not implemented")
+}
+func (UnimplementedMembershipServiceServer) mustEmbedUnimplementedMembershipServiceServer() {}
+func (UnimplementedMembershipServiceServer) testEmbeddedByValue()                           {}
+
+// UnsafeMembershipServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to MembershipServiceServer will
+// result in compilation errors.
+type UnsafeMembershipServiceServer interface {
+	mustEmbedUnimplementedMembershipServiceServer()
+}
+
+func RegisterMembershipServiceServer(s grpc.ServiceRegistrar, srv MembershipServiceServer) {
+	// If the following call panics, it indicates UnimplementedMembershipServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&MembershipService_ServiceDesc, srv)
+}
+
+func _MembershipService_GetMembership_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetMembershipRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MembershipServiceServer).GetMembership(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MembershipService_GetMembership_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MembershipServiceServer).GetMembership(ctx, req.(*GetMembershipRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// MembershipService_ServiceDesc is the grpc.ServiceDesc for MembershipService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var MembershipService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "almoner.auth.v1.MembershipService",
+	HandlerType: (*MembershipServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "GetMembership",
+			Handler:    _MembershipService_GetMembership_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "almoner/auth/v1/internal.proto",
+}
+
+const (
 	ProcessorCredentialService_GetProcessorCredentials_FullMethodName = "/almoner.auth.v1.ProcessorCredentialService/GetProcessorCredentials"
 )
 

@@ -63,8 +63,11 @@ type Contact struct {
 	// Relationships link the contact to other contacts (spouse, household,
 	// employer, employee), seen from this contact's side.
 	Relationships []*ContactRelationship `protobuf:"bytes,16,rep,name=relationships,proto3" json:"relationships,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// AssignedUserId is the staff user whose portfolio the contact is in
+	// (GET /users/{userId}/dashboard); absent when none.
+	AssignedUserId *string `protobuf:"bytes,17,opt,name=assigned_user_id,json=assignedUserId,proto3,oneof" json:"assigned_user_id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Contact) Reset() {
@@ -209,6 +212,13 @@ func (x *Contact) GetRelationships() []*ContactRelationship {
 	return nil
 }
 
+func (x *Contact) GetAssignedUserId() string {
+	if x != nil && x.AssignedUserId != nil {
+		return *x.AssignedUserId
+	}
+	return ""
+}
+
 // ContactInput is the body of a create or a full replace.
 type ContactInput struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -242,8 +252,12 @@ type ContactInput struct {
 	// Relationships are up to 50 links to other contacts of the tenant. They
 	// replace every relationship the contact is part of.
 	Relationships []*ContactRelationshipInput `protobuf:"bytes,13,rep,name=relationships,proto3" json:"relationships,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// AssignedUserId puts the contact in a staff user's portfolio: the id of
+	// a member of the tenant (invited or active; 400 otherwise). Omitted or
+	// null, the contact is in no portfolio.
+	AssignedUserId *string `protobuf:"bytes,14,opt,name=assigned_user_id,json=assignedUserId,proto3,oneof" json:"assigned_user_id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ContactInput) Reset() {
@@ -365,6 +379,13 @@ func (x *ContactInput) GetRelationships() []*ContactRelationshipInput {
 		return x.Relationships
 	}
 	return nil
+}
+
+func (x *ContactInput) GetAssignedUserId() string {
+	if x != nil && x.AssignedUserId != nil {
+		return *x.AssignedUserId
+	}
+	return ""
 }
 
 // Phone is one phone number of a contact.
@@ -2491,7 +2512,7 @@ var File_almoner_contacts_v1_contacts_proto protoreflect.FileDescriptor
 
 const file_almoner_contacts_v1_contacts_proto_rawDesc = "" +
 	"\n" +
-	"\"almoner/contacts/v1/contacts.proto\x12\x13almoner.contacts.v1\x1a\x1dalmoner/type/v1/decimal.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\xea\x06\n" +
+	"\"almoner/contacts/v1/contacts.proto\x12\x13almoner.contacts.v1\x1a\x1dalmoner/type/v1/decimal.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\xae\a\n" +
 	"\aContact\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12B\n" +
 	"\fcontact_type\x18\x02 \x01(\tB\x1f\x92A\x1c\xf2\x02\n" +
@@ -2514,13 +2535,15 @@ const file_almoner_contacts_v1_contacts_proto_rawDesc = "" +
 	"\vexternal_id\x18\x0e \x01(\tH\x03R\n" +
 	"externalId\x88\x01\x01\x12\x19\n" +
 	"\x05notes\x18\x0f \x01(\tH\x04R\x05notes\x88\x01\x01\x12N\n" +
-	"\rrelationships\x18\x10 \x03(\v2(.almoner.contacts.v1.ContactRelationshipR\rrelationshipsB\r\n" +
+	"\rrelationships\x18\x10 \x03(\v2(.almoner.contacts.v1.ContactRelationshipR\rrelationships\x12-\n" +
+	"\x10assigned_user_id\x18\x11 \x01(\tH\x05R\x0eassignedUserId\x88\x01\x01B\r\n" +
 	"\v_first_nameB\f\n" +
 	"\n" +
 	"_last_nameB\x14\n" +
 	"\x12_organization_nameB\x0e\n" +
 	"\f_external_idB\b\n" +
-	"\x06_notes\"\x81\x06\n" +
+	"\x06_notesB\x13\n" +
+	"\x11_assigned_user_id\"\xc5\x06\n" +
 	"\fContactInput\x12B\n" +
 	"\fcontact_type\x18\x01 \x01(\tB\x1f\x92A\x1c\xf2\x02\n" +
 	"Individual\xf2\x02\fOrganizationR\vcontactType\x12\"\n" +
@@ -2538,7 +2561,8 @@ const file_almoner_contacts_v1_contacts_proto_rawDesc = "" +
 	"\vexternal_id\x18\v \x01(\tH\x04R\n" +
 	"externalId\x88\x01\x01\x12\x19\n" +
 	"\x05notes\x18\f \x01(\tH\x05R\x05notes\x88\x01\x01\x12S\n" +
-	"\rrelationships\x18\r \x03(\v2-.almoner.contacts.v1.ContactRelationshipInputR\rrelationshipsB\r\n" +
+	"\rrelationships\x18\r \x03(\v2-.almoner.contacts.v1.ContactRelationshipInputR\rrelationships\x12-\n" +
+	"\x10assigned_user_id\x18\x0e \x01(\tH\x06R\x0eassignedUserId\x88\x01\x01B\r\n" +
 	"\v_first_nameB\f\n" +
 	"\n" +
 	"_last_nameB\x14\n" +
@@ -2546,7 +2570,8 @@ const file_almoner_contacts_v1_contacts_proto_rawDesc = "" +
 	"\n" +
 	"_is_activeB\x0e\n" +
 	"\f_external_idB\b\n" +
-	"\x06_notes\"\xa2\x01\n" +
+	"\x06_notesB\x13\n" +
+	"\x11_assigned_user_id\"\xa2\x01\n" +
 	"\x05Phone\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12!\n" +
 	"\fphone_number\x18\x02 \x01(\tR\vphoneNumber\x12G\n" +
