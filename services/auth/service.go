@@ -166,6 +166,7 @@ func (s *Service) Register(r grpc.ServiceRegistrar) {
 		ToTenant: toTenant, Now: s.now, NewToken: func() (string, []byte) { t := newToken(); return t, hashToken(t) }})})
 	authv1.RegisterProcessorCredentialServiceServer(r, &processorServer{s: s})
 	authv1.RegisterUserServiceServer(r, &userServer{s: s})
+	authv1.RegisterMembershipServiceServer(r, &membershipServer{s: s})
 	authv1.RegisterStaffAuthServiceServer(r, &staffServer{s: s})
 	authv1.RegisterMfaServiceServer(r, mfa.New(s.mfaDeps()))
 	access, impersonations := impersonation.New(s.impersonationDeps())

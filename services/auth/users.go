@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -200,4 +201,35 @@ func toUser(m store.Member) *authv1.User {
 		u.LastSignInAt = timestamppb.New(*m.LastSignInAt)
 	}
 	return u
+}
+
+// membershipServer is the internal MembershipService.
+type membershipServer struct {
+	authv1.UnimplementedMembershipServiceServer
+	s *Service
+}
+
+// GetMembership answers whether a user is a member of the tenant. The
+// caller's principal (forwarded by contacts or reports) must be of that
+// tenant: no service learns another tenant's staff through it.
+func (ms *membershipServer) GetMembership(ctx context.Context, req *authv1.GetMembershipRequest) (*authv1.GetMembershipResponse, error) {
+	p, ok := authctx.FromIncoming(ctx)
+	if !ok {
+		return nil, apperr.Unauthenticated()
+	}
+	if !strings.EqualFold(p.TenantID, req.GetTenantId()) {
+		return nil, errTenantNotFound
+	}
+	user, err := uuid.Parse(req.GetUserId())
+	if err != nil {
+		return &authv1.GetMembershipResponse{}, nil
+	}
+	m, err := ms.s.store.Member(ctx, p.Tenant(), user)
+	if errors.Is(err, db.ErrNotFound) {
+		return &authv1.GetMembershipResponse{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &authv1.GetMembershipResponse{Member: true, Status: m.Status}, nil
 }
