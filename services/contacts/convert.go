@@ -36,9 +36,10 @@ func toContact(c store.Contact) *contactsv1.Contact {
 		CommunicationPreferences: &contactsv1.CommunicationPreferences{
 			DoNotEmail: c.DoNotEmail, DoNotMail: c.DoNotMail, DoNotCall: c.DoNotCall, DoNotAcknowledge: c.DoNotAcknowledge,
 		},
-		ExternalId:    optional(c.ExternalID),
-		Notes:         optional(c.Notes),
-		Relationships: toRelationships(c.Relationships),
+		ExternalId:     optional(c.ExternalID),
+		Notes:          optional(c.Notes),
+		Relationships:  toRelationships(c.Relationships),
+		AssignedUserId: optional(c.AssignedUserID),
 	}
 	for i, p := range c.Phones {
 		out.Phones[i] = &contactsv1.Phone{Id: p.ID, PhoneNumber: p.Number, PhoneType: p.Type, IsPrimary: p.IsPrimary}

@@ -85,6 +85,9 @@ func (c *contactServer) CreateContact(ctx context.Context, req *contactsv1.Creat
 	if err != nil {
 		return nil, err
 	}
+	if err := c.s.checkAssignee(ctx, p, f); err != nil {
+		return nil, err
+	}
 	ct, err := c.s.store.Create(ctx, tenant, f, p.Actor())
 	if err != nil {
 		return nil, storeError(err)
@@ -109,6 +112,9 @@ func (c *contactServer) UpdateContact(ctx context.Context, req *contactsv1.Updat
 	}
 	f, err := validateContact(req.GetContact(), modeStore, req.GetContactId())
 	if err != nil {
+		return nil, err
+	}
+	if err := c.s.checkAssignee(ctx, p, f); err != nil {
 		return nil, err
 	}
 	ct, err := c.s.store.Update(ctx, tenant, req.GetContactId(), f, p.Actor(), func(version int64) error {

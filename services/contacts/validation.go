@@ -6,6 +6,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
+
 	contactsv1 "github.com/almoner/almoner/pkg/api/almoner/contacts/v1"
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/normalize"
@@ -109,6 +111,13 @@ func validateContact(in *contactsv1.ContactInput, mode validateMode, self int64)
 	f.Phones = validatePhones(&v, in.GetPhones())
 	f.Addresses = validateAddresses(&v, in.GetAddresses())
 	f.Tags = validateTags(&v, in.GetTags())
+	if in.AssignedUserId != nil {
+		if id, err := uuid.Parse(in.GetAssignedUserId()); err != nil {
+			v.Add("AssignedUserId", assigneeMessage)
+		} else {
+			f.AssignedUserID = id.String()
+		}
+	}
 	if mode == modeStore {
 		f.Relationships = validateRelationships(&v, in.GetRelationships(), f.Type, self)
 		switch f.Type {

@@ -20,19 +20,21 @@ import (
 const EntityType = "Contact"
 
 const contactColumns = `c.tenant_id, c.id, c.contact_type, c.first_name, c.last_name, c.organization_name, c.external_id, c.notes,
-	c.tags, c.do_not_email, c.do_not_mail, c.do_not_call, c.is_active, c.version, c.created_at, c.updated_at, c.do_not_acknowledge`
+	c.tags, c.do_not_email, c.do_not_mail, c.do_not_call, c.is_active, c.version, c.created_at, c.updated_at, c.do_not_acknowledge,
+	c.assigned_user_id::text`
 
 // scanContact reads contactColumns, then any extra columns into extra.
 func scanContact(row pgx.Row, extra ...any) (Contact, error) {
 	var c Contact
-	var first, last, org, ext, notes *string
+	var first, last, org, ext, notes, assigned *string
 	dest := []any{&c.TenantID, &c.ID, &c.Type, &first, &last, &org, &ext, &notes,
-		&c.Tags, &c.DoNotEmail, &c.DoNotMail, &c.DoNotCall, &c.IsActive, &c.Version, &c.CreatedAt, &c.UpdatedAt, &c.DoNotAcknowledge}
+		&c.Tags, &c.DoNotEmail, &c.DoNotMail, &c.DoNotCall, &c.IsActive, &c.Version, &c.CreatedAt, &c.UpdatedAt, &c.DoNotAcknowledge, &assigned}
 	err := row.Scan(append(dest, extra...)...)
 	if err != nil {
 		return Contact{}, fmt.Errorf("read contact: %w", db.Interpret(err))
 	}
 	c.FirstName, c.LastName, c.OrganizationName, c.ExternalID, c.Notes = deref(first), deref(last), deref(org), deref(ext), deref(notes)
+	c.AssignedUserID = deref(assigned)
 	return c, nil
 }
 
@@ -225,10 +227,10 @@ func (s *Store) Create(ctx context.Context, tenant uuid.UUID, f Fields, actor st
 		}
 		_, err = tx.Exec(ctx, `
 			INSERT INTO contacts.contacts (tenant_id, id, contact_type, first_name, last_name, organization_name, external_id, notes,
-				tags, tag_keys, do_not_email, do_not_mail, do_not_call, is_active, name_key, search_text, do_not_acknowledge)
-			VALUES ($1, $16, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $17)`,
+				tags, tag_keys, do_not_email, do_not_mail, do_not_call, is_active, name_key, search_text, do_not_acknowledge, assigned_user_id)
+			VALUES ($1, $16, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $17, $18::uuid)`,
 			tenant, f.Type, nullable(f.FirstName), nullable(f.LastName), nullable(f.OrganizationName), nullable(f.ExternalID), nullable(f.Notes),
-			nonNil(f.Tags), tagKeys(f.Tags), f.DoNotEmail, f.DoNotMail, f.DoNotCall, f.IsActive, NameKey(f), SearchText(f), id, f.DoNotAcknowledge)
+			nonNil(f.Tags), tagKeys(f.Tags), f.DoNotEmail, f.DoNotMail, f.DoNotCall, f.IsActive, NameKey(f), SearchText(f), id, f.DoNotAcknowledge, nullable(f.AssignedUserID))
 		if err != nil {
 			return fmt.Errorf("insert contact: %w", err)
 		}
@@ -499,10 +501,10 @@ func updateContactRow(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, id int64
 		UPDATE contacts.contacts SET contact_type = $3, first_name = $4, last_name = $5, organization_name = $6,
 			external_id = $7, notes = $8, tags = $9, tag_keys = $10, do_not_email = $11, do_not_mail = $12,
 			do_not_call = $13, is_active = $14, name_key = $15, search_text = $16, do_not_acknowledge = $17,
-			version = version + 1, updated_at = now()
+			assigned_user_id = $18::uuid, version = version + 1, updated_at = now()
 		WHERE tenant_id = $1 AND id = $2`,
 		tenant, id, f.Type, nullable(f.FirstName), nullable(f.LastName), nullable(f.OrganizationName), nullable(f.ExternalID), nullable(f.Notes),
-		nonNil(f.Tags), tagKeys(f.Tags), f.DoNotEmail, f.DoNotMail, f.DoNotCall, f.IsActive, NameKey(f), SearchText(f), f.DoNotAcknowledge)
+		nonNil(f.Tags), tagKeys(f.Tags), f.DoNotEmail, f.DoNotMail, f.DoNotCall, f.IsActive, NameKey(f), SearchText(f), f.DoNotAcknowledge, nullable(f.AssignedUserID))
 	if err != nil {
 		return fmt.Errorf("update contact row: %w", err)
 	}

@@ -313,6 +313,7 @@ func MergedFields(s, d Fields, survivorID int64, choices map[string]string) Fiel
 	out.OrganizationName = pick("organizationName", s.OrganizationName, d.OrganizationName)
 	out.ExternalID = pick("externalId", s.ExternalID, d.ExternalID)
 	out.Notes = pick("notes", s.Notes, d.Notes)
+	out.AssignedUserID = pick("assignedUserId", s.AssignedUserID, d.AssignedUserID)
 	switch choices["communicationPreferences"] {
 	case ChooseDuplicate:
 		out.DoNotEmail, out.DoNotMail, out.DoNotCall, out.DoNotAcknowledge = d.DoNotEmail, d.DoNotMail, d.DoNotCall, d.DoNotAcknowledge

@@ -124,11 +124,14 @@ type Fields struct {
 	DoNotCall        bool
 	// DoNotAcknowledge: letter runs thank none of the contact's gifts.
 	DoNotAcknowledge bool
-	IsActive         bool
-	Phones           []Phone
-	Emails           []Email
-	Addresses        []Address
-	Relationships    []Relationship
+	// AssignedUserID is the staff user whose portfolio the contact is in
+	// (a UUID), empty for none; the service checks the membership.
+	AssignedUserID string
+	IsActive       bool
+	Phones         []Phone
+	Emails         []Email
+	Addresses      []Address
+	Relationships  []Relationship
 }
 
 // Contact is a stored contact with its rows.
@@ -205,10 +208,11 @@ func (f Fields) Snapshot() map[string]any {
 		"isActive":         f.IsActive,
 		"communicationPreferences": map[string]any{
 			"doNotEmail": f.DoNotEmail, "doNotMail": f.DoNotMail, "doNotCall": f.DoNotCall, "doNotAcknowledge": f.DoNotAcknowledge},
-		"phones":        phones,
-		"emails":        emails,
-		"addresses":     addresses,
-		"relationships": relationshipSnapshot(f.Relationships),
+		"phones":         phones,
+		"emails":         emails,
+		"addresses":      addresses,
+		"relationships":  relationshipSnapshot(f.Relationships),
+		"assignedUserId": null(f.AssignedUserID),
 	}
 }
 
