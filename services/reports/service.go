@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"google.golang.org/grpc"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/almoner/almoner/pkg/mail"
 	"github.com/almoner/almoner/pkg/service"
 	"github.com/almoner/almoner/services/reports/branding"
+	"github.com/almoner/almoner/services/reports/dashboard"
 	"github.com/almoner/almoner/services/reports/fulfillment"
 	"github.com/almoner/almoner/services/reports/letters"
 	"github.com/almoner/almoner/services/reports/migrations"
@@ -59,8 +61,13 @@ type Config struct {
 	LetterRunLease time.Duration
 	LetterRunBatch int
 	NoLetterRunner bool
+	// FiscalYearStart is the month the dashboard's fiscal years start
+	// (ALMONER_FISCAL_YEAR_START_MONTH, January) until tenants have their
+	// own setting (dashboard.Calendars.TenantCalendar).
+	FiscalYearStart time.Month
 	// Dial reaches the other services: the orders service acknowledges a
-	// letter run's gifts. Nil: none reachable (claims answer 503).
+	// letter run's gifts, auth answers memberships. Nil: none reachable
+	// (claims answer 503).
 	Dial func(service string) (grpc.ClientConnInterface, error)
 }
 
@@ -75,6 +82,7 @@ type Service struct {
 
 	letterStore  *letters.Store
 	letterRunner *letters.Runner
+	dashStore    *dashboard.Store
 }
 
 // New returns the reports service on pool.
@@ -88,6 +96,7 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *Service {
 	s := &Service{store: store.New(pool), brand: branding.NewStore(pool), templates: templates.NewStore(pool), cfg: cfg, logger: logger}
 	s.runner = newTaxRunner(s)
 	s.letterStore = letters.NewStore(pool)
+	s.dashStore = dashboard.NewStore(pool)
 	claimer := letters.GRPCClaimer{Orders: service.NewUpstream(cfg.Dial, "orders")}
 	s.letterRunner = letters.NewRunner(s.letterStore, s.templates, s, claimer,
 		letters.RunnerConfig{Poll: cfg.TaxRunPoll, Lease: cfg.LetterRunLease, Batch: cfg.LetterRunBatch, Now: cfg.Now}, logger)
@@ -111,6 +120,12 @@ func (s *Service) Register(r grpc.ServiceRegistrar) {
 	ls.Queued = s.letterRunner.Poke
 	reportsv1.RegisterLetterRunServiceServer(r, ls)
 	reportsv1.RegisterFulfillmentDocumentServiceServer(r, fulfillment.New(s.store, s.brand))
+	zone := func(ctx context.Context, tenant uuid.UUID) (*time.Location, error) {
+		p, err := s.profile(ctx, tenant)
+		return location(p), err
+	}
+	reportsv1.RegisterDashboardServiceServer(r, dashboard.NewServer(s.dashStore,
+		dashboard.Calendars{Zone: zone, FiscalYearStart: s.cfg.FiscalYearStart}, service.NewUpstream(s.cfg.Dial, "auth"), s.cfg.Now))
 }
 
 // Start starts the year-end runner, which makes the tax statement runs
@@ -167,6 +182,14 @@ func configFrom(src config.Source) (Config, error) {
 	if err := letterRunnerConfig(src, &cfg); err != nil {
 		return cfg, err
 	}
+	month, err := src.Int("ALMONER_FISCAL_YEAR_START_MONTH", 1)
+	if err != nil {
+		return cfg, err
+	}
+	if month < 1 || month > 12 {
+		return cfg, fmt.Errorf("ALMONER_FISCAL_YEAR_START_MONTH must be a month, 1 to 12 (%d)", month)
+	}
+	cfg.FiscalYearStart = time.Month(month)
 	if cfg.TaxRunLease < time.Second || cfg.TaxRunBatch < 1 || cfg.TaxRunBatch > 1000 {
 		return cfg, fmt.Errorf("ALMONER_TAX_RUN_LEASE must be at least 1s and ALMONER_TAX_RUN_BATCH 1 to 1000 (%s, %d)", cfg.TaxRunLease, cfg.TaxRunBatch)
 	}

@@ -1,0 +1,235 @@
+package dashboard
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Store reads the figures from the views orders and contacts publish.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// NewStore returns the store on pool.
+func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+// Query is what one dashboard reads: the tenant, its currency and zone,
+// the period, the same period a year earlier and the one a year before
+// that (whose donors the earlier period's retention counts), and, for a
+// portfolio, its contacts (nil: the whole tenant).
+type Query struct {
+	Tenant   uuid.UUID
+	Currency string
+	Location *time.Location
+	Current  Span
+	Previous Span
+	Earlier  Span
+	Contacts []int64
+}
+
+// Totals are a currency's net giving and gift count in a period.
+type Totals struct {
+	Minor int64
+	Gifts int64
+}
+
+// Raw is what the views answered, before any arithmetic.
+type Raw struct {
+	// Amounts are each period's totals per currency: [0] the period, [1]
+	// a year earlier.
+	Amounts [2]map[string]Totals
+	// Donors count contacts per period: [2] is two years back, the base
+	// of the earlier period's retention.
+	Donors [3]int64
+	// New and Retained count contacts per period.
+	New, Retained [2]int64
+	// Days are the period's totals per day (YYYY-MM-DD), tenant currency.
+	Days map[string]Totals
+	// Funds are the period's net giving per fund, tenant currency.
+	Funds []Fund
+	// Recurring are the schedules as they stand.
+	Recurring Recurring
+}
+
+// Fund is a fund's net giving.
+type Fund struct {
+	ID, Name string
+	Minor    int64
+}
+
+// Recurring are the schedules' counts and monthly revenue (minor units).
+type Recurring struct {
+	Active, PastDue int64
+	MonthlyMinor    int64
+}
+
+// counted is a gift that counts, on the report_orders_v1 row o: an order
+// with a donation line, Completed or PartiallyRefunded (a voided or fully
+// refunded order is no gift; a partial refund is subtracted through
+// donation_net_minor). The partial index orders_contact_gifts has this
+// predicate.
+const counted = `o.has_donations AND o.status IN ('Completed', 'PartiallyRefunded')`
+
+// inScope keeps the portfolio's contacts; a null array is the tenant.
+const inScope = `($9::bigint[] IS NULL OR o.contact_id = ANY($9::bigint[]))`
+
+// figuresSQL reads each period's gifts once (three range scans of the
+// covering index orders_report_gifts) and answers, one row each: totals
+// per period and currency ('amount'), per day of the period in the
+// tenant's currency ('day'), donors per period, retained donors (a donor
+// of the period before it too), and new donors (no counted gift before
+// the period's start: one probe of orders_contact_gifts each).
+const figuresSQL = `WITH g AS (
+	SELECT 0 AS p, o.contact_id, o.currency, o.donation_net_minor AS net, o.created_at FROM orders.report_orders_v1 o
+	WHERE o.tenant_id = $1 AND o.created_at >= $3 AND o.created_at < $4 AND ` + counted + ` AND ` + inScope + `
+	UNION ALL
+	SELECT 1, o.contact_id, o.currency, o.donation_net_minor, o.created_at FROM orders.report_orders_v1 o
+	WHERE o.tenant_id = $1 AND o.created_at >= $5 AND o.created_at < $6 AND ` + counted + ` AND ` + inScope + `
+	UNION ALL
+	SELECT 2, o.contact_id, o.currency, 0, o.created_at FROM orders.report_orders_v1 o
+	WHERE o.tenant_id = $1 AND o.created_at >= $7 AND o.created_at < $8 AND ` + counted + ` AND ` + inScope + `
+), d AS (
+	SELECT DISTINCT p, contact_id FROM g
+)
+SELECT 'amount', p, currency, sum(net)::bigint, count(*) FROM g WHERE p < 2 GROUP BY p, currency
+UNION ALL
+SELECT 'day', 0, to_char(g.created_at AT TIME ZONE $10, 'YYYY-MM-DD'), sum(net)::bigint, count(*) FROM g
+WHERE p = 0 AND currency = $2 GROUP BY 3
+UNION ALL
+SELECT 'donors', p, '', count(*), 0 FROM d GROUP BY p
+UNION ALL
+SELECT 'retained', a.p, '', count(*), 0 FROM d a JOIN d b ON b.contact_id = a.contact_id AND b.p = a.p + 1
+WHERE a.p < 2 GROUP BY a.p
+UNION ALL
+SELECT 'new', d.p, '', count(*), 0 FROM d WHERE d.p < 2 AND NOT EXISTS (
+	SELECT 1 FROM orders.report_orders_v1 o WHERE o.tenant_id = $1 AND o.contact_id = d.contact_id AND ` + counted + `
+	AND o.created_at < CASE d.p WHEN 0 THEN $3 ELSE $5 END::timestamptz)
+GROUP BY d.p`
+
+// Figures reads the figures of q.
+func (s *Store) Figures(ctx context.Context, q Query) (Raw, error) {
+	raw := Raw{Amounts: [2]map[string]Totals{{}, {}}, Days: map[string]Totals{}}
+	cs, ce := q.Current.Bounds(q.Location)
+	ps, pe := q.Previous.Bounds(q.Location)
+	es, ee := q.Earlier.Bounds(q.Location)
+	rows, err := s.pool.Query(ctx, figuresSQL, q.Tenant, q.Currency, cs, ce, ps, pe, es, ee, q.Contacts, q.Location.String())
+	if err != nil {
+		return raw, fmt.Errorf("dashboard: figures: %w", err)
+	}
+	var (
+		kind, key string
+		p         int
+		sum, n    int64
+	)
+	_, err = pgx.ForEachRow(rows, []any{&kind, &p, &key, &sum, &n}, func() error {
+		switch kind {
+		case "amount":
+			raw.Amounts[p][key] = Totals{Minor: sum, Gifts: n}
+		case "day":
+			raw.Days[key] = Totals{Minor: sum, Gifts: n}
+		case "donors":
+			raw.Donors[p] = sum
+		case "retained":
+			raw.Retained[p] = sum
+		case "new":
+			raw.New[p] = sum
+		}
+		return nil
+	})
+	if err != nil {
+		return raw, fmt.Errorf("dashboard: figures: %w", err)
+	}
+	if raw.Funds, err = s.funds(ctx, q, cs, ce); err != nil {
+		return raw, err
+	}
+	raw.Recurring, err = s.recurring(ctx, q)
+	return raw, err
+}
+
+// fundsSQL is the period's net giving per fund in the tenant's currency,
+// each fund named as on its latest gift of the period.
+const fundsSQL = `SELECT o.fund_id::text, (array_agg(o.fund_name ORDER BY o.created_at DESC))[1], sum(o.net_amount_minor)::bigint
+FROM orders.report_donations_v1 o
+WHERE o.tenant_id = $1 AND o.currency = $2 AND o.created_at >= $3 AND o.created_at < $4
+  AND o.status IN ('Completed', 'PartiallyRefunded') AND ($5::bigint[] IS NULL OR o.contact_id = ANY($5::bigint[]))
+GROUP BY o.fund_id ORDER BY 3 DESC, 1`
+
+func (s *Store) funds(ctx context.Context, q Query, start, end time.Time) ([]Fund, error) {
+	rows, _ := s.pool.Query(ctx, fundsSQL, q.Tenant, q.Currency, start, end, q.Contacts)
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Fund, error) {
+		var f Fund
+		err := r.Scan(&f.ID, &f.Name, &f.Minor)
+		return f, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: funds: %w", err)
+	}
+	return out, nil
+}
+
+// recurringSQL counts active and past-due schedules, and brings the
+// active ones in the tenant's currency to a month, rounded once.
+const recurringSQL = `SELECT count(*) FILTER (WHERE o.status = 'active'), count(*) FILTER (WHERE o.status = 'past_due'),
+	coalesce(round(sum(CASE o.frequency WHEN 'weekly' THEN o.amount_minor * 52 / 12.0 WHEN 'monthly' THEN o.amount_minor
+		WHEN 'quarterly' THEN o.amount_minor / 3.0 WHEN 'annually' THEN o.amount_minor / 12.0 END)
+		FILTER (WHERE o.status = 'active' AND o.currency = $2)), 0)::bigint
+FROM orders.report_schedules_v1 o
+WHERE o.tenant_id = $1 AND ($3::bigint[] IS NULL OR o.contact_id = ANY($3::bigint[]))`
+
+func (s *Store) recurring(ctx context.Context, q Query) (Recurring, error) {
+	var r Recurring
+	err := s.pool.QueryRow(ctx, recurringSQL, q.Tenant, q.Currency, q.Contacts).Scan(&r.Active, &r.PastDue, &r.MonthlyMinor)
+	if err != nil {
+		return r, fmt.Errorf("dashboard: recurring: %w", err)
+	}
+	return r, nil
+}
+
+// Portfolio reads the contacts assigned to user, the only ones its
+// dashboard counts.
+func (s *Store) Portfolio(ctx context.Context, tenant, user uuid.UUID) ([]int64, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT contact_id FROM contacts.report_contact_assignments_v1
+		WHERE tenant_id = $1 AND assigned_user_id = $2 ORDER BY contact_id`, tenant, user)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: portfolio of %s: %w", user, err)
+	}
+	if ids == nil {
+		ids = []int64{}
+	}
+	return ids, nil
+}
+
+// Worklist is what a fundraiser works through: the portfolio's gifts not
+// yet thanked, its lapsed donors and its schedules past due.
+type Worklist struct {
+	PendingAcknowledgements, Lapsed int64
+}
+
+// worklistSQL counts the portfolio's pending gifts (those of contacts who
+// asked for no acknowledgement left out: no letter run thanks them) and
+// its contacts who gave before $3 and not since.
+const worklistSQL = `SELECT
+	(SELECT count(*) FROM orders.report_acknowledgements_v1 a
+	 LEFT JOIN contacts.report_contact_preferences_v1 p ON p.tenant_id = a.tenant_id AND p.contact_id = a.contact_id
+	 WHERE a.tenant_id = $1 AND a.contact_id = ANY($2::bigint[]) AND a.acknowledgement_status = 'pending'
+	   AND a.status IN ('Completed', 'PartiallyRefunded') AND NOT coalesce(p.do_not_acknowledge, false)),
+	(SELECT count(*) FROM unnest($2::bigint[]) c(id)
+	 WHERE EXISTS (SELECT 1 FROM orders.report_orders_v1 o WHERE o.tenant_id = $1 AND o.contact_id = c.id AND ` + counted + ` AND o.created_at < $3)
+	   AND NOT EXISTS (SELECT 1 FROM orders.report_orders_v1 o WHERE o.tenant_id = $1 AND o.contact_id = c.id AND ` + counted + ` AND o.created_at >= $3))`
+
+// Worklist reads the portfolio's work list; lapsedBefore is the instant
+// 18 months before today began.
+func (s *Store) Worklist(ctx context.Context, tenant uuid.UUID, contacts []int64, lapsedBefore time.Time) (Worklist, error) {
+	var w Worklist
+	err := s.pool.QueryRow(ctx, worklistSQL, tenant, contacts, lapsedBefore).Scan(&w.PendingAcknowledgements, &w.Lapsed)
+	if err != nil {
+		return w, fmt.Errorf("dashboard: work list: %w", err)
+	}
+	return w, nil
+}
