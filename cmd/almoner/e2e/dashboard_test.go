@@ -132,7 +132,7 @@ func TestDashboard(t *testing.T) {
 	give(tn, a, f.fund, 150, "USD", "2025-03-05 12:00"+la)
 	give(tn, a, f.fund, 25, "EUR", "2025-03-06 12:00"+la)
 	give(tn, b, f.fund, 50, "USD", "2024-03-20 12:00"+la)
-	give(tn, b, f.fund, 25, "USD", "2025-02-28 23:50"+la) // March 1 in UTC: February here
+	give(tn, b, f.fund, 25, "USD", "2025-02-28 23:50"+la)  // March 1 in UTC: February here
 	give(tn, cc, f.fund, 40, "USD", "2025-03-31 23:30"+la) // April 1 in UTC: March here
 	give(tn, d, f.fund, 5, "USD", "2020-01-10 12:00"+la)
 	give(tn, d, building, 200, "USD", "2025-03-10 12:00"+la)
