@@ -70,7 +70,7 @@ func TestContactWireShapeAndLifecycle(t *testing.T) {
 
 	r := c.Do(t, "POST", contactsPath(tn.ID), tn.Key, janeBody()).Expect(t, http.StatusCreated)
 	created := r.Map(t)
-	wantKeys := "addresses,communicationPreferences,contactType,createdAt,emails,externalId,firstName,id,isActive,lastName,notes,organizationName,phones,relationships,tags,updatedAt"
+	wantKeys := "addresses,assignedUserId,communicationPreferences,contactType,createdAt,emails,externalId,firstName,id,isActive,lastName,notes,organizationName,phones,relationships,tags,updatedAt"
 	if got := strings.Join(sortedKeys(created), ","); got != wantKeys {
 		t.Errorf("contact keys = %s\nwant %s", got, wantKeys)
 	}

@@ -2,7 +2,9 @@ package dashboard
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -111,15 +113,31 @@ SELECT 'new', d.p, '', count(*), 0 FROM d WHERE d.p < 2 AND NOT EXISTS (
 	AND o.created_at < CASE d.p WHEN 0 THEN $3 ELSE $5 END::timestamptz)
 GROUP BY d.p`
 
-// Figures reads the figures of q.
+// Figures reads the figures of q: the gifts' statement, the funds' and
+// the schedules' run at once, each on a connection of its own, so a
+// dashboard takes as long as its longest statement, not their sum.
 func (s *Store) Figures(ctx context.Context, q Query) (Raw, error) {
 	raw := Raw{Amounts: [2]map[string]Totals{{}, {}}, Days: map[string]Totals{}}
+	cs, ce := q.Current.Bounds(q.Location)
+	var (
+		wg               sync.WaitGroup
+		errFunds, errRec error
+	)
+	wg.Go(func() { raw.Funds, errFunds = s.funds(ctx, q, cs, ce) })
+	wg.Go(func() { raw.Recurring, errRec = s.recurring(ctx, q) })
+	err := s.gifts(ctx, q, &raw)
+	wg.Wait()
+	return raw, errors.Join(err, errFunds, errRec)
+}
+
+// gifts reads figuresSQL into raw's amounts, days and donor counts.
+func (s *Store) gifts(ctx context.Context, q Query, raw *Raw) error {
 	cs, ce := q.Current.Bounds(q.Location)
 	ps, pe := q.Previous.Bounds(q.Location)
 	es, ee := q.Earlier.Bounds(q.Location)
 	rows, err := s.pool.Query(ctx, figuresSQL, q.Tenant, q.Currency, cs, ce, ps, pe, es, ee, q.Contacts, q.Location.String())
 	if err != nil {
-		return raw, fmt.Errorf("dashboard: figures: %w", err)
+		return fmt.Errorf("dashboard: figures: %w", err)
 	}
 	var (
 		kind, key string
@@ -142,13 +160,9 @@ func (s *Store) Figures(ctx context.Context, q Query) (Raw, error) {
 		return nil
 	})
 	if err != nil {
-		return raw, fmt.Errorf("dashboard: figures: %w", err)
+		return fmt.Errorf("dashboard: figures: %w", err)
 	}
-	if raw.Funds, err = s.funds(ctx, q, cs, ce); err != nil {
-		return raw, err
-	}
-	raw.Recurring, err = s.recurring(ctx, q)
-	return raw, err
+	return nil
 }
 
 // fundsSQL is the period's net giving per fund in the tenant's currency,
