@@ -64,6 +64,10 @@ func TestValidateContactViolations(t *testing.T) {
 		{"notes and external id", &contactsv1.ContactInput{ContactType: "Individual", LastName: str("Doe"),
 			Notes: str(strings.Repeat("n", 4001)), ExternalId: str(strings.Repeat("e", 101))},
 			map[string]string{"Notes": "4000 characters", "ExternalId": "100 characters"}},
+		{"assigned user not an id", &contactsv1.ContactInput{ContactType: "Individual", LastName: str("Doe"), AssignedUserId: str("jane")},
+			map[string]string{"AssignedUserId": "staff user of the tenant"}},
+		{"assigned user empty", &contactsv1.ContactInput{ContactType: "Individual", LastName: str("Doe"), AssignedUserId: str("")},
+			map[string]string{"AssignedUserId": "staff user of the tenant"}},
 		{"relationships", &contactsv1.ContactInput{ContactType: "Individual", LastName: str("Doe"), Relationships: []*contactsv1.ContactRelationshipInput{
 			{RelatedContactId: 0, RelationshipType: "Spouse"},
 			{RelatedContactId: 7, RelationshipType: "Cousin"},
@@ -101,6 +105,8 @@ func TestValidateContactNormalizes(t *testing.T) {
 		Phones:    []*contactsv1.Phone{{PhoneNumber: "(555) 123-4567", PhoneType: "mobile"}, {PhoneNumber: "+1 555 765 4321", IsPrimary: true}},
 		Addresses: []*contactsv1.Address{{Line1: "1 Main St", Country: str("us"), PostalCode: str("02134-1234")}},
 		Tags:      []string{"Donor", "donor", " VIP "},
+		// An id in capitals is stored as auth writes it.
+		AssignedUserId: str("0193A000-0000-7000-8000-00000000000A"),
 	}, modeStore, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -119,6 +125,9 @@ func TestValidateContactNormalizes(t *testing.T) {
 	}
 	if strings.Join(f.Tags, ",") != "Donor,VIP" {
 		t.Errorf("tags = %v", f.Tags)
+	}
+	if f.AssignedUserID != "0193a000-0000-7000-8000-00000000000a" {
+		t.Errorf("assigned user = %q", f.AssignedUserID)
 	}
 	// A duplicate-check candidate needs no type and no name.
 	if _, err := validateContact(&contactsv1.ContactInput{Emails: []*contactsv1.Email{{EmailAddress: "a@example.org"}}}, modeCandidate, 0); err != nil {
