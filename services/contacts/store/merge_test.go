@@ -56,6 +56,15 @@ func TestMergedFields(t *testing.T) {
 			t.Errorf("%s: relationships %v", c.name, got.Relationships)
 		}
 	}
+	// A portfolio: the survivor's assignment, the duplicate's when the
+	// survivor has none.
+	for _, c := range []struct{ survivor, duplicate, want string }{{"", "u2", "u2"}, {"u1", "u2", "u1"}, {"u1", "", "u1"}, {"", "", ""}} {
+		sv, dv := s, d
+		sv.AssignedUserID, dv.AssignedUserID = c.survivor, c.duplicate
+		if got := MergedFields(sv, dv, 1, nil).AssignedUserID; got != c.want {
+			t.Errorf("assigned %q and %q merged to %q, want %q", c.survivor, c.duplicate, got, c.want)
+		}
+	}
 	// The inputs are not changed.
 	if !s.Emails[0].IsPrimary || s.Emails[1].IsPrimary || len(s.Tags) != 1 {
 		t.Errorf("survivor changed: %+v", s)
