@@ -62,6 +62,10 @@ type Config struct {
 	// Dial reaches the other services: the orders service acknowledges a
 	// letter run's gifts. Nil: none reachable (claims answer 503).
 	Dial func(service string) (grpc.ClientConnInterface, error)
+	// Zones reads and sets the tenant's time zone, the tenant settings'
+	// (the auth service's); nil: the profile's own column (this module's
+	// tests).
+	Zones Zones
 }
 
 // Service is the reports service.
@@ -110,7 +114,7 @@ func (s *Service) Register(r grpc.ServiceRegistrar) {
 	ls := letters.NewServer(s.letterStore, s.templates, s)
 	ls.Queued = s.letterRunner.Poke
 	reportsv1.RegisterLetterRunServiceServer(r, ls)
-	reportsv1.RegisterFulfillmentDocumentServiceServer(r, fulfillment.New(s.store, s.brand))
+	reportsv1.RegisterFulfillmentDocumentServiceServer(r, fulfillment.New(s.store, s.brand, s.Profile))
 }
 
 // Start starts the year-end runner, which makes the tax statement runs
@@ -141,6 +145,7 @@ var Module = service.Module{
 			return nil, err
 		}
 		cfg.Dial = d.Dial
+		cfg.Zones = GRPCZones{Auth: service.NewUpstream(d.Dial, "auth")}
 		return New(d.DB, cfg, d.Logger), nil
 	},
 }
