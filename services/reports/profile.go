@@ -20,6 +20,7 @@ import (
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/pkg/service"
+	"github.com/almoner/almoner/pkg/tenantsettings"
 	"github.com/almoner/almoner/services/reports/store"
 )
 
@@ -98,16 +99,11 @@ type GRPCZones struct {
 // TimeZone reads the tenant's settings with the reports service's own
 // assertion (tenant-settings:manage, the scope the read needs).
 func (g GRPCZones) TimeZone(ctx context.Context, tenant uuid.UUID) (string, error) {
-	conn, err := g.Auth.Conn()
+	s, err := tenantsettings.Reader{Conn: g.Auth.Conn, Actor: "reports:calendar"}.Get(ctx, tenant.String())
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("reports: read the time zone: %w", err)
 	}
-	ctx = authctx.NewOutgoingContext(ctx, authctx.System(tenant.String(), "reports:calendar", scopes.TenantSettingsManage))
-	resp, err := authv1.NewTenantSettingsServiceClient(conn).GetTenantSettings(ctx, &authv1.GetTenantSettingsRequest{TenantId: tenant.String()})
-	if err != nil {
-		return "", fmt.Errorf("reports: read the time zone of tenant %s: %w", tenant, err)
-	}
-	return resp.GetSettings().GetTimeZone(), nil
+	return s.TimeZone, nil
 }
 
 // SetTimeZone puts {"timeZone"} to the tenant's settings as the caller,
