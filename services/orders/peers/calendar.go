@@ -90,7 +90,16 @@ func (g GRPCSettings) RetryDays(ctx context.Context, tenantID string) ([]int32, 
 	if err != nil {
 		return nil, err
 	}
-	return s.GetRecurringRetryDays(), nil
+	return orNone(s.GetRecurringRetryDays()), nil
+}
+
+// orNone is days, or an empty list for none (the wire's empty list reads
+// as nil, which orders.recurring_settings does not take).
+func orNone(days []int32) []int32 {
+	if days == nil {
+		return []int32{}
+	}
+	return days
 }
 
 // SetRetryDays writes the tenant's retry days through the settings' PUT
@@ -109,7 +118,7 @@ func (g GRPCSettings) SetRetryDays(ctx context.Context, tenantID string, days []
 	if err != nil {
 		return nil, err
 	}
-	return resp.GetSettings().GetRecurringRetryDays(), nil
+	return orNone(resp.GetSettings().GetRecurringRetryDays()), nil
 }
 
 // SyncRetryDays copies the tenant's retry days from settings with
