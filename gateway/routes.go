@@ -27,7 +27,7 @@ type registerFunc func(context.Context, *runtime.ServeMux, *grpc.ClientConn) err
 // these: processor notifications (registerNotifications) and the import
 // upload, POST …/imports (registerImports).
 var registry = map[string][]registerFunc{
-	authName:    {authv1.RegisterApiKeyServiceHandler, authv1.RegisterUserServiceHandler, authv1.RegisterStaffAuthServiceHandler, authv1.RegisterMfaServiceHandler, authv1.RegisterTenantAdminServiceHandler, authv1.RegisterSupportAccessServiceHandler, authv1.RegisterImpersonationServiceHandler, authv1.RegisterOperationsServiceHandler},
+	authName:    {authv1.RegisterApiKeyServiceHandler, authv1.RegisterUserServiceHandler, authv1.RegisterStaffAuthServiceHandler, authv1.RegisterMfaServiceHandler, authv1.RegisterTenantAdminServiceHandler, authv1.RegisterSupportAccessServiceHandler, authv1.RegisterTenantSettingsServiceHandler, authv1.RegisterImpersonationServiceHandler, authv1.RegisterOperationsServiceHandler},
 	"contacts":  {contactsv1.RegisterContactServiceHandler, contactsv1.RegisterContactFormServiceHandler},
 	"imports":   {importsv1.RegisterImportServiceHandler},
 	"inventory": {inventoryv1.RegisterInventoryServiceHandler, inventoryv1.RegisterShipmentServiceHandler},

@@ -51,10 +51,16 @@ var entities = []entity{
 	{"Import", "A bulk import of contacts or gifts", ""},
 	// Started and ended, never updated (docs/operators.md).
 	{"Impersonation", "A platform operator's impersonation of one of the tenant's users", "ended"},
+	// Every tenant has them from its creation: only updated.
+	{"TenantSettings", "The tenant settings", ""},
 }
 
 // neverUpdated are the entities without an updated event.
 var neverUpdated = map[string]bool{"Impersonation": true}
+
+// neverCreated are the entities without a created event: they exist with
+// the tenant (docs/operators.md, "Tenant settings").
+var neverCreated = map[string]bool{"TenantSettings": true}
 
 var (
 	catalog []Type
@@ -68,7 +74,7 @@ func init() {
 			{audit.Updated, "was updated; the data carries the changed properties"},
 			{audit.Deleted, "was " + e.Deleted},
 		} {
-			if a.action == audit.Deleted && e.Deleted == "" || a.action == audit.Updated && neverUpdated[e.Type] {
+			if a.action == audit.Deleted && e.Deleted == "" || a.action == audit.Updated && neverUpdated[e.Type] || a.action == audit.Created && neverCreated[e.Type] {
 				continue
 			}
 			t := Type{Name: audit.EventName(e.Type, a.action), Description: e.Noun + " " + a.verb + "."}

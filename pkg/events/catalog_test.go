@@ -28,8 +28,12 @@ func TestCatalog(t *testing.T) {
 	if !Known("impersonation.created") || Known("impersonation.updated") || !Known("impersonation.deleted") {
 		t.Error("impersonation events")
 	}
+	// The tenant settings exist with the tenant: only updated.
+	if Known("tenant_settings.created") || !Known("tenant_settings.updated") || Known("tenant_settings.deleted") {
+		t.Error("tenant settings events")
+	}
 	cat := Catalog()
-	if n := 3*len(want) + 2*len(neverDeleted) + 2; len(cat) != n {
+	if n := 3*len(want) + 2*len(neverDeleted) + 2 + 1; len(cat) != n {
 		t.Errorf("catalog has %d types, want %d", len(cat), n)
 	}
 	for i, c := range cat {

@@ -25,6 +25,7 @@ import (
 	"github.com/almoner/almoner/services/auth/migrations"
 	"github.com/almoner/almoner/services/auth/operators"
 	"github.com/almoner/almoner/services/auth/password"
+	"github.com/almoner/almoner/services/auth/settings"
 	"github.com/almoner/almoner/services/auth/store"
 )
 
@@ -173,6 +174,7 @@ func (s *Service) Register(r grpc.ServiceRegistrar) {
 	authv1.RegisterSupportAccessServiceServer(r, access)
 	authv1.RegisterImpersonationServiceServer(r, impersonations)
 	authv1.RegisterOperationsServiceServer(r, operators.NewOperations(s.store))
+	authv1.RegisterTenantSettingsServiceServer(r, settings.New(settings.NewStore(s.store.Pool()), s.awaitCaches))
 }
 
 // impersonationDeps are what support access and impersonation need.

@@ -19,7 +19,6 @@ import (
 	contactsv1 "github.com/almoner/almoner/pkg/api/almoner/contacts/v1"
 	inventoryv1 "github.com/almoner/almoner/pkg/api/almoner/inventory/v1"
 	ordersv1 "github.com/almoner/almoner/pkg/api/almoner/orders/v1"
-	reportsv1 "github.com/almoner/almoner/pkg/api/almoner/reports/v1"
 	"github.com/almoner/almoner/pkg/audit"
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/importrows"
@@ -80,6 +79,10 @@ type Config struct {
 	// Calendar reads a tenant's time zone, in which a gift's date is
 	// bounded by today; nil means UTC.
 	Calendar peers.Calendar
+	// Settings reads and writes the tenant's recurring retry days, which
+	// the auth service owns; nil leaves orders.recurring_settings, the
+	// copy the runner reads in its transactions, as it is (tests).
+	Settings peers.Settings
 	// ImportRowsRetention is how long orders.import_rows keeps an imported
 	// row's outcome (ALMONER_IMPORT_ROWS_RETENTION, importrows.go); the
 	// runner's housekeeping prunes older rows. importrows.DefaultRetention
@@ -129,6 +132,8 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *Service {
 	s.checkout = checkout.New(checkout.Deps{Store: s.store, Processors: s.processors(), Contacts: cfg.Contacts, Stock: cfg.Stock,
 		Outbox: s.outbox, Now: cfg.Now, IdempotencyLease: cfg.IdempotencyLease, Logger: logger})
 	s.recurring = recurring.New(s.store, s.processors(), cfg.Now, cfg.ChargeLease, logger)
+	s.recurring.UseSettings(cfg.Settings)
+	s.events.UseSettings(cfg.Settings)
 	s.changes = changes.New(s.store, s.processors(), cfg.Stock, s.chargeLease(), logger)
 	if cfg.Runner != nil {
 		s.runner = s.NewRunner(*cfg.Runner)
@@ -247,13 +252,16 @@ var Module = service.Module{
 			}
 			return authv1.NewTenantAdminServiceClient(conn), nil
 		}}
-		cfg.Calendar = peers.GRPCCalendar{Conn: func() (reportsv1.OrganizationProfileServiceClient, error) {
-			conn, err := dial("reports")
+		// The tenant settings (time zone, retry days) are the auth
+		// service's, read outside any transaction.
+		tenantSettings := peers.GRPCSettings{Conn: func() (authv1.TenantSettingsServiceClient, error) {
+			conn, err := dial("auth")
 			if err != nil {
 				return nil, err
 			}
-			return reportsv1.NewOrganizationProfileServiceClient(conn), nil
+			return authv1.NewTenantSettingsServiceClient(conn), nil
 		}}
+		cfg.Calendar, cfg.Settings = tenantSettings, tenantSettings
 		// The runner's switch turns on both background jobs: each replica
 		// may run them (schedules and claims are taken under locks).
 		if runnerOn {

@@ -13,11 +13,14 @@ import (
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
 	reportsv1 "github.com/almoner/almoner/pkg/api/almoner/reports/v1"
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/scopes"
+	"github.com/almoner/almoner/pkg/service"
+	"github.com/almoner/almoner/pkg/tenantsettings"
 	"github.com/almoner/almoner/services/reports/store"
 )
 
@@ -65,20 +68,99 @@ func (x *profileServer) UpdateOrganizationProfile(ctx context.Context, req *repo
 	if err != nil {
 		return nil, err
 	}
+	if prof.TimeZone, err = x.s.putTimeZone(ctx, p, req.GetProfile().GetTimeZone(), prof.TimeZone); err != nil {
+		return nil, err
+	}
 	saved, err := x.s.store.PutProfile(ctx, prof, p.Actor())
 	if err != nil {
 		return nil, err
 	}
+	saved.TimeZone = prof.TimeZone
 	return &reportsv1.UpdateOrganizationProfileResponse{Profile: profileToProto(saved)}, nil
 }
 
-// profile reads the tenant's profile, the defaults when it has none.
+// Zones is where a tenant's time zone lives: its tenant settings, which
+// the auth service owns (docs/operators.md, "Tenant settings"). The
+// profile shows and sets the same value.
+type Zones interface {
+	// TimeZone is the tenant's IANA time zone.
+	TimeZone(ctx context.Context, tenant uuid.UUID) (string, error)
+	// SetTimeZone changes it for the caller p (one tenant_settings.updated
+	// row, naming p as the actor).
+	SetTimeZone(ctx context.Context, p authctx.Principal, tz string) error
+}
+
+// GRPCZones is Zones over the auth service's TenantSettingsService, called
+// outside any transaction.
+type GRPCZones struct {
+	Auth *service.Upstream
+}
+
+// TimeZone reads the tenant's settings with the reports service's own
+// assertion (tenant-settings:manage, the scope the read needs).
+func (g GRPCZones) TimeZone(ctx context.Context, tenant uuid.UUID) (string, error) {
+	s, err := tenantsettings.Reader{Conn: g.Auth.Conn, Actor: "reports:calendar"}.Get(ctx, tenant.String())
+	if err != nil {
+		return "", fmt.Errorf("reports: read the time zone: %w", err)
+	}
+	return s.TimeZone, nil
+}
+
+// SetTimeZone puts {"timeZone"} to the tenant's settings as the caller,
+// whose principal (holding tenant-settings:manage, which the profile's
+// PUT needs) goes on.
+func (g GRPCZones) SetTimeZone(ctx context.Context, p authctx.Principal, tz string) error {
+	conn, err := g.Auth.Conn()
+	if err != nil {
+		return err
+	}
+	ctx = authctx.NewOutgoingContext(ctx, p)
+	_, err = authv1.NewTenantSettingsServiceClient(conn).UpdateTenantSettings(ctx, &authv1.UpdateTenantSettingsRequest{TenantId: p.TenantID, TimeZone: &tz})
+	return err
+}
+
+// putTimeZone sets the time zone a profile's PUT carries in the tenant
+// settings, before the profile's own transaction, and returns the one in
+// force. A body without one keeps the tenant's (the settings' PUT may have
+// set it; a profile saved before would otherwise reset it). Without Zones
+// (this module's tests) the profile keeps its own, defaulted as before.
+func (s *Service) putTimeZone(ctx context.Context, p authctx.Principal, sent, defaulted string) (string, error) {
+	if s.cfg.Zones == nil {
+		return defaulted, nil
+	}
+	cur, err := s.cfg.Zones.TimeZone(ctx, p.Tenant())
+	if err != nil {
+		return "", err
+	}
+	sent = strings.TrimSpace(sent)
+	if sent == "" || sent == cur {
+		return cur, nil
+	}
+	if err := s.cfg.Zones.SetTimeZone(ctx, p, sent); err != nil {
+		return "", err
+	}
+	return sent, nil
+}
+
+// profile reads the tenant's profile, the defaults when it has none, with
+// the tenant settings' time zone (Zones; outside any transaction).
 func (s *Service) profile(ctx context.Context, tenant uuid.UUID) (store.Profile, error) {
 	prof, err := s.store.Profile(ctx, tenant)
 	if errors.Is(err, db.ErrNotFound) {
-		return store.Profile{TenantID: tenant, Country: defaultCountry, TimeZone: defaultTimeZone}, nil
+		prof, err = store.Profile{TenantID: tenant, Country: defaultCountry, TimeZone: defaultTimeZone}, nil
 	}
-	return prof, err
+	if err != nil || s.cfg.Zones == nil {
+		return prof, err
+	}
+	if prof.TimeZone, err = s.cfg.Zones.TimeZone(ctx, tenant); err != nil {
+		return prof, err
+	}
+	return prof, nil
+}
+
+// Profile is profile for the rooms of the service (packing slips).
+func (s *Service) Profile(ctx context.Context, tenant uuid.UUID) (store.Profile, error) {
+	return s.profile(ctx, tenant)
 }
 
 // profileLimits are the longest values each text property takes, in

@@ -21,6 +21,7 @@ import (
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/mail"
 	"github.com/almoner/almoner/pkg/service"
+	"github.com/almoner/almoner/pkg/tenantsettings"
 	"github.com/almoner/almoner/services/reports/branding"
 	"github.com/almoner/almoner/services/reports/dashboard"
 	"github.com/almoner/almoner/services/reports/fulfillment"
@@ -61,14 +62,14 @@ type Config struct {
 	LetterRunLease time.Duration
 	LetterRunBatch int
 	NoLetterRunner bool
-	// FiscalYearStart is the month the dashboard's fiscal years start
-	// (ALMONER_FISCAL_YEAR_START_MONTH, January) until tenants have their
-	// own setting (dashboard.Calendars.TenantCalendar).
-	FiscalYearStart time.Month
 	// Dial reaches the other services: the orders service acknowledges a
 	// letter run's gifts, auth answers memberships. Nil: none reachable
 	// (claims answer 503).
 	Dial func(service string) (grpc.ClientConnInterface, error)
+	// Zones reads and sets the tenant's time zone, the tenant settings'
+	// (the auth service's); nil: the profile's own column (this module's
+	// tests).
+	Zones Zones
 }
 
 // Service is the reports service.
@@ -119,13 +120,27 @@ func (s *Service) Register(r grpc.ServiceRegistrar) {
 	ls := letters.NewServer(s.letterStore, s.templates, s)
 	ls.Queued = s.letterRunner.Poke
 	reportsv1.RegisterLetterRunServiceServer(r, ls)
-	reportsv1.RegisterFulfillmentDocumentServiceServer(r, fulfillment.New(s.store, s.brand))
+	reportsv1.RegisterFulfillmentDocumentServiceServer(r, fulfillment.New(s.store, s.brand, s.Profile))
+	reportsv1.RegisterDashboardServiceServer(r, dashboard.NewServer(s.dashStore,
+		s.calendars(), service.NewUpstream(s.cfg.Dial, "auth"), s.cfg.Now))
+}
+
+// calendars is where the dashboard reads a tenant's calendar: its
+// settings (the auth service's) when auth is reachable, else the
+// profile's time zone and a January fiscal year (this module's tests).
+func (s *Service) calendars() dashboard.Calendars {
 	zone := func(ctx context.Context, tenant uuid.UUID) (*time.Location, error) {
 		p, err := s.profile(ctx, tenant)
 		return location(p), err
 	}
-	reportsv1.RegisterDashboardServiceServer(r, dashboard.NewServer(s.dashStore,
-		dashboard.Calendars{Zone: zone, FiscalYearStart: s.cfg.FiscalYearStart}, service.NewUpstream(s.cfg.Dial, "auth"), s.cfg.Now))
+	c := dashboard.Calendars{Zone: zone}
+	if s.cfg.Dial != nil {
+		auth := service.NewUpstream(s.cfg.Dial, "auth")
+		c.Settings = func(ctx context.Context, tenant uuid.UUID) (tenantsettings.Settings, error) {
+			return tenantsettings.Reader{Conn: auth.Conn, Actor: "reports:dashboard"}.Get(ctx, tenant.String())
+		}
+	}
+	return c
 }
 
 // Start starts the year-end runner, which makes the tax statement runs
@@ -156,6 +171,7 @@ var Module = service.Module{
 			return nil, err
 		}
 		cfg.Dial = d.Dial
+		cfg.Zones = GRPCZones{Auth: service.NewUpstream(d.Dial, "auth")}
 		return New(d.DB, cfg, d.Logger), nil
 	},
 }
@@ -182,14 +198,6 @@ func configFrom(src config.Source) (Config, error) {
 	if err := letterRunnerConfig(src, &cfg); err != nil {
 		return cfg, err
 	}
-	month, err := src.Int("ALMONER_FISCAL_YEAR_START_MONTH", 1)
-	if err != nil {
-		return cfg, err
-	}
-	if month < 1 || month > 12 {
-		return cfg, fmt.Errorf("ALMONER_FISCAL_YEAR_START_MONTH must be a month, 1 to 12 (%d)", month)
-	}
-	cfg.FiscalYearStart = time.Month(month)
 	if cfg.TaxRunLease < time.Second || cfg.TaxRunBatch < 1 || cfg.TaxRunBatch > 1000 {
 		return cfg, fmt.Errorf("ALMONER_TAX_RUN_LEASE must be at least 1s and ALMONER_TAX_RUN_BATCH 1 to 1000 (%s, %d)", cfg.TaxRunLease, cfg.TaxRunBatch)
 	}

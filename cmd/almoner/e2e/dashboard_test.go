@@ -91,7 +91,7 @@ func (f dashboardFigure) check(t *testing.T, name string, cur, prev, change stri
 // never counted; 403 without the scope.
 func TestDashboard(t *testing.T) {
 	t.Parallel()
-	c := apptest.Start(t, apptest.Options{Settings: map[string]string{"ALMONER_FISCAL_YEAR_START_MONTH": "7",
+	c := apptest.Start(t, apptest.Options{Settings: map[string]string{
 		"ALMONER_ARGON2_MEMORY_KIB": "64", "ALMONER_ARGON2_TIME": "1", "ALMONER_PUBLIC_URL": staffPublicURL}})
 	f := newOrderFixture(t, c)
 	tn := f.tn
@@ -101,6 +101,8 @@ func TestDashboard(t *testing.T) {
 	}
 	profile["timeZone"] = "America/Los_Angeles"
 	c.Do(t, "PUT", tPath(tn.ID, "/organization-profile"), tn.Key, profile).Expect(t, http.StatusOK)
+	// A July fiscal year: the dashboard reads the tenant's settings.
+	c.Do(t, "PUT", tPath(tn.ID, "/settings"), tn.Key, map[string]any{"fiscalYearStartMonth": 7}).Expect(t, http.StatusOK)
 	building := c.Do(t, "POST", tPath(tn.ID, "/funds"), tn.Key, map[string]any{"name": "Building"}).Expect(t, http.StatusCreated).Map(t)["id"].(string)
 
 	contact := func(tn apptest.Tenant, name string) float64 {

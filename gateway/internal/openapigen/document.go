@@ -60,6 +60,7 @@ var serviceGroups = map[protoreflect.FullName]group{
 	"almoner.auth.v1.ImpersonationService":          {"Platform operators", false},
 	"almoner.auth.v1.OperationsService":             {"Platform operators", false},
 	"almoner.auth.v1.SupportAccessService":          {"Tenant administration", false},
+	"almoner.auth.v1.TenantSettingsService":         {"Tenant administration", false},
 	"almoner.webhooks.v1.AuditLogService":           {"Audit log", false},
 }
 

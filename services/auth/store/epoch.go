@@ -24,3 +24,7 @@ func (s *Store) Epoch(ctx context.Context) (int64, error) {
 	}
 	return e, nil
 }
+
+// BumpEpoch moves the validation epoch inside tx, for a room of the
+// service that changes what a validation carries (a tenant's currency).
+func BumpEpoch(ctx context.Context, tx pgx.Tx) error { return bumpEpoch(ctx, tx) }

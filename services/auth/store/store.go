@@ -12,3 +12,7 @@ type Store struct {
 
 // New returns a Store on pool.
 func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+// Pool is the store's pool, for the service's rooms that keep their own
+// SQL (services/auth/settings).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }

@@ -18,6 +18,7 @@ import (
 	"github.com/almoner/almoner/services/orders/processor/stripeproc"
 	"github.com/almoner/almoner/services/orders/store"
 	"github.com/almoner/almoner/services/orders/store/eventstore"
+	"github.com/almoner/almoner/services/orders/store/recurringstore"
 	"github.com/almoner/almoner/services/orders/tenantproc"
 )
 
@@ -30,14 +31,22 @@ type Server struct {
 	stock      peers.Stock
 	now        func() time.Time
 	logger     *slog.Logger
+	// settings and recurring: a failed installment is counted on the
+	// tenant's retry days, copied from the auth service first.
+	settings  peers.Settings
+	recurring *recurringstore.Store
 }
 
 // New returns the notifications' server: events are verified with the
 // secrets processors knows, applied to st, and an order that stops
 // standing gives its stock back to stock.
 func New(st *store.Store, processors tenantproc.Source, stock peers.Stock, now func() time.Time, logger *slog.Logger) *Server {
-	return &Server{store: eventstore.New(st), processors: processors, stock: stock, now: now, logger: logger}
+	return &Server{store: eventstore.New(st), processors: processors, stock: stock, now: now, logger: logger, recurring: recurringstore.New(st)}
 }
+
+// UseSettings makes the auth service's tenant settings the source of the
+// retry days a failed installment is counted on (nil: orders' copy).
+func (n *Server) UseSettings(settings peers.Settings) { n.settings = settings }
 
 // Actor is the actor of changes a processor's notification makes.
 const Actor = "processor:stripe"
@@ -115,6 +124,11 @@ func (s *Server) Apply(ctx context.Context, tenantID string, ev processor.Event)
 	tid, err := uuid.Parse(tenantID)
 	if err != nil {
 		return err
+	}
+	if settle == eventstore.SettleFailed {
+		// A failed installment counts the retry days, read now: the
+		// notification is applied in a transaction, which may make no call.
+		peers.SyncRetryDays(ctx, s.settings, s.recurring.SetRetryDays, tid, s.logger)
 	}
 	applied, err := s.store.ApplyNotification(ctx, tid, eventstore.Notification{Provider: tenantproc.ProviderStripe, EventID: ev.ID, EventType: ev.Type,
 		Reference: ev.Reference, Settle: settle, RefundedMinor: ev.AmountRefundedMinor, Reason: ev.FailureCode,

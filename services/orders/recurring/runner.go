@@ -197,6 +197,9 @@ func (s *Service) chargeDue(ctx context.Context, span trace.Span, tenantID, sche
 		}
 		return false, err
 	}
+	if out.Declined || out.PastDue {
+		s.syncRetryDays(ctx, tenantID)
+	}
 	return s.store.RecordInstallment(ctx, c, today, out)
 }
 

@@ -23,7 +23,8 @@ type settingsServer struct {
 }
 
 // SetRecurringRetries sets a tenant's retry days (`almoner admin tenant
-// recurring-retries`).
+// recurring-retries`): in the tenant settings the auth service owns (the
+// same as PUT /settings {"recurringRetryDays"}), then in orders' copy.
 func (a *settingsServer) SetRecurringRetries(ctx context.Context, req *ordersv1.SetRecurringRetriesRequest) (*ordersv1.SetRecurringRetriesResponse, error) {
 	if _, ok := authctx.FromIncoming(ctx); ok {
 		return nil, apperr.Forbidden("Operators only: a tenant key cannot change recurring settings.")
@@ -40,6 +41,13 @@ func (a *settingsServer) SetRecurringRetries(ctx context.Context, req *ordersv1.
 	}
 	if days == nil {
 		days = []int32{}
+	}
+	if a.s.settings != nil {
+		// The auth service owns the days (the tenant settings'
+		// recurringRetryDays); orders keeps a copy of what it read.
+		if days, err = a.s.settings.SetRetryDays(ctx, tenant.String(), days); err != nil {
+			return nil, err
+		}
 	}
 	stored, err := a.s.store.SetRetryDays(ctx, tenant, days)
 	if err != nil {

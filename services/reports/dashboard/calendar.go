@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/almoner/almoner/pkg/tenantsettings"
 )
 
 // Calendar is how a tenant counts its days: the zone its dates are in and
@@ -16,29 +18,29 @@ type Calendar struct {
 
 // Calendars reads tenants' calendars.
 type Calendars struct {
-	// Zone reads the organization profile's time zone (its default for a
-	// tenant without a profile).
+	// Settings reads the tenant's settings (the auth service owns them:
+	// timeZone and fiscalYearStartMonth). Nil only where no auth service
+	// is reachable (this module's own tests): then Zone and January.
+	Settings func(ctx context.Context, tenant uuid.UUID) (tenantsettings.Settings, error)
+	// Zone reads the organization profile's time zone, the fallback when
+	// Settings is nil.
 	Zone func(ctx context.Context, tenant uuid.UUID) (*time.Location, error)
-	// FiscalYearStart is the deployment's fiscal year start month
-	// (ALMONER_FISCAL_YEAR_START_MONTH; January when zero).
-	FiscalYearStart time.Month
 }
 
 // TenantCalendar is the one place the dashboard learns a tenant's
-// calendar. Until the tenant settings land (the operators issue's
-// timeZone and fiscalYearStartMonth), it answers the organization
-// profile's time zone and the deployment's fiscal year start month
-// (January unless ALMONER_FISCAL_YEAR_START_MONTH says otherwise, which
-// the tests use for a July fiscal year). Rewire it to the tenant's
-// settings, keeping these as their defaults.
+// calendar: the tenant settings' timeZone and fiscalYearStartMonth.
 func (c Calendars) TenantCalendar(ctx context.Context, tenant uuid.UUID) (Calendar, error) {
-	loc, err := c.Zone(ctx, tenant)
+	if c.Settings == nil {
+		loc, err := c.Zone(ctx, tenant)
+		return Calendar{Location: loc, FiscalYearStart: time.January}, err
+	}
+	s, err := c.Settings(ctx, tenant)
 	if err != nil {
 		return Calendar{}, err
 	}
-	start := c.FiscalYearStart
-	if start == 0 {
+	start := s.FiscalYearStartMonth
+	if start < time.January || start > time.December {
 		start = time.January
 	}
-	return Calendar{Location: loc, FiscalYearStart: start}, nil
+	return Calendar{Location: s.Location, FiscalYearStart: start}, nil
 }

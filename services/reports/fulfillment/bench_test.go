@@ -3,6 +3,7 @@ package fulfillment
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"strconv"
 	"strings"
@@ -53,7 +54,15 @@ func seed(tb testing.TB, n int) (*Server, uuid.UUID) {
 			tb.Fatal(err)
 		}
 	}
-	return New(store.New(pool), branding.NewStore(pool)), tenant
+	st := store.New(pool)
+	profile := func(ctx context.Context, tenant uuid.UUID) (store.Profile, error) {
+		p, err := st.Profile(ctx, tenant)
+		if errors.Is(err, db.ErrNotFound) {
+			return store.Profile{TenantID: tenant, TimeZone: "UTC"}, nil
+		}
+		return p, err
+	}
+	return New(st, branding.NewStore(pool), profile), tenant
 }
 
 // TestSlipsInOrderNumberOrder renders a few slips and checks what each

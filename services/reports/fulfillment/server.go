@@ -9,7 +9,6 @@ package fulfillment
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -25,7 +24,6 @@ import (
 	reportsv1 "github.com/almoner/almoner/pkg/api/almoner/reports/v1"
 	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/authctx"
-	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/scopes"
 	"github.com/almoner/almoner/services/reports/branding"
 	"github.com/almoner/almoner/services/reports/render"
@@ -49,11 +47,17 @@ type Server struct {
 	reportsv1.UnimplementedFulfillmentDocumentServiceServer
 	store *store.Store
 	brand *branding.Store
+	// profile is the organization profile with the tenant's time zone
+	// (the tenant settings'), the defaults when none was saved.
+	profile func(context.Context, uuid.UUID) (store.Profile, error)
 }
 
 // New returns the documents' server on the reports store; slips print the
-// tenant's branding (logo and colors) as receipts do.
-func New(st *store.Store, brand *branding.Store) *Server { return &Server{store: st, brand: brand} }
+// tenant's branding (logo and colors) as receipts do, and the order's
+// date in the tenant's time zone, read with profile.
+func New(st *store.Store, brand *branding.Store, profile func(context.Context, uuid.UUID) (store.Profile, error)) *Server {
+	return &Server{store: st, brand: brand, profile: profile}
+}
 
 // GetPackingSlip prints one shipment's packing slip.
 func (s *Server) GetPackingSlip(req *reportsv1.GetPackingSlipRequest, stream grpc.ServerStreamingServer[httpbody.HttpBody]) error {
@@ -165,8 +169,8 @@ func (s *Server) sendSlips(ctx context.Context, stream grpc.ServerStreamingServe
 
 // renderSlips writes the packing slips of shs, one PDF, to w.
 func (s *Server) renderSlips(ctx context.Context, tenant uuid.UUID, shs []store.Shipment, w io.Writer) error {
-	prof, err := s.store.Profile(ctx, tenant)
-	if err != nil && !errors.Is(err, db.ErrNotFound) {
+	prof, err := s.profile(ctx, tenant)
+	if err != nil {
 		return err
 	}
 	brand, err := s.brand.Brand(ctx, tenant)

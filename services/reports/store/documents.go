@@ -43,11 +43,13 @@ type Profile struct {
 }
 
 // snapshot is the profile's properties by wire name, for the audit row's
-// changes.
+// changes. The time zone is not among them: it is the tenant settings'
+// (auth), whose own row (tenant_settings.updated) records its change; the
+// time_zone column is written but read only by this module's tests.
 func (p Profile) snapshot() map[string]any {
 	return map[string]any{"legalName": p.LegalName, "taxId": p.TaxID, "address": p.Address, "email": p.Email, "phone": p.Phone,
 		"website": p.Website, "signatoryName": p.SignatoryName, "signatoryTitle": p.SignatoryTitle, "receiptFooter": p.ReceiptFooter,
-		"country": p.Country, "timeZone": p.TimeZone}
+		"country": p.Country}
 }
 
 const profileColumns = `tenant_id, legal_name, tax_id, address, email, phone, website, signatory_name, signatory_title, receipt_footer, country, time_zone, updated_at`
