@@ -66,5 +66,5 @@ func barChart(now, before *dashboard) (template.HTML, []chartDay) {
 	fmt.Fprintf(&b, `<text class="tick" x="%.1f" y="%.1f">%s</text>`, chartLeft, chartH-6, html.EscapeString(now.ByDay[0].Date))
 	fmt.Fprintf(&b, `<text class="tick" x="%.1f" y="%.1f" text-anchor="end">%s</text>`, chartW, chartH-6, html.EscapeString(now.ByDay[n-1].Date))
 	b.WriteString(`</svg>`)
-	return template.HTML(b.String()), days //nolint:gosec // numbers and escaped text only
+	return template.HTML(b.String()), days // numbers and escaped text only
 }

@@ -30,5 +30,5 @@ func qrSVG(content string) (template.HTML, error) {
 	}
 	svg := fmt.Sprintf(`<svg class="qr" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %d" width="240" height="240" role="img" aria-label="QR code of the authenticator app's secret" shape-rendering="crispEdges">`+
 		`<rect width="%d" height="%d" fill="#fff"/><path fill="#000" d="%s"/></svg>`, n, n, n, n, path.String())
-	return template.HTML(svg), nil //nolint:gosec // built from booleans and integers only
+	return template.HTML(svg), nil // built from booleans and integers only
 }
