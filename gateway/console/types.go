@@ -86,12 +86,6 @@ type delivery struct {
 	Abandoned     bool      `json:"abandoned"`
 }
 
-type supportAccess struct {
-	Until     time.Time `json:"until"`
-	GrantedBy string    `json:"grantedBy"`
-	GrantedAt time.Time `json:"grantedAt"`
-}
-
 type mfaState struct {
 	Totp *struct {
 		Enabled bool `json:"enabled"`

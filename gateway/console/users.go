@@ -13,7 +13,6 @@ type usersData struct {
 	Impersonations []impersonation
 	// HistoryRefused is why the impersonation history is not shown.
 	HistoryRefused string
-	Granted        *supportAccess
 	DefaultUntil   string
 }
 
