@@ -113,7 +113,7 @@ async function signIn(page, email, password, secret) {
   await page.getByLabel("Code", { exact: true }).fill(totp(secret, Date.now() + 30000));
 }
 
-test("the staff console, from an invitation to an impersonation", { timeout: 300000 }, async () => {
+test("the staff console, from an invitation to an impersonation", { timeout: 420000 }, async () => {
   mkdirSync(artifacts, { recursive: true });
   const browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
@@ -201,20 +201,13 @@ test("the staff console, from an invitation to an impersonation", { timeout: 300
     await page.goto(tpath("/keys"));
     assert.equal(await page.locator("#new-key").count(), 0, "the key shown twice");
 
-    // The contact's event reaches the receiver and shows in the log.
+    // A test event is sent at once and shows in the log with its status.
     await page.getByRole("link", { name: "Webhooks" }).click();
     await page.getByRole("link", { name: "CRM sync" }).click();
-    let delivered = false;
-    for (let i = 0; i < 100 && !delivered; i++) {
-      delivered = await page.locator("#deliveries tr", { hasText: "contact.created" }).filter({ hasText: "200" }).count() > 0;
-      if (!delivered) { await new Promise((r) => setTimeout(r, 300)); await page.reload(); }
-    }
-    assert.ok(delivered, "no delivery of contact.created with 200 in the log: " + await page.locator("main").innerText());
     await page.getByRole("button", { name: "Send a test event" }).click();
     await page.getByRole("status").filter({ hasText: "the endpoint answered 200" }).waitFor();
-    await page.getByRole("button", { name: "Redeliver" }).first().click();
-    await page.getByRole("status").filter({ hasText: "sent again" }).waitFor();
-    await check(page, "webhook-log");
+    assert.equal(await page.locator("#deliveries tr", { hasText: "webhook.test" }).filter({ hasText: "200" }).count(), 1,
+      "the test event is not in the log: " + await page.locator("main").innerText());
 
     // Users: invite a viewer; grant support access.
     await page.getByRole("link", { name: "Users" }).click();
@@ -290,6 +283,21 @@ test("the staff console, from an invitation to an impersonation", { timeout: 300
     await op.getByRole("status").filter({ hasText: "The impersonation ended." }).waitFor();
     assert.equal(await op.getByRole("region", { name: "Impersonation" }).count(), 0);
     await opCtx.close();
+
+    // The contact's event has reached the receiver by now (the dispatcher
+    // follows the audit log, which waits for every older transaction on
+    // the database server): it shows in the log, and is sent again.
+    await page.goto(tpath("/webhooks"));
+    await page.getByRole("link", { name: "CRM sync" }).click();
+    let delivered = false;
+    for (let i = 0; i < 120 && !delivered; i++) {
+      delivered = await page.locator("#deliveries tr", { hasText: "contact.created" }).filter({ hasText: "200" }).count() > 0;
+      if (!delivered) { await new Promise((r) => setTimeout(r, 1000)); await page.reload(); }
+    }
+    assert.ok(delivered, "no delivery of contact.created with 200 in the log: " + await page.locator("main").innerText());
+    await page.locator("#deliveries tr", { hasText: "contact.created" }).getByRole("button", { name: "Redeliver" }).first().click();
+    await page.getByRole("status").filter({ hasText: "sent again" }).waitFor();
+    await check(page, "webhook-log");
 
     // The owner sees the impersonation in the history.
     await page.getByRole("link", { name: "Users" }).click();

@@ -72,7 +72,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if artifacts == "" {
 		artifacts = filepath.Join(dir, "..", "..", "dist", "artifacts")
 	}
-	cmd := exec.CommandContext(t.Context(), "node", "--test", "--test-timeout=300000", "console.test.mjs")
+	cmd := exec.CommandContext(t.Context(), "node", "--test", "--test-timeout=420000", "console.test.mjs")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "ALMONER_CONSOLE_URL="+c.URL, "MAILPIT_API="+pit.APIURL, "TENANT_ID="+tn.ID, "TENANT_SEARCH=TestConsoleInBrowser",
 		"OWNER_EMAIL="+ownerEmail, "OWNER_ID="+inv.GetUserId(), "VIEWER_EMAIL="+staffEmail("console-viewer"),
