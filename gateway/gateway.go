@@ -39,6 +39,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/almoner/almoner/gateway/console"
 	"github.com/almoner/almoner/gateway/internal/httpmap"
 	authv1 "github.com/almoner/almoner/pkg/api/almoner/auth/v1"
 	"github.com/almoner/almoner/pkg/authctx"
@@ -103,6 +104,9 @@ type Gateway struct {
 	logger   *slog.Logger
 	handler  http.Handler
 	budget   *bodyBudget
+	// console is the staff console under /console, which calls handler
+	// in-process (gateway/console).
+	console *console.Console
 }
 
 type principalKey struct{}
@@ -126,6 +130,7 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	}
 	g.startKeyCache(ctx)
 	g.handler = secureHeaders(g.observe(g.recoverPanics(g.withTrace(g.opsHandler(http.HandlerFunc(g.route))))))
+	g.console = console.New(console.Config{API: g.handler, Logger: cfg.Logger})
 	return g, nil
 }
 

@@ -3,6 +3,8 @@ package gateway
 import (
 	"net/http"
 	"strings"
+
+	"github.com/almoner/almoner/gateway/console"
 )
 
 // The Content-Security-Policy of each class of response. An API response
@@ -55,6 +57,9 @@ func pagePolicy(path string) string {
 		return docsCSP
 	case strings.HasPrefix(path, "/errors/"):
 		return errorPageCSP
+	case console.Owns(path):
+		// The staff console's pages and assets (gateway/console).
+		return console.CSP
 	default:
 		return apiCSP
 	}

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/almoner/almoner/gateway/console"
 	"github.com/almoner/almoner/pkg/telemetry"
 )
 
@@ -32,6 +33,10 @@ func (g *Gateway) opsHandler(next http.Handler) http.Handler {
 		case "/readyz":
 			g.ready(w, r)
 		default:
+			if console.Owns(r.URL.Path) {
+				g.console.ServeHTTP(w, r)
+				return
+			}
 			if !g.docsHandler(w, r) {
 				next.ServeHTTP(w, r)
 			}

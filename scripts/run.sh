@@ -98,6 +98,9 @@ owner_password=$(sed -n 's/.*"password":"\([^"]*\)".*/\1/p' "$owner_file" 2>/dev
 cat <<MSG
 
   Almoner is running (sandbox). Demo tenant: $tid
+
+  Staff console: http://localhost:$port/console/
+    sign in as $owner_email / $owner_password
   API key (every scope; also in $demo):
     $plain
 

@@ -14,7 +14,7 @@ import (
 // "Browser security headers"): X-Content-Type-Options: nosniff on all;
 // framing refused (CSP frame-ancestors 'none' and X-Frame-Options: DENY)
 // on all; Cache-Control: no-store on everything under /api and the
-// probes; and on /docs a script-src without 'unsafe-inline'.
+// probes; and on /docs and /console a script-src without 'unsafe-inline'.
 func TestSecurityHeadersOnEveryRouteClass(t *testing.T) {
 	t.Parallel()
 	c := apptest.Start(t, apptest.Options{})
@@ -46,6 +46,7 @@ func TestSecurityHeadersOnEveryRouteClass(t *testing.T) {
 		{"/errors/validation", http.StatusOK, false, func() *apptest.Response { return c.Do(t, "GET", "/errors/validation", "", nil) }},
 		{"/docs", http.StatusOK, false, func() *apptest.Response { return c.Do(t, "GET", "/docs", "", nil) }},
 		{"/docs/docs.js", http.StatusOK, false, func() *apptest.Response { return c.Do(t, "GET", "/docs/docs.js", "", nil) }},
+		{"/console/sign-in", http.StatusOK, true, func() *apptest.Response { return c.Do(t, "GET", "/console/sign-in", "", nil) }},
 	}
 	for _, tc := range cases {
 		r := tc.do()
@@ -66,6 +67,10 @@ func TestSecurityHeadersOnEveryRouteClass(t *testing.T) {
 		if strings.Contains(csp, "unsafe-inline") && strings.Contains(scriptSources(csp), "unsafe-inline") {
 			t.Errorf("%s: scripts may run inline: %q", tc.name, csp)
 		}
+	}
+	console := c.Do(t, "GET", "/console/sign-in", "", nil)
+	if h := console.Header; scriptSources(h.Get("Content-Security-Policy")) != "'self'" || h.Get("Referrer-Policy") != "same-origin" {
+		t.Errorf("/console: CSP %q, Referrer-Policy %q", h.Get("Content-Security-Policy"), h.Get("Referrer-Policy"))
 	}
 	docs := c.Do(t, "GET", "/docs", "", nil)
 	if src := scriptSources(docs.Header.Get("Content-Security-Policy")); src != "'self'" {
