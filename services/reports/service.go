@@ -21,6 +21,7 @@ import (
 	"github.com/almoner/almoner/pkg/mail"
 	"github.com/almoner/almoner/pkg/service"
 	"github.com/almoner/almoner/services/reports/branding"
+	"github.com/almoner/almoner/services/reports/cohorts"
 	"github.com/almoner/almoner/services/reports/fulfillment"
 	"github.com/almoner/almoner/services/reports/letters"
 	"github.com/almoner/almoner/services/reports/migrations"
@@ -59,6 +60,10 @@ type Config struct {
 	LetterRunLease time.Duration
 	LetterRunBatch int
 	NoLetterRunner bool
+	// CohortFiscalYearStart is the month (1 to 12) every tenant's fiscal
+	// year starts in for cohorts until tenant settings say it
+	// (ALMONER_COHORT_FISCAL_YEAR_START, 1 by default; CohortCalendar).
+	CohortFiscalYearStart int
 	// Dial reaches the other services: the orders service acknowledges a
 	// letter run's gifts. Nil: none reachable (claims answer 503).
 	Dial func(service string) (grpc.ClientConnInterface, error)
@@ -75,6 +80,7 @@ type Service struct {
 
 	letterStore  *letters.Store
 	letterRunner *letters.Runner
+	cohorts      *cohorts.Server
 }
 
 // New returns the reports service on pool.
@@ -88,6 +94,7 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *Service {
 	s := &Service{store: store.New(pool), brand: branding.NewStore(pool), templates: templates.NewStore(pool), cfg: cfg, logger: logger}
 	s.runner = newTaxRunner(s)
 	s.letterStore = letters.NewStore(pool)
+	s.cohorts = cohorts.NewServer(cohorts.NewStore(pool), s)
 	claimer := letters.GRPCClaimer{Orders: service.NewUpstream(cfg.Dial, "orders")}
 	s.letterRunner = letters.NewRunner(s.letterStore, s.templates, s, claimer,
 		letters.RunnerConfig{Poll: cfg.TaxRunPoll, Lease: cfg.LetterRunLease, Batch: cfg.LetterRunBatch, Now: cfg.Now}, logger)
@@ -111,6 +118,7 @@ func (s *Service) Register(r grpc.ServiceRegistrar) {
 	ls.Queued = s.letterRunner.Poke
 	reportsv1.RegisterLetterRunServiceServer(r, ls)
 	reportsv1.RegisterFulfillmentDocumentServiceServer(r, fulfillment.New(s.store, s.brand))
+	reportsv1.RegisterCohortServiceServer(r, s.cohorts)
 }
 
 // Start starts the year-end runner, which makes the tax statement runs
@@ -166,6 +174,12 @@ func configFrom(src config.Source) (Config, error) {
 	}
 	if err := letterRunnerConfig(src, &cfg); err != nil {
 		return cfg, err
+	}
+	if cfg.CohortFiscalYearStart, err = src.Int("ALMONER_COHORT_FISCAL_YEAR_START", 1); err != nil {
+		return cfg, err
+	}
+	if cfg.CohortFiscalYearStart < 1 || cfg.CohortFiscalYearStart > 12 {
+		return cfg, fmt.Errorf("ALMONER_COHORT_FISCAL_YEAR_START must be a month, 1 to 12 (%d)", cfg.CohortFiscalYearStart)
 	}
 	if cfg.TaxRunLease < time.Second || cfg.TaxRunBatch < 1 || cfg.TaxRunBatch > 1000 {
 		return cfg, fmt.Errorf("ALMONER_TAX_RUN_LEASE must be at least 1s and ALMONER_TAX_RUN_BATCH 1 to 1000 (%s, %d)", cfg.TaxRunLease, cfg.TaxRunBatch)

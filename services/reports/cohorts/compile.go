@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/almoner/almoner/pkg/apperr"
 	"github.com/almoner/almoner/pkg/money"
 )
 
@@ -114,6 +115,9 @@ func (c *Compiler) reference(ctx context.Context, n *Node) (string, error) {
 		return "", problem("TooDeep", n.Path+".cohort", "Cohort references nest at most %d deep.", MaxDepth)
 	}
 	ref, err := c.Resolve(ctx, n.Cohort)
+	if e, ok := apperr.As(err); ok && e.Kind == apperr.KindNotFound {
+		return "", problem("UnknownCohort", n.Path+".cohort", "The tenant has no cohort %s.", n.Cohort)
+	}
 	if err != nil {
 		return "", err
 	}
