@@ -63,6 +63,9 @@ func (c *Compiler) Compile(ctx context.Context, self string, n *Node) (Query, er
 	if err != nil {
 		return Query{}, err
 	}
+	// The currency and zone are parameters of every query, used or not:
+	// naming them gives an unused one its type.
+	where = "($2::text IS NOT NULL AND $3::text IS NOT NULL) AND " + where
 	q := Query{Where: where, Args: c.args, Joins: strings.Join(c.joins, "\n")}
 	if len(c.ctes) > 0 {
 		q.With = "WITH " + strings.Join(c.ctes, ",\n")
@@ -167,7 +170,8 @@ func (c *Compiler) compare(expr, op string, v any, typ string) string {
 		p := v.([]any)
 		return fmt.Sprintf("(%s BETWEEN %s::%s AND %s::%s)", expr, c.arg(p[0]), typ, c.arg(p[1]), typ)
 	case "!=":
-		return fmt.Sprintf("(%s <> %s::%s)", expr, c.arg(v), typ)
+		// A contact without the figure (no state, no gift) differs.
+		return fmt.Sprintf("(%s IS DISTINCT FROM %s::%s)", expr, c.arg(v), typ)
 	}
 	return fmt.Sprintf("(%s %s %s::%s)", expr, op, c.arg(v), typ)
 }
@@ -222,7 +226,7 @@ func (c *Compiler) text(col string, cond *Condition) string {
 	case "contains":
 		return fmt.Sprintf("(strpos(lower(%s), lower(%s::text)) > 0)", col, c.arg(cond.Value))
 	case "!=":
-		return fmt.Sprintf("(lower(%s) <> lower(%s::text))", col, c.arg(cond.Value))
+		return fmt.Sprintf("(lower(%s) IS DISTINCT FROM lower(%s::text))", col, c.arg(cond.Value))
 	}
 	return fmt.Sprintf("(lower(%s) = lower(%s::text))", col, c.arg(cond.Value))
 }
@@ -369,9 +373,11 @@ func (c *Compiler) bounds(cond *Condition, path string) (time.Time, time.Time, e
 // partial edges from the gift rows (docs/cohorts.md, Design).
 func (c *Compiler) window(from, to time.Time, funds []uuid.UUID) string {
 	mFrom, mTo, edges := splitWindow(from, to)
-	fundArg := c.arg([]uuid.UUID{nilFund})
+	var fundArg string
 	if len(funds) > 0 {
 		fundArg = c.arg(funds)
+	} else {
+		fundArg = c.arg([]uuid.UUID{nilFund})
 	}
 	months := fmt.Sprintf(`SELECT contact_id, net_minor AS n, gift_count AS k, largest_minor AS l, first_at AS f, last_at AS t
         FROM orders.report_contact_giving_months_v1
