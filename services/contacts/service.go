@@ -77,6 +77,7 @@ type Service struct {
 	orders  *service.Upstream // dialled on the first dashboard or merge
 	// inventory is dialled on the first merge.
 	inventory *service.Upstream
+	reports   *service.Upstream
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -107,7 +108,8 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger, dial func(string) 
 		logger = slog.Default()
 	}
 	return &Service{cfg: cfg, store: store.New(pool), limiter: ratelimit.New(pool), logger: logger,
-		orders: service.NewUpstream(dial, OrdersService), inventory: service.NewUpstream(dial, InventoryService)}
+		orders: service.NewUpstream(dial, OrdersService), inventory: service.NewUpstream(dial, InventoryService),
+		reports: service.NewUpstream(dial, ReportsService)}
 }
 
 // Register adds the service's gRPC servers to r.

@@ -324,6 +324,35 @@ func TestCohorts(t *testing.T) {
 		c.Do(t, "GET", tPath(tn.ID, "/cohorts/lybunt"), manager, nil).Expect(t, http.StatusOK)
 	})
 
+	t.Run("contacts filtered by a cohort", func(t *testing.T) {
+		w.t, other.t = t, t
+		var page struct {
+			Items []struct {
+				ID        float64
+				FirstName string
+			}
+			TotalCount    int
+			NextPageToken string
+		}
+		c.Do(t, "GET", tPath(tn.ID, "/contacts?cohortId=first-time-donors&pageSize=1"), tn.Key, nil).Expect(t, http.StatusOK).JSON(t, &page)
+		if page.TotalCount != 2 || len(page.Items) != 1 || page.Items[0].FirstName != "First" || page.NextPageToken == "" {
+			t.Fatalf("first page = %+v", page)
+		}
+		c.Do(t, "GET", tPath(tn.ID, "/contacts?cohortId=first-time-donors&pageSize=1&pageToken="+page.NextPageToken), tn.Key, nil).Expect(t, http.StatusOK).JSON(t, &page)
+		if page.TotalCount != 2 || len(page.Items) != 1 || page.Items[0].FirstName != "Monthly" || page.NextPageToken != "" {
+			t.Errorf("second page = %+v", page)
+		}
+		c.Do(t, "GET", tPath(tn.ID, "/contacts?cohortId=first-time-donors&pageSize=1&page=2"), tn.Key, nil).Expect(t, http.StatusOK).JSON(t, &page)
+		if len(page.Items) != 1 || page.Items[0].FirstName != "Monthly" {
+			t.Errorf("page 2 = %+v", page)
+		}
+		p := expectProblem(t, c.Do(t, "GET", tPath(tn.ID, "/contacts?cohortId=lybunt&tag=x"), tn.Key, nil), http.StatusBadRequest)
+		if _, ok := p.Errors["CohortId"]; !ok {
+			t.Errorf("combined filters: %v", p.Errors)
+		}
+		expectProblem(t, c.Do(t, "GET", tPath(tn.ID, "/contacts?cohortId=00000000-0000-0000-0000-000000000001"), tn.Key, nil), http.StatusNotFound)
+	})
+
 	t.Run("export", func(t *testing.T) {
 		w.t, other.t = t, t
 		formula := w.contact("=HYPERLINK(\"x\")", false, nil)
