@@ -95,6 +95,7 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *Service {
 	s.runner = newTaxRunner(s)
 	s.letterStore = letters.NewStore(pool)
 	s.cohorts = cohorts.NewServer(cohorts.NewStore(pool), s)
+	s.letterStore.Members = s.cohorts.Members
 	claimer := letters.GRPCClaimer{Orders: service.NewUpstream(cfg.Dial, "orders")}
 	s.letterRunner = letters.NewRunner(s.letterStore, s.templates, s, claimer,
 		letters.RunnerConfig{Poll: cfg.TaxRunPoll, Lease: cfg.LetterRunLease, Batch: cfg.LetterRunBatch, Now: cfg.Now}, logger)

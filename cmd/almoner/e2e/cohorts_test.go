@@ -384,6 +384,31 @@ func TestCohorts(t *testing.T) {
 		c.Do(t, "POST", mergePath(tn.ID, lyb), tn.Key, map[string]any{"duplicateId": formula}).Expect(t, http.StatusOK)
 	})
 
+	t.Run("letter run by cohort", func(t *testing.T) {
+		w.t, other.t = t, t
+		c.Do(t, "PUT", tPath(tn.ID, "/organization-profile"), tn.Key, receiptProfile).Expect(t, http.StatusOK)
+		var list struct {
+			Items []map[string]any `json:"items"`
+		}
+		c.Do(t, "GET", tPath(tn.ID, "/document-templates?kind=acknowledgement"), tn.Key, nil).Expect(t, http.StatusOK).JSON(t, &list)
+		today := now.Format(time.DateOnly)
+		body := map[string]any{"templateId": list.Items[0]["id"], "channel": "pdf", "markAcknowledged": false,
+			"filter": map[string]any{"from": today, "to": today, "cohortId": "major-donors"}}
+		r := c.Do(t, "POST", tPath(tn.ID, "/letter-runs"), tn.Key, body).Expect(t, http.StatusAccepted).Map(t)
+		if f := r["filter"].(map[string]any); f["cohortId"] != "major-donors" {
+			t.Errorf("run filter %v", f)
+		}
+		run := awaitRun(t, c, tn, r["id"].(string))
+		if run["status"] != "succeeded" || run["letters"] != float64(1) {
+			t.Errorf("run = %v, want 1 letter (Major's gift of today)", run)
+		}
+		body["filter"].(map[string]any)["cohortId"] = "nope"
+		e := errorsOf(t, c.Do(t, "POST", tPath(tn.ID, "/letter-runs"), tn.Key, body).Expect(t, http.StatusBadRequest))
+		if len(e["Filter.CohortId"]) == 0 {
+			t.Errorf("errors %v", e)
+		}
+	})
+
 	t.Run("refunds, voids and merges move membership", func(t *testing.T) {
 		w.t, other.t = t, t
 		w.t = t

@@ -147,3 +147,14 @@ func (s *Store) MemberIDs(ctx context.Context, q Query, after int64, offset int6
 	}
 	return ids, total, nil
 }
+
+// AllIDs reads every member id of q in id order.
+func (s *Store) AllIDs(ctx context.Context, q Query) ([]int64, error) {
+	sql := q.With + "\nSELECT c.contact_id" + from + q.Joins + "\nWHERE c.tenant_id = $1 AND " + q.Where + "\nORDER BY c.contact_id"
+	rows, _ := s.pool.Query(ctx, sql, q.Args...)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("cohorts: member ids: %w", err)
+	}
+	return ids, nil
+}

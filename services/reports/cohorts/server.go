@@ -73,14 +73,18 @@ func (x *Server) load(ctx context.Context, tenant uuid.UUID, cal Calendar, id st
 // compiler makes the tenant's compiler: its currency, calendar and a
 // resolver of references to its cohorts.
 func (x *Server) compiler(ctx context.Context, p authctx.Principal) (*Compiler, error) {
-	tenant := p.Tenant()
-	cal, err := x.calendars.CohortCalendar(ctx, tenant)
-	if err != nil {
-		return nil, err
-	}
 	cur, err := p.DefaultCurrency()
 	if err != nil {
 		cur = "USD"
+	}
+	return x.compilerFor(ctx, p.Tenant(), cur)
+}
+
+// compilerFor is compiler for a tenant and currency (a background run's).
+func (x *Server) compilerFor(ctx context.Context, tenant uuid.UUID, cur string) (*Compiler, error) {
+	cal, err := x.calendars.CohortCalendar(ctx, tenant)
+	if err != nil {
+		return nil, err
 	}
 	c := &Compiler{Tenant: tenant, Currency: cur, Calendar: cal}
 	c.Resolve = func(ctx context.Context, id string) (*Node, error) {
@@ -105,6 +109,24 @@ func (x *Server) Query(ctx context.Context, p authctx.Principal, id string) (Que
 		return Query{}, err
 	}
 	return c.Compile(ctx, r.id, r.node)
+}
+
+// Members lists the members of the tenant's cohort id now, in id order
+// (letters.CohortMembers: a letter run's filter, without a principal).
+func (x *Server) Members(ctx context.Context, tenant uuid.UUID, currency, id string) ([]int64, error) {
+	c, err := x.compilerFor(ctx, tenant, currency)
+	if err != nil {
+		return nil, err
+	}
+	r, err := x.load(ctx, tenant, c.Calendar, id)
+	if err != nil {
+		return nil, err
+	}
+	q, err := c.Compile(ctx, r.id, r.node)
+	if err != nil {
+		return nil, err
+	}
+	return x.store.AllIDs(ctx, q)
 }
 
 // CreateCohort saves a cohort.
