@@ -384,6 +384,22 @@ func TestCohorts(t *testing.T) {
 		c.Do(t, "POST", mergePath(tn.ID, lyb), tn.Key, map[string]any{"duplicateId": formula}).Expect(t, http.StatusOK)
 	})
 
+	t.Run("report parameter cohortId", func(t *testing.T) {
+		var run reportRun
+		params := map[string]any{"parameters": map[string]any{"From": now.AddDate(0, 0, -1).Format(time.DateOnly), "To": now.AddDate(0, 0, 1).Format(time.DateOnly)}}
+		c.Do(t, "POST", tPath(tn.ID, "/reports/types/top-donors/run"), tn.Key, params).Expect(t, http.StatusOK).JSON(t, &run)
+		if run.TotalCount != 4 {
+			t.Errorf("top donors of today: %d rows, want 4", run.TotalCount)
+		}
+		params["parameters"].(map[string]any)["CohortId"] = "major-donors"
+		c.Do(t, "POST", tPath(tn.ID, "/reports/types/top-donors/run"), tn.Key, params).Expect(t, http.StatusOK).JSON(t, &run)
+		if run.TotalCount != 1 || string(run.Rows[0]["ContactId"]) != fmt.Sprint(major) {
+			t.Errorf("top major donors: %+v", run.Rows)
+		}
+		params["parameters"].(map[string]any)["CohortId"] = "nope"
+		expectProblem(t, c.Do(t, "POST", tPath(tn.ID, "/reports/types/top-donors/run"), tn.Key, params), http.StatusNotFound)
+	})
+
 	t.Run("letter run by cohort", func(t *testing.T) {
 		w.t, other.t = t, t
 		c.Do(t, "PUT", tPath(tn.ID, "/organization-profile"), tn.Key, receiptProfile).Expect(t, http.StatusOK)
