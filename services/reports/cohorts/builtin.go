@@ -59,3 +59,12 @@ func IsBuiltin(id string) bool {
 
 // builtinDefinition is a built-in's definition for the calendar, as JSON.
 func builtinDefinition(id string, c Calendar) string { return builtins[id].definition(c) }
+
+// BuiltinDefinition is a built-in's definition for the calendar, as JSON
+// (benchmarks; "" for an unknown id).
+func BuiltinDefinition(id string, c Calendar) string {
+	if !IsBuiltin(id) {
+		return ""
+	}
+	return builtinDefinition(id, c)
+}
