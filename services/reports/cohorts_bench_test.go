@@ -168,4 +168,3 @@ func cohortBenchTenant(b *testing.B, n int) (*pgxpool.Pool, uuid.UUID) {
 	b.Logf("loaded %d contacts and %d gifts in %s", n, gifts, time.Since(start).Round(time.Second))
 	return pool, tenant
 }
-
