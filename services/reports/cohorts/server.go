@@ -152,7 +152,7 @@ func (x *Server) CreateCohort(ctx context.Context, req *reportsv1.CreateCohortRe
 
 // validate checks a cohort's body: its name, and its definition against
 // the grammar, its references (each the tenant's, no cycle back to id).
-func (x *Server) validate(ctx context.Context, p authctx.Principal, id uuid.UUID, in *reportsv1.Cohort) (Cohort, error) {
+func (x *Server) validate(ctx context.Context, p authctx.Principal, id uuid.UUID, in *reportsv1.CohortInput) (Cohort, error) {
 	c := Cohort{TenantID: p.Tenant(), ID: id, Name: strings.TrimSpace(in.GetName()), Description: in.GetDescription()}
 	var v apperr.Violations
 	if c.Name == "" || utf8.RuneCountInString(c.Name) > 200 || strings.ContainsRune(c.Name, 0) {

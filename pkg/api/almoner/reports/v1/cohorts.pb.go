@@ -27,6 +27,71 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// CohortInput is a cohort as a create or replace sends it.
+type CohortInput struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Name is the cohort's name (1 to 200 characters, unique in the tenant).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Description says what the cohort is for (at most 2,000 characters).
+	Description string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	// Definition is the cohort's definition in the grammar of
+	// docs/cohorts.md.
+	Definition    *structpb.Struct `protobuf:"bytes,3,opt,name=definition,proto3" json:"definition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CohortInput) Reset() {
+	*x = CohortInput{}
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CohortInput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CohortInput) ProtoMessage() {}
+
+func (x *CohortInput) ProtoReflect() protoreflect.Message {
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CohortInput.ProtoReflect.Descriptor instead.
+func (*CohortInput) Descriptor() ([]byte, []int) {
+	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *CohortInput) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CohortInput) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *CohortInput) GetDefinition() *structpb.Struct {
+	if x != nil {
+		return x.Definition
+	}
+	return nil
+}
+
 // Cohort is a saved or built-in cohort.
 type Cohort struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -51,7 +116,7 @@ type Cohort struct {
 
 func (x *Cohort) Reset() {
 	*x = Cohort{}
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[0]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -63,7 +128,7 @@ func (x *Cohort) String() string {
 func (*Cohort) ProtoMessage() {}
 
 func (x *Cohort) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[0]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -76,7 +141,7 @@ func (x *Cohort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cohort.ProtoReflect.Descriptor instead.
 func (*Cohort) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{0}
+	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *Cohort) GetId() string {
@@ -154,7 +219,7 @@ type CohortMember struct {
 
 func (x *CohortMember) Reset() {
 	*x = CohortMember{}
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[1]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -166,7 +231,7 @@ func (x *CohortMember) String() string {
 func (*CohortMember) ProtoMessage() {}
 
 func (x *CohortMember) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[1]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -179,7 +244,7 @@ func (x *CohortMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CohortMember.ProtoReflect.Descriptor instead.
 func (*CohortMember) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{1}
+	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *CohortMember) GetContactId() int64 {
@@ -244,14 +309,14 @@ type CreateCohortRequest struct {
 	// TenantId is the tenant (the path's tid).
 	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
 	// Cohort is the body.
-	Cohort        *Cohort `protobuf:"bytes,2,opt,name=cohort,proto3" json:"cohort,omitempty"`
+	Cohort        *CohortInput `protobuf:"bytes,2,opt,name=cohort,proto3" json:"cohort,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateCohortRequest) Reset() {
 	*x = CreateCohortRequest{}
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[2]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -263,7 +328,7 @@ func (x *CreateCohortRequest) String() string {
 func (*CreateCohortRequest) ProtoMessage() {}
 
 func (x *CreateCohortRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[2]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -276,7 +341,7 @@ func (x *CreateCohortRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateCohortRequest.ProtoReflect.Descriptor instead.
 func (*CreateCohortRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{2}
+	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *CreateCohortRequest) GetTenantId() string {
@@ -286,7 +351,7 @@ func (x *CreateCohortRequest) GetTenantId() string {
 	return ""
 }
 
-func (x *CreateCohortRequest) GetCohort() *Cohort {
+func (x *CreateCohortRequest) GetCohort() *CohortInput {
 	if x != nil {
 		return x.Cohort
 	}
@@ -304,7 +369,7 @@ type CreateCohortResponse struct {
 
 func (x *CreateCohortResponse) Reset() {
 	*x = CreateCohortResponse{}
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[3]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -316,7 +381,7 @@ func (x *CreateCohortResponse) String() string {
 func (*CreateCohortResponse) ProtoMessage() {}
 
 func (x *CreateCohortResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[3]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -329,7 +394,7 @@ func (x *CreateCohortResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateCohortResponse.ProtoReflect.Descriptor instead.
 func (*CreateCohortResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{3}
+	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CreateCohortResponse) GetCohort() *Cohort {
@@ -350,7 +415,7 @@ type ListCohortsRequest struct {
 
 func (x *ListCohortsRequest) Reset() {
 	*x = ListCohortsRequest{}
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[4]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -362,7 +427,7 @@ func (x *ListCohortsRequest) String() string {
 func (*ListCohortsRequest) ProtoMessage() {}
 
 func (x *ListCohortsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[4]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -375,7 +440,7 @@ func (x *ListCohortsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCohortsRequest.ProtoReflect.Descriptor instead.
 func (*ListCohortsRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{4}
+	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ListCohortsRequest) GetTenantId() string {
@@ -396,7 +461,7 @@ type ListCohortsResponse struct {
 
 func (x *ListCohortsResponse) Reset() {
 	*x = ListCohortsResponse{}
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[5]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -408,7 +473,7 @@ func (x *ListCohortsResponse) String() string {
 func (*ListCohortsResponse) ProtoMessage() {}
 
 func (x *ListCohortsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[5]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -421,7 +486,7 @@ func (x *ListCohortsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCohortsResponse.ProtoReflect.Descriptor instead.
 func (*ListCohortsResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{5}
+	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ListCohortsResponse) GetItems() []*Cohort {
@@ -444,7 +509,7 @@ type GetCohortRequest struct {
 
 func (x *GetCohortRequest) Reset() {
 	*x = GetCohortRequest{}
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[6]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -456,7 +521,7 @@ func (x *GetCohortRequest) String() string {
 func (*GetCohortRequest) ProtoMessage() {}
 
 func (x *GetCohortRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[6]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -469,7 +534,7 @@ func (x *GetCohortRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCohortRequest.ProtoReflect.Descriptor instead.
 func (*GetCohortRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{6}
+	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetCohortRequest) GetTenantId() string {
@@ -497,7 +562,7 @@ type GetCohortResponse struct {
 
 func (x *GetCohortResponse) Reset() {
 	*x = GetCohortResponse{}
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[7]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -509,7 +574,7 @@ func (x *GetCohortResponse) String() string {
 func (*GetCohortResponse) ProtoMessage() {}
 
 func (x *GetCohortResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[7]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -522,7 +587,7 @@ func (x *GetCohortResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCohortResponse.ProtoReflect.Descriptor instead.
 func (*GetCohortResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{7}
+	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetCohortResponse) GetCohort() *Cohort {
@@ -540,14 +605,14 @@ type UpdateCohortRequest struct {
 	// CohortId is the cohort.
 	CohortId string `protobuf:"bytes,2,opt,name=cohort_id,json=cohortId,proto3" json:"cohort_id,omitempty"`
 	// Cohort is the body.
-	Cohort        *Cohort `protobuf:"bytes,3,opt,name=cohort,proto3" json:"cohort,omitempty"`
+	Cohort        *CohortInput `protobuf:"bytes,3,opt,name=cohort,proto3" json:"cohort,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UpdateCohortRequest) Reset() {
 	*x = UpdateCohortRequest{}
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[8]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -559,7 +624,7 @@ func (x *UpdateCohortRequest) String() string {
 func (*UpdateCohortRequest) ProtoMessage() {}
 
 func (x *UpdateCohortRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[8]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -572,7 +637,7 @@ func (x *UpdateCohortRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateCohortRequest.ProtoReflect.Descriptor instead.
 func (*UpdateCohortRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{8}
+	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *UpdateCohortRequest) GetTenantId() string {
@@ -589,7 +654,7 @@ func (x *UpdateCohortRequest) GetCohortId() string {
 	return ""
 }
 
-func (x *UpdateCohortRequest) GetCohort() *Cohort {
+func (x *UpdateCohortRequest) GetCohort() *CohortInput {
 	if x != nil {
 		return x.Cohort
 	}
@@ -607,7 +672,7 @@ type UpdateCohortResponse struct {
 
 func (x *UpdateCohortResponse) Reset() {
 	*x = UpdateCohortResponse{}
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[9]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -619,7 +684,7 @@ func (x *UpdateCohortResponse) String() string {
 func (*UpdateCohortResponse) ProtoMessage() {}
 
 func (x *UpdateCohortResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[9]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -632,7 +697,7 @@ func (x *UpdateCohortResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateCohortResponse.ProtoReflect.Descriptor instead.
 func (*UpdateCohortResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{9}
+	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *UpdateCohortResponse) GetCohort() *Cohort {
@@ -655,7 +720,7 @@ type DeleteCohortRequest struct {
 
 func (x *DeleteCohortRequest) Reset() {
 	*x = DeleteCohortRequest{}
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[10]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -667,7 +732,7 @@ func (x *DeleteCohortRequest) String() string {
 func (*DeleteCohortRequest) ProtoMessage() {}
 
 func (x *DeleteCohortRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[10]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -680,7 +745,7 @@ func (x *DeleteCohortRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteCohortRequest.ProtoReflect.Descriptor instead.
 func (*DeleteCohortRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{10}
+	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DeleteCohortRequest) GetTenantId() string {
@@ -706,7 +771,7 @@ type DeleteCohortResponse struct {
 
 func (x *DeleteCohortResponse) Reset() {
 	*x = DeleteCohortResponse{}
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[11]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -718,7 +783,7 @@ func (x *DeleteCohortResponse) String() string {
 func (*DeleteCohortResponse) ProtoMessage() {}
 
 func (x *DeleteCohortResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[11]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -731,7 +796,7 @@ func (x *DeleteCohortResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteCohortResponse.ProtoReflect.Descriptor instead.
 func (*DeleteCohortResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{11}
+	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{12}
 }
 
 // ListCohortMembersRequest is one page of members.
@@ -755,7 +820,7 @@ type ListCohortMembersRequest struct {
 
 func (x *ListCohortMembersRequest) Reset() {
 	*x = ListCohortMembersRequest{}
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[12]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -767,7 +832,7 @@ func (x *ListCohortMembersRequest) String() string {
 func (*ListCohortMembersRequest) ProtoMessage() {}
 
 func (x *ListCohortMembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[12]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -780,7 +845,7 @@ func (x *ListCohortMembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCohortMembersRequest.ProtoReflect.Descriptor instead.
 func (*ListCohortMembersRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{12}
+	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListCohortMembersRequest) GetTenantId() string {
@@ -835,7 +900,7 @@ type ListCohortMembersResponse struct {
 
 func (x *ListCohortMembersResponse) Reset() {
 	*x = ListCohortMembersResponse{}
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[13]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -847,7 +912,7 @@ func (x *ListCohortMembersResponse) String() string {
 func (*ListCohortMembersResponse) ProtoMessage() {}
 
 func (x *ListCohortMembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[13]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -860,7 +925,7 @@ func (x *ListCohortMembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCohortMembersResponse.ProtoReflect.Descriptor instead.
 func (*ListCohortMembersResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{13}
+	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListCohortMembersResponse) GetItems() []*CohortMember {
@@ -904,7 +969,7 @@ type CountCohortRequest struct {
 
 func (x *CountCohortRequest) Reset() {
 	*x = CountCohortRequest{}
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[14]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -916,7 +981,7 @@ func (x *CountCohortRequest) String() string {
 func (*CountCohortRequest) ProtoMessage() {}
 
 func (x *CountCohortRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[14]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -929,7 +994,7 @@ func (x *CountCohortRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountCohortRequest.ProtoReflect.Descriptor instead.
 func (*CountCohortRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{14}
+	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CountCohortRequest) GetTenantId() string {
@@ -957,7 +1022,7 @@ type CountCohortResponse struct {
 
 func (x *CountCohortResponse) Reset() {
 	*x = CountCohortResponse{}
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[15]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -969,7 +1034,7 @@ func (x *CountCohortResponse) String() string {
 func (*CountCohortResponse) ProtoMessage() {}
 
 func (x *CountCohortResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[15]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -982,7 +1047,7 @@ func (x *CountCohortResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountCohortResponse.ProtoReflect.Descriptor instead.
 func (*CountCohortResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{15}
+	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CountCohortResponse) GetCount() int64 {
@@ -1007,7 +1072,7 @@ type ExportCohortRequest struct {
 
 func (x *ExportCohortRequest) Reset() {
 	*x = ExportCohortRequest{}
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[16]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1019,7 +1084,7 @@ func (x *ExportCohortRequest) String() string {
 func (*ExportCohortRequest) ProtoMessage() {}
 
 func (x *ExportCohortRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[16]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1032,7 +1097,7 @@ func (x *ExportCohortRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportCohortRequest.ProtoReflect.Descriptor instead.
 func (*ExportCohortRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{16}
+	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ExportCohortRequest) GetTenantId() string {
@@ -1077,7 +1142,7 @@ type ListCohortMemberIdsRequest struct {
 
 func (x *ListCohortMemberIdsRequest) Reset() {
 	*x = ListCohortMemberIdsRequest{}
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[17]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1089,7 +1154,7 @@ func (x *ListCohortMemberIdsRequest) String() string {
 func (*ListCohortMemberIdsRequest) ProtoMessage() {}
 
 func (x *ListCohortMemberIdsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[17]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1102,7 +1167,7 @@ func (x *ListCohortMemberIdsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCohortMemberIdsRequest.ProtoReflect.Descriptor instead.
 func (*ListCohortMemberIdsRequest) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{17}
+	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListCohortMemberIdsRequest) GetTenantId() string {
@@ -1160,7 +1225,7 @@ type ListCohortMemberIdsResponse struct {
 
 func (x *ListCohortMemberIdsResponse) Reset() {
 	*x = ListCohortMemberIdsResponse{}
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[18]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1172,7 +1237,7 @@ func (x *ListCohortMemberIdsResponse) String() string {
 func (*ListCohortMemberIdsResponse) ProtoMessage() {}
 
 func (x *ListCohortMemberIdsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[18]
+	mi := &file_almoner_reports_v1_cohorts_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1185,7 +1250,7 @@ func (x *ListCohortMemberIdsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCohortMemberIdsResponse.ProtoReflect.Descriptor instead.
 func (*ListCohortMemberIdsResponse) Descriptor() ([]byte, []int) {
-	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{18}
+	return file_almoner_reports_v1_cohorts_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListCohortMemberIdsResponse) GetContactIds() []int64 {
@@ -1206,21 +1271,27 @@ var File_almoner_reports_v1_cohorts_proto protoreflect.FileDescriptor
 
 const file_almoner_reports_v1_cohorts_proto_rawDesc = "" +
 	"\n" +
-	" almoner/reports/v1/cohorts.proto\x12\x12almoner.reports.v1\x1a\x1dalmoner/type/v1/decimal.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x19google/api/httpbody.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\xcf\x02\n" +
-	"\x06Cohort\x12\x15\n" +
-	"\x02id\x18\x01 \x01(\tB\x05\x92A\x02@\x01R\x02id\x12\x12\n" +
+	" almoner/reports/v1/cohorts.proto\x12\x12almoner.reports.v1\x1a\x1dalmoner/type/v1/decimal.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x19google/api/httpbody.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\x97\x01\n" +
+	"\vCohortInput\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\x127\n" +
+	"\n" +
+	"definition\x18\x03 \x01(\v2\x17.google.protobuf.StructR\n" +
+	"definition:\x19\x92A\x16\n" +
+	"\x14\xd2\x01\x04name\xd2\x01\n" +
+	"definition\"\x98\x02\n" +
+	"\x06Cohort\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x03 \x01(\tR\vdescription\x127\n" +
 	"\n" +
 	"definition\x18\x04 \x01(\v2\x17.google.protobuf.StructR\n" +
-	"definition\x12 \n" +
-	"\bbuilt_in\x18\x05 \x01(\bB\x05\x92A\x02@\x01R\abuiltIn\x12@\n" +
+	"definition\x12\x19\n" +
+	"\bbuilt_in\x18\x05 \x01(\bR\abuiltIn\x129\n" +
 	"\n" +
-	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampB\x05\x92A\x02@\x01R\tcreatedAt\x12@\n" +
+	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampB\x05\x92A\x02@\x01R\tupdatedAt:\x19\x92A\x16\n" +
-	"\x14\xd2\x01\x04name\xd2\x01\n" +
-	"definition\"\xfc\x02\n" +
+	"updated_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xfc\x02\n" +
 	"\fCohortMember\x12\x1d\n" +
 	"\n" +
 	"contact_id\x18\x01 \x01(\x03R\tcontactId\x12!\n" +
@@ -1234,10 +1305,10 @@ const file_almoner_reports_v1_cohorts_proto_rawDesc = "" +
 	"\x0elast_gift_date\x18\a \x01(\tH\x01R\flastGiftDate\x88\x01\x01\x12;\n" +
 	"\flargest_gift\x18\b \x01(\v2\x18.almoner.type.v1.DecimalR\vlargestGiftB\x12\n" +
 	"\x10_first_gift_dateB\x11\n" +
-	"\x0f_last_gift_date\"f\n" +
+	"\x0f_last_gift_date\"k\n" +
 	"\x13CreateCohortRequest\x12\x1b\n" +
-	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x122\n" +
-	"\x06cohort\x18\x02 \x01(\v2\x1a.almoner.reports.v1.CohortR\x06cohort\"J\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x127\n" +
+	"\x06cohort\x18\x02 \x01(\v2\x1f.almoner.reports.v1.CohortInputR\x06cohort\"J\n" +
 	"\x14CreateCohortResponse\x122\n" +
 	"\x06cohort\x18\x01 \x01(\v2\x1a.almoner.reports.v1.CohortR\x06cohort\"1\n" +
 	"\x12ListCohortsRequest\x12\x1b\n" +
@@ -1248,11 +1319,11 @@ const file_almoner_reports_v1_cohorts_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1b\n" +
 	"\tcohort_id\x18\x02 \x01(\tR\bcohortId\"G\n" +
 	"\x11GetCohortResponse\x122\n" +
-	"\x06cohort\x18\x01 \x01(\v2\x1a.almoner.reports.v1.CohortR\x06cohort\"\x83\x01\n" +
+	"\x06cohort\x18\x01 \x01(\v2\x1a.almoner.reports.v1.CohortR\x06cohort\"\x88\x01\n" +
 	"\x13UpdateCohortRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1b\n" +
-	"\tcohort_id\x18\x02 \x01(\tR\bcohortId\x122\n" +
-	"\x06cohort\x18\x03 \x01(\v2\x1a.almoner.reports.v1.CohortR\x06cohort\"J\n" +
+	"\tcohort_id\x18\x02 \x01(\tR\bcohortId\x127\n" +
+	"\x06cohort\x18\x03 \x01(\v2\x1f.almoner.reports.v1.CohortInputR\x06cohort\"J\n" +
 	"\x14UpdateCohortResponse\x122\n" +
 	"\x06cohort\x18\x01 \x01(\v2\x1a.almoner.reports.v1.CohortR\x06cohort\"O\n" +
 	"\x13DeleteCohortRequest\x12\x1b\n" +
@@ -1319,68 +1390,70 @@ func file_almoner_reports_v1_cohorts_proto_rawDescGZIP() []byte {
 	return file_almoner_reports_v1_cohorts_proto_rawDescData
 }
 
-var file_almoner_reports_v1_cohorts_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_almoner_reports_v1_cohorts_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_almoner_reports_v1_cohorts_proto_goTypes = []any{
-	(*Cohort)(nil),                      // 0: almoner.reports.v1.Cohort
-	(*CohortMember)(nil),                // 1: almoner.reports.v1.CohortMember
-	(*CreateCohortRequest)(nil),         // 2: almoner.reports.v1.CreateCohortRequest
-	(*CreateCohortResponse)(nil),        // 3: almoner.reports.v1.CreateCohortResponse
-	(*ListCohortsRequest)(nil),          // 4: almoner.reports.v1.ListCohortsRequest
-	(*ListCohortsResponse)(nil),         // 5: almoner.reports.v1.ListCohortsResponse
-	(*GetCohortRequest)(nil),            // 6: almoner.reports.v1.GetCohortRequest
-	(*GetCohortResponse)(nil),           // 7: almoner.reports.v1.GetCohortResponse
-	(*UpdateCohortRequest)(nil),         // 8: almoner.reports.v1.UpdateCohortRequest
-	(*UpdateCohortResponse)(nil),        // 9: almoner.reports.v1.UpdateCohortResponse
-	(*DeleteCohortRequest)(nil),         // 10: almoner.reports.v1.DeleteCohortRequest
-	(*DeleteCohortResponse)(nil),        // 11: almoner.reports.v1.DeleteCohortResponse
-	(*ListCohortMembersRequest)(nil),    // 12: almoner.reports.v1.ListCohortMembersRequest
-	(*ListCohortMembersResponse)(nil),   // 13: almoner.reports.v1.ListCohortMembersResponse
-	(*CountCohortRequest)(nil),          // 14: almoner.reports.v1.CountCohortRequest
-	(*CountCohortResponse)(nil),         // 15: almoner.reports.v1.CountCohortResponse
-	(*ExportCohortRequest)(nil),         // 16: almoner.reports.v1.ExportCohortRequest
-	(*ListCohortMemberIdsRequest)(nil),  // 17: almoner.reports.v1.ListCohortMemberIdsRequest
-	(*ListCohortMemberIdsResponse)(nil), // 18: almoner.reports.v1.ListCohortMemberIdsResponse
-	(*structpb.Struct)(nil),             // 19: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),       // 20: google.protobuf.Timestamp
-	(*v1.Decimal)(nil),                  // 21: almoner.type.v1.Decimal
-	(*httpbody.HttpBody)(nil),           // 22: google.api.HttpBody
+	(*CohortInput)(nil),                 // 0: almoner.reports.v1.CohortInput
+	(*Cohort)(nil),                      // 1: almoner.reports.v1.Cohort
+	(*CohortMember)(nil),                // 2: almoner.reports.v1.CohortMember
+	(*CreateCohortRequest)(nil),         // 3: almoner.reports.v1.CreateCohortRequest
+	(*CreateCohortResponse)(nil),        // 4: almoner.reports.v1.CreateCohortResponse
+	(*ListCohortsRequest)(nil),          // 5: almoner.reports.v1.ListCohortsRequest
+	(*ListCohortsResponse)(nil),         // 6: almoner.reports.v1.ListCohortsResponse
+	(*GetCohortRequest)(nil),            // 7: almoner.reports.v1.GetCohortRequest
+	(*GetCohortResponse)(nil),           // 8: almoner.reports.v1.GetCohortResponse
+	(*UpdateCohortRequest)(nil),         // 9: almoner.reports.v1.UpdateCohortRequest
+	(*UpdateCohortResponse)(nil),        // 10: almoner.reports.v1.UpdateCohortResponse
+	(*DeleteCohortRequest)(nil),         // 11: almoner.reports.v1.DeleteCohortRequest
+	(*DeleteCohortResponse)(nil),        // 12: almoner.reports.v1.DeleteCohortResponse
+	(*ListCohortMembersRequest)(nil),    // 13: almoner.reports.v1.ListCohortMembersRequest
+	(*ListCohortMembersResponse)(nil),   // 14: almoner.reports.v1.ListCohortMembersResponse
+	(*CountCohortRequest)(nil),          // 15: almoner.reports.v1.CountCohortRequest
+	(*CountCohortResponse)(nil),         // 16: almoner.reports.v1.CountCohortResponse
+	(*ExportCohortRequest)(nil),         // 17: almoner.reports.v1.ExportCohortRequest
+	(*ListCohortMemberIdsRequest)(nil),  // 18: almoner.reports.v1.ListCohortMemberIdsRequest
+	(*ListCohortMemberIdsResponse)(nil), // 19: almoner.reports.v1.ListCohortMemberIdsResponse
+	(*structpb.Struct)(nil),             // 20: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),       // 21: google.protobuf.Timestamp
+	(*v1.Decimal)(nil),                  // 22: almoner.type.v1.Decimal
+	(*httpbody.HttpBody)(nil),           // 23: google.api.HttpBody
 }
 var file_almoner_reports_v1_cohorts_proto_depIdxs = []int32{
-	19, // 0: almoner.reports.v1.Cohort.definition:type_name -> google.protobuf.Struct
-	20, // 1: almoner.reports.v1.Cohort.created_at:type_name -> google.protobuf.Timestamp
-	20, // 2: almoner.reports.v1.Cohort.updated_at:type_name -> google.protobuf.Timestamp
-	21, // 3: almoner.reports.v1.CohortMember.total_given:type_name -> almoner.type.v1.Decimal
-	21, // 4: almoner.reports.v1.CohortMember.largest_gift:type_name -> almoner.type.v1.Decimal
-	0,  // 5: almoner.reports.v1.CreateCohortRequest.cohort:type_name -> almoner.reports.v1.Cohort
-	0,  // 6: almoner.reports.v1.CreateCohortResponse.cohort:type_name -> almoner.reports.v1.Cohort
-	0,  // 7: almoner.reports.v1.ListCohortsResponse.items:type_name -> almoner.reports.v1.Cohort
-	0,  // 8: almoner.reports.v1.GetCohortResponse.cohort:type_name -> almoner.reports.v1.Cohort
-	0,  // 9: almoner.reports.v1.UpdateCohortRequest.cohort:type_name -> almoner.reports.v1.Cohort
-	0,  // 10: almoner.reports.v1.UpdateCohortResponse.cohort:type_name -> almoner.reports.v1.Cohort
-	1,  // 11: almoner.reports.v1.ListCohortMembersResponse.items:type_name -> almoner.reports.v1.CohortMember
-	2,  // 12: almoner.reports.v1.CohortService.CreateCohort:input_type -> almoner.reports.v1.CreateCohortRequest
-	4,  // 13: almoner.reports.v1.CohortService.ListCohorts:input_type -> almoner.reports.v1.ListCohortsRequest
-	6,  // 14: almoner.reports.v1.CohortService.GetCohort:input_type -> almoner.reports.v1.GetCohortRequest
-	8,  // 15: almoner.reports.v1.CohortService.UpdateCohort:input_type -> almoner.reports.v1.UpdateCohortRequest
-	10, // 16: almoner.reports.v1.CohortService.DeleteCohort:input_type -> almoner.reports.v1.DeleteCohortRequest
-	12, // 17: almoner.reports.v1.CohortService.ListCohortMembers:input_type -> almoner.reports.v1.ListCohortMembersRequest
-	14, // 18: almoner.reports.v1.CohortService.CountCohort:input_type -> almoner.reports.v1.CountCohortRequest
-	16, // 19: almoner.reports.v1.CohortService.ExportCohort:input_type -> almoner.reports.v1.ExportCohortRequest
-	17, // 20: almoner.reports.v1.CohortService.ListCohortMemberIds:input_type -> almoner.reports.v1.ListCohortMemberIdsRequest
-	3,  // 21: almoner.reports.v1.CohortService.CreateCohort:output_type -> almoner.reports.v1.CreateCohortResponse
-	5,  // 22: almoner.reports.v1.CohortService.ListCohorts:output_type -> almoner.reports.v1.ListCohortsResponse
-	7,  // 23: almoner.reports.v1.CohortService.GetCohort:output_type -> almoner.reports.v1.GetCohortResponse
-	9,  // 24: almoner.reports.v1.CohortService.UpdateCohort:output_type -> almoner.reports.v1.UpdateCohortResponse
-	11, // 25: almoner.reports.v1.CohortService.DeleteCohort:output_type -> almoner.reports.v1.DeleteCohortResponse
-	13, // 26: almoner.reports.v1.CohortService.ListCohortMembers:output_type -> almoner.reports.v1.ListCohortMembersResponse
-	15, // 27: almoner.reports.v1.CohortService.CountCohort:output_type -> almoner.reports.v1.CountCohortResponse
-	22, // 28: almoner.reports.v1.CohortService.ExportCohort:output_type -> google.api.HttpBody
-	18, // 29: almoner.reports.v1.CohortService.ListCohortMemberIds:output_type -> almoner.reports.v1.ListCohortMemberIdsResponse
-	21, // [21:30] is the sub-list for method output_type
-	12, // [12:21] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	20, // 0: almoner.reports.v1.CohortInput.definition:type_name -> google.protobuf.Struct
+	20, // 1: almoner.reports.v1.Cohort.definition:type_name -> google.protobuf.Struct
+	21, // 2: almoner.reports.v1.Cohort.created_at:type_name -> google.protobuf.Timestamp
+	21, // 3: almoner.reports.v1.Cohort.updated_at:type_name -> google.protobuf.Timestamp
+	22, // 4: almoner.reports.v1.CohortMember.total_given:type_name -> almoner.type.v1.Decimal
+	22, // 5: almoner.reports.v1.CohortMember.largest_gift:type_name -> almoner.type.v1.Decimal
+	0,  // 6: almoner.reports.v1.CreateCohortRequest.cohort:type_name -> almoner.reports.v1.CohortInput
+	1,  // 7: almoner.reports.v1.CreateCohortResponse.cohort:type_name -> almoner.reports.v1.Cohort
+	1,  // 8: almoner.reports.v1.ListCohortsResponse.items:type_name -> almoner.reports.v1.Cohort
+	1,  // 9: almoner.reports.v1.GetCohortResponse.cohort:type_name -> almoner.reports.v1.Cohort
+	0,  // 10: almoner.reports.v1.UpdateCohortRequest.cohort:type_name -> almoner.reports.v1.CohortInput
+	1,  // 11: almoner.reports.v1.UpdateCohortResponse.cohort:type_name -> almoner.reports.v1.Cohort
+	2,  // 12: almoner.reports.v1.ListCohortMembersResponse.items:type_name -> almoner.reports.v1.CohortMember
+	3,  // 13: almoner.reports.v1.CohortService.CreateCohort:input_type -> almoner.reports.v1.CreateCohortRequest
+	5,  // 14: almoner.reports.v1.CohortService.ListCohorts:input_type -> almoner.reports.v1.ListCohortsRequest
+	7,  // 15: almoner.reports.v1.CohortService.GetCohort:input_type -> almoner.reports.v1.GetCohortRequest
+	9,  // 16: almoner.reports.v1.CohortService.UpdateCohort:input_type -> almoner.reports.v1.UpdateCohortRequest
+	11, // 17: almoner.reports.v1.CohortService.DeleteCohort:input_type -> almoner.reports.v1.DeleteCohortRequest
+	13, // 18: almoner.reports.v1.CohortService.ListCohortMembers:input_type -> almoner.reports.v1.ListCohortMembersRequest
+	15, // 19: almoner.reports.v1.CohortService.CountCohort:input_type -> almoner.reports.v1.CountCohortRequest
+	17, // 20: almoner.reports.v1.CohortService.ExportCohort:input_type -> almoner.reports.v1.ExportCohortRequest
+	18, // 21: almoner.reports.v1.CohortService.ListCohortMemberIds:input_type -> almoner.reports.v1.ListCohortMemberIdsRequest
+	4,  // 22: almoner.reports.v1.CohortService.CreateCohort:output_type -> almoner.reports.v1.CreateCohortResponse
+	6,  // 23: almoner.reports.v1.CohortService.ListCohorts:output_type -> almoner.reports.v1.ListCohortsResponse
+	8,  // 24: almoner.reports.v1.CohortService.GetCohort:output_type -> almoner.reports.v1.GetCohortResponse
+	10, // 25: almoner.reports.v1.CohortService.UpdateCohort:output_type -> almoner.reports.v1.UpdateCohortResponse
+	12, // 26: almoner.reports.v1.CohortService.DeleteCohort:output_type -> almoner.reports.v1.DeleteCohortResponse
+	14, // 27: almoner.reports.v1.CohortService.ListCohortMembers:output_type -> almoner.reports.v1.ListCohortMembersResponse
+	16, // 28: almoner.reports.v1.CohortService.CountCohort:output_type -> almoner.reports.v1.CountCohortResponse
+	23, // 29: almoner.reports.v1.CohortService.ExportCohort:output_type -> google.api.HttpBody
+	19, // 30: almoner.reports.v1.CohortService.ListCohortMemberIds:output_type -> almoner.reports.v1.ListCohortMemberIdsResponse
+	22, // [22:31] is the sub-list for method output_type
+	13, // [13:22] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_almoner_reports_v1_cohorts_proto_init() }
@@ -1388,15 +1461,15 @@ func file_almoner_reports_v1_cohorts_proto_init() {
 	if File_almoner_reports_v1_cohorts_proto != nil {
 		return
 	}
-	file_almoner_reports_v1_cohorts_proto_msgTypes[1].OneofWrappers = []any{}
-	file_almoner_reports_v1_cohorts_proto_msgTypes[12].OneofWrappers = []any{}
+	file_almoner_reports_v1_cohorts_proto_msgTypes[2].OneofWrappers = []any{}
+	file_almoner_reports_v1_cohorts_proto_msgTypes[13].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_almoner_reports_v1_cohorts_proto_rawDesc), len(file_almoner_reports_v1_cohorts_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
