@@ -35,7 +35,8 @@ var registry = map[string][]registerFunc{
 		ordersv1.RegisterOrderAcknowledgementServiceHandler},
 	"reports": {reportsv1.RegisterReportServiceHandler, reportsv1.RegisterOrganizationProfileServiceHandler, reportsv1.RegisterReceiptServiceHandler, reportsv1.RegisterTaxStatementServiceHandler,
 		reportsv1.RegisterBrandingServiceHandler, reportsv1.RegisterDocumentTemplateServiceHandler,
-		reportsv1.RegisterLetterRunServiceHandler, reportsv1.RegisterFulfillmentDocumentServiceHandler, reportsv1.RegisterDashboardServiceHandler},
+		reportsv1.RegisterLetterRunServiceHandler, reportsv1.RegisterFulfillmentDocumentServiceHandler, reportsv1.RegisterDashboardServiceHandler,
+		reportsv1.RegisterCohortServiceHandler},
 	"webhooks": {webhooksv1.RegisterWebhookServiceHandler, webhooksv1.RegisterEventServiceHandler, webhooksv1.RegisterAuditLogServiceHandler},
 }
 

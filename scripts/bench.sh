@@ -243,8 +243,8 @@ fi
 # table): scripts/bench-<service>.sh, given the PostgreSQL server URL.
 # BENCH_ONLY=webhooks (or reports, ...) runs just those; imports is the
 # step above (bench_imports), after the others.
-for s in auth staff webhooks reports dashboard taxruns letters fulfillment imports; do
-  case " ${BENCH_ONLY:-auth staff webhooks reports dashboard taxruns letters fulfillment imports} " in *" $s "*) ;; *) continue ;; esac
+for s in auth staff webhooks reports dashboard cohorts taxruns letters fulfillment imports; do
+  case " ${BENCH_ONLY:-auth staff webhooks reports dashboard cohorts taxruns letters fulfillment imports} " in *" $s "*) ;; *) continue ;; esac
   if [ "$s" = imports ]; then
     kill -TERM $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; pid=
     echo "== imports (bench_imports)"

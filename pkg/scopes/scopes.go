@@ -10,6 +10,7 @@ const (
 	AuditLogsView            = "audit-logs:view"
 	BatchesView              = "batches:view"
 	BatchesManage            = "batches:manage"
+	CohortsManage            = "cohorts:manage"
 	ContactsView             = "contacts:view"
 	ContactsCreate           = "contacts:create"
 	ContactsEdit             = "contacts:edit"
@@ -57,6 +58,7 @@ var Catalog = []Scope{
 	{AuditLogsView, "Read audit feeds, such as a contact's audit log."},
 	{BatchesView, "List and read accounting batches (operator tooling)."},
 	{BatchesManage, "Open and close accounting batches (operator tooling)."},
+	{CohortsManage, "Create, update and delete the tenant's cohorts (saved donor segments)."},
 	{ContactsView, "List and read contacts and their dashboards; check for duplicates."},
 	{ContactsCreate, "Create contacts."},
 	{ContactsEdit, "Update contacts."},

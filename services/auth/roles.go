@@ -36,7 +36,7 @@ var roleScopes = map[string][]string{
 	RoleAdmin: without(scopes.All(), scopes.OwnersManage),
 	// A fundraiser works with donors and their gifts.
 	RoleFundraiser: {
-		scopes.AuditLogsView, scopes.ContactsView, scopes.ContactsCreate, scopes.ContactsEdit, scopes.ContactsMerge,
+		scopes.AuditLogsView, scopes.CohortsManage, scopes.ContactsView, scopes.ContactsCreate, scopes.ContactsEdit, scopes.ContactsMerge,
 		scopes.DocumentsManage, scopes.DonationsView, scopes.FundsView, scopes.ImportsManage, scopes.InventoryView, scopes.OrdersView, scopes.OrdersCreate,
 		scopes.PaymentMethodsManage, scopes.RecurringDonationsView, scopes.RecurringDonationsCancel, scopes.RecurringDonationsManage,
 		scopes.ReportsView, scopes.ReportsExport, scopes.ShipmentsView, scopes.ShipmentsManage,

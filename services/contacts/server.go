@@ -172,6 +172,11 @@ func (c *contactServer) ListContacts(ctx context.Context, req *contactsv1.ListCo
 	if err != nil {
 		return nil, err
 	}
+	if f.CohortID != "" {
+		if page, tok.Total, err = c.cohortPage(ctx, &f, page, tok.Total); err != nil {
+			return nil, err
+		}
+	}
 	list, more, total, err := c.s.store.List(ctx, tenant, f, page)
 	if err != nil {
 		return nil, err
@@ -220,6 +225,10 @@ func listRequest(req *contactsv1.ListContactsRequest) (paging.Page, store.ListFi
 		t := req.GetUpdatedSince().AsTime()
 		f.UpdatedSince = &t
 	}
+	if f.CohortID = strings.TrimSpace(req.GetCohortId()); f.CohortID != "" &&
+		(f.Search != "" || f.Tag != "" || f.ExternalID != "" || f.Type != "" || f.UpdatedSince != nil || f.IsActive != nil) {
+		v.Add("CohortId", "'CohortId' is not combined with other filters: put them in the cohort's definition.")
+	}
 	return pg, f, v.Err()
 }
 
@@ -250,7 +259,7 @@ func listQueryKey(f store.ListFilter, size int32) string {
 	if f.UpdatedSince != nil {
 		since = f.UpdatedSince.UTC().Format(time.RFC3339Nano)
 	}
-	return fingerprint(f.Search, f.Tag, f.Type, f.ExternalID, since, boolOr(f.IsActive), fmt.Sprint(size))
+	return fingerprint(f.Search, f.Tag, f.Type, f.ExternalID, since, boolOr(f.IsActive), fmt.Sprint(size), f.CohortID)
 }
 
 func boolOr(b *bool) string {

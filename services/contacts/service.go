@@ -78,7 +78,8 @@ type Service struct {
 	// inventory is dialled on the first merge.
 	inventory *service.Upstream
 	// auth is dialled on the first contact assigned to a staff user.
-	auth *service.Upstream
+	auth    *service.Upstream
+	reports *service.Upstream
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -110,7 +111,7 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger, dial func(string) 
 	}
 	return &Service{cfg: cfg, store: store.New(pool), limiter: ratelimit.New(pool), logger: logger,
 		orders: service.NewUpstream(dial, OrdersService), inventory: service.NewUpstream(dial, InventoryService),
-		auth: service.NewUpstream(dial, AuthService)}
+		auth: service.NewUpstream(dial, AuthService), reports: service.NewUpstream(dial, ReportsService)}
 }
 
 // Register adds the service's gRPC servers to r.

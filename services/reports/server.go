@@ -115,8 +115,12 @@ func (x *server) run(ctx context.Context, p authctx.Principal, t *Type, raw map[
 		offset = tok.Offset
 		pg.Number = int32(offset/int64(pg.Size)) + 1
 	}
+	q, err := x.s.cohortFilter(ctx, p, vals, t.build(vals))
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
-	rows, total, totals, err := x.s.store.Page(ctx, tenant, t.build(vals), t.Columns, offset, int64(pg.Size))
+	rows, total, totals, err := x.s.store.Page(ctx, tenant, q, t.Columns, offset, int64(pg.Size))
 	if err != nil {
 		return nil, err
 	}
@@ -471,7 +475,11 @@ func (x *server) exportOf(ctx context.Context, p authctx.Principal, req *reports
 	if err != nil {
 		return export{}, err
 	}
-	e := export{d: d, t: t, vals: vals, clean: clean, q: t.build(vals)}
+	q, err := x.s.cohortFilter(ctx, p, vals, t.build(vals))
+	if err != nil {
+		return export{}, err
+	}
+	e := export{d: d, t: t, vals: vals, clean: clean, q: q}
 	if format == "pdf" {
 		count, err := x.s.store.Count(ctx, d.TenantID, e.q)
 		if err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/almoner/almoner/pkg/service"
 	"github.com/almoner/almoner/pkg/tenantsettings"
 	"github.com/almoner/almoner/services/reports/branding"
+	"github.com/almoner/almoner/services/reports/cohorts"
 	"github.com/almoner/almoner/services/reports/dashboard"
 	"github.com/almoner/almoner/services/reports/fulfillment"
 	"github.com/almoner/almoner/services/reports/letters"
@@ -84,6 +85,7 @@ type Service struct {
 	letterStore  *letters.Store
 	letterRunner *letters.Runner
 	dashStore    *dashboard.Store
+	cohorts      *cohorts.Server
 }
 
 // New returns the reports service on pool.
@@ -98,6 +100,8 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *Service {
 	s.runner = newTaxRunner(s)
 	s.letterStore = letters.NewStore(pool)
 	s.dashStore = dashboard.NewStore(pool)
+	s.cohorts = cohorts.NewServer(cohorts.NewStore(pool), s)
+	s.letterStore.Members = s.cohorts.Members
 	claimer := letters.GRPCClaimer{Orders: service.NewUpstream(cfg.Dial, "orders")}
 	s.letterRunner = letters.NewRunner(s.letterStore, s.templates, s, claimer,
 		letters.RunnerConfig{Poll: cfg.TaxRunPoll, Lease: cfg.LetterRunLease, Batch: cfg.LetterRunBatch, Now: cfg.Now}, logger)
@@ -123,6 +127,7 @@ func (s *Service) Register(r grpc.ServiceRegistrar) {
 	reportsv1.RegisterFulfillmentDocumentServiceServer(r, fulfillment.New(s.store, s.brand, s.Profile))
 	reportsv1.RegisterDashboardServiceServer(r, dashboard.NewServer(s.dashStore,
 		s.calendars(), service.NewUpstream(s.cfg.Dial, "auth"), s.cfg.Now))
+	reportsv1.RegisterCohortServiceServer(r, s.cohorts)
 }
 
 // calendars is where the dashboard reads a tenant's calendar: its

@@ -49,6 +49,7 @@ var serviceGroups = map[protoreflect.FullName]group{
 	"almoner.reports.v1.BrandingService":            {"Tenant administration", false},
 	"almoner.reports.v1.DocumentTemplateService":    {"Tenant administration", false},
 	"almoner.reports.v1.LetterRunService":           {"Tenant administration", false},
+	"almoner.reports.v1.CohortService":              {"Cohorts", false},
 	"almoner.reports.v1.ReceiptService":             {"Tax statements", false},
 	"almoner.reports.v1.TaxStatementService":        {"Tax statements", false},
 	"almoner.reports.v1.DashboardService":           {"Dashboards and cohorts", false},
@@ -64,7 +65,7 @@ var serviceGroups = map[protoreflect.FullName]group{
 	"almoner.webhooks.v1.AuditLogService":           {"Audit log", false},
 }
 
-var groupOrder = []string{"Contacts", "Donations and orders", "Recurring donations", "Inventory items", "Reports", "Webhooks", "Events", "API keys", "Funds", "Payment methods", "Tenant administration", "Tax statements", "Dashboards and cohorts", "Imports", "Batches and fulfillment", "Marketing form", "Users", "Staff sign-in", "Multi-factor authentication", "Platform operators", "Audit log"}
+var groupOrder = []string{"Contacts", "Donations and orders", "Recurring donations", "Inventory items", "Reports", "Webhooks", "Events", "API keys", "Funds", "Payment methods", "Tenant administration", "Tax statements", "Imports", "Batches and fulfillment", "Marketing form", "Dashboards and cohorts", "Cohorts", "Users", "Staff sign-in", "Multi-factor authentication", "Platform operators", "Audit log"}
 
 // outsideSurface is said of every group outside the supported surface.
 const outsideSurface = "Outside the supported public surface: its shape, scope or existence may change without notice."

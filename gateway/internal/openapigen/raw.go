@@ -42,6 +42,8 @@ var rawResponses = map[protoreflect.Name]rawResponse{
 	"GetPackingSlip":     attachment("application/pdf"),
 	"RenderPackingSlips": attachment("application/pdf"),
 	"GetPickList":        attachment("text/csv", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
+	// ExportCohort is the members as CSV or Excel.
+	"ExportCohort": attachment("text/csv", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
 }
 
 const reportColumnName protoreflect.FullName = "almoner.reports.v1.ReportColumn"

@@ -2,6 +2,7 @@ package openapigen
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -273,6 +274,9 @@ func (s *schemas) message(md protoreflect.MessageDescriptor, u use) *openapi3.Sc
 		// The codec writes every field but the unchosen members of a
 		// oneof; a request may leave any out.
 		if u.dir == response && (fd.ContainingOneof() == nil || fd.ContainingOneof().IsSynthetic()) {
+			sch.Required = append(sch.Required, fd.JSONName())
+		}
+		if u.dir == request && slices.Contains(def.Required, fd.JSONName()) {
 			sch.Required = append(sch.Required, fd.JSONName())
 		}
 	}

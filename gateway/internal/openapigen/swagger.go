@@ -51,6 +51,9 @@ type swaggerResponse struct {
 }
 
 type swaggerSchema struct {
+	// Required lists the properties a message's openapiv2_schema option
+	// marks required (request bodies: what the server insists on).
+	Required    []string                 `json:"required"`
 	Title       string                   `json:"title"`
 	Description string                   `json:"description"`
 	Properties  map[string]swaggerSchema `json:"properties"`

@@ -24,6 +24,11 @@ type ListFilter struct {
 	ExternalID   string
 	UpdatedSince *time.Time
 	IsActive     *bool
+	// CohortID names the cohort IDs came from (the page token's key);
+	// IDs, when not nil, keeps those contacts only: a cohort's page of
+	// members the reports service computed.
+	CohortID string
+	IDs      []int64
 }
 
 // ListPage selects the page: AfterID continues a keyset scan (the last id
@@ -127,6 +132,9 @@ func listWhere(tenant uuid.UUID, f ListFilter) (string, []any) {
 	}
 	if f.IsActive != nil {
 		add("c.is_active = ?", *f.IsActive)
+	}
+	if f.IDs != nil {
+		add("c.id = ANY(?::bigint[])", f.IDs)
 	}
 	return strings.Join(conds, " AND "), args
 }

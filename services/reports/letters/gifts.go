@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/almoner/almoner/pkg/apperr"
 )
 
 // Gift is a gift a run may thank, with what decides whether it is
@@ -36,13 +38,31 @@ WHERE a.tenant_id = $1 AND a.status IN ('Completed', 'PartiallyRefunded') AND a.
   AND ($6::uuid IS NULL OR a.batch_id = $6)
   AND ($7::bigint IS NULL OR a.donation_net_minor >= $7)
   AND ($8::timestamptz IS NULL OR (a.created_at, a.order_id) > ($8, $9::uuid))
+  AND ($11::bigint[] IS NULL OR a.contact_id = ANY($11::bigint[]))
 ORDER BY a.created_at, a.order_id
 LIMIT $10`
 
 // Gifts reads up to limit of the run's gifts after its cursor.
+// A run filtered by a cohort reads its members at each batch: a gift of
+// a contact who joined or left the cohort since the run started follows
+// the cohort as it is now.
 func (s *Store) Gifts(ctx context.Context, r Run, limit int) ([]Gift, error) {
+	var members []int64
+	if r.Filter.CohortID != "" {
+		if s.Members == nil {
+			return nil, fmt.Errorf("letters: run %s filters by cohort, and no cohorts are wired", r.ID)
+		}
+		ids, err := s.Members(ctx, r.TenantID, r.Filter.CohortCurrency, r.Filter.CohortID)
+		if e, ok := apperr.As(err); ok && e.Kind == apperr.KindNotFound {
+			return nil, failure{reason: "The run's cohort was deleted."}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("letters: members of cohort %s: %w", r.Filter.CohortID, err)
+		}
+		members = append([]int64{}, ids...)
+	}
 	rows, _ := s.pool.Query(ctx, giftsSQL, r.TenantID, r.PeriodStart, r.PeriodEnd, r.ID, r.FundIDs, r.BatchID, r.MinAmountMinor,
-		r.CursorAt, r.CursorID, limit)
+		r.CursorAt, r.CursorID, limit, members)
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Gift, error) {
 		var g Gift
 		err := row.Scan(&g.OrderID, &g.At, &g.ContactID, &g.Email, &g.DoNotEmail, &g.DoNotAcknowledge)

@@ -51,7 +51,11 @@ func (x *Server) StartLetterRun(ctx context.Context, req *reportsv1.StartLetterR
 	if err != nil {
 		return nil, err
 	}
-	run, err := x.runFromRequest(ctx, tenant, req, base.Location)
+	cur, err := p.DefaultCurrency()
+	if err != nil {
+		cur = "USD"
+	}
+	run, err := x.runFromRequest(ctx, tenant, req, base.Location, cur)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +72,7 @@ func (x *Server) StartLetterRun(ctx context.Context, req *reportsv1.StartLetterR
 
 // runFromRequest checks a run's body: an acknowledgement template of the
 // tenant, a channel, and the filter.
-func (x *Server) runFromRequest(ctx context.Context, tenant uuid.UUID, req *reportsv1.StartLetterRunRequest, loc *time.Location) (Run, error) {
+func (x *Server) runFromRequest(ctx context.Context, tenant uuid.UUID, req *reportsv1.StartLetterRunRequest, loc *time.Location, currency string) (Run, error) {
 	var v apperr.Violations
 	run := Run{TenantID: tenant, Channel: req.GetChannel(), MarkAcknowledged: req.GetMarkAcknowledged(), FundIDs: []uuid.UUID{}}
 	if run.Channel != "pdf" && run.Channel != "email" {
@@ -78,6 +82,12 @@ func (x *Server) runFromRequest(ctx context.Context, tenant uuid.UUID, req *repo
 		return run, err
 	}
 	readFilter(req.GetFilter(), loc, &run, &v)
+	if run.Filter.CohortID != "" {
+		run.Filter.CohortCurrency = currency
+		if err := x.checkCohort(ctx, run, &v); err != nil {
+			return run, err
+		}
+	}
 	if err := v.Err(); err != nil {
 		return run, err
 	}
@@ -144,8 +154,26 @@ func readFilter(f *reportsv1.LetterRunFilter, loc *time.Location, run *Run, v *a
 		run.MinAmountMinor = &m
 	}
 	if f.CohortId != nil {
-		v.Add("Filter.CohortId", "Almoner has no cohorts yet: filter by fund, batch or amount.")
+		run.Filter.CohortID = strings.TrimSpace(f.GetCohortId())
+		if run.Filter.CohortID == "" {
+			v.Add("Filter.CohortId", "'CohortId' must be a cohort's id.")
+		}
 	}
+}
+
+// checkCohort refuses a cohort the tenant does not have (or a store with
+// no cohorts wired).
+func (x *Server) checkCohort(ctx context.Context, run Run, v *apperr.Violations) error {
+	if x.store.Members == nil {
+		v.Add("Filter.CohortId", "Cohorts are not available here.")
+		return nil
+	}
+	_, err := x.store.Members(ctx, run.TenantID, run.Filter.CohortCurrency, run.Filter.CohortID)
+	if e, ok := apperr.As(err); ok && e.Kind == apperr.KindNotFound {
+		v.Add("Filter.CohortId", "'CohortId' must be one of the tenant's cohorts.")
+		return nil
+	}
+	return err
 }
 
 // GetLetterRun reads a run.
@@ -249,6 +277,9 @@ func ToProto(r Run) *reportsv1.LetterRun {
 	}
 	if r.Filter.MinAmount != "" {
 		out.Filter.MinAmount = &typev1.Decimal{Value: r.Filter.MinAmount}
+	}
+	if r.Filter.CohortID != "" {
+		out.Filter.CohortId = &r.Filter.CohortID
 	}
 	if r.StartedAt != nil {
 		out.StartedAt = timestamppb.New(*r.StartedAt)

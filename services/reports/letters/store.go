@@ -42,6 +42,11 @@ type Filter struct {
 	FundIDs   []string `json:"fundIds,omitempty"`
 	BatchID   string   `json:"batchId,omitempty"`
 	MinAmount string   `json:"minAmount,omitempty"`
+	// CohortID keeps gifts of the cohort's members, computed at every
+	// batch (docs/cohorts.md); CohortCurrency is the currency its giving
+	// conditions count in (the tenant's when the run started).
+	CohortID       string `json:"cohortId,omitempty"`
+	CohortCurrency string `json:"cohortCurrency,omitempty"`
 }
 
 // Run is a letter run.
@@ -77,8 +82,17 @@ func (r Run) snapshot() map[string]any {
 			"doNotAcknowledge": r.Skips.DoNotAcknowledge, "renderError": r.Skips.RenderError}}
 }
 
+// CohortMembers lists the members of a tenant's cohort now; a cohort the
+// tenant does not have is an apperr not-found.
+type CohortMembers func(ctx context.Context, tenant uuid.UUID, currency, cohortID string) ([]int64, error)
+
 // Store reads and writes reports.letter_runs and reports.letters.
-type Store struct{ pool *pgxpool.Pool }
+type Store struct {
+	pool *pgxpool.Pool
+	// Members evaluates a run's cohort filter; nil: runs cannot filter by
+	// cohort.
+	Members CohortMembers
+}
 
 // NewStore returns the store on pool.
 func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }

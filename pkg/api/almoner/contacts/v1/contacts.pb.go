@@ -884,7 +884,11 @@ type ListContactsRequest struct {
 	// IsActive keeps active (true) or deactivated (false) contacts only.
 	IsActive *bool `protobuf:"varint,9,opt,name=is_active,json=isActive,proto3,oneof" json:"is_active,omitempty"`
 	// ExternalId keeps contacts with this external id (exact match).
-	ExternalId    string `protobuf:"bytes,10,opt,name=external_id,json=externalId,proto3" json:"external_id,omitempty"`
+	ExternalId string `protobuf:"bytes,10,opt,name=external_id,json=externalId,proto3" json:"external_id,omitempty"`
+	// CohortId keeps the members of this cohort (a built-in's name or a
+	// saved cohort's id), as the reports service computes them now; it is
+	// not combined with the other filters.
+	CohortId      string `protobuf:"bytes,11,opt,name=cohort_id,json=cohortId,proto3" json:"cohort_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -985,6 +989,13 @@ func (x *ListContactsRequest) GetIsActive() bool {
 func (x *ListContactsRequest) GetExternalId() string {
 	if x != nil {
 		return x.ExternalId
+	}
+	return ""
+}
+
+func (x *ListContactsRequest) GetCohortId() string {
+	if x != nil {
+		return x.CohortId
 	}
 	return ""
 }
@@ -2618,7 +2629,7 @@ const file_almoner_contacts_v1_contacts_proto_rawDesc = "" +
 	"Individual\xf2\x02\fOrganizationR\x12relatedContactType\"\xab\x01\n" +
 	"\x18ContactRelationshipInput\x12,\n" +
 	"\x12related_contact_id\x18\x01 \x01(\x03R\x10relatedContactId\x12a\n" +
-	"\x11relationship_type\x18\x02 \x01(\tB4\x92A1\xf2\x02\x06Spouse\xf2\x02\x0fHouseholdMember\xf2\x02\bEmployer\xf2\x02\bEmployeeR\x10relationshipType\"\xa3\x03\n" +
+	"\x11relationship_type\x18\x02 \x01(\tB4\x92A1\xf2\x02\x06Spouse\xf2\x02\x0fHouseholdMember\xf2\x02\bEmployer\xf2\x02\bEmployeeR\x10relationshipType\"\xc0\x03\n" +
 	"\x13ListContactsRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x17\n" +
 	"\x04page\x18\x02 \x01(\x05H\x00R\x04page\x88\x01\x01\x12 \n" +
@@ -2633,7 +2644,8 @@ const file_almoner_contacts_v1_contacts_proto_rawDesc = "" +
 	"\tis_active\x18\t \x01(\bH\x02R\bisActive\x88\x01\x01\x12\x1f\n" +
 	"\vexternal_id\x18\n" +
 	" \x01(\tR\n" +
-	"externalIdB\a\n" +
+	"externalId\x12\x1b\n" +
+	"\tcohort_id\x18\v \x01(\tR\bcohortIdB\a\n" +
 	"\x05_pageB\f\n" +
 	"\n" +
 	"_page_sizeB\f\n" +

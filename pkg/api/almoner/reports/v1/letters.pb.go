@@ -39,7 +39,8 @@ type LetterRunFilter struct {
 	BatchId *string `protobuf:"bytes,4,opt,name=batch_id,json=batchId,proto3,oneof" json:"batch_id,omitempty"`
 	// MinAmount keeps gifts of at least this (the order's net donations).
 	MinAmount *v1.Decimal `protobuf:"bytes,5,opt,name=min_amount,json=minAmount,proto3" json:"min_amount,omitempty"`
-	// CohortId is refused: Almoner has no cohorts yet.
+	// CohortId keeps gifts of the cohort's members (a built-in's name or a
+	// saved cohort's id), computed as the run makes its letters.
 	CohortId      *string `protobuf:"bytes,6,opt,name=cohort_id,json=cohortId,proto3,oneof" json:"cohort_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -1,0 +1,434 @@
+package cohorts
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/almoner/almoner/pkg/apperr"
+	"github.com/almoner/almoner/pkg/money"
+)
+
+// Resolver loads a referenced cohort's definition (a built-in's or a
+// saved one's); a cohort that is not the tenant's is db.ErrNotFound.
+type Resolver func(ctx context.Context, id string) (*Node, error)
+
+// Query is a compiled definition: common table expressions, the joins
+// they need from the contacts view `c`, and the predicate over them. Every
+// value is a parameter in Args; $1 is the tenant, $2 the currency, $3 the
+// time zone's name.
+type Query struct {
+	With  string
+	Joins string
+	Where string
+	Args  []any
+}
+
+// Compiler compiles definitions for one tenant.
+type Compiler struct {
+	Tenant   uuid.UUID
+	Currency string
+	Calendar Calendar
+	Resolve  Resolver
+
+	args    []any
+	ctes    []string
+	joins   []string
+	windows map[string]string
+	// stack holds the cohorts being expanded (cycle detection).
+	stack []string
+	// expansions bounds the work of references (a diamond of references
+	// expands more than once).
+	expansions int
+}
+
+// maxExpansions bounds the cohorts one compilation expands.
+const maxExpansions = 100
+
+// nilFund is the fund_id of a month's all-funds summary row.
+var nilFund = uuid.Nil
+
+// Compile compiles n (the definition of cohort self, "" for none).
+func (c *Compiler) Compile(ctx context.Context, self string, n *Node) (Query, error) {
+	c.args = []any{c.Tenant, c.Currency, c.Calendar.Location.String()}
+	c.ctes, c.joins, c.windows = nil, nil, map[string]string{}
+	c.stack = nil
+	if self != "" {
+		c.stack = append(c.stack, self)
+	}
+	where, err := c.node(ctx, n)
+	if err != nil {
+		return Query{}, err
+	}
+	// The currency and zone are parameters of every query, used or not:
+	// naming them gives an unused one its type.
+	where = "($2::text IS NOT NULL AND $3::text IS NOT NULL) AND " + where
+	q := Query{Where: where, Args: c.args, Joins: strings.Join(c.joins, "\n")}
+	if len(c.ctes) > 0 {
+		q.With = "WITH " + strings.Join(c.ctes, ",\n")
+	}
+	return q, nil
+}
+
+func (c *Compiler) arg(v any) string {
+	c.args = append(c.args, v)
+	return fmt.Sprintf("$%d", len(c.args))
+}
+
+func (c *Compiler) node(ctx context.Context, n *Node) (string, error) {
+	switch n.Kind {
+	case KindAll, KindAny:
+		parts := make([]string, 0, len(n.Children))
+		for _, ch := range n.Children {
+			s, err := c.node(ctx, ch)
+			if err != nil {
+				return "", err
+			}
+			parts = append(parts, s)
+		}
+		sep := " AND "
+		if n.Kind == KindAny {
+			sep = " OR "
+		}
+		return "(" + strings.Join(parts, sep) + ")", nil
+	case KindNot:
+		s, err := c.node(ctx, n.Children[0])
+		if err != nil {
+			return "", err
+		}
+		return "(NOT " + s + ")", nil
+	case KindCohort:
+		return c.reference(ctx, n)
+	}
+	return c.condition(n.Cond, n.Path)
+}
+
+// reference expands another cohort inline, refusing a cycle.
+func (c *Compiler) reference(ctx context.Context, n *Node) (string, error) {
+	for _, s := range c.stack {
+		if s == n.Cohort {
+			return "", problem("Cycle", n.Path+".cohort", "Cohort %s refers back to itself (%s → %s).", n.Cohort, strings.Join(c.stack, " → "), n.Cohort)
+		}
+	}
+	c.expansions++
+	if c.expansions > maxExpansions || len(c.stack) >= MaxDepth {
+		return "", problem("TooDeep", n.Path+".cohort", "Cohort references nest at most %d deep.", MaxDepth)
+	}
+	ref, err := c.Resolve(ctx, n.Cohort)
+	if e, ok := apperr.As(err); ok && e.Kind == apperr.KindNotFound {
+		return "", problem("UnknownCohort", n.Path+".cohort", "The tenant has no cohort %s.", n.Cohort)
+	}
+	if err != nil {
+		return "", err
+	}
+	c.stack = append(c.stack, n.Cohort)
+	defer func() { c.stack = c.stack[:len(c.stack)-1] }()
+	return c.node(ctx, ref)
+}
+
+// condition compiles one condition; its result is never NULL (a
+// comparison with a missing figure is false), so not/any/all are
+// two-valued.
+func (c *Compiler) condition(cond *Condition, path string) (string, error) {
+	f := fields[cond.Field]
+	if f.giving {
+		return c.giving(cond, path)
+	}
+	var s string
+	switch cond.Field {
+	case "contactType":
+		s = c.compare("c.contact_type", cond.Op, cond.Value, "text")
+	case "tags":
+		s = c.tags(cond)
+	case "address.state":
+		s = c.text("c.state_province", cond)
+	case "address.postalCode":
+		s = c.text("c.postal_code", cond)
+	case "createdAt":
+		s = c.compare("(c.created_at AT TIME ZONE $3)::date", cond.Op, cond.Value, "date")
+	case "doNotEmail":
+		s = c.compare("c.do_not_email", cond.Op, cond.Value, "boolean")
+	case "hasActiveRecurring":
+		s = c.recurring(cond)
+	case "recurringStatus":
+		s = c.recurringStatus(cond)
+	default:
+		return "", problem("UnknownField", path+".field", "Unknown field %q.", cond.Field)
+	}
+	return "coalesce(" + s + ", false)", nil
+}
+
+// compare is expr op value for the scalar operators, in and between.
+func (c *Compiler) compare(expr, op string, v any, typ string) string {
+	switch op {
+	case "in":
+		return fmt.Sprintf("(%s = ANY(%s::%s[]))", expr, c.arg(listOf(v, typ)), typ)
+	case "between":
+		p := v.([]any)
+		return fmt.Sprintf("(%s BETWEEN %s::%s AND %s::%s)", expr, c.arg(p[0]), typ, c.arg(p[1]), typ)
+	case "!=":
+		// A contact without the figure (no state, no gift) differs.
+		return fmt.Sprintf("(%s IS DISTINCT FROM %s::%s)", expr, c.arg(v), typ)
+	}
+	return fmt.Sprintf("(%s %s %s::%s)", expr, op, c.arg(v), typ)
+}
+
+// listOf makes an in-list a typed Go slice for pgx.
+func listOf(v any, typ string) any {
+	items := v.([]any)
+	switch typ {
+	case "bigint":
+		out := make([]int64, len(items))
+		for i, x := range items {
+			out[i] = x.(int64)
+		}
+		return out
+	}
+	out := make([]string, len(items))
+	for i, x := range items {
+		out[i] = fmt.Sprint(x)
+	}
+	return out
+}
+
+func (c *Compiler) tags(cond *Condition) string {
+	switch cond.Op {
+	case "isNull":
+		return fmt.Sprintf("((cardinality(c.tag_keys) = 0) = %s::boolean)", c.arg(cond.Value))
+	case "in":
+		items := cond.Value.([]any)
+		keys := make([]string, len(items))
+		for i, x := range items {
+			keys[i] = strings.ToLower(x.(string))
+		}
+		return fmt.Sprintf("(c.tag_keys && %s::text[])", c.arg(keys))
+	case "!=":
+		return fmt.Sprintf("(NOT c.tag_keys @> ARRAY[lower(%s::text)])", c.arg(cond.Value))
+	}
+	return fmt.Sprintf("(c.tag_keys @> ARRAY[lower(%s::text)])", c.arg(cond.Value))
+}
+
+// text compares a text column ignoring case.
+func (c *Compiler) text(col string, cond *Condition) string {
+	switch cond.Op {
+	case "isNull":
+		return fmt.Sprintf("((coalesce(%s, '') = '') = %s::boolean)", col, c.arg(cond.Value))
+	case "in":
+		items := cond.Value.([]any)
+		vals := make([]string, len(items))
+		for i, x := range items {
+			vals[i] = strings.ToLower(x.(string))
+		}
+		return fmt.Sprintf("(lower(%s) = ANY(%s::text[]))", col, c.arg(vals))
+	case "contains":
+		return fmt.Sprintf("(strpos(lower(%s), lower(%s::text)) > 0)", col, c.arg(cond.Value))
+	case "!=":
+		return fmt.Sprintf("(lower(%s) IS DISTINCT FROM lower(%s::text))", col, c.arg(cond.Value))
+	}
+	return fmt.Sprintf("(lower(%s) = lower(%s::text))", col, c.arg(cond.Value))
+}
+
+// recurring is whether the contact has an active schedule (of the
+// frequency, when given). A hashed sub-plan over the tenant's schedules,
+// not a probe per contact.
+func (c *Compiler) recurring(cond *Condition) string {
+	freq := ""
+	if cond.Frequency != "" {
+		freq = " AND s.frequency = " + c.arg(cond.Frequency) + "::text"
+	}
+	in := "(c.contact_id IN (SELECT s.contact_id FROM orders.report_schedules_v2 s WHERE s.tenant_id = $1 AND s.status = 'active'" + freq + "))"
+	if cond.Op == "!=" {
+		return fmt.Sprintf("(%s <> %s::boolean)", in, c.arg(cond.Value))
+	}
+	return fmt.Sprintf("(%s = %s::boolean)", in, c.arg(cond.Value))
+}
+
+func (c *Compiler) recurringStatus(cond *Condition) string {
+	sub := "(c.contact_id IN (SELECT s.contact_id FROM orders.report_schedules_v2 s WHERE s.tenant_id = $1%s))"
+	switch cond.Op {
+	case "isNull":
+		return fmt.Sprintf("(NOT %s = %s::boolean)", fmt.Sprintf(sub, ""), c.arg(cond.Value))
+	case "in":
+		return fmt.Sprintf(sub, " AND s.status = ANY("+c.arg(listOf(cond.Value, "text"))+"::text[])")
+	case "!=":
+		return "(NOT " + fmt.Sprintf(sub, " AND s.status = "+c.arg(cond.Value)+"::text") + ")"
+	}
+	return fmt.Sprintf(sub, " AND s.status = "+c.arg(cond.Value)+"::text")
+}
+
+// giving compiles a giving condition over the lifetime summary or a
+// window's aggregate.
+func (c *Compiler) giving(cond *Condition, path string) (string, error) {
+	alias, err := c.source(cond, path)
+	if err != nil {
+		return "", err
+	}
+	var expr, typ string
+	switch cond.Field {
+	case "totalGiven":
+		expr, typ = "coalesce("+alias+".net, 0)", "bigint"
+	case "giftCount":
+		expr, typ = "coalesce("+alias+".cnt, 0)", "bigint"
+	case "largestGift":
+		expr, typ = alias+".largest", "bigint"
+	case "firstGiftDate":
+		expr, typ = "("+alias+".first_at AT TIME ZONE $3)::date", "date"
+	default:
+		expr, typ = "("+alias+".last_at AT TIME ZONE $3)::date", "date"
+	}
+	if cond.Op == "isNull" {
+		return fmt.Sprintf("coalesce(((%s.cnt IS NULL) = %s::boolean), false)", alias, c.arg(cond.Value)), nil
+	}
+	v, err := c.givingValue(cond, typ, path)
+	if err != nil {
+		return "", err
+	}
+	return "coalesce(" + c.compare(expr, cond.Op, v, typ) + ", false)", nil
+}
+
+// givingValue turns amounts into minor units of the tenant's currency and
+// counts into int64.
+func (c *Compiler) givingValue(cond *Condition, typ, path string) (any, error) {
+	conv := func(x any) (any, error) {
+		switch cond.Field {
+		case "totalGiven", "largestGift":
+			m, err := money.ParseMinor(x.(string), c.Currency)
+			if err != nil {
+				return nil, problem("InvalidValue", path+".value", "The amount has more decimals than %s allows.", c.Currency)
+			}
+			return m, nil
+		case "giftCount":
+			return int64(x.(int)), nil
+		}
+		return x, nil
+	}
+	if list, ok := cond.Value.([]any); ok {
+		out := make([]any, len(list))
+		for i, x := range list {
+			v, err := conv(x)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = v
+		}
+		return out, nil
+	}
+	_ = typ
+	return conv(cond.Value)
+}
+
+// source returns the alias of the figures a giving condition reads: the
+// lifetime summary, or one aggregate per distinct window and funds
+// (conditions that share them share it).
+func (c *Compiler) source(cond *Condition, path string) (string, error) {
+	if cond.Window == nil && cond.FiscalYear == nil && len(cond.FundIDs) == 0 {
+		if _, ok := c.windows["lifetime"]; !ok {
+			c.windows["lifetime"] = "lg"
+			c.joins = append(c.joins, `LEFT JOIN (SELECT contact_id, net_minor AS net, gift_count AS cnt, largest_minor AS largest, first_at, last_at
+    FROM orders.report_contact_giving_v1 WHERE tenant_id = $1 AND currency = $2) lg ON lg.contact_id = c.contact_id`)
+		}
+		return "lg", nil
+	}
+	from, to, err := c.bounds(cond, path)
+	if err != nil {
+		return "", err
+	}
+	key := fmt.Sprintf("%d|%d|%v", from.Unix(), to.Unix(), cond.FundIDs)
+	if a, ok := c.windows[key]; ok {
+		return a, nil
+	}
+	alias := fmt.Sprintf("w%d", len(c.windows)+1)
+	c.windows[key] = alias
+	c.ctes = append(c.ctes, alias+" AS ("+c.window(from, to, cond.FundIDs)+")")
+	c.joins = append(c.joins, fmt.Sprintf("LEFT JOIN %s ON %s.contact_id = c.contact_id", alias, alias))
+	return alias, nil
+}
+
+// bounds are a giving condition's window as instants [from, to).
+func (c *Compiler) bounds(cond *Condition, path string) (time.Time, time.Time, error) {
+	switch {
+	case cond.FiscalYear != nil:
+		f, t := c.Calendar.FiscalYear(*cond.FiscalYear)
+		return f, t, nil
+	case cond.Window != nil:
+		f, err := c.Calendar.Date(cond.Window.From)
+		if err != nil {
+			return f, f, problem("InvalidValue", path+".window.from", "'from' must be a date, YYYY-MM-DD.")
+		}
+		t, err := c.Calendar.Date(cond.Window.To)
+		if err != nil {
+			return f, t, problem("InvalidValue", path+".window.to", "'to' must be a date, YYYY-MM-DD.")
+		}
+		return f, t.AddDate(0, 0, 1), nil
+	}
+	// Funds without a window: every gift.
+	return time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC), nil
+}
+
+// window aggregates each contact's gifts in [from, to): the UTC months
+// the window covers whole from the month summaries, and the gifts of its
+// partial edges from the gift rows (docs/cohorts.md, Design).
+func (c *Compiler) window(from, to time.Time, funds []uuid.UUID) string {
+	mFrom, mTo, edges := splitWindow(from, to)
+	var fundArg string
+	if len(funds) > 0 {
+		fundArg = c.arg(funds)
+	} else {
+		fundArg = c.arg([]uuid.UUID{nilFund})
+	}
+	months := fmt.Sprintf(`SELECT contact_id, net_minor AS n, gift_count AS k, largest_minor AS l, first_at AS f, last_at AS t
+        FROM orders.report_contact_giving_months_v1
+        WHERE tenant_id = $1 AND currency = $2 AND fund_id = ANY(%s::uuid[]) AND month >= %s::date AND month < %s::date`,
+		fundArg, c.arg(mFrom.Format(time.DateOnly)), c.arg(mTo.Format(time.DateOnly)))
+	var edgeSQL []string
+	for _, e := range edges {
+		edgeSQL = append(edgeSQL, fmt.Sprintf("(created_at >= %s AND created_at < %s)", c.arg(e[0]), c.arg(e[1])))
+	}
+	gifts := ""
+	if len(edgeSQL) > 0 {
+		cond := strings.Join(edgeSQL, " OR ")
+		if len(funds) == 0 {
+			gifts = fmt.Sprintf(`
+        UNION ALL
+        SELECT contact_id, donation_net_minor, 1, donation_net_minor, created_at, created_at
+        FROM orders.report_orders_v1
+        WHERE tenant_id = $1 AND currency = $2 AND has_donations AND status IN ('Completed', 'PartiallyRefunded')
+          AND donation_net_minor > 0 AND (%s)`, cond)
+		} else {
+			gifts = fmt.Sprintf(`
+        UNION ALL
+        SELECT contact_id, sum(net_amount_minor), 1, sum(net_amount_minor), created_at, created_at
+        FROM orders.report_donations_v1
+        WHERE tenant_id = $1 AND currency = $2 AND status IN ('Completed', 'PartiallyRefunded')
+          AND fund_id = ANY(%s::uuid[]) AND (%s)
+        GROUP BY order_id, contact_id, created_at HAVING sum(net_amount_minor) > 0`, fundArg, cond)
+		}
+	}
+	return `SELECT contact_id, sum(n) AS net, sum(k) AS cnt, max(l) AS largest, min(f) AS first_at, max(t) AS last_at
+    FROM (` + months + gifts + `) x GROUP BY contact_id`
+}
+
+// splitWindow splits [from, to) into the UTC months it covers whole,
+// [mFrom, mTo), and up to two partial edges.
+func splitWindow(from, to time.Time) (time.Time, time.Time, [][2]time.Time) {
+	from, to = from.UTC(), to.UTC()
+	mFrom := time.Date(from.Year(), from.Month(), 1, 0, 0, 0, 0, time.UTC)
+	if mFrom.Before(from) {
+		mFrom = mFrom.AddDate(0, 1, 0)
+	}
+	mTo := time.Date(to.Year(), to.Month(), 1, 0, 0, 0, 0, time.UTC)
+	if !mFrom.Before(mTo) {
+		return mFrom, mFrom, [][2]time.Time{{from, to}}
+	}
+	var edges [][2]time.Time
+	if from.Before(mFrom) {
+		edges = append(edges, [2]time.Time{from, mFrom})
+	}
+	if mTo.Before(to) {
+		edges = append(edges, [2]time.Time{mTo, to})
+	}
+	return mFrom, mTo, edges
+}

@@ -1,0 +1,160 @@
+package cohorts
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Member is one member with its lifetime giving in the tenant's currency.
+type Member struct {
+	ContactID     int64
+	DisplayName   string
+	Email         string
+	TotalMinor    int64
+	GiftCount     int64
+	FirstGiftDate *time.Time
+	LastGiftDate  *time.Time
+	LargestMinor  int64
+}
+
+// Sorts maps the members' sort keys to their expressions.
+var Sorts = map[string]string{
+	"contactId":     "c.contact_id",
+	"displayName":   "c.display_name",
+	"email":         "c.email",
+	"totalGiven":    "coalesce(lt.net_minor, 0)",
+	"giftCount":     "coalesce(lt.gift_count, 0)",
+	"firstGiftDate": "lt.first_at",
+	"lastGiftDate":  "lt.last_at",
+	"largestGift":   "coalesce(lt.largest_minor, 0)",
+}
+
+const (
+	from      = "\nFROM contacts.report_contact_cohort_v1 c\n"
+	lifetime  = "\nLEFT JOIN orders.report_contact_giving_v1 lt ON lt.tenant_id = $1 AND lt.contact_id = c.contact_id AND lt.currency = $2"
+	memberSQL = `SELECT c.contact_id, c.display_name, coalesce(c.email, ''), coalesce(lt.net_minor, 0), coalesce(lt.gift_count, 0)::bigint,
+	(lt.first_at AT TIME ZONE $3)::date, (lt.last_at AT TIME ZONE $3)::date, coalesce(lt.largest_minor, 0)`
+)
+
+// readTx is a read-only transaction with a report query's settings (as
+// the reports store's): room to hash a window's aggregate, no JIT.
+func (s *Store) readTx(ctx context.Context) (pgx.Tx, error) {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, fmt.Errorf("cohorts: begin: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT set_config('work_mem', '64MB', true), set_config('jit', 'off', true)`); err != nil {
+		_ = tx.Rollback(ctx)
+		return nil, fmt.Errorf("cohorts: settings: %w", err)
+	}
+	return tx, nil
+}
+
+func countSQL(q Query) string {
+	return q.With + "\nSELECT count(*)" + from + q.Joins + "\nWHERE c.tenant_id = $1 AND " + q.Where
+}
+
+// Count counts the members of q.
+func (s *Store) Count(ctx context.Context, q Query) (int64, error) {
+	var n int64
+	if err := s.pool.QueryRow(ctx, countSQL(q), q.Args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("cohorts: count: %w", err)
+	}
+	return n, nil
+}
+
+// Members reads one page of q's members in order (an expression of
+// Sorts, with " DESC" or not), and their number.
+func (s *Store) Members(ctx context.Context, q Query, order string, limit int32, offset int64) ([]Member, int64, error) {
+	tx, err := s.readTx(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // read-only
+	var total int64
+	if err := tx.QueryRow(ctx, countSQL(q), q.Args...).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("cohorts: count: %w", err)
+	}
+	n := len(q.Args)
+	sql := fmt.Sprintf("%s\n%s%s%s%s\nWHERE c.tenant_id = $1 AND %s\nORDER BY %s NULLS LAST, c.contact_id LIMIT $%d OFFSET $%d",
+		q.With, memberSQL, from, q.Joins, lifetime, q.Where, order, n+1, n+2)
+	rows, _ := tx.Query(ctx, sql, append(q.Args, limit, offset)...)
+	out, err := pgx.CollectRows(rows, scanMember)
+	if err != nil {
+		return nil, 0, fmt.Errorf("cohorts: members: %w", err)
+	}
+	return out, total, nil
+}
+
+func scanMember(r pgx.CollectableRow) (Member, error) {
+	var m Member
+	err := r.Scan(&m.ContactID, &m.DisplayName, &m.Email, &m.TotalMinor, &m.GiftCount, &m.FirstGiftDate, &m.LastGiftDate, &m.LargestMinor)
+	return m, err
+}
+
+// Each calls fn for every member of q in contact id order (exports).
+func (s *Store) Each(ctx context.Context, q Query, fn func(Member) error) error {
+	tx, err := s.readTx(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // read-only
+	sql := fmt.Sprintf("%s\n%s%s%s%s\nWHERE c.tenant_id = $1 AND %s\nORDER BY c.contact_id", q.With, memberSQL, from, q.Joins, lifetime, q.Where)
+	rows, err := tx.Query(ctx, sql, q.Args...)
+	if err != nil {
+		return fmt.Errorf("cohorts: export: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		m, err := scanMember(rows)
+		if err != nil {
+			return fmt.Errorf("cohorts: export: %w", err)
+		}
+		if err := fn(m); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("cohorts: export: %w", err)
+	}
+	return nil
+}
+
+// MemberIDs reads up to limit member ids above after, skipping offset,
+// in id order, and their number when withCount.
+func (s *Store) MemberIDs(ctx context.Context, q Query, after int64, offset int64, limit int32, withCount bool) ([]int64, int64, error) {
+	tx, err := s.readTx(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // read-only
+	var total int64
+	if withCount {
+		if err := tx.QueryRow(ctx, countSQL(q), q.Args...).Scan(&total); err != nil {
+			return nil, 0, fmt.Errorf("cohorts: count: %w", err)
+		}
+	}
+	n := len(q.Args)
+	sql := fmt.Sprintf("%s\nSELECT c.contact_id%s%s\nWHERE c.tenant_id = $1 AND c.contact_id > $%d AND %s\nORDER BY c.contact_id LIMIT $%d OFFSET $%d",
+		q.With, from, q.Joins, n+1, q.Where, n+2, n+3)
+	rows, _ := tx.Query(ctx, sql, append(q.Args, after, limit, offset)...)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, 0, fmt.Errorf("cohorts: member ids: %w", err)
+	}
+	return ids, total, nil
+}
+
+// AllIDs reads every member id of q in id order.
+func (s *Store) AllIDs(ctx context.Context, q Query) ([]int64, error) {
+	sql := q.With + "\nSELECT c.contact_id" + from + q.Joins + "\nWHERE c.tenant_id = $1 AND " + q.Where + "\nORDER BY c.contact_id"
+	rows, _ := s.pool.Query(ctx, sql, q.Args...)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("cohorts: member ids: %w", err)
+	}
+	return ids, nil
+}
