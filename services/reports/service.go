@@ -141,7 +141,9 @@ var Module = service.Module{
 			return nil, err
 		}
 		cfg.Dial = d.Dial
-		return New(d.DB, cfg, d.Logger), nil
+		s := New(d.DB, cfg, d.Logger)
+		s.store.WithReads(d.Reads)
+		return s, nil
 	},
 }
 

@@ -103,6 +103,9 @@ type Options struct {
 	// processes' pools each, and four such tests at once ran PostgreSQL
 	// out of connections; the first cluster already runs split.
 	Split bool
+	// Direct keeps the cluster off the run's PgBouncer (PoolerVar): its
+	// database is on a server of the test's own.
+	Direct bool
 }
 
 var tracing sync.Once
@@ -130,10 +133,14 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if dbURL == "" {
 		dbURL = testdb.New(t, app.AllMigrations()...)
 	}
+	appDBURL := dbURL
+	if !opts.Direct {
+		appDBURL = throughPooler(t, dbURL, opts.Settings)
+	}
 	logs := &SyncBuffer{}
 	registerLogs(logs)
 	logger := slog.New(telemetry.LogHandler(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	run := startApps(t, appConfig(opts, dbURL, logger), split)
+	run := startApps(t, appConfig(opts, appDBURL, logger), split)
 	conn, err := grpc.NewClient(run.addrs["auth"], append(internalKey.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 	if err != nil {
 		t.Fatalf("apptest: dial: %v", err)
