@@ -38,7 +38,7 @@ type Deps struct {
 	// (ALMONER_READ_DATABASE_URL), within ALMONER_READ_MAX_LAG, and to
 	// DB otherwise (docs/scaling.md lists which reads use it). Never
 	// nil in a host; NewReadPool(DB) reads from DB only.
-	Reads *db.ReadPool
+	Reads  *db.ReadPool
 	Logger *slog.Logger
 	// Environment is sandbox or production.
 	Environment string
