@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // PgBouncer is a running PgBouncer in front of one PostgreSQL server,
@@ -174,4 +176,37 @@ func (b *PgBouncer) Close() {
 		}
 	}
 	_ = os.RemoveAll(b.dir)
+}
+
+// Transactions returns how many transactions PgBouncer has passed to
+// database (its admin console's SHOW STATS), 0 when it has none.
+func (b *PgBouncer) Transactions(ctx context.Context, server, database string) (int64, error) {
+	cfg, err := pgx.ParseConfig(b.URL(server, "pgbouncer"))
+	if err != nil {
+		return 0, err
+	}
+	// The admin console speaks the simple protocol only.
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return 0, fmt.Errorf("pgbouncer admin console: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	rows, err := conn.Query(ctx, "SHOW STATS")
+	if err != nil {
+		return 0, fmt.Errorf("SHOW STATS: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		// Text as sent: the counters are numeric.
+		raw := rows.RawValues()
+		m := map[string]string{}
+		for i, f := range rows.FieldDescriptions() {
+			m[f.Name] = string(raw[i])
+		}
+		if m["database"] == database {
+			return strconv.ParseInt(m["total_xact_count"], 10, 64)
+		}
+	}
+	return 0, rows.Err()
 }

@@ -103,9 +103,6 @@ type Options struct {
 	// processes' pools each, and four such tests at once ran PostgreSQL
 	// out of connections; the first cluster already runs split.
 	Split bool
-	// Direct keeps the cluster off the run's PgBouncer (PoolerVar): its
-	// database is on a server of the test's own.
-	Direct bool
 }
 
 var tracing sync.Once
@@ -133,10 +130,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if dbURL == "" {
 		dbURL = testdb.New(t, app.AllMigrations()...)
 	}
-	appDBURL := dbURL
-	if !opts.Direct {
-		appDBURL = throughPooler(t, dbURL, opts.Settings)
-	}
+	appDBURL := throughPooler(t, dbURL, opts.Settings)
 	logs := &SyncBuffer{}
 	registerLogs(logs)
 	logger := slog.New(telemetry.LogHandler(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))

@@ -44,7 +44,10 @@ func StopPooler() {
 // that go with it: dbURL itself unless the pooler is on.
 func throughPooler(t testing.TB, dbURL string, settings map[string]string) string {
 	t.Helper()
-	if !PoolerOn() {
+	// A database on a server of the test's own (a standby's primary,
+	// a server the test stops) stays direct: the pooler fronts the
+	// shared test server only.
+	if !PoolerOn() || serverOf(dbURL) != serverOf(testdb.ServerURL()) {
 		return dbURL
 	}
 	pooler.once.Do(func() {
@@ -66,4 +69,41 @@ func throughPooler(t testing.TB, dbURL string, settings map[string]string) strin
 		settings[db.DirectURLVar] = dbURL
 	}
 	return pooler.b.URL(dbURL, strings.TrimPrefix(u.Path, "/"))
+}
+
+// serverOf is the host and port a PostgreSQL URL connects to.
+func serverOf(dbURL string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return dbURL
+	}
+	host, port := u.Hostname(), u.Port()
+	if h := u.Query().Get("host"); h != "" {
+		host = h
+	}
+	if p := u.Query().Get("port"); p != "" {
+		port = p
+	}
+	if port == "" {
+		port = "5432"
+	}
+	return host + ":" + port
+}
+
+// PoolerTransactions returns how many transactions the run's PgBouncer
+// passed to the cluster's database (0 when the pooler is off).
+func (c *Cluster) PoolerTransactions(t testing.TB) int64 {
+	t.Helper()
+	if pooler.b == nil {
+		return 0
+	}
+	u, err := url.Parse(c.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := pooler.b.Transactions(t.Context(), testdb.ServerURL(), strings.TrimPrefix(u.Path, "/"))
+	if err != nil {
+		t.Fatalf("apptest: %v", err)
+	}
+	return n
 }

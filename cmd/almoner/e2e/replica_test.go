@@ -34,7 +34,7 @@ func TestReadReplica(t *testing.T) {
 		t.Fatalf("standby: %v\n%s", err, primary.Log())
 	}
 	t.Cleanup(standby.Close)
-	c := apptest.Start(t, apptest.Options{DatabaseURL: primary.URL("almoner"), Direct: true, Settings: map[string]string{
+	c := apptest.Start(t, apptest.Options{DatabaseURL: primary.URL("almoner"), Settings: map[string]string{
 		db.ReadURLVar: standby.URL("almoner"), db.ReadMaxLagVar: "1s",
 	}})
 	tn := c.NewTenant(t)
