@@ -37,13 +37,13 @@ func TestNoteLSN(t *testing.T) {
 		primary, replay uint64
 		want            time.Duration
 	}{
-		{0, 100, 100, 0},                      // in sync
-		{time.Second, 200, 150, 0},            // behind by what was just read
-		{time.Second, 300, 150, time.Second},  // 200 (read a second ago) still missing
-		{time.Second, 300, 250, time.Second},  // 200 replayed; 300 read a second ago
-		{time.Second, 300, 300, 0},            // caught up
-		{10 * time.Second, 300, 300, 0},       // idle primary: no lag however long
-		{time.Second, 400, 300, 0},            // paused replay from here on
+		{0, 100, 100, 0},                     // in sync
+		{time.Second, 200, 150, 0},           // behind by what was just read
+		{time.Second, 300, 150, time.Second}, // 200 (read a second ago) still missing
+		{time.Second, 300, 250, time.Second}, // 200 replayed; 300 read a second ago
+		{time.Second, 300, 300, 0},           // caught up
+		{10 * time.Second, 300, 300, 0},      // idle primary: no lag however long
+		{time.Second, 400, 300, 0},           // paused replay from here on
 		{3 * time.Second, 400, 300, 3 * time.Second},
 		{3 * time.Second, 500, 300, 6 * time.Second},
 	}

@@ -63,7 +63,7 @@ func StartPgBouncer(ctx context.Context, server, poolMode string) (*PgBouncer, e
 		return nil, err
 	}
 	b.cmd = o.command(context.WithoutCancel(ctx), bin, "-q", ini)
-	logf, err := os.Create(filepath.Join(dir, "stderr.log"))
+	logf, err := os.Create(filepath.Join(dir, "stderr.log")) //nolint:gosec // our own temporary directory
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +158,7 @@ func (b *PgBouncer) URL(server, database string) string {
 func (b *PgBouncer) Log() string {
 	var sb strings.Builder
 	for _, f := range []string{"stderr.log", "pgbouncer.log"} {
-		c, _ := os.ReadFile(filepath.Join(b.dir, f))
+		c, _ := os.ReadFile(filepath.Join(b.dir, f)) //nolint:gosec // our own temporary directory
 		sb.Write(c)
 	}
 	return sb.String()

@@ -123,7 +123,8 @@ func tempDir(o owner, prefix string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := os.Chmod(dir, 0o755); err != nil {
+	// The postgres user must enter it when we are root.
+	if err := os.Chmod(dir, 0o755); err != nil { //nolint:gosec // a directory others must traverse
 		return "", err
 	}
 	return dir, o.mkdir(dir)
