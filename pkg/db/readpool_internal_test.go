@@ -1,8 +1,12 @@
 package db
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 func TestParseLSN(t *testing.T) {
@@ -59,5 +63,29 @@ func TestNoteLSN(t *testing.T) {
 	}
 	if len(r.samples) > maxSamples || r.samples[0].lsn != 400 {
 		t.Errorf("samples kept: %d, oldest %d; want at most %d, oldest 400", len(r.samples), r.samples[0].lsn, maxSamples)
+	}
+}
+
+func TestReadCollector(t *testing.T) {
+	r := &ReadPool{now: time.Now}
+	r.standbyReads.Add(3)
+	r.primaryReads.Add(1)
+	r.lag = 1500 * time.Millisecond
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(r.Collector("reports"))
+	got, err := testutil.GatherAndCount(reg)
+	if err != nil || got != 3 {
+		t.Fatalf("gathered %d metrics, %v; want 3", got, err)
+	}
+	want := `# HELP almoner_db_lagging_reads_total Reads that may lag, by the server that served them (standby, primary).
+# TYPE almoner_db_lagging_reads_total counter
+almoner_db_lagging_reads_total{pool="reports",server="primary"} 1
+almoner_db_lagging_reads_total{pool="reports",server="standby"} 3
+# HELP almoner_db_standby_lag_seconds The read replica's replay lag at the last check.
+# TYPE almoner_db_standby_lag_seconds gauge
+almoner_db_standby_lag_seconds{pool="reports"} 1.5
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+		t.Error(err)
 	}
 }

@@ -119,6 +119,9 @@ func StartHost(ctx context.Context, cfg HostConfig, modules ...Module) (*Host, e
 		}
 	}
 	telemetry.Register(telemetry.PoolCollector(strings.Join(h.names, ","), pool))
+	if reads.HasStandby() {
+		telemetry.Register(reads.Collector(strings.Join(h.names, ",")))
+	}
 	h.setServing(true)
 	h.watchCtx, h.stopWatch = context.WithCancel(context.WithoutCancel(ctx))
 	go h.watchDatabase()
