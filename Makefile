@@ -115,6 +115,25 @@ test: $(BIN)/stripe-mock $(BIN)/mailpit ## Run every module's tests against a re
 	echo "== tests without -race: the webhook dispatcher crash test (two dispatcher processes, 10,000 events), notification memory"; \
 	(cd cmd/almoner && ALMONER_TEST_DATABASE_URL="$$server" go test -count=1 -timeout 5m -run 'TestWebhookDispatchNoLossUnderCrashes|TestNotificationBodiesMemory' -v ./e2e/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|webhooks_dispatch|notifications_memory')
 
+# The e2e tests CI runs through PgBouncer (make test-pgbouncer runs
+# them all): one per way the services use a connection — pipelined
+# transactions and batches (orders, inventory), COPY into ON COMMIT DROP
+# temporary tables and transaction-scoped advisory locks (imports,
+# merges), report read transactions with set_config(…, true), the
+# webhook queue's QueryExecModeExec statement, the runners' leases
+# (letters, year-end), auth's keys and sessions, and the event feed —
+# so that each technique meets the pooler in every CI run without a
+# third full e2e pass (docs/scaling.md).
+PGBOUNCER_CI_RUN := ^(TestThroughPgBouncer|TestOrdersDonationLifecycle|TestOrdersIdempotency|TestOrdersItemsStockAndBatches|TestContactListAndSearch|TestImportDuplicatesAndDryRun|TestMergeContacts|TestInventoryConcurrentReservations|TestReportsEndToEnd|TestLetterRuns|TestTaxStatementRun|TestWebhookDelivery|TestEventFeedAPI|TestAPIKeyLifecycle|TestStaffInvitationToSession)$$
+
+.PHONY: test-pgbouncer
+test-pgbouncer: $(BIN)/stripe-mock $(BIN)/mailpit ## Run the e2e tests with the services behind PgBouncer in transaction mode (installs pgbouncer; RUN=pattern narrows).
+	./scripts/test-pgbouncer.sh
+
+.PHONY: test-pgbouncer-ci
+test-pgbouncer-ci: $(BIN)/stripe-mock $(BIN)/mailpit ## The subset of test-pgbouncer that CI runs (PGBOUNCER_CI_RUN).
+	RUN='$(PGBOUNCER_CI_RUN)' ./scripts/test-pgbouncer.sh
+
 .PHONY: bench
 bench: build ## Benchmarks against the running one-process server and pgbench; see docs/performance.md.
 	./scripts/bench.sh

@@ -12,6 +12,9 @@
 #
 # BENCH_DURATION (10s), BENCH_CLIENTS (16), BENCH_ROUNDS (1); BENCH_ORDERS_DB_URL
 # adds settings to the server's DATABASE_URL (e.g. "pool_max_conns=32").
+# BENCH_ORDERS_POOLER=1 runs every binary twice per round: directly, and
+# behind PgBouncer in transaction mode (ALMONER_DATABASE_POOL_MODE=
+# transaction, docs/scaling.md), labelled "<binary> (PgBouncer)".
 # Results: bin/bench/orders/*.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +35,17 @@ if [ -z "${BENCH_ORDERS_BINS:-}" ]; then
   BENCH_ORDERS_BINS=./bin/almoner
 fi
 (cd cmd/almoner && go build -o "../../$out/loadgen" ./tools/loadgen)
+modes=direct
+pooler_pid=
+if [ "${BENCH_ORDERS_POOLER:-0}" = 1 ]; then
+  (cd cmd/almoner && go build -o "../../$out/pgbouncer" ./tools/pgbouncer)
+  "$out/pgbouncer" -server "$server" >"$out/pgbouncer.port" 2>"$out/pgbouncer.log" &
+  pooler_pid=$!
+  for _ in $(seq 1 100); do [ -s "$out/pgbouncer.port" ] && break; sleep 0.1; done
+  pooler_port=$(cat "$out/pgbouncer.port")
+  modes="direct pooled"
+  echo "PgBouncer (transaction mode) on 127.0.0.1:$pooler_port"
+fi
 
 dburl() { # database name → URL on $server, with the extra settings
   local u
@@ -67,7 +81,17 @@ stop_server() {
     pid=
   fi
 }
-trap stop_server EXIT
+stop_all() {
+  stop_server
+  if [ -n "$pooler_pid" ]; then kill -TERM "$pooler_pid" 2>/dev/null || true; wait "$pooler_pid" 2>/dev/null || true; fi
+}
+trap stop_all EXIT
+labels=()
+for bin in $BENCH_ORDERS_BINS; do
+  for mode in $modes; do
+    if [ "$mode" = pooled ]; then labels+=("$bin (PgBouncer)"); else labels+=("$bin"); fi
+  done
+done
 
 for round in $(seq 1 "$ROUNDS"); do
   echo "== round $round: pgbench TPC-B-like, $CLIENTS clients, $DURATION (load: $(cut -d' ' -f1-3 /proc/loadavg))"
@@ -77,11 +101,21 @@ for round in $(seq 1 "$ROUNDS"); do
   echo "{\"name\":\"pgbench-tpcb\",\"round\":$round,\"rps\":$tps}" >"$out/pgbench-$round.json"
   echo "tps: $tps"
   b=0
-  for bin in $BENCH_ORDERS_BINS; do
+  for target in $(for bin in $BENCH_ORDERS_BINS; do for mode in $modes; do echo "$bin@$mode"; done; done); do
+    bin=${target%@*}
+    mode=${target#*@}
     b=$((b + 1))
     db=almoner_bench_orders_$b
     fresh $db
-    DATABASE_URL=$(dburl $db) ALMONER_HTTP_ADDR=$http ALMONER_GRPC_ADDR=$grpc ALMONER_LOG_FORMAT=text \
+    url=$(dburl $db)
+    pooled=()
+    if [ "$mode" = pooled ]; then
+      # Migrated on the server, served through the pooler.
+      "$bin" migrate --database-url="$url" >/dev/null
+      pooled=(ALMONER_MIGRATE=false ALMONER_DATABASE_POOL_MODE=transaction ALMONER_DIRECT_DATABASE_URL="$url")
+      url="postgres://postgres@127.0.0.1:$pooler_port/$db?sslmode=disable"
+    fi
+    env "${pooled[@]}" DATABASE_URL="$url" ALMONER_HTTP_ADDR=$http ALMONER_GRPC_ADDR=$grpc ALMONER_LOG_FORMAT=text \
       "$bin" serve >"$out/server-$round-$b.log" 2>&1 &
     pid=$!
     admin() { "$bin" admin "$@" --auth-addr=$grpc; }
@@ -127,7 +161,7 @@ for round in $(seq 1 "$ROUNDS"); do
 done
 psql "$server" -qc "DROP DATABASE IF EXISTS $pgdb WITH (FORCE)" >/dev/null
 
-python3 - "$out" "$ROUNDS" $BENCH_ORDERS_BINS <<'PY'
+python3 - "$out" "$ROUNDS" "${labels[@]}" <<'PY'
 import json, os, statistics, sys
 out, rounds, bins = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 def load(name):

@@ -183,7 +183,17 @@ func migrate(args []string) error {
 	if *url == "" {
 		return usageError{"DATABASE_URL (or --database-url) is required"}
 	}
+	// Behind a transaction-mode pooler, migrations take their lock on
+	// the server itself (ALMONER_DIRECT_DATABASE_URL).
+	settings, err := db.LoadSettings(config.Env, *url)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	sessionURL, err := settings.SessionURL()
+	if err != nil {
+		return usageError{err.Error()}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	return db.Migrate(ctx, *url, app.AllMigrations()...)
+	return db.Migrate(ctx, sessionURL, app.AllMigrations()...)
 }

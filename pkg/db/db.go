@@ -17,17 +17,43 @@ import (
 	"github.com/almoner/almoner/pkg/telemetry"
 )
 
-// Open connects a pool to url and checks that the server answers.
+// Open connects a pool to url (the server, or a session-mode pooler)
+// and checks that the server answers.
 func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	return OpenWith(ctx, Settings{URL: url, PoolMode: PoolModeSession})
+}
+
+// OpenWith connects a pool to s.URL, configured for s.PoolMode, and
+// checks that the server answers.
+func OpenWith(ctx context.Context, s Settings) (*pgxpool.Pool, error) {
+	return openPool(ctx, s, s.URL, "")
+}
+
+// parsePoolConfig parses url with pgx's pool settings.
+func parsePoolConfig(url string) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	return cfg, nil
+}
+
+// openPool opens a pool on url with s's pool mode; appName, when not "",
+// names its connections in pg_stat_activity unless url does.
+func openPool(ctx context.Context, s Settings, url, appName string) (*pgxpool.Pool, error) {
+	cfg, err := parsePoolConfig(url)
+	if err != nil {
+		return nil, err
 	}
 	// pgx's default (4, or the CPU count) starves a process serving
 	// many concurrent requests; a URL's pool_max_conns still wins.
 	if !strings.Contains(url, "pool_max_conns") && cfg.MaxConns < 16 {
 		cfg.MaxConns = 16
 	}
+	if appName != "" && cfg.ConnConfig.RuntimeParams["application_name"] == "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = appName
+	}
+	s.configureConn(cfg.ConnConfig)
 	cfg.MaxConnIdleTime = 5 * time.Minute
 	afterConnect := cfg.AfterConnect
 	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {

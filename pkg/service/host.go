@@ -49,6 +49,7 @@ type Host struct {
 	health   *health.Server
 	listener net.Listener
 	pool     *pgxpool.Pool
+	reads    *db.ReadPool
 	services []Service
 	names    []string
 	served   chan error
@@ -72,20 +73,26 @@ func StartHost(ctx context.Context, cfg HostConfig, modules ...Module) (*Host, e
 	if cfg.InternalKey == nil {
 		return nil, authctx.ErrNoKey
 	}
-	if cfg.Migrate {
-		var sets []db.Migrations
-		for _, m := range modules {
-			sets = append(sets, m.Migrations()...)
-		}
-		if err := db.Migrate(ctx, cfg.DatabaseURL, dedupe(sets)...); err != nil {
-			return nil, err
-		}
+	if cfg.Config == nil {
+		cfg.Config = config.Env
 	}
-	pool, err := db.Open(ctx, cfg.DatabaseURL)
+	settings, err := db.LoadSettings(cfg.Config, cfg.DatabaseURL)
 	if err != nil {
 		return nil, err
 	}
-	h := &Host{cfg: cfg, pool: pool, conns: map[string]*grpc.ClientConn{}, served: make(chan error, 1)}
+	if err := migrateModules(ctx, cfg, settings, modules); err != nil {
+		return nil, err
+	}
+	pool, err := db.OpenWith(ctx, settings)
+	if err != nil {
+		return nil, err
+	}
+	reads, err := db.OpenReadPool(ctx, settings, pool, cfg.Logger)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	h := &Host{cfg: cfg, pool: pool, reads: reads, conns: map[string]*grpc.ClientConn{}, served: make(chan error, 1)}
 	h.server, h.health = NewGRPCServer(cfg.Logger, cfg.InternalKey)
 	lis, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.GRPCAddr)
 	if err != nil {
@@ -93,10 +100,7 @@ func StartHost(ctx context.Context, cfg HostConfig, modules ...Module) (*Host, e
 		return nil, fmt.Errorf("listen on %s: %w", cfg.GRPCAddr, err)
 	}
 	h.listener = lis
-	deps := Deps{DB: pool, Logger: cfg.Logger, Environment: cfg.Environment, Dial: h.dial, Config: cfg.Config}
-	if deps.Config == nil {
-		deps.Config = config.Env
-	}
+	deps := Deps{DB: pool, Reads: reads, Logger: cfg.Logger, Environment: cfg.Environment, Dial: h.dial, Config: cfg.Config}
 	for _, m := range modules {
 		svc, err := m.New(ctx, deps)
 		if err != nil {
@@ -115,6 +119,9 @@ func StartHost(ctx context.Context, cfg HostConfig, modules ...Module) (*Host, e
 		}
 	}
 	telemetry.Register(telemetry.PoolCollector(strings.Join(h.names, ","), pool))
+	if reads.HasStandby() {
+		telemetry.Register(reads.Collector(strings.Join(h.names, ",")))
+	}
 	h.setServing(true)
 	h.watchCtx, h.stopWatch = context.WithCancel(context.WithoutCancel(ctx))
 	go h.watchDatabase()
@@ -163,6 +170,24 @@ func (h *Host) watchDatabase() {
 	}
 }
 
+// migrateModules applies the modules' migrations when cfg.Migrate, over
+// a session of their own: the direct URL behind a transaction-mode
+// pooler (db.Settings.SessionURL).
+func migrateModules(ctx context.Context, cfg HostConfig, s db.Settings, modules []Module) error {
+	if !cfg.Migrate {
+		return nil
+	}
+	url, err := s.SessionURL()
+	if err != nil {
+		return err
+	}
+	var sets []db.Migrations
+	for _, m := range modules {
+		sets = append(sets, m.Migrations()...)
+	}
+	return db.Migrate(ctx, url, dedupe(sets)...)
+}
+
 func dedupe(sets []db.Migrations) []db.Migrations {
 	seen := map[string]bool{}
 	var out []db.Migrations
@@ -180,6 +205,10 @@ func (h *Host) Addr() string { return h.listener.Addr().String() }
 
 // Pool is the host's database pool.
 func (h *Host) Pool() *pgxpool.Pool { return h.pool }
+
+// Reads is the host's read pool (the primary's pool unless a read
+// replica is configured).
+func (h *Host) Reads() *db.ReadPool { return h.reads }
 
 func (h *Host) dial(name string) (grpc.ClientConnInterface, error) {
 	h.mu.Lock()
@@ -208,6 +237,7 @@ func (h *Host) dial(name string) (grpc.ClientConnInterface, error) {
 
 func (h *Host) abort() {
 	h.server.Stop()
+	h.reads.Close()
 	h.pool.Close()
 }
 
@@ -234,6 +264,7 @@ func (h *Host) Stop(ctx context.Context) error {
 		_ = c.Close()
 	}
 	h.mu.Unlock()
+	h.reads.Close()
 	h.pool.Close()
 	return errors.Join(errs...)
 }

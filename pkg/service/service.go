@@ -31,7 +31,14 @@ type Service interface {
 
 // Deps are what a service is built from.
 type Deps struct {
-	DB     *pgxpool.Pool
+	// DB is the primary's pool: every write, and every read that must
+	// see the writes before it.
+	DB *pgxpool.Pool
+	// Reads routes the reads that may lag to a read replica
+	// (ALMONER_READ_DATABASE_URL), within ALMONER_READ_MAX_LAG, and to
+	// DB otherwise (docs/scaling.md lists which reads use it). Never
+	// nil in a host; NewReadPool(DB) reads from DB only.
+	Reads  *db.ReadPool
 	Logger *slog.Logger
 	// Environment is sandbox or production.
 	Environment string

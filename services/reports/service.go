@@ -177,7 +177,9 @@ var Module = service.Module{
 		}
 		cfg.Dial = d.Dial
 		cfg.Zones = GRPCZones{Auth: service.NewUpstream(d.Dial, "auth")}
-		return New(d.DB, cfg, d.Logger), nil
+		s := New(d.DB, cfg, d.Logger)
+		s.store.WithReads(d.Reads)
+		return s, nil
 	},
 }
 

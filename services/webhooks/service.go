@@ -397,6 +397,11 @@ var Module = service.Module{
 		}
 		cfg.Features = AuthFeatureLookup(authv1.NewTenantAdminServiceClient(conn))
 		cfg.Epoch = AuthEpochLookup(authv1.NewKeyValidationServiceClient(conn))
-		return New(d.DB, cfg, d.Logger)
+		svc, err := New(d.DB, cfg, d.Logger)
+		if err != nil {
+			return nil, err
+		}
+		svc.store.WithReads(d.Reads)
+		return svc, nil
 	},
 }

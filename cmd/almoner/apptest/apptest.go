@@ -130,10 +130,11 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if dbURL == "" {
 		dbURL = testdb.New(t, app.AllMigrations()...)
 	}
+	appDBURL := throughPooler(t, dbURL, opts.Settings)
 	logs := &SyncBuffer{}
 	registerLogs(logs)
 	logger := slog.New(telemetry.LogHandler(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	run := startApps(t, appConfig(opts, dbURL, logger), split)
+	run := startApps(t, appConfig(opts, appDBURL, logger), split)
 	conn, err := grpc.NewClient(run.addrs["auth"], append(internalKey.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 	if err != nil {
 		t.Fatalf("apptest: dial: %v", err)

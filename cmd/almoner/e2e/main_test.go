@@ -24,6 +24,7 @@ func TestMain(m *testing.M) {
 	apptest.RunChildIfRequested()
 	db.TrackTransactions()
 	code := m.Run()
+	apptest.StopPooler()
 	mailtest.StopShared()
 	if err := goleak.Find(); code == 0 && err != nil {
 		fmt.Fprintf(os.Stderr, "goleak: %v\n", err)

@@ -13,6 +13,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/almoner/almoner/pkg/db"
 )
 
 // Column types as the wire names them.
@@ -44,10 +46,24 @@ type Query struct {
 }
 
 // Store reads reports and keeps definitions.
-type Store struct{ pool *pgxpool.Pool }
+type Store struct {
+	pool *pgxpool.Pool
+	// reads serves report runs and exports: a read replica within its
+	// lag bound, else pool (docs/scaling.md).
+	reads *db.ReadPool
+}
 
-// New returns a store on pool.
-func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+// New returns a store on pool, reading reports from pool too.
+func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool, reads: db.NewReadPool(pool)} }
+
+// WithReads has report runs and exports read through reads (nil: the
+// primary); it returns s.
+func (s *Store) WithReads(reads *db.ReadPool) *Store {
+	if reads != nil {
+		s.reads = reads
+	}
+	return s
+}
 
 // Pool exposes the pool to tests.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
@@ -72,14 +88,17 @@ type Totals struct {
 // those to disk, so a report query gets workMem, bounded by the pool size.
 // JIT is off: on these plans it compiled for a few hundred milliseconds
 // and saved less than that (docs/reports.md, Performance).
+// The transaction runs on the read replica when one is configured and
+// within its lag bound (db.ReadPool): a report may lag by that bound.
 func (s *Store) readTx(ctx context.Context, iso pgx.TxIsoLevel) (pgx.Tx, error) {
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: iso, AccessMode: pgx.ReadOnly})
+	tx, err := s.reads.BeginTx(ctx, pgx.TxOptions{IsoLevel: iso, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT set_config('work_mem', $1, true), set_config('jit', 'off', true)`, workMem); err != nil {
+			return fmt.Errorf("set work_mem: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
-	}
-	if _, err := tx.Exec(ctx, `SELECT set_config('work_mem', $1, true), set_config('jit', 'off', true)`, workMem); err != nil {
-		_ = tx.Rollback(ctx)
-		return nil, fmt.Errorf("set work_mem: %w", err)
 	}
 	return tx, nil
 }

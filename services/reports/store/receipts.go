@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/almoner/almoner/pkg/audit"
 	"github.com/almoner/almoner/pkg/db"
@@ -244,7 +245,7 @@ func (s *Store) ContactOrders(ctx context.Context, tenantID uuid.UUID, contactID
 	if err != nil {
 		return nil, fmt.Errorf("reports: orders of contact %d: %w", contactID, err)
 	}
-	if err := s.orderLines(ctx, tenantID, orders); err != nil {
+	if err := orderLines(ctx, s.pool, tenantID, orders); err != nil {
 		return nil, fmt.Errorf("reports: orders of contact %d: %w", contactID, err)
 	}
 	return orders, nil
@@ -252,7 +253,7 @@ func (s *Store) ContactOrders(ctx context.Context, tenantID uuid.UUID, contactID
 
 // orderLines fills in the donation and item lines of orders, two queries
 // for all of them.
-func (s *Store) orderLines(ctx context.Context, tenantID uuid.UUID, orders []Order) error {
+func orderLines(ctx context.Context, q *pgxpool.Pool, tenantID uuid.UUID, orders []Order) error {
 	if len(orders) == 0 {
 		return nil
 	}
@@ -261,7 +262,7 @@ func (s *Store) orderLines(ctx context.Context, tenantID uuid.UUID, orders []Ord
 	for i, o := range orders {
 		ids[i], at[o.ID] = o.ID, i
 	}
-	rows, _ := s.pool.Query(ctx, `SELECT order_id, fund_name, is_tax_deductible, net_amount_minor FROM orders.report_donations_v1
+	rows, _ := q.Query(ctx, `SELECT order_id, fund_name, is_tax_deductible, net_amount_minor FROM orders.report_donations_v1
 		WHERE tenant_id = $1 AND order_id = ANY($2) ORDER BY order_id, donation_id`, tenantID, ids)
 	var id uuid.UUID
 	var d DonationLine
@@ -271,7 +272,7 @@ func (s *Store) orderLines(ctx context.Context, tenantID uuid.UUID, orders []Ord
 	}); err != nil {
 		return fmt.Errorf("donations: %w", err)
 	}
-	rows, _ = s.pool.Query(ctx, `SELECT order_id, name, quantity, fair_market_value_minor, net_amount_minor FROM orders.report_order_items_v1
+	rows, _ = q.Query(ctx, `SELECT order_id, name, quantity, fair_market_value_minor, net_amount_minor FROM orders.report_order_items_v1
 		WHERE tenant_id = $1 AND order_id = ANY($2) ORDER BY order_id, line_number`, tenantID, ids)
 	var it ItemLine
 	if _, err := pgx.ForEachRow(rows, []any{&id, &it.Name, &it.Quantity, &it.FairMarketValueMinor, &it.NetMinor}, func() error {
@@ -285,8 +286,21 @@ func (s *Store) orderLines(ctx context.Context, tenantID uuid.UUID, orders []Ord
 
 // Donors reads many contacts as Donor does, by contact id; a contact the
 // tenant does not have is absent from the answer.
+//
+// A year-end run's reading phase: it reads through the read replica
+// within its lag bound (docs/scaling.md), as ContactsOrders does.
 func (s *Store) Donors(ctx context.Context, tenantID uuid.UUID, contactIDs []int64) (map[int64]Donor, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT m.contact_id, m.display_name, m.email, m.line1, m.line2, m.city, m.state_province, m.postal_code,
+	var out map[int64]Donor
+	err := s.reads.Do(ctx, func(p *pgxpool.Pool) error {
+		var err error
+		out, err = donors(ctx, p, tenantID, contactIDs)
+		return err
+	})
+	return out, err
+}
+
+func donors(ctx context.Context, q *pgxpool.Pool, tenantID uuid.UUID, contactIDs []int64) (map[int64]Donor, error) {
+	rows, _ := q.Query(ctx, `SELECT m.contact_id, m.display_name, m.email, m.line1, m.line2, m.city, m.state_province, m.postal_code,
 			m.country, coalesce(c.first_name, ''), coalesce(c.last_name, '')
 		FROM contacts.report_contact_mailing_v1 m
 		LEFT JOIN contacts.report_contacts_v1 c ON c.tenant_id = m.tenant_id AND c.contact_id = m.contact_id
@@ -318,7 +332,17 @@ func (s *Store) Donors(ctx context.Context, tenantID uuid.UUID, contactIDs []int
 // ContactsOrders reads the standing orders in [from, to) of many
 // contacts, as ContactOrders does for one, by contact id.
 func (s *Store) ContactsOrders(ctx context.Context, tenantID uuid.UUID, contactIDs []int64, from, to time.Time) (map[int64][]Order, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT order_id, order_number, contact_id, created_at, status, currency, refunded_minor
+	var out map[int64][]Order
+	err := s.reads.Do(ctx, func(p *pgxpool.Pool) error {
+		var err error
+		out, err = contactsOrders(ctx, p, tenantID, contactIDs, from, to)
+		return err
+	})
+	return out, err
+}
+
+func contactsOrders(ctx context.Context, q *pgxpool.Pool, tenantID uuid.UUID, contactIDs []int64, from, to time.Time) (map[int64][]Order, error) {
+	rows, _ := q.Query(ctx, `SELECT order_id, order_number, contact_id, created_at, status, currency, refunded_minor
 		FROM orders.report_orders_v1 WHERE tenant_id = $1 AND contact_id = ANY($2) AND status IN ('Completed', 'PartiallyRefunded')
 			AND created_at >= $3 AND created_at < $4
 		ORDER BY contact_id, created_at, order_number`, tenantID, contactIDs, from, to)
@@ -327,7 +351,7 @@ func (s *Store) ContactsOrders(ctx context.Context, tenantID uuid.UUID, contactI
 		return o, r.Scan(&o.ID, &o.Number, &o.ContactID, &o.CreatedAt, &o.Status, &o.Currency, &o.RefundMinor)
 	})
 	if err == nil {
-		err = s.orderLines(ctx, tenantID, orders)
+		err = orderLines(ctx, q, tenantID, orders)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reports: orders of %d contacts: %w", len(contactIDs), err)

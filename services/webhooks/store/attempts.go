@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Attempt is the record of one delivery attempt.
@@ -75,18 +76,27 @@ func (s *Store) ListAttempts(ctx context.Context, tenantID, endpointID uuid.UUID
 		events = []string{}
 	}
 	var total int64
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM webhooks.attempts `+where,
-		tenantID, endpointID, f.Success, events).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("webhooks: count attempts: %w", err)
-	}
-	rows, err := s.pool.Query(ctx, `SELECT `+attemptColumns+` FROM webhooks.attempts `+where+`
-		ORDER BY attempted_at DESC, id DESC LIMIT $5 OFFSET $6`, tenantID, endpointID, f.Success, events, limit, offset)
+	var out []Attempt
+	// A list may lag the attempts by the read replica's bound: one made a
+	// second ago shows at the next look (docs/scaling.md).
+	err := s.reads.Do(ctx, func(p *pgxpool.Pool) error {
+		if err := p.QueryRow(ctx, `SELECT count(*) FROM webhooks.attempts `+where,
+			tenantID, endpointID, f.Success, events).Scan(&total); err != nil {
+			return fmt.Errorf("webhooks: count attempts: %w", err)
+		}
+		rows, err := p.Query(ctx, `SELECT `+attemptColumns+` FROM webhooks.attempts `+where+`
+			ORDER BY attempted_at DESC, id DESC LIMIT $5 OFFSET $6`, tenantID, endpointID, f.Success, events, limit, offset)
+		if err != nil {
+			return fmt.Errorf("webhooks: list attempts: %w", err)
+		}
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Attempt, error) { return scanAttempt(r) })
+		if err != nil {
+			return fmt.Errorf("webhooks: list attempts: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("webhooks: list attempts: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Attempt, error) { return scanAttempt(r) })
-	if err != nil {
-		return nil, 0, fmt.Errorf("webhooks: list attempts: %w", err)
+		return nil, 0, err
 	}
 	return out, total, nil
 }

@@ -19,10 +19,22 @@ import (
 // Store reads and writes the webhooks schema.
 type Store struct {
 	pool *pgxpool.Pool
+	// reads serves the deliveries lists (ListAttempts): a read replica
+	// within its lag bound, else pool (docs/scaling.md).
+	reads *db.ReadPool
 }
 
 // New returns a Store on pool.
-func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool, reads: db.NewReadPool(pool)} }
+
+// WithReads has the deliveries lists read through reads (nil: the
+// primary); it returns s.
+func (s *Store) WithReads(reads *db.ReadPool) *Store {
+	if reads != nil {
+		s.reads = reads
+	}
+	return s
+}
 
 // Pool is the store's pool, for the audit reader.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }

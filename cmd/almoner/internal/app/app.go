@@ -168,7 +168,11 @@ func prepare(ctx context.Context, cfg *Config) (mods []service.Module, withGatew
 		if cfg.DatabaseURL == "" {
 			return nil, false, nil, errors.New("DATABASE_URL is required")
 		}
-		if err := checkNeeds(ctx, cfg.DatabaseURL, cfg.Migrate, mods); err != nil {
+		settings, err := db.LoadSettings(cfg.ServiceConfig, cfg.DatabaseURL)
+		if err != nil {
+			return nil, false, nil, err
+		}
+		if err := checkNeeds(ctx, settings, cfg.Migrate, mods); err != nil {
 			return nil, false, nil, err
 		}
 	}

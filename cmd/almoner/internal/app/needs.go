@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/service"
@@ -128,7 +127,7 @@ func (u unmigrated) Error() string {
 // schemas the hosted modules need are migrated up to the latest migration
 // this binary holds. A schema this process migrates itself (a hosted
 // owner, with migrate) is not checked: StartHost migrates it first.
-func checkNeeds(ctx context.Context, url string, migrate bool, mods []service.Module) error {
+func checkNeeds(ctx context.Context, settings db.Settings, migrate bool, mods []service.Module) error {
 	hosted := func(n string) bool {
 		return slices.ContainsFunc(mods, func(m service.Module) bool { return m.Name == n })
 	}
@@ -143,12 +142,9 @@ func checkNeeds(ctx context.Context, url string, migrate bool, mods []service.Mo
 	if len(pairs) == 0 {
 		return nil
 	}
-	// A pool URL (pool_max_conns, …) is parsed as db.Migrate parses it.
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return fmt.Errorf("parse database url: %w", err)
-	}
-	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
+	// A pool URL (pool_max_conns, …) is parsed as db.Migrate parses it,
+	// and a transaction-mode pooler's connection prepares nothing.
+	conn, err := settings.Connect(ctx)
 	if err != nil {
 		return fmt.Errorf("connect to check the schemas the services need: %w", err)
 	}

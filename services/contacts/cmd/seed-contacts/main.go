@@ -32,7 +32,11 @@ func main() {
 }
 
 func run() error {
-	url := flag.String("database-url", config.String("DATABASE_URL", ""), "PostgreSQL URL (DATABASE_URL)")
+	// A bulk load sets session_replication_role on its COPY connections
+	// (seed.copyRows): it needs the server itself, never a
+	// transaction-mode pooler, so ALMONER_DIRECT_DATABASE_URL wins.
+	url := flag.String("database-url", config.String(db.DirectURLVar, config.String("DATABASE_URL", "")),
+		"PostgreSQL URL of the server itself (ALMONER_DIRECT_DATABASE_URL, else DATABASE_URL)")
 	count := flag.Int("count", 1_000_000, "how many contacts to load")
 	tenantFlag := flag.String("tenant", "", "tenant id (a new random one when empty)")
 	migrate := flag.Bool("migrate", false, "apply the contacts service's migrations first")
