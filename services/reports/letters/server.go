@@ -128,7 +128,7 @@ func readFilter(f *reportsv1.LetterRunFilter, loc *time.Location, run *Run, v *a
 		}
 		run.FundIDs = append(run.FundIDs, id)
 	}
-	if f.BatchId != nil {
+	if f != nil && f.BatchId != nil {
 		id, err := uuid.Parse(f.GetBatchId())
 		if err != nil {
 			v.Add("Filter.BatchId", "'BatchId' must be a batch id.")
