@@ -2230,7 +2230,7 @@ type CreateReportRequest struct {
 	Parameters *map[string]interface{} `json:"parameters,omitempty"`
 
 	// TypeKey A built-in report type, as GET /reports/types lists them.
-	TypeKey ReportTypeKey `json:"typeKey"`
+	TypeKey *ReportTypeKey `json:"typeKey,omitempty"`
 
 	// UpdatedAt Returned by the API in Report; a request may send it back, and it is ignored.
 	UpdatedAt *time.Time `json:"updatedAt,omitempty"`

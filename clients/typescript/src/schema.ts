@@ -3115,7 +3115,7 @@ export interface components {
             name: string;
             /** @description Parameters are validated against the type. */
             parameters?: Record<string, never> | null;
-            typeKey: components["schemas"]["ReportTypeKey"];
+            typeKey?: components["schemas"]["ReportTypeKey"];
             /**
              * Format: date-time
              * @description Returned by the API in Report; a request may send it back, and it is ignored.

@@ -1564,12 +1564,12 @@ const file_almoner_reports_v1_reports_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1b\n" +
 	"\treport_id\x18\x02 \x01(\tR\breportId\"G\n" +
 	"\x11GetReportResponse\x122\n" +
-	"\x06report\x18\x01 \x01(\v2\x1a.almoner.reports.v1.ReportR\x06report\"\x9e\x02\n" +
+	"\x06report\x18\x01 \x01(\v2\x1a.almoner.reports.v1.ReportR\x06report\"\x99\x02\n" +
 	"\x13CreateReportRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x17\n" +
 	"\x04name\x18\x02 \x01(\tB\x03\xe0A\x02R\x04name\x12 \n" +
-	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x1e\n" +
-	"\btype_key\x18\x04 \x01(\tB\x03\xe0A\x02R\atypeKey\x127\n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x19\n" +
+	"\btype_key\x18\x04 \x01(\tR\atypeKey\x127\n" +
 	"\n" +
 	"parameters\x18\x05 \x01(\v2\x17.google.protobuf.StructR\n" +
 	"parameters\x12&\n" +
