@@ -98,6 +98,18 @@ verify: generate lint lint-openapi ## Fail when generated code, the OpenAPI docu
 	@if git rev-parse -q --verify HEAD~1 >/dev/null && git cat-file -e HEAD~1:buf.yaml 2>/dev/null; then \
 		./scripts/buf-breaking.sh HEAD~1; else echo "buf breaking: no previous commit with protos"; fi
 
+# The container image (deploy/Dockerfile), tagged with the commit it was
+# built from (with -dirty when the work tree has uncommitted changes);
+# docs/deploy.md sets it in an overlay with `kustomize edit set image`.
+IMAGE     ?= ghcr.io/almoner/almoner
+IMAGE_TAG ?= $(shell git describe --always --dirty --abbrev=12 --exclude='*' 2>/dev/null || echo unknown)
+
+.PHONY: image
+image: ## Build the container image $(IMAGE):<commit> with docker (or DOCKER=podman).
+	@command -v $(or $(DOCKER),docker) >/dev/null || { echo "make image: $(or $(DOCKER),docker) is not installed; build deploy/Dockerfile with any OCI builder (docs/deploy.md)"; exit 1; }
+	$(or $(DOCKER),docker) build -f deploy/Dockerfile -t $(IMAGE):$(IMAGE_TAG) .
+	@echo "built $(IMAGE):$(IMAGE_TAG); push it, then in deploy/k8s/overlays/<env>: kustomize edit set image almoner=$(IMAGE):$(IMAGE_TAG)"
+
 .PHONY: build
 build: ## Build bin/almoner.
 	cd cmd/almoner && go build -o $(BIN)/almoner .
