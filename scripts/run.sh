@@ -111,9 +111,9 @@ cat <<MSG
 
   Try:
     curl -s -w '\n%{http_code}\n' -H "X-Api-Key: $plain" http://localhost:$port/api/tenants/$tid/api-keys
-    curl -s -c /tmp/almoner.cookies -H 'Content-Type: application/json' \\
+    curl -s -w '\n%{http_code}\n' -c /tmp/almoner.cookies -H 'Content-Type: application/json' \\
       -d '{"email":"$owner_email","password":"$owner_password"}' http://localhost:$port/api/auth/sign-in
-    curl -s -b /tmp/almoner.cookies http://localhost:$port/api/tenants/$tid/users
+    curl -s -w '\n%{http_code}\n' -b /tmp/almoner.cookies http://localhost:$port/api/tenants/$tid/users
 
   ./bin/almoner admin … in another shell finds this server through $run_file
   and its internal key in $data/internal-key
