@@ -2495,7 +2495,7 @@ type DocumentTemplateInput struct {
 	IsDefault *bool `json:"isDefault,omitempty"`
 
 	// Kind Kind is acknowledgement, receipt or statement (required on create; ignored on update: a template keeps its kind).
-	Kind string `json:"kind"`
+	Kind *string `json:"kind,omitempty"`
 
 	// Name Name is the template's name (required, at most 200 characters).
 	Name string `json:"name"`

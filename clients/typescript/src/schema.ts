@@ -3354,7 +3354,7 @@ export interface components {
             /** @description IsDefault marks the kind's default template, which receipts and statements use and which cannot be deleted; ignored in a request. */
             isDefault?: boolean;
             /** @description Kind is acknowledgement, receipt or statement (required on create; ignored on update: a template keeps its kind). */
-            kind: string;
+            kind?: string;
             /** @description Name is the template's name (required, at most 200 characters). */
             name: string;
             /** @description Subject is the document's title and an email's subject, with merge fields (required, at most 300 characters, one line). */

@@ -774,10 +774,10 @@ var File_almoner_reports_v1_templates_proto protoreflect.FileDescriptor
 
 const file_almoner_reports_v1_templates_proto_rawDesc = "" +
 	"\n" +
-	"\"almoner/reports/v1/templates.proto\x12\x12almoner.reports.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/httpbody.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc3\x02\n" +
+	"\"almoner/reports/v1/templates.proto\x12\x12almoner.reports.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/httpbody.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbe\x02\n" +
 	"\x10DocumentTemplate\x12\x13\n" +
-	"\x02id\x18\x01 \x01(\tB\x03\xe0A\x03R\x02id\x12\x17\n" +
-	"\x04kind\x18\x02 \x01(\tB\x03\xe0A\x02R\x04kind\x12\x17\n" +
+	"\x02id\x18\x01 \x01(\tB\x03\xe0A\x03R\x02id\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x17\n" +
 	"\x04name\x18\x03 \x01(\tB\x03\xe0A\x02R\x04name\x12\x1d\n" +
 	"\asubject\x18\x04 \x01(\tB\x03\xe0A\x02R\asubject\x12\x12\n" +
 	"\x04body\x18\x05 \x01(\tR\x04body\x12\x16\n" +
