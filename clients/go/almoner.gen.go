@@ -3958,7 +3958,7 @@ type RecurringDonationInput struct {
 	FundId string `json:"fundId"`
 
 	// PaymentMethod PaymentMethod is how installments are paid (default the order's first payment's method).
-	PaymentMethod RecurringDonationInputPaymentMethod `json:"paymentMethod"`
+	PaymentMethod *RecurringDonationInputPaymentMethod `json:"paymentMethod,omitempty"`
 
 	// PaymentToken PaymentToken is the processor token for Card and Ach installments.
 	PaymentToken *string `json:"paymentToken,omitempty"`

@@ -4838,7 +4838,7 @@ export interface components {
              * @description PaymentMethod is how installments are paid (default the order's first payment's method).
              * @enum {string}
              */
-            paymentMethod: "Cash" | "Check" | "Card" | "Ach" | "External";
+            paymentMethod?: "Cash" | "Check" | "Card" | "Ach" | "External";
             /** @description PaymentToken is the processor token for Card and Ach installments. */
             paymentToken?: string;
             /** @description StartDate is the first installment date, YYYY-MM-DD (default today). */

@@ -57,8 +57,9 @@ func TestRequiredAsDocumented(t *testing.T) {
 // properties (a generated client would demand one in particular), or a
 // message that a create and a replace share. Their descriptions say it.
 var notInSchema = map[string]string{
-	"CreateReport.typeKey":        "or dataSourceKey, the reference system's name for it",
-	"CreateDocumentTemplate.kind": "DocumentTemplateInput also replaces a template, whose kind stays",
+	"CreateReport.typeKey":                         "or dataSourceKey, the reference system's name for it",
+	"CreateDocumentTemplate.kind":                  "DocumentTemplateInput also replaces a template, whose kind stays",
+	"CreateOrder.recurringDonations.paymentMethod": "defaults to the order's first payment's, and payments are required",
 }
 
 type requiredProbe struct {

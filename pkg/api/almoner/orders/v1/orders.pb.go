@@ -5145,7 +5145,7 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\n" +
 	"ip_address\x18\x01 \x01(\tR\tipAddress\x12\x1d\n" +
 	"\n" +
-	"user_agent\x18\x02 \x01(\tR\tuserAgent\"\x93\x03\n" +
+	"user_agent\x18\x02 \x01(\tR\tuserAgent\"\x90\x03\n" +
 	"\x16RecurringDonationInput\x12\x1c\n" +
 	"\afund_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x06fundId\x125\n" +
 	"\x06amount\x18\x02 \x01(\v2\x18.almoner.type.v1.DecimalB\x03\xe0A\x02R\x06amount\x12N\n" +
@@ -5154,8 +5154,8 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"start_date\x18\x04 \x01(\tR\tstartDate\x12\x19\n" +
 	"\bend_date\x18\x05 \x01(\tR\aendDate\x12\x1f\n" +
 	"\vcampaign_id\x18\x06 \x01(\tR\n" +
-	"campaignId\x12T\n" +
-	"\x0epayment_method\x18\a \x01(\tB-\x92A'\xf2\x02\x04Cash\xf2\x02\x05Check\xf2\x02\x04Card\xf2\x02\x03Ach\xf2\x02\bExternal\xe0A\x02R\rpaymentMethod\x12#\n" +
+	"campaignId\x12Q\n" +
+	"\x0epayment_method\x18\a \x01(\tB*\x92A'\xf2\x02\x04Cash\xf2\x02\x05Check\xf2\x02\x04Card\xf2\x02\x03Ach\xf2\x02\bExternalR\rpaymentMethod\x12#\n" +
 	"\rpayment_token\x18\b \x01(\tR\fpaymentToken\"\xd9\x05\n" +
 	"\x12CreateOrderRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\"\n" +
