@@ -4502,7 +4502,7 @@ type SplitLine struct {
 // StartLetterRunRequest StartLetterRunRequest is a run to queue.
 type StartLetterRunRequest struct {
 	// Channel Channel is pdf or email (required).
-	Channel *string `json:"channel,omitempty"`
+	Channel string `json:"channel"`
 
 	// Filter Filter says which gifts (required).
 	Filter *LetterRunFilterInput `json:"filter"`
@@ -4511,7 +4511,7 @@ type StartLetterRunRequest struct {
 	MarkAcknowledged *bool `json:"markAcknowledged,omitempty"`
 
 	// TemplateId TemplateId is an acknowledgement template (required).
-	TemplateId *string `json:"templateId,omitempty"`
+	TemplateId string `json:"templateId"`
 }
 
 // StartTaxStatementRunRequest StartTaxStatementRunRequest is a run to queue.

@@ -5295,13 +5295,13 @@ export interface components {
         /** @description StartLetterRunRequest is a run to queue. */
         StartLetterRunRequest: {
             /** @description Channel is pdf or email (required). */
-            channel?: string;
+            channel: string;
             /** @description Filter says which gifts (required). */
             filter: components["schemas"]["LetterRunFilterInput"] | null;
             /** @description MarkAcknowledged acknowledges every gift the run thanks. */
             markAcknowledged?: boolean;
             /** @description TemplateId is an acknowledgement template (required). */
-            templateId?: string;
+            templateId: string;
         };
         /** @description StartTaxStatementRunRequest is a run to queue. */
         StartTaxStatementRunRequest: {

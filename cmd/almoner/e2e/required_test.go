@@ -109,6 +109,11 @@ func (p *requiredProbe) operation(t *testing.T, method, path string, op *openapi
 // send sends a body and returns the 400's errors (nil for another status).
 func (p *requiredProbe) send(t *testing.T, method, url string, body any) map[string][]string {
 	resp := p.c.Do(t, method, url, p.tenant.Key, body)
+	if resp.Status >= http.StatusInternalServerError {
+		// An empty body is the commonest mistake a client makes; it
+		// must be a 4xx (a nil filter in StartLetterRun was a panic).
+		t.Errorf("%s %s with %v: %d %s", method, url, body, resp.Status, resp.Body)
+	}
 	if resp.Status != http.StatusBadRequest {
 		return nil
 	}

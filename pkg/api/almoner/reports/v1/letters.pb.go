@@ -676,13 +676,13 @@ const file_almoner_reports_v1_letters_proto_rawDesc = "" +
 	"\n" +
 	"started_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12;\n" +
 	"\vfinished_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"finishedAt\"\xde\x01\n" +
+	"finishedAt\"\xe8\x01\n" +
 	"\x15StartLetterRunRequest\x12\x1b\n" +
-	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1f\n" +
-	"\vtemplate_id\x18\x02 \x01(\tR\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12$\n" +
+	"\vtemplate_id\x18\x02 \x01(\tB\x03\xe0A\x02R\n" +
 	"templateId\x12@\n" +
-	"\x06filter\x18\x03 \x01(\v2#.almoner.reports.v1.LetterRunFilterB\x03\xe0A\x02R\x06filter\x12\x18\n" +
-	"\achannel\x18\x04 \x01(\tR\achannel\x12+\n" +
+	"\x06filter\x18\x03 \x01(\v2#.almoner.reports.v1.LetterRunFilterB\x03\xe0A\x02R\x06filter\x12\x1d\n" +
+	"\achannel\x18\x04 \x01(\tB\x03\xe0A\x02R\achannel\x12+\n" +
 	"\x11mark_acknowledged\x18\x05 \x01(\bR\x10markAcknowledged\"I\n" +
 	"\x16StartLetterRunResponse\x12/\n" +
 	"\x03run\x18\x01 \x01(\v2\x1d.almoner.reports.v1.LetterRunR\x03run\"I\n" +
