@@ -17,7 +17,7 @@ func sign(secret string, ts int64, body string) string {
 }
 
 // TestVerifyWebhook: the signature scheme of docs/webhooks.md. The e2e
-// test TestClientGo checks a real delivery of the server too.
+// test TestClients checks a real delivery of the server too.
 func TestVerifyWebhook(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	ts := now.Unix()

@@ -1,6 +1,6 @@
 // Command goclient drives the recipe flows with the published Go client,
 // clients/go, which oapi-codegen generated from /openapi.json (the e2e test
-// TestClientGo builds this program and runs it against a live gateway). A
+// TestClients builds this program and runs it against a live gateway). A
 // flow that fails prints why and exits 1.
 //
 // ALMONER_URL is the gateway, ALMONER_TENANT a tenant and ALMONER_KEY a

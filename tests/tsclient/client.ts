@@ -1,6 +1,6 @@
 // Drives the recipe flows with openapi-fetch over the types openapi-typescript
 // generated from the served /openapi.json (./schema.d.ts). The e2e test
-// TestClientTypeScript generates the types in a copy of this folder, checks
+// TestClients generates the types in a copy of this folder, checks
 // this file against them with tsc, and runs the output under Node. A flow
 // that fails throws, and Node exits 1.
 //

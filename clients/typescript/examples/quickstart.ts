@@ -1,7 +1,7 @@
 // The README's quick start with the TypeScript client: a contact, a fund, a
 // $100 cash gift, a card gift with the sandbox's test token, the contact's
 // orders, and a webhook delivery's signature checked. The e2e test
-// TestClientTypeScript runs it (dist/examples/quickstart.js) against a live
+// TestClients runs it (dist/examples/quickstart.js) against a live
 // server.
 //
 //   ALMONER_URL=http://localhost:8080 ALMONER_TENANT=<tenant id> ALMONER_KEY=<api key> node dist/examples/quickstart.js

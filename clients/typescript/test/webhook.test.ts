@@ -1,6 +1,6 @@
 // The verifier's rules (node --test dist/test/). A delivery the server
 // really signed is checked too when ALMONER_WEBHOOK_DELIVERY names one (the
-// e2e test TestClientTypeScript records it from a live server).
+// e2e test TestClients records it from a live server).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
@@ -52,7 +52,7 @@ test("refuses missing and malformed headers", async () => {
   assert.equal(await code(verifyWebhook("whsec_a", headers(good, "yesterday"), body, { now })), "malformed");
 });
 
-test("accepts a delivery the server signed", { skip: !process.env.ALMONER_WEBHOOK_DELIVERY && "no ALMONER_WEBHOOK_DELIVERY (TestClientTypeScript sets it)" }, async () => {
+test("accepts a delivery the server signed", { skip: !process.env.ALMONER_WEBHOOK_DELIVERY && "no ALMONER_WEBHOOK_DELIVERY (TestClients sets it)" }, async () => {
   const d = JSON.parse(await readFile(process.env.ALMONER_WEBHOOK_DELIVERY!, "utf8")) as { secret: string; headers: Record<string, string>; body: string };
   assert.equal(await code(verifyWebhook(d.secret, d.headers, d.body)), "ok");
   assert.equal(await code(verifyWebhook(d.secret, d.headers, d.body.replace(/}$/, ' }'))), "mismatch");

@@ -1,7 +1,7 @@
 // Command quickstart is the README's quick start with the Go client: a
 // contact, a fund, a $100 cash gift, a card gift with the sandbox's test
 // token, the contact's orders, and a webhook delivery's signature checked.
-// The e2e test TestClientGo runs it against a live server.
+// The e2e test TestClients runs it against a live server.
 //
 //	ALMONER_URL=http://localhost:8080 ALMONER_TENANT=<tenant id> ALMONER_KEY=<api key> go run ./examples/quickstart
 //
