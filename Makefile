@@ -5,6 +5,10 @@ SHELL := /usr/bin/env bash
 
 BIN        := $(CURDIR)/bin
 MODULES    := pkg services/auth services/contacts services/imports services/inventory services/orders services/reports services/webhooks gateway cmd/almoner deploy docs/examples/webhook-receiver
+# Go modules outside go.work: the published client and the test of its
+# flows. Vetted (GOWORK=off) by make lint, tested by cmd/almoner/e2e
+# TestClients.
+CLIENT_MODULES := clients/go tests/goclient
 # Modules golangci-lint checks: every module (gofmt and go vet run on
 # MODULES too).
 LINT_MODULES := $(MODULES)
@@ -54,13 +58,28 @@ generate: tools ## Regenerate Go code and the OpenAPI document from proto/ (offl
 	buf generate --path proto/almoner
 	mkdir -p gateway/openapi
 	cd gateway && go run ./cmd/openapigen -swagger ../third_party/openapiv2/almoner.swagger.json -out openapi/openapi.json
+	$(MAKE) generate-clients
+
+# The published clients (docs/clients.md), from the document just written:
+# clients/go with oapi-codegen (pinned by the tool directive of its go.mod,
+# built as its own module: GOWORK=off) and clients/typescript with
+# openapi-typescript (pinned in its package-lock.json; npm ci when its
+# node_modules is missing).
+.PHONY: generate-clients
+generate-clients: ## Regenerate clients/go and clients/typescript from gateway/openapi/openapi.json.
+	cd clients/go && GOWORK=off go tool oapi-codegen -config oapi-codegen.yaml ../../gateway/openapi/openapi.json
+	cd clients/typescript && { [ -x node_modules/.bin/openapi-typescript ] || npm ci --no-audit --no-fund --silent; } && \
+		node_modules/.bin/openapi-typescript ../../gateway/openapi/openapi.json -o src/schema.ts --silent
 
 .PHONY: lint
 lint: tools ## buf lint, gofmt, go vet, and golangci-lint (.golangci.yml) on LINT_MODULES.
 	./scripts/third-party-protos.sh
 	buf lint
-	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l $(MODULES) $(CLIENT_MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	for m in $(MODULES); do (cd $$m && go vet ./...); done
+	@# The published Go client and its test are modules of their own, built
+	@# as an integrator builds them (outside go.work: docs/clients.md).
+	for m in $(CLIENT_MODULES); do (cd $$m && GOWORK=off go vet ./...); done
 	for m in $(LINT_MODULES); do echo "== golangci-lint $$m"; (cd $$m && $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION) run --allow-parallel-runners ./...) || exit 1; done
 
 .PHONY: lint-openapi
@@ -74,10 +93,22 @@ docs-viewer: ## Copy the pinned Scalar API reference (tools/scalar) into gateway
 .PHONY: verify
 verify: generate lint lint-openapi ## Fail when generated code, the OpenAPI document or the /docs viewer drifts, the document fails its lint, or protos break compatibility with the previous commit.
 	./scripts/docs-viewer.sh check
-	@if [ -n "$$(git status --porcelain -- pkg/api gateway/openapi)" ]; then \
-		echo "generated code is out of date: run make generate and commit"; git status --short -- pkg/api gateway/openapi; exit 1; fi
+	@if [ -n "$$(git status --porcelain -- pkg/api gateway/openapi clients/go clients/typescript/src)" ]; then \
+		echo "generated code is out of date: run make generate and commit"; git status --short -- pkg/api gateway/openapi clients/go clients/typescript/src; exit 1; fi
 	@if git rev-parse -q --verify HEAD~1 >/dev/null && git cat-file -e HEAD~1:buf.yaml 2>/dev/null; then \
 		./scripts/buf-breaking.sh HEAD~1; else echo "buf breaking: no previous commit with protos"; fi
+
+# The container image (deploy/Dockerfile), tagged with the commit it was
+# built from (with -dirty when the work tree has uncommitted changes);
+# docs/deploy.md sets it in an overlay with `kustomize edit set image`.
+IMAGE     ?= ghcr.io/almoner/almoner
+IMAGE_TAG ?= $(shell git describe --always --dirty --abbrev=12 --exclude='*' 2>/dev/null || echo unknown)
+
+.PHONY: image
+image: ## Build the container image $(IMAGE):<commit> with docker (or DOCKER=podman).
+	@command -v $(or $(DOCKER),docker) >/dev/null || { echo "make image: $(or $(DOCKER),docker) is not installed; build deploy/Dockerfile with any OCI builder (docs/deploy.md)"; exit 1; }
+	$(or $(DOCKER),docker) build -f deploy/Dockerfile -t $(IMAGE):$(IMAGE_TAG) .
+	@echo "built $(IMAGE):$(IMAGE_TAG); push it, then in deploy/k8s/overlays/<env>: kustomize edit set image almoner=$(IMAGE):$(IMAGE_TAG)"
 
 .PHONY: build
 build: ## Build bin/almoner.
@@ -103,8 +134,31 @@ E2E_PARALLEL ?= 4
 # peak near 50.
 E2E_SPLIT_PARALLEL ?= 3
 
+# The npm packages of the tests that run Node: the browser test of /docs,
+# the TypeScript client test and the published TypeScript client. `make
+# test` installs them (npm ci, from each lockfile) when missing or older
+# than the lockfile, and fails naming the command when it cannot: the
+# tests that need them fail rather than skip.
+NPM_TEST_DIRS := tests/browser tests/tsclient clients/typescript
+# Commands the README check (scripts/quickstart-check.sh) and the browser
+# test run, with the Debian package that has each.
+TEST_COMMANDS := bash:bash curl:curl openssl:openssl psql:postgresql-client python3:python3 node:nodejs npm:npm pdftotext:poppler-utils
+
+.PHONY: test-deps
+test-deps: $(BIN)/stripe-mock $(BIN)/mailpit ## Install what make test needs besides Go modules (npm ci of the Node tests), or fail naming what is missing.
+	@for tc in $(TEST_COMMANDS); do command -v $${tc%%:*} >/dev/null || { \
+		echo "make test: $${tc%%:*} is missing: apt-get install $${tc##*:}"; exit 1; }; done
+	@chromium=$${CHROMIUM:-/usr/bin/chromium}; [ -x "$$chromium" ] || { \
+		echo "make test: the /docs browser test needs Chromium at $$chromium: apt-get install chromium, or set CHROMIUM"; exit 1; }
+	@for d in $(NPM_TEST_DIRS); do \
+		if [ ! -f $$d/node_modules/.package-lock.json ] || [ $$d/package-lock.json -nt $$d/node_modules/.package-lock.json ]; then \
+			echo "== npm ci in $$d"; \
+			(cd $$d && npm ci --no-audit --no-fund --silent) || { echo "make test: (cd $$d && npm ci) failed"; exit 1; }; \
+		fi; \
+	done
+
 .PHONY: test
-test: $(BIN)/stripe-mock $(BIN)/mailpit ## Run every module's tests against a real PostgreSQL (found or started like make run).
+test: test-deps ## Run every module's tests against a real PostgreSQL (found or started like make run).
 	@server=$$(./scripts/find-postgres.sh --server); \
 	for m in $(MODULES); do \
 		echo "== $$m"; \

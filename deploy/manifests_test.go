@@ -37,10 +37,16 @@ func strict(t *testing.T, obj map[string]any, into any) {
 
 func render(t *testing.T, overlay string) []map[string]any {
 	t.Helper()
+	return renderDir(t, "overlays/"+overlay)
+}
+
+// renderDir is `kustomize build k8s/<dir>` with kustomize's own library.
+func renderDir(t *testing.T, dir string) []map[string]any {
+	t.Helper()
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	res, err := k.Run(filesys.MakeFsOnDisk(), "k8s/overlays/"+overlay)
+	res, err := k.Run(filesys.MakeFsOnDisk(), "k8s/"+dir)
 	if err != nil {
-		t.Fatalf("kustomize build %s: %v", overlay, err)
+		t.Fatalf("kustomize build %s: %v", dir, err)
 	}
 	var out []map[string]any
 	for _, r := range res.Resources() {
@@ -157,7 +163,7 @@ func TestOverlays(t *testing.T) {
 					}
 				}
 			}
-			for kind, want := range map[string]string{"HorizontalPodAutoscaler": "almoner-gateway", "Job": "almoner-migrate"} {
+			for kind, want := range map[string]string{"HorizontalPodAutoscaler": "almoner-gateway", "Job": "almoner-migrate-" + imageTag} {
 				if !slices.Contains(kinds[kind], want) {
 					t.Errorf("no %s %s", kind, want)
 				}

@@ -2,11 +2,12 @@
 # Follows the README's "Five minutes with curl" and "Quick start" as a
 # newcomer would and fails when a command fails or prints something other
 # than the README says: every command the README follows with a comment
-# `# <status>` must print exactly that status, and one followed by
-# `# <status> <body>` must print that body (… stands for anything, members
+# `# <status>` must print exactly that status (on the last line, as curl
+# -w '\n%{http_code}\n' prints it), and one followed by
+# `# <status> <body>` must print that body and then the status (… stands for anything, members
 # it leaves out may come between those it shows, spaces are layout). On top of that: a key created, refused and revoked; a first
 # gift (orderNumber 1, totalAmount 100.00); the README's card gift and
-# declined card with the test tokens; a Card payment of the demo
+# declined cards with the test tokens (tok_decline, pm_card_chargeDeclined); a Card payment of the demo
 # tenant taken by the sandbox's test processor, also after make run
 # restarted with the feature turned off meanwhile; make run restarted for
 # webhooks with the demo tenant kept; the admin commands run as from a fresh
@@ -143,8 +144,14 @@ import re, sys
 expect = open(sys.argv[1]).read().strip()
 got = open(sys.argv[2]).read().strip()
 code, rest = expect[:3], expect[3:]
+# Every command prints its status on a line of its own after the body
+# (curl -w '\n%{http_code}\n'), as the README shows readers to.
+lines = got.split("\n")
+if lines[-1].strip() != code:
+    sys.exit(1)
+got = "\n".join(lines[:-1]).strip()
 if not rest.strip() or rest.startswith(","):
-    ok = got == code  # a bare status: the command prints just it
+    ok = got == ""  # a bare status: the command prints just it
 else:
     want = re.sub(r"\s+", "", rest)
     flat = re.sub(r"\s+", "", got)

@@ -46,10 +46,10 @@ for s in $services; do
   metrics=$((metrics + 1))
 done
 # The gateway's /metrics is on its own listener too, never on the API port.
-ALMONER_HTTP_ADDR=${ALMONER_HTTP_ADDR:-:8080} ALMONER_METRICS_ADDR=127.0.0.1:$metrics \
+ALMONER_HTTP_ADDR=${ALMONER_HTTP_ADDR:-127.0.0.1:8080} ALMONER_METRICS_ADDR=127.0.0.1:$metrics \
   ./bin/almoner serve --target=gateway >".data/split/gateway.log" 2>&1 &
 pids+=($!)
-echo "split: gateway on ${ALMONER_HTTP_ADDR:-:8080} (metrics 127.0.0.1:$metrics, log .data/split/gateway.log)"
+echo "split: gateway on ${ALMONER_HTTP_ADDR:-127.0.0.1:8080} (metrics 127.0.0.1:$metrics, log .data/split/gateway.log)"
 echo "split: create a tenant with: ./bin/almoner admin tenant create --name Demo --auth-addr=\$ALMONER_AUTH_ADDR"
 wait -n "${pids[@]}"
 echo "split: a process exited; stopping the others" >&2

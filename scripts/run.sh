@@ -22,7 +22,9 @@ if [ -z "${DATABASE_URL:-}" ]; then
   DATABASE_URL=$(echo "$server" | sed -E 's#/postgres(\?|$)#/almoner\1#')
   export DATABASE_URL
 fi
-export ALMONER_HTTP_ADDR=${ALMONER_HTTP_ADDR:-:8080}
+# Loopback by default: the demo key holds every scope, so the server is
+# not offered to the network unless asked (ALMONER_HTTP_ADDR=:8080).
+export ALMONER_HTTP_ADDR=${ALMONER_HTTP_ADDR:-127.0.0.1:8080}
 export ALMONER_GRPC_ADDR=${ALMONER_GRPC_ADDR:-127.0.0.1:9090}
 export ALMONER_ENVIRONMENT=${ALMONER_ENVIRONMENT:-sandbox}
 export ALMONER_LOG_FORMAT=${ALMONER_LOG_FORMAT:-text}
@@ -107,11 +109,14 @@ cat <<MSG
   Demo owner (signs in with a session cookie; also in $owner_file):
     $owner_email / $owner_password
 
+  API reference: http://localhost:$port/docs   OpenAPI 3.1: http://localhost:$port/openapi.json
+  Listening on $ALMONER_HTTP_ADDR (ALMONER_HTTP_ADDR=:$port make run to listen on every interface).
+
   Try:
-    curl -s -H "X-Api-Key: $plain" http://localhost:$port/api/tenants/$tid/api-keys
-    curl -s -c /tmp/almoner.cookies -H 'Content-Type: application/json' \\
+    curl -s -w '\n%{http_code}\n' -H "X-Api-Key: $plain" http://localhost:$port/api/tenants/$tid/api-keys
+    curl -s -w '\n%{http_code}\n' -c /tmp/almoner.cookies -H 'Content-Type: application/json' \\
       -d '{"email":"$owner_email","password":"$owner_password"}' http://localhost:$port/api/auth/sign-in
-    curl -s -b /tmp/almoner.cookies http://localhost:$port/api/tenants/$tid/users
+    curl -s -w '\n%{http_code}\n' -b /tmp/almoner.cookies http://localhost:$port/api/tenants/$tid/users
 
   ./bin/almoner admin … in another shell finds this server through $run_file
   and its internal key in $data/internal-key

@@ -14,5 +14,8 @@ rm -rf "$out"
 mkdir -p "$out/google/api" "$out/protoc-gen-openapiv2/options"
 cp "$gw1/third_party/googleapis/google/api/annotations.proto" "$gw1/third_party/googleapis/google/api/http.proto" "$out/google/api/"
 cp "$gw1/third_party/googleapis/google/api/httpbody.proto" "$out/google/api/"
+# field_behavior.proto (REQUIRED / OUTPUT_ONLY, read by
+# gateway/internal/openapigen) ships in no pinned module: a copy is kept.
+cp scripts/third-party-protos/field_behavior.proto "$out/google/api/"
 cp "$gw2/protoc-gen-openapiv2/options/annotations.proto" "$gw2/protoc-gen-openapiv2/options/openapiv2.proto" "$out/protoc-gen-openapiv2/options/"
 chmod -R u+w "$out"

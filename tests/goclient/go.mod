@@ -1,35 +1,16 @@
-// The module of the Go client test (cmd/almoner/e2e TestClientGo): it pins
-// oapi-codegen, run as `go tool oapi-codegen`, and the runtime the generated
-// client imports. The test builds main.go in a copy of this folder with the
-// client generated into ./almonerapi, which `go mod tidy` here cannot see:
-// to update, `go get` the new versions in such a copy, tidy there, and
-// bring back go.mod and go.sum.
+// The module of the Go client test (cmd/almoner/e2e TestClientGo): the
+// flows of main.go over the published client, clients/go, as an
+// integrator's module would use it (GOWORK=off).
 module almoner.test/goclient
 
 go 1.26.0
 
-tool github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen
+require github.com/almoner/almoner/clients/go v0.0.0
 
-require github.com/oapi-codegen/runtime v1.9.0
+replace github.com/almoner/almoner/clients/go => ../../clients/go
 
 require (
 	github.com/apapsch/go-jsonmerge/v2 v2.0.0 // indirect
-	github.com/dprotaso/go-yit v0.0.0-20220510233725-9ba8df137936 // indirect
-	github.com/getkin/kin-openapi v0.142.0 // indirect
-	github.com/go-openapi/jsonpointer v0.23.1 // indirect
-	github.com/go-openapi/swag/jsonname v0.26.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
-	github.com/oapi-codegen/oapi-codegen/v2 v2.8.2 // indirect
-	github.com/oasdiff/yaml v0.1.1 // indirect
-	github.com/oasdiff/yaml3 v0.0.14 // indirect
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2 // indirect
-	github.com/speakeasy-api/jsonpath v0.6.3 // indirect
-	github.com/speakeasy-api/openapi v1.24.0 // indirect
-	github.com/vmware-labs/yaml-jsonpath v0.3.2 // indirect
-	go.yaml.in/yaml/v3 v3.0.5 // indirect
-	golang.org/x/mod v0.38.0 // indirect
-	golang.org/x/sync v0.22.0 // indirect
-	golang.org/x/text v0.40.0 // indirect
-	golang.org/x/tools v0.48.0 // indirect
-	gopkg.in/yaml.v3 v3.0.1 // indirect
+	github.com/oapi-codegen/runtime v1.9.0 // indirect
 )

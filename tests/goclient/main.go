@@ -1,7 +1,7 @@
-// Command goclient drives the recipe flows with a Go client that
-// oapi-codegen generated from the served /openapi.json into ./almonerapi
-// (the e2e test TestClientGo generates it in a copy of this folder, builds
-// this program and runs it). A flow that fails prints why and exits 1.
+// Command goclient drives the recipe flows with the published Go client,
+// clients/go, which oapi-codegen generated from /openapi.json (the e2e test
+// TestClients builds this program and runs it against a live gateway). A
+// flow that fails prints why and exits 1.
 //
 // ALMONER_URL is the gateway, ALMONER_TENANT a tenant and ALMONER_KEY a
 // key of it holding every scope.
@@ -16,7 +16,7 @@ import (
 	"slices"
 	"time"
 
-	"almoner.test/goclient/almonerapi"
+	almonerapi "github.com/almoner/almoner/clients/go"
 )
 
 func main() {
@@ -52,8 +52,8 @@ type flows struct {
 // integrator's set-up script would; everything after runs with it.
 func (f *flows) makeKey(admin *almonerapi.ClientWithResponses) {
 	created, err := admin.CreateApiKeyWithResponse(f.ctx, f.tenant, almonerapi.CreateApiKeyRequest{
-		Name: ptr("go-client"),
-		Scopes: &[]almonerapi.ScopeName{
+		Name: "go-client",
+		Scopes: []almonerapi.ScopeName{
 			"contacts:view", "contacts:create", "funds:view", "funds:manage", "orders:view", "orders:create",
 		},
 	})
@@ -75,17 +75,17 @@ func (f *flows) makeKey(admin *almonerapi.ClientWithResponses) {
 // list has two pages of one, and reads the donor back.
 func (f *flows) contacts() {
 	jane, err := f.api.CreateContactWithResponse(f.ctx, f.tenant, almonerapi.ContactInput{
-		ContactType: ptr(almonerapi.ContactInputContactTypeIndividual),
+		ContactType: almonerapi.ContactInputContactTypeIndividual,
 		FirstName:   ptr("Jane"), LastName: ptr("Donor"),
 		Emails: &[]almonerapi.EmailInput{{
-			EmailAddress: ptr("jane@example.org"), EmailType: ptr(almonerapi.EmailInputEmailTypePersonal), IsPrimary: ptr(true),
+			EmailAddress: "jane@example.org", EmailType: ptr(almonerapi.EmailInputEmailTypePersonal), IsPrimary: ptr(true),
 		}},
 	})
 	must(err, "create contact")
 	want(jane.StatusCode(), http.StatusCreated, "create contact", jane.Body)
 	f.jane = *jane.JSON201
 	acme, err := f.api.CreateContactWithResponse(f.ctx, f.tenant, almonerapi.ContactInput{
-		ContactType: ptr(almonerapi.ContactInputContactTypeOrganization), OrganizationName: ptr("Acme Foundation"),
+		ContactType: almonerapi.ContactInputContactTypeOrganization, OrganizationName: ptr("Acme Foundation"),
 	})
 	must(err, "create organization")
 	want(acme.StatusCode(), http.StatusCreated, "create organization", acme.Body)
@@ -100,7 +100,7 @@ func (f *flows) contacts() {
 
 // fund makes a tax-deductible fund and finds it in the list.
 func (f *flows) fund() {
-	fund, err := f.api.CreateFundWithResponse(f.ctx, f.tenant, almonerapi.CreateFundRequest{Name: ptr("General Fund"), IsTaxDeductible: ptr(true)})
+	fund, err := f.api.CreateFundWithResponse(f.ctx, f.tenant, almonerapi.CreateFundRequest{Name: "General Fund", IsTaxDeductible: ptr(true)})
 	must(err, "create fund")
 	want(fund.StatusCode(), http.StatusCreated, "create fund", fund.Body)
 	f.fundID = fund.JSON201.Id
@@ -114,11 +114,11 @@ func (f *flows) fund() {
 
 // cashGift records a $100 cash gift and reads it back.
 func (f *flows) cashGift() {
-	order, err := f.api.CreateOrderWithResponse(f.ctx, f.tenant, almonerapi.CreateOrderRequest{
-		ContactId:      ptr(f.jane.Id),
-		Donations:      &[]almonerapi.DonationInput{{FundId: ptr(f.fundID), Amount: ptr(json.Number("100.00"))}},
-		Payments:       &[]almonerapi.PaymentInput{{PaymentMethod: ptr(almonerapi.PaymentInputPaymentMethodCash), Amount: ptr(json.Number("100.00"))}},
-		IdempotencyKey: ptr("go-client-" + f.key.Id),
+	// The Idempotency-Key header is a typed parameter (issue 35).
+	order, err := f.api.CreateOrderWithResponse(f.ctx, f.tenant, &almonerapi.CreateOrderParams{IdempotencyKey: ptr("go-client-" + f.key.Id)}, almonerapi.CreateOrderRequest{
+		ContactId: f.jane.Id,
+		Donations: &[]almonerapi.DonationInput{{FundId: f.fundID, Amount: ptr(json.Number("100.00"))}},
+		Payments:  []almonerapi.PaymentInput{{PaymentMethod: almonerapi.PaymentInputPaymentMethodCash, Amount: ptr(json.Number("100.00"))}},
 	})
 	must(err, "create order")
 	want(order.StatusCode(), http.StatusCreated, "create order", order.Body)

@@ -495,7 +495,9 @@ func TestContactDuplicatesRelationshipsDashboard(t *testing.T) {
 	}
 	// excludeContactId leaves the contact itself out.
 	c.Do(t, "POST", contactsPath(tn.ID)+"/check-duplicates?excludeContactId="+fmt.Sprint(num(jane["id"])), tn.Key,
-		map[string]any{"emails": []any{map[string]any{"emailAddress": "jane@example.org"}}}).Expect(t, http.StatusOK).JSON(t, &dup)
+		// The candidate is a contact about to be created: the document
+		// requires its contactType, as for a create.
+		map[string]any{"contactType": "Individual", "emails": []any{map[string]any{"emailAddress": "jane@example.org"}}}).Expect(t, http.StatusOK).JSON(t, &dup)
 	if len(dup.Matches) != 0 {
 		t.Errorf("excluded contact matched: %+v", dup)
 	}

@@ -75,11 +75,7 @@ func TestDocsSiteInBrowser(t *testing.T) {
 	_, chromeErr := os.Stat(chromium)
 	_, modErr := os.Stat(filepath.Join(dir, "node_modules", "playwright-core"))
 	if nodeErr != nil || chromeErr != nil || modErr != nil {
-		msg := "needs node, " + chromium + " and tests/browser/node_modules (npm ci in tests/browser)"
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		missingTool(t, "needs node, "+chromium+" and tests/browser/node_modules (npm ci in tests/browser)")
 	}
 	t.Parallel()
 	c := apptest.Start(t, apptest.Options{})

@@ -16,7 +16,7 @@ func TestReadmeQuickStart(t *testing.T) {
 	}
 	for _, tool := range []string{"bash", "openssl", "curl", "psql", "python3"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed (.ci/run installs what CI needs)", tool)
+			missingTool(t, tool+" is not installed")
 		}
 	}
 	cmd := exec.CommandContext(t.Context(), "bash", "../../../scripts/quickstart-check.sh")

@@ -39,11 +39,11 @@ var serviceGroups = map[protoreflect.FullName]group{
 	"almoner.webhooks.v1.WebhookService":            {"Webhooks", true},
 	"almoner.webhooks.v1.EventService":              {"Events", true},
 	"almoner.auth.v1.ApiKeyService":                 {"API keys", true},
-	"almoner.orders.v1.FundService":                 {"Funds", false},
+	"almoner.orders.v1.FundService":                 {"Funds", true},
 	"almoner.orders.v1.PaymentMethodService":        {"Payment methods", false},
-	"almoner.orders.v1.BatchService":                {"Batches and fulfillment", false},
-	"almoner.inventory.v1.ShipmentService":          {"Batches and fulfillment", false},
-	"almoner.reports.v1.FulfillmentDocumentService": {"Batches and fulfillment", false},
+	"almoner.orders.v1.BatchService":                {"Batches", true},
+	"almoner.inventory.v1.ShipmentService":          {"Fulfillment", false},
+	"almoner.reports.v1.FulfillmentDocumentService": {"Fulfillment", false},
 	"almoner.contacts.v1.ContactFormService":        {"Marketing form", false},
 	"almoner.reports.v1.OrganizationProfileService": {"Tenant administration", false},
 	"almoner.reports.v1.BrandingService":            {"Tenant administration", false},
@@ -65,7 +65,16 @@ var serviceGroups = map[protoreflect.FullName]group{
 	"almoner.webhooks.v1.AuditLogService":           {"Audit log", false},
 }
 
-var groupOrder = []string{"Contacts", "Donations and orders", "Recurring donations", "Inventory items", "Reports", "Webhooks", "Events", "API keys", "Funds", "Payment methods", "Tenant administration", "Tax statements", "Imports", "Batches and fulfillment", "Marketing form", "Dashboards and cohorts", "Cohorts", "Users", "Staff sign-in", "Multi-factor authentication", "Platform operators", "Audit log"}
+var groupOrder = []string{"Contacts", "Donations and orders", "Funds", "Batches", "Recurring donations", "Inventory items", "Reports", "Webhooks", "Events", "API keys", "Payment methods", "Tenant administration", "Tax statements", "Imports", "Fulfillment", "Marketing form", "Dashboards and cohorts", "Cohorts", "Users", "Staff sign-in", "Multi-factor authentication", "Platform operators", "Audit log"}
+
+// recordingGifts introduces the groups an integrator needs to record a
+// gift besides orders (issue 35): every donation line names a fund, and a
+// gift may be posted into a batch. They are documented with orders, in the
+// supported surface, although the spec lists batches with fulfillment.
+var recordingGifts = map[string]string{
+	"Funds":   "Part of recording gifts: every donation line of an order names a fund (`fundId`); list the funds, or create one, before the first gift.",
+	"Batches": "Part of recording gifts: a batch groups the gifts of one deposit (`batchId` on an order), and closing it freezes its totals for reconciliation.",
+}
 
 // outsideSurface is said of every group outside the supported surface.
 const outsideSurface = "Outside the supported public surface: its shape, scope or existence may change without notice."
@@ -195,6 +204,9 @@ func (g *generator) document() (*openapi3.T, error) {
 			continue
 		}
 		desc := g.sw.tag(svc.Name())
+		if r, ok := recordingGifts[name]; ok {
+			desc = r + "\n\n" + desc
+		}
 		if !serviceGroups[svc].public {
 			desc = outsideSurface + "\n\n" + desc
 		}

@@ -158,6 +158,7 @@ func (g *generator) plan(b httpmap.Binding) error {
 	if err := g.planResponse(op); err != nil {
 		return err
 	}
+	op.params = append(op.params, headerParams(op.sw)...)
 	g.ops[id] = op
 	g.order = append(g.order, id)
 	return nil
@@ -265,6 +266,29 @@ func (g *generator) param(op *operation, fd protoreflect.FieldDescriptor, in str
 		}
 	}
 	return &openapi3.ParameterRef{Value: p}
+}
+
+// headerParams are the request headers an RPC declares in its
+// openapiv2_operation (parameters: {headers: …}): those the gateway
+// forwards to the service (forwardedHeaders) and the service reads, such
+// as the Idempotency-Key of CreateOrder. A typed client can only send a
+// header the document declares.
+func headerParams(sw swaggerOp) []*openapi3.ParameterRef {
+	var out []*openapi3.ParameterRef
+	for _, sp := range sw.Parameters {
+		if sp.In != openapi3.ParameterInHeader {
+			continue
+		}
+		typ := sp.Type
+		if typ == "" {
+			typ = openapi3.TypeString
+		}
+		out = append(out, &openapi3.ParameterRef{Value: &openapi3.Parameter{
+			Name: sp.Name, In: openapi3.ParameterInHeader, Required: sp.Required, Description: unwrap(sp.Description),
+			Schema: openapi3.NewSchemaRef("", &openapi3.Schema{Type: &openapi3.Types{typ}}),
+		}})
+	}
+	return out
 }
 
 // planResponse reads what a success answers: nothing (204), a document

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"google.golang.org/genproto/googleapis/api/annotations"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/almoner/almoner/pkg/events"
@@ -270,15 +272,21 @@ func (s *schemas) message(md protoreflect.MessageDescriptor, u use) *openapi3.Sc
 		if c, ok := catalogEnums[fd.FullName()]; ok {
 			useCatalog(prop, c)
 		}
-		sch.Properties[fd.JSONName()] = prop
 		// The codec writes every field but the unchosen members of a
-		// oneof; a request may leave any out.
-		if u.dir == response && (fd.ContainingOneof() == nil || fd.ContainingOneof().IsSynthetic()) {
+		// oneof; a request must send what the proto marks REQUIRED (the
+		// service answers 400 without it), and what it marks OUTPUT_ONLY
+		// the server sets: a request may carry it back, and it is ignored.
+		inOneof := fd.ContainingOneof() != nil && !fd.ContainingOneof().IsSynthetic()
+		switch {
+		case u.dir == response && !inOneof:
 			sch.Required = append(sch.Required, fd.JSONName())
-		}
-		if u.dir == request && slices.Contains(def.Required, fd.JSONName()) {
+		case u.dir == request && !inOneof && (hasBehavior(fd, annotations.FieldBehavior_REQUIRED) ||
+			slices.Contains(def.Required, fd.JSONName())):
 			sch.Required = append(sch.Required, fd.JSONName())
+		case u.dir == request && hasBehavior(fd, annotations.FieldBehavior_OUTPUT_ONLY):
+			prop = readOnly(prop)
 		}
+		sch.Properties[fd.JSONName()] = prop
 	}
 	if u.dir == request {
 		for _, res := range sortedNames(s.resources[md.FullName()]) {
@@ -322,6 +330,28 @@ func (s *schemas) extra(fd protoreflect.FieldDescriptor, desc string) *openapi3.
 		p = openapi3.NewSchemaRef("", &openapi3.Schema{AllOf: openapi3.SchemaRefs{p}})
 	}
 	p.Value.ReadOnly, p.Value.Description = true, desc
+	return p
+}
+
+// hasBehavior reports whether fd carries the (google.api.field_behavior)
+// b: REQUIRED makes a request property required, OUTPUT_ONLY read-only
+// (docs/openapi.md, "Rules every operation follows").
+func hasBehavior(fd protoreflect.FieldDescriptor, b annotations.FieldBehavior) bool {
+	opts := fd.Options()
+	if opts == nil || !proto.HasExtension(opts, annotations.E_FieldBehavior) {
+		return false
+	}
+	behaviors, _ := proto.GetExtension(opts, annotations.E_FieldBehavior).([]annotations.FieldBehavior)
+	return slices.Contains(behaviors, b)
+}
+
+// readOnly marks a property read-only, wrapping a bare reference (whose
+// siblings a 3.0 reader would ignore) in an allOf.
+func readOnly(p *openapi3.SchemaRef) *openapi3.SchemaRef {
+	if p.Ref != "" {
+		p = openapi3.NewSchemaRef("", &openapi3.Schema{AllOf: openapi3.SchemaRefs{p}})
+	}
+	p.Value.ReadOnly = true
 	return p
 }
 

@@ -7,9 +7,11 @@ import (
 	"strings"
 )
 
-// The sandbox test processor's documented tokens. Any token starting with
-// "tok_decline" or "ach_decline" is declined; every other non-empty token
-// succeeds (tok_visa, tok_mastercard, ach_success, ...).
+// The sandbox test processor's documented tokens. A token starting with
+// one of declinePrefixes is declined (tok_decline, ach_decline, and
+// Stripe's own declining test methods, so that pm_card_chargeDeclined
+// declines here as in Stripe's test mode); every other non-empty token
+// succeeds (tok_visa, pm_card_visa, ach_success, ...).
 const (
 	TestTokenCardOK      = "tok_visa"
 	TestTokenCardDecline = "tok_decline"
@@ -30,10 +32,27 @@ func testID(prefix, key string) string {
 	return prefix + hex.EncodeToString(sum[:12])
 }
 
+// declinePrefixes start the tokens the test processor declines: its own,
+// and the PaymentMethods and tokens Stripe's test mode declines
+// (stripefake/testmethods.go lists them as Stripe answers them), so a
+// donation form tried against the sandbox sees the decline it will see in
+// Stripe's test mode. A saved method made from one starts with it too.
+var declinePrefixes = []string{TestTokenCardDecline, TestTokenAchDecline, "pm_card_chargeDeclined", "pm_card_visa_chargeDeclined", "tok_chargeDeclined"}
+
+// insufficientFunds marks the declining tokens whose decline code is
+// insufficient_funds, as Stripe's pm_card_chargeDeclinedInsufficientFunds.
+const insufficientFunds = "InsufficientFunds"
+
 // Charge succeeds or declines by token.
 func (Test) Charge(_ context.Context, r ChargeRequest) (ChargeResult, error) {
 	ref := testID("test_ch_", r.IdempotencyKey)
-	if strings.HasPrefix(r.PaymentMethodID, TestTokenCardDecline) || strings.HasPrefix(r.PaymentMethodID, TestTokenAchDecline) {
+	for _, p := range declinePrefixes {
+		if !strings.HasPrefix(r.PaymentMethodID, p) {
+			continue
+		}
+		if strings.HasPrefix(strings.TrimPrefix(r.PaymentMethodID, p), insufficientFunds) {
+			return ChargeResult{Reference: ref, Outcome: Declined, DeclineCode: "insufficient_funds", Message: "Your card has insufficient funds."}, nil
+		}
 		return ChargeResult{Reference: ref, Outcome: Declined, DeclineCode: "card_declined", Message: "Your card was declined."}, nil
 	}
 	return ChargeResult{Reference: ref, Outcome: Succeeded}, nil

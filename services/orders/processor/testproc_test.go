@@ -30,3 +30,33 @@ func TestTestAttachMakesAMethod(t *testing.T) {
 		t.Errorf("the method made from tok_decline: %v, want declined", r.Outcome)
 	}
 }
+
+// TestTestChargeByToken: the sandbox's test processor answers the tokens
+// as the README lists them, Stripe's declining test methods included
+// (issue 35: pm_card_chargeDeclined was captured).
+func TestTestChargeByToken(t *testing.T) {
+	for _, tc := range []struct {
+		token string
+		want  Outcome
+		code  string
+	}{
+		{"tok_visa", Succeeded, ""},
+		{"pm_card_visa", Succeeded, ""},
+		{"ach_success", Succeeded, ""},
+		{"tok_decline", Declined, "card_declined"},
+		{"ach_decline", Declined, "card_declined"},
+		{"pm_card_chargeDeclined", Declined, "card_declined"},
+		{"pm_card_visa_chargeDeclined", Declined, "card_declined"},
+		{"tok_chargeDeclined", Declined, "card_declined"},
+		{"pm_card_chargeDeclinedInsufficientFunds", Declined, "insufficient_funds"},
+		{"pm_card_chargeDeclined_pm_0a1b", Declined, "card_declined"},
+	} {
+		got, err := Test{}.Charge(t.Context(), ChargeRequest{PaymentMethodID: tc.token, IdempotencyKey: "k"})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.token, err)
+		}
+		if got.Outcome != tc.want || got.DeclineCode != tc.code {
+			t.Errorf("%s: %v %q, want %v %q", tc.token, got.Outcome, got.DeclineCode, tc.want, tc.code)
+		}
+	}
+}

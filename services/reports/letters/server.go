@@ -118,6 +118,11 @@ func (x *Server) checkTemplate(ctx context.Context, tenant uuid.UUID, raw string
 // readFilter reads the filter: dates YYYY-MM-DD, inclusive, in the
 // profile's time zone, as the bounds [from 00:00, the day after to).
 func readFilter(f *reportsv1.LetterRunFilter, loc *time.Location, run *Run, v *apperr.Violations) {
+	if f == nil {
+		// No filter in the body: its dates are missing (a 400), not a
+		// nil dereference.
+		f = &reportsv1.LetterRunFilter{}
+	}
 	run.Filter = Filter{From: f.GetFrom(), To: f.GetTo(), FundIDs: f.GetFundIds(), BatchID: f.GetBatchId(), MinAmount: f.GetMinAmount().GetValue()}
 	from, errFrom := time.ParseInLocation(time.DateOnly, f.GetFrom(), loc)
 	to, errTo := time.ParseInLocation(time.DateOnly, f.GetTo(), loc)

@@ -525,7 +525,7 @@ var File_almoner_auth_v1_api_keys_proto protoreflect.FileDescriptor
 
 const file_almoner_auth_v1_api_keys_proto_rawDesc = "" +
 	"\n" +
-	"\x1ealmoner/auth/v1/api_keys.proto\x12\x0falmoner.auth.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\x97\x02\n" +
+	"\x1ealmoner/auth/v1/api_keys.proto\x12\x0falmoner.auth.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\x97\x02\n" +
 	"\x06ApiKey\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1d\n" +
@@ -550,11 +550,11 @@ const file_almoner_auth_v1_api_keys_proto_rawDesc = "" +
 	"\x12ListApiKeysRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"I\n" +
 	"\x13ListApiKeysResponse\x122\n" +
-	"\bapi_keys\x18\x01 \x03(\v2\x17.almoner.auth.v1.ApiKeyR\aapiKeys\"\x99\x01\n" +
+	"\bapi_keys\x18\x01 \x03(\v2\x17.almoner.auth.v1.ApiKeyR\aapiKeys\"\xa3\x01\n" +
 	"\x13CreateApiKeyRequest\x12\x1b\n" +
-	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
-	"\x06scopes\x18\x03 \x03(\tR\x06scopes\x129\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x17\n" +
+	"\x04name\x18\x02 \x01(\tB\x03\xe0A\x02R\x04name\x12\x1b\n" +
+	"\x06scopes\x18\x03 \x03(\tB\x03\xe0A\x02R\x06scopes\x129\n" +
 	"\n" +
 	"expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"O\n" +
 	"\x14CreateApiKeyResponse\x127\n" +
@@ -563,17 +563,18 @@ const file_almoner_auth_v1_api_keys_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1c\n" +
 	"\n" +
 	"api_key_id\x18\x02 \x01(\tR\bapiKeyId\"\x16\n" +
-	"\x14RevokeApiKeyResponse2\x94\x05\n" +
-	"\rApiKeyService\x12\xa9\x01\n" +
-	"\vListApiKeys\x12#.almoner.auth.v1.ListApiKeysRequest\x1a$.almoner.auth.v1.ListApiKeysResponse\"O\x92A\x19\n" +
-	"\bAPI keys\x12\rList API keys\x82\xd3\xe4\x93\x02-b\bapi_keys\x12!/api/tenants/{tenant_id}/api-keys\x12\x8d\x02\n" +
-	"\fCreateApiKey\x12$.almoner.auth.v1.CreateApiKeyRequest\x1a%.almoner.auth.v1.CreateApiKeyResponse\"\xaf\x01\x92Aw\n" +
-	"\bAPI keys\x12\x11Create an API keyJX\n" +
+	"\x14RevokeApiKeyResponse2\xdf\x04\n" +
+	"\rApiKeyService\x12\x9a\x01\n" +
+	"\vListApiKeys\x12#.almoner.auth.v1.ListApiKeysRequest\x1a$.almoner.auth.v1.ListApiKeysResponse\"@\x92A\n" +
+	"\n" +
+	"\bAPI keys\x82\xd3\xe4\x93\x02-b\bapi_keys\x12!/api/tenants/{tenant_id}/api-keys\x12\xfa\x01\n" +
+	"\fCreateApiKey\x12$.almoner.auth.v1.CreateApiKeyRequest\x1a%.almoner.auth.v1.CreateApiKeyResponse\"\x9c\x01\x92Ad\n" +
+	"\bAPI keysJX\n" +
 	"\x03201\x12Q\n" +
 	"+The key, with plainTextKey shown this once.\x12\"\n" +
-	" \x1a\x1e.almoner.auth.v1.CreatedApiKey\x82\xd3\xe4\x93\x02/:\x01*b\aapi_key\"!/api/tenants/{tenant_id}/api-keys\x12\xc6\x01\n" +
-	"\fRevokeApiKey\x12$.almoner.auth.v1.RevokeApiKeyRequest\x1a%.almoner.auth.v1.RevokeApiKeyResponse\"i\x92A0\n" +
-	"\bAPI keys\x12\x11Revoke an API keyJ\x11\n" +
+	" \x1a\x1e.almoner.auth.v1.CreatedApiKey\x82\xd3\xe4\x93\x02/:\x01*b\aapi_key\"!/api/tenants/{tenant_id}/api-keys\x12\xb3\x01\n" +
+	"\fRevokeApiKey\x12$.almoner.auth.v1.RevokeApiKeyRequest\x1a%.almoner.auth.v1.RevokeApiKeyResponse\"V\x92A\x1d\n" +
+	"\bAPI keysJ\x11\n" +
 	"\x03204\x12\n" +
 	"\n" +
 	"\bRevoked.\x82\xd3\xe4\x93\x020*./api/tenants/{tenant_id}/api-keys/{api_key_id}B;Z9github.com/almoner/almoner/pkg/api/almoner/auth/v1;authv1b\x06proto3"

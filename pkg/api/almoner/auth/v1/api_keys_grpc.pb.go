@@ -31,15 +31,21 @@ const (
 // ApiKeyService manages a tenant's API keys. Every RPC needs the scope
 // `api-keys:manage`.
 type ApiKeyServiceClient interface {
+	// List API keys
+	//
 	// ListApiKeys returns the tenant's active keys, newest first. The key
 	// itself and its hash are never returned.
 	ListApiKeys(ctx context.Context, in *ListApiKeysRequest, opts ...grpc.CallOption) (*ListApiKeysResponse, error)
+	// Create an API key
+	//
 	// CreateApiKey creates a key and returns its plain text once. It may
 	// grant only scopes the calling key holds (403 otherwise); a calling key
 	// that expires may create only keys that expire no later than it does
 	// (400 under ExpiresAt otherwise); a tenant at its cap of active keys
 	// (200 by default) gets a 400 under "" naming the cap.
 	CreateApiKey(ctx context.Context, in *CreateApiKeyRequest, opts ...grpc.CallOption) (*CreateApiKeyResponse, error)
+	// Revoke an API key
+	//
 	// RevokeApiKey revokes a key: it is rejected with 401 from the very next
 	// request on. There is no undelete. The calling key must hold every scope
 	// of the key it revokes (403 naming a missing one otherwise).
@@ -91,15 +97,21 @@ func (c *apiKeyServiceClient) RevokeApiKey(ctx context.Context, in *RevokeApiKey
 // ApiKeyService manages a tenant's API keys. Every RPC needs the scope
 // `api-keys:manage`.
 type ApiKeyServiceServer interface {
+	// List API keys
+	//
 	// ListApiKeys returns the tenant's active keys, newest first. The key
 	// itself and its hash are never returned.
 	ListApiKeys(context.Context, *ListApiKeysRequest) (*ListApiKeysResponse, error)
+	// Create an API key
+	//
 	// CreateApiKey creates a key and returns its plain text once. It may
 	// grant only scopes the calling key holds (403 otherwise); a calling key
 	// that expires may create only keys that expire no later than it does
 	// (400 under ExpiresAt otherwise); a tenant at its cap of active keys
 	// (200 by default) gets a 400 under "" naming the cap.
 	CreateApiKey(context.Context, *CreateApiKeyRequest) (*CreateApiKeyResponse, error)
+	// Revoke an API key
+	//
 	// RevokeApiKey revokes a key: it is rejected with 401 from the very next
 	// request on. There is no undelete. The calling key must hold every scope
 	// of the key it revokes (403 naming a missing one otherwise).

@@ -826,16 +826,16 @@ var File_almoner_auth_v1_impersonation_proto protoreflect.FileDescriptor
 
 const file_almoner_auth_v1_impersonation_proto_rawDesc = "" +
 	"\n" +
-	"#almoner/auth/v1/impersonation.proto\x12\x0falmoner.auth.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\x9b\x01\n" +
+	"#almoner/auth/v1/impersonation.proto\x12\x0falmoner.auth.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\x9b\x01\n" +
 	"\rSupportAccess\x120\n" +
 	"\x05until\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x12\x1d\n" +
 	"\n" +
 	"granted_by\x18\x02 \x01(\tR\tgrantedBy\x129\n" +
 	"\n" +
-	"granted_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tgrantedAt\"h\n" +
+	"granted_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tgrantedAt\"m\n" +
 	"\x17PutSupportAccessRequest\x12\x1b\n" +
-	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x120\n" +
-	"\x05until\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\"a\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x125\n" +
+	"\x05until\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x02R\x05until\"a\n" +
 	"\x18PutSupportAccessResponse\x12E\n" +
 	"\x0esupport_access\x18\x01 \x01(\v2\x1e.almoner.auth.v1.SupportAccessR\rsupportAccess\"9\n" +
 	"\x1aDeleteSupportAccessRequest\x12\x1b\n" +
@@ -884,21 +884,21 @@ const file_almoner_auth_v1_impersonation_proto_rawDesc = "" +
 	"\rimpersonation\x18\x01 \x01(\v2\x1e.almoner.auth.v1.ImpersonationR\rimpersonation\",\n" +
 	"\x1aDeleteImpersonationRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x1d\n" +
-	"\x1bDeleteImpersonationResponse2\x9b\x05\n" +
-	"\x14SupportAccessService\x12\xdb\x01\n" +
-	"\x10PutSupportAccess\x12(.almoner.auth.v1.PutSupportAccessRequest\x1a).almoner.auth.v1.PutSupportAccessResponse\"r\x92A-\n" +
-	"\x15Tenant administration\x12\x14Grant support access\x82\xd3\xe4\x93\x02<:\x01*b\x0esupport_access\x1a'/api/tenants/{tenant_id}/support-access\x12\xd4\x01\n" +
-	"\x13DeleteSupportAccess\x12+.almoner.auth.v1.DeleteSupportAccessRequest\x1a,.almoner.auth.v1.DeleteSupportAccessResponse\"b\x92A0\n" +
-	"\x15Tenant administration\x12\x17Withdraw support access\x82\xd3\xe4\x93\x02)*'/api/tenants/{tenant_id}/support-access\x12\xcd\x01\n" +
-	"\x12ListImpersonations\x12*.almoner.auth.v1.ListImpersonationsRequest\x1a+.almoner.auth.v1.ListImpersonationsResponse\"^\x92A,\n" +
-	"\x15Tenant administration\x12\x13List impersonations\x82\xd3\xe4\x93\x02)\x12'/api/tenants/{tenant_id}/impersonations2\xa5\x05\n" +
-	"\x14ImpersonationService\x12\xd4\x01\n" +
-	"\x13CreateImpersonation\x12+.almoner.auth.v1.CreateImpersonationRequest\x1a,.almoner.auth.v1.CreateImpersonationResponse\"b\x92A,\n" +
-	"\x12Platform operators\x12\x16Start an impersonation\x82\xd3\xe4\x93\x02-:\x01*b\rimpersonation\"\x19/api/admin/impersonations\x12\xed\x01\n" +
-	"\x17GetCurrentImpersonation\x12/.almoner.auth.v1.GetCurrentImpersonationRequest\x1a0.almoner.auth.v1.GetCurrentImpersonationResponse\"o\x92A4\n" +
-	"\x12Platform operators\x12\x1eRead the current impersonation\x82\xd3\xe4\x93\x022b\rimpersonation\x12!/api/admin/impersonations/current\x12\xc5\x01\n" +
-	"\x13DeleteImpersonation\x12+.almoner.auth.v1.DeleteImpersonationRequest\x1a,.almoner.auth.v1.DeleteImpersonationResponse\"S\x92A*\n" +
-	"\x12Platform operators\x12\x14End an impersonation\x82\xd3\xe4\x93\x02 *\x1e/api/admin/impersonations/{id}B;Z9github.com/almoner/almoner/pkg/api/almoner/auth/v1;authv1b\x06proto3"
+	"\x1bDeleteImpersonationResponse2\xd7\x04\n" +
+	"\x14SupportAccessService\x12\xc5\x01\n" +
+	"\x10PutSupportAccess\x12(.almoner.auth.v1.PutSupportAccessRequest\x1a).almoner.auth.v1.PutSupportAccessResponse\"\\\x92A\x17\n" +
+	"\x15Tenant administration\x82\xd3\xe4\x93\x02<:\x01*b\x0esupport_access\x1a'/api/tenants/{tenant_id}/support-access\x12\xbb\x01\n" +
+	"\x13DeleteSupportAccess\x12+.almoner.auth.v1.DeleteSupportAccessRequest\x1a,.almoner.auth.v1.DeleteSupportAccessResponse\"I\x92A\x17\n" +
+	"\x15Tenant administration\x82\xd3\xe4\x93\x02)*'/api/tenants/{tenant_id}/support-access\x12\xb8\x01\n" +
+	"\x12ListImpersonations\x12*.almoner.auth.v1.ListImpersonationsRequest\x1a+.almoner.auth.v1.ListImpersonationsResponse\"I\x92A\x17\n" +
+	"\x15Tenant administration\x82\xd3\xe4\x93\x02)\x12'/api/tenants/{tenant_id}/impersonations2\xd7\x04\n" +
+	"\x14ImpersonationService\x12\xbc\x01\n" +
+	"\x13CreateImpersonation\x12+.almoner.auth.v1.CreateImpersonationRequest\x1a,.almoner.auth.v1.CreateImpersonationResponse\"J\x92A\x14\n" +
+	"\x12Platform operators\x82\xd3\xe4\x93\x02-:\x01*b\rimpersonation\"\x19/api/admin/impersonations\x12\xcd\x01\n" +
+	"\x17GetCurrentImpersonation\x12/.almoner.auth.v1.GetCurrentImpersonationRequest\x1a0.almoner.auth.v1.GetCurrentImpersonationResponse\"O\x92A\x14\n" +
+	"\x12Platform operators\x82\xd3\xe4\x93\x022b\rimpersonation\x12!/api/admin/impersonations/current\x12\xaf\x01\n" +
+	"\x13DeleteImpersonation\x12+.almoner.auth.v1.DeleteImpersonationRequest\x1a,.almoner.auth.v1.DeleteImpersonationResponse\"=\x92A\x14\n" +
+	"\x12Platform operators\x82\xd3\xe4\x93\x02 *\x1e/api/admin/impersonations/{id}B;Z9github.com/almoner/almoner/pkg/api/almoner/auth/v1;authv1b\x06proto3"
 
 var (
 	file_almoner_auth_v1_impersonation_proto_rawDescOnce sync.Once

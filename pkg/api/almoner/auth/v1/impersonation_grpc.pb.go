@@ -33,12 +33,18 @@ const (
 // of its users for a while, and the list of those sessions. Every RPC
 // needs `support-access:manage`, which owners and admins hold.
 type SupportAccessServiceClient interface {
+	// Grant support access
+	//
 	// PutSupportAccess grants (or moves) support access until a time at most
 	// 30 days ahead.
 	PutSupportAccess(ctx context.Context, in *PutSupportAccessRequest, opts ...grpc.CallOption) (*PutSupportAccessResponse, error)
+	// Withdraw support access
+	//
 	// DeleteSupportAccess withdraws support access: every impersonation in
 	// force ends, and the operator's next request with it is 401.
 	DeleteSupportAccess(ctx context.Context, in *DeleteSupportAccessRequest, opts ...grpc.CallOption) (*DeleteSupportAccessResponse, error)
+	// List impersonations
+	//
 	// ListImpersonations lists the tenant's impersonations, newest first.
 	ListImpersonations(ctx context.Context, in *ListImpersonationsRequest, opts ...grpc.CallOption) (*ListImpersonationsResponse, error)
 }
@@ -90,12 +96,18 @@ func (c *supportAccessServiceClient) ListImpersonations(ctx context.Context, in 
 // of its users for a while, and the list of those sessions. Every RPC
 // needs `support-access:manage`, which owners and admins hold.
 type SupportAccessServiceServer interface {
+	// Grant support access
+	//
 	// PutSupportAccess grants (or moves) support access until a time at most
 	// 30 days ahead.
 	PutSupportAccess(context.Context, *PutSupportAccessRequest) (*PutSupportAccessResponse, error)
+	// Withdraw support access
+	//
 	// DeleteSupportAccess withdraws support access: every impersonation in
 	// force ends, and the operator's next request with it is 401.
 	DeleteSupportAccess(context.Context, *DeleteSupportAccessRequest) (*DeleteSupportAccessResponse, error)
+	// List impersonations
+	//
 	// ListImpersonations lists the tenant's impersonations, newest first.
 	ListImpersonations(context.Context, *ListImpersonationsRequest) (*ListImpersonationsResponse, error)
 	mustEmbedUnimplementedSupportAccessServiceServer()
@@ -230,12 +242,18 @@ const (
 // starts an impersonation of a tenant's user, under the tenant's grant,
 // and the operator's session then calls that tenant's routes as the user.
 type ImpersonationServiceClient interface {
+	// Start an impersonation
+	//
 	// CreateImpersonation starts one (403 `Impersonation.NotGranted` without
 	// a grant in force; an operator holds one at a time).
 	CreateImpersonation(ctx context.Context, in *CreateImpersonationRequest, opts ...grpc.CallOption) (*CreateImpersonationResponse, error)
+	// Read the current impersonation
+	//
 	// GetCurrentImpersonation returns the operator's impersonation in force
 	// (404 without one).
 	GetCurrentImpersonation(ctx context.Context, in *GetCurrentImpersonationRequest, opts ...grpc.CallOption) (*GetCurrentImpersonationResponse, error)
+	// End an impersonation
+	//
 	// DeleteImpersonation ends the operator's impersonation.
 	DeleteImpersonation(ctx context.Context, in *DeleteImpersonationRequest, opts ...grpc.CallOption) (*DeleteImpersonationResponse, error)
 }
@@ -286,12 +304,18 @@ func (c *impersonationServiceClient) DeleteImpersonation(ctx context.Context, in
 // starts an impersonation of a tenant's user, under the tenant's grant,
 // and the operator's session then calls that tenant's routes as the user.
 type ImpersonationServiceServer interface {
+	// Start an impersonation
+	//
 	// CreateImpersonation starts one (403 `Impersonation.NotGranted` without
 	// a grant in force; an operator holds one at a time).
 	CreateImpersonation(context.Context, *CreateImpersonationRequest) (*CreateImpersonationResponse, error)
+	// Read the current impersonation
+	//
 	// GetCurrentImpersonation returns the operator's impersonation in force
 	// (404 without one).
 	GetCurrentImpersonation(context.Context, *GetCurrentImpersonationRequest) (*GetCurrentImpersonationResponse, error)
+	// End an impersonation
+	//
 	// DeleteImpersonation ends the operator's impersonation.
 	DeleteImpersonation(context.Context, *DeleteImpersonationRequest) (*DeleteImpersonationResponse, error)
 	mustEmbedUnimplementedImpersonationServiceServer()

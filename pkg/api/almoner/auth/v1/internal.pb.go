@@ -2608,7 +2608,7 @@ var File_almoner_auth_v1_internal_proto protoreflect.FileDescriptor
 
 const file_almoner_auth_v1_internal_proto_rawDesc = "" +
 	"\n" +
-	"\x1ealmoner/auth/v1/internal.proto\x12\x0falmoner.auth.v1\x1a\x1ealmoner/auth/v1/api_keys.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"O\n" +
+	"\x1ealmoner/auth/v1/internal.proto\x12\x0falmoner.auth.v1\x1a\x1ealmoner/auth/v1/api_keys.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"O\n" +
 	"\x19GetValidationEpochRequest\x122\n" +
 	"\bkey_uses\x18\x01 \x03(\v2\x17.almoner.auth.v1.KeyUseR\akeyUses\"q\n" +
 	"\x06KeyUse\x12\x1b\n" +
@@ -2703,9 +2703,9 @@ const file_almoner_auth_v1_internal_proto_rawDesc = "" +
 	"\x10default_currency\x18\x06 \x01(\tR\x0fdefaultCurrency\x129\n" +
 	"\n" +
 	"created_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12=\n" +
-	"\fevents_since\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\veventsSince\"\x84\x01\n" +
-	"\x13CreateTenantRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\fevents_since\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\veventsSince\"\x89\x01\n" +
+	"\x13CreateTenantRequest\x12\x17\n" +
+	"\x04name\x18\x01 \x01(\tB\x03\xe0A\x02R\x04name\x12\x12\n" +
 	"\x04slug\x18\x02 \x01(\tR\x04slug\x12\x1a\n" +
 	"\bfeatures\x18\x03 \x03(\tR\bfeatures\x12)\n" +
 	"\x10default_currency\x18\x04 \x01(\tR\x0fdefaultCurrency\"G\n" +
@@ -2783,20 +2783,20 @@ const file_almoner_auth_v1_internal_proto_rawDesc = "" +
 	"\x14KeyValidationService\x12X\n" +
 	"\vValidateKey\x12#.almoner.auth.v1.ValidateKeyRequest\x1a$.almoner.auth.v1.ValidateKeyResponse\x12m\n" +
 	"\x12GetValidationEpoch\x12*.almoner.auth.v1.GetValidationEpochRequest\x1a+.almoner.auth.v1.GetValidationEpochResponse\x12d\n" +
-	"\x0fValidateSession\x12'.almoner.auth.v1.ValidateSessionRequest\x1a(.almoner.auth.v1.ValidateSessionResponse2\x9b\x10\n" +
-	"\x12TenantAdminService\x12\xaa\x01\n" +
-	"\fCreateTenant\x12$.almoner.auth.v1.CreateTenantRequest\x1a%.almoner.auth.v1.CreateTenantResponse\"M\x92A%\n" +
-	"\x12Platform operators\x12\x0fCreate a tenant\x82\xd3\xe4\x93\x02\x1f:\x01*b\x06tenant\"\x12/api/admin/tenants\x12\xa8\x01\n" +
-	"\tGetTenant\x12!.almoner.auth.v1.GetTenantRequest\x1a\".almoner.auth.v1.GetTenantResponse\"T\x92A#\n" +
-	"\x12Platform operators\x12\rRead a tenant\x82\xd3\xe4\x93\x02(b\x06tenant\x12\x1e/api/admin/tenants/{tenant_id}\x12\x99\x01\n" +
-	"\vListTenants\x12#.almoner.auth.v1.ListTenantsRequest\x1a$.almoner.auth.v1.ListTenantsResponse\"?\x92A\"\n" +
-	"\x12Platform operators\x12\fList tenants\x82\xd3\xe4\x93\x02\x14\x12\x12/api/admin/tenants\x12\xd9\x01\n" +
-	"\x11SetTenantFeatures\x12).almoner.auth.v1.SetTenantFeaturesRequest\x1a*.almoner.auth.v1.SetTenantFeaturesResponse\"m\x92A0\n" +
-	"\x12Platform operators\x12\x1aSwitch a tenant's features\x82\xd3\xe4\x93\x024:\x01*b\x06tenant\x1a'/api/admin/tenants/{tenant_id}/features\x12\xce\x01\n" +
-	"\x10DeactivateTenant\x12(.almoner.auth.v1.DeactivateTenantRequest\x1a).almoner.auth.v1.DeactivateTenantResponse\"e\x92A)\n" +
-	"\x12Platform operators\x12\x13Deactivate a tenant\x82\xd3\xe4\x93\x023b\x06tenant\")/api/admin/tenants/{tenant_id}/deactivate\x12\xc4\x01\n" +
-	"\x0eActivateTenant\x12&.almoner.auth.v1.ActivateTenantRequest\x1a'.almoner.auth.v1.ActivateTenantResponse\"a\x92A'\n" +
-	"\x12Platform operators\x12\x11Activate a tenant\x82\xd3\xe4\x93\x021b\x06tenant\"'/api/admin/tenants/{tenant_id}/activate\x12a\n" +
+	"\x0fValidateSession\x12'.almoner.auth.v1.ValidateSessionRequest\x1a(.almoner.auth.v1.ValidateSessionResponse2\xa9\x0f\n" +
+	"\x12TenantAdminService\x12\x99\x01\n" +
+	"\fCreateTenant\x12$.almoner.auth.v1.CreateTenantRequest\x1a%.almoner.auth.v1.CreateTenantResponse\"<\x92A\x14\n" +
+	"\x12Platform operators\x82\xd3\xe4\x93\x02\x1f:\x01*b\x06tenant\"\x12/api/admin/tenants\x12\x99\x01\n" +
+	"\tGetTenant\x12!.almoner.auth.v1.GetTenantRequest\x1a\".almoner.auth.v1.GetTenantResponse\"E\x92A\x14\n" +
+	"\x12Platform operators\x82\xd3\xe4\x93\x02(b\x06tenant\x12\x1e/api/admin/tenants/{tenant_id}\x12\x8b\x01\n" +
+	"\vListTenants\x12#.almoner.auth.v1.ListTenantsRequest\x1a$.almoner.auth.v1.ListTenantsResponse\"1\x92A\x14\n" +
+	"\x12Platform operators\x82\xd3\xe4\x93\x02\x14\x12\x12/api/admin/tenants\x12\xbd\x01\n" +
+	"\x11SetTenantFeatures\x12).almoner.auth.v1.SetTenantFeaturesRequest\x1a*.almoner.auth.v1.SetTenantFeaturesResponse\"Q\x92A\x14\n" +
+	"\x12Platform operators\x82\xd3\xe4\x93\x024:\x01*b\x06tenant\x1a'/api/admin/tenants/{tenant_id}/features\x12\xb9\x01\n" +
+	"\x10DeactivateTenant\x12(.almoner.auth.v1.DeactivateTenantRequest\x1a).almoner.auth.v1.DeactivateTenantResponse\"P\x92A\x14\n" +
+	"\x12Platform operators\x82\xd3\xe4\x93\x023b\x06tenant\")/api/admin/tenants/{tenant_id}/deactivate\x12\xb1\x01\n" +
+	"\x0eActivateTenant\x12&.almoner.auth.v1.ActivateTenantRequest\x1a'.almoner.auth.v1.ActivateTenantResponse\"N\x92A\x14\n" +
+	"\x12Platform operators\x82\xd3\xe4\x93\x021b\x06tenant\"'/api/admin/tenants/{tenant_id}/activate\x12a\n" +
 	"\x0eInviteOperator\x12&.almoner.auth.v1.InviteOperatorRequest\x1a'.almoner.auth.v1.InviteOperatorResponse\x12m\n" +
 	"\x12DeactivateOperator\x12*.almoner.auth.v1.DeactivateOperatorRequest\x1a+.almoner.auth.v1.DeactivateOperatorResponse\x12g\n" +
 	"\x10SetTenantFeature\x12(.almoner.auth.v1.SetTenantFeatureRequest\x1a).almoner.auth.v1.SetTenantFeatureResponse\x12d\n" +

@@ -267,19 +267,31 @@ const (
 // operators' sessions (docs/operators.md): `support` reads, `platform-admin`
 // writes; the admin command's calls carry the platform's own assertion.
 type TenantAdminServiceClient interface {
+	// Create a tenant
+	//
 	// CreateTenant creates an active tenant. Over REST, `platform-admin`
 	// operators only.
 	CreateTenant(ctx context.Context, in *CreateTenantRequest, opts ...grpc.CallOption) (*CreateTenantResponse, error)
+	// Read a tenant
+	//
 	// GetTenant reads one tenant.
 	GetTenant(ctx context.Context, in *GetTenantRequest, opts ...grpc.CallOption) (*GetTenantResponse, error)
+	// List tenants
+	//
 	// ListTenants lists tenants by name, `q` matching name or slug.
 	ListTenants(ctx context.Context, in *ListTenantsRequest, opts ...grpc.CallOption) (*ListTenantsResponse, error)
+	// Switch a tenant's features
+	//
 	// SetTenantFeatures turns the named feature flags on or off, leaving the
 	// others; effective on the tenant's next request. `platform-admin` only.
 	SetTenantFeatures(ctx context.Context, in *SetTenantFeaturesRequest, opts ...grpc.CallOption) (*SetTenantFeaturesResponse, error)
+	// Deactivate a tenant
+	//
 	// DeactivateTenant deactivates a tenant: its keys and sessions stop
 	// working on the next request. `platform-admin` only.
 	DeactivateTenant(ctx context.Context, in *DeactivateTenantRequest, opts ...grpc.CallOption) (*DeactivateTenantResponse, error)
+	// Activate a tenant
+	//
 	// ActivateTenant activates a deactivated tenant. `platform-admin` only.
 	ActivateTenant(ctx context.Context, in *ActivateTenantRequest, opts ...grpc.CallOption) (*ActivateTenantResponse, error)
 	// InviteOperator invites a platform operator (no tenant membership):
@@ -478,19 +490,31 @@ func (c *tenantAdminServiceClient) ClearTenantProcessor(ctx context.Context, in 
 // operators' sessions (docs/operators.md): `support` reads, `platform-admin`
 // writes; the admin command's calls carry the platform's own assertion.
 type TenantAdminServiceServer interface {
+	// Create a tenant
+	//
 	// CreateTenant creates an active tenant. Over REST, `platform-admin`
 	// operators only.
 	CreateTenant(context.Context, *CreateTenantRequest) (*CreateTenantResponse, error)
+	// Read a tenant
+	//
 	// GetTenant reads one tenant.
 	GetTenant(context.Context, *GetTenantRequest) (*GetTenantResponse, error)
+	// List tenants
+	//
 	// ListTenants lists tenants by name, `q` matching name or slug.
 	ListTenants(context.Context, *ListTenantsRequest) (*ListTenantsResponse, error)
+	// Switch a tenant's features
+	//
 	// SetTenantFeatures turns the named feature flags on or off, leaving the
 	// others; effective on the tenant's next request. `platform-admin` only.
 	SetTenantFeatures(context.Context, *SetTenantFeaturesRequest) (*SetTenantFeaturesResponse, error)
+	// Deactivate a tenant
+	//
 	// DeactivateTenant deactivates a tenant: its keys and sessions stop
 	// working on the next request. `platform-admin` only.
 	DeactivateTenant(context.Context, *DeactivateTenantRequest) (*DeactivateTenantResponse, error)
+	// Activate a tenant
+	//
 	// ActivateTenant activates a deactivated tenant. `platform-admin` only.
 	ActivateTenant(context.Context, *ActivateTenantRequest) (*ActivateTenantResponse, error)
 	// InviteOperator invites a platform operator (no tenant membership):

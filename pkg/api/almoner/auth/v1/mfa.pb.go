@@ -1536,51 +1536,51 @@ const file_almoner_auth_v1_mfa_proto_rawDesc = "" +
 	"user_agent\x18\x05 \x01(\tR\tuserAgent\"\x18\n" +
 	"\x16ListSecurityLogRequest\"V\n" +
 	"\x17ListSecurityLogResponse\x12;\n" +
-	"\aentries\x18\x01 \x03(\v2!.almoner.auth.v1.SecurityLogEntryR\aentries2\x81\x17\n" +
+	"\aentries\x18\x01 \x03(\v2!.almoner.auth.v1.SecurityLogEntryR\aentries2\xb7\x14\n" +
 	"\n" +
-	"MfaService\x12\x98\x01\n" +
-	"\x06GetMfa\x12\x1e.almoner.auth.v1.GetMfaRequest\x1a\x1f.almoner.auth.v1.GetMfaResponse\"M\x92A5\n" +
-	"\x1bMulti-factor authentication\x12\x16Read my second factors\x82\xd3\xe4\x93\x02\x0f\x12\r/api/auth/mfa\x12\xab\x01\n" +
+	"MfaService\x12\x80\x01\n" +
+	"\x06GetMfa\x12\x1e.almoner.auth.v1.GetMfaRequest\x1a\x1f.almoner.auth.v1.GetMfaResponse\"5\x92A\x1d\n" +
+	"\x1bMulti-factor authentication\x82\xd3\xe4\x93\x02\x0f\x12\r/api/auth/mfa\x12\x94\x01\n" +
 	"\n" +
-	"EnrollTotp\x12\".almoner.auth.v1.EnrollTotpRequest\x1a#.almoner.auth.v1.EnrollTotpResponse\"T\x92A4\n" +
-	"\x1bMulti-factor authentication\x12\x15Start TOTP enrollment\x82\xd3\xe4\x93\x02\x17:\x01*\"\x12/api/auth/mfa/totp\x12\xb8\x01\n" +
-	"\vConfirmTotp\x12#.almoner.auth.v1.ConfirmTotpRequest\x1a$.almoner.auth.v1.ConfirmTotpResponse\"^\x92A6\n" +
-	"\x1bMulti-factor authentication\x12\x17Confirm TOTP enrollment\x82\xd3\xe4\x93\x02\x1f:\x01*\"\x1a/api/auth/mfa/totp/confirm\x12\xba\x01\n" +
+	"EnrollTotp\x12\".almoner.auth.v1.EnrollTotpRequest\x1a#.almoner.auth.v1.EnrollTotpResponse\"=\x92A\x1d\n" +
+	"\x1bMulti-factor authentication\x82\xd3\xe4\x93\x02\x17:\x01*\"\x12/api/auth/mfa/totp\x12\x9f\x01\n" +
+	"\vConfirmTotp\x12#.almoner.auth.v1.ConfirmTotpRequest\x1a$.almoner.auth.v1.ConfirmTotpResponse\"E\x92A\x1d\n" +
+	"\x1bMulti-factor authentication\x82\xd3\xe4\x93\x02\x1f:\x01*\"\x1a/api/auth/mfa/totp/confirm\x12\xab\x01\n" +
 	"\n" +
-	"DeleteTotp\x12\".almoner.auth.v1.DeleteTotpRequest\x1a#.almoner.auth.v1.DeleteTotpResponse\"c\x92AC\n" +
-	"\x1bMulti-factor authentication\x12\rTurn TOTP offJ\x15\n" +
+	"DeleteTotp\x12\".almoner.auth.v1.DeleteTotpRequest\x1a#.almoner.auth.v1.DeleteTotpResponse\"T\x92A4\n" +
+	"\x1bMulti-factor authenticationJ\x15\n" +
 	"\x03204\x12\x0e\n" +
-	"\fTOTP is off.\x82\xd3\xe4\x93\x02\x17:\x01**\x12/api/auth/mfa/totp\x12\xe0\x01\n" +
-	"\x0eEnableMfaEmail\x12&.almoner.auth.v1.EnableMfaEmailRequest\x1a'.almoner.auth.v1.EnableMfaEmailResponse\"}\x92A\\\n" +
-	"\x1bMulti-factor authentication\x12\x11Start email codesJ*\n" +
+	"\fTOTP is off.\x82\xd3\xe4\x93\x02\x17:\x01**\x12/api/auth/mfa/totp\x12\xcd\x01\n" +
+	"\x0eEnableMfaEmail\x12&.almoner.auth.v1.EnableMfaEmailRequest\x1a'.almoner.auth.v1.EnableMfaEmailResponse\"j\x92AI\n" +
+	"\x1bMulti-factor authenticationJ*\n" +
 	"\x03202\x12#\n" +
-	"!Accepted; the code is on its way.\x82\xd3\xe4\x93\x02\x18:\x01*\"\x13/api/auth/mfa/email\x12\xc1\x01\n" +
-	"\x0fConfirmMfaEmail\x12'.almoner.auth.v1.ConfirmMfaEmailRequest\x1a(.almoner.auth.v1.ConfirmMfaEmailResponse\"[\x92A2\n" +
-	"\x1bMulti-factor authentication\x12\x13Confirm email codes\x82\xd3\xe4\x93\x02 :\x01*\"\x1b/api/auth/mfa/email/confirm\x12\xd6\x01\n" +
-	"\x0eDeleteMfaEmail\x12&.almoner.auth.v1.DeleteMfaEmailRequest\x1a'.almoner.auth.v1.DeleteMfaEmailResponse\"s\x92AR\n" +
-	"\x1bMulti-factor authentication\x12\x14Turn email codes offJ\x1d\n" +
+	"!Accepted; the code is on its way.\x82\xd3\xe4\x93\x02\x18:\x01*\"\x13/api/auth/mfa/email\x12\xac\x01\n" +
+	"\x0fConfirmMfaEmail\x12'.almoner.auth.v1.ConfirmMfaEmailRequest\x1a(.almoner.auth.v1.ConfirmMfaEmailResponse\"F\x92A\x1d\n" +
+	"\x1bMulti-factor authentication\x82\xd3\xe4\x93\x02 :\x01*\"\x1b/api/auth/mfa/email/confirm\x12\xc0\x01\n" +
+	"\x0eDeleteMfaEmail\x12&.almoner.auth.v1.DeleteMfaEmailRequest\x1a'.almoner.auth.v1.DeleteMfaEmailResponse\"]\x92A<\n" +
+	"\x1bMulti-factor authenticationJ\x1d\n" +
 	"\x03204\x12\x16\n" +
-	"\x14Email codes are off.\x82\xd3\xe4\x93\x02\x18:\x01**\x13/api/auth/mfa/email\x12\xf2\x01\n" +
-	"\x10SendMfaEmailCode\x12(.almoner.auth.v1.SendMfaEmailCodeRequest\x1a).almoner.auth.v1.SendMfaEmailCodeResponse\"\x88\x01\x92Ab\n" +
-	"\x1bMulti-factor authentication\x12\x17Email me a sign-in codeJ*\n" +
+	"\x14Email codes are off.\x82\xd3\xe4\x93\x02\x18:\x01**\x13/api/auth/mfa/email\x12\xd8\x01\n" +
+	"\x10SendMfaEmailCode\x12(.almoner.auth.v1.SendMfaEmailCodeRequest\x1a).almoner.auth.v1.SendMfaEmailCodeResponse\"o\x92AI\n" +
+	"\x1bMulti-factor authenticationJ*\n" +
 	"\x03202\x12#\n" +
-	"!Accepted; the code is on its way.\x82\xd3\xe4\x93\x02\x1d:\x01*\"\x18/api/auth/mfa/email/send\x12\xb4\x01\n" +
-	"\tVerifyMfa\x12!.almoner.auth.v1.VerifyMfaRequest\x1a\".almoner.auth.v1.VerifyMfaResponse\"`\x92A5\n" +
-	"\x1bMulti-factor authentication\x12\x16Pass the second factor\x82\xd3\xe4\x93\x02\":\x01*b\asession\"\x14/api/auth/mfa/verify\x12\xde\x01\n" +
-	"\x17RegenerateRecoveryCodes\x12/.almoner.auth.v1.RegenerateRecoveryCodesRequest\x1a0.almoner.auth.v1.RegenerateRecoveryCodesResponse\"`\x92A6\n" +
-	"\x1bMulti-factor authentication\x12\x17Make new recovery codes\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/api/auth/mfa/recovery-codes\x12\xd7\x01\n" +
-	"\x12ListTrustedDevices\x12*.almoner.auth.v1.ListTrustedDevicesRequest\x1a+.almoner.auth.v1.ListTrustedDevicesResponse\"h\x92A7\n" +
-	"\x1bMulti-factor authentication\x12\x18List my trusted browsers\x82\xd3\xe4\x93\x02(b\adevices\x12\x1d/api/auth/mfa/trusted-devices\x12\x82\x02\n" +
-	"\x13DeleteTrustedDevice\x12+.almoner.auth.v1.DeleteTrustedDeviceRequest\x1a,.almoner.auth.v1.DeleteTrustedDeviceResponse\"\x8f\x01\x92A[\n" +
-	"\x1bMulti-factor authentication\x12\x18Forget a trusted browserJ\"\n" +
+	"!Accepted; the code is on its way.\x82\xd3\xe4\x93\x02\x1d:\x01*\"\x18/api/auth/mfa/email/send\x12\x9c\x01\n" +
+	"\tVerifyMfa\x12!.almoner.auth.v1.VerifyMfaRequest\x1a\".almoner.auth.v1.VerifyMfaResponse\"H\x92A\x1d\n" +
+	"\x1bMulti-factor authentication\x82\xd3\xe4\x93\x02\":\x01*b\asession\"\x14/api/auth/mfa/verify\x12\xc5\x01\n" +
+	"\x17RegenerateRecoveryCodes\x12/.almoner.auth.v1.RegenerateRecoveryCodesRequest\x1a0.almoner.auth.v1.RegenerateRecoveryCodesResponse\"G\x92A\x1d\n" +
+	"\x1bMulti-factor authentication\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/api/auth/mfa/recovery-codes\x12\xbd\x01\n" +
+	"\x12ListTrustedDevices\x12*.almoner.auth.v1.ListTrustedDevicesRequest\x1a+.almoner.auth.v1.ListTrustedDevicesResponse\"N\x92A\x1d\n" +
+	"\x1bMulti-factor authentication\x82\xd3\xe4\x93\x02(b\adevices\x12\x1d/api/auth/mfa/trusted-devices\x12\xe7\x01\n" +
+	"\x13DeleteTrustedDevice\x12+.almoner.auth.v1.DeleteTrustedDeviceRequest\x1a,.almoner.auth.v1.DeleteTrustedDeviceResponse\"u\x92AA\n" +
+	"\x1bMulti-factor authenticationJ\"\n" +
 	"\x03204\x12\x1b\n" +
-	"\x19The browser is forgotten.\x82\xd3\xe4\x93\x02+*)/api/auth/mfa/trusted-devices/{device_id}\x12\xff\x01\n" +
-	"\x14DeleteTrustedDevices\x12,.almoner.auth.v1.DeleteTrustedDevicesRequest\x1a-.almoner.auth.v1.DeleteTrustedDevicesResponse\"\x89\x01\x92Aa\n" +
-	"\x1bMulti-factor authentication\x12\x1cForget every trusted browserJ$\n" +
+	"\x19The browser is forgotten.\x82\xd3\xe4\x93\x02+*)/api/auth/mfa/trusted-devices/{device_id}\x12\xe0\x01\n" +
+	"\x14DeleteTrustedDevices\x12,.almoner.auth.v1.DeleteTrustedDevicesRequest\x1a-.almoner.auth.v1.DeleteTrustedDevicesResponse\"k\x92AC\n" +
+	"\x1bMulti-factor authenticationJ$\n" +
 	"\x03204\x12\x1d\n" +
-	"\x1bEvery browser is forgotten.\x82\xd3\xe4\x93\x02\x1f*\x1d/api/auth/mfa/trusted-devices\x12\xc3\x01\n" +
-	"\x0fListSecurityLog\x12'.almoner.auth.v1.ListSecurityLogRequest\x1a(.almoner.auth.v1.ListSecurityLogResponse\"]\x92A3\n" +
-	"\x1bMulti-factor authentication\x12\x14Read my security log\x82\xd3\xe4\x93\x02!b\aentries\x12\x16/api/auth/security-logB;Z9github.com/almoner/almoner/pkg/api/almoner/auth/v1;authv1b\x06proto3"
+	"\x1bEvery browser is forgotten.\x82\xd3\xe4\x93\x02\x1f*\x1d/api/auth/mfa/trusted-devices\x12\xad\x01\n" +
+	"\x0fListSecurityLog\x12'.almoner.auth.v1.ListSecurityLogRequest\x1a(.almoner.auth.v1.ListSecurityLogResponse\"G\x92A\x1d\n" +
+	"\x1bMulti-factor authentication\x82\xd3\xe4\x93\x02!b\aentries\x12\x16/api/auth/security-logB;Z9github.com/almoner/almoner/pkg/api/almoner/auth/v1;authv1b\x06proto3"
 
 var (
 	file_almoner_auth_v1_mfa_proto_rawDescOnce sync.Once

@@ -45,39 +45,57 @@ const (
 // (the sign-in answered mfaRequired) may call only VerifyMfa,
 // SendMfaEmailCode and sign-out: anything else is 401. docs/auth.md.
 type MfaServiceClient interface {
+	// Read my second factors
+	//
 	// GetMfa returns the user's second factors: which are on, how many
 	// recovery codes are left and how many browsers are trusted.
 	GetMfa(ctx context.Context, in *GetMfaRequest, opts ...grpc.CallOption) (*GetMfaResponse, error)
+	// Start TOTP enrollment
+	//
 	// EnrollTotp makes a new authenticator-app secret (RFC 6238: 30 s, 6
 	// digits, SHA-1) for the user to scan; it is off until confirmed with a
 	// code. While TOTP is on, a new secret is refused (400): turn it off
 	// first.
 	EnrollTotp(ctx context.Context, in *EnrollTotpRequest, opts ...grpc.CallOption) (*EnrollTotpResponse, error)
+	// Confirm TOTP enrollment
+	//
 	// ConfirmTotp turns TOTP on with a code of the new secret (400 under
 	// Code when wrong; it counts as an MFA attempt). The first factor a user
 	// turns on returns 10 recovery codes, shown this once.
 	ConfirmTotp(ctx context.Context, in *ConfirmTotpRequest, opts ...grpc.CallOption) (*ConfirmTotpResponse, error)
+	// Turn TOTP off
+	//
 	// DeleteTotp turns TOTP off with the user's password (400 under
 	// Password when wrong) and forgets every trusted browser; with no factor
 	// left, the recovery codes go too.
 	DeleteTotp(ctx context.Context, in *DeleteTotpRequest, opts ...grpc.CallOption) (*DeleteTotpResponse, error)
+	// Start email codes
+	//
 	// EnableMfaEmail mails a code to the user's address; the factor is on
 	// once ConfirmMfaEmail gets that code. The email counts as a send
 	// (mfa-send-email: 3 per user per hour, then 429).
 	EnableMfaEmail(ctx context.Context, in *EnableMfaEmailRequest, opts ...grpc.CallOption) (*EnableMfaEmailResponse, error)
+	// Confirm email codes
+	//
 	// ConfirmMfaEmail turns email codes on with the code just mailed (400
 	// under Code when wrong). The first factor a user turns on returns 10
 	// recovery codes, shown this once.
 	ConfirmMfaEmail(ctx context.Context, in *ConfirmMfaEmailRequest, opts ...grpc.CallOption) (*ConfirmMfaEmailResponse, error)
+	// Turn email codes off
+	//
 	// DeleteMfaEmail turns email codes off with the user's password and
 	// forgets every trusted browser; with no factor left, the recovery codes
 	// go too.
 	DeleteMfaEmail(ctx context.Context, in *DeleteMfaEmailRequest, opts ...grpc.CallOption) (*DeleteMfaEmailResponse, error)
+	// Email me a sign-in code
+	//
 	// SendMfaEmailCode mails a 6-digit code valid 10 minutes, to a user with
 	// email codes on; a session waiting for its second factor may call it.
 	// Sign-in never mails a code by itself. At most 3 sends per user per
 	// hour (mfa-send-email), then the flat 429.
 	SendMfaEmailCode(ctx context.Context, in *SendMfaEmailCodeRequest, opts ...grpc.CallOption) (*SendMfaEmailCodeResponse, error)
+	// Pass the second factor
+	//
 	// VerifyMfa completes a sign-in that answered mfaRequired: a TOTP code,
 	// an emailed code or a recovery code. On success the session is
 	// replaced by a new one (a new cookie) and the body is the sign-in body;
@@ -86,18 +104,28 @@ type MfaServiceClient interface {
 	// per user per 15 minutes, right or wrong (mfa-verify), then the flat
 	// 429.
 	VerifyMfa(ctx context.Context, in *VerifyMfaRequest, opts ...grpc.CallOption) (*VerifyMfaResponse, error)
+	// Make new recovery codes
+	//
 	// RegenerateRecoveryCodes issues 10 new recovery codes with the user's
 	// password; the old ones stop working and every trusted browser is
 	// forgotten. It counts as an MFA attempt (mfa-verify).
 	RegenerateRecoveryCodes(ctx context.Context, in *RegenerateRecoveryCodesRequest, opts ...grpc.CallOption) (*RegenerateRecoveryCodesResponse, error)
+	// List my trusted browsers
+	//
 	// ListTrustedDevices returns the browsers that skip the second factor,
 	// newest first.
 	ListTrustedDevices(ctx context.Context, in *ListTrustedDevicesRequest, opts ...grpc.CallOption) (*ListTrustedDevicesResponse, error)
+	// Forget a trusted browser
+	//
 	// DeleteTrustedDevice forgets one trusted browser: its next sign-in asks
 	// for the second factor.
 	DeleteTrustedDevice(ctx context.Context, in *DeleteTrustedDeviceRequest, opts ...grpc.CallOption) (*DeleteTrustedDeviceResponse, error)
+	// Forget every trusted browser
+	//
 	// DeleteTrustedDevices forgets every trusted browser of the user.
 	DeleteTrustedDevices(ctx context.Context, in *DeleteTrustedDevicesRequest, opts ...grpc.CallOption) (*DeleteTrustedDevicesResponse, error)
+	// Read my security log
+	//
 	// ListSecurityLog returns the user's security log, newest first: sign-ins,
 	// password resets, second-factor and trusted-browser changes (the last
 	// 200).
@@ -262,39 +290,57 @@ func (c *mfaServiceClient) ListSecurityLog(ctx context.Context, in *ListSecurity
 // (the sign-in answered mfaRequired) may call only VerifyMfa,
 // SendMfaEmailCode and sign-out: anything else is 401. docs/auth.md.
 type MfaServiceServer interface {
+	// Read my second factors
+	//
 	// GetMfa returns the user's second factors: which are on, how many
 	// recovery codes are left and how many browsers are trusted.
 	GetMfa(context.Context, *GetMfaRequest) (*GetMfaResponse, error)
+	// Start TOTP enrollment
+	//
 	// EnrollTotp makes a new authenticator-app secret (RFC 6238: 30 s, 6
 	// digits, SHA-1) for the user to scan; it is off until confirmed with a
 	// code. While TOTP is on, a new secret is refused (400): turn it off
 	// first.
 	EnrollTotp(context.Context, *EnrollTotpRequest) (*EnrollTotpResponse, error)
+	// Confirm TOTP enrollment
+	//
 	// ConfirmTotp turns TOTP on with a code of the new secret (400 under
 	// Code when wrong; it counts as an MFA attempt). The first factor a user
 	// turns on returns 10 recovery codes, shown this once.
 	ConfirmTotp(context.Context, *ConfirmTotpRequest) (*ConfirmTotpResponse, error)
+	// Turn TOTP off
+	//
 	// DeleteTotp turns TOTP off with the user's password (400 under
 	// Password when wrong) and forgets every trusted browser; with no factor
 	// left, the recovery codes go too.
 	DeleteTotp(context.Context, *DeleteTotpRequest) (*DeleteTotpResponse, error)
+	// Start email codes
+	//
 	// EnableMfaEmail mails a code to the user's address; the factor is on
 	// once ConfirmMfaEmail gets that code. The email counts as a send
 	// (mfa-send-email: 3 per user per hour, then 429).
 	EnableMfaEmail(context.Context, *EnableMfaEmailRequest) (*EnableMfaEmailResponse, error)
+	// Confirm email codes
+	//
 	// ConfirmMfaEmail turns email codes on with the code just mailed (400
 	// under Code when wrong). The first factor a user turns on returns 10
 	// recovery codes, shown this once.
 	ConfirmMfaEmail(context.Context, *ConfirmMfaEmailRequest) (*ConfirmMfaEmailResponse, error)
+	// Turn email codes off
+	//
 	// DeleteMfaEmail turns email codes off with the user's password and
 	// forgets every trusted browser; with no factor left, the recovery codes
 	// go too.
 	DeleteMfaEmail(context.Context, *DeleteMfaEmailRequest) (*DeleteMfaEmailResponse, error)
+	// Email me a sign-in code
+	//
 	// SendMfaEmailCode mails a 6-digit code valid 10 minutes, to a user with
 	// email codes on; a session waiting for its second factor may call it.
 	// Sign-in never mails a code by itself. At most 3 sends per user per
 	// hour (mfa-send-email), then the flat 429.
 	SendMfaEmailCode(context.Context, *SendMfaEmailCodeRequest) (*SendMfaEmailCodeResponse, error)
+	// Pass the second factor
+	//
 	// VerifyMfa completes a sign-in that answered mfaRequired: a TOTP code,
 	// an emailed code or a recovery code. On success the session is
 	// replaced by a new one (a new cookie) and the body is the sign-in body;
@@ -303,18 +349,28 @@ type MfaServiceServer interface {
 	// per user per 15 minutes, right or wrong (mfa-verify), then the flat
 	// 429.
 	VerifyMfa(context.Context, *VerifyMfaRequest) (*VerifyMfaResponse, error)
+	// Make new recovery codes
+	//
 	// RegenerateRecoveryCodes issues 10 new recovery codes with the user's
 	// password; the old ones stop working and every trusted browser is
 	// forgotten. It counts as an MFA attempt (mfa-verify).
 	RegenerateRecoveryCodes(context.Context, *RegenerateRecoveryCodesRequest) (*RegenerateRecoveryCodesResponse, error)
+	// List my trusted browsers
+	//
 	// ListTrustedDevices returns the browsers that skip the second factor,
 	// newest first.
 	ListTrustedDevices(context.Context, *ListTrustedDevicesRequest) (*ListTrustedDevicesResponse, error)
+	// Forget a trusted browser
+	//
 	// DeleteTrustedDevice forgets one trusted browser: its next sign-in asks
 	// for the second factor.
 	DeleteTrustedDevice(context.Context, *DeleteTrustedDeviceRequest) (*DeleteTrustedDeviceResponse, error)
+	// Forget every trusted browser
+	//
 	// DeleteTrustedDevices forgets every trusted browser of the user.
 	DeleteTrustedDevices(context.Context, *DeleteTrustedDevicesRequest) (*DeleteTrustedDevicesResponse, error)
+	// Read my security log
+	//
 	// ListSecurityLog returns the user's security log, newest first: sign-ins,
 	// password resets, second-factor and trusted-browser changes (the last
 	// 200).

@@ -300,10 +300,10 @@ const file_almoner_auth_v1_operations_proto_rawDesc = "" +
 	"\vtotal_count\x18\x02 \x01(\x03R\n" +
 	"totalCount\x12\x12\n" +
 	"\x04page\x18\x03 \x01(\x05R\x04page\x12\x1b\n" +
-	"\tpage_size\x18\x04 \x01(\x05R\bpageSize2\xcd\x01\n" +
-	"\x11OperationsService\x12\xb7\x01\n" +
-	"\x0eListOperations\x12&.almoner.auth.v1.ListOperationsRequest\x1a'.almoner.auth.v1.ListOperationsResponse\"T\x92A4\n" +
-	"\x12Platform operators\x12\x1eList the platform's operations\x82\xd3\xe4\x93\x02\x17\x12\x15/api/admin/operationsB;Z9github.com/almoner/almoner/pkg/api/almoner/auth/v1;authv1b\x06proto3"
+	"\tpage_size\x18\x04 \x01(\x05R\bpageSize2\xad\x01\n" +
+	"\x11OperationsService\x12\x97\x01\n" +
+	"\x0eListOperations\x12&.almoner.auth.v1.ListOperationsRequest\x1a'.almoner.auth.v1.ListOperationsResponse\"4\x92A\x14\n" +
+	"\x12Platform operators\x82\xd3\xe4\x93\x02\x17\x12\x15/api/admin/operationsB;Z9github.com/almoner/almoner/pkg/api/almoner/auth/v1;authv1b\x06proto3"
 
 var (
 	file_almoner_auth_v1_operations_proto_rawDescOnce sync.Once

@@ -30,6 +30,8 @@ const (
 // background work across tenants, each kind read from the table that
 // already records it (docs/operators.md).
 type OperationsServiceClient interface {
+	// List the platform's operations
+	//
 	// ListOperations lists operations newest first.
 	ListOperations(ctx context.Context, in *ListOperationsRequest, opts ...grpc.CallOption) (*ListOperationsResponse, error)
 }
@@ -60,6 +62,8 @@ func (c *operationsServiceClient) ListOperations(ctx context.Context, in *ListOp
 // background work across tenants, each kind read from the table that
 // already records it (docs/operators.md).
 type OperationsServiceServer interface {
+	// List the platform's operations
+	//
 	// ListOperations lists operations newest first.
 	ListOperations(context.Context, *ListOperationsRequest) (*ListOperationsResponse, error)
 	mustEmbedUnimplementedOperationsServiceServer()

@@ -406,12 +406,12 @@ const file_almoner_auth_v1_settings_proto_rawDesc = "" +
 	"_time_zoneB\x19\n" +
 	"\x17_daily_batch_close_time\"[\n" +
 	"\x1cUpdateTenantSettingsResponse\x12;\n" +
-	"\bsettings\x18\x01 \x01(\v2\x1f.almoner.auth.v1.TenantSettingsR\bsettings2\xc8\x03\n" +
-	"\x15TenantSettingsService\x12\xce\x01\n" +
-	"\x11GetTenantSettings\x12).almoner.auth.v1.GetTenantSettingsRequest\x1a*.almoner.auth.v1.GetTenantSettingsResponse\"b\x92A,\n" +
-	"\x15Tenant administration\x12\x13Get tenant settings\x82\xd3\xe4\x93\x02-b\bsettings\x12!/api/tenants/{tenant_id}/settings\x12\xdd\x01\n" +
-	"\x14UpdateTenantSettings\x12,.almoner.auth.v1.UpdateTenantSettingsRequest\x1a-.almoner.auth.v1.UpdateTenantSettingsResponse\"h\x92A/\n" +
-	"\x15Tenant administration\x12\x16Update tenant settings\x82\xd3\xe4\x93\x020:\x01*b\bsettings\x1a!/api/tenants/{tenant_id}/settingsB;Z9github.com/almoner/almoner/pkg/api/almoner/auth/v1;authv1b\x06proto3"
+	"\bsettings\x18\x01 \x01(\v2\x1f.almoner.auth.v1.TenantSettingsR\bsettings2\x9b\x03\n" +
+	"\x15TenantSettingsService\x12\xb9\x01\n" +
+	"\x11GetTenantSettings\x12).almoner.auth.v1.GetTenantSettingsRequest\x1a*.almoner.auth.v1.GetTenantSettingsResponse\"M\x92A\x17\n" +
+	"\x15Tenant administration\x82\xd3\xe4\x93\x02-b\bsettings\x12!/api/tenants/{tenant_id}/settings\x12\xc5\x01\n" +
+	"\x14UpdateTenantSettings\x12,.almoner.auth.v1.UpdateTenantSettingsRequest\x1a-.almoner.auth.v1.UpdateTenantSettingsResponse\"P\x92A\x17\n" +
+	"\x15Tenant administration\x82\xd3\xe4\x93\x020:\x01*b\bsettings\x1a!/api/tenants/{tenant_id}/settingsB;Z9github.com/almoner/almoner/pkg/api/almoner/auth/v1;authv1b\x06proto3"
 
 var (
 	file_almoner_auth_v1_settings_proto_rawDescOnce sync.Once

@@ -32,9 +32,13 @@ const (
 // them; other services read them with GetTenantSettings. Both RPCs need
 // `tenant-settings:manage`.
 type TenantSettingsServiceClient interface {
+	// Get tenant settings
+	//
 	// GetTenantSettings returns the tenant's settings (the defaults for
 	// those it never set).
 	GetTenantSettings(ctx context.Context, in *GetTenantSettingsRequest, opts ...grpc.CallOption) (*GetTenantSettingsResponse, error)
+	// Update tenant settings
+	//
 	// UpdateTenantSettings changes the properties the body carries (the
 	// whole document or any of its properties) and leaves the others. An
 	// unknown property or a value out of range is 400 and changes nothing;
@@ -82,9 +86,13 @@ func (c *tenantSettingsServiceClient) UpdateTenantSettings(ctx context.Context, 
 // them; other services read them with GetTenantSettings. Both RPCs need
 // `tenant-settings:manage`.
 type TenantSettingsServiceServer interface {
+	// Get tenant settings
+	//
 	// GetTenantSettings returns the tenant's settings (the defaults for
 	// those it never set).
 	GetTenantSettings(context.Context, *GetTenantSettingsRequest) (*GetTenantSettingsResponse, error)
+	// Update tenant settings
+	//
 	// UpdateTenantSettings changes the properties the body carries (the
 	// whole document or any of its properties) and leaves the others. An
 	// unknown property or a value out of range is 400 and changes nothing;

@@ -1859,7 +1859,7 @@ var File_almoner_auth_v1_users_proto protoreflect.FileDescriptor
 
 const file_almoner_auth_v1_users_proto_rawDesc = "" +
 	"\n" +
-	"\x1balmoner/auth/v1/users.proto\x12\x0falmoner.auth.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\xf8\x01\n" +
+	"\x1balmoner/auth/v1/users.proto\x12\x0falmoner.auth.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\xf8\x01\n" +
 	"\x04User\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05email\x18\x02 \x01(\tR\x05email\x12\x1d\n" +
@@ -1878,27 +1878,27 @@ const file_almoner_auth_v1_users_proto_rawDesc = "" +
 	"\x10ListRolesRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"@\n" +
 	"\x11ListRolesResponse\x12+\n" +
-	"\x05roles\x18\x01 \x03(\v2\x15.almoner.auth.v1.RoleR\x05roles\"\\\n" +
+	"\x05roles\x18\x01 \x03(\v2\x15.almoner.auth.v1.RoleR\x05roles\"f\n" +
 	"\x11CreateRoleRequest\x12\x1b\n" +
-	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
-	"\x06scopes\x18\x03 \x03(\tR\x06scopes\"?\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x17\n" +
+	"\x04name\x18\x02 \x01(\tB\x03\xe0A\x02R\x04name\x12\x1b\n" +
+	"\x06scopes\x18\x03 \x03(\tB\x03\xe0A\x02R\x06scopes\"?\n" +
 	"\x12CreateRoleResponse\x12)\n" +
 	"\x04role\x18\x01 \x01(\v2\x15.almoner.auth.v1.RoleR\x04role\"/\n" +
 	"\x10ListUsersRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"@\n" +
 	"\x11ListUsersResponse\x12+\n" +
-	"\x05users\x18\x01 \x03(\v2\x15.almoner.auth.v1.UserR\x05users\"Z\n" +
+	"\x05users\x18\x01 \x03(\v2\x15.almoner.auth.v1.UserR\x05users\"_\n" +
 	"\x11CreateUserRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x14\n" +
-	"\x05email\x18\x02 \x01(\tR\x05email\x12\x12\n" +
-	"\x04role\x18\x03 \x01(\tR\x04role\"?\n" +
+	"\x05email\x18\x02 \x01(\tR\x05email\x12\x17\n" +
+	"\x04role\x18\x03 \x01(\tB\x03\xe0A\x02R\x04role\"?\n" +
 	"\x12CreateUserResponse\x12)\n" +
-	"\x04user\x18\x01 \x01(\v2\x15.almoner.auth.v1.UserR\x04user\"]\n" +
+	"\x04user\x18\x01 \x01(\v2\x15.almoner.auth.v1.UserR\x04user\"b\n" +
 	"\x11UpdateUserRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x17\n" +
-	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x12\n" +
-	"\x04role\x18\x03 \x01(\tR\x04role\"?\n" +
+	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x17\n" +
+	"\x04role\x18\x03 \x01(\tB\x03\xe0A\x02R\x04role\"?\n" +
 	"\x12UpdateUserResponse\x12)\n" +
 	"\x04user\x18\x01 \x01(\v2\x15.almoner.auth.v1.UserR\x04user\"I\n" +
 	"\x11DeleteUserRequest\x12\x1b\n" +
@@ -1966,58 +1966,57 @@ const file_almoner_auth_v1_users_proto_rawDesc = "" +
 	"\x14DeleteSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x17\n" +
-	"\x15DeleteSessionResponse2\x96\t\n" +
-	"\vUserService\x12\x9d\x01\n" +
-	"\tListUsers\x12!.almoner.auth.v1.ListUsersRequest\x1a\".almoner.auth.v1.ListUsersResponse\"I\x92A\x19\n" +
-	"\x05Users\x12\x10List staff users\x82\xd3\xe4\x93\x02'b\x05users\x12\x1e/api/tenants/{tenant_id}/users\x12\xdd\x01\n" +
+	"\x15DeleteSessionResponse2\x8a\b\n" +
+	"\vUserService\x12\x8b\x01\n" +
+	"\tListUsers\x12!.almoner.auth.v1.ListUsersRequest\x1a\".almoner.auth.v1.ListUsersResponse\"7\x92A\a\n" +
+	"\x05Users\x82\xd3\xe4\x93\x02'b\x05users\x12\x1e/api/tenants/{tenant_id}/users\x12\xc7\x01\n" +
 	"\n" +
-	"CreateUser\x12\".almoner.auth.v1.CreateUserRequest\x1a#.almoner.auth.v1.CreateUserResponse\"\x85\x01\x92AS\n" +
-	"\x05Users\x12\x13Invite a staff userJ5\n" +
+	"CreateUser\x12\".almoner.auth.v1.CreateUserRequest\x1a#.almoner.auth.v1.CreateUserResponse\"p\x92A>\n" +
+	"\x05UsersJ5\n" +
 	"\x03201\x12.\n" +
 	"\x11The invited user.\x12\x19\n" +
-	"\x17\x1a\x15.almoner.auth.v1.User\x82\xd3\xe4\x93\x02):\x01*b\x04user\"\x1e/api/tenants/{tenant_id}/users\x12\xb6\x01\n" +
+	"\x17\x1a\x15.almoner.auth.v1.User\x82\xd3\xe4\x93\x02):\x01*b\x04user\"\x1e/api/tenants/{tenant_id}/users\x12\x9a\x01\n" +
 	"\n" +
-	"UpdateUser\x12\".almoner.auth.v1.UpdateUserRequest\x1a#.almoner.auth.v1.UpdateUserResponse\"_\x92A#\n" +
-	"\x05Users\x12\x1aChange a staff user's role\x82\xd3\xe4\x93\x023:\x01*b\x04user\x1a(/api/tenants/{tenant_id}/users/{user_id}\x12\x97\x01\n" +
-	"\tListRoles\x12!.almoner.auth.v1.ListRolesRequest\x1a\".almoner.auth.v1.ListRolesResponse\"C\x92A\x13\n" +
-	"\x05Users\x12\n" +
-	"List roles\x82\xd3\xe4\x93\x02'b\x05roles\x12\x1e/api/tenants/{tenant_id}/roles\x12\xda\x01\n" +
+	"UpdateUser\x12\".almoner.auth.v1.UpdateUserRequest\x1a#.almoner.auth.v1.UpdateUserResponse\"C\x92A\a\n" +
+	"\x05Users\x82\xd3\xe4\x93\x023:\x01*b\x04user\x1a(/api/tenants/{tenant_id}/users/{user_id}\x12\x8b\x01\n" +
+	"\tListRoles\x12!.almoner.auth.v1.ListRolesRequest\x1a\".almoner.auth.v1.ListRolesResponse\"7\x92A\a\n" +
+	"\x05Users\x82\xd3\xe4\x93\x02'b\x05roles\x12\x1e/api/tenants/{tenant_id}/roles\x12\xc3\x01\n" +
 	"\n" +
-	"CreateRole\x12\".almoner.auth.v1.CreateRoleRequest\x1a#.almoner.auth.v1.CreateRoleResponse\"\x82\x01\x92AP\n" +
-	"\x05Users\x12\x14Create a custom roleJ1\n" +
+	"CreateRole\x12\".almoner.auth.v1.CreateRoleRequest\x1a#.almoner.auth.v1.CreateRoleResponse\"l\x92A:\n" +
+	"\x05UsersJ1\n" +
 	"\x03201\x12*\n" +
 	"\rThe new role.\x12\x19\n" +
-	"\x17\x1a\x15.almoner.auth.v1.Role\x82\xd3\xe4\x93\x02):\x01*b\x04role\"\x1e/api/tenants/{tenant_id}/roles\x12\xd6\x01\n" +
+	"\x17\x1a\x15.almoner.auth.v1.Role\x82\xd3\xe4\x93\x02):\x01*b\x04role\"\x1e/api/tenants/{tenant_id}/roles\x12\xb1\x01\n" +
 	"\n" +
-	"DeleteUser\x12\".almoner.auth.v1.DeleteUserRequest\x1a#.almoner.auth.v1.DeleteUserResponse\"\x7f\x92AL\n" +
-	"\x05Users\x12#Remove a staff user from the tenantJ\x1e\n" +
+	"DeleteUser\x12\".almoner.auth.v1.DeleteUserRequest\x1a#.almoner.auth.v1.DeleteUserResponse\"Z\x92A'\n" +
+	"\x05UsersJ\x1e\n" +
 	"\x03204\x12\x17\n" +
-	"\x15The membership ended.\x82\xd3\xe4\x93\x02**(/api/tenants/{tenant_id}/users/{user_id}2\x85\r\n" +
-	"\x10StaffAuthService\x12\xc3\x01\n" +
-	"\x10AcceptInvitation\x12(.almoner.auth.v1.AcceptInvitationRequest\x1a).almoner.auth.v1.AcceptInvitationResponse\"Z\x92A'\n" +
-	"\rStaff sign-in\x12\x14Accept an invitationb\x00\x82\xd3\xe4\x93\x02*:\x01*b\asession\"\x1c/api/auth/invitations/accept\x12\x8d\x01\n" +
-	"\x06SignIn\x12\x1e.almoner.auth.v1.SignInRequest\x1a\x1f.almoner.auth.v1.SignInResponse\"B\x92A\x1a\n" +
-	"\rStaff sign-in\x12\aSign inb\x00\x82\xd3\xe4\x93\x02\x1f:\x01*b\asession\"\x11/api/auth/sign-in\x12\xbe\x02\n" +
-	"\x14RequestPasswordReset\x12,.almoner.auth.v1.RequestPasswordResetRequest\x1a-.almoner.auth.v1.RequestPasswordResetResponse\"\xc8\x01\x92A\xa1\x01\n" +
-	"\rStaff sign-in\x12\x18Ask for a password resetJt\n" +
+	"\x15The membership ended.\x82\xd3\xe4\x93\x02**(/api/tenants/{tenant_id}/users/{user_id}2\xd6\v\n" +
+	"\x10StaffAuthService\x12\xad\x01\n" +
+	"\x10AcceptInvitation\x12(.almoner.auth.v1.AcceptInvitationRequest\x1a).almoner.auth.v1.AcceptInvitationResponse\"D\x92A\x11\n" +
+	"\rStaff sign-inb\x00\x82\xd3\xe4\x93\x02*:\x01*b\asession\"\x1c/api/auth/invitations/accept\x12\x84\x01\n" +
+	"\x06SignIn\x12\x1e.almoner.auth.v1.SignInRequest\x1a\x1f.almoner.auth.v1.SignInResponse\"9\x92A\x11\n" +
+	"\rStaff sign-inb\x00\x82\xd3\xe4\x93\x02\x1f:\x01*b\asession\"\x11/api/auth/sign-in\x12\xa4\x02\n" +
+	"\x14RequestPasswordReset\x12,.almoner.auth.v1.RequestPasswordResetRequest\x1a-.almoner.auth.v1.RequestPasswordResetResponse\"\xae\x01\x92A\x87\x01\n" +
+	"\rStaff sign-inJt\n" +
 	"\x03202\x12m\n" +
 	"8Accepted; an email is sent when the address is a user's.\x121\n" +
-	"/\x1a-.almoner.auth.v1.RequestPasswordResetResponseb\x00\x82\xd3\xe4\x93\x02\x1d:\x01*\"\x18/api/auth/password-reset\x12\x91\x02\n" +
-	"\x14ConfirmPasswordReset\x12,.almoner.auth.v1.ConfirmPasswordResetRequest\x1a-.almoner.auth.v1.ConfirmPasswordResetResponse\"\x9b\x01\x92Am\n" +
-	"\rStaff sign-in\x12%Set a new password with a reset tokenJ3\n" +
+	"/\x1a-.almoner.auth.v1.RequestPasswordResetResponseb\x00\x82\xd3\xe4\x93\x02\x1d:\x01*\"\x18/api/auth/password-reset\x12\xe9\x01\n" +
+	"\x14ConfirmPasswordReset\x12,.almoner.auth.v1.ConfirmPasswordResetRequest\x1a-.almoner.auth.v1.ConfirmPasswordResetResponse\"t\x92AF\n" +
+	"\rStaff sign-inJ3\n" +
 	"\x03204\x12,\n" +
-	"*The password changed; every session ended.b\x00\x82\xd3\xe4\x93\x02%:\x01*\" /api/auth/password-reset/confirm\x12\xa4\x01\n" +
-	"\aSignOut\x12\x1f.almoner.auth.v1.SignOutRequest\x1a .almoner.auth.v1.SignOutResponse\"V\x92A6\n" +
-	"\rStaff sign-in\x12\bSign outJ\x1b\n" +
+	"*The password changed; every session ended.b\x00\x82\xd3\xe4\x93\x02%:\x01*\" /api/auth/password-reset/confirm\x12\x9a\x01\n" +
+	"\aSignOut\x12\x1f.almoner.auth.v1.SignOutRequest\x1a .almoner.auth.v1.SignOutResponse\"L\x92A,\n" +
+	"\rStaff sign-inJ\x1b\n" +
 	"\x03204\x12\x14\n" +
-	"\x12The session ended.\x82\xd3\xe4\x93\x02\x17:\x01*\"\x12/api/auth/sign-out\x12\xa5\x01\n" +
+	"\x12The session ended.\x82\xd3\xe4\x93\x02\x17:\x01*\"\x12/api/auth/sign-out\x12\x8b\x01\n" +
 	"\n" +
-	"GetSession\x12\".almoner.auth.v1.GetSessionRequest\x1a#.almoner.auth.v1.GetSessionResponse\"N\x92A)\n" +
-	"\rStaff sign-in\x12\x18Read the current session\x82\xd3\xe4\x93\x02\x1cb\asession\x12\x11/api/auth/session\x12\xa5\x01\n" +
-	"\fListSessions\x12$.almoner.auth.v1.ListSessionsRequest\x1a%.almoner.auth.v1.ListSessionsResponse\"H\x92A!\n" +
-	"\rStaff sign-in\x12\x10List my sessions\x82\xd3\xe4\x93\x02\x1eb\bsessions\x12\x12/api/auth/sessions\x12\xce\x01\n" +
-	"\rDeleteSession\x12%.almoner.auth.v1.DeleteSessionRequest\x1a&.almoner.auth.v1.DeleteSessionResponse\"n\x92AD\n" +
-	"\rStaff sign-in\x12\x16End one of my sessionsJ\x1b\n" +
+	"GetSession\x12\".almoner.auth.v1.GetSessionRequest\x1a#.almoner.auth.v1.GetSessionResponse\"4\x92A\x0f\n" +
+	"\rStaff sign-in\x82\xd3\xe4\x93\x02\x1cb\asession\x12\x11/api/auth/session\x12\x93\x01\n" +
+	"\fListSessions\x12$.almoner.auth.v1.ListSessionsRequest\x1a%.almoner.auth.v1.ListSessionsResponse\"6\x92A\x0f\n" +
+	"\rStaff sign-in\x82\xd3\xe4\x93\x02\x1eb\bsessions\x12\x12/api/auth/sessions\x12\xb6\x01\n" +
+	"\rDeleteSession\x12%.almoner.auth.v1.DeleteSessionRequest\x1a&.almoner.auth.v1.DeleteSessionResponse\"V\x92A,\n" +
+	"\rStaff sign-inJ\x1b\n" +
 	"\x03204\x12\x14\n" +
 	"\x12The session ended.\x82\xd3\xe4\x93\x02!*\x1f/api/auth/sessions/{session_id}B;Z9github.com/almoner/almoner/pkg/api/almoner/auth/v1;authv1b\x06proto3"
 

@@ -36,22 +36,34 @@ const (
 // or removing the owner role also needs `owners:manage`. A tenant keeps at
 // least one active owner (400 `User.LastOwner` under "").
 type UserServiceClient interface {
+	// List staff users
+	//
 	// ListUsers returns the tenant's members, oldest first.
 	ListUsers(ctx context.Context, in *ListUsersRequest, opts ...grpc.CallOption) (*ListUsersResponse, error)
+	// Invite a staff user
+	//
 	// CreateUser invites a person by email with a role: the membership is
 	// `invited` until they accept the invitation emailed to them (valid 7
 	// days, single use). An email that is a deactivated member is invited
 	// again; an invited or active member is 400 under Email.
 	CreateUser(ctx context.Context, in *CreateUserRequest, opts ...grpc.CallOption) (*CreateUserResponse, error)
+	// Change a staff user's role
+	//
 	// UpdateUser changes a member's role, effective on their next request.
 	UpdateUser(ctx context.Context, in *UpdateUserRequest, opts ...grpc.CallOption) (*UpdateUserResponse, error)
+	// List roles
+	//
 	// ListRoles returns the roles a member may hold, with their scopes.
 	ListRoles(ctx context.Context, in *ListRolesRequest, opts ...grpc.CallOption) (*ListRolesResponse, error)
+	// Create a custom role
+	//
 	// CreateRole makes a custom role of the tenant from catalog scopes
 	// (an unknown scope is 400 under Scopes[i]; a name taken by a built-in or
 	// custom role is 400 under Name). The caller must hold every scope it
 	// grants (403 otherwise). Members may then be given the role.
 	CreateRole(ctx context.Context, in *CreateRoleRequest, opts ...grpc.CallOption) (*CreateRoleResponse, error)
+	// Remove a staff user from the tenant
+	//
 	// DeleteUser ends a membership: the user's sessions stop working in this
 	// tenant from their very next request. The user stays listed as
 	// `deactivated`.
@@ -135,22 +147,34 @@ func (c *userServiceClient) DeleteUser(ctx context.Context, in *DeleteUserReques
 // or removing the owner role also needs `owners:manage`. A tenant keeps at
 // least one active owner (400 `User.LastOwner` under "").
 type UserServiceServer interface {
+	// List staff users
+	//
 	// ListUsers returns the tenant's members, oldest first.
 	ListUsers(context.Context, *ListUsersRequest) (*ListUsersResponse, error)
+	// Invite a staff user
+	//
 	// CreateUser invites a person by email with a role: the membership is
 	// `invited` until they accept the invitation emailed to them (valid 7
 	// days, single use). An email that is a deactivated member is invited
 	// again; an invited or active member is 400 under Email.
 	CreateUser(context.Context, *CreateUserRequest) (*CreateUserResponse, error)
+	// Change a staff user's role
+	//
 	// UpdateUser changes a member's role, effective on their next request.
 	UpdateUser(context.Context, *UpdateUserRequest) (*UpdateUserResponse, error)
+	// List roles
+	//
 	// ListRoles returns the roles a member may hold, with their scopes.
 	ListRoles(context.Context, *ListRolesRequest) (*ListRolesResponse, error)
+	// Create a custom role
+	//
 	// CreateRole makes a custom role of the tenant from catalog scopes
 	// (an unknown scope is 400 under Scopes[i]; a name taken by a built-in or
 	// custom role is 400 under Name). The caller must hold every scope it
 	// grants (403 otherwise). Members may then be given the role.
 	CreateRole(context.Context, *CreateRoleRequest) (*CreateRoleResponse, error)
+	// Remove a staff user from the tenant
+	//
 	// DeleteUser ends a membership: the user's sessions stop working in this
 	// tenant from their very next request. The user stays listed as
 	// `deactivated`.
@@ -367,30 +391,46 @@ const (
 // sessions. Its routes take no API key (an X-Api-Key is 401 there); the
 // session is an HttpOnly cookie the sign-in sets.
 type StaffAuthServiceClient interface {
+	// Accept an invitation
+	//
 	// AcceptInvitation sets the user's name and password (or checks the
 	// password of an email already registered), activates the membership
 	// and signs in: the response is the sign-in body with a session cookie.
 	// An invitation works once and expires after 7 days (400 under Token).
 	AcceptInvitation(ctx context.Context, in *AcceptInvitationRequest, opts ...grpc.CallOption) (*AcceptInvitationResponse, error)
+	// Sign in
+	//
 	// SignIn checks an email and password and starts a session (a new
 	// session id every time). A wrong password, an unknown email and a user
 	// with no active membership are the same 401; after 10 failures for an
 	// email in 15 minutes, 429.
 	SignIn(ctx context.Context, in *SignInRequest, opts ...grpc.CallOption) (*SignInResponse, error)
+	// Ask for a password reset
+	//
 	// RequestPasswordReset emails a one-hour, single-use reset link to the
 	// user with the email, if there is one: the answer is the same 202
 	// either way.
 	RequestPasswordReset(ctx context.Context, in *RequestPasswordResetRequest, opts ...grpc.CallOption) (*RequestPasswordResetResponse, error)
+	// Set a new password with a reset token
+	//
 	// ConfirmPasswordReset sets a new password with a reset token (400
 	// under Token when it is unknown, used or older than an hour) and ends
 	// every session of the user.
 	ConfirmPasswordReset(ctx context.Context, in *ConfirmPasswordResetRequest, opts ...grpc.CallOption) (*ConfirmPasswordResetResponse, error)
+	// Sign out
+	//
 	// SignOut ends the calling session.
 	SignOut(ctx context.Context, in *SignOutRequest, opts ...grpc.CallOption) (*SignOutResponse, error)
+	// Read the current session
+	//
 	// GetSession returns the sign-in body of the calling session.
 	GetSession(ctx context.Context, in *GetSessionRequest, opts ...grpc.CallOption) (*GetSessionResponse, error)
+	// List my sessions
+	//
 	// ListSessions returns the user's open sessions, newest first.
 	ListSessions(ctx context.Context, in *ListSessionsRequest, opts ...grpc.CallOption) (*ListSessionsResponse, error)
+	// End one of my sessions
+	//
 	// DeleteSession ends one of the user's sessions.
 	DeleteSession(ctx context.Context, in *DeleteSessionRequest, opts ...grpc.CallOption) (*DeleteSessionResponse, error)
 }
@@ -491,30 +531,46 @@ func (c *staffAuthServiceClient) DeleteSession(ctx context.Context, in *DeleteSe
 // sessions. Its routes take no API key (an X-Api-Key is 401 there); the
 // session is an HttpOnly cookie the sign-in sets.
 type StaffAuthServiceServer interface {
+	// Accept an invitation
+	//
 	// AcceptInvitation sets the user's name and password (or checks the
 	// password of an email already registered), activates the membership
 	// and signs in: the response is the sign-in body with a session cookie.
 	// An invitation works once and expires after 7 days (400 under Token).
 	AcceptInvitation(context.Context, *AcceptInvitationRequest) (*AcceptInvitationResponse, error)
+	// Sign in
+	//
 	// SignIn checks an email and password and starts a session (a new
 	// session id every time). A wrong password, an unknown email and a user
 	// with no active membership are the same 401; after 10 failures for an
 	// email in 15 minutes, 429.
 	SignIn(context.Context, *SignInRequest) (*SignInResponse, error)
+	// Ask for a password reset
+	//
 	// RequestPasswordReset emails a one-hour, single-use reset link to the
 	// user with the email, if there is one: the answer is the same 202
 	// either way.
 	RequestPasswordReset(context.Context, *RequestPasswordResetRequest) (*RequestPasswordResetResponse, error)
+	// Set a new password with a reset token
+	//
 	// ConfirmPasswordReset sets a new password with a reset token (400
 	// under Token when it is unknown, used or older than an hour) and ends
 	// every session of the user.
 	ConfirmPasswordReset(context.Context, *ConfirmPasswordResetRequest) (*ConfirmPasswordResetResponse, error)
+	// Sign out
+	//
 	// SignOut ends the calling session.
 	SignOut(context.Context, *SignOutRequest) (*SignOutResponse, error)
+	// Read the current session
+	//
 	// GetSession returns the sign-in body of the calling session.
 	GetSession(context.Context, *GetSessionRequest) (*GetSessionResponse, error)
+	// List my sessions
+	//
 	// ListSessions returns the user's open sessions, newest first.
 	ListSessions(context.Context, *ListSessionsRequest) (*ListSessionsResponse, error)
+	// End one of my sessions
+	//
 	// DeleteSession ends one of the user's sessions.
 	DeleteSession(context.Context, *DeleteSessionRequest) (*DeleteSessionResponse, error)
 	mustEmbedUnimplementedStaffAuthServiceServer()

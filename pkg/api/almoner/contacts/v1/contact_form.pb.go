@@ -376,11 +376,11 @@ var File_almoner_contacts_v1_contact_form_proto protoreflect.FileDescriptor
 
 const file_almoner_contacts_v1_contact_form_proto_rawDesc = "" +
 	"\n" +
-	"&almoner/contacts/v1/contact_form.proto\x12\x13almoner.contacts.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\xc7\x01\n" +
-	"\"CreateContactFormSubmissionRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05email\x18\x02 \x01(\tR\x05email\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\x12'\n" +
+	"&almoner/contacts/v1/contact_form.proto\x12\x13almoner.contacts.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\xd6\x01\n" +
+	"\"CreateContactFormSubmissionRequest\x12\x17\n" +
+	"\x04name\x18\x01 \x01(\tB\x03\xe0A\x02R\x04name\x12\x19\n" +
+	"\x05email\x18\x02 \x01(\tB\x03\xe0A\x02R\x05email\x12\x1d\n" +
+	"\amessage\x18\x03 \x01(\tB\x03\xe0A\x02R\amessage\x12'\n" +
 	"\forganization\x18\x04 \x01(\tH\x00R\forganization\x88\x01\x01\x12\x19\n" +
 	"\x05phone\x18\x05 \x01(\tH\x01R\x05phone\x88\x01\x01B\x0f\n" +
 	"\r_organizationB\b\n" +
@@ -404,10 +404,10 @@ const file_almoner_contacts_v1_contact_form_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAtB\x0f\n" +
 	"\r_organizationB\b\n" +
-	"\x06_phone2\xbc\x02\n" +
-	"\x12ContactFormService\x12\xa5\x02\n" +
-	"\x1bCreateContactFormSubmission\x127.almoner.contacts.v1.CreateContactFormSubmissionRequest\x1a8.almoner.contacts.v1.CreateContactFormSubmissionResponse\"\x92\x01\x92As\n" +
-	"\x06Public\x12\x15Send the contact formJP\n" +
+	"\x06_phone2\xa4\x02\n" +
+	"\x12ContactFormService\x12\x8d\x02\n" +
+	"\x1bCreateContactFormSubmission\x127.almoner.contacts.v1.CreateContactFormSubmissionRequest\x1a8.almoner.contacts.v1.CreateContactFormSubmissionResponse\"{\x92A\\\n" +
+	"\x06PublicJP\n" +
 	"\x03201\x12I\n" +
 	"\tReceived.\x12<\n" +
 	":\x1a8.almoner.contacts.v1.CreateContactFormSubmissionResponseb\x00\x82\xd3\xe4\x93\x02\x16:\x01*\"\x11/api/contact-form2\xa9\x01\n" +

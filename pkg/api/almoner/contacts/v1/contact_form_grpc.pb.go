@@ -31,6 +31,8 @@ const (
 // window); the 429 body is {"message": "Too many requests. Please try again
 // later."}.
 type ContactFormServiceClient interface {
+	// Send the contact form
+	//
 	// CreateContactFormSubmission stores a form post for the operators and
 	// answers 201.
 	CreateContactFormSubmission(ctx context.Context, in *CreateContactFormSubmissionRequest, opts ...grpc.CallOption) (*CreateContactFormSubmissionResponse, error)
@@ -63,6 +65,8 @@ func (c *contactFormServiceClient) CreateContactFormSubmission(ctx context.Conte
 // window); the 429 body is {"message": "Too many requests. Please try again
 // later."}.
 type ContactFormServiceServer interface {
+	// Send the contact form
+	//
 	// CreateContactFormSubmission stores a form post for the operators and
 	// answers 201.
 	CreateContactFormSubmission(context.Context, *CreateContactFormSubmissionRequest) (*CreateContactFormSubmissionResponse, error)

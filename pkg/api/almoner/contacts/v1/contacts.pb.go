@@ -2523,7 +2523,7 @@ var File_almoner_contacts_v1_contacts_proto protoreflect.FileDescriptor
 
 const file_almoner_contacts_v1_contacts_proto_rawDesc = "" +
 	"\n" +
-	"\"almoner/contacts/v1/contacts.proto\x12\x13almoner.contacts.v1\x1a\x1dalmoner/type/v1/decimal.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\xae\a\n" +
+	"\"almoner/contacts/v1/contacts.proto\x12\x13almoner.contacts.v1\x1a\x1dalmoner/type/v1/decimal.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\xae\a\n" +
 	"\aContact\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12B\n" +
 	"\fcontact_type\x18\x02 \x01(\tB\x1f\x92A\x1c\xf2\x02\n" +
@@ -2554,10 +2554,10 @@ const file_almoner_contacts_v1_contacts_proto_rawDesc = "" +
 	"\x12_organization_nameB\x0e\n" +
 	"\f_external_idB\b\n" +
 	"\x06_notesB\x13\n" +
-	"\x11_assigned_user_id\"\xc5\x06\n" +
-	"\fContactInput\x12B\n" +
-	"\fcontact_type\x18\x01 \x01(\tB\x1f\x92A\x1c\xf2\x02\n" +
-	"Individual\xf2\x02\fOrganizationR\vcontactType\x12\"\n" +
+	"\x11_assigned_user_id\"\xc8\x06\n" +
+	"\fContactInput\x12E\n" +
+	"\fcontact_type\x18\x01 \x01(\tB\"\x92A\x1c\xf2\x02\n" +
+	"Individual\xf2\x02\fOrganization\xe0A\x02R\vcontactType\x12\"\n" +
 	"\n" +
 	"first_name\x18\x02 \x01(\tH\x00R\tfirstName\x88\x01\x01\x12 \n" +
 	"\tlast_name\x18\x03 \x01(\tH\x01R\blastName\x88\x01\x01\x120\n" +
@@ -2582,27 +2582,27 @@ const file_almoner_contacts_v1_contacts_proto_rawDesc = "" +
 	"_is_activeB\x0e\n" +
 	"\f_external_idB\b\n" +
 	"\x06_notesB\x13\n" +
-	"\x11_assigned_user_id\"\xa2\x01\n" +
+	"\x11_assigned_user_id\"\xa7\x01\n" +
 	"\x05Phone\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\x03R\x02id\x12!\n" +
-	"\fphone_number\x18\x02 \x01(\tR\vphoneNumber\x12G\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12&\n" +
+	"\fphone_number\x18\x02 \x01(\tB\x03\xe0A\x02R\vphoneNumber\x12G\n" +
 	"\n" +
 	"phone_type\x18\x03 \x01(\tB(\x92A%\xf2\x02\x06Mobile\xf2\x02\x04Home\xf2\x02\x04Work\xf2\x02\x03Fax\xf2\x02\x05OtherR\tphoneType\x12\x1d\n" +
 	"\n" +
-	"is_primary\x18\x04 \x01(\bR\tisPrimary\"\x99\x01\n" +
+	"is_primary\x18\x04 \x01(\bR\tisPrimary\"\x9e\x01\n" +
 	"\x05Email\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\x03R\x02id\x12#\n" +
-	"\remail_address\x18\x02 \x01(\tR\femailAddress\x12<\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12(\n" +
+	"\remail_address\x18\x02 \x01(\tB\x03\xe0A\x02R\femailAddress\x12<\n" +
 	"\n" +
 	"email_type\x18\x03 \x01(\tB\x1d\x92A\x1a\xf2\x02\bPersonal\xf2\x02\x04Work\xf2\x02\x05OtherR\temailType\x12\x1d\n" +
 	"\n" +
-	"is_primary\x18\x04 \x01(\bR\tisPrimary\"\x88\x03\n" +
+	"is_primary\x18\x04 \x01(\bR\tisPrimary\"\x8d\x03\n" +
 	"\aAddress\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12Q\n" +
 	"\faddress_type\x18\x02 \x01(\tB.\x92A+\xf2\x02\x04Home\xf2\x02\x04Work\xf2\x02\aBilling\xf2\x02\bShipping\xf2\x02\x05OtherR\vaddressType\x12\x1d\n" +
 	"\n" +
-	"is_primary\x18\x03 \x01(\bR\tisPrimary\x12\x14\n" +
-	"\x05line1\x18\x04 \x01(\tR\x05line1\x12\x19\n" +
+	"is_primary\x18\x03 \x01(\bR\tisPrimary\x12\x19\n" +
+	"\x05line1\x18\x04 \x01(\tB\x03\xe0A\x02R\x05line1\x12\x19\n" +
 	"\x05line2\x18\x05 \x01(\tH\x00R\x05line2\x88\x01\x01\x12\x17\n" +
 	"\x04city\x18\x06 \x01(\tH\x01R\x04city\x88\x01\x01\x12*\n" +
 	"\x0estate_province\x18\a \x01(\tH\x02R\rstateProvince\x88\x01\x01\x12$\n" +
@@ -2626,10 +2626,10 @@ const file_almoner_contacts_v1_contacts_proto_rawDesc = "" +
 	"\x11relationship_type\x18\x02 \x01(\tB4\x92A1\xf2\x02\x06Spouse\xf2\x02\x0fHouseholdMember\xf2\x02\bEmployer\xf2\x02\bEmployeeR\x10relationshipType\x120\n" +
 	"\x14related_contact_name\x18\x03 \x01(\tR\x12relatedContactName\x12Q\n" +
 	"\x14related_contact_type\x18\x04 \x01(\tB\x1f\x92A\x1c\xf2\x02\n" +
-	"Individual\xf2\x02\fOrganizationR\x12relatedContactType\"\xab\x01\n" +
-	"\x18ContactRelationshipInput\x12,\n" +
-	"\x12related_contact_id\x18\x01 \x01(\x03R\x10relatedContactId\x12a\n" +
-	"\x11relationship_type\x18\x02 \x01(\tB4\x92A1\xf2\x02\x06Spouse\xf2\x02\x0fHouseholdMember\xf2\x02\bEmployer\xf2\x02\bEmployeeR\x10relationshipType\"\xc0\x03\n" +
+	"Individual\xf2\x02\fOrganizationR\x12relatedContactType\"\xb3\x01\n" +
+	"\x18ContactRelationshipInput\x121\n" +
+	"\x12related_contact_id\x18\x01 \x01(\x03B\x03\xe0A\x02R\x10relatedContactId\x12d\n" +
+	"\x11relationship_type\x18\x02 \x01(\tB7\x92A1\xf2\x02\x06Spouse\xf2\x02\x0fHouseholdMember\xf2\x02\bEmployer\xf2\x02\bEmployee\xe0A\x02R\x10relationshipType\"\xc0\x03\n" +
 	"\x13ListContactsRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x17\n" +
 	"\x04page\x18\x02 \x01(\x05H\x00R\x04page\x88\x01\x01\x12 \n" +
@@ -2675,12 +2675,12 @@ const file_almoner_contacts_v1_contacts_proto_rawDesc = "" +
 	"contact_id\x18\x02 \x01(\x03R\tcontactId\x12;\n" +
 	"\acontact\x18\x03 \x01(\v2!.almoner.contacts.v1.ContactInputR\acontact\"O\n" +
 	"\x15UpdateContactResponse\x126\n" +
-	"\acontact\x18\x01 \x01(\v2\x1c.almoner.contacts.v1.ContactR\acontact\"\x98\x02\n" +
+	"\acontact\x18\x01 \x01(\v2\x1c.almoner.contacts.v1.ContactR\acontact\"\x9d\x02\n" +
 	"\x14MergeContactsRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1d\n" +
 	"\n" +
-	"contact_id\x18\x02 \x01(\x03R\tcontactId\x12!\n" +
-	"\fduplicate_id\x18\x03 \x01(\x03R\vduplicateId\x12`\n" +
+	"contact_id\x18\x02 \x01(\x03R\tcontactId\x12&\n" +
+	"\fduplicate_id\x18\x03 \x01(\x03B\x03\xe0A\x02R\vduplicateId\x12`\n" +
 	"\rfield_choices\x18\x04 \x03(\v2;.almoner.contacts.v1.MergeContactsRequest.FieldChoicesEntryR\ffieldChoices\x1a?\n" +
 	"\x11FieldChoicesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -2766,30 +2766,37 @@ const file_almoner_contacts_v1_contacts_proto_rawDesc = "" +
 	"\x06action\x18\x06 \x01(\tB!\x92A\x1e\xf2\x02\aCreated\xf2\x02\aUpdated\xf2\x02\aDeletedR\x06action\x121\n" +
 	"\achanges\x18\a \x01(\v2\x17.google.protobuf.StructR\achanges\x12\x17\n" +
 	"\auser_id\x18\b \x01(\tR\x06userId\x128\n" +
-	"\ttimestamp\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\ttimestamp2\xea\x0f\n" +
-	"\x0eContactService\x12\xaa\x01\n" +
-	"\fListContacts\x12(.almoner.contacts.v1.ListContactsRequest\x1a).almoner.contacts.v1.ListContactsResponse\"E\x92A\x19\n" +
-	"\bContacts\x12\rList contacts\x82\xd3\xe4\x93\x02#\x12!/api/tenants/{tenant_id}/contacts\x12\xba\x01\n" +
+	"\ttimestamp\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\ttimestamp2\xd9\x0f\n" +
+	"\x0eContactService\x12\x9b\x01\n" +
+	"\fListContacts\x12(.almoner.contacts.v1.ListContactsRequest\x1a).almoner.contacts.v1.ListContactsResponse\"6\x92A\n" +
 	"\n" +
-	"GetContact\x12&.almoner.contacts.v1.GetContactRequest\x1a'.almoner.contacts.v1.GetContactResponse\"[\x92A\x19\n" +
-	"\bContacts\x12\rGet a contact\x82\xd3\xe4\x93\x029b\acontact\x12./api/tenants/{tenant_id}/contacts/{contact_id}\x12\x84\x02\n" +
-	"\rCreateContact\x12).almoner.contacts.v1.CreateContactRequest\x1a*.almoner.contacts.v1.CreateContactResponse\"\x9b\x01\x92A]\n" +
-	"\bContacts\x12\x10Create a contactJ?\n" +
+	"\bContacts\x82\xd3\xe4\x93\x02#\x12!/api/tenants/{tenant_id}/contacts\x12\xab\x01\n" +
+	"\n" +
+	"GetContact\x12&.almoner.contacts.v1.GetContactRequest\x1a'.almoner.contacts.v1.GetContactResponse\"L\x92A\n" +
+	"\n" +
+	"\bContacts\x82\xd3\xe4\x93\x029b\acontact\x12./api/tenants/{tenant_id}/contacts/{contact_id}\x12\xf2\x01\n" +
+	"\rCreateContact\x12).almoner.contacts.v1.CreateContactRequest\x1a*.almoner.contacts.v1.CreateContactResponse\"\x89\x01\x92AK\n" +
+	"\bContactsJ?\n" +
 	"\x03201\x128\n" +
 	"\x14The created contact.\x12 \n" +
-	"\x1e\x1a\x1c.almoner.contacts.v1.Contact\x82\xd3\xe4\x93\x025:\acontactb\acontact\"!/api/tenants/{tenant_id}/contacts\x12\xb8\x02\n" +
-	"\rUpdateContact\x12).almoner.contacts.v1.UpdateContactRequest\x1a*.almoner.contacts.v1.UpdateContactResponse\"\xcf\x01\x92A\x83\x01\n" +
-	"\bContacts\x12\x11Replace a contactJd\n" +
+	"\x1e\x1a\x1c.almoner.contacts.v1.Contact\x82\xd3\xe4\x93\x025:\acontactb\acontact\"!/api/tenants/{tenant_id}/contacts\x12\xdd\x03\n" +
+	"\rUpdateContact\x12).almoner.contacts.v1.UpdateContactRequest\x1a*.almoner.contacts.v1.UpdateContactResponse\"\xf4\x02\x92A\xa8\x02\n" +
+	"\bContactsJd\n" +
 	"\x03409\x12]\n" +
-	"[If-Match names an older version: Contact.VersionMismatch; read the contact again and retry.\x82\xd3\xe4\x93\x02B:\acontactb\acontact\x1a./api/tenants/{tenant_id}/contacts/{contact_id}\x12\xfa\x01\n" +
-	"\x16CheckDuplicateContacts\x122.almoner.contacts.v1.CheckDuplicateContactsRequest\x1a3.almoner.contacts.v1.CheckDuplicateContactsResponse\"w\x92A/\n" +
-	"\bContacts\x12#Find likely duplicates of a contact\x82\xd3\xe4\x93\x02?:\tcandidate\"2/api/tenants/{tenant_id}/contacts/check-duplicates\x12\xed\x01\n" +
-	"\x13GetContactDashboard\x12/.almoner.contacts.v1.GetContactDashboardRequest\x1a0.almoner.contacts.v1.GetContactDashboardResponse\"s\x92A%\n" +
-	"\bContacts\x12\x19Get a contact's dashboard\x82\xd3\xe4\x93\x02Eb\tdashboard\x128/api/tenants/{tenant_id}/contacts/{contact_id}/dashboard\x12\xe7\x01\n" +
-	"\x14ListContactAuditLogs\x120.almoner.contacts.v1.ListContactAuditLogsRequest\x1a1.almoner.contacts.v1.ListContactAuditLogsResponse\"j\x92A&\n" +
-	"\bContacts\x12\x1aList a contact's audit log\x82\xd3\xe4\x93\x02;\x129/api/tenants/{tenant_id}/contacts/{contact_id}/audit-logs\x12\xd4\x02\n" +
-	"\rMergeContacts\x12).almoner.contacts.v1.MergeContactsRequest\x1a*.almoner.contacts.v1.MergeContactsResponse\"\xeb\x01\x92A\x9f\x01\n" +
-	"\bContacts\x12'Merge a duplicate contact into this oneJj\n" +
+	"[If-Match names an older version: Contact.VersionMismatch; read the contact again and retry.r\xb5\x01\n" +
+	"\xb2\x01\n" +
+	"\bIf-Match\x12\xa3\x01The ETag of a GET of the contact: the update applies only to that version, else 409 (Contact.VersionMismatch). Without it the update applies to whatever is stored.\x18\x01\x82\xd3\xe4\x93\x02B:\acontactb\acontact\x1a./api/tenants/{tenant_id}/contacts/{contact_id}\x12\xd5\x01\n" +
+	"\x16CheckDuplicateContacts\x122.almoner.contacts.v1.CheckDuplicateContactsRequest\x1a3.almoner.contacts.v1.CheckDuplicateContactsResponse\"R\x92A\n" +
+	"\n" +
+	"\bContacts\x82\xd3\xe4\x93\x02?:\tcandidate\"2/api/tenants/{tenant_id}/contacts/check-duplicates\x12\xd2\x01\n" +
+	"\x13GetContactDashboard\x12/.almoner.contacts.v1.GetContactDashboardRequest\x1a0.almoner.contacts.v1.GetContactDashboardResponse\"X\x92A\n" +
+	"\n" +
+	"\bContacts\x82\xd3\xe4\x93\x02Eb\tdashboard\x128/api/tenants/{tenant_id}/contacts/{contact_id}/dashboard\x12\xcb\x01\n" +
+	"\x14ListContactAuditLogs\x120.almoner.contacts.v1.ListContactAuditLogsRequest\x1a1.almoner.contacts.v1.ListContactAuditLogsResponse\"N\x92A\n" +
+	"\n" +
+	"\bContacts\x82\xd3\xe4\x93\x02;\x129/api/tenants/{tenant_id}/contacts/{contact_id}/audit-logs\x12\xaa\x02\n" +
+	"\rMergeContacts\x12).almoner.contacts.v1.MergeContactsRequest\x1a*.almoner.contacts.v1.MergeContactsResponse\"\xc1\x01\x92Av\n" +
+	"\bContactsJj\n" +
 	"\x03409\x12c\n" +
 	"aEither contact is in another merge that has not finished: Contact.MergeInProgress; retry shortly.\x82\xd3\xe4\x93\x02B:\x01*b\acontact\"4/api/tenants/{tenant_id}/contacts/{contact_id}/mergeBCZAgithub.com/almoner/almoner/pkg/api/almoner/contacts/v1;contactsv1b\x06proto3"
 

@@ -38,32 +38,48 @@ const (
 // duplicates, the contact dashboard and the contact's audit feed. Contacts
 // are never deleted through the API; they are deactivated with isActive.
 type ContactServiceClient interface {
+	// List contacts
+	//
 	// ListContacts returns one page of the tenant's contacts in id order,
 	// filtered by search text, tag, type, activity and last update. Needs
 	// `contacts:view`.
 	ListContacts(ctx context.Context, in *ListContactsRequest, opts ...grpc.CallOption) (*ListContactsResponse, error)
+	// Get a contact
+	//
 	// GetContact returns one contact, with its version in the ETag header.
 	// Needs `contacts:view`.
 	GetContact(ctx context.Context, in *GetContactRequest, opts ...grpc.CallOption) (*GetContactResponse, error)
+	// Create a contact
+	//
 	// CreateContact creates a contact and answers 201 with it. Needs
 	// `contacts:create`.
 	CreateContact(ctx context.Context, in *CreateContactRequest, opts ...grpc.CallOption) (*CreateContactResponse, error)
+	// Replace a contact
+	//
 	// UpdateContact replaces a contact with the body (a full replace: an
 	// omitted property takes its default). With If-Match it only applies when
 	// the contact is still at that version (else 409). Needs `contacts:edit`.
 	UpdateContact(ctx context.Context, in *UpdateContactRequest, opts ...grpc.CallOption) (*UpdateContactResponse, error)
+	// Find likely duplicates of a contact
+	//
 	// CheckDuplicateContacts ranks the tenant's contacts that look like the
 	// candidate in the body: same email, same phone, or a similar name at the
 	// same postal code. Needs `contacts:view`.
 	CheckDuplicateContacts(ctx context.Context, in *CheckDuplicateContactsRequest, opts ...grpc.CallOption) (*CheckDuplicateContactsResponse, error)
+	// Get a contact's dashboard
+	//
 	// GetContactDashboard returns the contact with its giving totals, recent
 	// orders, active recurring schedules, tags, organizations and
 	// relationships. Needs `contacts:view`.
 	GetContactDashboard(ctx context.Context, in *GetContactDashboardRequest, opts ...grpc.CallOption) (*GetContactDashboardResponse, error)
+	// List a contact's audit log
+	//
 	// ListContactAuditLogs returns the contact's audit rows, newest first.
 	// Changes to its phones, emails, addresses and relationships are inside
 	// the contact's own Updated rows. Needs `audit-logs:view`.
 	ListContactAuditLogs(ctx context.Context, in *ListContactAuditLogsRequest, opts ...grpc.CallOption) (*ListContactAuditLogsResponse, error)
+	// Merge a duplicate contact into this one
+	//
 	// MergeContacts merges the duplicate named in the body into the contact
 	// in the path (the survivor) and returns the survivor. The duplicate's
 	// orders, recurring schedules, saved payment methods, relationships,
@@ -174,32 +190,48 @@ func (c *contactServiceClient) MergeContacts(ctx context.Context, in *MergeConta
 // duplicates, the contact dashboard and the contact's audit feed. Contacts
 // are never deleted through the API; they are deactivated with isActive.
 type ContactServiceServer interface {
+	// List contacts
+	//
 	// ListContacts returns one page of the tenant's contacts in id order,
 	// filtered by search text, tag, type, activity and last update. Needs
 	// `contacts:view`.
 	ListContacts(context.Context, *ListContactsRequest) (*ListContactsResponse, error)
+	// Get a contact
+	//
 	// GetContact returns one contact, with its version in the ETag header.
 	// Needs `contacts:view`.
 	GetContact(context.Context, *GetContactRequest) (*GetContactResponse, error)
+	// Create a contact
+	//
 	// CreateContact creates a contact and answers 201 with it. Needs
 	// `contacts:create`.
 	CreateContact(context.Context, *CreateContactRequest) (*CreateContactResponse, error)
+	// Replace a contact
+	//
 	// UpdateContact replaces a contact with the body (a full replace: an
 	// omitted property takes its default). With If-Match it only applies when
 	// the contact is still at that version (else 409). Needs `contacts:edit`.
 	UpdateContact(context.Context, *UpdateContactRequest) (*UpdateContactResponse, error)
+	// Find likely duplicates of a contact
+	//
 	// CheckDuplicateContacts ranks the tenant's contacts that look like the
 	// candidate in the body: same email, same phone, or a similar name at the
 	// same postal code. Needs `contacts:view`.
 	CheckDuplicateContacts(context.Context, *CheckDuplicateContactsRequest) (*CheckDuplicateContactsResponse, error)
+	// Get a contact's dashboard
+	//
 	// GetContactDashboard returns the contact with its giving totals, recent
 	// orders, active recurring schedules, tags, organizations and
 	// relationships. Needs `contacts:view`.
 	GetContactDashboard(context.Context, *GetContactDashboardRequest) (*GetContactDashboardResponse, error)
+	// List a contact's audit log
+	//
 	// ListContactAuditLogs returns the contact's audit rows, newest first.
 	// Changes to its phones, emails, addresses and relationships are inside
 	// the contact's own Updated rows. Needs `audit-logs:view`.
 	ListContactAuditLogs(context.Context, *ListContactAuditLogsRequest) (*ListContactAuditLogsResponse, error)
+	// Merge a duplicate contact into this one
+	//
 	// MergeContacts merges the duplicate named in the body into the contact
 	// in the path (the survivor) and returns the survivor. The duplicate's
 	// orders, recurring schedules, saved payment methods, relationships,

@@ -41,12 +41,18 @@ type ImportServiceClient interface {
 	// body limit does not apply), and answers 202 with the queued import.
 	// A repeated Idempotency-Key of the tenant answers the first import.
 	UploadImport(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[UploadImportRequest, UploadImportResponse], error)
+	// List imports
+	//
 	// ListImports returns one page of the tenant's imports, newest first (by
 	// createdAt, then id), each as GetImport reads it; an upload still
 	// arriving is not listed.
 	ListImports(ctx context.Context, in *ListImportsRequest, opts ...grpc.CallOption) (*ListImportsResponse, error)
+	// Get an import
+	//
 	// GetImport reads an import's status and counts.
 	GetImport(ctx context.Context, in *GetImportRequest, opts ...grpc.CallOption) (*GetImportResponse, error)
+	// List an import's rejected rows
+	//
 	// ListImportErrors lists the rejected rows of an import, by row number:
 	// the row, the column and why.
 	ListImportErrors(ctx context.Context, in *ListImportErrorsRequest, opts ...grpc.CallOption) (*ListImportErrorsResponse, error)
@@ -119,12 +125,18 @@ type ImportServiceServer interface {
 	// body limit does not apply), and answers 202 with the queued import.
 	// A repeated Idempotency-Key of the tenant answers the first import.
 	UploadImport(grpc.ClientStreamingServer[UploadImportRequest, UploadImportResponse]) error
+	// List imports
+	//
 	// ListImports returns one page of the tenant's imports, newest first (by
 	// createdAt, then id), each as GetImport reads it; an upload still
 	// arriving is not listed.
 	ListImports(context.Context, *ListImportsRequest) (*ListImportsResponse, error)
+	// Get an import
+	//
 	// GetImport reads an import's status and counts.
 	GetImport(context.Context, *GetImportRequest) (*GetImportResponse, error)
+	// List an import's rejected rows
+	//
 	// ListImportErrors lists the rejected rows of an import, by row number:
 	// the row, the column and why.
 	ListImportErrors(context.Context, *ListImportErrorsRequest) (*ListImportErrorsResponse, error)

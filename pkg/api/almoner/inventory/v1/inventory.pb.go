@@ -859,7 +859,7 @@ var File_almoner_inventory_v1_inventory_proto protoreflect.FileDescriptor
 
 const file_almoner_inventory_v1_inventory_proto_rawDesc = "" +
 	"\n" +
-	"$almoner/inventory/v1/inventory.proto\x12\x14almoner.inventory.v1\x1a\x1dalmoner/type/v1/decimal.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\x84\x04\n" +
+	"$almoner/inventory/v1/inventory.proto\x12\x14almoner.inventory.v1\x1a\x1dalmoner/type/v1/decimal.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\x84\x04\n" +
 	"\rInventoryItem\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
 	"\x03sku\x18\x02 \x01(\tR\x03sku\x12\x12\n" +
@@ -900,13 +900,13 @@ const file_almoner_inventory_v1_inventory_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x17\n" +
 	"\aitem_id\x18\x02 \x01(\tR\x06itemId\"S\n" +
 	"\x18GetInventoryItemResponse\x127\n" +
-	"\x04item\x18\x01 \x01(\v2#.almoner.inventory.v1.InventoryItemR\x04item\"\xcd\x03\n" +
+	"\x04item\x18\x01 \x01(\v2#.almoner.inventory.v1.InventoryItemR\x04item\"\xdc\x03\n" +
 	"\x1aCreateInventoryItemRequest\x12\x1b\n" +
-	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x10\n" +
-	"\x03sku\x18\x02 \x01(\tR\x03sku\x12\x12\n" +
-	"\x04name\x18\x03 \x01(\tR\x04name\x12 \n" +
-	"\vdescription\x18\x04 \x01(\tR\vdescription\x12.\n" +
-	"\x05price\x18\x05 \x01(\v2\x18.almoner.type.v1.DecimalR\x05price\x12\x1a\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x15\n" +
+	"\x03sku\x18\x02 \x01(\tB\x03\xe0A\x02R\x03sku\x12\x17\n" +
+	"\x04name\x18\x03 \x01(\tB\x03\xe0A\x02R\x04name\x12 \n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\x123\n" +
+	"\x05price\x18\x05 \x01(\v2\x18.almoner.type.v1.DecimalB\x03\xe0A\x02R\x05price\x12\x1a\n" +
 	"\bcurrency\x18\x06 \x01(\tR\bcurrency\x12D\n" +
 	"\x11fair_market_value\x18\a \x01(\v2\x18.almoner.type.v1.DecimalR\x0ffairMarketValue\x12$\n" +
 	"\vtrack_stock\x18\b \x01(\bH\x00R\n" +
@@ -939,19 +939,19 @@ const file_almoner_inventory_v1_inventory_proto_rawDesc = "" +
 	"\f_track_stockB\t\n" +
 	"\a_active\"V\n" +
 	"\x1bUpdateInventoryItemResponse\x127\n" +
-	"\x04item\x18\x01 \x01(\v2#.almoner.inventory.v1.InventoryItemR\x04item2\xb5\a\n" +
-	"\x10InventoryService\x12\xc7\x01\n" +
-	"\x12ListInventoryItems\x12/.almoner.inventory.v1.ListInventoryItemsRequest\x1a0.almoner.inventory.v1.ListInventoryItemsResponse\"N\x92A!\n" +
-	"\tInventory\x12\x14List inventory items\x82\xd3\xe4\x93\x02$\x12\"/api/tenants/{tenant_id}/inventory\x12\xd2\x01\n" +
-	"\x10GetInventoryItem\x12-.almoner.inventory.v1.GetInventoryItemRequest\x1a..almoner.inventory.v1.GetInventoryItemResponse\"_\x92A\"\n" +
-	"\tInventory\x12\x15Get an inventory item\x82\xd3\xe4\x93\x024b\x04item\x12,/api/tenants/{tenant_id}/inventory/{item_id}\x12\x9d\x02\n" +
-	"\x13CreateInventoryItem\x120.almoner.inventory.v1.CreateInventoryItemRequest\x1a1.almoner.inventory.v1.CreateInventoryItemResponse\"\xa0\x01\x92Aj\n" +
-	"\tInventory\x12\x18Create an inventory itemJC\n" +
+	"\x04item\x18\x01 \x01(\v2#.almoner.inventory.v1.InventoryItemR\x04item2\xd4\x06\n" +
+	"\x10InventoryService\x12\xb1\x01\n" +
+	"\x12ListInventoryItems\x12/.almoner.inventory.v1.ListInventoryItemsRequest\x1a0.almoner.inventory.v1.ListInventoryItemsResponse\"8\x92A\v\n" +
+	"\tInventory\x82\xd3\xe4\x93\x02$\x12\"/api/tenants/{tenant_id}/inventory\x12\xbb\x01\n" +
+	"\x10GetInventoryItem\x12-.almoner.inventory.v1.GetInventoryItemRequest\x1a..almoner.inventory.v1.GetInventoryItemResponse\"H\x92A\v\n" +
+	"\tInventory\x82\xd3\xe4\x93\x024b\x04item\x12,/api/tenants/{tenant_id}/inventory/{item_id}\x12\x83\x02\n" +
+	"\x13CreateInventoryItem\x120.almoner.inventory.v1.CreateInventoryItemRequest\x1a1.almoner.inventory.v1.CreateInventoryItemResponse\"\x86\x01\x92AP\n" +
+	"\tInventoryJC\n" +
 	"\x03201\x12<\n" +
 	"\x11The created item.\x12'\n" +
-	"%\x1a#.almoner.inventory.v1.InventoryItem\x82\xd3\xe4\x93\x02-:\x01*b\x04item\"\"/api/tenants/{tenant_id}/inventory\x12\xe1\x01\n" +
-	"\x13UpdateInventoryItem\x120.almoner.inventory.v1.UpdateInventoryItemRequest\x1a1.almoner.inventory.v1.UpdateInventoryItemResponse\"e\x92A%\n" +
-	"\tInventory\x12\x18Update an inventory item\x82\xd3\xe4\x93\x027:\x01*b\x04item\x1a,/api/tenants/{tenant_id}/inventory/{item_id}BEZCgithub.com/almoner/almoner/pkg/api/almoner/inventory/v1;inventoryv1b\x06proto3"
+	"%\x1a#.almoner.inventory.v1.InventoryItem\x82\xd3\xe4\x93\x02-:\x01*b\x04item\"\"/api/tenants/{tenant_id}/inventory\x12\xc7\x01\n" +
+	"\x13UpdateInventoryItem\x120.almoner.inventory.v1.UpdateInventoryItemRequest\x1a1.almoner.inventory.v1.UpdateInventoryItemResponse\"K\x92A\v\n" +
+	"\tInventory\x82\xd3\xe4\x93\x027:\x01*b\x04item\x1a,/api/tenants/{tenant_id}/inventory/{item_id}BEZCgithub.com/almoner/almoner/pkg/api/almoner/inventory/v1;inventoryv1b\x06proto3"
 
 var (
 	file_almoner_inventory_v1_inventory_proto_rawDescOnce sync.Once

@@ -33,13 +33,21 @@ const (
 // merchandise that orders sell, with their stock and prices. Reads need
 // `inventory:view`, creation `inventory:create`, updates `inventory:edit`.
 type InventoryServiceClient interface {
+	// List inventory items
+	//
 	// ListInventoryItems returns one page of the tenant's items, sorted by
 	// name, filtered by active, category and a search text.
 	ListInventoryItems(ctx context.Context, in *ListInventoryItemsRequest, opts ...grpc.CallOption) (*ListInventoryItemsResponse, error)
+	// Get an inventory item
+	//
 	// GetInventoryItem reads one item.
 	GetInventoryItem(ctx context.Context, in *GetInventoryItemRequest, opts ...grpc.CallOption) (*GetInventoryItemResponse, error)
+	// Create an inventory item
+	//
 	// CreateInventoryItem creates an item (admin tier).
 	CreateInventoryItem(ctx context.Context, in *CreateInventoryItemRequest, opts ...grpc.CallOption) (*CreateInventoryItemResponse, error)
+	// Update an inventory item
+	//
 	// UpdateInventoryItem replaces every editable field of an item (admin
 	// tier). Omitted optional properties take their creation defaults.
 	UpdateInventoryItem(ctx context.Context, in *UpdateInventoryItemRequest, opts ...grpc.CallOption) (*UpdateInventoryItemResponse, error)
@@ -101,13 +109,21 @@ func (c *inventoryServiceClient) UpdateInventoryItem(ctx context.Context, in *Up
 // merchandise that orders sell, with their stock and prices. Reads need
 // `inventory:view`, creation `inventory:create`, updates `inventory:edit`.
 type InventoryServiceServer interface {
+	// List inventory items
+	//
 	// ListInventoryItems returns one page of the tenant's items, sorted by
 	// name, filtered by active, category and a search text.
 	ListInventoryItems(context.Context, *ListInventoryItemsRequest) (*ListInventoryItemsResponse, error)
+	// Get an inventory item
+	//
 	// GetInventoryItem reads one item.
 	GetInventoryItem(context.Context, *GetInventoryItemRequest) (*GetInventoryItemResponse, error)
+	// Create an inventory item
+	//
 	// CreateInventoryItem creates an item (admin tier).
 	CreateInventoryItem(context.Context, *CreateInventoryItemRequest) (*CreateInventoryItemResponse, error)
+	// Update an inventory item
+	//
 	// UpdateInventoryItem replaces every editable field of an item (admin
 	// tier). Omitted optional properties take their creation defaults.
 	UpdateInventoryItem(context.Context, *UpdateInventoryItemRequest) (*UpdateInventoryItemResponse, error)

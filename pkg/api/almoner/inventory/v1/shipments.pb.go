@@ -1829,7 +1829,7 @@ var File_almoner_inventory_v1_shipments_proto protoreflect.FileDescriptor
 
 const file_almoner_inventory_v1_shipments_proto_rawDesc = "" +
 	"\n" +
-	"$almoner/inventory/v1/shipments.proto\x12\x14almoner.inventory.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\xb6\x06\n" +
+	"$almoner/inventory/v1/shipments.proto\x12\x14almoner.inventory.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\xb6\x06\n" +
 	"\bShipment\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
 	"\border_id\x18\x02 \x01(\tR\aorderId\x12!\n" +
@@ -1862,15 +1862,15 @@ const file_almoner_inventory_v1_shipments_proto_rawDesc = "" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12\x1a\n" +
 	"\bquantity\x18\x04 \x01(\x05R\bquantity\x12\x1f\n" +
 	"\vline_number\x18\x05 \x01(\x05R\n" +
-	"lineNumber\"\xb3\x01\n" +
-	"\x0fShippingAddress\x12\x14\n" +
-	"\x05line1\x18\x01 \x01(\tR\x05line1\x12\x14\n" +
-	"\x05line2\x18\x02 \x01(\tR\x05line2\x12\x12\n" +
-	"\x04city\x18\x03 \x01(\tR\x04city\x12%\n" +
-	"\x0estate_province\x18\x04 \x01(\tR\rstateProvince\x12\x1f\n" +
-	"\vpostal_code\x18\x05 \x01(\tR\n" +
-	"postalCode\x12\x18\n" +
-	"\acountry\x18\x06 \x01(\tR\acountry\"\xaa\x02\n" +
+	"lineNumber\"\xc7\x01\n" +
+	"\x0fShippingAddress\x12\x19\n" +
+	"\x05line1\x18\x01 \x01(\tB\x03\xe0A\x02R\x05line1\x12\x14\n" +
+	"\x05line2\x18\x02 \x01(\tR\x05line2\x12\x17\n" +
+	"\x04city\x18\x03 \x01(\tB\x03\xe0A\x02R\x04city\x12%\n" +
+	"\x0estate_province\x18\x04 \x01(\tR\rstateProvince\x12$\n" +
+	"\vpostal_code\x18\x05 \x01(\tB\x03\xe0A\x02R\n" +
+	"postalCode\x12\x1d\n" +
+	"\acountry\x18\x06 \x01(\tB\x03\xe0A\x02R\acountry\"\xaa\x02\n" +
 	"\x14ListShipmentsRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x17\n" +
 	"\x04page\x18\x02 \x01(\x05H\x00R\x04page\x88\x01\x01\x12 \n" +
@@ -1899,45 +1899,45 @@ const file_almoner_inventory_v1_shipments_proto_rawDesc = "" +
 	"\x13PackShipmentRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1f\n" +
 	"\vshipment_id\x18\x02 \x01(\tR\n" +
-	"shipmentId\"\xb9\x01\n" +
+	"shipmentId\"\xc3\x01\n" +
 	"\x13ShipShipmentRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1f\n" +
 	"\vshipment_id\x18\x02 \x01(\tR\n" +
-	"shipmentId\x12\x18\n" +
-	"\acarrier\x18\x03 \x01(\tR\acarrier\x12'\n" +
-	"\x0ftracking_number\x18\x04 \x01(\tR\x0etrackingNumber\x12!\n" +
+	"shipmentId\x12\x1d\n" +
+	"\acarrier\x18\x03 \x01(\tB\x03\xe0A\x02R\acarrier\x12,\n" +
+	"\x0ftracking_number\x18\x04 \x01(\tB\x03\xe0A\x02R\x0etrackingNumber\x12!\n" +
 	"\ftracking_url\x18\x05 \x01(\tR\vtrackingUrl\"V\n" +
 	"\x16DeliverShipmentRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1f\n" +
 	"\vshipment_id\x18\x02 \x01(\tR\n" +
-	"shipmentId\"m\n" +
+	"shipmentId\"r\n" +
 	"\x15CancelShipmentRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1f\n" +
 	"\vshipment_id\x18\x02 \x01(\tR\n" +
-	"shipmentId\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"\x87\x01\n" +
+	"shipmentId\x12\x1b\n" +
+	"\x06reason\x18\x03 \x01(\tB\x03\xe0A\x02R\x06reason\"\x8c\x01\n" +
 	"\x15ReturnShipmentRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1f\n" +
 	"\vshipment_id\x18\x02 \x01(\tR\n" +
-	"shipmentId\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
-	"\arestock\x18\x04 \x01(\bR\arestock\"\x91\x01\n" +
+	"shipmentId\x12\x1b\n" +
+	"\x06reason\x18\x03 \x01(\tB\x03\xe0A\x02R\x06reason\x12\x18\n" +
+	"\arestock\x18\x04 \x01(\bR\arestock\"\x96\x01\n" +
 	"\x1aCreateShipmentSplitRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1f\n" +
 	"\vshipment_id\x18\x02 \x01(\tR\n" +
-	"shipmentId\x125\n" +
-	"\x05lines\x18\x03 \x03(\v2\x1f.almoner.inventory.v1.SplitLineR\x05lines\"@\n" +
-	"\tSplitLine\x12\x17\n" +
-	"\aitem_id\x18\x01 \x01(\tR\x06itemId\x12\x1a\n" +
-	"\bquantity\x18\x02 \x01(\x05R\bquantity\"\xaf\x01\n" +
+	"shipmentId\x12:\n" +
+	"\x05lines\x18\x03 \x03(\v2\x1f.almoner.inventory.v1.SplitLineB\x03\xe0A\x02R\x05lines\"J\n" +
+	"\tSplitLine\x12\x1c\n" +
+	"\aitem_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x06itemId\x12\x1f\n" +
+	"\bquantity\x18\x02 \x01(\x05B\x03\xe0A\x02R\bquantity\"\xb4\x01\n" +
 	"\x1dCorrectShipmentAddressRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1f\n" +
 	"\vshipment_id\x18\x02 \x01(\tR\n" +
-	"shipmentId\x12P\n" +
-	"\x10shipping_address\x18\x03 \x01(\v2%.almoner.inventory.v1.ShippingAddressR\x0fshippingAddress\"m\n" +
+	"shipmentId\x12U\n" +
+	"\x10shipping_address\x18\x03 \x01(\v2%.almoner.inventory.v1.ShippingAddressB\x03\xe0A\x02R\x0fshippingAddress\"r\n" +
 	"\x14ShipShipmentsRequest\x12\x1b\n" +
-	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x128\n" +
-	"\x05items\x18\x02 \x03(\v2\".almoner.inventory.v1.BulkShipItemR\x05items\"\x95\x01\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12=\n" +
+	"\x05items\x18\x02 \x03(\v2\".almoner.inventory.v1.BulkShipItemB\x03\xe0A\x02R\x05items\"\x95\x01\n" +
 	"\fBulkShipItem\x12\x1f\n" +
 	"\vshipment_id\x18\x01 \x01(\tR\n" +
 	"shipmentId\x12\x18\n" +
@@ -1970,21 +1970,21 @@ const file_almoner_inventory_v1_shipments_proto_rawDesc = "" +
 	"\x1bCreateShipmentSplitResponse\x12:\n" +
 	"\bshipment\x18\x01 \x01(\v2\x1e.almoner.inventory.v1.ShipmentR\bshipment\"\\\n" +
 	"\x1eCorrectShipmentAddressResponse\x12:\n" +
-	"\bshipment\x18\x01 \x01(\v2\x1e.almoner.inventory.v1.ShipmentR\bshipment2\xcc\x10\n" +
-	"\x0fShipmentService\x12\xa7\x01\n" +
-	"\rListShipments\x12*.almoner.inventory.v1.ListShipmentsRequest\x1a+.almoner.inventory.v1.ListShipmentsResponse\"=\x92A\x10\x12\x0eList shipments\x82\xd3\xe4\x93\x02$\x12\"/api/tenants/{tenant_id}/shipments\x12\xb9\x01\n" +
-	"\vGetShipment\x12(.almoner.inventory.v1.GetShipmentRequest\x1a).almoner.inventory.v1.GetShipmentResponse\"U\x92A\x10\x12\x0eGet a shipment\x82\xd3\xe4\x93\x02<b\bshipment\x120/api/tenants/{tenant_id}/shipments/{shipment_id}\x12\xc5\x01\n" +
-	"\fPackShipment\x12).almoner.inventory.v1.PackShipmentRequest\x1a*.almoner.inventory.v1.PackShipmentResponse\"^\x92A\x11\x12\x0fPack a shipment\x82\xd3\xe4\x93\x02D:\x01*b\bshipment\"5/api/tenants/{tenant_id}/shipments/{shipment_id}/pack\x12\xc5\x01\n" +
-	"\fShipShipment\x12).almoner.inventory.v1.ShipShipmentRequest\x1a*.almoner.inventory.v1.ShipShipmentResponse\"^\x92A\x11\x12\x0fShip a shipment\x82\xd3\xe4\x93\x02D:\x01*b\bshipment\"5/api/tenants/{tenant_id}/shipments/{shipment_id}/ship\x12\xd4\x01\n" +
-	"\x0fDeliverShipment\x12,.almoner.inventory.v1.DeliverShipmentRequest\x1a-.almoner.inventory.v1.DeliverShipmentResponse\"d\x92A\x14\x12\x12Deliver a shipment\x82\xd3\xe4\x93\x02G:\x01*b\bshipment\"8/api/tenants/{tenant_id}/shipments/{shipment_id}/deliver\x12\xcf\x01\n" +
-	"\x0eCancelShipment\x12+.almoner.inventory.v1.CancelShipmentRequest\x1a,.almoner.inventory.v1.CancelShipmentResponse\"b\x92A\x13\x12\x11Cancel a shipment\x82\xd3\xe4\x93\x02F:\x01*b\bshipment\"7/api/tenants/{tenant_id}/shipments/{shipment_id}/cancel\x12\xcf\x01\n" +
-	"\x0eReturnShipment\x12+.almoner.inventory.v1.ReturnShipmentRequest\x1a,.almoner.inventory.v1.ReturnShipmentResponse\"b\x92A\x13\x12\x11Return a shipment\x82\xd3\xe4\x93\x02F:\x01*b\bshipment\"7/api/tenants/{tenant_id}/shipments/{shipment_id}/return\x12\x9d\x02\n" +
-	"\x13CreateShipmentSplit\x120.almoner.inventory.v1.CreateShipmentSplitRequest\x1a1.almoner.inventory.v1.CreateShipmentSplitResponse\"\xa0\x01\x92AR\x12\x10Split a shipmentJ>\n" +
+	"\bshipment\x18\x01 \x01(\v2\x1e.almoner.inventory.v1.ShipmentR\bshipment2\x8b\x0f\n" +
+	"\x0fShipmentService\x12\x97\x01\n" +
+	"\rListShipments\x12*.almoner.inventory.v1.ListShipmentsRequest\x1a+.almoner.inventory.v1.ListShipmentsResponse\"-\x92A\x00\x82\xd3\xe4\x93\x02$\x12\"/api/tenants/{tenant_id}/shipments\x12\xa9\x01\n" +
+	"\vGetShipment\x12(.almoner.inventory.v1.GetShipmentRequest\x1a).almoner.inventory.v1.GetShipmentResponse\"E\x92A\x00\x82\xd3\xe4\x93\x02<b\bshipment\x120/api/tenants/{tenant_id}/shipments/{shipment_id}\x12\xb4\x01\n" +
+	"\fPackShipment\x12).almoner.inventory.v1.PackShipmentRequest\x1a*.almoner.inventory.v1.PackShipmentResponse\"M\x92A\x00\x82\xd3\xe4\x93\x02D:\x01*b\bshipment\"5/api/tenants/{tenant_id}/shipments/{shipment_id}/pack\x12\xb4\x01\n" +
+	"\fShipShipment\x12).almoner.inventory.v1.ShipShipmentRequest\x1a*.almoner.inventory.v1.ShipShipmentResponse\"M\x92A\x00\x82\xd3\xe4\x93\x02D:\x01*b\bshipment\"5/api/tenants/{tenant_id}/shipments/{shipment_id}/ship\x12\xc0\x01\n" +
+	"\x0fDeliverShipment\x12,.almoner.inventory.v1.DeliverShipmentRequest\x1a-.almoner.inventory.v1.DeliverShipmentResponse\"P\x92A\x00\x82\xd3\xe4\x93\x02G:\x01*b\bshipment\"8/api/tenants/{tenant_id}/shipments/{shipment_id}/deliver\x12\xbc\x01\n" +
+	"\x0eCancelShipment\x12+.almoner.inventory.v1.CancelShipmentRequest\x1a,.almoner.inventory.v1.CancelShipmentResponse\"O\x92A\x00\x82\xd3\xe4\x93\x02F:\x01*b\bshipment\"7/api/tenants/{tenant_id}/shipments/{shipment_id}/cancel\x12\xbc\x01\n" +
+	"\x0eReturnShipment\x12+.almoner.inventory.v1.ReturnShipmentRequest\x1a,.almoner.inventory.v1.ReturnShipmentResponse\"O\x92A\x00\x82\xd3\xe4\x93\x02F:\x01*b\bshipment\"7/api/tenants/{tenant_id}/shipments/{shipment_id}/return\x12\x8b\x02\n" +
+	"\x13CreateShipmentSplit\x120.almoner.inventory.v1.CreateShipmentSplitRequest\x1a1.almoner.inventory.v1.CreateShipmentSplitResponse\"\x8e\x01\x92A@J>\n" +
 	"\x03201\x127\n" +
 	"\x11The new shipment.\x12\"\n" +
-	" \x1a\x1e.almoner.inventory.v1.Shipment\x82\xd3\xe4\x93\x02E:\x01*b\bshipment\"6/api/tenants/{tenant_id}/shipments/{shipment_id}/split\x12\xeb\x01\n" +
-	"\x16CorrectShipmentAddress\x123.almoner.inventory.v1.CorrectShipmentAddressRequest\x1a4.almoner.inventory.v1.CorrectShipmentAddressResponse\"f\x92A\x1e\x12\x1cCorrect a shipment's address\x82\xd3\xe4\x93\x02?:\x01*b\bshipment\x1a0/api/tenants/{tenant_id}/shipments/{shipment_id}\x12\xb9\x01\n" +
-	"\rShipShipments\x12*.almoner.inventory.v1.ShipShipmentsRequest\x1a+.almoner.inventory.v1.ShipShipmentsResponse\"O\x92A\x15\x12\x13Ship many shipments\x82\xd3\xe4\x93\x021:\x01*\",/api/tenants/{tenant_id}/shipments/ship-bulkBEZCgithub.com/almoner/almoner/pkg/api/almoner/inventory/v1;inventoryv1b\x06proto3"
+	" \x1a\x1e.almoner.inventory.v1.Shipment\x82\xd3\xe4\x93\x02E:\x01*b\bshipment\"6/api/tenants/{tenant_id}/shipments/{shipment_id}/split\x12\xcd\x01\n" +
+	"\x16CorrectShipmentAddress\x123.almoner.inventory.v1.CorrectShipmentAddressRequest\x1a4.almoner.inventory.v1.CorrectShipmentAddressResponse\"H\x92A\x00\x82\xd3\xe4\x93\x02?:\x01*b\bshipment\x1a0/api/tenants/{tenant_id}/shipments/{shipment_id}\x12\xa4\x01\n" +
+	"\rShipShipments\x12*.almoner.inventory.v1.ShipShipmentsRequest\x1a+.almoner.inventory.v1.ShipShipmentsResponse\":\x92A\x00\x82\xd3\xe4\x93\x021:\x01*\",/api/tenants/{tenant_id}/shipments/ship-bulkBEZCgithub.com/almoner/almoner/pkg/api/almoner/inventory/v1;inventoryv1b\x06proto3"
 
 var (
 	file_almoner_inventory_v1_shipments_proto_rawDescOnce sync.Once

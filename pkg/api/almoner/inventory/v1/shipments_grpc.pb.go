@@ -40,30 +40,50 @@ const (
 // packed, shipped, delivered, cancelled or returned (docs/fulfillment.md).
 // Reads need `shipments:view`, changes `shipments:manage`.
 type ShipmentServiceClient interface {
+	// List shipments
+	//
 	// ListShipments returns one page of the tenant's shipments, newest
 	// first, filtered by status, batch, order, contact and creation time.
 	ListShipments(ctx context.Context, in *ListShipmentsRequest, opts ...grpc.CallOption) (*ListShipmentsResponse, error)
+	// Get a shipment
+	//
 	// GetShipment reads one shipment.
 	GetShipment(ctx context.Context, in *GetShipmentRequest, opts ...grpc.CallOption) (*GetShipmentResponse, error)
+	// Pack a shipment
+	//
 	// PackShipment marks a pending shipment packed.
 	PackShipment(ctx context.Context, in *PackShipmentRequest, opts ...grpc.CallOption) (*PackShipmentResponse, error)
+	// Ship a shipment
+	//
 	// ShipShipment records that a pending or packed shipment left with a
 	// carrier and its tracking number.
 	ShipShipment(ctx context.Context, in *ShipShipmentRequest, opts ...grpc.CallOption) (*ShipShipmentResponse, error)
+	// Deliver a shipment
+	//
 	// DeliverShipment records that a shipped shipment arrived.
 	DeliverShipment(ctx context.Context, in *DeliverShipmentRequest, opts ...grpc.CallOption) (*DeliverShipmentResponse, error)
+	// Cancel a shipment
+	//
 	// CancelShipment cancels a pending or packed shipment; its units go
 	// back to stock in the same transaction.
 	CancelShipment(ctx context.Context, in *CancelShipmentRequest, opts ...grpc.CallOption) (*CancelShipmentResponse, error)
+	// Return a shipment
+	//
 	// ReturnShipment records a shipped or delivered shipment that came
 	// back; with restock its units go back to stock.
 	ReturnShipment(ctx context.Context, in *ReturnShipmentRequest, opts ...grpc.CallOption) (*ReturnShipmentResponse, error)
+	// Split a shipment
+	//
 	// CreateShipmentSplit moves quantities of a pending shipment's lines to
 	// a new pending shipment, for partial shipping.
 	CreateShipmentSplit(ctx context.Context, in *CreateShipmentSplitRequest, opts ...grpc.CallOption) (*CreateShipmentSplitResponse, error)
+	// Correct a shipment's address
+	//
 	// CorrectShipmentAddress replaces the ship-to address of a pending or
 	// packed shipment.
 	CorrectShipmentAddress(ctx context.Context, in *CorrectShipmentAddressRequest, opts ...grpc.CallOption) (*CorrectShipmentAddressResponse, error)
+	// Ship many shipments
+	//
 	// ShipShipments ships up to 1,000 shipments, each applied or refused on
 	// its own: how a warehouse uploads a carrier's tracking file.
 	ShipShipments(ctx context.Context, in *ShipShipmentsRequest, opts ...grpc.CallOption) (*ShipShipmentsResponse, error)
@@ -186,30 +206,50 @@ func (c *shipmentServiceClient) ShipShipments(ctx context.Context, in *ShipShipm
 // packed, shipped, delivered, cancelled or returned (docs/fulfillment.md).
 // Reads need `shipments:view`, changes `shipments:manage`.
 type ShipmentServiceServer interface {
+	// List shipments
+	//
 	// ListShipments returns one page of the tenant's shipments, newest
 	// first, filtered by status, batch, order, contact and creation time.
 	ListShipments(context.Context, *ListShipmentsRequest) (*ListShipmentsResponse, error)
+	// Get a shipment
+	//
 	// GetShipment reads one shipment.
 	GetShipment(context.Context, *GetShipmentRequest) (*GetShipmentResponse, error)
+	// Pack a shipment
+	//
 	// PackShipment marks a pending shipment packed.
 	PackShipment(context.Context, *PackShipmentRequest) (*PackShipmentResponse, error)
+	// Ship a shipment
+	//
 	// ShipShipment records that a pending or packed shipment left with a
 	// carrier and its tracking number.
 	ShipShipment(context.Context, *ShipShipmentRequest) (*ShipShipmentResponse, error)
+	// Deliver a shipment
+	//
 	// DeliverShipment records that a shipped shipment arrived.
 	DeliverShipment(context.Context, *DeliverShipmentRequest) (*DeliverShipmentResponse, error)
+	// Cancel a shipment
+	//
 	// CancelShipment cancels a pending or packed shipment; its units go
 	// back to stock in the same transaction.
 	CancelShipment(context.Context, *CancelShipmentRequest) (*CancelShipmentResponse, error)
+	// Return a shipment
+	//
 	// ReturnShipment records a shipped or delivered shipment that came
 	// back; with restock its units go back to stock.
 	ReturnShipment(context.Context, *ReturnShipmentRequest) (*ReturnShipmentResponse, error)
+	// Split a shipment
+	//
 	// CreateShipmentSplit moves quantities of a pending shipment's lines to
 	// a new pending shipment, for partial shipping.
 	CreateShipmentSplit(context.Context, *CreateShipmentSplitRequest) (*CreateShipmentSplitResponse, error)
+	// Correct a shipment's address
+	//
 	// CorrectShipmentAddress replaces the ship-to address of a pending or
 	// packed shipment.
 	CorrectShipmentAddress(context.Context, *CorrectShipmentAddressRequest) (*CorrectShipmentAddressResponse, error)
+	// Ship many shipments
+	//
 	// ShipShipments ships up to 1,000 shipments, each applied or refused on
 	// its own: how a warehouse uploads a carrier's tracking file.
 	ShipShipments(context.Context, *ShipShipmentsRequest) (*ShipShipmentsResponse, error)

@@ -246,11 +246,11 @@ var File_almoner_orders_v1_acknowledgements_proto protoreflect.FileDescriptor
 
 const file_almoner_orders_v1_acknowledgements_proto_rawDesc = "" +
 	"\n" +
-	"(almoner/orders/v1/acknowledgements.proto\x12\x11almoner.orders.v1\x1a\x1ealmoner/orders/v1/orders.proto\x1a\x1cgoogle/api/annotations.proto\"s\n" +
+	"(almoner/orders/v1/acknowledgements.proto\x12\x11almoner.orders.v1\x1a\x1ealmoner/orders/v1/orders.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\"x\n" +
 	"!UpdateOrderAcknowledgementRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x19\n" +
-	"\border_id\x18\x02 \x01(\tR\aorderId\x12\x16\n" +
-	"\x06status\x18\x03 \x01(\tR\x06status\"T\n" +
+	"\border_id\x18\x02 \x01(\tR\aorderId\x12\x1b\n" +
+	"\x06status\x18\x03 \x01(\tB\x03\xe0A\x02R\x06status\"T\n" +
 	"\"UpdateOrderAcknowledgementResponse\x12.\n" +
 	"\x05order\x18\x01 \x01(\v2\x18.almoner.orders.v1.OrderR\x05order\"o\n" +
 	"\x1cClaimAcknowledgementsRequest\x12\x1b\n" +

@@ -29,6 +29,8 @@ const (
 // OrderAcknowledgementService sets whether a gift is to be thanked
 // (docs/letters.md, Acknowledgements).
 type OrderAcknowledgementServiceClient interface {
+	// Set an order's acknowledgement status
+	//
 	// UpdateOrderAcknowledgement sets a gift's acknowledgementStatus to
 	// doNotAcknowledge or back to pending (which also takes back an
 	// acknowledgement, so the next letter run thanks the gift again). An
@@ -61,6 +63,8 @@ func (c *orderAcknowledgementServiceClient) UpdateOrderAcknowledgement(ctx conte
 // OrderAcknowledgementService sets whether a gift is to be thanked
 // (docs/letters.md, Acknowledgements).
 type OrderAcknowledgementServiceServer interface {
+	// Set an order's acknowledgement status
+	//
 	// UpdateOrderAcknowledgement sets a gift's acknowledgementStatus to
 	// doNotAcknowledge or back to pending (which also takes back an
 	// acknowledgement, so the next letter run thanks the gift again). An

@@ -5072,7 +5072,7 @@ var File_almoner_orders_v1_orders_proto protoreflect.FileDescriptor
 
 const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\n" +
-	"\x1ealmoner/orders/v1/orders.proto\x12\x11almoner.orders.v1\x1a\x1dalmoner/type/v1/decimal.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\xf1\x01\n" +
+	"\x1ealmoner/orders/v1/orders.proto\x12\x11almoner.orders.v1\x1a\x1dalmoner/type/v1/decimal.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\xf1\x01\n" +
 	"\rPaymentMethod\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x14\n" +
@@ -5108,9 +5108,9 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\x04days\x18\x02 \x03(\x05R\x04days\"N\n" +
 	"\x1bSetRecurringRetriesResponse\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x12\n" +
-	"\x04days\x18\x02 \x03(\x05R\x04days\"\xab\x01\n" +
-	"\aAddress\x12\x14\n" +
-	"\x05line1\x18\x01 \x01(\tR\x05line1\x12\x14\n" +
+	"\x04days\x18\x02 \x03(\x05R\x04days\"\xb0\x01\n" +
+	"\aAddress\x12\x19\n" +
+	"\x05line1\x18\x01 \x01(\tB\x03\xe0A\x02R\x05line1\x12\x14\n" +
 	"\x05line2\x18\x02 \x01(\tR\x05line2\x12\x12\n" +
 	"\x04city\x18\x03 \x01(\tR\x04city\x12%\n" +
 	"\x0estate_province\x18\x04 \x01(\tR\rstateProvince\x12\x1f\n" +
@@ -5122,20 +5122,20 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1f\n" +
 	"\vnotify_name\x18\x03 \x01(\tR\n" +
 	"notifyName\x12!\n" +
-	"\fnotify_email\x18\x04 \x01(\tR\vnotifyEmail\"\xce\x01\n" +
-	"\rDonationInput\x12\x17\n" +
-	"\afund_id\x18\x01 \x01(\tR\x06fundId\x120\n" +
-	"\x06amount\x18\x02 \x01(\v2\x18.almoner.type.v1.DecimalR\x06amount\x12\x1f\n" +
+	"\fnotify_email\x18\x04 \x01(\tR\vnotifyEmail\"\xd8\x01\n" +
+	"\rDonationInput\x12\x1c\n" +
+	"\afund_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x06fundId\x125\n" +
+	"\x06amount\x18\x02 \x01(\v2\x18.almoner.type.v1.DecimalB\x03\xe0A\x02R\x06amount\x12\x1f\n" +
 	"\vcampaign_id\x18\x03 \x01(\tR\n" +
 	"campaignId\x12\x1b\n" +
 	"\tappeal_id\x18\x04 \x01(\tR\bappealId\x124\n" +
-	"\atribute\x18\x05 \x01(\v2\x1a.almoner.orders.v1.TributeR\atribute\"@\n" +
-	"\tItemInput\x12\x17\n" +
-	"\aitem_id\x18\x01 \x01(\tR\x06itemId\x12\x1a\n" +
-	"\bquantity\x18\x02 \x01(\x05R\bquantity\"\xfe\x02\n" +
-	"\fPaymentInput\x12Q\n" +
-	"\x0epayment_method\x18\x01 \x01(\tB*\x92A'\xf2\x02\x04Cash\xf2\x02\x05Check\xf2\x02\x04Card\xf2\x02\x03Ach\xf2\x02\bExternalR\rpaymentMethod\x120\n" +
-	"\x06amount\x18\x02 \x01(\v2\x18.almoner.type.v1.DecimalR\x06amount\x12!\n" +
+	"\atribute\x18\x05 \x01(\v2\x1a.almoner.orders.v1.TributeR\atribute\"J\n" +
+	"\tItemInput\x12\x1c\n" +
+	"\aitem_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x06itemId\x12\x1f\n" +
+	"\bquantity\x18\x02 \x01(\x05B\x03\xe0A\x02R\bquantity\"\x86\x03\n" +
+	"\fPaymentInput\x12T\n" +
+	"\x0epayment_method\x18\x01 \x01(\tB-\x92A'\xf2\x02\x04Cash\xf2\x02\x05Check\xf2\x02\x04Card\xf2\x02\x03Ach\xf2\x02\bExternal\xe0A\x02R\rpaymentMethod\x125\n" +
+	"\x06amount\x18\x02 \x01(\v2\x18.almoner.type.v1.DecimalB\x03\xe0A\x02R\x06amount\x12!\n" +
 	"\fcheck_number\x18\x03 \x01(\tR\vcheckNumber\x12\x1c\n" +
 	"\treference\x18\x04 \x01(\tR\treference\x12#\n" +
 	"\rpayment_token\x18\x05 \x01(\tR\fpaymentToken\x12.\n" +
@@ -5145,31 +5145,31 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\n" +
 	"ip_address\x18\x01 \x01(\tR\tipAddress\x12\x1d\n" +
 	"\n" +
-	"user_agent\x18\x02 \x01(\tR\tuserAgent\"\x83\x03\n" +
-	"\x16RecurringDonationInput\x12\x17\n" +
-	"\afund_id\x18\x01 \x01(\tR\x06fundId\x120\n" +
-	"\x06amount\x18\x02 \x01(\v2\x18.almoner.type.v1.DecimalR\x06amount\x12K\n" +
-	"\tfrequency\x18\x03 \x01(\tB-\x92A*\xf2\x02\x06weekly\xf2\x02\amonthly\xf2\x02\tquarterly\xf2\x02\bannuallyR\tfrequency\x12\x1d\n" +
+	"user_agent\x18\x02 \x01(\tR\tuserAgent\"\x90\x03\n" +
+	"\x16RecurringDonationInput\x12\x1c\n" +
+	"\afund_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x06fundId\x125\n" +
+	"\x06amount\x18\x02 \x01(\v2\x18.almoner.type.v1.DecimalB\x03\xe0A\x02R\x06amount\x12N\n" +
+	"\tfrequency\x18\x03 \x01(\tB0\x92A*\xf2\x02\x06weekly\xf2\x02\amonthly\xf2\x02\tquarterly\xf2\x02\bannually\xe0A\x02R\tfrequency\x12\x1d\n" +
 	"\n" +
 	"start_date\x18\x04 \x01(\tR\tstartDate\x12\x19\n" +
 	"\bend_date\x18\x05 \x01(\tR\aendDate\x12\x1f\n" +
 	"\vcampaign_id\x18\x06 \x01(\tR\n" +
 	"campaignId\x12Q\n" +
 	"\x0epayment_method\x18\a \x01(\tB*\x92A'\xf2\x02\x04Cash\xf2\x02\x05Check\xf2\x02\x04Card\xf2\x02\x03Ach\xf2\x02\bExternalR\rpaymentMethod\x12#\n" +
-	"\rpayment_token\x18\b \x01(\tR\fpaymentToken\"\xcf\x05\n" +
+	"\rpayment_token\x18\b \x01(\tR\fpaymentToken\"\xd9\x05\n" +
 	"\x12CreateOrderRequest\x12\x1b\n" +
-	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1d\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\"\n" +
 	"\n" +
-	"contact_id\x18\x02 \x01(\x03R\tcontactId\x12\x1a\n" +
+	"contact_id\x18\x02 \x01(\x03B\x03\xe0A\x02R\tcontactId\x12\x1a\n" +
 	"\bcurrency\x18\x03 \x01(\tR\bcurrency\x122\n" +
 	"\x05items\x18\x04 \x03(\v2\x1c.almoner.orders.v1.ItemInputR\x05items\x12>\n" +
 	"\tdonations\x18\x05 \x03(\v2 .almoner.orders.v1.DonationInputR\tdonations\x12C\n" +
 	"\x0fbilling_address\x18\x06 \x01(\v2\x1a.almoner.orders.v1.AddressR\x0ebillingAddress\x12E\n" +
 	"\x10shipping_address\x18\a \x01(\v2\x1a.almoner.orders.v1.AddressR\x0fshippingAddress\x125\n" +
 	"\x17save_billing_to_contact\x18\b \x01(\bR\x14saveBillingToContact\x127\n" +
-	"\x18save_shipping_to_contact\x18\t \x01(\bR\x15saveShippingToContact\x12;\n" +
+	"\x18save_shipping_to_contact\x18\t \x01(\bR\x15saveShippingToContact\x12@\n" +
 	"\bpayments\x18\n" +
-	" \x03(\v2\x1f.almoner.orders.v1.PaymentInputR\bpayments\x12'\n" +
+	" \x03(\v2\x1f.almoner.orders.v1.PaymentInputB\x03\xe0A\x02R\bpayments\x12'\n" +
 	"\x0fidempotency_key\x18\v \x01(\tR\x0eidempotencyKey\x12Z\n" +
 	"\x13recurring_donations\x18\f \x03(\v2).almoner.orders.v1.RecurringDonationInputR\x12recurringDonations\x12\x19\n" +
 	"\bbatch_id\x18\r \x01(\tR\abatchId\x12\x14\n" +
@@ -5315,10 +5315,10 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\x10ListFundsRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"B\n" +
 	"\x11ListFundsResponse\x12-\n" +
-	"\x05funds\x18\x01 \x03(\v2\x17.almoner.orders.v1.FundR\x05funds\"\xad\x02\n" +
+	"\x05funds\x18\x01 \x03(\v2\x17.almoner.orders.v1.FundR\x05funds\"\xb2\x02\n" +
 	"\x11CreateFundRequest\x12\x1b\n" +
-	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\x12 \n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x17\n" +
+	"\x04name\x18\x02 \x01(\tB\x03\xe0A\x02R\x04name\x12 \n" +
 	"\vdescription\x18\x03 \x01(\tR\vdescription\x12/\n" +
 	"\x11is_tax_deductible\x18\x04 \x01(\bH\x00R\x0fisTaxDeductible\x88\x01\x01\x12N\n" +
 	"\x16processing_fee_percent\x18\x05 \x01(\v2\x18.almoner.type.v1.DecimalR\x14processingFeePercent\x12 \n" +
@@ -5327,11 +5327,11 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\n" +
 	"_is_active\"A\n" +
 	"\x12CreateFundResponse\x12+\n" +
-	"\x04fund\x18\x01 \x01(\v2\x17.almoner.orders.v1.FundR\x04fund\"\xc6\x02\n" +
+	"\x04fund\x18\x01 \x01(\v2\x17.almoner.orders.v1.FundR\x04fund\"\xcb\x02\n" +
 	"\x11UpdateFundRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x17\n" +
-	"\afund_id\x18\x02 \x01(\tR\x06fundId\x12\x12\n" +
-	"\x04name\x18\x03 \x01(\tR\x04name\x12 \n" +
+	"\afund_id\x18\x02 \x01(\tR\x06fundId\x12\x17\n" +
+	"\x04name\x18\x03 \x01(\tB\x03\xe0A\x02R\x04name\x12 \n" +
 	"\vdescription\x18\x04 \x01(\tR\vdescription\x12/\n" +
 	"\x11is_tax_deductible\x18\x05 \x01(\bH\x00R\x0fisTaxDeductible\x88\x01\x01\x12N\n" +
 	"\x16processing_fee_percent\x18\x06 \x01(\v2\x18.almoner.type.v1.DecimalR\x14processingFeePercent\x12 \n" +
@@ -5379,10 +5379,10 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x19\n" +
 	"\bbatch_id\x18\x02 \x01(\tR\abatchId\"B\n" +
 	"\x10GetBatchResponse\x12.\n" +
-	"\x05batch\x18\x01 \x01(\v2\x18.almoner.orders.v1.BatchR\x05batch\"g\n" +
+	"\x05batch\x18\x01 \x01(\v2\x18.almoner.orders.v1.BatchR\x05batch\"l\n" +
 	"\x12CreateBatchRequest\x12\x1b\n" +
-	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\x12 \n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x17\n" +
+	"\x04name\x18\x02 \x01(\tB\x03\xe0A\x02R\x04name\x12 \n" +
 	"\vdescription\x18\x03 \x01(\tR\vdescription\"E\n" +
 	"\x13CreateBatchResponse\x12.\n" +
 	"\x05batch\x18\x01 \x01(\v2\x18.almoner.orders.v1.BatchR\x05batch\"K\n" +
@@ -5515,13 +5515,15 @@ const file_almoner_orders_v1_orders_proto_rawDesc = "" +
 	"\x0edecline_reason\x18\t \x01(\tR\rdeclineReason\x129\n" +
 	"\n" +
 	"created_at\x18\n" +
-	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt2\xa8\t\n" +
-	"\fOrderService\x12\xe0\x02\n" +
-	"\vCreateOrder\x12%.almoner.orders.v1.CreateOrderRequest\x1a&.almoner.orders.v1.CreateOrderResponse\"\x81\x02\x92A\xcc\x01Jm\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt2\xd6\v\n" +
+	"\fOrderService\x12\x8e\x05\n" +
+	"\vCreateOrder\x12%.almoner.orders.v1.CreateOrderRequest\x1a&.almoner.orders.v1.CreateOrderResponse\"\xaf\x04\x92A\xfa\x03Jm\n" +
 	"\x03409\x12f\n" +
 	"dAn order with this Idempotency-Key is being recorded: Order.IdempotencyKeyInProgress; retry shortly.J[\n" +
 	"\x03422\x12T\n" +
-	"RThe Idempotency-Key was used before with another body: Order.IdempotencyKeyReused.\x82\xd3\xe4\x93\x02+:\x01*b\x05order\"\x1f/api/tenants/{tenant_id}/orders\x12\x82\x01\n" +
+	"RThe Idempotency-Key was used before with another body: Order.IdempotencyKeyReused.r\xab\x02\n" +
+	"\xa8\x02\n" +
+	"\x0fIdempotency-Key\x12\x92\x02Makes a retried request the same order: the same key with the same body answers the first order again (Idempotent-Replayed: true), for at least 24 hours; with another body it is a 422. At most 255 characters, per tenant. The body's idempotencyKey, when set, is used instead.\x18\x01\x82\xd3\xe4\x93\x02+:\x01*b\x05order\"\x1f/api/tenants/{tenant_id}/orders\x12\x82\x01\n" +
 	"\n" +
 	"ListOrders\x12$.almoner.orders.v1.ListOrdersRequest\x1a%.almoner.orders.v1.ListOrdersResponse\"'\x82\xd3\xe4\x93\x02!\x12\x1f/api/tenants/{tenant_id}/orders\x12\x8e\x01\n" +
 	"\bGetOrder\x12\".almoner.orders.v1.GetOrderRequest\x1a#.almoner.orders.v1.GetOrderResponse\"9\x82\xd3\xe4\x93\x023b\x05order\x12*/api/tenants/{tenant_id}/orders/{order_id}\x12\x80\x02\n" +

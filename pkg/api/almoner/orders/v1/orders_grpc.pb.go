@@ -34,16 +34,26 @@ const (
 // refunds them. Creation needs `orders:create`; reads `donations:view` or
 // `orders:view`; voids `orders:void`; refunds `orders:refund`.
 type OrderServiceClient interface {
+	// Create an order
+	//
 	// CreateOrder records an order: donation lines, item lines (stock is
 	// reserved), payments that add up to the total, and optional recurring
 	// schedules. Idempotent by idempotencyKey (or the Idempotency-Key header).
 	CreateOrder(ctx context.Context, in *CreateOrderRequest, opts ...grpc.CallOption) (*CreateOrderResponse, error)
+	// List orders
+	//
 	// ListOrders returns one page of the tenant's orders, newest first.
 	ListOrders(ctx context.Context, in *ListOrdersRequest, opts ...grpc.CallOption) (*ListOrdersResponse, error)
+	// Get an order
+	//
 	// GetOrder reads one order.
 	GetOrder(ctx context.Context, in *GetOrderRequest, opts ...grpc.CallOption) (*GetOrderResponse, error)
+	// Void an order
+	//
 	// VoidOrder voids a whole order: payments are voided, stock released.
 	VoidOrder(ctx context.Context, in *VoidOrderRequest, opts ...grpc.CallOption) (*VoidOrderResponse, error)
+	// Refund an order
+	//
 	// CreateOrderRefund refunds an order in full or in part.
 	CreateOrderRefund(ctx context.Context, in *CreateOrderRefundRequest, opts ...grpc.CallOption) (*CreateOrderRefundResponse, error)
 }
@@ -114,16 +124,26 @@ func (c *orderServiceClient) CreateOrderRefund(ctx context.Context, in *CreateOr
 // refunds them. Creation needs `orders:create`; reads `donations:view` or
 // `orders:view`; voids `orders:void`; refunds `orders:refund`.
 type OrderServiceServer interface {
+	// Create an order
+	//
 	// CreateOrder records an order: donation lines, item lines (stock is
 	// reserved), payments that add up to the total, and optional recurring
 	// schedules. Idempotent by idempotencyKey (or the Idempotency-Key header).
 	CreateOrder(context.Context, *CreateOrderRequest) (*CreateOrderResponse, error)
+	// List orders
+	//
 	// ListOrders returns one page of the tenant's orders, newest first.
 	ListOrders(context.Context, *ListOrdersRequest) (*ListOrdersResponse, error)
+	// Get an order
+	//
 	// GetOrder reads one order.
 	GetOrder(context.Context, *GetOrderRequest) (*GetOrderResponse, error)
+	// Void an order
+	//
 	// VoidOrder voids a whole order: payments are voided, stock released.
 	VoidOrder(context.Context, *VoidOrderRequest) (*VoidOrderResponse, error)
+	// Refund an order
+	//
 	// CreateOrderRefund refunds an order in full or in part.
 	CreateOrderRefund(context.Context, *CreateOrderRefundRequest) (*CreateOrderRefundResponse, error)
 	mustEmbedUnimplementedOrderServiceServer()
@@ -306,9 +326,13 @@ const (
 // PaymentMethodService lists and removes a contact's saved cards and bank
 // accounts. Both need `payment-methods:manage`.
 type PaymentMethodServiceClient interface {
+	// List a contact's saved payment methods
+	//
 	// ListContactPaymentMethods returns the contact's saved methods as a
 	// plain JSON array, oldest first.
 	ListContactPaymentMethods(ctx context.Context, in *ListContactPaymentMethodsRequest, opts ...grpc.CallOption) (*ListContactPaymentMethodsResponse, error)
+	// Delete a saved payment method
+	//
 	// DeleteContactPaymentMethod detaches a saved method at the processor.
 	DeleteContactPaymentMethod(ctx context.Context, in *DeleteContactPaymentMethodRequest, opts ...grpc.CallOption) (*DeleteContactPaymentMethodResponse, error)
 }
@@ -348,9 +372,13 @@ func (c *paymentMethodServiceClient) DeleteContactPaymentMethod(ctx context.Cont
 // PaymentMethodService lists and removes a contact's saved cards and bank
 // accounts. Both need `payment-methods:manage`.
 type PaymentMethodServiceServer interface {
+	// List a contact's saved payment methods
+	//
 	// ListContactPaymentMethods returns the contact's saved methods as a
 	// plain JSON array, oldest first.
 	ListContactPaymentMethods(context.Context, *ListContactPaymentMethodsRequest) (*ListContactPaymentMethodsResponse, error)
+	// Delete a saved payment method
+	//
 	// DeleteContactPaymentMethod detaches a saved method at the processor.
 	DeleteContactPaymentMethod(context.Context, *DeleteContactPaymentMethodRequest) (*DeleteContactPaymentMethodResponse, error)
 	mustEmbedUnimplementedPaymentMethodServiceServer()
@@ -575,10 +603,16 @@ const (
 // `funds:view`, `donations:view`, `orders:view` or `orders:create`;
 // changes need `funds:manage`.
 type FundServiceClient interface {
+	// List funds
+	//
 	// ListFunds returns every fund of the tenant as a plain JSON array.
 	ListFunds(ctx context.Context, in *ListFundsRequest, opts ...grpc.CallOption) (*ListFundsResponse, error)
+	// Create a fund
+	//
 	// CreateFund creates a fund.
 	CreateFund(ctx context.Context, in *CreateFundRequest, opts ...grpc.CallOption) (*CreateFundResponse, error)
+	// Update a fund
+	//
 	// UpdateFund replaces a fund's editable fields.
 	UpdateFund(ctx context.Context, in *UpdateFundRequest, opts ...grpc.CallOption) (*UpdateFundResponse, error)
 }
@@ -629,10 +663,16 @@ func (c *fundServiceClient) UpdateFund(ctx context.Context, in *UpdateFundReques
 // `funds:view`, `donations:view`, `orders:view` or `orders:create`;
 // changes need `funds:manage`.
 type FundServiceServer interface {
+	// List funds
+	//
 	// ListFunds returns every fund of the tenant as a plain JSON array.
 	ListFunds(context.Context, *ListFundsRequest) (*ListFundsResponse, error)
+	// Create a fund
+	//
 	// CreateFund creates a fund.
 	CreateFund(context.Context, *CreateFundRequest) (*CreateFundResponse, error)
+	// Update a fund
+	//
 	// UpdateFund replaces a fund's editable fields.
 	UpdateFund(context.Context, *UpdateFundRequest) (*UpdateFundResponse, error)
 	mustEmbedUnimplementedFundServiceServer()
@@ -764,15 +804,23 @@ const (
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// BatchService is operator tooling for accounting batches (outside the
-// stability promise). Reads need `batches:view`, changes `batches:manage`.
+// BatchService manages the accounting batches gifts are posted into (an
+// order's batchId). Reads need `batches:view`, changes `batches:manage`.
 type BatchServiceClient interface {
+	// List batches
+	//
 	// ListBatches returns one page of batches, newest first.
 	ListBatches(ctx context.Context, in *ListBatchesRequest, opts ...grpc.CallOption) (*ListBatchesResponse, error)
+	// Get a batch
+	//
 	// GetBatch reads one batch with its counts and totals.
 	GetBatch(ctx context.Context, in *GetBatchRequest, opts ...grpc.CallOption) (*GetBatchResponse, error)
+	// Create a batch
+	//
 	// CreateBatch opens a new named batch.
 	CreateBatch(ctx context.Context, in *CreateBatchRequest, opts ...grpc.CallOption) (*CreateBatchResponse, error)
+	// Close a batch
+	//
 	// CloseBatch closes a batch; orders can no longer be attached to it.
 	CloseBatch(ctx context.Context, in *CloseBatchRequest, opts ...grpc.CallOption) (*CloseBatchResponse, error)
 }
@@ -829,15 +877,23 @@ func (c *batchServiceClient) CloseBatch(ctx context.Context, in *CloseBatchReque
 // All implementations must embed UnimplementedBatchServiceServer
 // for forward compatibility.
 //
-// BatchService is operator tooling for accounting batches (outside the
-// stability promise). Reads need `batches:view`, changes `batches:manage`.
+// BatchService manages the accounting batches gifts are posted into (an
+// order's batchId). Reads need `batches:view`, changes `batches:manage`.
 type BatchServiceServer interface {
+	// List batches
+	//
 	// ListBatches returns one page of batches, newest first.
 	ListBatches(context.Context, *ListBatchesRequest) (*ListBatchesResponse, error)
+	// Get a batch
+	//
 	// GetBatch reads one batch with its counts and totals.
 	GetBatch(context.Context, *GetBatchRequest) (*GetBatchResponse, error)
+	// Create a batch
+	//
 	// CreateBatch opens a new named batch.
 	CreateBatch(context.Context, *CreateBatchRequest) (*CreateBatchResponse, error)
+	// Close a batch
+	//
 	// CloseBatch closes a batch; orders can no longer be attached to it.
 	CloseBatch(context.Context, *CloseBatchRequest) (*CloseBatchResponse, error)
 	mustEmbedUnimplementedBatchServiceServer()
@@ -1004,12 +1060,20 @@ const (
 // `recurring-donations:cancel`; every other change
 // `recurring-donations:manage`.
 type RecurringDonationServiceClient interface {
+	// List recurring donations
+	//
 	// ListRecurringDonations returns one page of schedules, newest first.
 	ListRecurringDonations(ctx context.Context, in *ListRecurringDonationsRequest, opts ...grpc.CallOption) (*ListRecurringDonationsResponse, error)
+	// Get a recurring donation
+	//
 	// GetRecurringDonation reads one schedule.
 	GetRecurringDonation(ctx context.Context, in *GetRecurringDonationRequest, opts ...grpc.CallOption) (*GetRecurringDonationResponse, error)
+	// Cancel a recurring donation
+	//
 	// CancelRecurringDonation cancels a schedule; cancelling twice is harmless.
 	CancelRecurringDonation(ctx context.Context, in *CancelRecurringDonationRequest, opts ...grpc.CallOption) (*CancelRecurringDonationResponse, error)
+	// Amend a recurring donation
+	//
 	// AmendRecurringDonation changes any of a schedule's amount, frequency,
 	// next charge date, end date, fund, campaign and saved payment method,
 	// and returns the schedule. A cancelled or completed schedule cannot be
@@ -1017,19 +1081,27 @@ type RecurringDonationServiceClient interface {
 	// makes a past_due schedule active: the missed installment is charged on
 	// the runner's next pass.
 	AmendRecurringDonation(ctx context.Context, in *AmendRecurringDonationRequest, opts ...grpc.CallOption) (*AmendRecurringDonationResponse, error)
+	// Pause a recurring donation
+	//
 	// PauseRecurringDonation stops charging a schedule until it is resumed,
 	// by ResumeRecurringDonation or, when resumeOn is given, by the runner
 	// on that day. Pausing a paused schedule replaces its resumeOn.
 	PauseRecurringDonation(ctx context.Context, in *PauseRecurringDonationRequest, opts ...grpc.CallOption) (*PauseRecurringDonationResponse, error)
+	// Resume a recurring donation
+	//
 	// ResumeRecurringDonation makes a paused schedule active again. Its next
 	// charge date is the first period boundary on or after today: periods
 	// missed while paused are never charged. Resuming an active schedule
 	// returns it unchanged.
 	ResumeRecurringDonation(ctx context.Context, in *ResumeRecurringDonationRequest, opts ...grpc.CallOption) (*ResumeRecurringDonationResponse, error)
+	// Skip a recurring donation's next installment
+	//
 	// SkipRecurringDonationInstallment skips an active schedule's next
 	// installment: its next charge date moves one period, and the skip is
 	// recorded as an installment with status `skipped`.
 	SkipRecurringDonationInstallment(ctx context.Context, in *SkipRecurringDonationInstallmentRequest, opts ...grpc.CallOption) (*SkipRecurringDonationInstallmentResponse, error)
+	// List a recurring donation's installments
+	//
 	// ListRecurringDonationInstallments returns one page of a schedule's
 	// installments and charge attempts, newest first.
 	ListRecurringDonationInstallments(ctx context.Context, in *ListRecurringDonationInstallmentsRequest, opts ...grpc.CallOption) (*ListRecurringDonationInstallmentsResponse, error)
@@ -1133,12 +1205,20 @@ func (c *recurringDonationServiceClient) ListRecurringDonationInstallments(ctx c
 // `recurring-donations:cancel`; every other change
 // `recurring-donations:manage`.
 type RecurringDonationServiceServer interface {
+	// List recurring donations
+	//
 	// ListRecurringDonations returns one page of schedules, newest first.
 	ListRecurringDonations(context.Context, *ListRecurringDonationsRequest) (*ListRecurringDonationsResponse, error)
+	// Get a recurring donation
+	//
 	// GetRecurringDonation reads one schedule.
 	GetRecurringDonation(context.Context, *GetRecurringDonationRequest) (*GetRecurringDonationResponse, error)
+	// Cancel a recurring donation
+	//
 	// CancelRecurringDonation cancels a schedule; cancelling twice is harmless.
 	CancelRecurringDonation(context.Context, *CancelRecurringDonationRequest) (*CancelRecurringDonationResponse, error)
+	// Amend a recurring donation
+	//
 	// AmendRecurringDonation changes any of a schedule's amount, frequency,
 	// next charge date, end date, fund, campaign and saved payment method,
 	// and returns the schedule. A cancelled or completed schedule cannot be
@@ -1146,19 +1226,27 @@ type RecurringDonationServiceServer interface {
 	// makes a past_due schedule active: the missed installment is charged on
 	// the runner's next pass.
 	AmendRecurringDonation(context.Context, *AmendRecurringDonationRequest) (*AmendRecurringDonationResponse, error)
+	// Pause a recurring donation
+	//
 	// PauseRecurringDonation stops charging a schedule until it is resumed,
 	// by ResumeRecurringDonation or, when resumeOn is given, by the runner
 	// on that day. Pausing a paused schedule replaces its resumeOn.
 	PauseRecurringDonation(context.Context, *PauseRecurringDonationRequest) (*PauseRecurringDonationResponse, error)
+	// Resume a recurring donation
+	//
 	// ResumeRecurringDonation makes a paused schedule active again. Its next
 	// charge date is the first period boundary on or after today: periods
 	// missed while paused are never charged. Resuming an active schedule
 	// returns it unchanged.
 	ResumeRecurringDonation(context.Context, *ResumeRecurringDonationRequest) (*ResumeRecurringDonationResponse, error)
+	// Skip a recurring donation's next installment
+	//
 	// SkipRecurringDonationInstallment skips an active schedule's next
 	// installment: its next charge date moves one period, and the skip is
 	// recorded as an installment with status `skipped`.
 	SkipRecurringDonationInstallment(context.Context, *SkipRecurringDonationInstallmentRequest) (*SkipRecurringDonationInstallmentResponse, error)
+	// List a recurring donation's installments
+	//
 	// ListRecurringDonationInstallments returns one page of a schedule's
 	// installments and charge attempts, newest first.
 	ListRecurringDonationInstallments(context.Context, *ListRecurringDonationInstallmentsRequest) (*ListRecurringDonationInstallmentsResponse, error)

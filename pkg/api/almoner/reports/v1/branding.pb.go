@@ -481,9 +481,9 @@ var File_almoner_reports_v1_branding_proto protoreflect.FileDescriptor
 
 const file_almoner_reports_v1_branding_proto_rawDesc = "" +
 	"\n" +
-	"!almoner/reports/v1/branding.proto\x12\x12almoner.reports.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x19google/api/httpbody.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x88\x03\n" +
-	"\bBranding\x12#\n" +
-	"\rprimary_color\x18\x01 \x01(\tR\fprimaryColor\x12,\n" +
+	"!almoner/reports/v1/branding.proto\x12\x12almoner.reports.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/httpbody.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x92\x03\n" +
+	"\bBranding\x12(\n" +
+	"\rprimary_color\x18\x01 \x01(\tB\x03\xe0A\x02R\fprimaryColor\x12,\n" +
 	"\x0fsecondary_color\x18\x02 \x01(\tH\x00R\x0esecondaryColor\x88\x01\x01\x12*\n" +
 	"\x0esignature_name\x18\x03 \x01(\tH\x01R\rsignatureName\x88\x01\x01\x12,\n" +
 	"\x0fsignature_title\x18\x04 \x01(\tH\x02R\x0esignatureTitle\x88\x01\x01\x12\x19\n" +
@@ -491,9 +491,9 @@ const file_almoner_reports_v1_branding_proto_rawDesc = "" +
 	"\n" +
 	"logo_width\x18\x06 \x01(\x05R\tlogoWidth\x12\x1f\n" +
 	"\vlogo_height\x18\a \x01(\x05R\n" +
-	"logoHeight\x129\n" +
+	"logoHeight\x12>\n" +
 	"\n" +
-	"updated_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAtB\x12\n" +
+	"updated_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\tupdatedAtB\x12\n" +
 	"\x10_secondary_colorB\x11\n" +
 	"\x0f_signature_nameB\x12\n" +
 	"\x10_signature_title\"1\n" +

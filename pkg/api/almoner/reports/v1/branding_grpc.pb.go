@@ -34,18 +34,26 @@ const (
 // receipts, giving statements and letters print, and the signature under a
 // letter. It lives with the documents that print it (docs/letters.md).
 type BrandingServiceClient interface {
+	// Get the branding
+	//
 	// GetBranding reads the tenant's branding; a tenant that never saved one
 	// reads the defaults (no colors, no signature). Needs
 	// `tenant-settings:manage`.
 	GetBranding(ctx context.Context, in *GetBrandingRequest, opts ...grpc.CallOption) (*GetBrandingResponse, error)
+	// Replace the branding
+	//
 	// UpdateBranding replaces the tenant's colors and signature (the logo
 	// is kept). Needs `tenant-settings:manage`.
 	UpdateBranding(ctx context.Context, in *UpdateBrandingRequest, opts ...grpc.CallOption) (*UpdateBrandingResponse, error)
+	// Replace the branding logo
+	//
 	// PutBrandingLogo replaces the tenant's logo with a PNG or JPEG image
 	// (Content-Type image/png or image/jpeg, at most 1 MiB and 2,000 x 2,000
 	// pixels). The image is decoded and encoded again before it is kept, so
 	// only pixels are stored. Needs `tenant-settings:manage`.
 	PutBrandingLogo(ctx context.Context, in *PutBrandingLogoRequest, opts ...grpc.CallOption) (*PutBrandingLogoResponse, error)
+	// Get the branding logo
+	//
 	// GetBrandingLogo answers the tenant's logo as it was kept (image/png or
 	// image/jpeg); 404 when it has none. Needs `tenant-settings:manage`.
 	// (--
@@ -111,18 +119,26 @@ func (c *brandingServiceClient) GetBrandingLogo(ctx context.Context, in *GetBran
 // receipts, giving statements and letters print, and the signature under a
 // letter. It lives with the documents that print it (docs/letters.md).
 type BrandingServiceServer interface {
+	// Get the branding
+	//
 	// GetBranding reads the tenant's branding; a tenant that never saved one
 	// reads the defaults (no colors, no signature). Needs
 	// `tenant-settings:manage`.
 	GetBranding(context.Context, *GetBrandingRequest) (*GetBrandingResponse, error)
+	// Replace the branding
+	//
 	// UpdateBranding replaces the tenant's colors and signature (the logo
 	// is kept). Needs `tenant-settings:manage`.
 	UpdateBranding(context.Context, *UpdateBrandingRequest) (*UpdateBrandingResponse, error)
+	// Replace the branding logo
+	//
 	// PutBrandingLogo replaces the tenant's logo with a PNG or JPEG image
 	// (Content-Type image/png or image/jpeg, at most 1 MiB and 2,000 x 2,000
 	// pixels). The image is decoded and encoded again before it is kept, so
 	// only pixels are stored. Needs `tenant-settings:manage`.
 	PutBrandingLogo(context.Context, *PutBrandingLogoRequest) (*PutBrandingLogoResponse, error)
+	// Get the branding logo
+	//
 	// GetBrandingLogo answers the tenant's logo as it was kept (image/png or
 	// image/jpeg); 404 when it has none. Needs `tenant-settings:manage`.
 	// (--

@@ -1366,16 +1366,17 @@ const file_almoner_reports_v1_cohorts_proto_rawDesc = "" +
 	"\vcontact_ids\x18\x01 \x03(\x03R\n" +
 	"contactIds\x12\x1f\n" +
 	"\vtotal_count\x18\x02 \x01(\x03R\n" +
-	"totalCount2\xa0\f\n" +
-	"\rCohortService\x12\xaf\x01\n" +
-	"\fCreateCohort\x12'.almoner.reports.v1.CreateCohortRequest\x1a(.almoner.reports.v1.CreateCohortResponse\"L\x92A\x11\x12\x0fCreate a cohort\x82\xd3\xe4\x93\x022:\x06cohortb\x06cohort\" /api/tenants/{tenant_id}/cohorts\x12\x99\x01\n" +
-	"\vListCohorts\x12&.almoner.reports.v1.ListCohortsRequest\x1a'.almoner.reports.v1.ListCohortsResponse\"9\x92A\x0e\x12\fList cohorts\x82\xd3\xe4\x93\x02\"\x12 /api/tenants/{tenant_id}/cohorts\x12\xa7\x01\n" +
-	"\tGetCohort\x12$.almoner.reports.v1.GetCohortRequest\x1a%.almoner.reports.v1.GetCohortResponse\"M\x92A\x0e\x12\fGet a cohort\x82\xd3\xe4\x93\x026b\x06cohort\x12,/api/tenants/{tenant_id}/cohorts/{cohort_id}\x12\xbc\x01\n" +
-	"\fUpdateCohort\x12'.almoner.reports.v1.UpdateCohortRequest\x1a(.almoner.reports.v1.UpdateCohortResponse\"Y\x92A\x12\x12\x10Replace a cohort\x82\xd3\xe4\x93\x02>:\x06cohortb\x06cohort\x1a,/api/tenants/{tenant_id}/cohorts/{cohort_id}\x12\xab\x01\n" +
-	"\fDeleteCohort\x12'.almoner.reports.v1.DeleteCohortRequest\x1a(.almoner.reports.v1.DeleteCohortResponse\"H\x92A\x11\x12\x0fDelete a cohort\x82\xd3\xe4\x93\x02.*,/api/tenants/{tenant_id}/cohorts/{cohort_id}\x12\xca\x01\n" +
-	"\x11ListCohortMembers\x12,.almoner.reports.v1.ListCohortMembersRequest\x1a-.almoner.reports.v1.ListCohortMembersResponse\"X\x92A\x19\x12\x17List a cohort's members\x82\xd3\xe4\x93\x026\x124/api/tenants/{tenant_id}/cohorts/{cohort_id}/members\x12\xb7\x01\n" +
-	"\vCountCohort\x12&.almoner.reports.v1.CountCohortRequest\x1a'.almoner.reports.v1.CountCohortResponse\"W\x92A\x1a\x12\x18Count a cohort's members\x82\xd3\xe4\x93\x024\x122/api/tenants/{tenant_id}/cohorts/{cohort_id}/count\x12\xaa\x01\n" +
-	"\fExportCohort\x12'.almoner.reports.v1.ExportCohortRequest\x1a\x14.google.api.HttpBody\"Y\x92A\x1b\x12\x19Export a cohort's members\x82\xd3\xe4\x93\x025\"3/api/tenants/{tenant_id}/cohorts/{cohort_id}/export0\x01\x12v\n" +
+	"totalCount2\xea\n" +
+	"\n" +
+	"\rCohortService\x12\x9b\x01\n" +
+	"\fCreateCohort\x12'.almoner.reports.v1.CreateCohortRequest\x1a(.almoner.reports.v1.CreateCohortResponse\"8\x82\xd3\xe4\x93\x022:\x06cohortb\x06cohort\" /api/tenants/{tenant_id}/cohorts\x12\x88\x01\n" +
+	"\vListCohorts\x12&.almoner.reports.v1.ListCohortsRequest\x1a'.almoner.reports.v1.ListCohortsResponse\"(\x82\xd3\xe4\x93\x02\"\x12 /api/tenants/{tenant_id}/cohorts\x12\x96\x01\n" +
+	"\tGetCohort\x12$.almoner.reports.v1.GetCohortRequest\x1a%.almoner.reports.v1.GetCohortResponse\"<\x82\xd3\xe4\x93\x026b\x06cohort\x12,/api/tenants/{tenant_id}/cohorts/{cohort_id}\x12\xa7\x01\n" +
+	"\fUpdateCohort\x12'.almoner.reports.v1.UpdateCohortRequest\x1a(.almoner.reports.v1.UpdateCohortResponse\"D\x82\xd3\xe4\x93\x02>:\x06cohortb\x06cohort\x1a,/api/tenants/{tenant_id}/cohorts/{cohort_id}\x12\x97\x01\n" +
+	"\fDeleteCohort\x12'.almoner.reports.v1.DeleteCohortRequest\x1a(.almoner.reports.v1.DeleteCohortResponse\"4\x82\xd3\xe4\x93\x02.*,/api/tenants/{tenant_id}/cohorts/{cohort_id}\x12\xae\x01\n" +
+	"\x11ListCohortMembers\x12,.almoner.reports.v1.ListCohortMembersRequest\x1a-.almoner.reports.v1.ListCohortMembersResponse\"<\x82\xd3\xe4\x93\x026\x124/api/tenants/{tenant_id}/cohorts/{cohort_id}/members\x12\x9a\x01\n" +
+	"\vCountCohort\x12&.almoner.reports.v1.CountCohortRequest\x1a'.almoner.reports.v1.CountCohortResponse\":\x82\xd3\xe4\x93\x024\x122/api/tenants/{tenant_id}/cohorts/{cohort_id}/count\x12\x8c\x01\n" +
+	"\fExportCohort\x12'.almoner.reports.v1.ExportCohortRequest\x1a\x14.google.api.HttpBody\";\x82\xd3\xe4\x93\x025\"3/api/tenants/{tenant_id}/cohorts/{cohort_id}/export0\x01\x12v\n" +
 	"\x13ListCohortMemberIds\x12..almoner.reports.v1.ListCohortMemberIdsRequest\x1a/.almoner.reports.v1.ListCohortMemberIdsResponseBAZ?github.com/almoner/almoner/pkg/api/almoner/reports/v1;reportsv1b\x06proto3"
 
 var (

@@ -41,25 +41,41 @@ const (
 // new-this-month). Members and counts are computed from current data at
 // every read (docs/cohorts.md).
 type CohortServiceClient interface {
+	// Create a cohort
+	//
 	// CreateCohort saves a cohort (201). Needs `cohorts:manage`.
 	CreateCohort(ctx context.Context, in *CreateCohortRequest, opts ...grpc.CallOption) (*CreateCohortResponse, error)
+	// List cohorts
+	//
 	// ListCohorts lists the built-in cohorts, then the tenant's own by
 	// name. Needs `cohorts:manage` or `contacts:view`.
 	ListCohorts(ctx context.Context, in *ListCohortsRequest, opts ...grpc.CallOption) (*ListCohortsResponse, error)
+	// Get a cohort
+	//
 	// GetCohort reads one cohort (a built-in's definition as of today).
 	// Needs `cohorts:manage` or `contacts:view`.
 	GetCohort(ctx context.Context, in *GetCohortRequest, opts ...grpc.CallOption) (*GetCohortResponse, error)
+	// Replace a cohort
+	//
 	// UpdateCohort replaces a saved cohort's name, description and
 	// definition (a built-in is read-only: 400). Needs `cohorts:manage`.
 	UpdateCohort(ctx context.Context, in *UpdateCohortRequest, opts ...grpc.CallOption) (*UpdateCohortResponse, error)
+	// Delete a cohort
+	//
 	// DeleteCohort deletes a saved cohort (204); one another cohort refers
 	// to is 400 `Cohort.InUse`. Needs `cohorts:manage`.
 	DeleteCohort(ctx context.Context, in *DeleteCohortRequest, opts ...grpc.CallOption) (*DeleteCohortResponse, error)
+	// List a cohort's members
+	//
 	// ListCohortMembers pages through a cohort's members with their
 	// lifetime giving. Needs `contacts:view`.
 	ListCohortMembers(ctx context.Context, in *ListCohortMembersRequest, opts ...grpc.CallOption) (*ListCohortMembersResponse, error)
+	// Count a cohort's members
+	//
 	// CountCohort counts a cohort's members now. Needs `contacts:view`.
 	CountCohort(ctx context.Context, in *CountCohortRequest, opts ...grpc.CallOption) (*CountCohortResponse, error)
+	// Export a cohort's members
+	//
 	// ExportCohort streams every member as a file, csv or xlsx, with the
 	// members' columns; text a spreadsheet would run as a formula is
 	// neutralized. Needs `reports:export`.
@@ -192,25 +208,41 @@ func (c *cohortServiceClient) ListCohortMemberIds(ctx context.Context, in *ListC
 // new-this-month). Members and counts are computed from current data at
 // every read (docs/cohorts.md).
 type CohortServiceServer interface {
+	// Create a cohort
+	//
 	// CreateCohort saves a cohort (201). Needs `cohorts:manage`.
 	CreateCohort(context.Context, *CreateCohortRequest) (*CreateCohortResponse, error)
+	// List cohorts
+	//
 	// ListCohorts lists the built-in cohorts, then the tenant's own by
 	// name. Needs `cohorts:manage` or `contacts:view`.
 	ListCohorts(context.Context, *ListCohortsRequest) (*ListCohortsResponse, error)
+	// Get a cohort
+	//
 	// GetCohort reads one cohort (a built-in's definition as of today).
 	// Needs `cohorts:manage` or `contacts:view`.
 	GetCohort(context.Context, *GetCohortRequest) (*GetCohortResponse, error)
+	// Replace a cohort
+	//
 	// UpdateCohort replaces a saved cohort's name, description and
 	// definition (a built-in is read-only: 400). Needs `cohorts:manage`.
 	UpdateCohort(context.Context, *UpdateCohortRequest) (*UpdateCohortResponse, error)
+	// Delete a cohort
+	//
 	// DeleteCohort deletes a saved cohort (204); one another cohort refers
 	// to is 400 `Cohort.InUse`. Needs `cohorts:manage`.
 	DeleteCohort(context.Context, *DeleteCohortRequest) (*DeleteCohortResponse, error)
+	// List a cohort's members
+	//
 	// ListCohortMembers pages through a cohort's members with their
 	// lifetime giving. Needs `contacts:view`.
 	ListCohortMembers(context.Context, *ListCohortMembersRequest) (*ListCohortMembersResponse, error)
+	// Count a cohort's members
+	//
 	// CountCohort counts a cohort's members now. Needs `contacts:view`.
 	CountCohort(context.Context, *CountCohortRequest) (*CountCohortResponse, error)
+	// Export a cohort's members
+	//
 	// ExportCohort streams every member as a file, csv or xlsx, with the
 	// members' columns; text a spreadsheet would run as a formula is
 	// neutralized. Needs `reports:export`.

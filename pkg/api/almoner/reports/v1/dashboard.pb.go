@@ -1191,12 +1191,12 @@ const file_almoner_reports_v1_dashboard_proto_rawDesc = "" +
 	"\x10other_currencies\x18\x0e \x03(\v2\".almoner.reports.v1.CurrencyFigureR\x0fotherCurrencies\x129\n" +
 	"\x18pending_acknowledgements\x18\x0f \x01(\x03R\x17pendingAcknowledgements\x12.\n" +
 	"\x13lapsed_in_portfolio\x18\x10 \x01(\x03R\x11lapsedInPortfolio\x12,\n" +
-	"\x12past_due_schedules\x18\x11 \x01(\x03R\x10pastDueSchedules2\xc7\x03\n" +
-	"\x10DashboardService\x12\xc5\x01\n" +
-	"\fGetDashboard\x12'.almoner.reports.v1.GetDashboardRequest\x1a(.almoner.reports.v1.GetDashboardResponse\"b\x92A*\n" +
-	"\tDashboard\x12\x1dGet the fundraising dashboard\x82\xd3\xe4\x93\x02/b\tdashboard\x12\"/api/tenants/{tenant_id}/dashboard\x12\xea\x01\n" +
-	"\x10GetUserDashboard\x12+.almoner.reports.v1.GetUserDashboardRequest\x1a,.almoner.reports.v1.GetUserDashboardResponse\"{\x92A3\n" +
-	"\tDashboard\x12&Get a fundraiser's portfolio dashboard\x82\xd3\xe4\x93\x02?b\tdashboard\x122/api/tenants/{tenant_id}/users/{user_id}/dashboardBAZ?github.com/almoner/almoner/pkg/api/almoner/reports/v1;reportsv1b\x06proto3"
+	"\x12past_due_schedules\x18\x11 \x01(\x03R\x10pastDueSchedules2\x80\x03\n" +
+	"\x10DashboardService\x12\xa6\x01\n" +
+	"\fGetDashboard\x12'.almoner.reports.v1.GetDashboardRequest\x1a(.almoner.reports.v1.GetDashboardResponse\"C\x92A\v\n" +
+	"\tDashboard\x82\xd3\xe4\x93\x02/b\tdashboard\x12\"/api/tenants/{tenant_id}/dashboard\x12\xc2\x01\n" +
+	"\x10GetUserDashboard\x12+.almoner.reports.v1.GetUserDashboardRequest\x1a,.almoner.reports.v1.GetUserDashboardResponse\"S\x92A\v\n" +
+	"\tDashboard\x82\xd3\xe4\x93\x02?b\tdashboard\x122/api/tenants/{tenant_id}/users/{user_id}/dashboardBAZ?github.com/almoner/almoner/pkg/api/almoner/reports/v1;reportsv1b\x06proto3"
 
 var (
 	file_almoner_reports_v1_dashboard_proto_rawDescOnce sync.Once

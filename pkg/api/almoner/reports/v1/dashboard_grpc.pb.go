@@ -31,9 +31,13 @@ const (
 // against the same period a year earlier, for the whole tenant or for one
 // staff user's portfolio (docs/dashboard.md).
 type DashboardServiceClient interface {
+	// Get the fundraising dashboard
+	//
 	// GetDashboard answers the tenant's figures for a period. Needs
 	// `donations:view`.
 	GetDashboard(ctx context.Context, in *GetDashboardRequest, opts ...grpc.CallOption) (*GetDashboardResponse, error)
+	// Get a fundraiser's portfolio dashboard
+	//
 	// GetUserDashboard answers the same figures for the contacts assigned
 	// to a staff user (their portfolio), with the portfolio's work list.
 	// Needs `donations:view`; another user's portfolio also needs
@@ -78,9 +82,13 @@ func (c *dashboardServiceClient) GetUserDashboard(ctx context.Context, in *GetUs
 // against the same period a year earlier, for the whole tenant or for one
 // staff user's portfolio (docs/dashboard.md).
 type DashboardServiceServer interface {
+	// Get the fundraising dashboard
+	//
 	// GetDashboard answers the tenant's figures for a period. Needs
 	// `donations:view`.
 	GetDashboard(context.Context, *GetDashboardRequest) (*GetDashboardResponse, error)
+	// Get a fundraiser's portfolio dashboard
+	//
 	// GetUserDashboard answers the same figures for the contacts assigned
 	// to a staff user (their portfolio), with the portfolio's work list.
 	// Needs `donations:view`; another user's portfolio also needs

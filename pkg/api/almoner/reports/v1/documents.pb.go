@@ -1695,10 +1695,10 @@ var File_almoner_reports_v1_documents_proto protoreflect.FileDescriptor
 
 const file_almoner_reports_v1_documents_proto_rawDesc = "" +
 	"\n" +
-	"\"almoner/reports/v1/documents.proto\x12\x12almoner.reports.v1\x1a\x1dalmoner/type/v1/decimal.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x19google/api/httpbody.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\x8f\x01\n" +
+	"\"almoner/reports/v1/documents.proto\x12\x12almoner.reports.v1\x1a\x1dalmoner/type/v1/decimal.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/httpbody.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\x94\x01\n" +
 	"\x1bStartTaxStatementRunRequest\x12\x1b\n" +
-	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x12\n" +
-	"\x04year\x18\x02 \x01(\x05R\x04year\x12?\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x17\n" +
+	"\x04year\x18\x02 \x01(\x05B\x03\xe0A\x02R\x04year\x12?\n" +
 	"\x0eminimum_amount\x18\x03 \x01(\v2\x18.almoner.type.v1.DecimalR\rminimumAmount\"U\n" +
 	"\x1cStartTaxStatementRunResponse\x125\n" +
 	"\x03run\x18\x01 \x01(\v2#.almoner.reports.v1.TaxStatementRunR\x03run\"S\n" +
@@ -1733,7 +1733,7 @@ const file_almoner_reports_v1_documents_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12A\n" +
 	"\aprofile\x18\x02 \x01(\v2'.almoner.reports.v1.OrganizationProfileR\aprofile\"f\n" +
 	"!UpdateOrganizationProfileResponse\x12A\n" +
-	"\aprofile\x18\x01 \x01(\v2'.almoner.reports.v1.OrganizationProfileR\aprofile\"\xb7\x03\n" +
+	"\aprofile\x18\x01 \x01(\v2'.almoner.reports.v1.OrganizationProfileR\aprofile\"\xbc\x03\n" +
 	"\x13OrganizationProfile\x12\x1d\n" +
 	"\n" +
 	"legal_name\x18\x01 \x01(\tR\tlegalName\x12\x15\n" +
@@ -1747,9 +1747,9 @@ const file_almoner_reports_v1_documents_proto_rawDesc = "" +
 	"\x0ereceipt_footer\x18\t \x01(\tR\rreceiptFooter\x12\x18\n" +
 	"\acountry\x18\n" +
 	" \x01(\tR\acountry\x12\x1b\n" +
-	"\ttime_zone\x18\v \x01(\tR\btimeZone\x129\n" +
+	"\ttime_zone\x18\v \x01(\tR\btimeZone\x12>\n" +
 	"\n" +
-	"updated_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\x8c\x02\n" +
+	"updated_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\tupdatedAt\"\x8c\x02\n" +
 	"\rPostalAddress\x12\x14\n" +
 	"\x05line1\x18\x01 \x01(\tR\x05line1\x12\x19\n" +
 	"\x05line2\x18\x02 \x01(\tH\x00R\x05line2\x88\x01\x01\x12\x17\n" +

@@ -33,9 +33,13 @@ const (
 // receipts and statements print. It lives with the documents that print it
 // (docs/reports.md).
 type OrganizationProfileServiceClient interface {
+	// Get the organization profile
+	//
 	// GetOrganizationProfile reads the tenant's profile. A tenant that never
 	// saved one is 404. Needs `tenant-settings:manage`.
 	GetOrganizationProfile(ctx context.Context, in *GetOrganizationProfileRequest, opts ...grpc.CallOption) (*GetOrganizationProfileResponse, error)
+	// Replace the organization profile
+	//
 	// UpdateOrganizationProfile replaces the tenant's profile (creating it
 	// the first time). Needs `tenant-settings:manage`. Writes an
 	// `organization_profile.updated` event (`organization_profile.created`
@@ -80,9 +84,13 @@ func (c *organizationProfileServiceClient) UpdateOrganizationProfile(ctx context
 // receipts and statements print. It lives with the documents that print it
 // (docs/reports.md).
 type OrganizationProfileServiceServer interface {
+	// Get the organization profile
+	//
 	// GetOrganizationProfile reads the tenant's profile. A tenant that never
 	// saved one is 404. Needs `tenant-settings:manage`.
 	GetOrganizationProfile(context.Context, *GetOrganizationProfileRequest) (*GetOrganizationProfileResponse, error)
+	// Replace the organization profile
+	//
 	// UpdateOrganizationProfile replaces the tenant's profile (creating it
 	// the first time). Needs `tenant-settings:manage`. Writes an
 	// `organization_profile.updated` event (`organization_profile.created`
@@ -195,6 +203,8 @@ const (
 // as data (`Accept: application/json`, the default) or as a one-page PDF
 // (`Accept: application/pdf`).
 type ReceiptServiceClient interface {
+	// Get an order's receipt
+	//
 	// GetOrderReceipt is the written acknowledgment of a completed order:
 	// its gifts net of refunds, the value of goods or services received and
 	// the disclosure sentence. The receipt number is stable per order. Needs
@@ -206,6 +216,8 @@ type ReceiptServiceClient interface {
 	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE google.api.HttpBody answers several RPCs
 	// --)
 	GetOrderReceipt(ctx context.Context, in *GetOrderReceiptRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[httpbody.HttpBody], error)
+	// Get a contact's giving statement
+	//
 	// GetGivingStatement is a contact's statement of a calendar year's
 	// giving, in the time zone of the organization profile: every completed
 	// order of the year net of refunds, with totals per currency. The
@@ -274,6 +286,8 @@ type ReceiptService_GetGivingStatementClient = grpc.ServerStreamingClient[httpbo
 // as data (`Accept: application/json`, the default) or as a one-page PDF
 // (`Accept: application/pdf`).
 type ReceiptServiceServer interface {
+	// Get an order's receipt
+	//
 	// GetOrderReceipt is the written acknowledgment of a completed order:
 	// its gifts net of refunds, the value of goods or services received and
 	// the disclosure sentence. The receipt number is stable per order. Needs
@@ -285,6 +299,8 @@ type ReceiptServiceServer interface {
 	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE google.api.HttpBody answers several RPCs
 	// --)
 	GetOrderReceipt(*GetOrderReceiptRequest, grpc.ServerStreamingServer[httpbody.HttpBody]) error
+	// Get a contact's giving statement
+	//
 	// GetGivingStatement is a contact's statement of a calendar year's
 	// giving, in the time zone of the organization profile: every completed
 	// order of the year net of refunds, with totals per currency. The
@@ -393,12 +409,18 @@ const (
 // PDFs or a CSV. A run survives restarts (it resumes where it stopped) and
 // is made by one replica at a time.
 type TaxStatementServiceClient interface {
+	// Start a tax statement run
+	//
 	// StartTaxStatementRun queues a run for a year; it answers 202 with the
 	// queued run. Needs `tax-statements:manage`.
 	StartTaxStatementRun(ctx context.Context, in *StartTaxStatementRunRequest, opts ...grpc.CallOption) (*StartTaxStatementRunResponse, error)
+	// Get a tax statement run
+	//
 	// GetTaxStatementRun reads a run's state and progress. Needs
 	// `tax-statements:manage`.
 	GetTaxStatementRun(ctx context.Context, in *GetTaxStatementRunRequest, opts ...grpc.CallOption) (*GetTaxStatementRunResponse, error)
+	// Download a tax statement run
+	//
 	// DownloadTaxStatementRun streams a succeeded run's statements:
 	// `format=zip` (the default), one PDF per donor named by statement
 	// number, or `format=csv`, one row per donor. Needs
@@ -467,12 +489,18 @@ type TaxStatementService_DownloadTaxStatementRunClient = grpc.ServerStreamingCli
 // PDFs or a CSV. A run survives restarts (it resumes where it stopped) and
 // is made by one replica at a time.
 type TaxStatementServiceServer interface {
+	// Start a tax statement run
+	//
 	// StartTaxStatementRun queues a run for a year; it answers 202 with the
 	// queued run. Needs `tax-statements:manage`.
 	StartTaxStatementRun(context.Context, *StartTaxStatementRunRequest) (*StartTaxStatementRunResponse, error)
+	// Get a tax statement run
+	//
 	// GetTaxStatementRun reads a run's state and progress. Needs
 	// `tax-statements:manage`.
 	GetTaxStatementRun(context.Context, *GetTaxStatementRunRequest) (*GetTaxStatementRunResponse, error)
+	// Download a tax statement run
+	//
 	// DownloadTaxStatementRun streams a succeeded run's statements:
 	// `format=zip` (the default), one PDF per donor named by statement
 	// number, or `format=csv`, one row per donor. Needs

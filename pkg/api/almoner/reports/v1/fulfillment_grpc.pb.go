@@ -34,6 +34,8 @@ const (
 // (docs/fulfillment.md), read through its report views. Needs
 // `shipments:view`.
 type FulfillmentDocumentServiceClient interface {
+	// Get a shipment's packing slip
+	//
 	// GetPackingSlip is one shipment's packing slip as a PDF: the
 	// organization's name and address, the ship-to address, the order's
 	// number and date, each line's SKU, name and quantity, and no prices.
@@ -42,6 +44,8 @@ type FulfillmentDocumentServiceClient interface {
 	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE google.api.HttpBody answers several RPCs
 	// --)
 	GetPackingSlip(ctx context.Context, in *GetPackingSlipRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[httpbody.HttpBody], error)
+	// Render packing slips
+	//
 	// RenderPackingSlips is one PDF of many shipments' packing slips, one
 	// page (or more) each, in order number order: those named, or those of a
 	// status and batch; at most 2,000 (400 `Shipment.TooManySlips` beyond,
@@ -51,6 +55,8 @@ type FulfillmentDocumentServiceClient interface {
 	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE google.api.HttpBody answers several RPCs
 	// --)
 	RenderPackingSlips(ctx context.Context, in *RenderPackingSlipsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[httpbody.HttpBody], error)
+	// Get a pick list
+	//
 	// GetPickList sums the units to pick for the shipments of a status (and
 	// batch) per item: SKU, name, total quantity, number of shipments and
 	// bin location, sorted by SKU, as CSV or Excel. Text a spreadsheet would
@@ -136,6 +142,8 @@ type FulfillmentDocumentService_GetPickListClient = grpc.ServerStreamingClient[h
 // (docs/fulfillment.md), read through its report views. Needs
 // `shipments:view`.
 type FulfillmentDocumentServiceServer interface {
+	// Get a shipment's packing slip
+	//
 	// GetPackingSlip is one shipment's packing slip as a PDF: the
 	// organization's name and address, the ship-to address, the order's
 	// number and date, each line's SKU, name and quantity, and no prices.
@@ -144,6 +152,8 @@ type FulfillmentDocumentServiceServer interface {
 	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE google.api.HttpBody answers several RPCs
 	// --)
 	GetPackingSlip(*GetPackingSlipRequest, grpc.ServerStreamingServer[httpbody.HttpBody]) error
+	// Render packing slips
+	//
 	// RenderPackingSlips is one PDF of many shipments' packing slips, one
 	// page (or more) each, in order number order: those named, or those of a
 	// status and batch; at most 2,000 (400 `Shipment.TooManySlips` beyond,
@@ -153,6 +163,8 @@ type FulfillmentDocumentServiceServer interface {
 	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE google.api.HttpBody answers several RPCs
 	// --)
 	RenderPackingSlips(*RenderPackingSlipsRequest, grpc.ServerStreamingServer[httpbody.HttpBody]) error
+	// Get a pick list
+	//
 	// GetPickList sums the units to pick for the shipments of a status (and
 	// batch) per item: SKU, name, total quantity, number of shipments and
 	// bin location, sorted by SKU, as CSV or Excel. Text a spreadsheet would

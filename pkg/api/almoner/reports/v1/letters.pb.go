@@ -640,10 +640,10 @@ var File_almoner_reports_v1_letters_proto protoreflect.FileDescriptor
 
 const file_almoner_reports_v1_letters_proto_rawDesc = "" +
 	"\n" +
-	" almoner/reports/v1/letters.proto\x12\x12almoner.reports.v1\x1a\x1dalmoner/type/v1/decimal.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x19google/api/httpbody.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\xe6\x01\n" +
-	"\x0fLetterRunFilter\x12\x12\n" +
-	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
-	"\x02to\x18\x02 \x01(\tR\x02to\x12\x19\n" +
+	" almoner/reports/v1/letters.proto\x12\x12almoner.reports.v1\x1a\x1dalmoner/type/v1/decimal.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/httpbody.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\xf0\x01\n" +
+	"\x0fLetterRunFilter\x12\x17\n" +
+	"\x04from\x18\x01 \x01(\tB\x03\xe0A\x02R\x04from\x12\x13\n" +
+	"\x02to\x18\x02 \x01(\tB\x03\xe0A\x02R\x02to\x12\x19\n" +
 	"\bfund_ids\x18\x03 \x03(\tR\afundIds\x12\x1e\n" +
 	"\bbatch_id\x18\x04 \x01(\tH\x00R\abatchId\x88\x01\x01\x127\n" +
 	"\n" +
@@ -677,13 +677,13 @@ const file_almoner_reports_v1_letters_proto_rawDesc = "" +
 	"\n" +
 	"started_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12;\n" +
 	"\vfinished_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"finishedAt\"\xd9\x01\n" +
+	"finishedAt\"\xe8\x01\n" +
 	"\x15StartLetterRunRequest\x12\x1b\n" +
-	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1f\n" +
-	"\vtemplate_id\x18\x02 \x01(\tR\n" +
-	"templateId\x12;\n" +
-	"\x06filter\x18\x03 \x01(\v2#.almoner.reports.v1.LetterRunFilterR\x06filter\x12\x18\n" +
-	"\achannel\x18\x04 \x01(\tR\achannel\x12+\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12$\n" +
+	"\vtemplate_id\x18\x02 \x01(\tB\x03\xe0A\x02R\n" +
+	"templateId\x12@\n" +
+	"\x06filter\x18\x03 \x01(\v2#.almoner.reports.v1.LetterRunFilterB\x03\xe0A\x02R\x06filter\x12\x1d\n" +
+	"\achannel\x18\x04 \x01(\tB\x03\xe0A\x02R\achannel\x12+\n" +
 	"\x11mark_acknowledged\x18\x05 \x01(\bR\x10markAcknowledged\"I\n" +
 	"\x16StartLetterRunResponse\x12/\n" +
 	"\x03run\x18\x01 \x01(\v2\x1d.almoner.reports.v1.LetterRunR\x03run\"I\n" +

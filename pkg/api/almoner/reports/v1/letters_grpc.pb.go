@@ -33,11 +33,17 @@ const (
 // per pending gift, as PDF or email, made in the background by whichever
 // replica holds the run's lease (docs/letters.md, Letter runs).
 type LetterRunServiceClient interface {
+	// Start a letter run
+	//
 	// StartLetterRun queues a run (202). Needs `documents:manage`.
 	StartLetterRun(ctx context.Context, in *StartLetterRunRequest, opts ...grpc.CallOption) (*StartLetterRunResponse, error)
+	// Get a letter run
+	//
 	// GetLetterRun reads a run: its status and counts. Needs
 	// `documents:manage`.
 	GetLetterRun(ctx context.Context, in *GetLetterRunRequest, opts ...grpc.CallOption) (*GetLetterRunResponse, error)
+	// Download a letter run's PDF
+	//
 	// GetLetterRunDocument streams one PDF of the run's letters (a pdf
 	// run's, or an email run's letters whose message failed for good). A
 	// run not succeeded is 409 `LetterRun.NotFinished`. Needs
@@ -104,11 +110,17 @@ type LetterRunService_GetLetterRunDocumentClient = grpc.ServerStreamingClient[ht
 // per pending gift, as PDF or email, made in the background by whichever
 // replica holds the run's lease (docs/letters.md, Letter runs).
 type LetterRunServiceServer interface {
+	// Start a letter run
+	//
 	// StartLetterRun queues a run (202). Needs `documents:manage`.
 	StartLetterRun(context.Context, *StartLetterRunRequest) (*StartLetterRunResponse, error)
+	// Get a letter run
+	//
 	// GetLetterRun reads a run: its status and counts. Needs
 	// `documents:manage`.
 	GetLetterRun(context.Context, *GetLetterRunRequest) (*GetLetterRunResponse, error)
+	// Download a letter run's PDF
+	//
 	// GetLetterRunDocument streams one PDF of the run's letters (a pdf
 	// run's, or an email run's letters whose message failed for good). A
 	// run not succeeded is 409 `LetterRun.NotFinished`. Needs

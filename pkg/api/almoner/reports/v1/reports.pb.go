@@ -1492,7 +1492,7 @@ var File_almoner_reports_v1_reports_proto protoreflect.FileDescriptor
 
 const file_almoner_reports_v1_reports_proto_rawDesc = "" +
 	"\n" +
-	" almoner/reports/v1/reports.proto\x12\x12almoner.reports.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x19google/api/httpbody.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"5\n" +
+	" almoner/reports/v1/reports.proto\x12\x12almoner.reports.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/httpbody.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"5\n" +
 	"\x16ListReportTypesRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"O\n" +
 	"\x17ListReportTypesResponse\x124\n" +
@@ -1564,10 +1564,10 @@ const file_almoner_reports_v1_reports_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1b\n" +
 	"\treport_id\x18\x02 \x01(\tR\breportId\"G\n" +
 	"\x11GetReportResponse\x122\n" +
-	"\x06report\x18\x01 \x01(\v2\x1a.almoner.reports.v1.ReportR\x06report\"\x94\x02\n" +
+	"\x06report\x18\x01 \x01(\v2\x1a.almoner.reports.v1.ReportR\x06report\"\x99\x02\n" +
 	"\x13CreateReportRequest\x12\x1b\n" +
-	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\x12 \n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x17\n" +
+	"\x04name\x18\x02 \x01(\tB\x03\xe0A\x02R\x04name\x12 \n" +
 	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x19\n" +
 	"\btype_key\x18\x04 \x01(\tR\atypeKey\x127\n" +
 	"\n" +

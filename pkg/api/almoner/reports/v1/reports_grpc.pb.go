@@ -41,18 +41,30 @@ const (
 // column keys and amounts keep their currency's decimals (`100.00`), which a
 // google.protobuf.Struct could not carry.
 type ReportServiceClient interface {
+	// List saved reports
+	//
 	// ListReports lists the tenant's saved report definitions. Needs
 	// `reports:view`.
 	ListReports(ctx context.Context, in *ListReportsRequest, opts ...grpc.CallOption) (*ListReportsResponse, error)
+	// Get a report
+	//
 	// GetReport reads one saved definition. Needs `reports:view`.
 	GetReport(ctx context.Context, in *GetReportRequest, opts ...grpc.CallOption) (*GetReportResponse, error)
+	// Create a report
+	//
 	// CreateReport saves a definition. Needs `reports:manage`.
 	CreateReport(ctx context.Context, in *CreateReportRequest, opts ...grpc.CallOption) (*CreateReportResponse, error)
+	// Update a report
+	//
 	// UpdateReport replaces a definition's name, description and parameter
 	// values. Needs `reports:manage`.
 	UpdateReport(ctx context.Context, in *UpdateReportRequest, opts ...grpc.CallOption) (*UpdateReportResponse, error)
+	// Delete a report
+	//
 	// DeleteReport soft-deletes a definition. Needs `reports:manage`.
 	DeleteReport(ctx context.Context, in *DeleteReportRequest, opts ...grpc.CallOption) (*DeleteReportResponse, error)
+	// Run a saved report
+	//
 	// RunReport runs a saved definition, one page of rows plus the totals.
 	// Parameters given here override the saved ones for this run. Needs
 	// `reports:view`. The run is recorded.
@@ -61,6 +73,8 @@ type ReportServiceClient interface {
 	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE google.api.HttpBody answers several RPCs
 	// --)
 	RunReport(ctx context.Context, in *RunReportRequest, opts ...grpc.CallOption) (*httpbody.HttpBody, error)
+	// Export a report
+	//
 	// ExportReport streams every row of a saved definition as a file (csv,
 	// xlsx or pdf). The first message carries the content type; the file name
 	// is in the `content-disposition` response header. Needs
@@ -70,11 +84,15 @@ type ReportServiceClient interface {
 	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE google.api.HttpBody answers several RPCs
 	// --)
 	ExportReport(ctx context.Context, in *ExportReportRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[httpbody.HttpBody], error)
+	// List report types
+	//
 	// (-- The type routes come last: grpc-gateway tries the routes registered
 	// last first, so /reports/types wins over /reports/{report_id}. --)
 	// ListReportTypes lists the pre-built report types with their parameters
 	// and columns. Needs `reports:view`.
 	ListReportTypes(ctx context.Context, in *ListReportTypesRequest, opts ...grpc.CallOption) (*ListReportTypesResponse, error)
+	// Run a report type
+	//
 	// RunReportType runs a report type with the given parameters without
 	// saving a definition. Needs `reports:view`. The run is recorded.
 	// (--
@@ -201,18 +219,30 @@ func (c *reportServiceClient) RunReportType(ctx context.Context, in *RunReportTy
 // column keys and amounts keep their currency's decimals (`100.00`), which a
 // google.protobuf.Struct could not carry.
 type ReportServiceServer interface {
+	// List saved reports
+	//
 	// ListReports lists the tenant's saved report definitions. Needs
 	// `reports:view`.
 	ListReports(context.Context, *ListReportsRequest) (*ListReportsResponse, error)
+	// Get a report
+	//
 	// GetReport reads one saved definition. Needs `reports:view`.
 	GetReport(context.Context, *GetReportRequest) (*GetReportResponse, error)
+	// Create a report
+	//
 	// CreateReport saves a definition. Needs `reports:manage`.
 	CreateReport(context.Context, *CreateReportRequest) (*CreateReportResponse, error)
+	// Update a report
+	//
 	// UpdateReport replaces a definition's name, description and parameter
 	// values. Needs `reports:manage`.
 	UpdateReport(context.Context, *UpdateReportRequest) (*UpdateReportResponse, error)
+	// Delete a report
+	//
 	// DeleteReport soft-deletes a definition. Needs `reports:manage`.
 	DeleteReport(context.Context, *DeleteReportRequest) (*DeleteReportResponse, error)
+	// Run a saved report
+	//
 	// RunReport runs a saved definition, one page of rows plus the totals.
 	// Parameters given here override the saved ones for this run. Needs
 	// `reports:view`. The run is recorded.
@@ -221,6 +251,8 @@ type ReportServiceServer interface {
 	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE google.api.HttpBody answers several RPCs
 	// --)
 	RunReport(context.Context, *RunReportRequest) (*httpbody.HttpBody, error)
+	// Export a report
+	//
 	// ExportReport streams every row of a saved definition as a file (csv,
 	// xlsx or pdf). The first message carries the content type; the file name
 	// is in the `content-disposition` response header. Needs
@@ -230,11 +262,15 @@ type ReportServiceServer interface {
 	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE google.api.HttpBody answers several RPCs
 	// --)
 	ExportReport(*ExportReportRequest, grpc.ServerStreamingServer[httpbody.HttpBody]) error
+	// List report types
+	//
 	// (-- The type routes come last: grpc-gateway tries the routes registered
 	// last first, so /reports/types wins over /reports/{report_id}. --)
 	// ListReportTypes lists the pre-built report types with their parameters
 	// and columns. Needs `reports:view`.
 	ListReportTypes(context.Context, *ListReportTypesRequest) (*ListReportTypesResponse, error)
+	// Run a report type
+	//
 	// RunReportType runs a report type with the given parameters without
 	// saving a definition. Needs `reports:view`. The run is recorded.
 	// (--

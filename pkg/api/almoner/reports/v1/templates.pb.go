@@ -774,20 +774,20 @@ var File_almoner_reports_v1_templates_proto protoreflect.FileDescriptor
 
 const file_almoner_reports_v1_templates_proto_rawDesc = "" +
 	"\n" +
-	"\"almoner/reports/v1/templates.proto\x12\x12almoner.reports.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x19google/api/httpbody.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa5\x02\n" +
-	"\x10DocumentTemplate\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
-	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x12\n" +
-	"\x04name\x18\x03 \x01(\tR\x04name\x12\x18\n" +
-	"\asubject\x18\x04 \x01(\tR\asubject\x12\x12\n" +
+	"\"almoner/reports/v1/templates.proto\x12\x12almoner.reports.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/httpbody.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbe\x02\n" +
+	"\x10DocumentTemplate\x12\x13\n" +
+	"\x02id\x18\x01 \x01(\tB\x03\xe0A\x03R\x02id\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x17\n" +
+	"\x04name\x18\x03 \x01(\tB\x03\xe0A\x02R\x04name\x12\x1d\n" +
+	"\asubject\x18\x04 \x01(\tB\x03\xe0A\x02R\asubject\x12\x12\n" +
 	"\x04body\x18\x05 \x01(\tR\x04body\x12\x16\n" +
 	"\x06format\x18\x06 \x01(\tR\x06format\x12\x1d\n" +
 	"\n" +
-	"is_default\x18\a \x01(\bR\tisDefault\x129\n" +
+	"is_default\x18\a \x01(\bR\tisDefault\x12>\n" +
 	"\n" +
-	"created_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"created_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\tcreatedAt\x12>\n" +
 	"\n" +
-	"updated_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"~\n" +
+	"updated_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\tupdatedAt\"~\n" +
 	"\x1dCreateDocumentTemplateRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12@\n" +
 	"\btemplate\x18\x02 \x01(\v2$.almoner.reports.v1.DocumentTemplateR\btemplate\"b\n" +

@@ -37,19 +37,31 @@ const (
 // with merge fields (docs/letters.md, Templates). Each tenant has a
 // default template of each kind, which it can edit but not delete.
 type DocumentTemplateServiceClient interface {
+	// Create a document template
+	//
 	// CreateDocumentTemplate adds a template. Needs `documents:manage`.
 	CreateDocumentTemplate(ctx context.Context, in *CreateDocumentTemplateRequest, opts ...grpc.CallOption) (*CreateDocumentTemplateResponse, error)
+	// List document templates
+	//
 	// ListDocumentTemplates lists the tenant's templates, defaults first,
 	// then by name. Needs `documents:manage`.
 	ListDocumentTemplates(ctx context.Context, in *ListDocumentTemplatesRequest, opts ...grpc.CallOption) (*ListDocumentTemplatesResponse, error)
+	// Get a document template
+	//
 	// GetDocumentTemplate reads one template. Needs `documents:manage`.
 	GetDocumentTemplate(ctx context.Context, in *GetDocumentTemplateRequest, opts ...grpc.CallOption) (*GetDocumentTemplateResponse, error)
+	// Replace a document template
+	//
 	// UpdateDocumentTemplate replaces a template's name, subject, body and
 	// format (its kind stays). Needs `documents:manage`.
 	UpdateDocumentTemplate(ctx context.Context, in *UpdateDocumentTemplateRequest, opts ...grpc.CallOption) (*UpdateDocumentTemplateResponse, error)
+	// Delete a document template
+	//
 	// DeleteDocumentTemplate deletes a template; a default template, or
 	// one a queued letter run uses, is 400. Needs `documents:manage`.
 	DeleteDocumentTemplate(ctx context.Context, in *DeleteDocumentTemplateRequest, opts ...grpc.CallOption) (*DeleteDocumentTemplateResponse, error)
+	// Preview a document template
+	//
 	// PreviewDocumentTemplate renders the template for a real gift (the
 	// body's orderId) or a sample one: a PDF, or with `format=html` the
 	// letter as sanitized HTML. Needs `documents:manage`.
@@ -137,19 +149,31 @@ func (c *documentTemplateServiceClient) PreviewDocumentTemplate(ctx context.Cont
 // with merge fields (docs/letters.md, Templates). Each tenant has a
 // default template of each kind, which it can edit but not delete.
 type DocumentTemplateServiceServer interface {
+	// Create a document template
+	//
 	// CreateDocumentTemplate adds a template. Needs `documents:manage`.
 	CreateDocumentTemplate(context.Context, *CreateDocumentTemplateRequest) (*CreateDocumentTemplateResponse, error)
+	// List document templates
+	//
 	// ListDocumentTemplates lists the tenant's templates, defaults first,
 	// then by name. Needs `documents:manage`.
 	ListDocumentTemplates(context.Context, *ListDocumentTemplatesRequest) (*ListDocumentTemplatesResponse, error)
+	// Get a document template
+	//
 	// GetDocumentTemplate reads one template. Needs `documents:manage`.
 	GetDocumentTemplate(context.Context, *GetDocumentTemplateRequest) (*GetDocumentTemplateResponse, error)
+	// Replace a document template
+	//
 	// UpdateDocumentTemplate replaces a template's name, subject, body and
 	// format (its kind stays). Needs `documents:manage`.
 	UpdateDocumentTemplate(context.Context, *UpdateDocumentTemplateRequest) (*UpdateDocumentTemplateResponse, error)
+	// Delete a document template
+	//
 	// DeleteDocumentTemplate deletes a template; a default template, or
 	// one a queued letter run uses, is 400. Needs `documents:manage`.
 	DeleteDocumentTemplate(context.Context, *DeleteDocumentTemplateRequest) (*DeleteDocumentTemplateResponse, error)
+	// Preview a document template
+	//
 	// PreviewDocumentTemplate renders the template for a real gift (the
 	// body's orderId) or a sample one: a PDF, or with `format=html` the
 	// letter as sanitized HTML. Needs `documents:manage`.

@@ -373,10 +373,10 @@ const file_almoner_webhooks_v1_audit_logs_proto_rawDesc = "" +
 	"\x05items\x18\x01 \x03(\v2\x1d.almoner.webhooks.v1.AuditLogR\x05items\x12\x1f\n" +
 	"\vnext_cursor\x18\x02 \x01(\tR\n" +
 	"nextCursor\x12\x19\n" +
-	"\bhas_more\x18\x03 \x01(\bR\ahasMore2\xc9\x01\n" +
-	"\x0fAuditLogService\x12\xb5\x01\n" +
-	"\rListAuditLogs\x12).almoner.webhooks.v1.ListAuditLogsRequest\x1a*.almoner.webhooks.v1.ListAuditLogsResponse\"M\x92A\x1f\n" +
-	"\tAudit log\x12\x12List the audit log\x82\xd3\xe4\x93\x02%\x12#/api/tenants/{tenant_id}/audit-logsBCZAgithub.com/almoner/almoner/pkg/api/almoner/webhooks/v1;webhooksv1b\x06proto3"
+	"\bhas_more\x18\x03 \x01(\bR\ahasMore2\xb5\x01\n" +
+	"\x0fAuditLogService\x12\xa1\x01\n" +
+	"\rListAuditLogs\x12).almoner.webhooks.v1.ListAuditLogsRequest\x1a*.almoner.webhooks.v1.ListAuditLogsResponse\"9\x92A\v\n" +
+	"\tAudit log\x82\xd3\xe4\x93\x02%\x12#/api/tenants/{tenant_id}/audit-logsBCZAgithub.com/almoner/almoner/pkg/api/almoner/webhooks/v1;webhooksv1b\x06proto3"
 
 var (
 	file_almoner_webhooks_v1_audit_logs_proto_rawDescOnce sync.Once

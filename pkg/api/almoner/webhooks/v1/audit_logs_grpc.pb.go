@@ -30,6 +30,8 @@ const (
 // read from the audit rows the event feed reads (no second log). Scope
 // `audit-logs:view`.
 type AuditLogServiceClient interface {
+	// List the audit log
+	//
 	// ListAuditLogs returns the tenant's audit rows newest first, filtered,
 	// a page after the `nextCursor` of the previous one.
 	ListAuditLogs(ctx context.Context, in *ListAuditLogsRequest, opts ...grpc.CallOption) (*ListAuditLogsResponse, error)
@@ -61,6 +63,8 @@ func (c *auditLogServiceClient) ListAuditLogs(ctx context.Context, in *ListAudit
 // read from the audit rows the event feed reads (no second log). Scope
 // `audit-logs:view`.
 type AuditLogServiceServer interface {
+	// List the audit log
+	//
 	// ListAuditLogs returns the tenant's audit rows newest first, filtered,
 	// a page after the `nextCursor` of the previous one.
 	ListAuditLogs(context.Context, *ListAuditLogsRequest) (*ListAuditLogsResponse, error)

@@ -515,15 +515,15 @@ const file_almoner_webhooks_v1_events_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x19\n" +
 	"\bevent_id\x18\x02 \x01(\tR\aeventId\"D\n" +
 	"\x10GetEventResponse\x120\n" +
-	"\x05event\x18\x01 \x01(\v2\x1a.almoner.webhooks.v1.EventR\x05event2\xd8\x03\n" +
-	"\fEventService\x12\x97\x02\n" +
+	"\x05event\x18\x01 \x01(\v2\x1a.almoner.webhooks.v1.EventR\x05event2\xb2\x03\n" +
+	"\fEventService\x12\x81\x02\n" +
 	"\n" +
-	"ListEvents\x12&.almoner.webhooks.v1.ListEventsRequest\x1a'.almoner.webhooks.v1.ListEventsResponse\"\xb7\x01\x92A\x8c\x01\n" +
-	"\x06Events\x12\x13Read the event feedJm\n" +
+	"ListEvents\x12&.almoner.webhooks.v1.ListEventsRequest\x1a'.almoner.webhooks.v1.ListEventsResponse\"\xa1\x01\x92Aw\n" +
+	"\x06EventsJm\n" +
 	"\x03410\x12f\n" +
-	"dThe cursor is older than the feed's retention (`Events.CursorExpired`): start again without `after`.\x82\xd3\xe4\x93\x02!\x12\x1f/api/tenants/{tenant_id}/events\x12\xad\x01\n" +
-	"\bGetEvent\x12$.almoner.webhooks.v1.GetEventRequest\x1a%.almoner.webhooks.v1.GetEventResponse\"T\x92A\x18\n" +
-	"\x06Events\x12\x0eRead one event\x82\xd3\xe4\x93\x023b\x05event\x12*/api/tenants/{tenant_id}/events/{event_id}BCZAgithub.com/almoner/almoner/pkg/api/almoner/webhooks/v1;webhooksv1b\x06proto3"
+	"dThe cursor is older than the feed's retention (`Events.CursorExpired`): start again without `after`.\x82\xd3\xe4\x93\x02!\x12\x1f/api/tenants/{tenant_id}/events\x12\x9d\x01\n" +
+	"\bGetEvent\x12$.almoner.webhooks.v1.GetEventRequest\x1a%.almoner.webhooks.v1.GetEventResponse\"D\x92A\b\n" +
+	"\x06Events\x82\xd3\xe4\x93\x023b\x05event\x12*/api/tenants/{tenant_id}/events/{event_id}BCZAgithub.com/almoner/almoner/pkg/api/almoner/webhooks/v1;webhooksv1b\x06proto3"
 
 var (
 	file_almoner_webhooks_v1_events_proto_rawDescOnce sync.Once

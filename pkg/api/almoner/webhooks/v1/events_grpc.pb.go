@@ -33,6 +33,8 @@ const (
 // polling needs no webhooks. The feed keeps at least 30 days
 // (`ALMONER_EVENT_RETENTION`).
 type EventServiceClient interface {
+	// Read the event feed
+	//
 	// ListEvents returns the tenant's events after a cursor, oldest first,
 	// in the order their transactions committed: reading from a cursor again
 	// returns the same events, and an event committed later never appears
@@ -40,6 +42,8 @@ type EventServiceClient interface {
 	// first event within retention; a cursor older than retention is a 410
 	// `Events.CursorExpired`.
 	ListEvents(ctx context.Context, in *ListEventsRequest, opts ...grpc.CallOption) (*ListEventsResponse, error)
+	// Read one event
+	//
 	// GetEvent returns one event of the tenant by its `id`.
 	GetEvent(ctx context.Context, in *GetEventRequest, opts ...grpc.CallOption) (*GetEventResponse, error)
 }
@@ -82,6 +86,8 @@ func (c *eventServiceClient) GetEvent(ctx context.Context, in *GetEventRequest, 
 // polling needs no webhooks. The feed keeps at least 30 days
 // (`ALMONER_EVENT_RETENTION`).
 type EventServiceServer interface {
+	// Read the event feed
+	//
 	// ListEvents returns the tenant's events after a cursor, oldest first,
 	// in the order their transactions committed: reading from a cursor again
 	// returns the same events, and an event committed later never appears
@@ -89,6 +95,8 @@ type EventServiceServer interface {
 	// first event within retention; a cursor older than retention is a 410
 	// `Events.CursorExpired`.
 	ListEvents(context.Context, *ListEventsRequest) (*ListEventsResponse, error)
+	// Read one event
+	//
 	// GetEvent returns one event of the tenant by its `id`.
 	GetEvent(context.Context, *GetEventRequest) (*GetEventResponse, error)
 	mustEmbedUnimplementedEventServiceServer()

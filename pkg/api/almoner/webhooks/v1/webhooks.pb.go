@@ -1799,7 +1799,7 @@ var File_almoner_webhooks_v1_webhooks_proto protoreflect.FileDescriptor
 
 const file_almoner_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"\n" +
-	"\"almoner/webhooks/v1/webhooks.proto\x12\x13almoner.webhooks.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\xd2\x02\n" +
+	"\"almoner/webhooks/v1/webhooks.proto\x12\x13almoner.webhooks.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"\xd2\x02\n" +
 	"\aWebhook\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
@@ -1871,12 +1871,12 @@ const file_almoner_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"\x13ListWebhooksRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"P\n" +
 	"\x14ListWebhooksResponse\x128\n" +
-	"\bwebhooks\x18\x01 \x03(\v2\x1c.almoner.webhooks.v1.WebhookR\bwebhooks\"\x9c\x01\n" +
+	"\bwebhooks\x18\x01 \x03(\v2\x1c.almoner.webhooks.v1.WebhookR\bwebhooks\"\xab\x01\n" +
 	"\x14CreateWebhookRequest\x12\x1b\n" +
-	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
-	"\x03url\x18\x03 \x01(\tR\x03url\x12\x1f\n" +
-	"\vevent_types\x18\x04 \x03(\tR\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x17\n" +
+	"\x04name\x18\x02 \x01(\tB\x03\xe0A\x02R\x04name\x12\x15\n" +
+	"\x03url\x18\x03 \x01(\tB\x03\xe0A\x02R\x03url\x12$\n" +
+	"\vevent_types\x18\x04 \x03(\tB\x03\xe0A\x02R\n" +
 	"eventTypes\x12 \n" +
 	"\vdescription\x18\x05 \x01(\tR\vdescription\"V\n" +
 	"\x15CreateWebhookResponse\x12=\n" +
@@ -1955,39 +1955,45 @@ const file_almoner_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"\vevent_types\x18\x05 \x03(\tR\n" +
 	"eventTypes\"9\n" +
 	"\x1bReplayWebhookEventsResponse\x12\x1a\n" +
-	"\benqueued\x18\x01 \x01(\x05R\benqueued2\xa0\x17\n" +
-	"\x0eWebhookService\x12\xbd\x01\n" +
-	"\fListWebhooks\x12(.almoner.webhooks.v1.ListWebhooksRequest\x1a).almoner.webhooks.v1.ListWebhooksResponse\"X\x92A\"\n" +
-	"\bWebhooks\x12\x16List webhook endpoints\x82\xd3\xe4\x93\x02-b\bwebhooks\x12!/api/tenants/{tenant_id}/webhooks\x12\xb8\x02\n" +
-	"\rCreateWebhook\x12).almoner.webhooks.v1.CreateWebhookRequest\x1a*.almoner.webhooks.v1.CreateWebhookResponse\"\xcf\x01\x92A\x96\x01\n" +
-	"\bWebhooks\x12\x1bRegister a webhook endpointJm\n" +
+	"\benqueued\x18\x01 \x01(\x05R\benqueued2\xed\x14\n" +
+	"\x0eWebhookService\x12\xa5\x01\n" +
+	"\fListWebhooks\x12(.almoner.webhooks.v1.ListWebhooksRequest\x1a).almoner.webhooks.v1.ListWebhooksResponse\"@\x92A\n" +
+	"\n" +
+	"\bWebhooks\x82\xd3\xe4\x93\x02-b\bwebhooks\x12!/api/tenants/{tenant_id}/webhooks\x12\x9a\x02\n" +
+	"\rCreateWebhook\x12).almoner.webhooks.v1.CreateWebhookRequest\x1a*.almoner.webhooks.v1.CreateWebhookResponse\"\xb1\x01\x92Ay\n" +
+	"\bWebhooksJm\n" +
 	"\x03201\x12f\n" +
 	";The endpoint with its signing secret, shown only this once.\x12'\n" +
-	"%\x1a#.almoner.webhooks.v1.CreatedWebhook\x82\xd3\xe4\x93\x02/:\x01*b\awebhook\"!/api/tenants/{tenant_id}/webhooks\x12\xd2\x01\n" +
-	"\rUpdateWebhook\x12).almoner.webhooks.v1.UpdateWebhookRequest\x1a*.almoner.webhooks.v1.UpdateWebhookResponse\"j\x92A%\n" +
-	"\bWebhooks\x12\x19Update a webhook endpoint\x82\xd3\xe4\x93\x02<:\x01*b\awebhook\x1a./api/tenants/{tenant_id}/webhooks/{webhook_id}\x12\xe2\x01\n" +
-	"\rDeleteWebhook\x12).almoner.webhooks.v1.DeleteWebhookRequest\x1a*.almoner.webhooks.v1.DeleteWebhookResponse\"z\x92AA\n" +
-	"\bWebhooks\x12\"Delete (revoke) a webhook endpointJ\x11\n" +
+	"%\x1a#.almoner.webhooks.v1.CreatedWebhook\x82\xd3\xe4\x93\x02/:\x01*b\awebhook\"!/api/tenants/{tenant_id}/webhooks\x12\xb7\x01\n" +
+	"\rUpdateWebhook\x12).almoner.webhooks.v1.UpdateWebhookRequest\x1a*.almoner.webhooks.v1.UpdateWebhookResponse\"O\x92A\n" +
+	"\n" +
+	"\bWebhooks\x82\xd3\xe4\x93\x02<:\x01*b\awebhook\x1a./api/tenants/{tenant_id}/webhooks/{webhook_id}\x12\xbe\x01\n" +
+	"\rDeleteWebhook\x12).almoner.webhooks.v1.DeleteWebhookRequest\x1a*.almoner.webhooks.v1.DeleteWebhookResponse\"V\x92A\x1d\n" +
+	"\bWebhooksJ\x11\n" +
 	"\x03204\x12\n" +
 	"\n" +
-	"\bRevoked.\x82\xd3\xe4\x93\x020*./api/tenants/{tenant_id}/webhooks/{webhook_id}\x12\xee\x01\n" +
-	"\x15ListWebhookEventTypes\x121.almoner.webhooks.v1.ListWebhookEventTypesRequest\x1a2.almoner.webhooks.v1.ListWebhookEventTypesResponse\"n\x92A)\n" +
-	"\bWebhooks\x12\x1dList subscribable event types\x82\xd3\xe4\x93\x02<b\vevent_types\x12-/api/tenants/{tenant_id}/webhooks/event-types\x12\xf3\x01\n" +
-	"\x15ListWebhookDeliveries\x121.almoner.webhooks.v1.ListWebhookDeliveriesRequest\x1a2.almoner.webhooks.v1.ListWebhookDeliveriesResponse\"s\x92A/\n" +
-	"\bWebhooks\x12#List an endpoint's delivery records\x82\xd3\xe4\x93\x02;\x129/api/tenants/{tenant_id}/webhooks/{webhook_id}/deliveries\x12\xc7\x01\n" +
-	"\vTestWebhook\x12'.almoner.webhooks.v1.TestWebhookRequest\x1a(.almoner.webhooks.v1.TestWebhookResponse\"e\x92A\x1d\n" +
-	"\bWebhooks\x12\x11Send a test event\x82\xd3\xe4\x93\x02?b\bdelivery\"3/api/tenants/{tenant_id}/webhooks/{webhook_id}/test\x12\x83\x02\n" +
-	"\x12GetWebhookDelivery\x12..almoner.webhooks.v1.GetWebhookDeliveryRequest\x1a/.almoner.webhooks.v1.GetWebhookDeliveryResponse\"\x8b\x01\x92A/\n" +
-	"\bWebhooks\x12#Read one delivery with its attempts\x82\xd3\xe4\x93\x02Sb\bdelivery\x12G/api/tenants/{tenant_id}/webhooks/{webhook_id}/deliveries/{delivery_id}\x12\xfd\x03\n" +
-	"\x18RedeliverWebhookDelivery\x124.almoner.webhooks.v1.RedeliverWebhookDeliveryRequest\x1a5.almoner.webhooks.v1.RedeliverWebhookDeliveryResponse\"\xf3\x02\x92A\x8c\x02\n" +
-	"\bWebhooks\x12\x15Send a delivery againJR\n" +
+	"\bRevoked.\x82\xd3\xe4\x93\x020*./api/tenants/{tenant_id}/webhooks/{webhook_id}\x12\xcf\x01\n" +
+	"\x15ListWebhookEventTypes\x121.almoner.webhooks.v1.ListWebhookEventTypesRequest\x1a2.almoner.webhooks.v1.ListWebhookEventTypesResponse\"O\x92A\n" +
+	"\n" +
+	"\bWebhooks\x82\xd3\xe4\x93\x02<b\vevent_types\x12-/api/tenants/{tenant_id}/webhooks/event-types\x12\xce\x01\n" +
+	"\x15ListWebhookDeliveries\x121.almoner.webhooks.v1.ListWebhookDeliveriesRequest\x1a2.almoner.webhooks.v1.ListWebhookDeliveriesResponse\"N\x92A\n" +
+	"\n" +
+	"\bWebhooks\x82\xd3\xe4\x93\x02;\x129/api/tenants/{tenant_id}/webhooks/{webhook_id}/deliveries\x12\xb4\x01\n" +
+	"\vTestWebhook\x12'.almoner.webhooks.v1.TestWebhookRequest\x1a(.almoner.webhooks.v1.TestWebhookResponse\"R\x92A\n" +
+	"\n" +
+	"\bWebhooks\x82\xd3\xe4\x93\x02?b\bdelivery\"3/api/tenants/{tenant_id}/webhooks/{webhook_id}/test\x12\xdd\x01\n" +
+	"\x12GetWebhookDelivery\x12..almoner.webhooks.v1.GetWebhookDeliveryRequest\x1a/.almoner.webhooks.v1.GetWebhookDeliveryResponse\"f\x92A\n" +
+	"\n" +
+	"\bWebhooks\x82\xd3\xe4\x93\x02Sb\bdelivery\x12G/api/tenants/{tenant_id}/webhooks/{webhook_id}/deliveries/{delivery_id}\x12\xe6\x03\n" +
+	"\x18RedeliverWebhookDelivery\x124.almoner.webhooks.v1.RedeliverWebhookDeliveryRequest\x1a5.almoner.webhooks.v1.RedeliverWebhookDeliveryResponse\"\xdc\x02\x92A\xf5\x01\n" +
+	"\bWebhooksJR\n" +
 	"\x03202\x12K\n" +
 	"\x19The new delivery, queued.\x12.\n" +
 	",\x1a*.almoner.webhooks.v1.WebhookDeliveryDetailJ\x94\x01\n" +
 	"\x03409\x12\x8c\x01\n" +
-	"\x89\x01The tenant already has 10,000 replayed or redelivered deliveries pending: Webhook.RecoveryBacklog; wait until they are sent or abandoned.\x82\xd3\xe4\x93\x02]b\bdelivery\"Q/api/tenants/{tenant_id}/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver\x12\xa1\x04\n" +
-	"\x13ReplayWebhookEvents\x12/.almoner.webhooks.v1.ReplayWebhookEventsRequest\x1a0.almoner.webhooks.v1.ReplayWebhookEventsResponse\"\xa6\x03\x92A\xe2\x02\n" +
-	"\bWebhooks\x12(Replay a window of events to an endpointJ_\n" +
+	"\x89\x01The tenant already has 10,000 replayed or redelivered deliveries pending: Webhook.RecoveryBacklog; wait until they are sent or abandoned.\x82\xd3\xe4\x93\x02]b\bdelivery\"Q/api/tenants/{tenant_id}/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver\x12\xf7\x03\n" +
+	"\x13ReplayWebhookEvents\x12/.almoner.webhooks.v1.ReplayWebhookEventsRequest\x1a0.almoner.webhooks.v1.ReplayWebhookEventsResponse\"\xfc\x02\x92A\xb8\x02\n" +
+	"\bWebhooksJ_\n" +
 	"\x03202\x12X\n" +
 	" The number of deliveries queued.\x124\n" +
 	"2\x1a0.almoner.webhooks.v1.ReplayWebhookEventsResponseJ\xca\x01\n" +

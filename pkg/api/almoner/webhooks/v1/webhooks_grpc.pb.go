@@ -39,33 +39,51 @@ const (
 // their delivery records. Reads need `webhooks:view`; registering, changing,
 // deleting and testing endpoints need `webhooks:manage`.
 type WebhookServiceClient interface {
+	// List webhook endpoints
+	//
 	// ListWebhooks returns the tenant's configured (not deleted) endpoints,
 	// without their secrets.
 	ListWebhooks(ctx context.Context, in *ListWebhooksRequest, opts ...grpc.CallOption) (*ListWebhooksResponse, error)
+	// Register a webhook endpoint
+	//
 	// CreateWebhook registers an endpoint. The response is the only place
 	// the signing secret is ever shown. A tenant at its cap of active
 	// endpoints (50 by default) gets a 400 under "" naming the cap.
 	CreateWebhook(ctx context.Context, in *CreateWebhookRequest, opts ...grpc.CallOption) (*CreateWebhookResponse, error)
+	// Update a webhook endpoint
+	//
 	// UpdateWebhook replaces an endpoint's name, url, eventTypes, description
 	// and active flag. The secret never changes. Switching an inactive
 	// endpoint back on is refused like a registration when the tenant is at
 	// its cap of active endpoints.
 	UpdateWebhook(ctx context.Context, in *UpdateWebhookRequest, opts ...grpc.CallOption) (*UpdateWebhookResponse, error)
+	// Delete (revoke) a webhook endpoint
+	//
 	// DeleteWebhook revokes an endpoint: nothing more is delivered to it,
 	// and its delivery records stay readable.
 	DeleteWebhook(ctx context.Context, in *DeleteWebhookRequest, opts ...grpc.CallOption) (*DeleteWebhookResponse, error)
+	// List subscribable event types
+	//
 	// ListWebhookEventTypes returns every subscribable event type.
 	ListWebhookEventTypes(ctx context.Context, in *ListWebhookEventTypesRequest, opts ...grpc.CallOption) (*ListWebhookEventTypesResponse, error)
+	// List an endpoint's delivery records
+	//
 	// ListWebhookDeliveries returns one page of an endpoint's delivery
 	// attempts, newest first, successes and failures alike.
 	ListWebhookDeliveries(ctx context.Context, in *ListWebhookDeliveriesRequest, opts ...grpc.CallOption) (*ListWebhookDeliveriesResponse, error)
+	// Send a test event
+	//
 	// TestWebhook sends a synthetic `webhook.test` event to the endpoint now
 	// and returns the delivery record, never the receiver's response body.
 	TestWebhook(ctx context.Context, in *TestWebhookRequest, opts ...grpc.CallOption) (*TestWebhookResponse, error)
+	// Read one delivery with its attempts
+	//
 	// GetWebhookDelivery returns one delivery of an event to the endpoint,
 	// with each of its attempts. The id is a delivery's `deliveryId` or the
 	// `id` of one of its attempts, as the deliveries list shows them.
 	GetWebhookDelivery(ctx context.Context, in *GetWebhookDeliveryRequest, opts ...grpc.CallOption) (*GetWebhookDeliveryResponse, error)
+	// Send a delivery again
+	//
 	// RedeliverWebhookDelivery sends a delivery's event again now, as a new
 	// delivery (a new delivery id, the same event `id` and body, a fresh
 	// signature and timestamp) with the normal retry policy. It works on
@@ -73,6 +91,8 @@ type WebhookServiceClient interface {
 	// delivery to send again. It counts towards the tenant's 10,000 pending
 	// replayed and redelivered deliveries (409 beyond).
 	RedeliverWebhookDelivery(ctx context.Context, in *RedeliverWebhookDeliveryRequest, opts ...grpc.CallOption) (*RedeliverWebhookDeliveryResponse, error)
+	// Replay a window of events to an endpoint
+	//
 	// ReplayWebhookEvents queues, as new deliveries in commit order, every
 	// event of [since, until) that the endpoint subscribes to (and, when
 	// given, of eventTypes): at most 10,000 per call, a 400 naming the count
@@ -197,33 +217,51 @@ func (c *webhookServiceClient) ReplayWebhookEvents(ctx context.Context, in *Repl
 // their delivery records. Reads need `webhooks:view`; registering, changing,
 // deleting and testing endpoints need `webhooks:manage`.
 type WebhookServiceServer interface {
+	// List webhook endpoints
+	//
 	// ListWebhooks returns the tenant's configured (not deleted) endpoints,
 	// without their secrets.
 	ListWebhooks(context.Context, *ListWebhooksRequest) (*ListWebhooksResponse, error)
+	// Register a webhook endpoint
+	//
 	// CreateWebhook registers an endpoint. The response is the only place
 	// the signing secret is ever shown. A tenant at its cap of active
 	// endpoints (50 by default) gets a 400 under "" naming the cap.
 	CreateWebhook(context.Context, *CreateWebhookRequest) (*CreateWebhookResponse, error)
+	// Update a webhook endpoint
+	//
 	// UpdateWebhook replaces an endpoint's name, url, eventTypes, description
 	// and active flag. The secret never changes. Switching an inactive
 	// endpoint back on is refused like a registration when the tenant is at
 	// its cap of active endpoints.
 	UpdateWebhook(context.Context, *UpdateWebhookRequest) (*UpdateWebhookResponse, error)
+	// Delete (revoke) a webhook endpoint
+	//
 	// DeleteWebhook revokes an endpoint: nothing more is delivered to it,
 	// and its delivery records stay readable.
 	DeleteWebhook(context.Context, *DeleteWebhookRequest) (*DeleteWebhookResponse, error)
+	// List subscribable event types
+	//
 	// ListWebhookEventTypes returns every subscribable event type.
 	ListWebhookEventTypes(context.Context, *ListWebhookEventTypesRequest) (*ListWebhookEventTypesResponse, error)
+	// List an endpoint's delivery records
+	//
 	// ListWebhookDeliveries returns one page of an endpoint's delivery
 	// attempts, newest first, successes and failures alike.
 	ListWebhookDeliveries(context.Context, *ListWebhookDeliveriesRequest) (*ListWebhookDeliveriesResponse, error)
+	// Send a test event
+	//
 	// TestWebhook sends a synthetic `webhook.test` event to the endpoint now
 	// and returns the delivery record, never the receiver's response body.
 	TestWebhook(context.Context, *TestWebhookRequest) (*TestWebhookResponse, error)
+	// Read one delivery with its attempts
+	//
 	// GetWebhookDelivery returns one delivery of an event to the endpoint,
 	// with each of its attempts. The id is a delivery's `deliveryId` or the
 	// `id` of one of its attempts, as the deliveries list shows them.
 	GetWebhookDelivery(context.Context, *GetWebhookDeliveryRequest) (*GetWebhookDeliveryResponse, error)
+	// Send a delivery again
+	//
 	// RedeliverWebhookDelivery sends a delivery's event again now, as a new
 	// delivery (a new delivery id, the same event `id` and body, a fresh
 	// signature and timestamp) with the normal retry policy. It works on
@@ -231,6 +269,8 @@ type WebhookServiceServer interface {
 	// delivery to send again. It counts towards the tenant's 10,000 pending
 	// replayed and redelivered deliveries (409 beyond).
 	RedeliverWebhookDelivery(context.Context, *RedeliverWebhookDeliveryRequest) (*RedeliverWebhookDeliveryResponse, error)
+	// Replay a window of events to an endpoint
+	//
 	// ReplayWebhookEvents queues, as new deliveries in commit order, every
 	// event of [since, until) that the endpoint subscribes to (and, when
 	// given, of eventTypes): at most 10,000 per call, a 400 naming the count
