@@ -16,7 +16,7 @@ import (
 // renders are the kustomizations an operator applies: both overlays and
 // the Ingress example on top of production. Every directory under
 // k8s/overlays and k8s/examples must be listed (TestEveryKustomizationIsRendered).
-var renders = []string{"overlays/sandbox", "overlays/production", "examples/ingress"}
+var renders = []string{"overlays/sandbox", "overlays/production", "examples/ingress", "examples/scaled"}
 
 // TestEveryObjectMatchesTheKubernetesSchema validates every object of
 // every render against the schema of its kind as the Kubernetes API
