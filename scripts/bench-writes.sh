@@ -7,7 +7,9 @@
 # bench's two scenarios run one after the other: POST /contacts (a new
 # contact with one email each time) and POST /orders (a cash donation of
 # one contact), BENCH_CLIENTS (16) clients for BENCH_DURATION (10s) after
-# a CHECKPOINT. BENCH_PGSTAT=1 also samples pg_stat_activity's wait events
+# a CHECKPOINT; then the donation order's floor: its own statements
+# replayed by pgbench (scripts/bench-orders-floor-donation.sql), same
+# clients and duration, on the same database. BENCH_PGSTAT=1 also samples pg_stat_activity's wait events
 # every 0.2 s during each scenario. Results in $BENCH_BIN/bench/writes/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -78,20 +80,30 @@ one() { # binary round
     fi
     [ -z "$spid" ] || wait "$spid"
   done
+  # The order's floor: its own statements replayed by pgbench on the same
+  # database, same clients (scripts/bench-orders-floor-donation.sql).
+  local batch
+  batch=$(psql "$url" -Atc "SELECT id FROM orders.batches WHERE tenant_id = '$tid' AND state = 'Open' ORDER BY created_at DESC LIMIT 1")
+  psql "$url" -qc CHECKPOINT >/dev/null
+  pgbench -n -M prepared -c "$CLIENTS" -j 2 -T "${DURATION%s}" -f scripts/bench-orders-floor-donation.sql \
+    -D tid="$tid" -D fund="$fund" -D contact="$contact" -D batch="$batch" "$url" >"$out/order-floor-$tag.txt" 2>&1 || true
   kill -TERM "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
   pid=
   python3 - "$out" "$tag" <<'PY'
-import json, sys, os
+import json, sys, os, re
 out, tag = sys.argv[1], sys.argv[2]
 c = json.load(open(os.path.join(out, f"create-contact-{tag}.json")))
 o = json.load(open(os.path.join(out, f"create-order-{tag}.json")))
-print(f"| {tag} | {c['rps']:,.0f}/s ({c['p50Ms']:.1f} / {c['p99Ms']:.1f}) | {o['rps']:,.0f}/s ({o['p50Ms']:.1f} / {o['p99Ms']:.1f}) | {c['rps'] / o['rps']:.2f} |")
+m = re.search(r"^tps = ([0-9.]+)", open(os.path.join(out, f"order-floor-{tag}.txt")).read(), re.M)
+floor = float(m.group(1)) if m else float("nan")
+print(f"| {tag} | {c['rps']:,.0f}/s ({c['p50Ms']:.1f} / {c['p99Ms']:.1f}) | {o['rps']:,.0f}/s ({o['p50Ms']:.1f} / {o['p99Ms']:.1f}) | "
+      f"{c['rps'] / o['rps']:.2f} | {floor:,.0f} | {o['rps'] / floor:.2f} |")
 PY
 }
 
-echo "| binary-round | create contact req/s (p50 / p99 ms) | create donation order req/s (p50 / p99 ms) | contact ÷ order |"
-echo "|---|---|---|---|"
+echo "| binary-round | create contact req/s (p50 / p99 ms) | create donation order req/s (p50 / p99 ms) | contact ÷ order | order floor tps (pgbench) | order ÷ floor |"
+echo "|---|---|---|---|---|---|"
 for round in $(seq 1 "${BENCH_ROUNDS:-2}"); do
   for b in ${BENCH_WRITES_BINS:-$bindir/almoner}; do
     one "$b" "$round"
