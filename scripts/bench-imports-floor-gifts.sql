@@ -2,10 +2,10 @@
 -- loaded by PostgreSQL alone into tables like orders.orders,
 -- order_donations and order_payments, with their indexes and foreign keys
 -- (the batch, the fund, the order): COPY into a staging table, then one
--- set-based INSERT … SELECT per table, the contact found by its external
--- id and the fund by its name as the import does. Run after the contacts
--- import, with
---   psql -v tenant=<uuid> -v file=<csv> -f scripts/bench-imports-floor-gifts.sql
+-- set-based INSERT … SELECT per table and batch (in transactions of the
+-- import's batch size), the contact found by its external id and the fund
+-- by its name as the import does. Run after the contacts import, with
+--   psql -v tenant=<uuid> -v file=<csv> -v batch=5000 -f scripts/bench-imports-floor-gifts.sql
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 DROP SCHEMA IF EXISTS bench_floor_gifts CASCADE;
@@ -20,26 +20,42 @@ CREATE TABLE bench_floor_gifts.order_payments (LIKE orders.order_payments INCLUD
     FOREIGN KEY (tenant_id, order_id) REFERENCES bench_floor_gifts.orders (tenant_id, id) DEFERRABLE INITIALLY DEFERRED);
 CREATE UNLOGGED TABLE bench_floor_gifts.stage (
     external_id text, contact_external_id text, gift_date date, amount numeric, currency text, fund text, method text,
-    ord bigint GENERATED ALWAYS AS IDENTITY, order_id uuid NOT NULL DEFAULT gen_random_uuid());
+    ord bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, order_id uuid NOT NULL DEFAULT gen_random_uuid());
+-- One transaction per batch of :batch rows, as the import commits (see
+-- bench-imports-floor-contacts.sql: a long transaction holds back every
+-- event feed on the server).
+CREATE PROCEDURE bench_floor_gifts.load(tenant uuid, step int) LANGUAGE plpgsql AS $$
+DECLARE
+    lo bigint := 1;
+    last bigint;
+BEGIN
+    SELECT max(ord) INTO last FROM bench_floor_gifts.stage;
+    WHILE lo <= last LOOP
+        INSERT INTO bench_floor_gifts.orders (tenant_id, id, order_number, contact_id, status, currency, donation_subtotal_minor,
+            item_subtotal_minor, total_minor, deductible_minor, has_donations, has_items, batch_id, created_at, external_id, import_id)
+        SELECT tenant, s.order_id, s.ord, c.id, 'Completed', s.currency, (s.amount * 100)::bigint, 0, (s.amount * 100)::bigint,
+            (s.amount * 100)::bigint, true, false, '00000000-0000-0000-0000-000000000001', s.gift_date + time '12:00', s.external_id,
+            '00000000-0000-0000-0000-000000000002'
+        FROM bench_floor_gifts.stage s
+        JOIN contacts.contacts c ON c.tenant_id = tenant AND c.external_id = s.contact_external_id
+        WHERE s.ord BETWEEN lo AND lo + step - 1;
+        INSERT INTO bench_floor_gifts.order_donations (tenant_id, order_id, id, position, fund_id, fund_name, amount_minor, is_tax_deductible)
+        SELECT tenant, s.order_id, gen_random_uuid(), 0, f.id, f.name, (s.amount * 100)::bigint, f.is_tax_deductible
+        FROM bench_floor_gifts.stage s JOIN orders.funds f ON f.tenant_id = tenant AND lower(f.name) = lower(s.fund)
+        WHERE s.ord BETWEEN lo AND lo + step - 1;
+        INSERT INTO bench_floor_gifts.order_payments (tenant_id, order_id, id, position, method, amount_minor, status)
+        SELECT tenant, order_id, gen_random_uuid(), 0, method, (amount * 100)::bigint, 'Captured' FROM bench_floor_gifts.stage
+        WHERE ord BETWEEN lo AND lo + step - 1;
+        COMMIT;
+        lo := lo + step;
+    END LOOP;
+END $$;
 INSERT INTO bench_floor_gifts.batches (tenant_id, id, name) VALUES (:'tenant', '00000000-0000-0000-0000-000000000001', 'Floor');
 SELECT clock_timestamp() AS floor_start \gset
 -- psql does not interpolate variables into \copy itself.
 \set copy '\\copy bench_floor_gifts.stage (external_id, contact_external_id, gift_date, amount, currency, fund, method) FROM ' :'file' ' WITH (FORMAT csv, HEADER true)'
 :copy
-BEGIN;
-INSERT INTO bench_floor_gifts.orders (tenant_id, id, order_number, contact_id, status, currency, donation_subtotal_minor,
-    item_subtotal_minor, total_minor, deductible_minor, has_donations, has_items, batch_id, created_at, external_id, import_id)
-SELECT :'tenant', s.order_id, s.ord, c.id, 'Completed', s.currency, (s.amount * 100)::bigint, 0, (s.amount * 100)::bigint,
-    (s.amount * 100)::bigint, true, false, '00000000-0000-0000-0000-000000000001', s.gift_date + time '12:00', s.external_id,
-    '00000000-0000-0000-0000-000000000002'
-FROM bench_floor_gifts.stage s
-JOIN contacts.contacts c ON c.tenant_id = :'tenant' AND c.external_id = s.contact_external_id;
-INSERT INTO bench_floor_gifts.order_donations (tenant_id, order_id, id, position, fund_id, fund_name, amount_minor, is_tax_deductible)
-SELECT :'tenant', s.order_id, gen_random_uuid(), 0, f.id, f.name, (s.amount * 100)::bigint, f.is_tax_deductible
-FROM bench_floor_gifts.stage s JOIN orders.funds f ON f.tenant_id = :'tenant' AND lower(f.name) = lower(s.fund);
-INSERT INTO bench_floor_gifts.order_payments (tenant_id, order_id, id, position, method, amount_minor, status)
-SELECT :'tenant', order_id, gen_random_uuid(), 0, method, (amount * 100)::bigint, 'Captured' FROM bench_floor_gifts.stage;
-COMMIT;
+CALL bench_floor_gifts.load(:'tenant', :batch);
 SELECT extract(epoch FROM clock_timestamp() - :'floor_start'::timestamptz) AS floor_seconds \gset
 \echo floor_seconds :floor_seconds
 DROP SCHEMA bench_floor_gifts CASCADE;

@@ -35,7 +35,9 @@ trap cleanup EXIT
 # Right before each file, in the same database, its floor: PostgreSQL
 # alone loading the same CSV into tables like the import's, with their
 # indexes and foreign keys (COPY into staging, then INSERT … SELECT per
-# table: scripts/bench-imports-floor-*.sql); the ratio is wall ÷ floor.
+# table and batch of ALMONER_IMPORTS_BATCH rows, each batch its own
+# transaction: scripts/bench-imports-floor-*.sql); the ratio is
+# wall ÷ floor.
 # IMPORTS_BENCH_BINS (the built binary) lists binaries to compare, and
 # IMPORTS_BENCH_ROUNDS (1) how often each runs, alternating.
 # Targets (issue 38): each file within 1.3× its floor, peak under 256 MB.
@@ -100,7 +102,7 @@ bench_imports_one() {
   for kind in contacts gifts; do
     file=$out/imports-$kind.csv
     psql "$iurl" -qc CHECKPOINT >/dev/null
-    floor=$(psql "$iurl" -q -v tenant="$tid" -v file="$file" -f "scripts/bench-imports-floor-$kind.sql" | sed -n 's/^floor_seconds //p')
+    floor=$(psql "$iurl" -q -v tenant="$tid" -v file="$file" -v batch="${ALMONER_IMPORTS_BATCH:-5000}" -f "scripts/bench-imports-floor-$kind.sql" | sed -n 's/^floor_seconds //p')
     psql "$iurl" -qc CHECKPOINT >/dev/null
     start=$(date +%s.%N)
     # -T streams the file from disk; no Expect: 100-continue round trip.
