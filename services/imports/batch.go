@@ -53,10 +53,12 @@ func (r *runner) importRows(ctx context.Context, m store.Import) error {
 	go func() { read <- r.readBatches(ctx, rd, m.Checkpoint, batches) }()
 	for batch := range batches {
 		if err := r.sendBatch(ctx, cl, m, batch); err != nil {
+			// The reader stops at the cancel; its error (the cancel, or
+			// one of its own met first) adds nothing to the batch's.
 			cancel()
 			for range batches {
 			}
-			<-read
+			_ = <-read
 			return err
 		}
 	}
