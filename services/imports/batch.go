@@ -53,12 +53,14 @@ func (r *runner) importRows(ctx context.Context, m store.Import) error {
 	go func() { read <- r.readBatches(ctx, rd, m.Checkpoint, batches) }()
 	for batch := range batches {
 		if err := r.sendBatch(ctx, cl, m, batch); err != nil {
-			// The reader stops at the cancel; its error (the cancel, or
-			// one of its own met first) adds nothing to the batch's.
+			// The reader stops at the cancel; an error of its own, met
+			// first, is only logged: the batch's error is the answer.
 			cancel()
 			for range batches {
 			}
-			_ = <-read
+			if rerr := <-read; rerr != nil && !errors.Is(rerr, context.Canceled) {
+				r.logger.WarnContext(ctx, "imports: reading the batch after a failed one", "import", m.ID, "error", rerr)
+			}
 			return err
 		}
 	}
