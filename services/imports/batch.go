@@ -48,7 +48,9 @@ func (r *runner) importRows(ctx context.Context, m store.Import) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	batches := make(chan []parse.Row, 1)
+	// Unbuffered: the reader holds at most the one batch it filled while
+	// the current one is written, so memory holds two batches, not three.
+	batches := make(chan []parse.Row)
 	read := make(chan error, 1)
 	go func() { read <- r.readBatches(ctx, rd, m.Checkpoint, batches) }()
 	for batch := range batches {
