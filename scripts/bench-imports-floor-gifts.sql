@@ -26,7 +26,15 @@ CREATE TABLE bench_floor_gifts.order_payments (LIKE orders.order_payments INCLUD
     FOREIGN KEY (tenant_id, order_id) REFERENCES bench_floor_gifts.orders (tenant_id, id) DEFERRABLE INITIALLY DEFERRED);
 CREATE UNLOGGED TABLE bench_floor_gifts.stage (
     external_id text, contact_external_id text, gift_date date, amount numeric, currency text, fund text, method text,
-    ord bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, order_id uuid NOT NULL DEFAULT gen_random_uuid());
+    ord bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY);
+-- Ids as the import makes them (idAt): UUIDv7-like, their first 48 bits
+-- the gift's time (noon of its date), so the primary keys' inserts
+-- spread as the import's do, not over every leaf page as random ids
+-- would; the rest is the row number and the kind (order, line, payment).
+CREATE FUNCTION bench_floor_gifts.id(d date, n bigint, kind int) RETURNS uuid LANGUAGE sql IMMUTABLE AS $$
+    SELECT (substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-7' || lpad(to_hex(kind), 3, '0') || '-8000-' || lpad(to_hex(n), 12, '0'))::uuid
+    FROM (SELECT lpad(to_hex((extract(epoch FROM d + time '12:00') * 1000)::bigint), 12, '0') AS h) x
+$$;
 -- One transaction per batch of :batch rows, as the import commits (see
 -- bench-imports-floor-contacts.sql: a long transaction holds back every
 -- event feed on the server).
@@ -39,19 +47,19 @@ BEGIN
     WHILE lo <= last LOOP
         INSERT INTO bench_floor_gifts.orders (tenant_id, id, order_number, contact_id, status, currency, donation_subtotal_minor,
             item_subtotal_minor, total_minor, deductible_minor, has_donations, has_items, batch_id, created_at, external_id, import_id)
-        SELECT tenant, s.order_id, s.ord, c.id, 'Completed', s.currency, (s.amount * 100)::bigint, 0, (s.amount * 100)::bigint,
+        SELECT tenant, bench_floor_gifts.id(s.gift_date, s.ord, 1), s.ord, c.id, 'Completed', s.currency, (s.amount * 100)::bigint, 0, (s.amount * 100)::bigint,
             (s.amount * 100)::bigint, true, false, '00000000-0000-0000-0000-000000000001', s.gift_date + time '12:00', s.external_id,
             '00000000-0000-0000-0000-000000000002'
         FROM bench_floor_gifts.stage s
         CROSS JOIN LATERAL (SELECT id FROM contacts.contacts WHERE tenant_id = tenant AND external_id = s.contact_external_id LIMIT 1) c
         WHERE s.ord BETWEEN lo AND lo + step - 1;
         INSERT INTO bench_floor_gifts.order_donations (tenant_id, order_id, id, position, fund_id, fund_name, amount_minor, is_tax_deductible)
-        SELECT tenant, s.order_id, gen_random_uuid(), 0, f.id, f.name, (s.amount * 100)::bigint, f.is_tax_deductible
+        SELECT tenant, bench_floor_gifts.id(s.gift_date, s.ord, 1), bench_floor_gifts.id(s.gift_date, s.ord, 2), 0, f.id, f.name, (s.amount * 100)::bigint, f.is_tax_deductible
         FROM bench_floor_gifts.stage s
         CROSS JOIN LATERAL (SELECT id, name, is_tax_deductible FROM orders.funds WHERE tenant_id = tenant AND lower(name) = lower(s.fund)) f
         WHERE s.ord BETWEEN lo AND lo + step - 1;
         INSERT INTO bench_floor_gifts.order_payments (tenant_id, order_id, id, position, method, amount_minor, status)
-        SELECT tenant, order_id, gen_random_uuid(), 0, method, (amount * 100)::bigint, 'Captured' FROM bench_floor_gifts.stage
+        SELECT tenant, bench_floor_gifts.id(gift_date, ord, 1), bench_floor_gifts.id(gift_date, ord, 3), 0, method, (amount * 100)::bigint, 'Captured' FROM bench_floor_gifts.stage
         WHERE ord BETWEEN lo AND lo + step - 1;
         COMMIT;
         lo := lo + step;
