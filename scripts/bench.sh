@@ -276,8 +276,6 @@ for s in auth staff webhooks reports taxruns letters fulfillment imports; do
   if [ "$s" = imports ]; then
     kill -TERM $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; pid=
     echo "== imports (bench_imports)"
-    echo "| file | status | upload | wall (upload to succeeded) | rows/s | server peak RSS | counts |"
-    echo "|---|---|---|---|---|---|---|"
     bench_imports
   elif [ -x "scripts/bench-$s.sh" ]; then
     echo "== $s (scripts/bench-$s.sh)"
