@@ -29,6 +29,14 @@ func (e *refusal) Error() string { return e.message }
 // the checkpoint in batches of Config.Batch, saving each batch's outcomes
 // with the checkpoint (store.SaveBatch). Rows validation refused are
 // already counted and are passed over.
+//
+// The next batch is read and parsed (readBatches) while the one before is
+// written: on a shared machine the file's chunks, the parsing and the
+// gRPC messages are our process's work and the batch's statements
+// PostgreSQL's, and the two overlap instead of taking turns. Batches are
+// still sent one at a time and in order, each saved with its checkpoint
+// before the next is sent, so what a resumed import sends again is the
+// same as before: the batch in hand.
 func (r *runner) importRows(ctx context.Context, m store.Import) error {
 	cl, err := r.s.importClients()
 	if err != nil {
@@ -38,31 +46,60 @@ func (r *runner) importRows(ctx context.Context, m store.Import) error {
 	if err != nil {
 		return err
 	}
-	batch := make([]parse.Row, 0, r.s.cfg.Batch)
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// Unbuffered: the reader holds at most the one batch it filled while
+	// the current one is written, so memory holds two batches, not three.
+	batches := make(chan []parse.Row)
+	read := make(chan error, 1)
+	go func() { read <- r.readBatches(ctx, rd, m.Checkpoint, batches) }()
+	for batch := range batches {
 		if err := r.sendBatch(ctx, cl, m, batch); err != nil {
+			// The reader stops at the cancel; an error of its own, met
+			// first, is only logged: the batch's error is the answer.
+			cancel()
+			for range batches {
+			}
+			if rerr := <-read; rerr != nil && !errors.Is(rerr, context.Canceled) {
+				r.logger.WarnContext(ctx, "imports: reading the batch after a failed one", "import", m.ID, "error", rerr)
+			}
 			return err
 		}
-		m.Checkpoint = batch[len(batch)-1].Num
-		batch = batch[:0]
+	}
+	return <-read
+}
+
+// readBatches reads the valid rows after checkpoint into batches of
+// Config.Batch (the last may be shorter), hands each to out, and closes
+// out when the file ends, on an error or when ctx is done.
+func (r *runner) readBatches(ctx context.Context, rd *parse.Reader, checkpoint int64, out chan<- []parse.Row) error {
+	defer close(out)
+	batch := make([]parse.Row, 0, r.s.cfg.Batch)
+	hand := func() error {
+		select {
+		case out <- batch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		batch = make([]parse.Row, 0, r.s.cfg.Batch)
 		return nil
 	}
 	for {
 		row, err := rd.Next()
 		if errors.Is(err, errEOF) {
-			return flush()
+			if len(batch) == 0 {
+				return nil
+			}
+			return hand()
 		}
 		if err != nil {
 			return err
 		}
-		if row.Num <= m.Checkpoint || len(row.Errors) > 0 {
+		if row.Num <= checkpoint || len(row.Errors) > 0 {
 			continue
 		}
 		if batch = append(batch, row); len(batch) == r.s.cfg.Batch {
-			if err := flush(); err != nil {
+			if err := hand(); err != nil {
 				return err
 			}
 		}

@@ -264,28 +264,21 @@ type rowMatch struct {
 	byExternal bool
 }
 
-// stageKeys copies the rows' keys into a temporary table for the matching
-// queries; its statistics are gathered, so the planner probes the
-// tenant's indexes row by row instead of scanning them.
-func stageKeys(ctx context.Context, tx pgx.Tx, rows []ImportRow) error {
-	if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE import_stage (
-			ord int NOT NULL, external_id text, email_key text, phone_key text, postal_key text, name_key text NOT NULL
-		) ON COMMIT DROP`); err != nil {
-		return fmt.Errorf("create staging table: %w", err)
+// stagedKeys are the rows' keys as the arrays existingMatchSQL unnests
+// ($2 to $7): ord, then the external id, email, phone and postal keys
+// (NULL when empty) and the name key. The keys travel with the query
+// instead of through a temporary table: no catalog rows to make and drop
+// per batch, no COPY round trip, no statistics to gather (the lookups
+// are LATERAL probes, which no statistics turn into scans).
+func stagedKeys(rows []ImportRow) []any {
+	ord := make([]int32, len(rows))
+	ext, email, phone, postal := make([]*string, len(rows)), make([]*string, len(rows)), make([]*string, len(rows)), make([]*string, len(rows))
+	name := make([]string, len(rows))
+	for i, r := range rows {
+		k := keysOf(r.Fields)
+		ord[i], ext[i], email[i], phone[i], postal[i], name[i] = int32(i), nullable(k.external), nullable(k.email), nullable(k.phone), nullable(k.postal), k.name
 	}
-	_, err := tx.CopyFrom(ctx, pgx.Identifier{"import_stage"},
-		[]string{"ord", "external_id", "email_key", "phone_key", "postal_key", "name_key"},
-		pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
-			k := keysOf(rows[i].Fields)
-			return []any{int32(i), nullable(k.external), nullable(k.email), nullable(k.phone), nullable(k.postal), k.name}, nil
-		}))
-	if err != nil {
-		return fmt.Errorf("stage rows: %w", err)
-	}
-	if _, err := tx.Exec(ctx, `ANALYZE import_stage`); err != nil {
-		return fmt.Errorf("analyze staging table: %w", err)
-	}
-	return nil
+	return []any{ord, ext, email, phone, postal, name}
 }
 
 // existingMatchSQL finds each staged row's best live contact: by external
@@ -302,6 +295,10 @@ func stageKeys(ctx context.Context, tx pgx.Tx, rows []ImportRow) error {
 // joins; they also cap one very common value (a shared office address, a
 // crowded postal code), as the check-duplicates query does.
 const existingMatchSQL = `
+	WITH import_stage AS MATERIALIZED (
+		SELECT * FROM unnest($2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
+			AS u(ord, external_id, email_key, phone_key, postal_key, name_key)
+	)
 	SELECT DISTINCT ON (m.ord) m.ord, l.live, m.pri = 1
 	FROM (
 		SELECT s.ord, x.id, 1 AS pri, 1::float8 AS sim FROM import_stage s
@@ -324,30 +321,57 @@ const existingMatchSQL = `
 	CROSS JOIN LATERAL (SELECT coalesce(merged_into, id) AS live FROM contacts.contacts WHERE tenant_id = $1 AND id = m.id OFFSET 0) l
 	ORDER BY m.ord, m.pri, m.sim DESC, m.id`
 
-// batchMatchSQL finds, for each staged row, the first earlier row it
-// matches by the same rules, and the first by external id: windows over
-// each key, no pairs.
-const batchMatchSQL = `
-	WITH firsts AS (
-		SELECT ord,
-			CASE WHEN external_id IS NOT NULL THEN min(ord) OVER (PARTITION BY external_id) END AS by_ext,
-			CASE WHEN email_key IS NOT NULL THEN min(ord) OVER (PARTITION BY email_key) END AS by_email,
-			CASE WHEN phone_key IS NOT NULL THEN min(ord) OVER (PARTITION BY phone_key) END AS by_phone,
-			CASE WHEN postal_key IS NOT NULL AND name_key <> '' THEN min(ord) OVER (PARTITION BY postal_key, name_key) END AS by_name
-		FROM import_stage
-	)
-	SELECT ord, nullif(by_ext, ord), nullif(least(by_ext, by_email, by_phone, by_name), ord)
-	FROM firsts
-	WHERE least(by_ext, by_email, by_phone, by_name) < ord`
+// batchMatches finds, for each row, the first earlier row of the batch it
+// matches by the same rules (external id, email, phone, the same name at
+// the same postal code), and the first by external id, and records it in
+// out where the rules let an earlier row win: an existing contact wins
+// over an earlier row, unless the earlier row has the external id and the
+// contact does not. The keys are in memory already; in SQL, over the
+// staged keys, this was four window sorts, about 65 ms a batch.
+func batchMatches(rows []ImportRow, out []*rowMatch) {
+	var first [4]map[string]int
+	for j := range first {
+		first[j] = make(map[string]int, len(rows))
+	}
+	for i, r := range rows {
+		k := keysOf(r.Fields)
+		keys := [4]string{k.external, k.email, k.phone, ""}
+		if k.postal != "" && k.name != "" {
+			keys[3] = k.postal + "\x00" + k.name
+		}
+		firstExt, firstAny := -1, -1
+		for j, key := range keys {
+			if key == "" {
+				continue
+			}
+			f, seen := first[j][key]
+			if !seen {
+				first[j][key] = i
+				continue
+			}
+			if j == 0 {
+				firstExt = f
+			}
+			if firstAny < 0 || f < firstAny {
+				firstAny = f
+			}
+		}
+		switch {
+		case firstAny < 0:
+		case out[i] != nil && (out[i].byExternal || firstExt < 0):
+		case firstExt >= 0:
+			out[i] = &rowMatch{earlier: firstExt, byExternal: true}
+		case out[i] == nil:
+			out[i] = &rowMatch{earlier: firstAny}
+		}
+	}
+}
 
 // findMatches returns each row's match, if it has one (indexed by the
 // row's position in rows).
 func findMatches(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, rows []ImportRow) ([]*rowMatch, error) {
-	if err := stageKeys(ctx, tx, rows); err != nil {
-		return nil, err
-	}
 	out := make([]*rowMatch, len(rows))
-	existing, err := tx.Query(ctx, existingMatchSQL, tenant)
+	existing, err := tx.Query(ctx, existingMatchSQL, append([]any{tenant}, stagedKeys(rows)...)...)
 	if err != nil {
 		return nil, fmt.Errorf("match existing contacts: %w", err)
 	}
@@ -362,25 +386,7 @@ func findMatches(ctx context.Context, tx pgx.Tx, tenant uuid.UUID, rows []Import
 	}); err != nil {
 		return nil, fmt.Errorf("match existing contacts: %w", err)
 	}
-	batch, err := tx.Query(ctx, batchMatchSQL)
-	if err != nil {
-		return nil, fmt.Errorf("match rows of the batch: %w", err)
-	}
-	var firstExt, firstAny *int32
-	if _, err := pgx.ForEachRow(batch, []any{&ord, &firstExt, &firstAny}, func() error {
-		switch {
-		case out[ord] != nil && (out[ord].byExternal || firstExt == nil):
-			// An existing contact wins over an earlier row, unless the
-			// earlier row has the external id and the contact does not.
-		case firstExt != nil:
-			out[ord] = &rowMatch{earlier: int(*firstExt), byExternal: true}
-		case out[ord] == nil && firstAny != nil:
-			out[ord] = &rowMatch{earlier: int(*firstAny)}
-		}
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("match rows of the batch: %w", err)
-	}
+	batchMatches(rows, out)
 	return out, nil
 }
 

@@ -145,14 +145,36 @@ func (s *Store) importNumbers(ctx context.Context, in GiftImport) (first, record
 }
 
 // countRecorded counts the rows an earlier call recorded, all and those
-// of them that are valid. Each row is looked up by the key (a sub-select
-// per row): a join could be planned as a scan of the import's rows, which
-// grow with every batch.
+// of them that are valid. A batch is a run of consecutive rows (less the
+// ones the imports service refused itself), so one range scan of the
+// primary key reads whatever is recorded of it: 5,000 index probes per
+// batch (a sub-select per row) cost about 45 ms on a busy machine for a
+// batch that, but for a resend, finds nothing. A join could be planned
+// as a scan of the import's rows, which grow with every batch.
 func countRecorded(ctx context.Context, q store.Querier, tenantID, importID uuid.UUID, rows []int64, valid []bool) (all, ofValid int64, err error) {
-	err = q.QueryRow(ctx, `SELECT count(x.found), count(x.found) FILTER (WHERE x.valid)
-		FROM (SELECT (SELECT 1 FROM orders.import_rows i WHERE i.tenant_id = $1 AND i.import_id = $2 AND i.row = r.row) AS found, r.valid
-			FROM unnest($3::bigint[], $4::boolean[]) AS r(row, valid)) x`, tenantID, importID, rows, valid).Scan(&all, &ofValid)
+	if len(rows) == 0 {
+		return 0, 0, nil
+	}
+	in := make(map[int64]bool, len(rows))
+	lo, hi := rows[0], rows[0]
+	for i, r := range rows {
+		in[r], lo, hi = valid[i], min(lo, r), max(hi, r)
+	}
+	qr, err := q.Query(ctx, `SELECT row FROM orders.import_rows WHERE tenant_id = $1 AND import_id = $2 AND row BETWEEN $3 AND $4`,
+		tenantID, importID, lo, hi)
 	if err != nil {
+		return 0, 0, fmt.Errorf("count recorded rows: %w", err)
+	}
+	var row int64
+	if _, err := pgx.ForEachRow(qr, []any{&row}, func() error {
+		if v, ok := in[row]; ok {
+			all++
+			if v {
+				ofValid++
+			}
+		}
+		return nil
+	}); err != nil {
 		return 0, 0, fmt.Errorf("count recorded rows: %w", err)
 	}
 	return all, ofValid, nil
