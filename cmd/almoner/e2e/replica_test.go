@@ -88,6 +88,20 @@ func TestReadReplica(t *testing.T) {
 		return f64(d.Raised.Current)
 	}
 
+	// feedPage reads one event of the feed: a full page, history the
+	// standby may serve (the tail is the primary's).
+	feedPage := func() {
+		t.Helper()
+		var page struct {
+			Items   []map[string]any `json:"items"`
+			HasMore bool             `json:"hasMore"`
+		}
+		c.Do(t, "GET", tPath(tn.ID, "/events?limit=1"), tn.Key, nil).Expect(t, http.StatusOK).JSON(t, &page)
+		if len(page.Items) != 1 || !page.HasMore {
+			t.Fatalf("feed: %d events, hasMore %v: want 1 and more", len(page.Items), page.HasMore)
+		}
+	}
+
 	t.Run("reads from the standby", func(t *testing.T) {
 		until("first gift", "100.00")
 		calls := standbyReportCalls(t, standby.URL("almoner"))
@@ -115,6 +129,14 @@ func TestReadReplica(t *testing.T) {
 				t.Errorf("the standby ran no %s query (pg_stat_statements)", k.name)
 			}
 		}
+		const feedSQL = `%pg\_snapshot\_xmin%audit.events%`
+		for i := 0; i < 50 && standbyCalls(t, standby.URL("almoner"), feedSQL) == 0; i++ {
+			feedPage()
+			time.Sleep(100 * time.Millisecond)
+		}
+		if standbyCalls(t, standby.URL("almoner"), feedSQL) == 0 {
+			t.Errorf("the standby served no page of the event feed (pg_stat_statements)")
+		}
 	})
 
 	t.Run("standby stopped: reads from the primary", func(t *testing.T) {
@@ -138,6 +160,7 @@ func TestReadReplica(t *testing.T) {
 		if got := cohortCount(); got != 1 {
 			t.Fatalf("standby stopped: cohort count %d, want 1", got)
 		}
+		feedPage()
 		if err := standby.Start(ctx); err != nil {
 			t.Fatalf("restart standby: %v\n%s", err, standby.Log())
 		}
