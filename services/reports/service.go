@@ -85,6 +85,7 @@ type Service struct {
 	letterStore  *letters.Store
 	letterRunner *letters.Runner
 	dashStore    *dashboard.Store
+	cohortStore  *cohorts.Store
 	cohorts      *cohorts.Server
 }
 
@@ -100,7 +101,8 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *Service {
 	s.runner = newTaxRunner(s)
 	s.letterStore = letters.NewStore(pool)
 	s.dashStore = dashboard.NewStore(pool)
-	s.cohorts = cohorts.NewServer(cohorts.NewStore(pool), s)
+	s.cohortStore = cohorts.NewStore(pool)
+	s.cohorts = cohorts.NewServer(s.cohortStore, s)
 	s.letterStore.Members = s.cohorts.Members
 	claimer := letters.GRPCClaimer{Orders: service.NewUpstream(cfg.Dial, "orders")}
 	s.letterRunner = letters.NewRunner(s.letterStore, s.templates, s, claimer,
@@ -179,6 +181,9 @@ var Module = service.Module{
 		cfg.Zones = GRPCZones{Auth: service.NewUpstream(d.Dial, "auth")}
 		s := New(d.DB, cfg, d.Logger)
 		s.store.WithReads(d.Reads)
+		s.letterStore.WithReads(d.Reads)
+		s.dashStore.WithReads(d.Reads)
+		s.cohortStore.WithReads(d.Reads)
 		return s, nil
 	},
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	webhooksv1 "github.com/almoner/almoner/pkg/api/almoner/webhooks/v1"
@@ -100,13 +101,42 @@ func (a *eventServer) ListEvents(ctx context.Context, req *webhooksv1.ListEvents
 		return nil, err
 	}
 	// One more than the page: hasMore says whether that one exists.
-	page, err := audit.Read(ctx, a.s.store.Pool(), audit.ReadQuery{
+	page, err := a.readFeed(ctx, audit.ReadQuery{
 		After: from, TenantID: p.TenantID, Events: q.types, EntityType: q.entityType, EntityID: q.entityID, Limit: q.limit + 1,
 	})
 	if err != nil {
 		return nil, err
 	}
 	return a.feedPage(p.TenantID, page, q.limit, now)
+}
+
+// readFeed reads a page of the feed: from the read replica when one is
+// configured, within its lag bound, and the page there is full (history
+// beyond the live tail), else from the primary. A full page's cursor is
+// its last event, a row the primary has committed (the standby replays
+// only commits) and below which the standby and the primary hold the same
+// rows (every event it returns is below the standby's snapshot horizon).
+// A page short of rq.Limit reached the tail: its cursor would be the
+// horizon, so it is read again on the primary, whose tail is the live one.
+func (a *eventServer) readFeed(ctx context.Context, rq audit.ReadQuery) (audit.Page, error) {
+	primary, reads := a.s.store.Pool(), a.s.store.Reads()
+	if !reads.HasStandby() {
+		return audit.Read(ctx, primary, rq)
+	}
+	var (
+		page      audit.Page
+		onPrimary bool
+	)
+	err := reads.Do(ctx, func(p *pgxpool.Pool) error {
+		var err error
+		onPrimary = p == primary
+		page, err = audit.Read(ctx, p, rq)
+		return err
+	})
+	if err == nil && (onPrimary || len(page.Events) >= rq.Limit) {
+		return page, nil
+	}
+	return audit.Read(ctx, primary, rq)
 }
 
 // validateFeedQuery checks the query's limit, types and entity filters.

@@ -74,6 +74,34 @@ func TestReadReplica(t *testing.T) {
 		}
 	}
 
+	// cohortCount counts the first-time donors; raised is the dashboard's
+	// total this fiscal year. Both must answer 200 whichever server
+	// serves them.
+	cohortCount := func() int {
+		var n struct{ Count int }
+		c.Do(t, "GET", tPath(tn.ID, "/cohorts/first-time-donors/count"), tn.Key, nil).Expect(t, http.StatusOK).JSON(t, &n)
+		return n.Count
+	}
+	raised := func() string {
+		var d dashboardDoc
+		c.Do(t, "GET", tPath(tn.ID, "/dashboard"), tn.Key, nil).Expect(t, http.StatusOK).JSON(t, &d)
+		return f64(d.Raised.Current)
+	}
+
+	// feedPage reads one event of the feed: a full page, history the
+	// standby may serve (the tail is the primary's).
+	feedPage := func() {
+		t.Helper()
+		var page struct {
+			Items   []map[string]any `json:"items"`
+			HasMore bool             `json:"hasMore"`
+		}
+		c.Do(t, "GET", tPath(tn.ID, "/events?limit=1"), tn.Key, nil).Expect(t, http.StatusOK).JSON(t, &page)
+		if len(page.Items) != 1 || !page.HasMore {
+			t.Fatalf("feed: %d events, hasMore %v: want 1 and more", len(page.Items), page.HasMore)
+		}
+	}
+
 	t.Run("reads from the standby", func(t *testing.T) {
 		until("first gift", "100.00")
 		calls := standbyReportCalls(t, standby.URL("almoner"))
@@ -83,6 +111,31 @@ func TestReadReplica(t *testing.T) {
 		}
 		if calls == 0 {
 			t.Fatalf("the standby ran no report query (pg_stat_statements)")
+		}
+		// A cohort count and a dashboard read from the standby too.
+		for _, k := range []struct{ name, like string }{
+			{"cohort count", `%count(*)%report\_contact\_cohort\_v1%`},
+			{"dashboard", `%report\_schedules\_v1%`},
+		} {
+			n, r := cohortCount(), raised()
+			for i := 0; i < 50 && (n != 1 || r != "100" || standbyCalls(t, standby.URL("almoner"), k.like) == 0); i++ {
+				time.Sleep(100 * time.Millisecond)
+				n, r = cohortCount(), raised()
+			}
+			if n != 1 || r != "100" {
+				t.Errorf("cohort count %d, raised %s: want 1 and 100", n, r)
+			}
+			if standbyCalls(t, standby.URL("almoner"), k.like) == 0 {
+				t.Errorf("the standby ran no %s query (pg_stat_statements)", k.name)
+			}
+		}
+		const feedSQL = `%pg\_snapshot\_xmin%audit.events%`
+		for i := 0; i < 50 && standbyCalls(t, standby.URL("almoner"), feedSQL) == 0; i++ {
+			feedPage()
+			time.Sleep(100 * time.Millisecond)
+		}
+		if standbyCalls(t, standby.URL("almoner"), feedSQL) == 0 {
+			t.Errorf("the standby served no page of the event feed (pg_stat_statements)")
 		}
 	})
 
@@ -99,6 +152,15 @@ func TestReadReplica(t *testing.T) {
 				t.Fatalf("standby stopped: total %q", got)
 			}
 		}
+		// The dashboard and the cohort count fall back as the report
+		// does: the stopped standby has not the 10.
+		if got := raised(); got != "110" {
+			t.Fatalf("standby stopped: dashboard raised %s, want 110", got)
+		}
+		if got := cohortCount(); got != 1 {
+			t.Fatalf("standby stopped: cohort count %d, want 1", got)
+		}
+		feedPage()
 		if err := standby.Start(ctx); err != nil {
 			t.Fatalf("restart standby: %v\n%s", err, standby.Log())
 		}
@@ -127,12 +189,21 @@ func TestReadReplica(t *testing.T) {
 	})
 }
 
-// standbyReportCalls counts the report queries the standby ran.
+// standbyReportCalls counts the queries over the published views the
+// standby ran (the test runs only the report until it reads a cohort or
+// a dashboard).
 func standbyReportCalls(t *testing.T, standbyURL string) int64 {
+	t.Helper()
+	return standbyCalls(t, standbyURL, `%report\_%\_v1%`)
+}
+
+// standbyCalls counts the standby's executions of the statements whose
+// text is LIKE like.
+func standbyCalls(t *testing.T, standbyURL, like string) int64 {
 	t.Helper()
 	var n int64
 	sqlQuery(t, standbyURL, `SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements
-		WHERE query LIKE '%report\_%\_v1%' AND query NOT LIKE '%pg_stat_statements%'`, &n)
+		WHERE query LIKE '`+like+`' AND query NOT LIKE '%pg_stat_statements%'`, &n)
 	return n
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Member is one member with its lifetime giving in the tenant's currency.
@@ -40,15 +41,18 @@ const (
 )
 
 // readTx is a read-only transaction with a report query's settings (as
-// the reports store's): room to hash a window's aggregate, no JIT.
+// the reports store's): room to hash a window's aggregate, no JIT. It
+// runs on the read replica when one is configured and within its lag
+// bound (db.ReadPool): a cohort's members may lag by that bound.
 func (s *Store) readTx(ctx context.Context) (pgx.Tx, error) {
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	tx, err := s.reads.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT set_config('work_mem', '64MB', true), set_config('jit', 'off', true)`); err != nil {
+			return fmt.Errorf("settings: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("cohorts: begin: %w", err)
-	}
-	if _, err := tx.Exec(ctx, `SELECT set_config('work_mem', '64MB', true), set_config('jit', 'off', true)`); err != nil {
-		_ = tx.Rollback(ctx)
-		return nil, fmt.Errorf("cohorts: settings: %w", err)
 	}
 	return tx, nil
 }
@@ -60,7 +64,8 @@ func countSQL(q Query) string {
 // Count counts the members of q.
 func (s *Store) Count(ctx context.Context, q Query) (int64, error) {
 	var n int64
-	if err := s.pool.QueryRow(ctx, countSQL(q), q.Args...).Scan(&n); err != nil {
+	err := s.reads.Do(ctx, func(p *pgxpool.Pool) error { return p.QueryRow(ctx, countSQL(q), q.Args...).Scan(&n) })
+	if err != nil {
 		return 0, fmt.Errorf("cohorts: count: %w", err)
 	}
 	return n, nil
@@ -151,8 +156,13 @@ func (s *Store) MemberIDs(ctx context.Context, q Query, after int64, offset int6
 // AllIDs reads every member id of q in id order.
 func (s *Store) AllIDs(ctx context.Context, q Query) ([]int64, error) {
 	sql := q.With + "\nSELECT c.contact_id" + from + q.Joins + "\nWHERE c.tenant_id = $1 AND " + q.Where + "\nORDER BY c.contact_id"
-	rows, _ := s.pool.Query(ctx, sql, q.Args...)
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	var ids []int64
+	err := s.reads.Do(ctx, func(p *pgxpool.Pool) error {
+		rows, _ := p.Query(ctx, sql, q.Args...)
+		var err error
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("cohorts: member ids: %w", err)
 	}

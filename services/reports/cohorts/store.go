@@ -30,10 +30,26 @@ type Cohort struct {
 
 // Store reads and writes reports.cohorts and evaluates cohorts over the
 // views contacts and orders publish.
-type Store struct{ pool *pgxpool.Pool }
+type Store struct {
+	// pool serves the cohorts' CRUD, which reads its own writes.
+	pool *pgxpool.Pool
+	// reads serves the members, counts and exports: a read replica within
+	// its lag bound, else pool (docs/scaling.md).
+	reads *db.ReadPool
+}
 
-// NewStore returns the store on pool.
-func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+// NewStore returns the store on pool, evaluating cohorts on pool too.
+func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool, reads: db.NewReadPool(pool)} }
+
+// WithReads has the members, counts and exports read through reads (nil:
+// the primary); it returns s. A saved cohort's definition is still read
+// from the primary: an edit shows at once in the next count.
+func (s *Store) WithReads(reads *db.ReadPool) *Store {
+	if reads != nil {
+		s.reads = reads
+	}
+	return s
+}
 
 const cohortColumns = `tenant_id, id, name, description, definition, refs, created_at, updated_at`
 

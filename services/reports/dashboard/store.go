@@ -10,15 +10,28 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/almoner/almoner/pkg/db"
 )
 
 // Store reads the figures from the views orders and contacts publish.
+// Every read of it may lag: they go through reads, a read replica within
+// its lag bound, else the primary (docs/scaling.md).
 type Store struct {
-	pool *pgxpool.Pool
+	reads *db.ReadPool
 }
 
 // NewStore returns the store on pool.
-func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+func NewStore(pool *pgxpool.Pool) *Store { return &Store{reads: db.NewReadPool(pool)} }
+
+// WithReads has the dashboards read through reads (nil: the primary); it
+// returns s.
+func (s *Store) WithReads(reads *db.ReadPool) *Store {
+	if reads != nil {
+		s.reads = reads
+	}
+	return s
+}
 
 // Query is what one dashboard reads: the tenant, its currency and zone,
 // the period, the same period a year earlier and the one a year before
@@ -135,16 +148,33 @@ func (s *Store) gifts(ctx context.Context, q Query, raw *Raw) error {
 	cs, ce := q.Current.Bounds(q.Location)
 	ps, pe := q.Previous.Bounds(q.Location)
 	es, ee := q.Earlier.Bounds(q.Location)
-	rows, err := s.pool.Query(ctx, figuresSQL, q.Tenant, q.Currency, cs, ce, ps, pe, es, ee, q.Contacts, q.Location.String())
+	var g Raw
+	err := s.reads.Do(ctx, func(pool *pgxpool.Pool) error {
+		// A retry on the primary starts afresh. Only the fields this
+		// statement answers are touched: funds and recurring are being
+		// read into raw at the same time.
+		g = Raw{Amounts: [2]map[string]Totals{{}, {}}, Days: map[string]Totals{}}
+		rows, err := pool.Query(ctx, figuresSQL, q.Tenant, q.Currency, cs, ce, ps, pe, es, ee, q.Contacts, q.Location.String())
+		if err != nil {
+			return err
+		}
+		return scanFigures(rows, &g)
+	})
 	if err != nil {
 		return fmt.Errorf("dashboard: figures: %w", err)
 	}
+	raw.Amounts, raw.Days, raw.Donors, raw.New, raw.Retained = g.Amounts, g.Days, g.Donors, g.New, g.Retained
+	return nil
+}
+
+// scanFigures reads figuresSQL's rows into raw.
+func scanFigures(rows pgx.Rows, raw *Raw) error {
 	var (
 		kind, key string
 		p         int
 		sum, n    int64
 	)
-	_, err = pgx.ForEachRow(rows, []any{&kind, &p, &key, &sum, &n}, func() error {
+	_, err := pgx.ForEachRow(rows, []any{&kind, &p, &key, &sum, &n}, func() error {
 		switch kind {
 		case "amount":
 			raw.Amounts[p][key] = Totals{Minor: sum, Gifts: n}
@@ -159,10 +189,7 @@ func (s *Store) gifts(ctx context.Context, q Query, raw *Raw) error {
 		}
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("dashboard: figures: %w", err)
-	}
-	return nil
+	return err
 }
 
 // fundsSQL is the period's net giving per fund in the tenant's currency,
@@ -174,11 +201,16 @@ WHERE o.tenant_id = $1 AND o.currency = $2 AND o.created_at >= $3 AND o.created_
 GROUP BY o.fund_id ORDER BY 3 DESC, 1`
 
 func (s *Store) funds(ctx context.Context, q Query, start, end time.Time) ([]Fund, error) {
-	rows, _ := s.pool.Query(ctx, fundsSQL, q.Tenant, q.Currency, start, end, q.Contacts)
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Fund, error) {
-		var f Fund
-		err := r.Scan(&f.ID, &f.Name, &f.Minor)
-		return f, err
+	var out []Fund
+	err := s.reads.Do(ctx, func(p *pgxpool.Pool) error {
+		rows, _ := p.Query(ctx, fundsSQL, q.Tenant, q.Currency, start, end, q.Contacts)
+		var err error
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Fund, error) {
+			var f Fund
+			err := r.Scan(&f.ID, &f.Name, &f.Minor)
+			return f, err
+		})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: funds: %w", err)
@@ -197,7 +229,9 @@ WHERE o.tenant_id = $1 AND ($3::bigint[] IS NULL OR o.contact_id = ANY($3::bigin
 
 func (s *Store) recurring(ctx context.Context, q Query) (Recurring, error) {
 	var r Recurring
-	err := s.pool.QueryRow(ctx, recurringSQL, q.Tenant, q.Currency, q.Contacts).Scan(&r.Active, &r.PastDue, &r.MonthlyMinor)
+	err := s.reads.Do(ctx, func(p *pgxpool.Pool) error {
+		return p.QueryRow(ctx, recurringSQL, q.Tenant, q.Currency, q.Contacts).Scan(&r.Active, &r.PastDue, &r.MonthlyMinor)
+	})
 	if err != nil {
 		return r, fmt.Errorf("dashboard: recurring: %w", err)
 	}
@@ -207,9 +241,14 @@ func (s *Store) recurring(ctx context.Context, q Query) (Recurring, error) {
 // Portfolio reads the contacts assigned to user, the only ones its
 // dashboard counts.
 func (s *Store) Portfolio(ctx context.Context, tenant, user uuid.UUID) ([]int64, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT contact_id FROM contacts.report_contact_assignments_v1
-		WHERE tenant_id = $1 AND assigned_user_id = $2 ORDER BY contact_id`, tenant, user)
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	var ids []int64
+	err := s.reads.Do(ctx, func(p *pgxpool.Pool) error {
+		rows, _ := p.Query(ctx, `SELECT contact_id FROM contacts.report_contact_assignments_v1
+			WHERE tenant_id = $1 AND assigned_user_id = $2 ORDER BY contact_id`, tenant, user)
+		var err error
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: portfolio of %s: %w", user, err)
 	}
@@ -241,7 +280,9 @@ const worklistSQL = `SELECT
 // 18 months before today began.
 func (s *Store) Worklist(ctx context.Context, tenant uuid.UUID, contacts []int64, lapsedBefore time.Time) (Worklist, error) {
 	var w Worklist
-	err := s.pool.QueryRow(ctx, worklistSQL, tenant, contacts, lapsedBefore).Scan(&w.PendingAcknowledgements, &w.Lapsed)
+	err := s.reads.Do(ctx, func(p *pgxpool.Pool) error {
+		return p.QueryRow(ctx, worklistSQL, tenant, contacts, lapsedBefore).Scan(&w.PendingAcknowledgements, &w.Lapsed)
+	})
 	if err != nil {
 		return w, fmt.Errorf("dashboard: work list: %w", err)
 	}

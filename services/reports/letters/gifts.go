@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/almoner/almoner/pkg/apperr"
 )
@@ -61,12 +62,20 @@ func (s *Store) Gifts(ctx context.Context, r Run, limit int) ([]Gift, error) {
 		}
 		members = append([]int64{}, ids...)
 	}
-	rows, _ := s.pool.Query(ctx, giftsSQL, r.TenantID, r.PeriodStart, r.PeriodEnd, r.ID, r.FundIDs, r.BatchID, r.MinAmountMinor,
-		r.CursorAt, r.CursorID, limit, members)
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Gift, error) {
-		var g Gift
-		err := row.Scan(&g.OrderID, &g.At, &g.ContactID, &g.Email, &g.DoNotEmail, &g.DoNotAcknowledge)
-		return g, err
+	// The gifts may lag (a read replica): a gift another run has just
+	// acknowledged may still read as pending, and the orders service's
+	// claim (on its primary) then refuses it to this run.
+	var out []Gift
+	err := s.reads.Do(ctx, func(p *pgxpool.Pool) error {
+		rows, _ := p.Query(ctx, giftsSQL, r.TenantID, r.PeriodStart, r.PeriodEnd, r.ID, r.FundIDs, r.BatchID, r.MinAmountMinor,
+			r.CursorAt, r.CursorID, limit, members)
+		var err error
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Gift, error) {
+			var g Gift
+			err := row.Scan(&g.OrderID, &g.At, &g.ContactID, &g.Email, &g.DoNotEmail, &g.DoNotAcknowledge)
+			return g, err
+		})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("letters: gifts of run %s: %w", r.ID, err)

@@ -89,13 +89,26 @@ type CohortMembers func(ctx context.Context, tenant uuid.UUID, currency, cohortI
 // Store reads and writes reports.letter_runs and reports.letters.
 type Store struct {
 	pool *pgxpool.Pool
+	// reads serves a run's reading phase (Gifts): a read replica within
+	// its lag bound, else pool (docs/scaling.md). The runs, their leases
+	// and their letters stay on pool.
+	reads *db.ReadPool
 	// Members evaluates a run's cohort filter; nil: runs cannot filter by
 	// cohort.
 	Members CohortMembers
 }
 
-// NewStore returns the store on pool.
-func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+// NewStore returns the store on pool, reading gifts from pool too.
+func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool, reads: db.NewReadPool(pool)} }
+
+// WithReads has the runs' gifts read through reads (nil: the primary);
+// it returns s.
+func (s *Store) WithReads(reads *db.ReadPool) *Store {
+	if reads != nil {
+		s.reads = reads
+	}
+	return s
+}
 
 const runColumns = `tenant_id, id, template_id, channel, mark_acknowledged, filter, period_start, period_end, fund_ids, batch_id,
 	min_amount_minor, status, letters, emailed, skipped_no_email, skipped_do_not_email, skipped_do_not_acknowledge, skipped_render_error,

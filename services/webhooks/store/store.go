@@ -19,8 +19,9 @@ import (
 // Store reads and writes the webhooks schema.
 type Store struct {
 	pool *pgxpool.Pool
-	// reads serves the deliveries lists (ListAttempts): a read replica
-	// within its lag bound, else pool (docs/scaling.md).
+	// reads serves the deliveries lists (ListAttempts) and the event
+	// feed's history: a read replica within its lag bound, else pool
+	// (docs/scaling.md).
 	reads *db.ReadPool
 }
 
@@ -35,6 +36,10 @@ func (s *Store) WithReads(reads *db.ReadPool) *Store {
 	}
 	return s
 }
+
+// Reads is the read pool of the reads that may lag (the deliveries
+// lists, the event feed's history).
+func (s *Store) Reads() *db.ReadPool { return s.reads }
 
 // Pool is the store's pool, for the audit reader.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
