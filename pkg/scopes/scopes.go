@@ -88,7 +88,7 @@ var Catalog = []Scope{
 	{ShipmentsView, "List and read shipments; download packing slips and pick lists."},
 	{ShipmentsManage, "Pack, ship, deliver, cancel, return and split shipments; correct their addresses; ship in bulk."},
 	{TaxStatementsManage, "Start year-end tax statement runs, follow them and download their statements."},
-	{TenantSettingsManage, "Read and replace the organization profile and the branding (colors, logo) printed on receipts, statements and letters."},
+	{TenantSettingsManage, "Read and change the tenant settings (currency, fiscal year, time zone, retry days, batch close time, receipt threshold), and the organization profile and the branding (colors, logo) printed on receipts, statements and letters."},
 	{UsersManage, "List staff users, invite them, change their roles and remove them."},
 	{WebhooksView, "List webhook endpoints, event types and deliveries."},
 	{WebhooksManage, "Register, update, delete and test webhook endpoints; send deliveries again and replay events."},
