@@ -170,6 +170,11 @@ test("the staff console, from an invitation to an impersonation", { timeout: 420
     await page.getByRole("button", { name: "Verify" }).click();
     await page.waitForURL("**/console/t/**/dashboard");
     await page.getByRole("heading", { name: "Dashboard" }).waitFor();
+    // The dashboard route answers: its figures and chart, not the notice
+    // a server without the route would show.
+    await page.getByRole("heading", { name: "Raised by day" }).waitFor();
+    assert.equal(await page.locator("p.notice").count(), 0, "dashboard unavailable");
+    assert.equal(await page.locator("figure.chart-wrap svg").count(), 1, "no chart");
     await check(page, "dashboard");
 
     // A webhook endpoint: the secret shown once.
