@@ -135,7 +135,12 @@ func (s *Store) gifts(ctx context.Context, q Query, raw *Raw) error {
 	cs, ce := q.Current.Bounds(q.Location)
 	ps, pe := q.Previous.Bounds(q.Location)
 	es, ee := q.Earlier.Bounds(q.Location)
-	rows, err := s.pool.Query(ctx, figuresSQL, q.Tenant, q.Currency, cs, ce, ps, pe, es, ee, q.Contacts, q.Location.String())
+	tx, err := s.readTx(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // read-only
+	rows, err := tx.Query(ctx, figuresSQL, q.Tenant, q.Currency, cs, ce, ps, pe, es, ee, q.Contacts, q.Location.String())
 	if err != nil {
 		return fmt.Errorf("dashboard: figures: %w", err)
 	}
@@ -163,6 +168,23 @@ func (s *Store) gifts(ctx context.Context, q Query, raw *Raw) error {
 		return fmt.Errorf("dashboard: figures: %w", err)
 	}
 	return nil
+}
+
+// readTx is a read-only transaction with the reports' settings for one
+// large statement: room to hash and sort a period's donor sets in memory
+// (on the 4 MB default they spilled to disk at 60,000 gifts a period) and
+// no JIT, whose compilation cost more than it saved (docs/dashboard.md,
+// Measured).
+func (s *Store) readTx(ctx context.Context) (pgx.Tx, error) {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: begin: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT set_config('work_mem', '64MB', true), set_config('jit', 'off', true)`); err != nil {
+		_ = tx.Rollback(ctx)
+		return nil, fmt.Errorf("dashboard: settings: %w", err)
+	}
+	return tx, nil
 }
 
 // fundsSQL is the period's net giving per fund in the tenant's currency,
