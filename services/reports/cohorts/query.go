@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Member is one member with its lifetime giving in the tenant's currency.
@@ -61,11 +60,18 @@ func countSQL(q Query) string {
 	return q.With + "\nSELECT count(*)" + from + q.Joins + "\nWHERE c.tenant_id = $1 AND " + q.Where
 }
 
-// Count counts the members of q.
+// Count counts the members of q, in a read transaction with the report
+// settings: on the pool's defaults (4 MB of work_mem, JIT on) a count at
+// a million contacts spilled its window aggregates to disk and paid JIT
+// compilation, about twice the time (docs/performance.md, Cohorts).
 func (s *Store) Count(ctx context.Context, q Query) (int64, error) {
-	var n int64
-	err := s.reads.Do(ctx, func(p *pgxpool.Pool) error { return p.QueryRow(ctx, countSQL(q), q.Args...).Scan(&n) })
+	tx, err := s.readTx(ctx)
 	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // read-only
+	var n int64
+	if err := tx.QueryRow(ctx, countSQL(q), q.Args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("cohorts: count: %w", err)
 	}
 	return n, nil
@@ -153,16 +159,16 @@ func (s *Store) MemberIDs(ctx context.Context, q Query, after int64, offset int6
 	return ids, total, nil
 }
 
-// AllIDs reads every member id of q in id order.
+// AllIDs reads every member id of q in id order (the settings as Count's).
 func (s *Store) AllIDs(ctx context.Context, q Query) ([]int64, error) {
+	tx, err := s.readTx(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // read-only
 	sql := q.With + "\nSELECT c.contact_id" + from + q.Joins + "\nWHERE c.tenant_id = $1 AND " + q.Where + "\nORDER BY c.contact_id"
-	var ids []int64
-	err := s.reads.Do(ctx, func(p *pgxpool.Pool) error {
-		rows, _ := p.Query(ctx, sql, q.Args...)
-		var err error
-		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-		return err
-	})
+	rows, _ := tx.Query(ctx, sql, q.Args...)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	if err != nil {
 		return nil, fmt.Errorf("cohorts: member ids: %w", err)
 	}

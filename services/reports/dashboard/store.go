@@ -148,19 +148,19 @@ func (s *Store) gifts(ctx context.Context, q Query, raw *Raw) error {
 	cs, ce := q.Current.Bounds(q.Location)
 	ps, pe := q.Previous.Bounds(q.Location)
 	es, ee := q.Earlier.Bounds(q.Location)
-	var g Raw
-	err := s.reads.Do(ctx, func(pool *pgxpool.Pool) error {
-		// A retry on the primary starts afresh. Only the fields this
-		// statement answers are touched: funds and recurring are being
-		// read into raw at the same time.
-		g = Raw{Amounts: [2]map[string]Totals{{}, {}}, Days: map[string]Totals{}}
-		rows, err := pool.Query(ctx, figuresSQL, q.Tenant, q.Currency, cs, ce, ps, pe, es, ee, q.Contacts, q.Location.String())
-		if err != nil {
-			return err
-		}
-		return scanFigures(rows, &g)
-	})
+	tx, err := s.readTx(ctx)
 	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // read-only
+	rows, err := tx.Query(ctx, figuresSQL, q.Tenant, q.Currency, cs, ce, ps, pe, es, ee, q.Contacts, q.Location.String())
+	if err != nil {
+		return fmt.Errorf("dashboard: figures: %w", err)
+	}
+	// Only the fields this statement answers are touched: funds and
+	// recurring are being read into raw at the same time.
+	g := Raw{Amounts: [2]map[string]Totals{{}, {}}, Days: map[string]Totals{}}
+	if err := scanFigures(rows, &g); err != nil {
 		return fmt.Errorf("dashboard: figures: %w", err)
 	}
 	raw.Amounts, raw.Days, raw.Donors, raw.New, raw.Retained = g.Amounts, g.Days, g.Donors, g.New, g.Retained
@@ -190,6 +190,22 @@ func scanFigures(rows pgx.Rows, raw *Raw) error {
 		return nil
 	})
 	return err
+}
+
+// readTx is a read-only transaction with the reports' settings for one
+// large statement: room to hash and sort a period's donor sets in memory
+// (on the 4 MB default they spilled to disk at 60,000 gifts a period) and
+// no JIT, whose compilation cost more than it saved (docs/dashboard.md,
+// Measured).
+func (s *Store) readTx(ctx context.Context) (pgx.Tx, error) {
+	tx, err := s.reads.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `SELECT set_config('work_mem', '64MB', true), set_config('jit', 'off', true)`)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: begin: %w", err)
+	}
+	return tx, nil
 }
 
 // fundsSQL is the period's net giving per fund in the tenant's currency,
