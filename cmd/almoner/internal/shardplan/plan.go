@@ -75,6 +75,9 @@ var CrossShard = map[string]string{
 	"services/orders/store/shipments.go:Store.ShipmentRequests:orders.shipment_requests":           sweep,
 	"services/contacts/store/merge.go:Store.PendingMerges:contacts.merges":                         sweep,
 	"services/webhooks/store/queue.go:Store.PendingCount:webhooks.deliveries":                      "a gauge of the whole queue (metrics): a multi-shard count, once a scrape",
+	// A catalog lookup that names a view without reading it: the read
+	// that follows filters by tenant_id.
+	"services/auth/settings/store.go:changeCurrency:orders.report_orders_v1": "to_regclass names the view to learn whether orders is migrated; no row is read (the EXISTS that follows filters by tenant_id)",
 	// Claims of the next job of any tenant with FOR UPDATE SKIP LOCKED,
 	// which Citus runs on one shard only.
 	"services/imports/store/runs.go:Store.Claim:imports.imports":                     claim,
