@@ -15,10 +15,10 @@ const majorDonorThreshold = "1000"
 
 // CohortCalendar is cohorts.Calendars: the one place cohorts read a
 // tenant's calendar — the tenant settings' time zone and fiscal year
-// start, as the dashboard reads them (calendars) — and the major-donor
+// start, as the dashboard reads them (s.cal) — and the major-donor
 // threshold.
 func (s *Service) CohortCalendar(ctx context.Context, tenant uuid.UUID) (cohorts.Calendar, error) {
-	cal, err := s.calendars().TenantCalendar(ctx, tenant)
+	cal, err := s.cal.TenantCalendar(ctx, tenant)
 	if err != nil {
 		return cohorts.Calendar{}, err
 	}

@@ -87,6 +87,10 @@ type Service struct {
 	dashStore    *dashboard.Store
 	cohortStore  *cohorts.Store
 	cohorts      *cohorts.Server
+	// auth is the auth service, dialled once: tenant settings and
+	// memberships. cal reads tenants' calendars through it.
+	auth *service.Upstream
+	cal  dashboard.Calendars
 }
 
 // New returns the reports service on pool.
@@ -99,6 +103,8 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *Service {
 	}
 	s := &Service{store: store.New(pool), brand: branding.NewStore(pool), templates: templates.NewStore(pool), cfg: cfg, logger: logger}
 	s.runner = newTaxRunner(s)
+	s.auth = service.NewUpstream(cfg.Dial, "auth")
+	s.cal = s.calendars()
 	s.letterStore = letters.NewStore(pool)
 	s.dashStore = dashboard.NewStore(pool)
 	s.cohortStore = cohorts.NewStore(pool)
@@ -128,11 +134,11 @@ func (s *Service) Register(r grpc.ServiceRegistrar) {
 	reportsv1.RegisterLetterRunServiceServer(r, ls)
 	reportsv1.RegisterFulfillmentDocumentServiceServer(r, fulfillment.New(s.store, s.brand, s.Profile))
 	reportsv1.RegisterDashboardServiceServer(r, dashboard.NewServer(s.dashStore,
-		s.calendars(), service.NewUpstream(s.cfg.Dial, "auth"), s.cfg.Now))
+		s.cal, s.auth, s.cfg.Now))
 	reportsv1.RegisterCohortServiceServer(r, s.cohorts)
 }
 
-// calendars is where the dashboard reads a tenant's calendar: its
+// calendars is where the dashboard and cohorts read a tenant's calendar: its
 // settings (the auth service's) when auth is reachable, else the
 // profile's time zone and a January fiscal year (this module's tests).
 func (s *Service) calendars() dashboard.Calendars {
@@ -142,9 +148,8 @@ func (s *Service) calendars() dashboard.Calendars {
 	}
 	c := dashboard.Calendars{Zone: zone}
 	if s.cfg.Dial != nil {
-		auth := service.NewUpstream(s.cfg.Dial, "auth")
 		c.Settings = func(ctx context.Context, tenant uuid.UUID) (tenantsettings.Settings, error) {
-			return tenantsettings.Reader{Conn: auth.Conn, Actor: "reports:dashboard"}.Get(ctx, tenant.String())
+			return tenantsettings.Reader{Conn: s.auth.Conn, Actor: "reports:calendar"}.Get(ctx, tenant.String())
 		}
 	}
 	return c
