@@ -195,8 +195,17 @@ func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 		return []string{"ALMONER_TEST_RUN_MAIN=" + strings.Join([]string{"serve", "--http-addr=" + addrs[0], "--grpc-addr=" + addrs[1]}, "\x1f"),
 			"DATABASE_URL=" + dbURL, "ALMONER_MIGRATE=false", "ALMONER_METRICS_ADDR=off"}
 	}, func(addrs []string) bool {
+		// The gRPC listener can be up before the HTTP one: the request
+		// below needs both.
+		resp, err := http.Get("http://" + addrs[0] + "/healthz")
+		if err != nil {
+			return false
+		}
+		_ = resp.Body.Close()
 		code, out, _ := runCLI(t, "admin", "tenant", "create", "--name", "Shutdown", "--auth-addr="+addrs[1])
-		tenantOut = out
+		if code == 0 {
+			tenantOut = out
+		}
 		return code == 0
 	})
 	cmd, logs, exited := child.cmd, child.logs, child.exited

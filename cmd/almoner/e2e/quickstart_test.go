@@ -14,6 +14,10 @@ func TestReadmeQuickStart(t *testing.T) {
 	if os.Getenv("ALMONER_E2E_SPLIT") != "" {
 		t.Skip("the quick start runs make run's one process; covered by the first pass")
 	}
+	// Beside the other tests: its ports are held from the start (the
+	// script's comment), and alone it left a core idle while make run
+	// built the binary.
+	t.Parallel()
 	for _, tool := range []string{"bash", "openssl", "curl", "psql", "python3"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			missingTool(t, tool+" is not installed")
