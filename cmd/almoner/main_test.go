@@ -197,7 +197,8 @@ func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 	}, func(addrs []string) bool {
 		// The gRPC listener can be up before the HTTP one: the request
 		// below needs both.
-		resp, err := http.Get("http://" + addrs[0] + "/healthz")
+		req, _ := http.NewRequestWithContext(t.Context(), "GET", "http://"+addrs[0]+"/healthz", nil)
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return false
 		}
