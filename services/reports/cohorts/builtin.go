@@ -14,12 +14,20 @@ type builtin struct {
 
 // The built-in cohorts (docs/cohorts.md, Built-in cohorts).
 var builtins = map[string]builtin{
+	// Gave last year and not this one is: the last gift fell in last
+	// fiscal year (no gift is dated after today but for tomorrow's on the
+	// year's last day, which starts the next year: docs/cohorts.md). As
+	// a range of the lifetime rows' last gift it is counted from an index,
+	// not from two years' gifts.
 	"lybunt": {"LYBUNT", "Gave last fiscal year but not (yet) this one.", func(c Calendar) string {
-		return `{"all":[{"field":"giftCount","op":">=","value":1,"fiscalYear":-1},{"field":"giftCount","op":"=","value":0,"fiscalYear":0}]}`
+		last, this := c.FiscalYear(-1)
+		return fmt.Sprintf(`{"field":"lastGiftDate","op":"between","value":[%q,%q]}`, day(last), day(this.AddDate(0, 0, -1)))
 	}},
+	// Gave before last year and neither last year nor this one: the last
+	// gift came before last fiscal year began.
 	"sybunt": {"SYBUNT", "Gave in some fiscal year before last, but neither last fiscal year nor this one.", func(c Calendar) string {
 		last, _ := c.FiscalYear(-1)
-		return fmt.Sprintf(`{"all":[{"field":"firstGiftDate","op":"<","value":%q},{"field":"giftCount","op":"=","value":0,"fiscalYear":-1},{"field":"giftCount","op":"=","value":0,"fiscalYear":0}]}`, day(last))
+		return fmt.Sprintf(`{"field":"lastGiftDate","op":"<","value":%q}`, day(last))
 	}},
 	"first-time-donors": {"First-time donors", "Gave for the first time in this fiscal year.", func(c Calendar) string {
 		start, _ := c.FiscalYear(0)

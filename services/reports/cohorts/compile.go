@@ -25,6 +25,13 @@ type Query struct {
 	Joins string
 	Where string
 	Args  []any
+	// Givers: every member has given in the tenant's currency, so the
+	// query is driven by the lifetime rows (lg), not every contact
+	// (docs/cohorts.md, Design).
+	Givers bool
+	// Contact: the predicate reads the contact's own fields (the
+	// contacts view c), not only its id.
+	Contact bool
 }
 
 // Compiler compiles definitions for one tenant.
@@ -43,6 +50,8 @@ type Compiler struct {
 	// expansions bounds the work of references (a diamond of references
 	// expands more than once).
 	expansions int
+	// giversMode and contact become Query.Givers and Query.Contact.
+	giversMode, contact bool
 }
 
 // maxExpansions bounds the cohorts one compilation expands.
@@ -55,10 +64,11 @@ var nilFund = uuid.Nil
 func (c *Compiler) Compile(ctx context.Context, self string, n *Node) (Query, error) {
 	c.args = []any{c.Tenant, c.Currency, c.Calendar.Location.String()}
 	c.ctes, c.joins, c.windows = nil, nil, map[string]string{}
-	c.stack = nil
+	c.stack, c.expansions, c.contact = nil, 0, false
 	if self != "" {
 		c.stack = append(c.stack, self)
 	}
+	c.giversMode = c.givers(ctx, n, append([]string(nil), c.stack...))
 	where, err := c.node(ctx, n)
 	if err != nil {
 		return Query{}, err
@@ -66,7 +76,7 @@ func (c *Compiler) Compile(ctx context.Context, self string, n *Node) (Query, er
 	// The currency and zone are parameters of every query, used or not:
 	// naming them gives an unused one its type.
 	where = "($2::text IS NOT NULL AND $3::text IS NOT NULL) AND " + where
-	q := Query{Where: where, Args: c.args, Joins: strings.Join(c.joins, "\n")}
+	q := Query{Where: where, Args: c.args, Joins: strings.Join(c.joins, "\n"), Givers: c.giversMode, Contact: c.contact}
 	if len(c.ctes) > 0 {
 		q.With = "WITH " + strings.Join(c.ctes, ",\n")
 	}
@@ -139,6 +149,11 @@ func (c *Compiler) condition(cond *Condition, path string) (string, error) {
 	}
 	var s string
 	switch cond.Field {
+	case "hasActiveRecurring", "recurringStatus":
+	default:
+		c.contact = true
+	}
+	switch cond.Field {
 	case "contactType":
 		s = c.compare("c.contact_type", cond.Op, cond.Value, "text")
 	case "tags":
@@ -148,10 +163,16 @@ func (c *Compiler) condition(cond *Condition, path string) (string, error) {
 	case "address.postalCode":
 		s = c.text("c.postal_code", cond)
 	case "createdAt":
-		s = c.compare("(c.created_at AT TIME ZONE $3)::date", cond.Op, cond.Value, "date")
+		// created_at is never null: the comparison is two-valued.
+		return c.dates("c.created_at", cond.Op, cond.Value), nil
 	case "doNotEmail":
 		s = c.compare("c.do_not_email", cond.Op, cond.Value, "boolean")
 	case "hasActiveRecurring":
+		if cond.Op == "=" && cond.Value == true {
+			// Two-valued (contact ids are never null), and left bare so
+			// that the planner can drive from the schedules (a semi-join).
+			return c.recurring(cond), nil
+		}
 		s = c.recurring(cond)
 	case "recurringStatus":
 		s = c.recurringStatus(cond)
@@ -240,6 +261,9 @@ func (c *Compiler) recurring(cond *Condition) string {
 		freq = " AND s.frequency = " + c.arg(cond.Frequency) + "::text"
 	}
 	in := "(c.contact_id IN (SELECT s.contact_id FROM orders.report_schedules_v2 s WHERE s.tenant_id = $1 AND s.status = 'active'" + freq + "))"
+	if cond.Op == "=" && cond.Value == true {
+		return in
+	}
 	if cond.Op == "!=" {
 		return fmt.Sprintf("(%s <> %s::boolean)", in, c.arg(cond.Value))
 	}
@@ -266,6 +290,16 @@ func (c *Compiler) giving(cond *Condition, path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// The driving lifetime rows are never missing, nor any of their
+	// figures: a comparison of them is two-valued, and left bare so that
+	// an index on them serves it.
+	wrap := func(s string) string { return "coalesce(" + s + ", false)" }
+	if alias == "lg" && c.giversMode {
+		wrap = func(s string) string { return s }
+	}
+	if cond.Op == "isNull" {
+		return wrap(fmt.Sprintf("((%s.cnt IS NULL) = %s::boolean)", alias, c.arg(cond.Value))), nil
+	}
 	var expr, typ string
 	switch cond.Field {
 	case "totalGiven":
@@ -275,18 +309,43 @@ func (c *Compiler) giving(cond *Condition, path string) (string, error) {
 	case "largestGift":
 		expr, typ = alias+".largest", "bigint"
 	case "firstGiftDate":
-		expr, typ = "("+alias+".first_at AT TIME ZONE $3)::date", "date"
+		return wrap(c.dates(alias+".first_at", cond.Op, cond.Value)), nil
 	default:
-		expr, typ = "("+alias+".last_at AT TIME ZONE $3)::date", "date"
-	}
-	if cond.Op == "isNull" {
-		return fmt.Sprintf("coalesce(((%s.cnt IS NULL) = %s::boolean), false)", alias, c.arg(cond.Value)), nil
+		return wrap(c.dates(alias+".last_at", cond.Op, cond.Value)), nil
 	}
 	v, err := c.givingValue(cond, typ, path)
 	if err != nil {
 		return "", err
 	}
-	return "coalesce(" + c.compare(expr, cond.Op, v, typ) + ", false)", nil
+	return wrap(c.compare(expr, cond.Op, v, typ)), nil
+}
+
+// dates compares a timestamp column with a date of the tenant's calendar
+// as instants — the local midnights that bound the date — so that an
+// index on the column serves it; != (a missing figure differs) stays a
+// comparison of dates.
+func (c *Compiler) dates(col, op string, v any) string {
+	midnight := func(x any) time.Time {
+		t, _ := c.Calendar.Date(fmt.Sprint(x)) // the grammar checked it
+		return t
+	}
+	after := func(x any) time.Time { return midnight(x).AddDate(0, 0, 1) }
+	switch op {
+	case "=":
+		return fmt.Sprintf("(%s >= %s AND %s < %s)", col, c.arg(midnight(v)), col, c.arg(after(v)))
+	case "<":
+		return fmt.Sprintf("(%s < %s)", col, c.arg(midnight(v)))
+	case "<=":
+		return fmt.Sprintf("(%s < %s)", col, c.arg(after(v)))
+	case ">":
+		return fmt.Sprintf("(%s >= %s)", col, c.arg(after(v)))
+	case ">=":
+		return fmt.Sprintf("(%s >= %s)", col, c.arg(midnight(v)))
+	case "between":
+		p := v.([]any)
+		return fmt.Sprintf("(%s >= %s AND %s < %s)", col, c.arg(midnight(p[0])), col, c.arg(after(p[1])))
+	}
+	return c.compare("("+col+" AT TIME ZONE $3)::date", op, v, "date")
 }
 
 // givingValue turns amounts into minor units of the tenant's currency and
@@ -325,6 +384,9 @@ func (c *Compiler) givingValue(cond *Condition, typ, path string) (any, error) {
 // (conditions that share them share it).
 func (c *Compiler) source(cond *Condition, path string) (string, error) {
 	if cond.Window == nil && cond.FiscalYear == nil && len(cond.FundIDs) == 0 {
+		if c.giversMode {
+			return "lg", nil // the driving rows themselves
+		}
 		if _, ok := c.windows["lifetime"]; !ok {
 			c.windows["lifetime"] = "lg"
 			c.joins = append(c.joins, `LEFT JOIN (SELECT contact_id, net_minor AS net, gift_count AS cnt, largest_minor AS largest, first_at, last_at

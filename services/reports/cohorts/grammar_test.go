@@ -129,6 +129,13 @@ func TestCompileOperators(t *testing.T) {
 				if strings.Contains(q.Where+q.With+q.Joins, "DROP") || strings.Contains(q.Where, "XQ") || strings.Contains(q.Where, "2026") {
 					t.Fatalf("a value reached the SQL: %s", q.Where)
 				}
+				if name == "hasActiveRecurring" && op == "=" && v == "true" {
+					// "= true" is the bare semi-join, no value to pass.
+					if !strings.HasPrefix(strings.TrimPrefix(q.Where, "($2::text IS NOT NULL AND $3::text IS NOT NULL) AND "), "(c.contact_id IN (") {
+						t.Fatalf("hasActiveRecurring = true: %s", q.Where)
+					}
+					return
+				}
 				if len(q.Args) < 4 {
 					t.Fatalf("no value parameter: %v", q.Args)
 				}
@@ -230,4 +237,60 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestGiversDriveTheQuery: a definition every member of which has given
+// is driven by the lifetime rows; one a contact without gifts can meet is
+// not. Lifetime dates become instant ranges, with no conversion per row.
+func TestGiversDriveTheQuery(t *testing.T) {
+	saved := uuid.NewString()
+	for _, tc := range []struct {
+		def    string
+		givers bool
+	}{
+		{`{"field":"giftCount","op":">=","value":1}`, true},
+		{`{"field":"giftCount","op":">","value":0}`, true},
+		{`{"field":"giftCount","op":"=","value":0}`, false},
+		{`{"field":"giftCount","op":"<=","value":3}`, false},
+		{`{"field":"giftCount","op":"between","value":[0,3]}`, false},
+		{`{"field":"giftCount","op":"between","value":[1,3]}`, true},
+		{`{"field":"totalGiven","op":"<","value":"100"}`, false},
+		{`{"field":"totalGiven","op":">=","value":"0.01","fiscalYear":-1}`, true},
+		{`{"field":"totalGiven","op":"!=","value":"0"}`, true},
+		{`{"field":"totalGiven","op":"!=","value":"5"}`, false},
+		{`{"field":"lastGiftDate","op":"<","value":"2025-01-01"}`, true},
+		{`{"field":"lastGiftDate","op":"!=","value":"2025-01-01"}`, false},
+		{`{"field":"largestGift","op":"isNull","value":true}`, false},
+		{`{"field":"largestGift","op":"isNull","value":false}`, true},
+		{`{"field":"tags","op":"=","value":"gala"}`, false},
+		{`{"all":[{"field":"tags","op":"=","value":"gala"},{"field":"giftCount","op":">=","value":1}]}`, true},
+		{`{"any":[{"field":"tags","op":"=","value":"gala"},{"field":"giftCount","op":">=","value":1}]}`, false},
+		{`{"any":[{"field":"firstGiftDate","op":">","value":"2026-01-01"},{"field":"giftCount","op":">=","value":1}]}`, true},
+		{`{"not":{"field":"giftCount","op":"=","value":0}}`, false},
+		{`{"cohort":"lybunt"}`, true},
+		{`{"cohort":"monthly-donors"}`, false},
+		{`{"cohort":"` + saved + `"}`, true},
+	} {
+		n, err := Parse([]byte(tc.def))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.def, err)
+		}
+		cal := calendar(t)
+		c := &Compiler{Tenant: uuid.New(), Currency: "USD", Calendar: cal, Resolve: func(_ context.Context, id string) (*Node, error) {
+			if id == saved {
+				return Parse([]byte(`{"field":"giftCount","op":">=","value":2}`))
+			}
+			return Parse([]byte(builtinDefinition(id, cal)))
+		}}
+		q, err := c.Compile(context.Background(), "", n)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.def, err)
+		}
+		if q.Givers != tc.givers {
+			t.Errorf("%s: givers %v, want %v", tc.def, q.Givers, tc.givers)
+		}
+		if strings.Contains(q.Where, "AT TIME ZONE") && !strings.Contains(tc.def, "!=") {
+			t.Errorf("%s: a date converted per row: %s", tc.def, q.Where)
+		}
+	}
 }

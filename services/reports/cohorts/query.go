@@ -33,9 +33,25 @@ var Sorts = map[string]string{
 }
 
 const (
-	from      = "\nFROM contacts.report_contact_cohort_v1 c\n"
-	lifetime  = "\nLEFT JOIN orders.report_contact_giving_v1 lt ON lt.tenant_id = $1 AND lt.contact_id = c.contact_id AND lt.currency = $2"
-	memberSQL = `SELECT c.contact_id, c.display_name, coalesce(c.email, ''), coalesce(lt.net_minor, 0), coalesce(lt.gift_count, 0)::bigint,
+	from     = "\nFROM contacts.report_contact_cohort_v1 c\n"
+	lifetime = "\nLEFT JOIN orders.report_contact_giving_v1 lt ON lt.tenant_id = $1 AND lt.contact_id = c.contact_id AND lt.currency = $2"
+	// givers are the tenant's lifetime rows in its currency, the figures
+	// named as the compiler's lifetime source names them (lg).
+	givers = `(SELECT tenant_id, contact_id, net_minor AS net, gift_count AS cnt, largest_minor AS largest, first_at, last_at
+    FROM orders.report_contact_giving_v1 WHERE tenant_id = $1 AND currency = $2) lg`
+	// giversOnly drives from them when the predicate reads no contact
+	// field: c is lg's id (the lateral sub-query is flattened), and a
+	// merged-away contact's rows are left out as the contacts view leaves
+	// the contact (a merge moves the gifts, so there are none: a check
+	// that costs a hash of the tenant's tombstones).
+	giversOnly = "\nFROM " + givers + " CROSS JOIN LATERAL (SELECT lg.tenant_id, lg.contact_id) c\n"
+	notMerged  = "NOT EXISTS (SELECT 1 FROM contacts.report_contact_tombstones_v1 m WHERE m.tenant_id = $1 AND m.contact_id = c.contact_id) AND "
+	// giversWithContacts joins the contacts view for a predicate that
+	// reads contact fields, and for the members' names.
+	giversWithContacts = "\nFROM " + givers + " JOIN contacts.report_contact_cohort_v1 c ON c.tenant_id = lg.tenant_id AND c.contact_id = lg.contact_id\n"
+	// giversLifetime is lt as lg's figures, for the members' columns.
+	giversLifetime = "\nCROSS JOIN LATERAL (SELECT lg.net AS net_minor, lg.cnt AS gift_count, lg.first_at, lg.last_at, lg.largest AS largest_minor) lt"
+	memberSQL      = `SELECT c.contact_id, c.display_name, coalesce(c.email, ''), coalesce(lt.net_minor, 0), coalesce(lt.gift_count, 0)::bigint,
 	(lt.first_at AT TIME ZONE $3)::date, (lt.last_at AT TIME ZONE $3)::date, coalesce(lt.largest_minor, 0)`
 )
 
@@ -56,8 +72,31 @@ func (s *Store) readTx(ctx context.Context) (pgx.Tx, error) {
 	return tx, nil
 }
 
+// source is the FROM clause of q, with what its WHERE needs first; ids
+// is true when only the members' ids are read (counts, id lists).
+func source(q Query, ids bool) (string, string) {
+	switch {
+	case !q.Givers:
+		return from, ""
+	case ids && !q.Contact:
+		return giversOnly, notMerged
+	}
+	return giversWithContacts, ""
+}
+
+// memberSource is source for the members' columns, with their lifetime
+// figures (lt).
+func memberSource(q Query) (string, string) {
+	f, w := source(q, false)
+	if q.Givers {
+		return f + q.Joins + giversLifetime, w
+	}
+	return f + q.Joins + lifetime, w
+}
+
 func countSQL(q Query) string {
-	return q.With + "\nSELECT count(*)" + from + q.Joins + "\nWHERE c.tenant_id = $1 AND " + q.Where
+	f, w := source(q, true)
+	return q.With + "\nSELECT count(*)" + f + q.Joins + "\nWHERE c.tenant_id = $1 AND " + w + q.Where
 }
 
 // Count counts the members of q, in a read transaction with the report
@@ -90,8 +129,9 @@ func (s *Store) Members(ctx context.Context, q Query, order string, limit int32,
 		return nil, 0, fmt.Errorf("cohorts: count: %w", err)
 	}
 	n := len(q.Args)
-	sql := fmt.Sprintf("%s\n%s%s%s%s\nWHERE c.tenant_id = $1 AND %s\nORDER BY %s NULLS LAST, c.contact_id LIMIT $%d OFFSET $%d",
-		q.With, memberSQL, from, q.Joins, lifetime, q.Where, order, n+1, n+2)
+	f, w := memberSource(q)
+	sql := fmt.Sprintf("%s\n%s%s\nWHERE c.tenant_id = $1 AND %s%s\nORDER BY %s NULLS LAST, c.contact_id LIMIT $%d OFFSET $%d",
+		q.With, memberSQL, f, w, q.Where, order, n+1, n+2)
 	rows, _ := tx.Query(ctx, sql, append(q.Args, limit, offset)...)
 	out, err := pgx.CollectRows(rows, scanMember)
 	if err != nil {
@@ -113,7 +153,8 @@ func (s *Store) Each(ctx context.Context, q Query, fn func(Member) error) error 
 		return err
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // read-only
-	sql := fmt.Sprintf("%s\n%s%s%s%s\nWHERE c.tenant_id = $1 AND %s\nORDER BY c.contact_id", q.With, memberSQL, from, q.Joins, lifetime, q.Where)
+	f, w := memberSource(q)
+	sql := fmt.Sprintf("%s\n%s%s\nWHERE c.tenant_id = $1 AND %s%s\nORDER BY c.contact_id", q.With, memberSQL, f, w, q.Where)
 	rows, err := tx.Query(ctx, sql, q.Args...)
 	if err != nil {
 		return fmt.Errorf("cohorts: export: %w", err)
@@ -149,8 +190,9 @@ func (s *Store) MemberIDs(ctx context.Context, q Query, after int64, offset int6
 		}
 	}
 	n := len(q.Args)
-	sql := fmt.Sprintf("%s\nSELECT c.contact_id%s%s\nWHERE c.tenant_id = $1 AND c.contact_id > $%d AND %s\nORDER BY c.contact_id LIMIT $%d OFFSET $%d",
-		q.With, from, q.Joins, n+1, q.Where, n+2, n+3)
+	f, w := source(q, true)
+	sql := fmt.Sprintf("%s\nSELECT c.contact_id%s%s\nWHERE c.tenant_id = $1 AND c.contact_id > $%d AND %s%s\nORDER BY c.contact_id LIMIT $%d OFFSET $%d",
+		q.With, f, q.Joins, n+1, w, q.Where, n+2, n+3)
 	rows, _ := tx.Query(ctx, sql, append(q.Args, after, limit, offset)...)
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	if err != nil {
@@ -166,7 +208,8 @@ func (s *Store) AllIDs(ctx context.Context, q Query) ([]int64, error) {
 		return nil, err
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // read-only
-	sql := q.With + "\nSELECT c.contact_id" + from + q.Joins + "\nWHERE c.tenant_id = $1 AND " + q.Where + "\nORDER BY c.contact_id"
+	f, w := source(q, true)
+	sql := q.With + "\nSELECT c.contact_id" + f + q.Joins + "\nWHERE c.tenant_id = $1 AND " + w + q.Where + "\nORDER BY c.contact_id"
 	rows, _ := tx.Query(ctx, sql, q.Args...)
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	if err != nil {
