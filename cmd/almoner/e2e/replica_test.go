@@ -114,7 +114,7 @@ func TestReadReplica(t *testing.T) {
 		}
 		// A cohort count and a dashboard read from the standby too.
 		for _, k := range []struct{ name, like string }{
-			{"cohort count", `%count(*)%report\_contact\_cohort\_v1%`},
+			{"cohort count", `%count(*)%report\_contact\_giving\_v1%`},
 			{"dashboard", `%report\_schedules\_v1%`},
 		} {
 			n, r := cohortCount(), raised()
