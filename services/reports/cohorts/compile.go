@@ -29,6 +29,9 @@ type Query struct {
 	// query is driven by the lifetime rows (lg), not every contact
 	// (docs/cohorts.md, Design).
 	Givers bool
+	// Holders: every member has a recurring schedule, so the query is
+	// driven by the schedules' contacts (when not Givers).
+	Holders bool
 	// Contact: the predicate reads the contact's own fields (the
 	// contacts view c), not only its id.
 	Contact bool
@@ -69,6 +72,7 @@ func (c *Compiler) Compile(ctx context.Context, self string, n *Node) (Query, er
 		c.stack = append(c.stack, self)
 	}
 	c.giversMode = c.givers(ctx, n, append([]string(nil), c.stack...))
+	holders := !c.giversMode && c.holders(ctx, n, append([]string(nil), c.stack...))
 	where, err := c.node(ctx, n)
 	if err != nil {
 		return Query{}, err
@@ -76,7 +80,7 @@ func (c *Compiler) Compile(ctx context.Context, self string, n *Node) (Query, er
 	// The currency and zone are parameters of every query, used or not:
 	// naming them gives an unused one its type.
 	where = "($2::text IS NOT NULL AND $3::text IS NOT NULL) AND " + where
-	q := Query{Where: where, Args: c.args, Joins: strings.Join(c.joins, "\n"), Givers: c.giversMode, Contact: c.contact}
+	q := Query{Where: where, Args: c.args, Joins: strings.Join(c.joins, "\n"), Givers: c.giversMode, Holders: holders, Contact: c.contact}
 	if len(c.ctes) > 0 {
 		q.With = "WITH " + strings.Join(c.ctes, ",\n")
 	}

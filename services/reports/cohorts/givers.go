@@ -44,6 +44,48 @@ func (c *Compiler) givers(ctx context.Context, n *Node, stack []string) bool {
 	return ok && f.giving && !trueWithoutGifts(n.Cond)
 }
 
+// holders reports whether every member of n has a recurring schedule
+// (of any status): such a definition is driven by the schedules' contacts
+// (monthly donors: tens of thousands of a million), as givers is by the
+// donors.
+func (c *Compiler) holders(ctx context.Context, n *Node, stack []string) bool {
+	switch n.Kind {
+	case KindAll:
+		for _, ch := range n.Children {
+			if c.holders(ctx, ch, stack) {
+				return true
+			}
+		}
+		return false
+	case KindAny:
+		for _, ch := range n.Children {
+			if !c.holders(ctx, ch, stack) {
+				return false
+			}
+		}
+		return len(n.Children) > 0
+	case KindNot:
+		return false
+	case KindCohort:
+		if len(stack) >= MaxDepth || contains(stack, n.Cohort) {
+			return false
+		}
+		ref, err := c.Resolve(ctx, n.Cohort)
+		if err != nil {
+			return false
+		}
+		return c.holders(ctx, ref, append(stack, n.Cohort))
+	}
+	b, _ := n.Cond.Value.(bool)
+	switch n.Cond.Field {
+	case "hasActiveRecurring":
+		return (n.Cond.Op == "=") == b
+	case "recurringStatus":
+		return n.Cond.Op == "=" || n.Cond.Op == "in" || (n.Cond.Op == "isNull" && !b)
+	}
+	return false
+}
+
 // trueWithoutGifts reports whether a giving condition holds for a contact
 // with no gift: its total and count read 0, its largest gift and dates
 // are missing (only != and isNull true hold for a missing figure).

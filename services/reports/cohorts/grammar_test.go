@@ -294,3 +294,38 @@ func TestGiversDriveTheQuery(t *testing.T) {
 		}
 	}
 }
+
+// TestHoldersDriveTheQuery: a definition every member of which has a
+// schedule (and that givers does not drive) is driven by the schedules.
+func TestHoldersDriveTheQuery(t *testing.T) {
+	for _, tc := range []struct {
+		def     string
+		holders bool
+	}{
+		{`{"cohort":"monthly-donors"}`, true},
+		{`{"field":"hasActiveRecurring","op":"=","value":false}`, false},
+		{`{"field":"hasActiveRecurring","op":"!=","value":false}`, true},
+		{`{"field":"recurringStatus","op":"in","value":["paused","past_due"]}`, true},
+		{`{"field":"recurringStatus","op":"!=","value":"active"}`, false},
+		{`{"field":"recurringStatus","op":"isNull","value":false}`, true},
+		{`{"any":[{"field":"recurringStatus","op":"=","value":"paused"},{"field":"tags","op":"=","value":"x"}]}`, false},
+		{`{"all":[{"field":"recurringStatus","op":"=","value":"paused"},{"field":"tags","op":"=","value":"x"}]}`, true},
+		{`{"all":[{"field":"recurringStatus","op":"=","value":"paused"},{"field":"giftCount","op":">=","value":1}]}`, false}, // givers
+	} {
+		n, err := Parse([]byte(tc.def))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.def, err)
+		}
+		cal := calendar(t)
+		c := &Compiler{Tenant: uuid.New(), Currency: "USD", Calendar: cal, Resolve: func(_ context.Context, id string) (*Node, error) {
+			return Parse([]byte(builtinDefinition(id, cal)))
+		}}
+		q, err := c.Compile(context.Background(), "", n)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.def, err)
+		}
+		if q.Holders != tc.holders {
+			t.Errorf("%s: holders %v, want %v", tc.def, q.Holders, tc.holders)
+		}
+	}
+}

@@ -49,6 +49,10 @@ const (
 	// giversWithContacts joins the contacts view for a predicate that
 	// reads contact fields, and for the members' names.
 	giversWithContacts = "\nFROM " + givers + " JOIN contacts.report_contact_cohort_v1 c ON c.tenant_id = lg.tenant_id AND c.contact_id = lg.contact_id\n"
+	// holders are the contacts with a schedule, as h.
+	holders            = "(SELECT DISTINCT tenant_id, contact_id FROM orders.report_schedules_v2 WHERE tenant_id = $1) h"
+	holdersOnly        = "\nFROM " + holders + " CROSS JOIN LATERAL (SELECT h.tenant_id, h.contact_id) c\n"
+	holdersWithContact = "\nFROM " + holders + " JOIN contacts.report_contact_cohort_v1 c ON c.tenant_id = h.tenant_id AND c.contact_id = h.contact_id\n"
 	// giversLifetime is lt as lg's figures, for the members' columns.
 	giversLifetime = "\nCROSS JOIN LATERAL (SELECT lg.net AS net_minor, lg.cnt AS gift_count, lg.first_at, lg.last_at, lg.largest AS largest_minor) lt"
 	memberSQL      = `SELECT c.contact_id, c.display_name, coalesce(c.email, ''), coalesce(lt.net_minor, 0), coalesce(lt.gift_count, 0)::bigint,
@@ -76,12 +80,16 @@ func (s *Store) readTx(ctx context.Context) (pgx.Tx, error) {
 // is true when only the members' ids are read (counts, id lists).
 func source(q Query, ids bool) (string, string) {
 	switch {
-	case !q.Givers:
-		return from, ""
-	case ids && !q.Contact:
+	case q.Givers && ids && !q.Contact:
 		return giversOnly, notMerged
+	case q.Givers:
+		return giversWithContacts, ""
+	case q.Holders && ids && !q.Contact:
+		return holdersOnly, notMerged
+	case q.Holders:
+		return holdersWithContact, ""
 	}
-	return giversWithContacts, ""
+	return from, ""
 }
 
 // memberSource is source for the members' columns, with their lifetime
