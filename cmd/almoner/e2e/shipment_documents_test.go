@@ -45,7 +45,7 @@ func pdfTextPages(t *testing.T, body []byte) (string, int) {
 }
 
 // TestShipmentDocuments reads a packing slip back with pdftotext, prints
-// 500 slips in one PDF, sums a pick list, sees shipment.updated delivered
+// 120 slips in one PDF, sums a pick list, sees shipment.updated delivered
 // signed, and shows an item order whose handoff failed getting its
 // shipment from the sweeper (the outbox).
 func TestShipmentDocuments(t *testing.T) {
@@ -134,8 +134,9 @@ func pickList(t *testing.T, f shipFixture) {
 	}
 }
 
-// manySlips prints 500 pending shipments in one PDF, in order number
-// order, and refuses 2,001.
+// manySlips prints 120 pending shipments in one PDF, in order number
+// order, and refuses 2,001 (the 2,000-slip document is make bench's:
+// 500 orders through the API cost a minute of CI under -race).
 func manySlips(t *testing.T, f shipFixture) {
 	t.Helper()
 	item := invItem("BULK-" + f.tn.ID[:8])
@@ -145,7 +146,7 @@ func manySlips(t *testing.T, f shipFixture) {
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Go(func() {
-			for range 125 {
+			for range 30 {
 				f.c.Do(t, "POST", tPath(f.tn.ID, "/orders"), f.tn.Key, map[string]any{
 					"contactId": f.contactID, "currency": "USD", "batchId": batch, "items": []any{map[string]any{"itemId": id, "quantity": 1 + w}},
 					"shippingAddress": map[string]any{"line1": "2 Elm St", "city": "Springfield", "postalCode": "02134", "country": "US"},
@@ -157,8 +158,8 @@ func manySlips(t *testing.T, f shipFixture) {
 	wg.Wait()
 	r := f.c.Do(t, "POST", shipPath(f.tn.ID, "/packing-slips"), f.tn.Key, map[string]any{"status": "pending", "batchId": batch}).Expect(t, http.StatusOK)
 	text, pages := pdfTextPages(t, r.Body)
-	if pages != 500 || strings.Count(text, "Packing slip") != 500 {
-		t.Errorf("500 slips: %d pages, %d titles", pages, strings.Count(text, "Packing slip"))
+	if pages != 120 || strings.Count(text, "Packing slip") != 120 {
+		t.Errorf("120 slips: %d pages, %d titles", pages, strings.Count(text, "Packing slip"))
 	}
 	nums := regexp.MustCompile(`Order number (\d+)`).FindAllStringSubmatch(text, -1)
 	for i := 1; i < len(nums); i++ {
