@@ -136,15 +136,8 @@ E2E_PARALLEL ?= 4
 # application_name), too close for a shared server; three keep the
 # peak near 50.
 E2E_SPLIT_PARALLEL ?= 3
-# One go test run over every module's packages (go.work makes them all
-# main modules) instead of one run per module: go test overlaps one
-# package's build with another's tests, two at a time (-p, GOMAXPROCS),
-# so the e2e package, listed first, starts while the rest build. The
-# split-mode pass runs without -race: it runs the same handlers, stores
-# and runners the race-detected one-process pass has just run, wired
-# differently (its own pools, runners and gRPC clients per service), and
-# what it checks is that wiring; under the race detector it cost
-# another 3.5 minutes of CPU on CI's two cores.
+# The packages make test (scripts/test.sh) runs in one go test run, the
+# e2e package first; MODULE_PATTERNS are the same for go vet.
 MODULE_PATTERNS := $(foreach m,$(MODULES),./$(m)/...)
 TEST_PATTERNS := ./cmd/almoner/e2e $(MODULE_PATTERNS)
 
@@ -172,14 +165,8 @@ test-deps: $(BIN)/stripe-mock $(BIN)/mailpit ## Install what make test needs bes
 	done
 
 .PHONY: test
-test: test-deps ## Run every module's tests against a real PostgreSQL (found or started like make run).
-	@server=$$(./scripts/find-postgres.sh --server); \
-	echo "== every module's packages with -race, in one go test run (cmd/almoner/e2e first, the longest)"; \
-	ALMONER_TEST_DATABASE_URL="$$server" go test -race -count=1 -timeout 12m -parallel $(E2E_PARALLEL) $(TEST_PATTERNS) || exit 1; \
-	echo "== cmd/almoner/e2e in split mode (every service its own process-like App), without -race"; \
-	(cd cmd/almoner && ALMONER_TEST_DATABASE_URL="$$server" ALMONER_E2E_SPLIT=1 go test -count=1 -timeout 12m -parallel $(E2E_SPLIT_PARALLEL) ./e2e/) || exit 1; \
-	echo "== tests without -race: the webhook dispatcher crash test (two dispatcher processes, 10,000 events), notification memory"; \
-	(cd cmd/almoner && ALMONER_TEST_DATABASE_URL="$$server" go test -count=1 -timeout 5m -run 'TestWebhookDispatchNoLossUnderCrashes|TestNotificationBodiesMemory' -v ./e2e/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|webhooks_dispatch|notifications_memory')
+test: test-deps ## Run every module's tests against a real PostgreSQL (found or started like make run); scripts/test.sh.
+	E2E_PARALLEL=$(E2E_PARALLEL) E2E_SPLIT_PARALLEL=$(E2E_SPLIT_PARALLEL) TEST_PATTERNS='$(TEST_PATTERNS)' ./scripts/test.sh
 
 # The e2e tests CI runs through PgBouncer (make test-pgbouncer runs
 # them all): one per way the services use a connection — pipelined
