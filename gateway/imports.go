@@ -56,12 +56,6 @@ var importQueryFields = map[string]bool{"kind": true, "format": true, "duplicate
 // chunk in the budget's upload share.
 var streamedRoutes = map[routeBinding]bool{{http.MethodPost, importUploadPath}: true}
 
-// streamsBody reports whether r matched one of streamedRoutes.
-func streamsBody(r *http.Request) bool {
-	p, ok := runtime.HTTPPattern(r.Context())
-	return ok && streamedRoutes[routeBinding{r.Method, bareTemplate(p.String())}]
-}
-
 // errImportTooLarge refuses a file over MaxImportBytes.
 var errImportTooLarge = errors.New("gateway: import file too large")
 
