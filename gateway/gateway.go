@@ -94,8 +94,11 @@ type Config struct {
 
 // Gateway is the REST edge as an http.Handler.
 type Gateway struct {
-	cfg      Config
+	cfg Config
+	// mux routes every path; families route the paths of one resource
+	// each, with only the services that serve it (families.go).
 	mux      *runtime.ServeMux
+	families map[string]*runtime.ServeMux
 	conns    map[string]*grpc.ClientConn
 	keys     *keyCache
 	stopKeys context.CancelFunc
@@ -191,35 +194,56 @@ func (g *Gateway) newMux() *runtime.ServeMux {
 }
 
 // connect dials every upstream and registers its routes, then the
-// gateway's own routes (processor notifications, the import upload).
-// On failure the caller closes what was dialled.
+// gateway's own routes (processor notifications, the import upload), on
+// the full mux, then on each family's mux (families.go). On failure the
+// caller closes what was dialled.
+func (g *Gateway) connect(ctx context.Context) error {
+	names := slices.Sorted(maps.Keys(g.cfg.Upstreams))
+	for _, name := range names {
+		if err := g.dial(name, g.cfg.Upstreams[name]); err != nil {
+			return err
+		}
+	}
+	if err := g.register(ctx, g.mux, names); err != nil {
+		return err
+	}
+	return g.buildFamilies(ctx, names)
+}
+
+// register adds the routes of the named upstreams to mux, and the
+// gateway's own routes of those among them.
 //
 // Upstreams are registered in name order: where two services' routes
 // match one path, the one registered last is tried first, so the order
 // must not be a map's. GET …/shipments/pick-list (reports) must win over
 // GET …/shipments/{shipmentId} (inventory), and "reports" sorts after
 // "inventory" (TestShipmentDocuments goes through it).
-func (g *Gateway) connect(ctx context.Context) error {
-	for _, name := range slices.Sorted(maps.Keys(g.cfg.Upstreams)) {
-		if err := g.dial(ctx, name, g.cfg.Upstreams[name]); err != nil {
-			return err
+func (g *Gateway) register(ctx context.Context, mux *runtime.ServeMux, names []string) error {
+	for _, name := range names {
+		for _, register := range registry[name] {
+			if err := register(ctx, mux, g.conns[name]); err != nil {
+				return fmt.Errorf("gateway: register %s routes: %w", name, err)
+			}
 		}
 	}
-	if err := g.registerNotifications(); err != nil {
-		return fmt.Errorf("gateway: register processor notifications: %w", err)
+	if slices.Contains(names, "orders") {
+		if err := g.registerNotifications(mux); err != nil {
+			return fmt.Errorf("gateway: register processor notifications: %w", err)
+		}
 	}
-	if err := g.registerImports(); err != nil {
-		return fmt.Errorf("gateway: register the import upload: %w", err)
+	if slices.Contains(names, "imports") {
+		if err := g.registerImports(mux); err != nil {
+			return fmt.Errorf("gateway: register the import upload: %w", err)
+		}
 	}
 	return nil
 }
 
-// dial opens one shared connection to an upstream and registers its REST
-// routes on it: the routes, key validation and health checks all use it,
-// and every call on it is signed.
-func (g *Gateway) dial(ctx context.Context, name, addr string) error {
-	regs, ok := registry[name]
-	if !ok {
+// dial opens one shared connection to an upstream: its routes (on every
+// mux), key validation and health checks all use it, and every call on it
+// is signed.
+func (g *Gateway) dial(name, addr string) error {
+	if _, ok := registry[name]; !ok {
 		return fmt.Errorf("gateway: unknown service %q", name)
 	}
 	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), telemetry.GRPCClientOption()},
@@ -229,11 +253,6 @@ func (g *Gateway) dial(ctx context.Context, name, addr string) error {
 		return fmt.Errorf("gateway: dial %s at %s: %w", name, addr, err)
 	}
 	g.conns[name] = conn
-	for _, register := range regs {
-		if err := register(ctx, g.mux, conn); err != nil {
-			return fmt.Errorf("gateway: register %s routes: %w", name, err)
-		}
-	}
 	return nil
 }
 
@@ -295,7 +314,7 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	sw, r := withStreamResponse(w, r)
-	g.mux.ServeHTTP(sw, r)
+	g.muxFor(r).ServeHTTP(sw, r)
 }
 
 // authenticate validates X-Api-Key and checks the tenant in the path, from

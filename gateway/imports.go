@@ -69,13 +69,13 @@ func (e bodyReadError) Unwrap() error { return e.err }
 // registerImports routes the import upload to the imports service, after
 // the generated routes (its GET routes) so that this handler answers the
 // POST.
-func (g *Gateway) registerImports() error {
+func (g *Gateway) registerImports(mux *runtime.ServeMux) error {
 	conn := g.conns["imports"]
 	if conn == nil {
 		return nil
 	}
 	client := importsv1.NewImportServiceClient(conn)
-	return g.mux.HandlePath(http.MethodPost, importUploadPath, func(w http.ResponseWriter, r *http.Request, params map[string]string) {
+	return mux.HandlePath(http.MethodPost, importUploadPath, func(w http.ResponseWriter, r *http.Request, params map[string]string) {
 		g.uploadImport(w, r, client, params["tenant_id"])
 	})
 }

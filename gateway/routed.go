@@ -29,6 +29,9 @@ func (g *Gateway) routed(next runtime.HandlerFunc) runtime.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, params map[string]string) {
 		if p, ok := r.Context().Value(routeProbeKey{}).(*routeProbe); ok {
 			p.matched = true
+			if pat, ok := runtime.HTTPPattern(r.Context()); ok {
+				p.pattern = pat.String()
+			}
 			return
 		}
 		f := known.Load()
@@ -95,8 +98,12 @@ func factsOf(r *http.Request) *routeFacts {
 
 type routeProbeKey struct{}
 
-// routeProbe asks the mux whether a method and path match a route.
-type routeProbe struct{ matched bool }
+// routeProbe asks the mux whether a method and path match a route, and
+// which pattern matched.
+type routeProbe struct {
+	matched bool
+	pattern string
+}
 
 // probeMethods are the methods a 405's Allow header may name: those the
 // gateway's routes use (grpc-gateway routes no HEAD or OPTIONS).
