@@ -246,7 +246,7 @@ func (g *Gateway) dial(name, addr string) error {
 	if _, ok := registry[name]; !ok {
 		return fmt.Errorf("gateway: unknown service %q", name)
 	}
-	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), telemetry.GRPCClientOption()},
+	opts := append(append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, telemetry.GRPCClientOptions()...),
 		g.cfg.InternalKey.DialOptions()...)
 	conn, err := grpc.NewClient(addr, opts...)
 	if err != nil {
