@@ -32,9 +32,7 @@ func TestFamiliesRouteAsTheFullMux(t *testing.T) {
 	for _, b := range httpmap.Bindings(protoregistry.GlobalFiles) {
 		templates = append(templates, b.Template)
 	}
-	for _, ts := range ownRoutes {
-		templates = append(templates, ts...)
-	}
+	templates = append(templates, stripeNotificationPath, importUploadPath)
 	variable := regexp.MustCompile(`\{[^}]*\}`)
 	const tenant = "0193a000-0000-7000-8000-000000000001"
 	var paths []string

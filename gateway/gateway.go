@@ -204,39 +204,64 @@ func (g *Gateway) connect(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := g.register(ctx, g.mux, names); err != nil {
-		return err
+	sets := g.routeSets(names)
+	for _, s := range sets {
+		if err := s.register(ctx, g.mux); err != nil {
+			return err
+		}
 	}
-	return g.buildFamilies(ctx, names)
+	return g.buildFamilies(ctx, sets)
 }
 
-// register adds the routes of the named upstreams to mux, and the
-// gateway's own routes of those among them.
+// boundSet is a set of routes as the gateway registers it: a proto
+// service's generated routes on its upstream's connection, or one of the
+// gateway's own routes (templates says which paths it serves).
+type boundSet struct {
+	// service is the proto service's full name; "" for an own route.
+	service string
+	// templates are an own route's path templates.
+	templates []string
+	register  func(context.Context, *runtime.ServeMux) error
+}
+
+// routeSets returns what the gateway registers for the named upstreams,
+// in order: every route set of each upstream, then its own routes.
 //
 // Upstreams are registered in name order: where two services' routes
 // match one path, the one registered last is tried first, so the order
 // must not be a map's. GET …/shipments/pick-list (reports) must win over
 // GET …/shipments/{shipmentId} (inventory), and "reports" sorts after
 // "inventory" (TestShipmentDocuments goes through it).
-func (g *Gateway) register(ctx context.Context, mux *runtime.ServeMux, names []string) error {
+func (g *Gateway) routeSets(names []string) []boundSet {
+	var out []boundSet
 	for _, name := range names {
-		for _, register := range registry[name] {
-			if err := register(ctx, mux, g.conns[name]); err != nil {
-				return fmt.Errorf("gateway: register %s routes: %w", name, err)
-			}
+		conn := g.conns[name]
+		for _, rs := range registry[name] {
+			out = append(out, boundSet{service: rs.service, register: func(ctx context.Context, mux *runtime.ServeMux) error {
+				if err := rs.register(ctx, mux, conn); err != nil {
+					return fmt.Errorf("gateway: register %s routes: %w", rs.service, err)
+				}
+				return nil
+			}})
 		}
 	}
 	if slices.Contains(names, "orders") {
-		if err := g.registerNotifications(mux); err != nil {
-			return fmt.Errorf("gateway: register processor notifications: %w", err)
-		}
+		out = append(out, boundSet{templates: []string{stripeNotificationPath}, register: func(_ context.Context, mux *runtime.ServeMux) error {
+			if err := g.registerNotifications(mux); err != nil {
+				return fmt.Errorf("gateway: register processor notifications: %w", err)
+			}
+			return nil
+		}})
 	}
 	if slices.Contains(names, "imports") {
-		if err := g.registerImports(mux); err != nil {
-			return fmt.Errorf("gateway: register the import upload: %w", err)
-		}
+		out = append(out, boundSet{templates: []string{importUploadPath}, register: func(_ context.Context, mux *runtime.ServeMux) error {
+			if err := g.registerImports(mux); err != nil {
+				return fmt.Errorf("gateway: register the import upload: %w", err)
+			}
+			return nil
+		}})
 	}
-	return nil
+	return out
 }
 
 // dial opens one shared connection to an upstream: its routes (on every
