@@ -177,9 +177,7 @@ func (g *Gateway) newMux() *runtime.ServeMux {
 		runtime.WithIncomingHeaderMatcher(incomingHeader),
 		runtime.WithOutgoingHeaderMatcher(outgoingHeader),
 		runtime.WithOutgoingTrailerMatcher(func(string) (string, bool) { return "", false }),
-		runtime.WithMetadata(annotate),
-		runtime.WithMetadata(g.clientIP),
-		runtime.WithMetadata(deviceCookie),
+		runtime.WithMetadata(g.annotate),
 		runtime.WithForwardResponseOption(successStatus),
 		runtime.WithErrorHandler(g.handleError),
 		runtime.WithStreamErrorHandler(g.streamError),
@@ -390,28 +388,39 @@ func (g *Gateway) writeUnauthorized(w http.ResponseWriter) {
 	problem.Write(w, problem.Unauthorized(g.problems))
 }
 
-// annotate puts the trace id into gRPC metadata (the principal goes as
-// a signed assertion: authenticate). It is also the first place that
-// knows the matched route template (grpc-gateway adds it to ctx just
-// before annotating), so it notes it for observe.
-func annotate(ctx context.Context, r *http.Request) metadata.MD {
+// annotate is the mux's metadata annotator: the trace id, the client's
+// address (clientIP) and, on /api/auth routes, the trusted-device cookie
+// (deviceCookie), in one map (the principal goes as a signed assertion:
+// authenticate). grpc-gateway joins each annotator's metadata into a new
+// map, so one annotator costs one copy where three cost three. It is
+// also the first place that knows the matched route template
+// (grpc-gateway adds it to ctx just before annotating), so it notes it
+// for observe.
+func (g *Gateway) annotate(ctx context.Context, r *http.Request) metadata.MD {
 	noteRoute(ctx, r)
-	md := metadata.MD{}
+	md := make(metadata.MD, 3)
 	if id := traceid.FromContext(r.Context()); id != "" {
-		md.Set(traceid.MetadataKey, id)
+		md[traceid.MetadataKey] = []string{id}
+	}
+	if ip, ok := g.clientIP(r); ok {
+		md[ratelimit.MetadataKey] = []string{ip}
+	}
+	for k, v := range deviceCookie(ctx, r) {
+		md[k] = v
 	}
 	return md
 }
 
-// clientIP forwards the client's address (the rate-limit key of public
-// routes such as the contact form) under ratelimit.MetadataKey. No client
-// header can set that key: incomingHeader forwards none of that name.
-func (g *Gateway) clientIP(_ context.Context, r *http.Request) metadata.MD {
+// clientIP is the client's address, forwarded under ratelimit.MetadataKey
+// (the rate-limit key of public routes such as the contact form). No
+// client header can set that key: incomingHeader forwards none of that
+// name.
+func (g *Gateway) clientIP(r *http.Request) (string, bool) {
 	ip, ok := ratelimit.ClientIP(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), g.cfg.TrustedProxies)
 	if !ok {
-		return nil
+		return "", false
 	}
-	return metadata.Pairs(ratelimit.MetadataKey, ip.String())
+	return ip.String(), true
 }
 
 // forwardedHeaders are the only request headers that reach services.
