@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/almoner/almoner/pkg/authctx"
@@ -333,15 +332,15 @@ func (g *Gateway) readBody(r *http.Request, a access) ([]byte, int64, error) {
 // its handler runs: so only after the key and the tenant were checked
 // (route) and the path and method matched a route, and never for a
 // request that is refused anyway. It answers 415 for a body that is not
-// JSON, 413 past MaxBodyBytes, 503 when the body budget is spent, and
-// otherwise runs next with the body in memory, holding its budget until
-// next returns.
-func (g *Gateway) admitBody(w http.ResponseWriter, r *http.Request, next func(*http.Request)) {
+// JSON (or, on a route that takes a file, not one of rawTypes), 413 past
+// MaxBodyBytes, 503 when the body budget is spent, and otherwise runs
+// next with the body in memory, holding its budget until next returns.
+func (g *Gateway) admitBody(w http.ResponseWriter, r *http.Request, rawTypes []string, next func(*http.Request)) {
 	if !hasBody(r) {
 		next(r)
 		return
 	}
-	rawType, refusal := admittedType(r)
+	rawType, refusal := admittedType(r.Header.Get("Content-Type"), rawTypes)
 	if refusal != "" {
 		closeUnread(w, r)
 		g.writeProblem(w, r, g.problems.New(problem.CategoryUnsupportedMedia, http.StatusUnsupportedMediaType, refusal))
@@ -382,15 +381,10 @@ var rawBodyRoutes = map[routeBinding][]string{
 	{http.MethodPut, "/api/tenants/{tenant_id}/branding/logo"}: {"image/png", "image/jpeg"},
 }
 
-// admittedType checks r's Content-Type against its route: JSON for every
-// route but rawBodyRoutes, one of their media types for those (returned,
-// to travel with the body). refusal is the 415's detail.
-func admittedType(r *http.Request) (rawType, refusal string) {
-	ct := r.Header.Get("Content-Type")
-	var types []string
-	if p, ok := runtime.HTTPPattern(r.Context()); ok {
-		types = rawBodyRoutes[routeBinding{r.Method, bareTemplate(p.String())}]
-	}
+// admittedType checks a request's Content-Type against its route: JSON
+// for every route but rawBodyRoutes, one of their media types (types) for
+// those (returned, to travel with the body). refusal is the 415's detail.
+func admittedType(ct string, types []string) (rawType, refusal string) {
 	if types == nil {
 		if jsonMediaType(ct) {
 			return "", ""

@@ -94,8 +94,11 @@ type Config struct {
 
 // Gateway is the REST edge as an http.Handler.
 type Gateway struct {
-	cfg      Config
+	cfg Config
+	// mux routes every path; families route the paths of one resource
+	// each, with only the services that serve it (families.go).
 	mux      *runtime.ServeMux
+	families map[string]*runtime.ServeMux
 	conns    map[string]*grpc.ClientConn
 	keys     *keyCache
 	stopKeys context.CancelFunc
@@ -174,9 +177,7 @@ func (g *Gateway) newMux() *runtime.ServeMux {
 		runtime.WithIncomingHeaderMatcher(incomingHeader),
 		runtime.WithOutgoingHeaderMatcher(outgoingHeader),
 		runtime.WithOutgoingTrailerMatcher(func(string) (string, bool) { return "", false }),
-		runtime.WithMetadata(annotate),
-		runtime.WithMetadata(g.clientIP),
-		runtime.WithMetadata(deviceCookie),
+		runtime.WithMetadata(g.annotate),
 		runtime.WithForwardResponseOption(successStatus),
 		runtime.WithErrorHandler(g.handleError),
 		runtime.WithStreamErrorHandler(g.streamError),
@@ -191,49 +192,90 @@ func (g *Gateway) newMux() *runtime.ServeMux {
 }
 
 // connect dials every upstream and registers its routes, then the
-// gateway's own routes (processor notifications, the import upload).
-// On failure the caller closes what was dialled.
+// gateway's own routes (processor notifications, the import upload), on
+// the full mux, then on each family's mux (families.go). On failure the
+// caller closes what was dialled.
+func (g *Gateway) connect(ctx context.Context) error {
+	names := slices.Sorted(maps.Keys(g.cfg.Upstreams))
+	for _, name := range names {
+		if err := g.dial(name, g.cfg.Upstreams[name]); err != nil {
+			return err
+		}
+	}
+	sets := g.routeSets(names)
+	for _, s := range sets {
+		if err := s.register(ctx, g.mux); err != nil {
+			return err
+		}
+	}
+	return g.buildFamilies(ctx, sets)
+}
+
+// boundSet is a set of routes as the gateway registers it: a proto
+// service's generated routes on its upstream's connection, or one of the
+// gateway's own routes (templates says which paths it serves).
+type boundSet struct {
+	// service is the proto service's full name; "" for an own route.
+	service string
+	// templates are an own route's path templates.
+	templates []string
+	register  func(context.Context, *runtime.ServeMux) error
+}
+
+// routeSets returns what the gateway registers for the named upstreams,
+// in order: every route set of each upstream, then its own routes.
 //
 // Upstreams are registered in name order: where two services' routes
 // match one path, the one registered last is tried first, so the order
 // must not be a map's. GET …/shipments/pick-list (reports) must win over
 // GET …/shipments/{shipmentId} (inventory), and "reports" sorts after
 // "inventory" (TestShipmentDocuments goes through it).
-func (g *Gateway) connect(ctx context.Context) error {
-	for _, name := range slices.Sorted(maps.Keys(g.cfg.Upstreams)) {
-		if err := g.dial(ctx, name, g.cfg.Upstreams[name]); err != nil {
-			return err
+func (g *Gateway) routeSets(names []string) []boundSet {
+	var out []boundSet
+	for _, name := range names {
+		conn := g.conns[name]
+		for _, rs := range registry[name] {
+			out = append(out, boundSet{service: rs.service, register: func(ctx context.Context, mux *runtime.ServeMux) error {
+				if err := rs.register(ctx, mux, conn); err != nil {
+					return fmt.Errorf("gateway: register %s routes: %w", rs.service, err)
+				}
+				return nil
+			}})
 		}
 	}
-	if err := g.registerNotifications(); err != nil {
-		return fmt.Errorf("gateway: register processor notifications: %w", err)
+	if slices.Contains(names, "orders") {
+		out = append(out, boundSet{templates: []string{stripeNotificationPath}, register: func(_ context.Context, mux *runtime.ServeMux) error {
+			if err := g.registerNotifications(mux); err != nil {
+				return fmt.Errorf("gateway: register processor notifications: %w", err)
+			}
+			return nil
+		}})
 	}
-	if err := g.registerImports(); err != nil {
-		return fmt.Errorf("gateway: register the import upload: %w", err)
+	if slices.Contains(names, "imports") {
+		out = append(out, boundSet{templates: []string{importUploadPath}, register: func(_ context.Context, mux *runtime.ServeMux) error {
+			if err := g.registerImports(mux); err != nil {
+				return fmt.Errorf("gateway: register the import upload: %w", err)
+			}
+			return nil
+		}})
 	}
-	return nil
+	return out
 }
 
-// dial opens one shared connection to an upstream and registers its REST
-// routes on it: the routes, key validation and health checks all use it,
-// and every call on it is signed.
-func (g *Gateway) dial(ctx context.Context, name, addr string) error {
-	regs, ok := registry[name]
-	if !ok {
+// dial opens one shared connection to an upstream: its routes (on every
+// mux), key validation and health checks all use it, and every call on it
+// is signed.
+func (g *Gateway) dial(name, addr string) error {
+	if _, ok := registry[name]; !ok {
 		return fmt.Errorf("gateway: unknown service %q", name)
 	}
-	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), telemetry.GRPCClientOption()},
+	opts := append(append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, telemetry.GRPCClientOptions()...),
 		g.cfg.InternalKey.DialOptions()...)
 	conn, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		return fmt.Errorf("gateway: dial %s at %s: %w", name, addr, err)
 	}
 	g.conns[name] = conn
-	for _, register := range regs {
-		if err := register(ctx, g.mux, conn); err != nil {
-			return fmt.Errorf("gateway: register %s routes: %w", name, err)
-		}
-	}
 	return nil
 }
 
@@ -295,7 +337,7 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	sw, r := withStreamResponse(w, r)
-	g.mux.ServeHTTP(sw, r)
+	g.muxFor(r).ServeHTTP(sw, r)
 }
 
 // authenticate validates X-Api-Key and checks the tenant in the path, from
@@ -346,28 +388,39 @@ func (g *Gateway) writeUnauthorized(w http.ResponseWriter) {
 	problem.Write(w, problem.Unauthorized(g.problems))
 }
 
-// annotate puts the trace id into gRPC metadata (the principal goes as
-// a signed assertion: authenticate). It is also the first place that
-// knows the matched route template (grpc-gateway adds it to ctx just
-// before annotating), so it notes it for observe.
-func annotate(ctx context.Context, r *http.Request) metadata.MD {
+// annotate is the mux's metadata annotator: the trace id, the client's
+// address (clientIP) and, on /api/auth routes, the trusted-device cookie
+// (deviceCookie), in one map (the principal goes as a signed assertion:
+// authenticate). grpc-gateway joins each annotator's metadata into a new
+// map, so one annotator costs one copy where three cost three. It is
+// also the first place that knows the matched route template
+// (grpc-gateway adds it to ctx just before annotating), so it notes it
+// for observe.
+func (g *Gateway) annotate(ctx context.Context, r *http.Request) metadata.MD {
 	noteRoute(ctx, r)
-	md := metadata.MD{}
+	md := make(metadata.MD, 3)
 	if id := traceid.FromContext(r.Context()); id != "" {
-		md.Set(traceid.MetadataKey, id)
+		md[traceid.MetadataKey] = []string{id}
+	}
+	if ip, ok := g.clientIP(r); ok {
+		md[ratelimit.MetadataKey] = []string{ip}
+	}
+	for k, v := range deviceCookie(ctx, r) {
+		md[k] = v
 	}
 	return md
 }
 
-// clientIP forwards the client's address (the rate-limit key of public
-// routes such as the contact form) under ratelimit.MetadataKey. No client
-// header can set that key: incomingHeader forwards none of that name.
-func (g *Gateway) clientIP(_ context.Context, r *http.Request) metadata.MD {
+// clientIP is the client's address, forwarded under ratelimit.MetadataKey
+// (the rate-limit key of public routes such as the contact form). No
+// client header can set that key: incomingHeader forwards none of that
+// name.
+func (g *Gateway) clientIP(r *http.Request) (string, bool) {
 	ip, ok := ratelimit.ClientIP(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), g.cfg.TrustedProxies)
 	if !ok {
-		return nil
+		return "", false
 	}
-	return metadata.Pairs(ratelimit.MetadataKey, ip.String())
+	return ip.String(), true
 }
 
 // forwardedHeaders are the only request headers that reach services.

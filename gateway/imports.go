@@ -56,12 +56,6 @@ var importQueryFields = map[string]bool{"kind": true, "format": true, "duplicate
 // chunk in the budget's upload share.
 var streamedRoutes = map[routeBinding]bool{{http.MethodPost, importUploadPath}: true}
 
-// streamsBody reports whether r matched one of streamedRoutes.
-func streamsBody(r *http.Request) bool {
-	p, ok := runtime.HTTPPattern(r.Context())
-	return ok && streamedRoutes[routeBinding{r.Method, bareTemplate(p.String())}]
-}
-
 // errImportTooLarge refuses a file over MaxImportBytes.
 var errImportTooLarge = errors.New("gateway: import file too large")
 
@@ -75,13 +69,13 @@ func (e bodyReadError) Unwrap() error { return e.err }
 // registerImports routes the import upload to the imports service, after
 // the generated routes (its GET routes) so that this handler answers the
 // POST.
-func (g *Gateway) registerImports() error {
+func (g *Gateway) registerImports(mux *runtime.ServeMux) error {
 	conn := g.conns["imports"]
 	if conn == nil {
 		return nil
 	}
 	client := importsv1.NewImportServiceClient(conn)
-	return g.mux.HandlePath(http.MethodPost, importUploadPath, func(w http.ResponseWriter, r *http.Request, params map[string]string) {
+	return mux.HandlePath(http.MethodPost, importUploadPath, func(w http.ResponseWriter, r *http.Request, params map[string]string) {
 		g.uploadImport(w, r, client, params["tenant_id"])
 	})
 }

@@ -51,7 +51,7 @@ type keyCache struct {
 	failing  bool // the last poll failed (logged once per outage)
 
 	usesMu sync.Mutex
-	uses   map[string]*authv1.KeyUse // by key id: the latest use served from the cache
+	uses   map[string]keyUse // by key id: the latest use served from the cache
 
 	// flight shares one ValidateKey call among concurrent misses of a key
 	// (at start-up, or when an epoch move empties the cache, a burst of
@@ -88,7 +88,7 @@ func init() { telemetry.Register(keyValidations) }
 func newKeyCache(client authv1.KeyValidationServiceClient, logger *slog.Logger) *keyCache {
 	return &keyCache{
 		client: client, logger: logger, now: time.Now, maxEntries: defaultMaxCachedKeys,
-		entries: map[[sha256.Size]byte]cachedKey{}, uses: map[string]*authv1.KeyUse{},
+		entries: map[[sha256.Size]byte]cachedKey{}, uses: map[string]keyUse{},
 		sessions: map[[sha256.Size]byte]cachedSession{},
 	}
 }
@@ -170,16 +170,19 @@ func (c *keyCache) remember(h [sha256.Size]byte, gen uint64, resp *authv1.Valida
 	c.entries[h] = cachedKey{resp: resp, until: until}
 }
 
+// keyUse is the latest use of a key answered from the cache: its tenant
+// and when. It becomes an authv1.KeyUse only when a poll reports it, so
+// that a cached request records it without allocating.
+type keyUse struct {
+	tenant string
+	at     time.Time
+}
+
 // noteUse keeps the latest use of a key answered from the cache, for the
 // next poll to report (lastUsedAt).
 func (c *keyCache) noteUse(resp *authv1.ValidateKeyResponse, at time.Time) {
 	c.usesMu.Lock()
-	u, ok := c.uses[resp.GetKeyId()]
-	if !ok {
-		u = &authv1.KeyUse{TenantId: resp.GetTenantId(), KeyId: resp.GetKeyId()}
-		c.uses[resp.GetKeyId()] = u
-	}
-	u.UsedAt = timestamppb.New(at)
+	c.uses[resp.GetKeyId()] = keyUse{tenant: resp.GetTenantId(), at: at}
 	c.usesMu.Unlock()
 }
 
@@ -191,10 +194,10 @@ func (c *keyCache) takeUses() []*authv1.KeyUse {
 		return nil
 	}
 	out := make([]*authv1.KeyUse, 0, len(c.uses))
-	for _, u := range c.uses {
-		out = append(out, u)
+	for id, u := range c.uses {
+		out = append(out, &authv1.KeyUse{TenantId: u.tenant, KeyId: id, UsedAt: timestamppb.New(u.at)})
 	}
-	c.uses = make(map[string]*authv1.KeyUse, len(out))
+	c.uses = make(map[string]keyUse, len(out))
 	return out
 }
 
@@ -204,8 +207,9 @@ func (c *keyCache) returnUses(uses []*authv1.KeyUse) {
 	c.usesMu.Lock()
 	defer c.usesMu.Unlock()
 	for _, u := range uses {
-		if cur, ok := c.uses[u.GetKeyId()]; !ok || cur.GetUsedAt().AsTime().Before(u.GetUsedAt().AsTime()) {
-			c.uses[u.GetKeyId()] = u
+		at := u.GetUsedAt().AsTime()
+		if cur, ok := c.uses[u.GetKeyId()]; !ok || cur.at.Before(at) {
+			c.uses[u.GetKeyId()] = keyUse{tenant: u.GetTenantId(), at: at}
 		}
 	}
 }

@@ -16,13 +16,13 @@ const stripeNotificationPath = "/api/webhooks/stripe/{tenant_slug}"
 // service. They are not grpc-gateway routes of a proto mapping because
 // the signature covers the exact bytes received: the body goes through
 // raw, never decoded and re-encoded, with the Stripe-Signature header.
-func (g *Gateway) registerNotifications() error {
+func (g *Gateway) registerNotifications(mux *runtime.ServeMux) error {
 	conn := g.conns["orders"]
 	if conn == nil {
 		return nil
 	}
 	client := ordersv1.NewProcessorNotificationServiceClient(conn)
-	return g.mux.HandlePath(http.MethodPost, stripeNotificationPath, func(w http.ResponseWriter, r *http.Request, params map[string]string) {
+	return mux.HandlePath(http.MethodPost, stripeNotificationPath, func(w http.ResponseWriter, r *http.Request, params map[string]string) {
 		ctx, err := runtime.AnnotateContext(r.Context(), g.mux, r, ordersv1.ProcessorNotificationService_ReceiveStripeEvent_FullMethodName,
 			runtime.WithHTTPPathPattern(stripeNotificationPath))
 		if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -116,9 +115,13 @@ func (g *Gateway) observe(next http.Handler) http.Handler {
 		}
 		method := methodLabel(r.Method)
 		trace.SpanFromContext(r.Context()).SetName(method + " " + route)
-		telemetry.HTTPRequests.WithLabelValues(route, method, strconv.Itoa(sw.status)).Inc()
-		telemetry.HTTPDuration.WithLabelValues(route, method).Observe(time.Since(start).Seconds())
+		telemetry.ObserveHTTP(route, method, sw.status, time.Since(start))
 	})
+	if !telemetry.Recording() {
+		// Nobody records the spans: start the request's span and carry
+		// its ids, and nothing else (pkg/telemetry, light.go).
+		return telemetry.HTTPHandler(inner, func(r *http.Request) string { return methodLabel(r.Method) })
+	}
 	return otelhttp.NewHandler(inner, "gateway",
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return methodLabel(r.Method) }),
 		// otelhttp's own metrics would be labelled with the client's Host

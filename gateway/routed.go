@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 
@@ -17,18 +18,35 @@ import (
 // it does not read is a 400, before any body is read), its body admitted
 // (admitBody) and given the route's decoding options, and goes on; a
 // route that streams its body (streamedRoutes) goes on at once.
+//
+// The mux wraps each route's handler in it once, when the route is
+// registered, so each closure serves one method and one pattern: what
+// the route is (its binding, rule and body handling) is worked out on its
+// first request and kept, instead of rendering the pattern and rewriting
+// it with a regular expression on every request.
 func (g *Gateway) routed(next runtime.HandlerFunc) runtime.HandlerFunc {
+	var known atomic.Pointer[routeFacts]
 	return func(w http.ResponseWriter, r *http.Request, params map[string]string) {
 		if p, ok := r.Context().Value(routeProbeKey{}).(*routeProbe); ok {
 			p.matched = true
+			if pat, ok := runtime.HTTPPattern(r.Context()); ok {
+				p.pattern = pat.String()
+			}
 			return
 		}
-		if streamsBody(r) {
+		f := known.Load()
+		if f == nil || f.binding.method != r.Method {
+			// The method check keeps this right even if a closure
+			// were ever to serve a second method.
+			f = factsOf(r)
+			known.Store(f)
+		}
+		if f.streams {
 			// The handler reads the body as a stream, and the query.
 			next(w, r, params)
 			return
 		}
-		rule := ruleFor(r)
+		rule := f.rule
 		if rule != nil {
 			if err := rule.checkQuery(r.URL.RawQuery); err != nil {
 				closeUnread(w, r)
@@ -36,7 +54,7 @@ func (g *Gateway) routed(next runtime.HandlerFunc) runtime.HandlerFunc {
 				return
 			}
 		}
-		g.admitBody(w, r, func(r *http.Request) {
+		g.admitBody(w, r, f.rawTypes, func(r *http.Request) {
 			if b, ok := r.Body.(*bufferedBody); ok && rule != nil {
 				if rule.bodyField == "" {
 					if err := rule.checkBodyless(b.data); err != nil {
@@ -51,10 +69,41 @@ func (g *Gateway) routed(next runtime.HandlerFunc) runtime.HandlerFunc {
 	}
 }
 
+// routeFacts is what routed needs to know of a matched route.
+type routeFacts struct {
+	binding routeBinding
+	// streams: the handler reads the body itself (streamedRoutes).
+	streams bool
+	// rule is the route's request rule; nil for routes the protos do not
+	// bind (processor notifications).
+	rule *requestRule
+	// rawTypes are the media types of a route whose body is a file
+	// (rawBodyRoutes); nil for JSON.
+	rawTypes []string
+}
+
+// factsOf reads the facts of the route r matched.
+func factsOf(r *http.Request) *routeFacts {
+	f := &routeFacts{binding: routeBinding{method: r.Method}}
+	p, ok := runtime.HTTPPattern(r.Context())
+	if !ok {
+		return f
+	}
+	f.binding.template = bareTemplate(p.String())
+	f.streams = streamedRoutes[f.binding]
+	f.rule = requestRules()[f.binding]
+	f.rawTypes = rawBodyRoutes[f.binding]
+	return f
+}
+
 type routeProbeKey struct{}
 
-// routeProbe asks the mux whether a method and path match a route.
-type routeProbe struct{ matched bool }
+// routeProbe asks the mux whether a method and path match a route, and
+// which pattern matched.
+type routeProbe struct {
+	matched bool
+	pattern string
+}
 
 // probeMethods are the methods a 405's Allow header may name: those the
 // gateway's routes use (grpc-gateway routes no HEAD or OPTIONS).

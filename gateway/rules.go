@@ -3,12 +3,10 @@ package gateway
 import (
 	"errors"
 	"io"
-	"net/http"
 	"net/url"
 	"regexp"
 	"sync"
 
-	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -119,15 +117,4 @@ func ruleOf(b httpmap.Binding) (*requestRule, bool) {
 		rr.body.Bound = func(name string) bool { return rr.pathFields[name] }
 	}
 	return rr, true
-}
-
-// ruleFor returns the rule of the route r matched, or nil for routes not
-// bound in the protos (processor notifications, which take their body
-// raw).
-func ruleFor(r *http.Request) *requestRule {
-	p, ok := runtime.HTTPPattern(r.Context())
-	if !ok {
-		return nil
-	}
-	return requestRules()[routeBinding{r.Method, bareTemplate(p.String())}]
 }

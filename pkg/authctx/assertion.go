@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,6 +62,15 @@ const version = "v3"
 type Key struct {
 	macs sync.Pool // of HMAC-SHA256 states keyed with the secret
 	now  func() time.Time
+
+	// signed holds this process's assertions for reuse (assert), by what
+	// they say after the expiry.
+	signedMu sync.RWMutex
+	signed   map[string]signed
+	// verified holds the assertions whose signature checked (Verify), by
+	// their bytes.
+	verifiedMu sync.RWMutex
+	verified   map[string]verified
 }
 
 // NewKey returns the Key for a secret of at least MinKeySize bytes.
@@ -68,7 +79,7 @@ func NewKey(secret []byte) (*Key, error) {
 		return nil, fmt.Errorf("%s: want at least %d random bytes, got %d", KeyVar, MinKeySize, len(secret))
 	}
 	s := append([]byte(nil), secret...)
-	k := &Key{now: time.Now}
+	k := &Key{now: time.Now, signed: map[string]signed{}, verified: map[string]verified{}}
 	// hmac.New hashes the key and allocates two SHA-256 states: done once
 	// per pooled state instead of on every call.
 	k.macs.New = func() any { return hmac.New(sha256.New, s) }
@@ -117,30 +128,34 @@ func NewKeyHex() string {
 // (comma-separated). A field holding a line break, or a list item
 // holding a comma, would change the fields' meaning, so it is refused.
 func (k *Key) Sign(p Principal, method string, expires time.Time) (string, error) {
+	buf := fieldBufs.Get().(*[]byte)
+	defer fieldBufs.Put(buf)
+	fields, err := appendFields((*buf)[:0], p, method)
+	*buf = fields
+	if err != nil {
+		return "", err
+	}
+	return k.signFields(fields, expires), nil
+}
+
+// appendFields appends what an assertion of p for method says after its
+// expiry, from the method to the features, to b; or refuses a field that
+// would shift the others.
+func appendFields(b []byte, p Principal, method string) ([]byte, error) {
 	for _, f := range []string{method, p.TenantID, p.KeyID, p.KeyPrefix, p.Currency, p.UserID, p.SessionID, p.Impersonator, p.Impersonation} {
 		if strings.ContainsRune(f, '\n') {
-			return "", errors.New("authctx: a line break in an assertion field")
+			return nil, errors.New("authctx: a line break in an assertion field")
 		}
 	}
 	for _, l := range [][]string{p.Scopes, p.Features} {
 		for _, item := range l {
 			if item == "" || strings.ContainsAny(item, ",\n") {
-				return "", fmt.Errorf("authctx: list item %q cannot be asserted", item)
+				return nil, fmt.Errorf("authctx: list item %q cannot be asserted", item)
 			}
 		}
 	}
-	n := 50 + len(method) + len(p.TenantID) + len(p.KeyID) + len(p.KeyPrefix) + len(p.Currency) + len(p.UserID) + len(p.SessionID) +
-		len(p.Impersonator) + len(p.Impersonation) + sha256.Size
-	for _, l := range [][]string{p.Scopes, p.Features} {
-		for _, item := range l {
-			n += len(item) + 1
-		}
-	}
-	b := make([]byte, 0, n)
-	b = append(b, version...)
-	b = append(b, '\n')
-	b = strconv.AppendInt(b, expires.UnixMilli(), 10)
-	for _, f := range []string{method, p.TenantID, p.KeyID, p.KeyPrefix, p.Currency, p.UserID, p.SessionID, p.Impersonator, p.Impersonation} {
+	b = append(b, method...)
+	for _, f := range []string{p.TenantID, p.KeyID, p.KeyPrefix, p.Currency, p.UserID, p.SessionID, p.Impersonator, p.Impersonation} {
 		b = append(b, '\n')
 		b = append(b, f...)
 	}
@@ -153,7 +168,19 @@ func (k *Key) Sign(p Principal, method string, expires time.Time) (string, error
 			b = append(b, item...)
 		}
 	}
-	return string(k.appendMAC(b, b)), nil
+	return b, nil
+}
+
+// signFields returns the assertion of fields (appendFields) good until
+// expires: version, expiry, fields, then the MAC of all three.
+func (k *Key) signFields(fields []byte, expires time.Time) string {
+	b := make([]byte, 0, len(version)+22+len(fields)+sha256.Size)
+	b = append(b, version...)
+	b = append(b, '\n')
+	b = strconv.AppendInt(b, expires.UnixMilli(), 10)
+	b = append(b, '\n')
+	b = append(b, fields...)
+	return string(k.appendMAC(b, b))
 }
 
 // appendMAC appends the HMAC of payload to dst.
@@ -170,9 +197,43 @@ func (k *Key) appendMAC(dst, payload []byte) []byte {
 // it asserts: a Principal, zero for a service assertion. It fails unless
 // the signature is this key's, the assertion has not expired and it was
 // signed for method.
+//
+// An assertion whose signature and form were checked once is kept (by its
+// exact bytes) until it expires, so that the same bytes presented again
+// (Reuse) are not MACed and split again: their expiry and method are
+// still checked on every call.
 func (k *Key) Verify(assertion, method string, now time.Time) (Principal, error) {
+	k.verifiedMu.RLock()
+	v, ok := k.verified[assertion]
+	k.verifiedMu.RUnlock()
+	if !ok {
+		var err error
+		if v, err = k.verifyMAC(assertion); err != nil {
+			return Principal{}, err
+		}
+		k.rememberVerified(assertion, v, now)
+	}
+	if now.UnixMilli() >= v.expires {
+		return Principal{}, errExpired
+	}
+	if v.method != method {
+		return Principal{}, errMethod
+	}
+	return v.p, nil
+}
+
+// verified is what an assertion with a good signature says.
+type verified struct {
+	p       Principal
+	method  string
+	expires int64 // Unix milliseconds
+}
+
+// verifyMAC checks an assertion's signature and form and reads it; its
+// expiry and method are Verify's to check.
+func (k *Key) verifyMAC(assertion string) (verified, error) {
 	if len(assertion) <= sha256.Size {
-		return Principal{}, errMalformed
+		return verified{}, errMalformed
 	}
 	// The fields are read from the string (substrings, no copies); the
 	// MAC needs bytes, copied once.
@@ -180,7 +241,7 @@ func (k *Key) Verify(assertion, method string, now time.Time) (Principal, error)
 	n := len(raw) - sha256.Size
 	var sum [sha256.Size]byte
 	if !hmac.Equal(k.appendMAC(sum[:0], raw[:n]), raw[n:]) {
-		return Principal{}, errForged
+		return verified{}, errForged
 	}
 	payload := assertion[:n]
 	var f [13]string
@@ -188,22 +249,103 @@ func (k *Key) Verify(assertion, method string, now time.Time) (Principal, error)
 	for i := range f {
 		var ok bool
 		if f[i], rest, ok = strings.Cut(rest, "\n"); !ok && i < len(f)-1 {
-			return Principal{}, errMalformed
+			return verified{}, errMalformed
 		}
 	}
 	if f[0] != version || rest != "" {
-		return Principal{}, errMalformed
+		return verified{}, errMalformed
 	}
 	exp, err := strconv.ParseInt(f[1], 10, 64)
 	if err != nil {
-		return Principal{}, errMalformed
+		return verified{}, errMalformed
 	}
-	if now.UnixMilli() >= exp {
-		return Principal{}, errExpired
+	// The lists are clipped: a caller that appends to a shared principal's
+	// scopes gets a copy.
+	return verified{method: f[2], expires: exp, p: Principal{TenantID: f[3], tenantUUID: parseTenant(f[3]), KeyID: f[4], KeyPrefix: f[5],
+		Currency: f[6], UserID: f[7], SessionID: f[8], Impersonator: f[9], Impersonation: f[10],
+		Scopes: slices.Clip(splitList(f[11])), Features: slices.Clip(splitList(f[12]))}}, nil
+}
+
+// maxVerified bounds the assertions a Key keeps verified: a few thousand
+// principals and methods in use within a Lifetime, ≈ 600 bytes each.
+const maxVerified = 4096
+
+// rememberVerified keeps v, read from assertion, until it expires. When
+// the cache is full it drops what expired, and everything if that is not
+// enough: a dropped assertion is only verified again.
+func (k *Key) rememberVerified(assertion string, v verified, now time.Time) {
+	ms := now.UnixMilli()
+	if ms >= v.expires {
+		return
 	}
-	if f[2] != method {
-		return Principal{}, errMethod
+	k.verifiedMu.Lock()
+	defer k.verifiedMu.Unlock()
+	if len(k.verified) >= maxVerified {
+		maps.DeleteFunc(k.verified, func(_ string, e verified) bool { return ms >= e.expires })
+		if len(k.verified) >= maxVerified {
+			clear(k.verified)
+		}
 	}
-	return Principal{TenantID: f[3], tenantUUID: parseTenant(f[3]), KeyID: f[4], KeyPrefix: f[5], Currency: f[6], UserID: f[7], SessionID: f[8],
-		Impersonator: f[9], Impersonation: f[10], Scopes: splitList(f[11]), Features: splitList(f[12])}, nil
+	k.verified[assertion] = v
+}
+
+// Reuse is how long a process goes on sending an assertion it signed for
+// one principal and method, instead of signing each call afresh: at most
+// Reuse of its Lifetime is gone when a call carries it, so it still has
+// Lifetime - Reuse (29 s) to cover the wire and the clocks' difference.
+// What it asserts is what a fresh one would (the same principal, method
+// and key), and it expires Lifetime after it was signed, as every
+// assertion does. Identical bytes call after call also let HTTP/2's
+// header compression send an index instead of ≈ 650 bytes, and the
+// receiver skip the MAC (Verify).
+const Reuse = time.Second
+
+// maxSigned bounds the assertions a Key keeps for reuse.
+const maxSigned = 1024
+
+// signed is an assertion kept for reuse, and when it was signed.
+type signed struct {
+	assertion string
+	at        time.Time
+}
+
+// fieldBufs are appendFields' buffers: what Sign and assert build before
+// they sign or look up.
+var fieldBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// assert returns an assertion of p for method: the one signed for them
+// less than Reuse ago, else a new one good for Lifetime.
+func (k *Key) assert(p Principal, method string) (string, error) {
+	buf := fieldBufs.Get().(*[]byte)
+	defer fieldBufs.Put(buf)
+	fields, err := appendFields((*buf)[:0], p, method)
+	*buf = fields
+	if err != nil {
+		return "", err
+	}
+	now := k.now()
+	k.signedMu.RLock()
+	s, ok := k.signed[string(fields)]
+	k.signedMu.RUnlock()
+	if ok && fresh(s.at, now) {
+		return s.assertion, nil
+	}
+	a := k.signFields(fields, now.Add(Lifetime))
+	k.signedMu.Lock()
+	defer k.signedMu.Unlock()
+	if len(k.signed) >= maxSigned {
+		maps.DeleteFunc(k.signed, func(_ string, s signed) bool { return !fresh(s.at, now) })
+		if len(k.signed) >= maxSigned {
+			clear(k.signed)
+		}
+	}
+	k.signed[string(fields)] = signed{assertion: a, at: now}
+	return a, nil
+}
+
+// fresh reports whether an assertion signed at may still be sent at now:
+// less than Reuse later, and not before (a clock set back).
+func fresh(at, now time.Time) bool {
+	d := now.Sub(at)
+	return d >= 0 && d < Reuse
 }

@@ -3,6 +3,7 @@ package authctx
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -116,6 +117,141 @@ func TestVerifyRefuses(t *testing.T) {
 	}
 }
 
+// TestAssertionReuse: within Reuse of signing, a process sends the same
+// assertion for the same principal and method; anything else, or later,
+// is signed afresh, and what is sent always verifies for its method and
+// expires Lifetime after it was signed.
+func TestAssertionReuse(t *testing.T) {
+	t.Parallel()
+	k := testKey(t)
+	now := time.Now()
+	k.now = func() time.Time { return now }
+	p := Principal{TenantID: "7b0e4c1e-3f7a-4d0e-9a51-1f1e2d3c4b5a", KeyID: "k1", KeyPrefix: "ak_test_x", Scopes: []string{"contacts:view"}, Currency: "USD"}
+	first, err := k.assert(p, method)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signedAt := now
+	now = now.Add(Reuse - time.Millisecond)
+	if again, _ := k.assert(p, method); again != first {
+		t.Error("signed afresh within Reuse")
+	}
+	wider := p
+	wider.Scopes = []string{"contacts:view", "orders:void"}
+	for name, a := range map[string]string{
+		"another method":    must(k.assert(p, "/almoner.orders.v1.OrderService/VoidOrder")),
+		"another principal": must(k.assert(wider, method)),
+		"a service":         must(k.assert(Principal{}, method)),
+	} {
+		if a == first {
+			t.Errorf("%s: reused the assertion of another call", name)
+		}
+	}
+	if got, err := k.Verify(first, method, now); err != nil || got.TenantID != p.TenantID {
+		t.Errorf("the reused assertion: %+v %v", got, err)
+	}
+	if _, err := k.Verify(first, method, signedAt.Add(Lifetime)); !errors.Is(err, errExpired) {
+		t.Errorf("Lifetime after it was signed: %v, want %v", err, errExpired)
+	}
+	now = signedAt.Add(Reuse)
+	renewed, _ := k.assert(p, method)
+	if renewed == first {
+		t.Error("reused past Reuse")
+	}
+	if _, err := k.Verify(renewed, method, signedAt.Add(Lifetime)); err != nil {
+		t.Errorf("the renewed assertion: %v", err)
+	}
+	// A clock set back signs afresh rather than sending an assertion from
+	// its future.
+	now = signedAt.Add(-time.Second)
+	if back, _ := k.assert(p, method); back == renewed || back == first {
+		t.Error("reused an assertion signed after now")
+	}
+	if _, err := k.assert(Principal{TenantID: "t\nk"}, method); err == nil {
+		t.Error("a field that would shift the others was asserted")
+	}
+}
+
+func must(a string, err error) string {
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+// TestVerifiedAssertionsStillExpire: an assertion verified once is kept,
+// but every later call still checks its expiry and method, and changed
+// bytes are checked from scratch.
+func TestVerifiedAssertionsStillExpire(t *testing.T) {
+	t.Parallel()
+	k := testKey(t)
+	now := time.Now()
+	p := Principal{TenantID: "tenant-a", KeyID: "k1", KeyPrefix: "ak_test_x", Scopes: []string{"contacts:view"}}
+	good, _ := k.Sign(p, method, now.Add(Lifetime))
+	if _, err := k.Verify(good, method, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := k.verified[good]; !ok {
+		t.Fatal("a verified assertion was not kept")
+	}
+	for name, tc := range map[string]struct {
+		method string
+		at     time.Time
+		want   error
+	}{
+		"at its expiry":  {method, now.Add(Lifetime), errExpired},
+		"after it":       {method, now.Add(time.Hour), errExpired},
+		"another method": {"/almoner.auth.v1.TenantAdminService/CreateTenant", now, errMethod},
+	} {
+		if _, err := k.Verify(good, tc.method, tc.at); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", name, err, tc.want)
+		}
+	}
+	if _, err := k.Verify(strings.Replace(good, "tenant-a", "tenant-b", 1), method, now); !errors.Is(err, errForged) {
+		t.Errorf("changed bytes after the original was kept: %v", err)
+	}
+	got, err := k.Verify(good, method, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A handler that appends to its principal's scopes does not change
+	// the kept one.
+	_ = append(got.Scopes, "orders:void")
+	if again, _ := k.Verify(good, method, now); strings.Join(again.Scopes, ",") != "contacts:view" {
+		t.Errorf("kept scopes changed: %v", again.Scopes)
+	}
+	// An assertion already expired is refused and not kept.
+	stale, _ := k.Sign(p, method, now)
+	if _, err := k.Verify(stale, method, now); !errors.Is(err, errExpired) {
+		t.Errorf("stale: %v", err)
+	}
+	if _, ok := k.verified[stale]; ok {
+		t.Error("an expired assertion was kept")
+	}
+}
+
+// TestKeptAssertionsAreBounded: past maxVerified and maxSigned, the caches
+// drop what they hold instead of growing.
+func TestKeptAssertionsAreBounded(t *testing.T) {
+	t.Parallel()
+	k := testKey(t)
+	now := time.Now()
+	k.now = func() time.Time { return now }
+	for i := range maxVerified + 10 {
+		p := Principal{TenantID: "t", KeyID: strconv.Itoa(i)}
+		a, err := k.assert(p, method)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := k.Verify(a, method, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(k.verified) > maxVerified || len(k.signed) > maxSigned {
+		t.Errorf("kept %d verified (at most %d) and %d signed (at most %d)", len(k.verified), maxVerified, len(k.signed), maxSigned)
+	}
+}
+
 func TestSignRefusesFieldsThatWouldShift(t *testing.T) {
 	t.Parallel()
 	k := testKey(t)
@@ -182,7 +318,9 @@ func TestDefaultCurrency(t *testing.T) {
 }
 
 // BenchmarkSignVerify is what one internal call costs for its assertion:
-// the caller signs, the server verifies (a gateway key's full principal).
+// the caller signs (or reuses what it signed less than Reuse ago), the
+// server verifies (or finds the same bytes verified); a gateway key's full
+// principal.
 func BenchmarkSignVerify(b *testing.B) {
 	k := testKey(b)
 	p := Principal{TenantID: "7b0e4c1e-3f7a-4d0e-9a51-1f1e2d3c4b5a", KeyID: "0190a4d6-0000-7000-8000-0000000000aa",
@@ -196,8 +334,24 @@ func BenchmarkSignVerify(b *testing.B) {
 			}
 		}
 	})
+	b.Run("reuse", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := k.assert(p, method); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	a, _ := k.Sign(p, method, time.Now().Add(time.Hour))
 	b.Run("verify", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := k.verifyMAC(a); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("verified", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := k.Verify(a, method, time.Now()); err != nil {

@@ -92,10 +92,11 @@ type verifiedStream struct {
 func (s verifiedStream) Context() context.Context { return s.ctx }
 
 // sign adds the call's assertion to ctx's outgoing metadata: the principal
-// NewOutgoingContext put there, or a service assertion.
+// NewOutgoingContext put there, or a service assertion; signed afresh, or
+// reused for up to Reuse.
 func (k *Key) sign(ctx context.Context, method string) (context.Context, error) {
 	p, _ := outgoing(ctx)
-	a, err := k.Sign(p, method, k.now().Add(Lifetime))
+	a, err := k.assert(p, method)
 	if err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
@@ -103,9 +104,9 @@ func (k *Key) sign(ctx context.Context, method string) (context.Context, error) 
 }
 
 // DialOptions are the client interceptors that sign every call made on a
-// connection: each call is signed afresh by the process that makes it, so
-// a principal forwarded from service to service never outlives Lifetime
-// on any hop, however long the first call takes.
+// connection: each call is signed by the process that makes it, less than
+// Reuse before, so a principal forwarded from service to service never
+// outlives Lifetime on any hop, however long the first call takes.
 func (k *Key) DialOptions() []grpc.DialOption {
 	return []grpc.DialOption{
 		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {

@@ -225,7 +225,7 @@ func (h *Host) dial(name string) (grpc.ClientConnInterface, error) {
 	if addr == "" {
 		return nil, fmt.Errorf("no address for service %s (set %s)", name, config.ServiceAddrVar(name))
 	}
-	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), telemetry.GRPCClientOption()},
+	opts := append(append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, telemetry.GRPCClientOptions()...),
 		h.cfg.InternalKey.DialOptions()...)
 	c, err := grpc.NewClient(addr, opts...)
 	if err != nil {

@@ -74,8 +74,10 @@ const streamWorkers = 64
 // signed assertion with key: authctx) and grpc.health.v1 registered, the
 // one service open without an assertion.
 func NewGRPCServer(logger *slog.Logger, key *authctx.Key, opts ...grpc.ServerOption) (*grpc.Server, *health.Server) {
-	opts = append([]grpc.ServerOption{
-		grpc.StatsHandler(telemetry.GRPCServerHandler()),
+	// Tracing first: when it is an interceptor (spans not recorded,
+	// telemetry.Recording), it is the outermost, so every other one logs
+	// with the call's trace.
+	opts = append(append(telemetry.GRPCServerOptions(),
 		// The assertion is checked innermost: a refusal is mapped and
 		// counted like any other failure.
 		grpc.ChainUnaryInterceptor(telemetry.UnaryServerMetrics(), apperr.UnaryServerInterceptor(logger), key.UnaryServerInterceptor(logger)),
@@ -85,7 +87,7 @@ func NewGRPCServer(logger *slog.Logger, key *authctx.Key, opts ...grpc.ServerOpt
 		// 4.6 % of the server's CPU under item-order load. Calls beyond
 		// the workers still get a goroutine of their own.
 		grpc.NumStreamWorkers(streamWorkers),
-	}, opts...)
+	), opts...)
 	srv := grpc.NewServer(opts...)
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(srv, hs)

@@ -2,12 +2,15 @@ package telemetry
 
 import (
 	"context"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
@@ -44,14 +47,87 @@ func splitMethod(full string) (string, string) {
 	return svc, m
 }
 
+// series caches the children of metric vectors by their label values:
+// WithLabelValues hashes and checks every value on every call, and a
+// request records two series at the gateway and two at the service. The
+// values come from fixed sets (route templates, method names, status
+// codes, RPC names), so the cache holds no more entries than the
+// registry holds series.
+type series[K comparable, V any] struct {
+	mu sync.RWMutex
+	m  map[K]V
+}
+
+// get returns the entry of k, made by mk the first time.
+func (s *series[K, V]) get(k K, mk func() V) V {
+	s.mu.RLock()
+	v, ok := s.m[k]
+	s.mu.RUnlock()
+	if ok {
+		return v
+	}
+	v = mk()
+	s.mu.Lock()
+	if s.m == nil {
+		s.m = map[K]V{}
+	}
+	s.m[k] = v
+	s.mu.Unlock()
+	return v
+}
+
+type httpKey struct {
+	route, method string
+	status        int
+}
+
+type httpSeries struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
+}
+
+var httpCache series[httpKey, httpSeries]
+
+// ObserveHTTP counts a REST request by route template, method and status
+// and records its duration (HTTPRequests, HTTPDuration). Every value must
+// come from a fixed set (docs/gateway.md, "Metrics"), as the registry
+// keeps each series it sees.
+func ObserveHTTP(route, method string, status int, d time.Duration) {
+	s := httpCache.get(httpKey{route, method, status}, func() httpSeries {
+		return httpSeries{HTTPRequests.WithLabelValues(route, method, strconv.Itoa(status)), HTTPDuration.WithLabelValues(route, method)}
+	})
+	s.requests.Inc()
+	s.duration.Observe(d.Seconds())
+}
+
+type grpcKey struct {
+	method string
+	code   codes.Code
+}
+
+type grpcSeries struct {
+	handled  prometheus.Counter
+	duration prometheus.Observer
+}
+
+var grpcCache series[grpcKey, grpcSeries]
+
+// observeGRPC records a call of the full method name that ended with code.
+func observeGRPC(method string, code codes.Code, d time.Duration) {
+	s := grpcCache.get(grpcKey{method, code}, func() grpcSeries {
+		svc, m := splitMethod(method)
+		return grpcSeries{grpcHandled.WithLabelValues(svc, m, code.String()), grpcDuration.WithLabelValues(svc, m)}
+	})
+	s.handled.Inc()
+	s.duration.Observe(d.Seconds())
+}
+
 // UnaryServerMetrics records every unary call's code and latency.
 func UnaryServerMetrics() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		start := time.Now()
 		resp, err := handler(ctx, req)
-		svc, m := splitMethod(info.FullMethod)
-		grpcHandled.WithLabelValues(svc, m, status.Code(err).String()).Inc()
-		grpcDuration.WithLabelValues(svc, m).Observe(time.Since(start).Seconds())
+		observeGRPC(info.FullMethod, status.Code(err), time.Since(start))
 		return resp, err
 	}
 }
@@ -61,9 +137,7 @@ func StreamServerMetrics() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		start := time.Now()
 		err := handler(srv, ss)
-		svc, m := splitMethod(info.FullMethod)
-		grpcHandled.WithLabelValues(svc, m, status.Code(err).String()).Inc()
-		grpcDuration.WithLabelValues(svc, m).Observe(time.Since(start).Seconds())
+		observeGRPC(info.FullMethod, status.Code(err), time.Since(start))
 		return err
 	}
 }

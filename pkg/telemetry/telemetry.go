@@ -66,6 +66,7 @@ func Setup(ctx context.Context, service string, extra ...sdktrace.SpanProcessor)
 		opts = append(opts, sdktrace.WithSpanProcessor(p))
 	}
 	tp := sdktrace.NewTracerProvider(opts...)
+	recording.Store(exporting || len(extra) > 0)
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	return tp.Shutdown, nil
@@ -81,20 +82,28 @@ func (idsOnly) ShouldSample(sdktrace.SamplingParameters) sdktrace.SamplingResult
 func (idsOnly) Description() string { return "IdsOnly" }
 
 // GRPCServerHandler traces gRPC server calls and continues the caller's
-// trace from its metadata.
+// trace from its metadata (otelgrpc). Servers take GRPCServerOptions,
+// which use it when spans are recorded.
 func GRPCServerHandler() stats.Handler { return otelgrpc.NewServerHandler() }
 
-// GRPCClientOption traces outgoing gRPC calls and propagates the trace.
+// GRPCClientOption traces outgoing gRPC calls and propagates the trace
+// (otelgrpc). Clients take GRPCClientOptions, which use it when spans are
+// recorded.
 func GRPCClientOption() grpc.DialOption { return grpc.WithStatsHandler(otelgrpc.NewClientHandler()) }
 
 // TracePool makes every query of pools built from cfg a child span of the
-// calling request.
+// calling request, when spans are recorded (Recording): a query span
+// nobody records carries no id anyone quotes.
 func TracePool(cfg *pgxpool.Config) {
-	cfg.ConnConfig.Tracer = otelpgx.NewTracer()
+	TraceConn(cfg.ConnConfig)
 }
 
 // TraceConn is TracePool for a single connection's config.
-func TraceConn(cfg *pgx.ConnConfig) { cfg.Tracer = otelpgx.NewTracer() }
+func TraceConn(cfg *pgx.ConnConfig) {
+	if Recording() {
+		cfg.Tracer = otelpgx.NewTracer()
+	}
+}
 
 // MetricsHandler serves the default Prometheus registry.
 func MetricsHandler() http.Handler {

@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/almoner/almoner/pkg/audit"
+	"github.com/almoner/almoner/pkg/telemetry"
 	"github.com/almoner/almoner/services/orders/recurring"
 )
 
@@ -21,13 +21,17 @@ var (
 )
 
 // recordSpans installs a global tracer provider that keeps every span, once
-// per test binary. Once only: the runner's tracer (a package variable)
-// follows the first provider installed and no later one, so a second
-// provider (a second run of the test, -count=2) never saw its spans.
-func recordSpans() *tracetest.SpanRecorder {
+// per test binary, as a process does (telemetry.Setup with a span
+// processor: spans are recorded, so pools opened afterwards trace their
+// queries). Once only: the runner's tracer (a package variable) follows
+// the first provider installed and no later one, so a second provider (a
+// second run of the test, -count=2) never saw its spans.
+func recordSpans(t *testing.T) *tracetest.SpanRecorder {
 	spansOnce.Do(func() {
 		spans = tracetest.NewSpanRecorder()
-		otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)))
+		if _, err := telemetry.Setup(context.Background(), "orders-test", spans); err != nil {
+			t.Fatal(err)
+		}
 	})
 	return spans
 }
@@ -38,7 +42,7 @@ func recordSpans() *tracetest.SpanRecorder {
 // carries the charge span, so the webhook deliveries it causes join the
 // same trace. Not parallel: it installs the global tracer provider.
 func TestRunnerTrace(t *testing.T) {
-	rec := recordSpans()
+	rec := recordSpans(t)
 
 	ctx := context.Background()
 	pool := testPool(t)
