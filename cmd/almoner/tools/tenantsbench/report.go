@@ -52,8 +52,10 @@ type Column struct{ Label, Title string }
 
 // Table renders rounds as markdown: per scenario and column, p50 and p99
 // of all the column's rounds pooled, and for every column after the first
-// the ratio of its p99 to the first's, in bold past maxRatio; then each
-// round's p99 with its load average, so the spread between rounds shows.
+// the ratio of its p99 to the first's, in bold past maxRatio; then the
+// same ratio of the median of each round's p99 (a round the machine
+// disturbed moves the pooled p99, one of several rounds not the median);
+// then each round's p99 with its load average, so the spread shows.
 func Table(rounds []Round, cols []Column) string {
 	pooled := map[string]map[string][]float64{} // label → scenario → latencies
 	errs := map[string]map[string]int{}
@@ -96,7 +98,48 @@ func Table(rounds []Round, cols []Column) string {
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "\nA ratio in bold is past the target of %.1f×. p99 ms per round (label and round, load average at its start):\n\n| read |", maxRatio)
+	roundP99 := map[string]map[string][]float64{} // label → scenario → each round's p99
+	for _, r := range rounds {
+		if roundP99[r.Label] == nil {
+			roundP99[r.Label] = map[string][]float64{}
+		}
+		for _, m := range r.Scenarios {
+			roundP99[r.Label][m.Name] = append(roundP99[r.Label][m.Name], Percentile(m.Latencies, 0.99))
+		}
+	}
+	fmt.Fprintf(&b, "\nA ratio in bold is past the target of %.1f×. The median of the rounds' p99s, ms:\n\n| read |", maxRatio)
+	for i, c := range cols {
+		fmt.Fprintf(&b, " %s |", c.Label)
+		if i > 0 {
+			fmt.Fprintf(&b, " %s ÷ %s |", c.Label, cols[0].Label)
+		}
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", 2*len(cols)-1) + "\n")
+	for _, name := range scenarioNames(rounds) {
+		base := median(roundP99[cols[0].Label][name])
+		fmt.Fprintf(&b, "| %s |", name)
+		for i, c := range cols {
+			p := roundP99[c.Label][name]
+			if len(p) == 0 {
+				b.WriteString(" — |")
+			} else {
+				fmt.Fprintf(&b, " %.1f (%d rounds) |", median(p), len(p))
+			}
+			if i == 0 {
+				continue
+			}
+			switch m := median(p); {
+			case len(p) == 0 || base == 0:
+				b.WriteString(" — |")
+			case m/base > maxRatio:
+				fmt.Fprintf(&b, " **%.2f** |", m/base)
+			default:
+				fmt.Fprintf(&b, " %.2f |", m/base)
+			}
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\np99 ms per round (label and round, load average at its start):\n\n| read |")
 	for _, r := range rounds {
 		fmt.Fprintf(&b, " %s%d (%s) |", r.Label, r.Round, firstField(r.LoadAvgBefore))
 	}
@@ -162,6 +205,20 @@ func Percentile(lat []float64, p float64) float64 {
 	s := slices.Clone(lat)
 	slices.Sort(s)
 	return s[int(float64(len(s)-1)*p)]
+}
+
+// median is the middle of v (the mean of the two middle values of an even
+// count), 0 when v is empty.
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
 }
 
 func firstField(s string) string {

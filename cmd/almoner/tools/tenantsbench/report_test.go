@@ -50,6 +50,8 @@ func TestTable(t *testing.T) {
 		"| read | A1 (load 1.5) | B1 (load 2.0) | A2 (load ?) | B2 (load ?) | C2 (load ?) |",
 		"| " + scSmallEvents + " | 10.0 | 16.0 | 10.0 | 16.0 | 5.0 |",
 		"| " + scSmallContacts + " | 10.0 | 14.0 | 10.0 | 14.0 | — |",
+		"| read | A | B | B ÷ A | C | C ÷ A |",
+		"| " + scSmallEvents + " | 10.0 (2 rounds) | 16.0 (2 rounds) | **1.60** | 5.0 (1 rounds) | 0.50 |",
 	} {
 		if !strings.Contains(got, want+"\n") {
 			t.Errorf("table lacks %q:\n%s", want, got)
@@ -57,6 +59,17 @@ func TestTable(t *testing.T) {
 	}
 	if strings.Index(got, scSmallContacts) > strings.Index(got, scSmallEvents) {
 		t.Errorf("rows not in scenarioOrder:\n%s", got)
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, c := range []struct {
+		in   []float64
+		want float64
+	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{9, 1, 5}, 5}, {[]float64{9, 1, 5, 3}, 4}} {
+		if got := median(c.in); got != c.want {
+			t.Errorf("median(%v) = %v, want %v", c.in, got, c.want)
+		}
 	}
 }
 
