@@ -191,6 +191,14 @@ test-pgbouncer-ci: $(BIN)/stripe-mock $(BIN)/mailpit ## The subset of test-pgbou
 bench: build ## Benchmarks against the running one-process server and pgbench; see docs/performance.md.
 	./scripts/bench.sh
 
+# Issue 36: reads of one tenant with 10 and with 10,000 tenants in the
+# database, on a private cluster it starts and removes (a load of about
+# 2,000,000 contacts and 6,000,000 gifts: half an hour or more on two
+# cores). TENANTS_BENCH_SMALL / _LARGE size it; see the script's header.
+.PHONY: bench-tenants
+bench-tenants: build ## Reads with 10 and with 10,000 tenants in the database (private cluster); see docs/performance.md.
+	./scripts/bench-tenants.sh
+
 .PHONY: clean
 clean: ## Remove build output (keeps .data/).
 	rm -rf bin third_party
