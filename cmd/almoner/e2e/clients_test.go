@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,9 +62,20 @@ func TestClients(t *testing.T) {
 	t.Parallel()
 	rc := newReceiver(t, nil)
 	c := apptest.Start(t, apptest.Options{Settings: devSettings(caFile(t, rc))})
-	delivery := recordDelivery(t, c, c.NewTenant(t, "api-access:enabled", "webhooks:enabled"), rc)
 	// Each client its own tenant: the flows count the contacts they made.
+	// The delivery each verifies is recorded once its builds are done,
+	// right before it runs: the verifiers refuse a timestamp more than 5
+	// minutes old, and under load a subtest can wait that long for a slot
+	// (-parallel) and its builds.
+	var (
+		mu       sync.Mutex
+		recorded int
+	)
 	newEnv := func(t *testing.T) []string {
+		mu.Lock()
+		defer mu.Unlock()
+		recorded++
+		delivery := recordDelivery(t, c, c.NewTenant(t, "api-access:enabled", "webhooks:enabled"), rc, recorded)
 		tenant := c.NewTenant(t, "api-access:enabled", "payment-processor:enabled")
 		return append(clientEnv(t, c, tenant), "ALMONER_WEBHOOK_DELIVERY="+delivery)
 	}
@@ -73,16 +85,17 @@ func TestClients(t *testing.T) {
 		// The modules are the folders' own (GOWORK=off): the client builds
 		// against what clients/go/go.mod pins, as in an integrator's module.
 		goEnv := append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly", "GOTOOLCHAIN=local")
-		env := newEnv(t)
 		flows := filepath.Join(repo, "tests", "goclient")
 		bin := filepath.Join(t.TempDir(), "goclient")
 		run(t, flows, goEnv, goBin, "vet", "./...")
 		run(t, flows, goEnv, goBin, "build", "-o", bin, ".")
+		client := filepath.Join(repo, "clients", "go")
+		run(t, client, goEnv, goBin, "vet", "./...")
+		run(t, client, goEnv, goBin, "build", "./...")
+		env := newEnv(t)
 		if out := run(t, flows, append(goEnv, env...), bin); !strings.Contains(out, "every flow passed") {
 			t.Fatalf("goclient ran no flow:\n%s", out)
 		}
-		client := filepath.Join(repo, "clients", "go")
-		run(t, client, goEnv, goBin, "vet", "./...")
 		run(t, client, goEnv, goBin, "test", "-count=1", "./...")
 		out := run(t, client, append(goEnv, env...), goBin, "run", "./examples/quickstart")
 		if !strings.Contains(out, "webhook contact.created verified") || !strings.Contains(out, "quickstart: done") {
@@ -91,7 +104,6 @@ func TestClients(t *testing.T) {
 	})
 	t.Run("typescript", func(t *testing.T) {
 		t.Parallel()
-		env := newEnv(t)
 		src := filepath.Join(repo, "tests", "tsclient")
 		bin := filepath.Join(src, "node_modules", ".bin")
 		dir := t.TempDir()
@@ -103,11 +115,6 @@ func TestClients(t *testing.T) {
 		writeDocument(t, c, dir)
 		run(t, dir, os.Environ(), filepath.Join(bin, "openapi-typescript"), "openapi.json", "-o", "schema.d.ts")
 		run(t, dir, os.Environ(), filepath.Join(bin, "tsc"), "-p", ".")
-		if out := run(t, dir, append(os.Environ(), env...), nodeBin, filepath.Join("out", "client.js")); !strings.Contains(out, "every flow passed") {
-			t.Fatalf("tsclient ran no flow:\n%s", out)
-		}
-
-		// The package, built out of the source tree.
 		pkg := filepath.Join(repo, "clients", "typescript")
 		out := t.TempDir()
 		if err := os.Symlink(filepath.Join(pkg, "node_modules"), filepath.Join(out, "node_modules")); err != nil {
@@ -115,6 +122,12 @@ func TestClients(t *testing.T) {
 		}
 		dist := filepath.Join(out, "dist")
 		run(t, pkg, os.Environ(), filepath.Join(pkg, "node_modules", ".bin", "tsc"), "-p", ".", "--outDir", dist)
+		env := newEnv(t)
+		if flows := run(t, dir, append(os.Environ(), env...), nodeBin, filepath.Join("out", "client.js")); !strings.Contains(flows, "every flow passed") {
+			t.Fatalf("tsclient ran no flow:\n%s", flows)
+		}
+
+		// The package, built out of the source tree above.
 		tests := run(t, out, append(os.Environ(), env...), nodeBin, "--test", filepath.Join(dist, "test"))
 		if !strings.Contains(tests, "# fail 0") || !strings.Contains(tests, "# skipped 0") {
 			t.Fatalf("clients/typescript tests:\n%s", tests)
@@ -129,11 +142,12 @@ func TestClients(t *testing.T) {
 // recordDelivery registers an endpoint of tenant on rc, makes a contact,
 // and writes the contact.created delivery rc got, with the endpoint's
 // secret, to a file: {"secret", "headers", "body"}, as a receiver has it.
-func recordDelivery(t *testing.T, c *apptest.Cluster, tenant apptest.Tenant, rc *receiver) string {
+// It is the nth delivery rc gets.
+func recordDelivery(t *testing.T, c *apptest.Cluster, tenant apptest.Tenant, rc *receiver, nth int) string {
 	t.Helper()
 	_, secret := createWebhook(t, c, tenant, rc.srv.URL+"/hook", "contact.created")
 	c.Do(t, "POST", "/api/tenants/"+tenant.ID+"/contacts", tenant.Key, map[string]any{"contactType": "Individual", "lastName": "Hooked"}).Expect(t, http.StatusCreated)
-	got := rc.waitFor(t, 1)[0]
+	got := rc.waitFor(t, nth)[nth-1]
 	headers := map[string]string{}
 	for k := range got.header {
 		headers[k] = got.header.Get(k)
