@@ -13,9 +13,11 @@
 # when missing: make bench builds it) compares binaries side by side
 # ("before after", paths): within a round every binary runs every window,
 # one after the other (in reverse order every other round), so "before"
-# and "after" share the machine's state. It prints each round and the medians, every rate as a
-# ratio to the same round's floor and pgbench -S. Raw results:
-# BENCH_AUTH_OUT (bin/bench/auth).
+# and "after" share the machine's state. It prints each round and the
+# medians, every rate as a ratio to the same round's floor and pgbench -S.
+# The key has every scope (BENCH_AUTH_SCOPES=all: the list answers them
+# all, and every internal call asserts them). Raw results: BENCH_AUTH_OUT
+# (bin/bench/auth).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The servers this script starts sign their internal calls with this key,
@@ -27,6 +29,7 @@ ROUNDS=${BENCH_ROUNDS:-3}
 DURATION=${BENCH_DURATION:-10s}
 CLIENTS=${BENCH_CLIENTS:-16}
 WINDOWS=${BENCH_AUTH_WINDOWS:-off 500ms}
+SCOPES=${BENCH_AUTH_SCOPES:-all}
 out=${BENCH_AUTH_OUT:-bin/bench/auth}
 mkdir -p "$out"
 if [ -z "${BENCH_AUTH_BINS:-}" ]; then
@@ -62,7 +65,7 @@ serve() {
   done
   local tid
   tid=$(echo "$tenant" | sed -n 's/^{"id":"\([^"]*\)".*/\1/p')
-  key=$("$1" admin key create --tenant "$tid" --name bench --scopes all --auth-addr=$grpc |
+  key=$("$1" admin key create --tenant "$tid" --name bench --scopes "$SCOPES" --auth-addr=$grpc |
     sed -n 's/.*"plainTextKey":"\([^"]*\)".*/\1/p')
   base=http://$http/api/tenants/$tid
 }

@@ -25,11 +25,14 @@ import (
 // any stats handler). Measured on GET api-keys, ≈ 100 of the ≈ 690
 // allocations of a request and ≈ 7 % of the process's CPU.
 //
-// So then the light equivalents below start the same spans (a server span
+// Then the light equivalents below start the same spans (a server span
 // per HTTP request and per gRPC call, continuing the caller's trace from
 // traceparent) and propagate the same context, and nothing else; pgx
 // queries get no span. When spans are recorded, the instrumentations run
-// as before.
+// as before. The choice is made when servers, clients and pools are
+// built, from what Setup installed: a provider installed otherwise (a
+// test's otel.SetTracerProvider) gets the light spans, so a test that
+// wants the instrumentations' spans installs its recorder with Setup.
 
 // recording is whether Setup installed a tracer provider whose spans
 // someone reads (an exporter, or an extra span processor).

@@ -8,8 +8,12 @@
 // that skeleton. What this serves per second is the most any service built
 // on this skeleton could (docs/performance.md, "The floor").
 //
-//	floor -database URL [-http 127.0.0.1:18280] [-grpc 127.0.0.1:19290]
+//	floor -database URL [-http 127.0.0.1:18280] [-grpc 127.0.0.1:19290] [-pprof 127.0.0.1:18390]
 //	GET /floor/{aid}
+//
+// -pprof serves net/http/pprof on a listener of its own, off by default,
+// for scripts/profile-auth.sh to profile the floor as it profiles the
+// server (ALMONER_DEBUG_ADDR).
 package main
 
 import (
@@ -19,10 +23,12 @@ import (
 	"log"
 	"net"
 	"net/http"
+	_ "net/http/pprof" // served only on -pprof's own listener
 	"os"
 	"os/signal"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -53,7 +59,13 @@ func (a accounts) Check(ctx context.Context, req *healthpb.HealthCheckRequest) (
 }
 
 func main() {
-	dbURL, httpAddr, grpcAddr := parseFlags()
+	dbURL, httpAddr, grpcAddr, pprofAddr := parseFlags()
+	if pprofAddr != "" {
+		go func() {
+			srv := &http.Server{Addr: pprofAddr, Handler: http.DefaultServeMux, ReadHeaderTimeout: 10 * time.Second}
+			log.Print(srv.ListenAndServe())
+		}()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	pool, err := openPool(ctx, dbURL)
@@ -82,16 +94,17 @@ func main() {
 
 // parseFlags reads the flags, or prints the usage and exits 2 when the
 // database is missing.
-func parseFlags() (dbURL, httpAddr, grpcAddr string) {
+func parseFlags() (dbURL, httpAddr, grpcAddr, pprofAddr string) {
 	flag.StringVar(&dbURL, "database", "", "PostgreSQL URL of a pgbench database (required)")
 	flag.StringVar(&httpAddr, "http", "127.0.0.1:18280", "HTTP listen address")
 	flag.StringVar(&grpcAddr, "grpc", "127.0.0.1:19290", "gRPC listen address")
+	flag.StringVar(&pprofAddr, "pprof", "", "net/http/pprof listen address (off when empty)")
 	flag.Parse()
 	if dbURL == "" {
 		flag.Usage()
 		os.Exit(2)
 	}
-	return dbURL, httpAddr, grpcAddr
+	return dbURL, httpAddr, grpcAddr, pprofAddr
 }
 
 // openPool opens the pgbench database's pool, sized as Almoner's.
