@@ -89,7 +89,8 @@ for r in $(seq 1 "$ROUNDS"); do
   bins=$BENCH_AUTH_BINS
   if [ $((r % 2)) = 0 ]; then bins=$(echo "$bins" | tr ' ' '\n' | tac | tr '\n' ' '); fi
   for bin in $bins; do
-    b=$(echo " $BENCH_AUTH_BINS " | tr ' ' '\n' | grep -nxF -- "$bin" | head -1 | cut -d: -f1)
+    # shellcheck disable=SC2086 # the list's words, one per line
+    b=$(printf '%s\n' $BENCH_AUTH_BINS | grep -nxF -- "$bin" | head -1 | cut -d: -f1)
     for w in $WINDOWS; do
       label="$(basename "$bin")@$w"
       serve "$bin" "$w" "$out/server-$r-$b-$w.log"
