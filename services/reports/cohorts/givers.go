@@ -9,39 +9,12 @@ import (
 // currency: whether a contact without a lifetime row can never match.
 // Such a definition is counted from the lifetime rows (the tenant's
 // donors) instead of from every contact, and a condition on the lifetime
-// figures becomes an index range (docs/cohorts.md, Design). A reference
-// that cannot be resolved, or a cycle, answers false: the compilation
-// that follows reports it.
+// figures becomes an index range (docs/cohorts.md, Design).
 func (c *Compiler) givers(ctx context.Context, n *Node, stack []string) bool {
-	switch n.Kind {
-	case KindAll:
-		for _, ch := range n.Children {
-			if c.givers(ctx, ch, stack) {
-				return true
-			}
-		}
-		return false
-	case KindAny:
-		for _, ch := range n.Children {
-			if !c.givers(ctx, ch, stack) {
-				return false
-			}
-		}
-		return len(n.Children) > 0
-	case KindNot:
-		return false
-	case KindCohort:
-		if len(stack) >= MaxDepth || contains(stack, n.Cohort) {
-			return false
-		}
-		ref, err := c.Resolve(ctx, n.Cohort)
-		if err != nil {
-			return false
-		}
-		return c.givers(ctx, ref, append(stack, n.Cohort))
-	}
-	f, ok := fields[n.Cond.Field]
-	return ok && f.giving && !trueWithoutGifts(n.Cond)
+	return c.every(ctx, n, stack, func(cond *Condition) bool {
+		f, ok := fields[cond.Field]
+		return ok && f.giving && !trueWithoutGifts(cond)
+	})
 }
 
 // holders reports whether every member of n has a recurring schedule
@@ -49,17 +22,35 @@ func (c *Compiler) givers(ctx context.Context, n *Node, stack []string) bool {
 // (monthly donors: tens of thousands of a million), as givers is by the
 // donors.
 func (c *Compiler) holders(ctx context.Context, n *Node, stack []string) bool {
+	return c.every(ctx, n, stack, func(cond *Condition) bool {
+		b, _ := cond.Value.(bool)
+		switch cond.Field {
+		case "hasActiveRecurring":
+			return (cond.Op == "=") == b
+		case "recurringStatus":
+			return cond.Op == "=" || cond.Op == "in" || (cond.Op == "isNull" && !b)
+		}
+		return false
+	})
+}
+
+// every reports whether every member of n meets what leaf says of a
+// condition: one of an all's parts implies it, every branch of an any
+// must, a not never does, a reference as its definition. A reference
+// that cannot be resolved, or a cycle, answers false: the compilation
+// that follows reports it.
+func (c *Compiler) every(ctx context.Context, n *Node, stack []string, leaf func(*Condition) bool) bool {
 	switch n.Kind {
 	case KindAll:
 		for _, ch := range n.Children {
-			if c.holders(ctx, ch, stack) {
+			if c.every(ctx, ch, stack, leaf) {
 				return true
 			}
 		}
 		return false
 	case KindAny:
 		for _, ch := range n.Children {
-			if !c.holders(ctx, ch, stack) {
+			if !c.every(ctx, ch, stack, leaf) {
 				return false
 			}
 		}
@@ -74,16 +65,9 @@ func (c *Compiler) holders(ctx context.Context, n *Node, stack []string) bool {
 		if err != nil {
 			return false
 		}
-		return c.holders(ctx, ref, append(stack, n.Cohort))
+		return c.every(ctx, ref, append(stack, n.Cohort), leaf)
 	}
-	b, _ := n.Cond.Value.(bool)
-	switch n.Cond.Field {
-	case "hasActiveRecurring":
-		return (n.Cond.Op == "=") == b
-	case "recurringStatus":
-		return n.Cond.Op == "=" || n.Cond.Op == "in" || (n.Cond.Op == "isNull" && !b)
-	}
-	return false
+	return leaf(n.Cond)
 }
 
 // trueWithoutGifts reports whether a giving condition holds for a contact
