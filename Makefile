@@ -199,6 +199,13 @@ bench: build ## Benchmarks against the running one-process server and pgbench; s
 bench-tenants: build ## Reads with 10 and with 10,000 tenants in the database (private cluster); see docs/performance.md.
 	./scripts/bench-tenants.sh
 
+# Issue 36: the standby's share of the reads that may lag under mixed load
+# (orders and report runs side by side) on a private primary and standby,
+# and the same with the standby's replay paused beyond the lag bound.
+.PHONY: bench-replica
+bench-replica: build ## The standby's share of report reads under mixed load (private primary + standby); see docs/scaling.md.
+	./scripts/bench-replica.sh
+
 .PHONY: clean
 clean: ## Remove build output (keeps .data/).
 	rm -rf bin third_party
