@@ -42,7 +42,7 @@ type options struct {
 	name, method, url, body string
 	conc                    int
 	dur, warm               time.Duration
-	want                    int
+	want, cycle             int
 	headers                 headers
 }
 
@@ -74,6 +74,7 @@ func parseFlags() options {
 	flag.StringVar(&o.method, "method", "GET", "HTTP method")
 	flag.StringVar(&o.url, "url", "", "target URL (required)")
 	flag.StringVar(&o.body, "body", "", "request body; {{n}} is replaced by a per-request counter")
+	flag.IntVar(&o.cycle, "cycle", 0, "when > 0, {{n}} counts 1..cycle and starts again (to address that many existing resources)")
 	flag.IntVar(&o.conc, "c", 16, "concurrent clients")
 	flag.DurationVar(&o.dur, "d", 10*time.Second, "how long to run")
 	flag.DurationVar(&o.warm, "warmup", 2*time.Second, "load before measuring")
@@ -107,6 +108,9 @@ func requests(o options) (addr string, request func() []byte, err error) {
 		counter.Lock()
 		defer counter.Unlock()
 		counter.n++
+		if o.cycle > 0 && counter.n > o.cycle {
+			counter.n = 1
+		}
 		return counter.n
 	}
 	return addr, func() []byte {

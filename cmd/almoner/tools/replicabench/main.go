@@ -35,7 +35,7 @@ import (
 type options struct {
 	almoner, loadgen, out, maxLag string
 	dur, pause, seed              time.Duration
-	writers, readers              int
+	writers, readers, contacts    int
 }
 
 func parseFlags() options {
@@ -49,6 +49,7 @@ func parseFlags() options {
 	flag.DurationVar(&o.pause, "pause", 0, "pause the standby's replay this long, a third of the way in")
 	flag.IntVar(&o.writers, "writers", 8, "clients creating donation orders")
 	flag.IntVar(&o.readers, "readers", 2, "clients running reports")
+	flag.IntVar(&o.contacts, "contacts", 500, "contacts the orders are spread over")
 	flag.Parse()
 	return o
 }
@@ -94,7 +95,7 @@ func run(ctx context.Context, o options) (Result, error) {
 		return Result{}, err
 	}
 	defer srv.stop()
-	t, err := provision(ctx, srv)
+	t, err := provision(ctx, srv, o.contacts)
 	if err != nil {
 		return Result{}, err
 	}

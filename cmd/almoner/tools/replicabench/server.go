@@ -112,13 +112,17 @@ func (s *server) admin(ctx context.Context, args ...string) ([]byte, error) {
 	return out, nil
 }
 
-// tenant is what the load needs: the API base, a key, a contact and a fund.
+// tenant is what the load needs: the API base, a key, how many contacts
+// it has (ids 1..contacts) and a fund.
 type tenant struct {
-	base, key, contact, fund string
+	base, key, fund string
+	contacts        int
 }
 
-// provision makes the tenant, its key, one contact and one fund.
-func provision(ctx context.Context, s *server) (tenant, error) {
+// provision makes the tenant, its key, n contacts and one fund. The
+// orders are spread over the contacts, as a tenant's gifts are: one
+// contact's gifts serialize on its giving summary (docs/cohorts.md).
+func provision(ctx context.Context, s *server, n int) (tenant, error) {
 	out, err := s.admin(ctx, "tenant", "create", "--name", "Replica bench", "--slug", fmt.Sprintf("replica-%d", time.Now().UnixNano()),
 		"--features", "api-access:enabled")
 	if err != nil {
@@ -141,9 +145,17 @@ func provision(ctx context.Context, s *server) (tenant, error) {
 		return tenant{}, fmt.Errorf("key create answered %q: %w", out, err)
 	}
 	t := tenant{base: "http://" + s.http + "/api/tenants/" + tn.ID, key: k.PlainTextKey}
-	if t.contact, err = t.create(ctx, "/contacts", `{"contactType":"Individual","firstName":"Replica","lastName":"Donor"}`); err != nil {
-		return tenant{}, err
+	for i := 1; i <= n; i++ {
+		id, err := t.create(ctx, "/contacts", fmt.Sprintf(`{"contactType":"Individual","firstName":"Replica","lastName":"Donor %d"}`, i))
+		if err != nil {
+			return tenant{}, err
+		}
+		// Contact ids are per tenant, from 1: loadgen's {{n}} names them.
+		if id != strconv.Itoa(i) {
+			return tenant{}, fmt.Errorf("contact %d got id %s: loadgen's -cycle needs ids 1..%d", i, id, n)
+		}
 	}
+	t.contacts = n
 	if t.fund, err = t.create(ctx, "/funds", `{"name":"General"}`); err != nil {
 		return tenant{}, err
 	}
@@ -177,10 +189,11 @@ func (t tenant) create(ctx context.Context, path, body string) (string, error) {
 	return string(v.ID), nil
 }
 
-// orderFlags are loadgen's flags for one cash donation order.
+// orderFlags are loadgen's flags for one cash donation order by each
+// contact in turn.
 func (t tenant) orderFlags() []string {
-	body := `{"contactId":` + t.contact + `,"donations":[{"fundId":` + t.fund + `,"amount":25.00}],"payments":[{"paymentMethod":"Cash","amount":25.00}]}`
-	return []string{"-method", "POST", "-status", "201", "-url", t.base + "/orders", "-H", "X-Api-Key: " + t.key, "-body", body}
+	body := `{"contactId":{{n}},"donations":[{"fundId":` + t.fund + `,"amount":25.00}],"payments":[{"paymentMethod":"Cash","amount":25.00}]}`
+	return []string{"-method", "POST", "-status", "201", "-cycle", strconv.Itoa(t.contacts), "-url", t.base + "/orders", "-H", "X-Api-Key: " + t.key, "-body", body}
 }
 
 // reportFlags are loadgen's flags for one donations-by-fund run over the
