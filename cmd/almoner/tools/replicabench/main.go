@@ -69,7 +69,7 @@ func main() {
 
 // run sets up the servers, then measures.
 func run(ctx context.Context, o options) (Result, error) {
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
+	if err := os.MkdirAll(o.out, 0o750); err != nil {
 		return Result{}, err
 	}
 	primary, err := testpg.StartPrimary(ctx)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -145,13 +146,13 @@ func runLoad(ctx context.Context, o options, name string, d time.Duration, conc 
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()
-	_ = os.WriteFile(filepath.Join(o.out, name+".json"), stdout.Bytes(), 0o644)
+	_ = os.WriteFile(filepath.Join(o.out, name+".json"), stdout.Bytes(), 0o600)
 	var r loadResult
 	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
-		return r, fmt.Errorf("loadgen %s: %v: %s", name, runErr, stderr.String())
+		return r, fmt.Errorf("loadgen %s: %w: %s", name, errors.Join(err, runErr), stderr.String())
 	}
 	if runErr != nil {
-		return r, fmt.Errorf("loadgen %s: %d of %d requests failed: %v: %s", name, r.Errors, r.Requests, runErr, stderr.String())
+		return r, fmt.Errorf("loadgen %s: %d of %d requests failed: %w: %s", name, r.Errors, r.Requests, runErr, stderr.String())
 	}
 	return r, nil
 }

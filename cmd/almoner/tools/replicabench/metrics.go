@@ -86,7 +86,7 @@ func scrape(ctx context.Context, url string) (sample, error) {
 	if err != nil {
 		return sample{}, fmt.Errorf("scrape %s: %w", url, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return sample{}, fmt.Errorf("scrape %s: %d %s", url, resp.StatusCode, strings.TrimSpace(string(b)))

@@ -46,7 +46,7 @@ func startServer(ctx context.Context, o options, primaryURL, standbyURL string) 
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	s := &server{bin: bin, http: ports[0], grpc: ports[1], metrics: ports[2], internalKey: hex.EncodeToString(key), exited: make(chan struct{})}
-	s.cmd = exec.Command(bin, "serve")
+	s.cmd = exec.CommandContext(ctx, bin, "serve")
 	s.cmd.Env = append(os.Environ(), "DATABASE_URL="+primaryURL, "ALMONER_READ_DATABASE_URL="+standbyURL,
 		"ALMONER_HTTP_ADDR="+s.http, "ALMONER_GRPC_ADDR="+s.grpc, "ALMONER_METRICS_ADDR="+s.metrics,
 		"ALMONER_INTERNAL_KEY="+s.internalKey, "ALMONER_LOG_FORMAT=text")
@@ -59,10 +59,10 @@ func startServer(ctx context.Context, o options, primaryURL, standbyURL string) 
 	}
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	if err := s.cmd.Start(); err != nil {
-		logFile.Close()
+		_ = logFile.Close()
 		return nil, fmt.Errorf("start %s serve: %w", bin, err)
 	}
-	go func() { _ = s.cmd.Wait(); logFile.Close(); close(s.exited) }()
+	go func() { _ = s.cmd.Wait(); _ = logFile.Close(); close(s.exited) }()
 	return s, s.waitReady(ctx)
 }
 
@@ -77,15 +77,25 @@ func (s *server) waitReady(ctx context.Context) error {
 			return ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
-		resp, err := http.Get("http://" + s.http + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
+		if s.ready(ctx) {
+			return nil
 		}
 	}
 	return fmt.Errorf("the server was not ready within 2 minutes")
+}
+
+// ready says whether the gateway's /readyz answers 200.
+func (s *server) ready(ctx context.Context) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.http+"/readyz", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 func (s *server) stop() {
@@ -175,7 +185,7 @@ func (t tenant) create(ctx context.Context, path, body string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("POST %s: %w", path, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusCreated {
 		return "", fmt.Errorf("POST %s answered %d: %s", path, resp.StatusCode, b)
