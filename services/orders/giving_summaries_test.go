@@ -1,0 +1,305 @@
+package orders
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// givingFixture writes orders straight into the tables, as any code path
+// of the service does, so the giving triggers see every kind of
+// transaction: several events on one gift, adds after a rebuild of the
+// same month, moves across contacts and months.
+type givingFixture struct {
+	pool          *pgxpool.Pool
+	tenant, batch uuid.UUID
+	funds         [2]uuid.UUID
+	number        int64
+	mu            sync.Mutex
+}
+
+func newGivingFixture(t *testing.T) *givingFixture {
+	t.Helper()
+	f := &givingFixture{pool: testPool(t), tenant: uuid.Must(uuid.NewV7()), batch: uuid.Must(uuid.NewV7())}
+	f.funds = [2]uuid.UUID{uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())}
+	ctx := context.Background()
+	if _, err := f.pool.Exec(ctx, `INSERT INTO orders.batches (tenant_id, id, name) VALUES ($1, $2, 'Giving')`, f.tenant, f.batch); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range f.funds {
+		if _, err := f.pool.Exec(ctx, `INSERT INTO orders.funds (tenant_id, id, name) VALUES ($1, $2, $3)`, f.tenant, id, fmt.Sprint("Fund ", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+// gift is an order with a donation line per fund (amounts in minor units;
+// a zero amount writes no line).
+type gift struct {
+	contact  int64
+	status   string
+	currency string
+	at       time.Time
+	lines    [2]int64
+}
+
+// insert writes g in tx and returns its id.
+func (f *givingFixture) insert(ctx context.Context, tx pgx.Tx, g gift) (uuid.UUID, error) {
+	f.mu.Lock()
+	f.number++
+	n := f.number
+	f.mu.Unlock()
+	id := uuid.Must(uuid.NewV7())
+	total := g.lines[0] + g.lines[1]
+	if _, err := tx.Exec(ctx, `INSERT INTO orders.orders (tenant_id, id, order_number, contact_id, status, currency,
+		donation_subtotal_minor, item_subtotal_minor, total_minor, deductible_minor, has_donations, has_items, batch_id, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $7, $7, true, false, $8, $9)`,
+		f.tenant, id, n, g.contact, g.status, g.currency, total, f.batch, g.at); err != nil {
+		return id, err
+	}
+	for i, amount := range g.lines {
+		if amount == 0 {
+			continue
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO orders.order_donations (tenant_id, order_id, id, position, fund_id, fund_name, amount_minor, is_tax_deductible)
+			VALUES ($1, $2, $3, $4, $5, 'Fund', $6, true)`, f.tenant, id, uuid.Must(uuid.NewV7()), i, f.funds[i], amount); err != nil {
+			return id, err
+		}
+	}
+	return id, nil
+}
+
+// refund takes minor units off the gift's first line.
+func (f *givingFixture) refund(ctx context.Context, tx pgx.Tx, id uuid.UUID, minor int64, status string) error {
+	if _, err := tx.Exec(ctx, `UPDATE orders.order_donations SET refunded_minor = refunded_minor + $3
+		WHERE tenant_id = $1 AND order_id = $2 AND position = 0`, f.tenant, id, minor); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `UPDATE orders.orders SET donation_refunded_minor = donation_refunded_minor + $3,
+		refunded_minor = refunded_minor + $3, status = $4 WHERE tenant_id = $1 AND id = $2`, f.tenant, id, minor, status)
+	return err
+}
+
+func (f *givingFixture) set(ctx context.Context, tx pgx.Tx, id uuid.UUID, assignments string, args ...any) error {
+	_, err := tx.Exec(ctx, `UPDATE orders.orders SET `+assignments+` WHERE tenant_id = $1 AND id = $2`,
+		append([]any{f.tenant, id}, args...)...)
+	return err
+}
+
+// summaries prints the tenant's month and lifetime rows, sorted.
+func (f *givingFixture) summaries(ctx context.Context, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}) (string, error) {
+	var b strings.Builder
+	for _, sql := range []string{
+		`SELECT fund_id::text, month::text, contact_id, currency, gift_count, net_minor, largest_minor, first_at, last_at
+		 FROM orders.contact_giving_months WHERE tenant_id = $1 ORDER BY 1, 2, 3, 4`,
+		`SELECT 'lifetime', '', contact_id, currency, gift_count, net_minor, largest_minor, first_at, last_at
+		 FROM orders.contact_giving WHERE tenant_id = $1 ORDER BY 3, 4`,
+	} {
+		rows, err := q.Query(ctx, sql, f.tenant)
+		if err != nil {
+			return "", err
+		}
+		for rows.Next() {
+			vals, err := rows.Values()
+			if err != nil {
+				rows.Close()
+				return "", err
+			}
+			fmt.Fprintln(&b, vals...)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return "", err
+		}
+	}
+	return b.String(), nil
+}
+
+// checkAgainstRebuild compares the summaries the triggers kept with those
+// rebuild_contact_giving computes from the orders (then rolled back).
+func (f *givingFixture) checkAgainstRebuild(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	kept, err := f.summaries(ctx, f.pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := f.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `SELECT orders.rebuild_contact_giving($1)`, f.tenant); err != nil {
+		t.Fatal(err)
+	}
+	want, err := f.summaries(ctx, tx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept != want {
+		t.Fatalf("the summaries kept by the triggers differ from a rebuild\nkept:\n%s\nrebuilt:\n%s", kept, want)
+	}
+}
+
+// TestGivingSummariesMatchARebuild runs transactions of every shape the
+// service writes, each followed by the check that the summaries equal a
+// rebuild from the orders: adds, rebuilds, and both in one transaction.
+func TestGivingSummariesMatchARebuild(t *testing.T) {
+	t.Parallel()
+	f := newGivingFixture(t)
+	now := time.Now().UTC().Truncate(time.Second)
+	lastMonth := now.AddDate(0, -1, 0)
+	kept := map[string]uuid.UUID{} // gifts later steps change
+	steps := []struct {
+		name string
+		run  func(ctx context.Context, tx pgx.Tx) error
+	}{
+		{"a gift to two funds", func(ctx context.Context, tx pgx.Tx) error {
+			id, err := f.insert(ctx, tx, gift{1, "Completed", "USD", now, [2]int64{1000, 500}})
+			kept["first"] = id
+			return err
+		}},
+		{"three gifts of one contact in one transaction, the first refunded between them", func(ctx context.Context, tx pgx.Tx) error {
+			a, err := f.insert(ctx, tx, gift{1, "Completed", "USD", now.Add(time.Second), [2]int64{2000, 0}})
+			if err != nil {
+				return err
+			}
+			if _, err := f.insert(ctx, tx, gift{1, "Completed", "USD", now.Add(2 * time.Second), [2]int64{300, 300}}); err != nil {
+				return err
+			}
+			if err := f.refund(ctx, tx, a, 700, "PartiallyRefunded"); err != nil {
+				return err
+			}
+			// Added after the month was rebuilt in this transaction.
+			_, err = f.insert(ctx, tx, gift{1, "Completed", "USD", now.Add(3 * time.Second), [2]int64{0, 4000}})
+			return err
+		}},
+		{"pending, then completed", func(ctx context.Context, tx pgx.Tx) error {
+			id, err := f.insert(ctx, tx, gift{2, "Pending", "USD", now, [2]int64{2500, 0}})
+			if err != nil {
+				return err
+			}
+			return f.set(ctx, tx, id, `status = 'Completed'`)
+		}},
+		{"completed, voided and completed again", func(ctx context.Context, tx pgx.Tx) error {
+			id, err := f.insert(ctx, tx, gift{2, "Completed", "USD", now, [2]int64{900, 100}})
+			if err != nil {
+				return err
+			}
+			if err := f.set(ctx, tx, id, `status = 'Voided'`); err != nil {
+				return err
+			}
+			return f.set(ctx, tx, id, `status = 'Completed'`)
+		}},
+		{"pending, completed, then voided", func(ctx context.Context, tx pgx.Tx) error {
+			id, err := f.insert(ctx, tx, gift{2, "Pending", "USD", now, [2]int64{4200, 0}})
+			if err != nil {
+				return err
+			}
+			if err := f.set(ctx, tx, id, `status = 'Completed'`); err != nil {
+				return err
+			}
+			return f.set(ctx, tx, id, `status = 'Voided'`)
+		}},
+		{"a standing gift moved to another contact and month", func(ctx context.Context, tx pgx.Tx) error {
+			return f.set(ctx, tx, kept["first"], `contact_id = 3, created_at = $3`, lastMonth)
+		}},
+		{"a pending gift moved, then completed", func(ctx context.Context, tx pgx.Tx) error {
+			id, err := f.insert(ctx, tx, gift{4, "Pending", "EUR", now, [2]int64{800, 0}})
+			if err != nil {
+				return err
+			}
+			if err := f.set(ctx, tx, id, `contact_id = 5, created_at = $3`, lastMonth); err != nil {
+				return err
+			}
+			return f.set(ctx, tx, id, `status = 'Completed'`)
+		}},
+		{"imported gifts across months and currencies", func(ctx context.Context, tx pgx.Tx) error {
+			for i := range 12 {
+				cur := "USD"
+				if i%3 == 0 {
+					cur = "EUR"
+				}
+				if _, err := f.insert(ctx, tx, gift{int64(6 + i%2), "Completed", cur, now.AddDate(0, -i, 0), [2]int64{int64(100 * (i + 1)), int64(10 * i)}}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{"a gift refunded in full, and one whose only fund is refunded", func(ctx context.Context, tx pgx.Tx) error {
+			a, err := f.insert(ctx, tx, gift{6, "Completed", "USD", now, [2]int64{600, 0}})
+			if err != nil {
+				return err
+			}
+			if err := f.refund(ctx, tx, a, 600, "Refunded"); err != nil {
+				return err
+			}
+			b, err := f.insert(ctx, tx, gift{7, "Completed", "USD", now, [2]int64{50, 950}})
+			if err != nil {
+				return err
+			}
+			return f.refund(ctx, tx, b, 50, "PartiallyRefunded")
+		}},
+		{"a currency corrected", func(ctx context.Context, tx pgx.Tx) error {
+			id, err := f.insert(ctx, tx, gift{8, "Completed", "USD", now, [2]int64{1234, 0}})
+			if err != nil {
+				return err
+			}
+			return f.set(ctx, tx, id, `currency = 'CAD'`)
+		}},
+	}
+	ctx := context.Background()
+	for _, s := range steps {
+		err := pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error { return s.run(ctx, tx) })
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		t.Run(s.name, f.checkAgainstRebuild)
+	}
+}
+
+// TestGivingSummariesConcurrentGifts records one contact's gifts from
+// several connections at once: the adds serialize on the contact and
+// none is lost.
+func TestGivingSummariesConcurrentGifts(t *testing.T) {
+	t.Parallel()
+	f := newGivingFixture(t)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 25 {
+				g := gift{1, "Completed", "USD", now.Add(time.Duration(w*100+i) * time.Millisecond), [2]int64{int64(100 + i), int64(w)}}
+				if err := pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error { _, err := f.insert(ctx, tx, g); return err }); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	var n int64
+	if err := f.pool.QueryRow(ctx, `SELECT gift_count FROM orders.contact_giving WHERE tenant_id = $1 AND contact_id = 1`, f.tenant).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 100 {
+		t.Errorf("lifetime gift count %d, want 100", n)
+	}
+	f.checkAgainstRebuild(t)
+}
