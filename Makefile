@@ -101,15 +101,37 @@ verify: generate lint lint-openapi ## Fail when generated code, the OpenAPI docu
 	@if git rev-parse -q --verify HEAD~1 >/dev/null && git cat-file -e HEAD~1:buf.yaml 2>/dev/null; then \
 		./scripts/buf-breaking.sh HEAD~1; else echo "buf breaking: no previous commit with protos"; fi
 
-# The container image (deploy/Dockerfile), tagged with the commit it was
-# built from (with -dirty when the work tree has uncommitted changes);
-# docs/deploy.md sets it in an overlay with `kustomize edit set image`.
+# The container image, tagged with the commit it was built from (with
+# -dirty when the work tree has uncommitted changes); docs/deploy.md sets
+# it in an overlay with `kustomize edit set image`.
 IMAGE     ?= ghcr.io/almoner/almoner
 IMAGE_TAG ?= $(shell git describe --always --dirty --abbrev=12 --exclude='*' 2>/dev/null || echo unknown)
+# make image's labels and times: the full commit, the repository, and the
+# commit's time as the image's creation time (reproducible-builds.org's
+# SOURCE_DATE_EPOCH), so that one commit gives one digest.
+IMAGE_REVISION    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+IMAGE_SOURCE      ?= https://github.com/almoner/almoner
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+IMAGE_TAR         := $(BIN)/almoner-image-$(IMAGE_TAG).tar
 
+# Without a container engine or a registry (deploy/image, with
+# go-containerregistry): the binary built as deploy/Dockerfile builds it,
+# in an image with distroless/static:nonroot's files and the Dockerfile's
+# runtime contract, written as a tarball for docker/podman load or crane
+# push. DOCKER=docker|podman builds deploy/Dockerfile instead.
 .PHONY: image
-image: ## Build the container image $(IMAGE):<commit> with docker (or DOCKER=podman).
-	@command -v $(or $(DOCKER),docker) >/dev/null || { echo "make image: $(or $(DOCKER),docker) is not installed; build deploy/Dockerfile with any OCI builder (docs/deploy.md)"; exit 1; }
+image: ## Build the image $(IMAGE):<commit> into bin/almoner-image-<commit>.tar, no engine needed (DOCKER=docker|podman: make image-docker).
+ifdef DOCKER
+	$(MAKE) image-docker
+else
+	@mkdir -p $(BIN)
+	cd deploy && go run ./cmd/image -root .. -ref $(IMAGE):$(IMAGE_TAG) -out $(IMAGE_TAR) \
+		-revision $(IMAGE_REVISION) -source $(IMAGE_SOURCE) -created $(SOURCE_DATE_EPOCH)
+endif
+
+.PHONY: image-docker
+image-docker: ## Build deploy/Dockerfile as $(IMAGE):<commit> with docker (or DOCKER=podman).
+	@command -v $(or $(DOCKER),docker) >/dev/null || { echo "make image-docker: $(or $(DOCKER),docker) is not installed; make image builds the same image without one (docs/deploy.md)"; exit 1; }
 	$(or $(DOCKER),docker) build -f deploy/Dockerfile -t $(IMAGE):$(IMAGE_TAG) .
 	@echo "built $(IMAGE):$(IMAGE_TAG); push it, then in deploy/k8s/overlays/<env>: kustomize edit set image almoner=$(IMAGE):$(IMAGE_TAG)"
 
