@@ -203,6 +203,55 @@ func TestOnlyTheGatewayIsExposed(t *testing.T) {
 // serves /metrics on ALMONER_METRICS_ADDR=:9464, a container port named
 // metrics that the scrape annotations name, and no Service exposes it:
 // never the API port, where /metrics is a 404.
+// spools are the Deployments whose process writes to the temporary
+// directory, and why; with a read-only root filesystem each needs a
+// writable volume at /tmp.
+var spools = map[string]string{
+	"almoner-reports": "tax-run ZIPs (services/reports/taxruns.go) and excelize's XLSX stream writer",
+}
+
+func TestSpoolingProcessesHaveAWritableTmp(t *testing.T) {
+	for _, overlay := range []string{"sandbox", "production"} {
+		seen := 0
+		for _, o := range render(t, overlay) {
+			if o["kind"] != "Deployment" {
+				continue
+			}
+			var d appsv1.Deployment
+			strict(t, o, &d)
+			why, ok := spools[d.Name]
+			if !ok {
+				continue
+			}
+			seen++
+			spec := d.Spec.Template.Spec
+			for _, c := range spec.Containers {
+				if !writableTmp(spec, c) {
+					t.Errorf("%s %s/%s: no writable volume at /tmp, and it spools %s there", overlay, d.Name, c.Name, why)
+				}
+			}
+		}
+		if seen != len(spools) {
+			t.Errorf("%s: found %d of the %d spooling Deployments", overlay, seen, len(spools))
+		}
+	}
+}
+
+// writableTmp says whether c mounts a bounded emptyDir of spec at /tmp.
+func writableTmp(spec corev1.PodSpec, c corev1.Container) bool {
+	for _, m := range c.VolumeMounts {
+		if m.MountPath != "/tmp" || m.ReadOnly {
+			continue
+		}
+		for _, v := range spec.Volumes {
+			if v.Name == m.Name && v.EmptyDir != nil && v.EmptyDir.SizeLimit != nil && !v.EmptyDir.SizeLimit.IsZero() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func TestMetricsOnTheirOwnPort(t *testing.T) {
 	deployments := 0
 	for _, o := range render(t, "production") {
