@@ -17,10 +17,10 @@ secs=${DURATION%s}
 bindir=$(mkdir -p "${BENCH_BIN:-bin}" && cd "${BENCH_BIN:-bin}" && pwd)
 out=$bindir/bench
 mkdir -p "$out"
-pid= fpid= ipid=
+pid= fpid= ipid= bpid=
 cleanup() {
-  for p in $pid $fpid $ipid; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in $pid $fpid $ipid; do wait "$p" 2>/dev/null || true; done
+  for p in $pid $fpid $ipid $bpid; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in $pid $fpid $ipid $bpid; do wait "$p" 2>/dev/null || true; done
 }
 trap cleanup EXIT
 
@@ -231,9 +231,40 @@ echo "== create order (one item line, cash)"
 run create-order-item -method POST -status 201 -url "$base/orders" -H "X-Api-Key: $key" \
   -body '{"contactId":'"$contact"',"items":[{"itemId":"'"$item"'","quantity":1}],"payments":[{"paymentMethod":"Cash","amount":25.00}]}'
 
-python3 - "$out" "$pg_select" "$pg_tpcb" <<'PY'
+# The same reads and orders through PgBouncer in transaction mode (issue
+# 36, docs/scaling.md): the direct server stops, and a server on the same
+# database, tenant and key serves through a pooler started as make
+# test-pgbouncer starts one (cmd/almoner/tools/pgbouncer: Debian's
+# pgbouncer on a free port). The table gives each scenario's ratio to its
+# direct run above. BENCH_POOLER=0 skips it.
+pooled=
+if [ "${BENCH_POOLER:-1}" = 1 ]; then
+  (cd cmd/almoner && go build -o "$bindir/pgbouncer" ./tools/pgbouncer)
+  "$bindir/pgbouncer" -server "$server" >"$out/pgbouncer.port" 2>"$out/pgbouncer.log" &
+  bpid=$!
+  for _ in $(seq 1 100); do [ -s "$out/pgbouncer.port" ] && break; sleep 0.1; done
+  [ -s "$out/pgbouncer.port" ] || { echo "bench: PgBouncer did not start: $(cat "$out/pgbouncer.log")" >&2; exit 1; }
+  kill -TERM $pid 2>/dev/null || true; wait $pid 2>/dev/null || true
+  pooled_url="postgres://postgres@127.0.0.1:$(cat "$out/pgbouncer.port")/$db?sslmode=disable"
+  ALMONER_MIGRATE=false ALMONER_DATABASE_POOL_MODE=transaction ALMONER_DIRECT_DATABASE_URL=$url DATABASE_URL=$pooled_url \
+    ALMONER_HTTP_ADDR=$http ALMONER_GRPC_ADDR=$grpc ALMONER_LOG_FORMAT=text ALMONER_STRIPE_API_BASE=$stripe_base \
+    "$bindir/almoner" serve >"$out/server-pgbouncer.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 150); do curl -sf "http://$http/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
+  echo "== through PgBouncer (transaction mode): the reads and orders again"
+  run list-api-keys-pgbouncer -url "$base/api-keys" -H "X-Api-Key: $key"
+  run get-item-pgbouncer -url "$base/inventory/$item" -H "X-Api-Key: $key"
+  run get-contact-pgbouncer -url "$base/contacts/$contact" -H "X-Api-Key: $key"
+  run create-order-pgbouncer -method POST -status 201 -url "$base/orders" -H "X-Api-Key: $key" \
+    -body '{"contactId":'"$contact"',"donations":[{"fundId":"'"$fund"'","amount":25.00}],"payments":[{"paymentMethod":"Cash","amount":25.00}]}'
+  run create-order-item-pgbouncer -method POST -status 201 -url "$base/orders" -H "X-Api-Key: $key" \
+    -body '{"contactId":'"$contact"',"items":[{"itemId":"'"$item"'","quantity":1}],"payments":[{"paymentMethod":"Cash","amount":25.00}]}'
+  pooled=1
+fi
+
+python3 - "$out" "$pg_select" "$pg_tpcb" "$pooled" <<'PY'
 import json, sys, os
-out, pg, tpcb = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+out, pg, tpcb, pooled = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4] == "1"
 def r(name): return json.load(open(os.path.join(out, name + ".json")))
 print()
 print("| measure | requests/s | p50 ms | p99 ms | ratio |")
@@ -252,6 +283,10 @@ for name, base, label, target in [
     print(f"| {name} | {x['rps']:.0f} | {x['p50Ms']:.2f} | {x['p99Ms']:.2f} | {x['rps']/base:.1%} {label} {('(' + target + ')') if target else ''} |")
 cash, card = r("create-order"), r("create-order-card")
 print(f"| create-order-card | {card['rps']:.0f} | {card['p50Ms']:.2f} | {card['p99Ms']:.2f} | {card['rps']/cash['rps']:.1%} of cash orders' requests/s, p50 {card['p50Ms']/cash['p50Ms']:.2f}x |")
+if pooled:
+    for name in ("list-api-keys", "get-item", "get-contact", "create-order", "create-order-item"):
+        d, p = r(name), r(name + "-pgbouncer")
+        print(f"| {name} through PgBouncer | {p['rps']:.0f} | {p['p50Ms']:.2f} | {p['p99Ms']:.2f} | {p['rps']/d['rps']:.1%} of direct requests/s, p99 {p['p99Ms']/d['p99Ms']:.2f}x |")
 PY
 
 # Service-level Go benchmarks (against PostgreSQL, without HTTP). Set
