@@ -63,7 +63,11 @@ func startServer(ctx context.Context, o options, primaryURL, standbyURL string) 
 		return nil, fmt.Errorf("start %s serve: %w", bin, err)
 	}
 	go func() { _ = s.cmd.Wait(); _ = logFile.Close(); close(s.exited) }()
-	return s, s.waitReady(ctx)
+	if err := s.waitReady(ctx); err != nil {
+		s.stop() // the caller gets no server to stop
+		return nil, err
+	}
+	return s, nil
 }
 
 // waitReady polls the gateway's readiness until it answers 200.
@@ -84,8 +88,10 @@ func (s *server) waitReady(ctx context.Context) error {
 	return fmt.Errorf("the server was not ready within 2 minutes")
 }
 
-// ready says whether the gateway's /readyz answers 200.
+// ready says whether the gateway's /readyz answers 200 within a second.
 func (s *server) ready(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.http+"/readyz", nil)
 	if err != nil {
 		return false
