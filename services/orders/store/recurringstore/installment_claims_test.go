@@ -48,7 +48,7 @@ func TestInstallmentClaims(t *testing.T) {
 		},
 		"cancel": func(ctx context.Context) error { _, err := s.CancelSchedule(ctx, tenant, schedule, actor); return err },
 	} {
-		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		if err := change(short); !errors.Is(err, store.ErrChargeInProgress) {
 			t.Errorf("%s during the charge: %v, want ErrChargeInProgress", name, err)
 		}

@@ -291,13 +291,21 @@ const chargeWait = 10 * time.Second
 
 // afterCharge runs change, again while it finds an installment of its
 // schedule in flight, for up to chargeWait; no lock is held between tries.
+// A try cut short because the caller's context ended, after an earlier
+// try found a charge in flight, answers that: the change was refused for
+// the charge, whichever moment the context ended in.
 func afterCharge(ctx context.Context, change func() error) error {
 	deadline := time.Now().Add(chargeWait)
+	inFlight := false
 	for pause := 20 * time.Millisecond; ; pause = min(2*pause, 500*time.Millisecond) {
 		err := change()
+		if inFlight && ctx.Err() != nil && !errors.Is(err, store.ErrChargeInProgress) {
+			return fmt.Errorf("%w (the wait ended: %w)", store.ErrChargeInProgress, ctx.Err())
+		}
 		if !errors.Is(err, store.ErrChargeInProgress) || time.Now().After(deadline) {
 			return err
 		}
+		inFlight = true
 		select {
 		case <-ctx.Done():
 			return err
