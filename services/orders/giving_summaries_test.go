@@ -11,6 +11,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/almoner/almoner/services/orders/store"
 )
 
 // givingFixture writes orders straight into the tables, as any code path
@@ -94,6 +96,13 @@ func (f *givingFixture) set(ctx context.Context, tx pgx.Tx, id uuid.UUID, assign
 	return err
 }
 
+// rollingFrom is the tenant's rolling window's start.
+func (f *givingFixture) rollingFrom(ctx context.Context, tx pgx.Tx) (time.Time, error) {
+	var from time.Time
+	err := tx.QueryRow(ctx, `SELECT from_at FROM orders.giving_rolling WHERE tenant_id = $1`, f.tenant).Scan(&from)
+	return from, err
+}
+
 // summaries prints the tenant's month and lifetime rows, sorted.
 func (f *givingFixture) summaries(ctx context.Context, q interface {
 	Query(context.Context, string, ...any) (pgx.Rows, error)
@@ -102,8 +111,9 @@ func (f *givingFixture) summaries(ctx context.Context, q interface {
 	for _, sql := range []string{
 		`SELECT fund_id::text, month::text, contact_id, currency, gift_count, net_minor, largest_minor, first_at, last_at
 		 FROM orders.contact_giving_months WHERE tenant_id = $1 ORDER BY 1, 2, 3, 4`,
-		`SELECT 'lifetime', '', contact_id, currency, gift_count, net_minor, largest_minor, first_at, last_at
+		`SELECT 'lifetime', '', contact_id, currency, gift_count, net_minor, largest_minor, first_at, last_at, recent_minor, recent_count
 		 FROM orders.contact_giving WHERE tenant_id = $1 ORDER BY 3, 4`,
+		`SELECT 'rolling', from_at FROM orders.giving_rolling WHERE tenant_id = $1`,
 	} {
 		rows, err := q.Query(ctx, sql, f.tenant)
 		if err != nil {
@@ -257,6 +267,40 @@ func TestGivingSummariesMatchARebuild(t *testing.T) {
 			}
 			return f.set(ctx, tx, id, `currency = 'CAD'`)
 		}},
+		{"gifts on both sides of the rolling window's start", func(ctx context.Context, tx pgx.Tx) error {
+			from, err := f.rollingFrom(ctx, tx)
+			if err != nil {
+				return err
+			}
+			for i, at := range []time.Time{from.Add(-time.Second), from, from.Add(36 * time.Hour), from.AddDate(0, 0, 40), from.AddDate(-1, 0, 0)} {
+				id, err := f.insert(ctx, tx, gift{9, "Completed", "USD", at, [2]int64{int64(1000 * (i + 1)), 0}})
+				if err != nil {
+					return err
+				}
+				kept[fmt.Sprint("edge", i)] = id
+			}
+			return nil
+		}},
+		{"the rolling window moved forward past some of them", func(ctx context.Context, tx pgx.Tx) error {
+			from, err := f.rollingFrom(ctx, tx)
+			if err != nil {
+				return err
+			}
+			var moved bool
+			if err := tx.QueryRow(ctx, `SELECT orders.advance_giving_rolling($1, $2)`, f.tenant, from.AddDate(0, 0, 2)).Scan(&moved); err != nil {
+				return err
+			}
+			if !moved {
+				return fmt.Errorf("the window did not move from %s", from)
+			}
+			return nil
+		}},
+		{"gifts inside and outside the moved window refunded", func(ctx context.Context, tx pgx.Tx) error {
+			if err := f.refund(ctx, tx, kept["edge3"], 1500, "PartiallyRefunded"); err != nil {
+				return err
+			}
+			return f.refund(ctx, tx, kept["edge1"], 2000, "Refunded")
+		}},
 	}
 	ctx := context.Background()
 	for _, s := range steps {
@@ -300,6 +344,116 @@ func TestGivingSummariesConcurrentGifts(t *testing.T) {
 	}
 	if n != 100 {
 		t.Errorf("lifetime gift count %d, want 100", n)
+	}
+	f.checkAgainstRebuild(t)
+}
+
+// TestGivingRollingMovesWhileGiftsAreRecorded moves a tenant's rolling
+// window forward an hour at a time while gifts dated around its start are
+// recorded from several connections: each gift is in a contact's recent
+// figures exactly when it is in the window, whichever came first.
+func TestGivingRollingMovesWhileGiftsAreRecorded(t *testing.T) {
+	t.Parallel()
+	f := newGivingFixture(t)
+	ctx := context.Background()
+	if err := pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error {
+		_, err := f.insert(ctx, tx, gift{1, "Completed", "USD", time.Now().UTC(), [2]int64{100, 0}})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var from time.Time
+	if err := f.pool.QueryRow(ctx, `SELECT from_at FROM orders.giving_rolling WHERE tenant_id = $1`, f.tenant).Scan(&from); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 5)
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 30 {
+				at := from.Add(time.Duration(i)*time.Hour + time.Duration(w)*10*time.Minute)
+				g := gift{int64(1 + i%3), "Completed", "USD", at, [2]int64{int64(100 + i), int64(w)}}
+				if err := pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error { _, err := f.insert(ctx, tx, g); return err }); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for h := range 24 {
+			if _, err := f.pool.Exec(ctx, `SELECT orders.advance_giving_rolling($1, $2)`, f.tenant, from.Add(time.Duration(h+1)*time.Hour)); err != nil {
+				errs <- err
+				return
+			}
+			time.Sleep(5 * time.Millisecond) // let gifts of the hour come in between moves
+		}
+	})
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	var recent int64
+	if err := f.pool.QueryRow(ctx, `SELECT sum(recent_count) FROM orders.contact_giving WHERE tenant_id = $1`, f.tenant).Scan(&recent); err != nil {
+		t.Fatal(err)
+	}
+	var want int64
+	if err := f.pool.QueryRow(ctx, `SELECT count(*) FROM orders.orders WHERE tenant_id = $1 AND created_at >= $2`, f.tenant, from.Add(24*time.Hour)).Scan(&want); err != nil {
+		t.Fatal(err)
+	}
+	if recent != want {
+		t.Errorf("recent gifts %d, want the %d gifts dated in the moved window", recent, want)
+	}
+	f.checkAgainstRebuild(t)
+}
+
+// TestAdvanceGivingWindows is the housekeeping's move: a tenant whose
+// window starts before today's target moves to it, its gifts that left
+// the window leave its contacts' recent figures, and a second pass leaves
+// it where it is.
+func TestAdvanceGivingWindows(t *testing.T) {
+	t.Parallel()
+	f := newGivingFixture(t)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	var target time.Time
+	if err := f.pool.QueryRow(ctx, `SELECT orders.rolling_target($1)`, now).Scan(&target); err != nil {
+		t.Fatal(err)
+	}
+	if err := pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error {
+		// The window starts ten days early, as after a week without
+		// housekeeping.
+		if _, err := tx.Exec(ctx, `INSERT INTO orders.giving_rolling (tenant_id, from_at) VALUES ($1, $2)`, f.tenant, target.AddDate(0, 0, -10)); err != nil {
+			return err
+		}
+		for _, at := range []time.Time{target.AddDate(0, 0, -5), target.Add(-time.Second), target, now} {
+			if _, err := f.insert(ctx, tx, gift{1, "Completed", "USD", at, [2]int64{100, 0}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	st := store.New(f.pool)
+	for pass := range 2 {
+		n, err := st.AdvanceGivingWindows(ctx, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pass == 0 && n < 1 {
+			t.Fatalf("the first pass moved %d windows, want at least this tenant's", n)
+		}
+	}
+	var from time.Time
+	var recent int64
+	if err := f.pool.QueryRow(ctx, `SELECT r.from_at, c.recent_count FROM orders.giving_rolling r
+		JOIN orders.contact_giving c ON c.tenant_id = r.tenant_id WHERE r.tenant_id = $1`, f.tenant).Scan(&from, &recent); err != nil {
+		t.Fatal(err)
+	}
+	if !from.Equal(target) || recent != 2 {
+		t.Errorf("window from %s with %d recent gifts, want from %s with 2 (the gifts at and after it)", from, recent, target)
 	}
 	f.checkAgainstRebuild(t)
 }

@@ -35,7 +35,8 @@ var importRowsPruned = prometheus.NewCounter(prometheus.CounterOpts{
 func init() { telemetry.Register(importRowsPruned) }
 
 // housekeeper deletes what the service keeps for a while only, after each
-// runner pass: idempotency records, and import rows past their retention.
+// runner pass: idempotency records, and import rows past their retention;
+// and it moves the tenants' rolling giving windows.
 type housekeeper struct {
 	s *Service
 	// pruned is when import rows were last pruned (the runner's goroutine
@@ -47,6 +48,13 @@ func (r *housekeeper) run(ctx context.Context) {
 	// Idempotency records are kept two days: the promise is 24 hours.
 	if _, err := r.s.store.PurgeKeys(ctx, 48*time.Hour); err != nil {
 		r.s.logger.ErrorContext(ctx, "purge idempotency keys", "error", err)
+	}
+	// The tenants' rolling giving windows move at UTC midnight: a pass
+	// that finds none due costs a read of one small table.
+	if n, err := r.s.store.AdvanceGivingWindows(ctx, time.Now()); err != nil && ctx.Err() == nil {
+		r.s.logger.ErrorContext(ctx, "move rolling giving windows", "error", err)
+	} else if n > 0 {
+		r.s.logger.InfoContext(ctx, "orders: moved rolling giving windows", "tenants", n)
 	}
 	// Import rows are pruned every ImportRowsPruneEvery, not every pass:
 	// once the rows of pruned pages are replaced by newer ones, the BRIN

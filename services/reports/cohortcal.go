@@ -16,11 +16,16 @@ const majorDonorThreshold = "1000"
 // CohortCalendar is cohorts.Calendars: the one place cohorts read a
 // tenant's calendar — the tenant settings' time zone and fiscal year
 // start, as the dashboard reads them (s.cal) — and the major-donor
-// threshold.
+// threshold; and the start of its rolling giving window, which the
+// compiler reads a recent window from.
 func (s *Service) CohortCalendar(ctx context.Context, tenant uuid.UUID) (cohorts.Calendar, error) {
 	cal, err := s.cal.TenantCalendar(ctx, tenant)
 	if err != nil {
 		return cohorts.Calendar{}, err
 	}
-	return cohorts.NewCalendar(s.cfg.Now(), cal.Location, cal.FiscalYearStart, majorDonorThreshold), nil
+	c := cohorts.NewCalendar(s.cfg.Now(), cal.Location, cal.FiscalYearStart, majorDonorThreshold)
+	if c.RollingFrom, err = s.cohortStore.RollingFrom(ctx, tenant); err != nil {
+		return cohorts.Calendar{}, err
+	}
+	return c, nil
 }

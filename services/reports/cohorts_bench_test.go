@@ -37,6 +37,13 @@ func BenchmarkCohorts(b *testing.B) {
 	loc, _ := time.LoadLocation("America/New_York")
 	cal := cohorts.NewCalendar(time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC), loc, time.July, "1000")
 	st := cohorts.NewStore(pool)
+	// The rolling window as the reports service reads it into the
+	// tenant's calendar (Service.CohortCalendar).
+	from, err := st.RollingFrom(ctx, tenant)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cal.RollingFrom = from
 	compile := func(b *testing.B, def string) cohorts.Query {
 		node, err := cohorts.Parse([]byte(def))
 		if err != nil {

@@ -19,6 +19,11 @@ type Calendar struct {
 	MajorDonorThreshold string
 	// Today is midnight of the tenant's current date, in Location.
 	Today time.Time
+	// RollingFrom is the start of the tenant's rolling giving window as
+	// last read (orders.report_giving_rolling_v1; zero when it has none):
+	// a window starting shortly after it is read from the lifetime rows'
+	// recent figures (Compiler.recentServes).
+	RollingFrom time.Time
 }
 
 // Calendars gives a tenant's calendar. The reports service implements it

@@ -48,6 +48,9 @@ type Compiler struct {
 	ctes    []string
 	joins   []string
 	windows map[string]string
+	// recent are the window aliases read from the lifetime rows' recent
+	// figures (recentSource).
+	recent map[string]bool
 	// stack holds the cohorts being expanded (cycle detection).
 	stack []string
 	// expansions bounds the work of references (a diamond of references
@@ -66,7 +69,7 @@ var nilFund = uuid.Nil
 // Compile compiles n (the definition of cohort self, "" for none).
 func (c *Compiler) Compile(ctx context.Context, self string, n *Node) (Query, error) {
 	c.args = []any{c.Tenant, c.Currency, c.Calendar.Location.String()}
-	c.ctes, c.joins, c.windows = nil, nil, map[string]string{}
+	c.ctes, c.joins, c.windows, c.recent = nil, nil, map[string]string{}, map[string]bool{}
 	c.stack, c.expansions, c.contact = nil, 0, false
 	if self != "" {
 		c.stack = append(c.stack, self)
@@ -321,7 +324,26 @@ func (c *Compiler) giving(cond *Condition, path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return wrap(c.compare(expr, cond.Op, v, typ)), nil
+	out := wrap(c.compare(expr, cond.Op, v, typ))
+	if c.recent[alias] && cond.Field == "totalGiven" {
+		out = recentBound(cond.Op, v, c.arg) + out
+	}
+	return out, nil
+}
+
+// recentBound is, for a lower bound on a recent window's net, the same
+// bound on the lifetime row's recent net ("lg.recent_minor >= v AND "):
+// the window's net is never more (it is recent less gifts), and the
+// bound is a range of the index contact_giving_recent, so the donors who
+// could qualify are read, not every donor.
+func recentBound(op string, v any, arg func(any) string) string {
+	switch op {
+	case ">=", ">", "=":
+		return "lg.recent_minor >= " + arg(v) + "::bigint AND "
+	case "between":
+		return "lg.recent_minor >= " + arg(v.([]any)[0]) + "::bigint AND "
+	}
+	return ""
 }
 
 // dates compares a timestamp column with a date of the tenant's calendar
@@ -402,6 +424,9 @@ func (c *Compiler) source(cond *Condition, path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if c.recentServes(cond, from, to) {
+		return c.recentSource(from, to), nil
+	}
 	key := fmt.Sprintf("%d|%d|%v", from.Unix(), to.Unix(), cond.FundIDs)
 	if a, ok := c.windows[key]; ok {
 		return a, nil
@@ -411,6 +436,62 @@ func (c *Compiler) source(cond *Condition, path string) (string, error) {
 	c.ctes = append(c.ctes, alias+" AS ("+c.window(from, to, cond.FundIDs)+")")
 	c.joins = append(c.joins, fmt.Sprintf("LEFT JOIN %s ON %s.contact_id = c.contact_id", alias, alias))
 	return alias, nil
+}
+
+// maxRecentEdge is how far after the tenant's rolling window's start a
+// window may start and still be read from the recent figures: the gifts
+// between the two are read one by one.
+const maxRecentEdge = 7 * 24 * time.Hour
+
+// recentServes reports whether a giving condition's window [from, to) is
+// read from the lifetime rows' recent figures (docs/cohorts.md, Rolling
+// windows): a net or count over all funds, in a definition driven by the
+// donors (the lifetime rows are the driving rows), starting at most
+// maxRecentEdge after the tenant's rolling window and running to today
+// or later — the major donors' last 12 months.
+func (c *Compiler) recentServes(cond *Condition, from, to time.Time) bool {
+	start := c.Calendar.RollingFrom
+	if !c.giversMode || len(cond.FundIDs) > 0 || start.IsZero() {
+		return false
+	}
+	switch {
+	case cond.Op == "isNull", cond.Field == "totalGiven", cond.Field == "giftCount":
+	default:
+		return false // largest, first and last cannot be subtracted
+	}
+	return !from.Before(start) && from.Sub(start) <= maxRecentEdge && !to.Before(c.Calendar.Today)
+}
+
+// rollingFrom is the tenant's rolling window's start as the statement's
+// snapshot holds it (infinity when the tenant has none: no recent gift).
+const rollingFrom = `coalesce((SELECT from_at FROM orders.report_giving_rolling_v1 WHERE tenant_id = $1), 'infinity'::timestamptz)`
+
+// recentSource is the window [from, to) as the driving lifetime row's
+// recent figures corrected by the gifts where the two differ: those
+// dated in the rolling window but not in [from, to) (before from, or at
+// or after to) are taken off, those in [from, to) but before the rolling
+// window (when it started later than the compiler read it) added. Only
+// these gifts are read: a few days' worth.
+func (c *Compiler) recentSource(from, to time.Time) string {
+	key := fmt.Sprintf("recent|%d|%d", from.Unix(), to.Unix())
+	if a, ok := c.windows[key]; ok {
+		return a
+	}
+	alias := fmt.Sprintf("w%d", len(c.windows)+1)
+	c.windows[key] = alias
+	c.recent[alias] = true
+	f, t := c.arg(from), c.arg(to)
+	c.ctes = append(c.ctes, fmt.Sprintf(`%[1]se AS (SELECT contact_id, sum(d * donation_net_minor)::bigint AS n, sum(d)::bigint AS k
+    FROM (SELECT contact_id, donation_net_minor,
+                 (created_at >= %[2]s AND created_at < %[3]s)::int - (created_at >= %[4]s)::int AS d
+          FROM orders.report_orders_v1
+          WHERE tenant_id = $1 AND currency = $2 AND has_donations AND status IN ('Completed', 'PartiallyRefunded')
+            AND donation_net_minor > 0
+            AND ((created_at >= least(%[4]s, %[2]s) AND created_at < greatest(%[4]s, %[2]s)) OR created_at >= %[3]s)) x
+    GROUP BY contact_id)`, alias, f, t, rollingFrom))
+	c.joins = append(c.joins, fmt.Sprintf(`LEFT JOIN %[1]se ON %[1]se.contact_id = c.contact_id
+CROSS JOIN LATERAL (SELECT lg.recent_minor + coalesce(%[1]se.n, 0) AS net, nullif(lg.recent_count + coalesce(%[1]se.k, 0), 0) AS cnt) %[1]s`, alias))
+	return alias
 }
 
 // bounds are a giving condition's window as instants [from, to).

@@ -37,7 +37,8 @@ const (
 	lifetime = "\nLEFT JOIN orders.report_contact_giving_v1 lt ON lt.tenant_id = $1 AND lt.contact_id = c.contact_id AND lt.currency = $2"
 	// givers are the tenant's lifetime rows in its currency, the figures
 	// named as the compiler's lifetime source names them (lg).
-	givers = `(SELECT tenant_id, contact_id, net_minor AS net, gift_count AS cnt, largest_minor AS largest, first_at, last_at
+	givers = `(SELECT tenant_id, contact_id, net_minor AS net, gift_count AS cnt, largest_minor AS largest, first_at, last_at,
+        recent_minor, recent_count
     FROM orders.report_contact_giving_v1 WHERE tenant_id = $1 AND currency = $2) lg`
 	// giversOnly drives from them when the predicate reads no contact
 	// field: c is lg's id (the lateral sub-query is flattened), and a

@@ -171,3 +171,21 @@ func (s *Store) Delete(ctx context.Context, tenant, id uuid.UUID, actor string) 
 	}
 	return nil
 }
+
+// RollingFrom reads the start of the tenant's rolling giving window
+// (orders.report_giving_rolling_v1; zero when it has none), for its
+// calendar (Calendar.RollingFrom).
+func (s *Store) RollingFrom(ctx context.Context, tenant uuid.UUID) (time.Time, error) {
+	var from time.Time
+	err := s.reads.Do(ctx, func(p *pgxpool.Pool) error {
+		err := p.QueryRow(ctx, `SELECT from_at FROM orders.report_giving_rolling_v1 WHERE tenant_id = $1`, tenant).Scan(&from)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("cohorts: rolling window of %s: %w", tenant, err)
+	}
+	return from, nil
+}
