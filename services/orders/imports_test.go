@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"google.golang.org/grpc/codes"
 
@@ -184,6 +185,27 @@ func TestImportGiftsCountEverywhere(t *testing.T) {
 	if d := sum.GetTotals()[0].GetFirstGift().GetDate().AsTime(); !d.Equal(time.Date(2024, 3, 15, 12, 0, 0, 0, time.UTC)) {
 		t.Errorf("first gift dated %v", d)
 	}
+	// A second batch onto the same contacts and months, other months
+	// (recent and old), currencies and funds, with a live gift recorded
+	// between: the summaries the import adds set-based equal a rebuild.
+	live := &givingFixture{pool: f.pool, tenant: f.tenant, batch: uuid.Must(uuid.NewV7()), funds: [2]uuid.UUID{f.funds["General"], f.funds["Building"]}}
+	if _, err := f.pool.Exec(context.Background(), `INSERT INTO orders.batches (tenant_id, id, name) VALUES ($1, $2, 'Live')`, f.tenant, live.batch); err != nil {
+		t.Fatal(err)
+	}
+	if err := pgx.BeginFunc(context.Background(), f.pool, func(tx pgx.Tx) error {
+		live.number = 1000
+		_, err := live.insert(context.Background(), tx, gift{41, "Completed", "USD", time.Date(2024, 3, 20, 0, 0, 0, 0, time.UTC), [2]int64{700, 0}})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	recent := time.Now().UTC().AddDate(0, 0, -3).Format(time.DateOnly)
+	rows := []*ordersv1.GiftImportRow{giftRow(1, "C", 41, "General", "USD"), giftRow(2, "D", 42, "Building", "EUR"),
+		giftRow(3, "E", 41, "Building", "USD"), giftRow(4, "F", 43, "General", "USD"), giftRow(5, "G", 41, "General", "USD")}
+	rows[2].Date, rows[3].Date, rows[4].Date, rows[4].AmountMinor = recent, recent, "2019-11-30", 99
+	f.importID = uuid.Must(uuid.NewV7())
+	f.importRows(t, false, rows...)
+	live.checkAgainstRebuild(t)
 }
 
 // TestImportGiftsDryRun: a dry run answers as the import would and
