@@ -84,11 +84,11 @@ type Recurring struct {
 }
 
 // counted is a gift that counts, on the report_orders_v1 row o: an order
-// with a donation line, Completed or PartiallyRefunded (a voided or fully
-// refunded order is no gift; a partial refund is subtracted through
-// donation_net_minor). The partial index orders_contact_gifts has this
-// predicate.
-const counted = `o.has_donations AND o.status IN ('Completed', 'PartiallyRefunded')`
+// with a donation line, Completed or PartiallyRefunded, whose donation
+// lines are not refunded in full (a voided or fully refunded order is no
+// gift, nor one whose items alone stand; a partial refund is subtracted
+// through donation_net_minor) — the gifts orders' giving summaries count.
+const counted = `o.has_donations AND o.status IN ('Completed', 'PartiallyRefunded') AND o.donation_net_minor > 0`
 
 // inScope keeps the portfolio's contacts; a null array is the tenant.
 const inScope = `($9::bigint[] IS NULL OR o.contact_id = ANY($9::bigint[]))`
@@ -97,8 +97,10 @@ const inScope = `($9::bigint[] IS NULL OR o.contact_id = ANY($9::bigint[]))`
 // covering index orders_report_gifts) and answers, one row each: totals
 // per period and currency ('amount'), per day of the period in the
 // tenant's currency ('day'), donors per period, retained donors (a donor
-// of the period before it too), and new donors (no counted gift before
-// the period's start: one probe of orders_contact_gifts each).
+// of the period before it too), and new donors: the contacts whose first
+// gift in any currency (their lifetime rows, kept by orders) falls in
+// the period — a range of the index contact_giving_first_any, each
+// contact counted once, at its earliest currency.
 const figuresSQL = `WITH g AS (
 	SELECT 0 AS p, o.contact_id, o.currency, o.donation_net_minor AS net, o.created_at FROM orders.report_orders_v1 o
 	WHERE o.tenant_id = $1 AND o.created_at >= $3 AND o.created_at < $4 AND ` + counted + ` AND ` + inScope + `
@@ -121,10 +123,13 @@ UNION ALL
 SELECT 'retained', a.p, '', count(*), 0 FROM d a JOIN d b ON b.contact_id = a.contact_id AND b.p = a.p + 1
 WHERE a.p < 2 GROUP BY a.p
 UNION ALL
-SELECT 'new', d.p, '', count(*), 0 FROM d WHERE d.p < 2 AND NOT EXISTS (
-	SELECT 1 FROM orders.report_orders_v1 o WHERE o.tenant_id = $1 AND o.contact_id = d.contact_id AND ` + counted + `
-	AND o.created_at < CASE d.p WHEN 0 THEN $3 ELSE $5 END::timestamptz)
-GROUP BY d.p`
+SELECT 'new', f.p, '', count(*), 0 FROM (
+	SELECT DISTINCT per.p, l.contact_id
+	FROM (VALUES (0, $3::timestamptz, $4::timestamptz), (1, $5::timestamptz, $6::timestamptz)) per(p, s, e)
+	JOIN orders.report_contact_giving_v1 l ON l.tenant_id = $1 AND l.first_at >= per.s AND l.first_at < per.e
+	WHERE ($9::bigint[] IS NULL OR l.contact_id = ANY($9::bigint[])) AND NOT EXISTS (
+		SELECT 1 FROM orders.report_contact_giving_v1 o WHERE o.tenant_id = $1 AND o.contact_id = l.contact_id AND o.first_at < per.s)
+) f GROUP BY f.p`
 
 // Figures reads the figures of q: the gifts' statement, the funds' and
 // the schedules' run at once, each on a connection of its own, so a
@@ -282,15 +287,15 @@ type Worklist struct {
 
 // worklistSQL counts the portfolio's pending gifts (those of contacts who
 // asked for no acknowledgement left out: no letter run thanks them) and
-// its contacts who gave before $3 and not since.
+// its contacts who gave before $3 and not since (their lifetime rows: a
+// last gift before $3 in every currency).
 const worklistSQL = `SELECT
 	(SELECT count(*) FROM orders.report_acknowledgements_v1 a
 	 LEFT JOIN contacts.report_contact_preferences_v1 p ON p.tenant_id = a.tenant_id AND p.contact_id = a.contact_id
 	 WHERE a.tenant_id = $1 AND a.contact_id = ANY($2::bigint[]) AND a.acknowledgement_status = 'pending'
 	   AND a.status IN ('Completed', 'PartiallyRefunded') AND NOT coalesce(p.do_not_acknowledge, false)),
-	(SELECT count(*) FROM unnest($2::bigint[]) c(id)
-	 WHERE EXISTS (SELECT 1 FROM orders.report_orders_v1 o WHERE o.tenant_id = $1 AND o.contact_id = c.id AND ` + counted + ` AND o.created_at < $3)
-	   AND NOT EXISTS (SELECT 1 FROM orders.report_orders_v1 o WHERE o.tenant_id = $1 AND o.contact_id = c.id AND ` + counted + ` AND o.created_at >= $3))`
+	(SELECT count(*) FROM (SELECT l.contact_id FROM orders.report_contact_giving_v1 l
+	 WHERE l.tenant_id = $1 AND l.contact_id = ANY($2::bigint[]) GROUP BY l.contact_id HAVING max(l.last_at) < $3) lapsed)`
 
 // Worklist reads the portfolio's work list; lapsedBefore is the instant
 // 18 months before today began.
