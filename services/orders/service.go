@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/http"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -243,7 +242,7 @@ var Module = service.Module{
 			Conn:    func() (grpc.ClientConnInterface, error) { return dial("auth") },
 			APIBase: d.Config.String("ALMONER_STRIPE_API_BASE", stripeproc.DefaultAPIBase),
 			Sandbox: d.Environment != "production",
-			HTTP:    &http.Client{Timeout: stripeproc.DefaultTimeout},
+			HTTP:    stripeproc.NewHTTPClient(),
 		}
 		cfg.Tenants = peers.GRPCTenants{Conn: func() (authv1.TenantAdminServiceClient, error) {
 			conn, err := dial("auth")

@@ -29,6 +29,31 @@ const DefaultAPIBase = "https://api.stripe.com"
 // with the same idempotency key.
 const DefaultTimeout = 20 * time.Second
 
+// MaxIdleConnsPerHost is how many idle connections to Stripe NewHTTPClient
+// keeps. net/http's default transport keeps two: over HTTP/1.1 (a proxy,
+// stripe-mock, the test suite's fake) every charge beyond the second at
+// once opened a connection and closed it after one request, a new TCP
+// (and TLS) handshake per charge under load (docs/performance.md,
+// "Session 13"). Over HTTP/2 charges share one connection either way.
+const MaxIdleConnsPerHost = 64
+
+// NewHTTPClient is the client for Stripe requests: DefaultTimeout per
+// request, and a transport like net/http's default that keeps up to
+// MaxIdleConnsPerHost connections to the API for the next charges. Share
+// one between the tenants' processors of a process.
+func NewHTTPClient() *http.Client {
+	var tr *http.Transport
+	if d, ok := http.DefaultTransport.(*http.Transport); ok {
+		tr = d.Clone()
+	} else { // replaced by a test or a library: its settings, written out
+		tr = &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true, MaxIdleConns: 100,
+			IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second, ExpectContinueTimeout: time.Second}
+	}
+	tr.MaxIdleConnsPerHost = MaxIdleConnsPerHost
+	tr.MaxIdleConns = max(tr.MaxIdleConns, MaxIdleConnsPerHost)
+	return &http.Client{Timeout: DefaultTimeout, Transport: tr}
+}
+
 // Payment method types Stripe confirms, as in processor.ChargeRequest.
 const (
 	TypeCard          = "card"
@@ -43,8 +68,9 @@ type Config struct {
 	APIBase string
 	// SecretKey is the account's secret (sk_…) or restricted (rk_…) key.
 	SecretKey string
-	// HTTPClient makes the requests; when nil, a client with
-	// DefaultTimeout. Its Timeout is the bound of one request.
+	// HTTPClient makes the requests; when nil, a new NewHTTPClient (pass
+	// one shared client instead when making a processor per request). Its
+	// Timeout is the bound of one request.
 	HTTPClient *http.Client
 }
 
@@ -66,7 +92,7 @@ func newAdapter(cfg Config) *adapter {
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		hc = &http.Client{Timeout: DefaultTimeout}
+		hc = NewHTTPClient()
 	}
 	backendCfg := &stripe.BackendConfig{
 		HTTPClient: hc,
