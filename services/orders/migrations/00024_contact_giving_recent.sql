@@ -49,16 +49,22 @@ LANGUAGE sql IMMUTABLE AS $$
 $$;
 -- +goose StatementEnd
 
--- giving_rolling_from takes the tenant's rolling lock shared and returns
--- its window's start, starting one at today's target for a tenant's
--- first gift.
+-- giving_rolling_lock takes the tenant's rolling lock — shared for a
+-- trigger, exclusive for a writer of many contacts' rows at once — and
+-- returns its window's start, starting one at today's target for a
+-- tenant's first gift.
 -- +goose StatementBegin
-CREATE FUNCTION orders.giving_rolling_from(p_tenant uuid) RETURNS timestamptz
+CREATE FUNCTION orders.giving_rolling_lock(p_tenant uuid, p_exclusive boolean) RETURNS timestamptz
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
+    k bigint := hashtextextended('orders.giving_rolling:' || p_tenant::text, 0);
     f timestamptz;
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared(hashtextextended('orders.giving_rolling:' || p_tenant::text, 0));
+    IF p_exclusive THEN
+        PERFORM pg_advisory_xact_lock(k);
+    ELSE
+        PERFORM pg_advisory_xact_lock_shared(k);
+    END IF;
     SELECT from_at INTO f FROM orders.giving_rolling WHERE tenant_id = p_tenant;
     IF NOT FOUND THEN
         INSERT INTO orders.giving_rolling (tenant_id, from_at) VALUES (p_tenant, orders.rolling_target(now()))
@@ -67,6 +73,14 @@ BEGIN
     END IF;
     RETURN f;
 END;
+$$;
+-- +goose StatementEnd
+
+-- giving_rolling_from is the lock shared: every giving trigger's.
+-- +goose StatementBegin
+CREATE FUNCTION orders.giving_rolling_from(p_tenant uuid) RETURNS timestamptz
+LANGUAGE sql VOLATILE AS $$
+    SELECT orders.giving_rolling_lock(p_tenant, false)
 $$;
 -- +goose StatementEnd
 
@@ -219,12 +233,8 @@ ALTER FUNCTION orders.rebuild_contact_giving(uuid) RENAME TO rebuild_contact_giv
 CREATE FUNCTION orders.rebuild_contact_giving(p_tenant uuid) RETURNS void
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
-    f timestamptz;
+    f timestamptz := orders.giving_rolling_lock(p_tenant, true);
 BEGIN
-    PERFORM pg_advisory_xact_lock(hashtextextended('orders.giving_rolling:' || p_tenant::text, 0));
-    INSERT INTO orders.giving_rolling (tenant_id, from_at) VALUES (p_tenant, orders.rolling_target(now()))
-    ON CONFLICT (tenant_id) DO NOTHING;
-    SELECT from_at INTO f FROM orders.giving_rolling WHERE tenant_id = p_tenant;
     PERFORM orders.rebuild_contact_giving_rows(p_tenant);
     PERFORM orders.set_giving_recent(p_tenant, NULL, f);
 END;

@@ -34,12 +34,8 @@ CREATE FUNCTION orders.add_imported_gifts(p_tenant uuid, p_orders uuid[]) RETURN
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     nil uuid := '00000000-0000-0000-0000-000000000000'::uuid;
-    f   timestamptz;
+    f   timestamptz := orders.giving_rolling_lock(p_tenant, true);
 BEGIN
-    PERFORM pg_advisory_xact_lock(hashtextextended('orders.giving_rolling:' || p_tenant::text, 0));
-    INSERT INTO orders.giving_rolling (tenant_id, from_at) VALUES (p_tenant, orders.rolling_target(now()))
-    ON CONFLICT (tenant_id) DO NOTHING;
-    SELECT from_at INTO f FROM orders.giving_rolling WHERE tenant_id = p_tenant;
     CREATE TEMP TABLE imported_gifts ON COMMIT DROP AS
     SELECT o.id, o.contact_id, o.currency, o.created_at, date_trunc('month', o.created_at AT TIME ZONE 'UTC')::date AS month,
            o.donation_subtotal_minor - o.donation_refunded_minor AS net
