@@ -16,16 +16,11 @@ const majorDonorThreshold = "1000"
 // CohortCalendar is cohorts.Calendars: the one place cohorts read a
 // tenant's calendar — the tenant settings' time zone and fiscal year
 // start, as the dashboard reads them (s.cal) — and the major-donor
-// threshold; and the start of its rolling giving window, which the
-// compiler reads a recent window from.
+// threshold.
 func (s *Service) CohortCalendar(ctx context.Context, tenant uuid.UUID) (cohorts.Calendar, error) {
 	cal, err := s.cal.TenantCalendar(ctx, tenant)
 	if err != nil {
 		return cohorts.Calendar{}, err
 	}
-	c := cohorts.NewCalendar(s.cfg.Now(), cal.Location, cal.FiscalYearStart, majorDonorThreshold)
-	if c.RollingFrom, err = s.cohortStore.RollingFrom(ctx, tenant); err != nil {
-		return cohorts.Calendar{}, err
-	}
-	return c, nil
+	return cohorts.NewCalendar(s.cfg.Now(), cal.Location, cal.FiscalYearStart, majorDonorThreshold), nil
 }

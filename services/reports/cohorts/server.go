@@ -86,6 +86,11 @@ func (x *Server) compilerFor(ctx context.Context, tenant uuid.UUID, cur string) 
 	if err != nil {
 		return nil, err
 	}
+	// Only a compiled query reads a recent window: listing and reading
+	// definitions need no rolling start.
+	if cal.RollingFrom, err = x.store.RollingFrom(ctx, tenant); err != nil {
+		return nil, err
+	}
 	c := &Compiler{Tenant: tenant, Currency: cur, Calendar: cal}
 	c.Resolve = func(ctx context.Context, id string) (*Node, error) {
 		r, err := x.load(ctx, tenant, cal, id)
