@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/almoner/almoner/services/orders/store"
@@ -53,8 +54,23 @@ type gift struct {
 	lines    [2]int64
 }
 
+// calendar sets the tenant's calendar copy (orders 00027), from which on
+// its period rows are kept.
+func (f *givingFixture) calendar(ctx context.Context, q interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, zone string, fiscalYearStart int) error {
+	_, err := q.Exec(ctx, `SELECT orders.set_giving_calendar($1, $2, $3::smallint)`, f.tenant, zone, fiscalYearStart)
+	return err
+}
+
 // insert writes g in tx and returns its id.
 func (f *givingFixture) insert(ctx context.Context, tx pgx.Tx, g gift) (uuid.UUID, error) {
+	return f.insertFrom(ctx, tx, g, nil)
+}
+
+// insertFrom writes g as written by the import importID (nil: none),
+// which the insert trigger leaves to orders.add_imported_gifts.
+func (f *givingFixture) insertFrom(ctx context.Context, tx pgx.Tx, g gift, importID *uuid.UUID) (uuid.UUID, error) {
 	f.mu.Lock()
 	f.number++
 	n := f.number
@@ -62,9 +78,9 @@ func (f *givingFixture) insert(ctx context.Context, tx pgx.Tx, g gift) (uuid.UUI
 	id := uuid.Must(uuid.NewV7())
 	total := g.lines[0] + g.lines[1]
 	if _, err := tx.Exec(ctx, `INSERT INTO orders.orders (tenant_id, id, order_number, contact_id, status, currency,
-		donation_subtotal_minor, item_subtotal_minor, total_minor, deductible_minor, has_donations, has_items, batch_id, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $7, $7, true, false, $8, $9)`,
-		f.tenant, id, n, g.contact, g.status, g.currency, total, f.batch, g.at); err != nil {
+		donation_subtotal_minor, item_subtotal_minor, total_minor, deductible_minor, has_donations, has_items, batch_id, created_at, import_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $7, $7, true, false, $8, $9, $10)`,
+		f.tenant, id, n, g.contact, g.status, g.currency, total, f.batch, g.at, importID); err != nil {
 		return id, err
 	}
 	for i, amount := range g.lines {
@@ -113,7 +129,9 @@ func (f *givingFixture) summaries(ctx context.Context, q interface {
 		 FROM orders.contact_giving_months WHERE tenant_id = $1 ORDER BY 1, 2, 3, 4`,
 		`SELECT 'lifetime', '', contact_id, currency, gift_count, net_minor, largest_minor, first_at, last_at, recent_minor, recent_count
 		 FROM orders.contact_giving WHERE tenant_id = $1 ORDER BY 3, 4`,
-		`SELECT 'rolling', from_at FROM orders.giving_rolling WHERE tenant_id = $1`,
+		`SELECT 'rolling', from_at, time_zone, fiscal_year_start FROM orders.giving_rolling WHERE tenant_id = $1`,
+		`SELECT kind::text, period::text, contact_id, currency, gift_count, net_minor, largest_minor, first_at, last_at
+		 FROM orders.contact_giving_periods WHERE tenant_id = $1 ORDER BY 1, 2, 3, 4`,
 	} {
 		rows, err := q.Query(ctx, sql, f.tenant)
 		if err != nil {
@@ -170,6 +188,16 @@ func TestGivingSummariesMatchARebuild(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Second)
 	lastMonth := now.AddDate(0, -1, 0)
 	kept := map[string]uuid.UUID{} // gifts later steps change
+	if err := f.calendar(context.Background(), f.pool, "America/Los_Angeles", 7); err != nil {
+		t.Fatal(err)
+	}
+	// 23:30 on 30 June in Los Angeles is 06:30 on 1 July in UTC: the
+	// local month, quarter and fiscal year (July) all end between them.
+	la, err := time.LoadLocation("America/Los_Angeles")
+	if err != nil {
+		t.Fatal(err)
+	}
+	yearEnd := time.Date(2025, 6, 30, 23, 30, 0, 0, la)
 	steps := []struct {
 		name string
 		run  func(ctx context.Context, tx pgx.Tx) error
@@ -301,6 +329,47 @@ func TestGivingSummariesMatchARebuild(t *testing.T) {
 			}
 			return f.refund(ctx, tx, kept["edge1"], 2000, "Refunded")
 		}},
+		{"gifts on both sides of the local fiscal year's end", func(ctx context.Context, tx pgx.Tx) error {
+			for i, at := range []time.Time{yearEnd.Add(-time.Hour), yearEnd, yearEnd.Add(time.Hour), yearEnd.AddDate(0, 0, -45)} {
+				id, err := f.insert(ctx, tx, gift{10, "Completed", "USD", at, [2]int64{int64(100 * (i + 1)), 25}})
+				if err != nil {
+					return err
+				}
+				kept[fmt.Sprint("year", i)] = id
+			}
+			return nil
+		}},
+		{"a gift moved an hour, within its UTC month, into the next local year", func(ctx context.Context, tx pgx.Tx) error {
+			return f.set(ctx, tx, kept["year1"], `created_at = $3`, yearEnd.Add(2*time.Hour))
+		}},
+		{"a refund in the quarter, then a gift added to its month", func(ctx context.Context, tx pgx.Tx) error {
+			if err := f.refund(ctx, tx, kept["year3"], 200, "Refunded"); err != nil {
+				return err
+			}
+			_, err := f.insert(ctx, tx, gift{10, "Completed", "USD", yearEnd.AddDate(0, 0, -44), [2]int64{70, 0}})
+			return err
+		}},
+		{"an imported batch across local months", func(ctx context.Context, tx pgx.Tx) error {
+			ids := make([]uuid.UUID, 0, 6)
+			for i := range 6 {
+				id, err := f.insertFrom(ctx, tx, gift{int64(11 + i%2), "Completed", "USD", yearEnd.Add(time.Duration(i-3) * 7 * time.Hour), [2]int64{int64(10 * (i + 1)), 0}}, &f.batch)
+				if err != nil {
+					return err
+				}
+				ids = append(ids, id)
+			}
+			_, err := tx.Exec(ctx, `SELECT orders.add_imported_gifts($1, $2)`, f.tenant, ids)
+			return err
+		}},
+		{"the calendar changed: another zone and an April fiscal year", func(ctx context.Context, tx pgx.Tx) error {
+			return f.calendar(ctx, tx, "Asia/Kolkata", 4)
+		}},
+		{"a gift and a void under the new calendar", func(ctx context.Context, tx pgx.Tx) error {
+			if _, err := f.insert(ctx, tx, gift{10, "Completed", "EUR", yearEnd, [2]int64{555, 0}}); err != nil {
+				return err
+			}
+			return f.set(ctx, tx, kept["year2"], `status = 'Voided'`)
+		}},
 	}
 	ctx := context.Background()
 	for _, s := range steps {
@@ -319,6 +388,9 @@ func TestGivingSummariesConcurrentGifts(t *testing.T) {
 	t.Parallel()
 	f := newGivingFixture(t)
 	ctx := context.Background()
+	if err := f.calendar(ctx, f.pool, "America/New_York", 1); err != nil {
+		t.Fatal(err)
+	}
 	now := time.Now().UTC()
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)

@@ -78,6 +78,10 @@ type Config struct {
 	// Calendar reads a tenant's time zone, in which a gift's date is
 	// bounded by today; nil means UTC.
 	Calendar peers.Calendar
+	// FiscalCalendars reads tenants' time zones and fiscal years, of which
+	// the housekeeping keeps a copy for the giving summaries' local
+	// periods; nil keeps none (no period rows: readers use the gifts).
+	FiscalCalendars peers.FiscalCalendars
 	// Settings reads and writes the tenant's recurring retry days, which
 	// the auth service owns; nil leaves orders.recurring_settings, the
 	// copy the runner reads in its transactions, as it is (tests).
@@ -260,7 +264,7 @@ var Module = service.Module{
 			}
 			return authv1.NewTenantSettingsServiceClient(conn), nil
 		}}
-		cfg.Calendar, cfg.Settings = tenantSettings, tenantSettings
+		cfg.Calendar, cfg.Settings, cfg.FiscalCalendars = tenantSettings, tenantSettings, tenantSettings
 		// The runner's switch turns on both background jobs: each replica
 		// may run them (schedules and claims are taken under locks).
 		if runnerOn {

@@ -25,6 +25,19 @@ type Calendar interface {
 	Location(ctx context.Context, tenantID string) (*time.Location, error)
 }
 
+// FiscalCalendar is how a tenant counts its giving: the time zone its
+// dates are in and the month its fiscal year starts (1 to 12).
+type FiscalCalendar struct {
+	Zone            string
+	FiscalYearStart int
+}
+
+// FiscalCalendars reads tenants' fiscal calendars, of which orders keeps
+// a copy for its giving summaries' local periods (migration 00027).
+type FiscalCalendars interface {
+	FiscalCalendar(ctx context.Context, tenantID string) (FiscalCalendar, error)
+}
+
 // Settings reads and writes what orders uses of the tenant settings the
 // auth service owns: the recurring retry days.
 type Settings interface {
@@ -82,6 +95,19 @@ func (g GRPCSettings) Location(ctx context.Context, tenantID string) (*time.Loca
 		return nil, fmt.Errorf("orders: the tenant's time zone %q: %w", tz, err)
 	}
 	return loc, nil
+}
+
+// FiscalCalendar reads the tenant's time zone and fiscal year start.
+func (g GRPCSettings) FiscalCalendar(ctx context.Context, tenantID string) (FiscalCalendar, error) {
+	s, err := g.get(ctx, tenantID, calendarActor)
+	if err != nil {
+		return FiscalCalendar{}, err
+	}
+	c := FiscalCalendar{Zone: s.GetTimeZone(), FiscalYearStart: int(s.GetFiscalYearStartMonth())}
+	if c.Zone == "" || c.FiscalYearStart < 1 || c.FiscalYearStart > 12 {
+		return FiscalCalendar{}, fmt.Errorf("orders: the settings of tenant %s name no calendar (%q, %d)", tenantID, c.Zone, c.FiscalYearStart)
+	}
+	return c, nil
 }
 
 // RetryDays reads the tenant's recurring retry days.

@@ -33,3 +33,48 @@ func (s *Store) AdvanceGivingWindows(ctx context.Context, now time.Time) (int, e
 	}
 	return moved, nil
 }
+
+// GivingCalendar is a tenant's calendar copy (orders.giving_rolling,
+// migration 00027): the zone and fiscal year start its period rows are
+// kept in; Zone is empty before the first copy.
+type GivingCalendar struct {
+	Tenant          uuid.UUID
+	Zone            string
+	FiscalYearStart int
+}
+
+// GivingCalendarsDue are up to limit tenants with giving rows whose
+// calendar copy was last checked before checkedBefore (or never), the
+// never-checked first.
+func (s *Store) GivingCalendarsDue(ctx context.Context, checkedBefore time.Time, limit int) ([]GivingCalendar, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT tenant_id, coalesce(time_zone, ''), coalesce(fiscal_year_start, 0)
+		FROM orders.giving_rolling WHERE calendar_checked_at IS NULL OR calendar_checked_at < $1
+		ORDER BY calendar_checked_at NULLS FIRST, tenant_id LIMIT $2`, checkedBefore, limit)
+	due, err := pgx.CollectRows(rows, pgx.RowToStructByPos[GivingCalendar])
+	if err != nil {
+		return nil, fmt.Errorf("orders: giving calendars due: %w", err)
+	}
+	return due, nil
+}
+
+// CheckedGivingCalendar records that the tenant's copy was checked at
+// at, without the tenant's giving lock: nothing is rebuilt.
+func (s *Store) CheckedGivingCalendar(ctx context.Context, tenant uuid.UUID, at time.Time) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE orders.giving_rolling SET calendar_checked_at = $2 WHERE tenant_id = $1`, tenant, at); err != nil {
+		return fmt.Errorf("orders: giving calendar of %s checked: %w", tenant, err)
+	}
+	return nil
+}
+
+// SetGivingCalendar sets the tenant's calendar copy, checked at at, and,
+// when it changed, rebuilds its period rows in the same transaction (the
+// tenant's gifts wait for it at their commit). It reports whether it
+// changed.
+func (s *Store) SetGivingCalendar(ctx context.Context, c GivingCalendar, at time.Time) (bool, error) {
+	var changed bool
+	if err := s.pool.QueryRow(ctx, `SELECT orders.set_giving_calendar($1, $2, $3::smallint, $4)`,
+		c.Tenant, c.Zone, c.FiscalYearStart, at).Scan(&changed); err != nil {
+		return false, fmt.Errorf("orders: set the giving calendar of %s: %w", c.Tenant, err)
+	}
+	return changed, nil
+}

@@ -1,0 +1,113 @@
+package orders
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/almoner/almoner/services/orders/peers"
+)
+
+// fakeCalendars answers each tenant's calendar from a map (UTC and
+// January for tenants it does not know: other tests' tenants share the
+// database) and counts the reads of the tenant it watches.
+type fakeCalendars struct {
+	mu    sync.Mutex
+	cals  map[string]peers.FiscalCalendar
+	fail  map[string]bool
+	reads map[string]int
+}
+
+func (f *fakeCalendars) FiscalCalendar(_ context.Context, tenant string) (peers.FiscalCalendar, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reads[tenant]++
+	if f.fail[tenant] {
+		return peers.FiscalCalendar{}, errors.New("auth is down")
+	}
+	if c, ok := f.cals[tenant]; ok {
+		return c, nil
+	}
+	return peers.FiscalCalendar{Zone: "UTC", FiscalYearStart: 1}, nil
+}
+
+func (f *fakeCalendars) set(tenant string, c peers.FiscalCalendar, fail bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cals[tenant], f.fail[tenant] = c, fail
+}
+
+func (f *fakeCalendars) readsOf(tenant string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.reads[tenant]
+}
+
+// TestSyncGivingCalendars is the housekeeping's copy of the tenants'
+// calendars: a tenant with gifts gets its copy and its period rows on the
+// first pass, is read again only GivingCalendarCheckEvery later, is
+// rebuilt when its settings changed, and keeps its copy while its
+// settings cannot be read.
+func TestSyncGivingCalendars(t *testing.T) {
+	t.Parallel()
+	f := newImportFixture(t)
+	ctx := context.Background()
+	svc := f.srv.s
+	now := time.Now()
+	svc.cfg.Now = func() time.Time { return now }
+	cals := &fakeCalendars{cals: map[string]peers.FiscalCalendar{}, fail: map[string]bool{}, reads: map[string]int{}}
+	svc.cfg.FiscalCalendars = cals
+	tenant := f.tenant.String()
+	cals.set(tenant, peers.FiscalCalendar{Zone: "America/Los_Angeles", FiscalYearStart: 7}, false)
+	// A gift on 15 March 2024: fiscal 2023-07-01 in a July year, 2023-04-01
+	// in an April one.
+	f.importRows(t, false, giftRow(1, "cal-1", 7, "General", "USD"))
+
+	fiscalYears := func() string {
+		var zone, years string
+		if err := f.pool.QueryRow(ctx, `SELECT coalesce(r.time_zone, ''), coalesce(string_agg(p.period::text, ',' ORDER BY p.period), '')
+			FROM orders.giving_rolling r LEFT JOIN orders.contact_giving_periods p ON p.tenant_id = r.tenant_id AND p.kind = 'y'
+			WHERE r.tenant_id = $1 GROUP BY r.time_zone`, f.tenant).Scan(&zone, &years); err != nil {
+			t.Fatal(err)
+		}
+		return zone + " " + years
+	}
+	pass := func(after time.Duration) {
+		t.Helper()
+		now = now.Add(after)
+		if _, err := svc.syncGivingCalendars(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := fiscalYears(); got != " " {
+		t.Fatalf("before any pass: %q, want no copy and no period rows", got)
+	}
+	pass(0)
+	if got, want := fiscalYears(), "America/Los_Angeles 2023-07-01"; got != want {
+		t.Fatalf("after the first pass: %q, want %q", got, want)
+	}
+	reads := cals.readsOf(tenant)
+	pass(time.Minute)
+	if cals.readsOf(tenant) != reads {
+		t.Errorf("the settings were read again a minute later")
+	}
+	cals.set(tenant, peers.FiscalCalendar{Zone: "Asia/Kolkata", FiscalYearStart: 4}, true)
+	pass(GivingCalendarCheckEvery + time.Second)
+	if cals.readsOf(tenant) != reads+1 {
+		t.Errorf("the settings were read %d times, want once more when due", cals.readsOf(tenant)-reads)
+	}
+	if got, want := fiscalYears(), "America/Los_Angeles 2023-07-01"; got != want {
+		t.Errorf("while the settings cannot be read: %q, want the copy kept, %q", got, want)
+	}
+	cals.set(tenant, peers.FiscalCalendar{Zone: "Asia/Kolkata", FiscalYearStart: 4}, false)
+	pass(time.Second)
+	if cals.readsOf(tenant) != reads+1 {
+		t.Errorf("a failed read was tried again before the copy was due")
+	}
+	pass(GivingCalendarCheckEvery)
+	if got, want := fiscalYears(), "Asia/Kolkata 2023-04-01"; got != want {
+		t.Errorf("after the settings changed: %q, want %q", got, want)
+	}
+}
