@@ -15,6 +15,7 @@ import (
 
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/services/reports/cohorts"
+	"github.com/almoner/almoner/services/reports/dashboard"
 )
 
 // BenchmarkCohorts counts and pages cohorts on a tenant of
@@ -88,6 +89,24 @@ func BenchmarkCohorts(b *testing.B) {
 	})
 	ten := compile(b, tenConditions)
 	b.Run("custom-10-conditions-count", func(b *testing.B) { measure(b, func() (int64, error) { return st.Count(ctx, ten) }) })
+	// The dashboard of the same tenant, November 2026 and the quarter and
+	// fiscal year holding it, each against the year before.
+	dash := dashboard.NewStore(pool)
+	for _, kind := range []string{dashboard.Month, dashboard.Quarter, dashboard.FiscalYear} {
+		cur, err := dashboard.PeriodOf(kind, time.Date(2026, 11, 15, 0, 0, 0, 0, time.UTC), time.July)
+		if err != nil {
+			b.Fatal(err)
+		}
+		prev := cur.YearBefore(kind, time.July)
+		q := dashboard.Query{Tenant: tenant, Currency: "USD", Location: loc, FiscalYearStart: time.July, Kind: kind,
+			Current: cur, Previous: prev, Earlier: prev.YearBefore(kind, time.July)}
+		b.Run("dashboard-"+kind, func(b *testing.B) {
+			measure(b, func() (int64, error) {
+				raw, err := dash.Figures(ctx, q)
+				return raw.Donors[0], err
+			})
+		})
+	}
 }
 
 // tenConditions is the benchmark's custom cohort: ten conditions over
@@ -166,6 +185,10 @@ func cohortBenchTenant(b *testing.B, n int) (*pgxpool.Pool, uuid.UUID) {
 			FROM generate_series(7, @n::int, 37) g`,
 		`SET session_replication_role = origin`,
 		`SELECT orders.rebuild_contact_giving(@tenant)`,
+		// The calendar copy the orders housekeeping would take from the
+		// settings (the benchmark's: New York, a July fiscal year): its
+		// period rows.
+		`SELECT orders.set_giving_calendar(@tenant, 'America/New_York', 7::smallint)`,
 		`VACUUM ANALYZE`,
 	} {
 		if _, err := conn.Exec(ctx, q, args); err != nil {

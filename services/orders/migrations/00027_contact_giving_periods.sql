@@ -39,7 +39,8 @@ CREATE TABLE orders.contact_giving_periods (
     first_at      timestamptz NOT NULL,
     last_at       timestamptz NOT NULL,
     rebuilt_by    xid8,
-    PRIMARY KEY (tenant_id, kind, period, contact_id, currency)
+    -- A period's totals and donors are read from this index alone.
+    PRIMARY KEY (tenant_id, kind, period, contact_id, currency) INCLUDE (gift_count, net_minor)
 ) WITH (fillfactor = 90);
 CREATE INDEX contact_giving_periods_contact ON orders.contact_giving_periods (tenant_id, contact_id, kind, period);
 

@@ -170,8 +170,8 @@ func (x *Server) query(ctx context.Context, p authctx.Principal, period, date st
 		return Query{}, cal, err
 	}
 	prev := cur.YearBefore(period, cal.FiscalYearStart)
-	return Query{Tenant: p.Tenant(), Currency: currency, Location: cal.Location, Current: cur, Previous: prev,
-		Earlier: prev.YearBefore(period, cal.FiscalYearStart)}, cal, nil
+	return Query{Tenant: p.Tenant(), Currency: currency, Location: cal.Location, FiscalYearStart: cal.FiscalYearStart, Kind: period,
+		Current: cur, Previous: prev, Earlier: prev.YearBefore(period, cal.FiscalYearStart)}, cal, nil
 }
 
 // userDashboard is d for user's portfolio, with its work list.

@@ -33,19 +33,26 @@ func (s *Store) WithReads(reads *db.ReadPool) *Store {
 	return s
 }
 
-// Query is what one dashboard reads: the tenant, its currency and zone,
-// the period, the same period a year earlier and the one a year before
-// that (whose donors the earlier period's retention counts), and, for a
-// portfolio, its contacts (nil: the whole tenant).
+// Query is what one dashboard reads: the tenant, its currency and
+// calendar, the period (its kind and span), the same period a year
+// earlier and the one a year before that (whose donors the earlier
+// period's retention counts), and, for a portfolio, its contacts (nil:
+// the whole tenant).
 type Query struct {
-	Tenant   uuid.UUID
-	Currency string
-	Location *time.Location
-	Current  Span
-	Previous Span
-	Earlier  Span
-	Contacts []int64
+	Tenant          uuid.UUID
+	Currency        string
+	Location        *time.Location
+	FiscalYearStart time.Month
+	Kind            string
+	Current         Span
+	Previous        Span
+	Earlier         Span
+	Contacts        []int64
 }
+
+// periodKinds are the kinds of orders' local period rows
+// (orders.report_contact_giving_periods_v1) per kind of dashboard period.
+var periodKinds = map[string]string{Month: "m", Quarter: "q", FiscalYear: "y"}
 
 // Totals are a currency's net giving and gift count in a period.
 type Totals struct {
@@ -148,7 +155,10 @@ func (s *Store) Figures(ctx context.Context, q Query) (Raw, error) {
 	return raw, errors.Join(err, errFunds, errRec)
 }
 
-// gifts reads figuresSQL into raw's amounts, days and donor counts.
+// gifts reads the figures into raw's amounts, days and donor counts:
+// from orders' period rows when they were kept in q's calendar
+// (periodFiguresSQL), else from the gifts (figuresSQL). The calendar is
+// compared in the statement's own snapshot.
 func (s *Store) gifts(ctx context.Context, q Query, raw *Raw) error {
 	cs, ce := q.Current.Bounds(q.Location)
 	ps, pe := q.Previous.Bounds(q.Location)
@@ -158,7 +168,16 @@ func (s *Store) gifts(ctx context.Context, q Query, raw *Raw) error {
 		return err
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // read-only
-	rows, err := tx.Query(ctx, figuresSQL, q.Tenant, q.Currency, cs, ce, ps, pe, es, ee, q.Contacts, q.Location.String())
+	kept, err := periodsKept(ctx, tx, q)
+	if err != nil {
+		return err
+	}
+	sql, args := figuresSQL, []any{q.Tenant, q.Currency, cs, ce, ps, pe, es, ee, q.Contacts, q.Location.String()}
+	if kept {
+		sql, args = periodFiguresSQL, []any{q.Tenant, q.Currency, q.Current.From, q.Previous.From, q.Earlier.From,
+			periodKinds[q.Kind], cs, ce, q.Contacts, q.Location.String(), ps, pe}
+	}
+	rows, err := tx.Query(ctx, sql, args...)
 	if err != nil {
 		return fmt.Errorf("dashboard: figures: %w", err)
 	}
@@ -171,6 +190,66 @@ func (s *Store) gifts(ctx context.Context, q Query, raw *Raw) error {
 	raw.Amounts, raw.Days, raw.Donors, raw.New, raw.Retained = g.Amounts, g.Days, g.Donors, g.New, g.Retained
 	return nil
 }
+
+// periodsKept reports whether orders keeps the tenant's period rows in
+// q's calendar (its zone and fiscal year start, as orders copied them
+// from the tenant settings: docs/cohorts.md, "Local periods").
+func periodsKept(ctx context.Context, tx pgx.Tx, q Query) (bool, error) {
+	if periodKinds[q.Kind] == "" || q.Location == nil {
+		return false, nil
+	}
+	var kept bool
+	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM orders.report_giving_rolling_v1
+		WHERE tenant_id = $1 AND time_zone = $2 AND fiscal_year_start = $3)`, q.Tenant, q.Location.String(), int(q.FiscalYearStart)).Scan(&kept)
+	if err != nil {
+		return false, fmt.Errorf("dashboard: period rows' calendar: %w", err)
+	}
+	return kept, nil
+}
+
+// periodFiguresSQL answers what figuresSQL does from orders' rows per
+// contact and local period ($6: 'm', 'q' or 'y'; $3-$5 the periods'
+// first days), read from their primary key alone: a period's totals are
+// its rows' sums; its donors its distinct contacts, and the retained ones
+// those of the period a year earlier too, counted in one merge of the
+// three periods in contact order. The days of the current period
+// ($7-$8) still read its gifts. New donors are the lifetime rows whose
+// first gift falls in the period and is the contact's first in any
+// currency (a probe of its other currencies' rows each).
+const periodFiguresSQL = `SELECT 'amount', per.p, r.currency, sum(r.net_minor)::bigint, sum(r.gift_count)::bigint
+FROM (VALUES (0, $3::date), (1, $4::date)) per(p, d)
+JOIN orders.report_contact_giving_periods_v1 r ON r.tenant_id = $1 AND r.kind = $6::"char" AND r.period = per.d
+WHERE ` + periodScope + `
+GROUP BY per.p, r.currency
+UNION ALL
+SELECT 'day', 0, to_char(o.created_at AT TIME ZONE $10, 'YYYY-MM-DD'), sum(o.donation_net_minor)::bigint, count(*)
+FROM orders.report_orders_v1 o
+WHERE o.tenant_id = $1 AND o.created_at >= $7 AND o.created_at < $8 AND o.currency = $2 AND ` + counted + ` AND ` + inScope + `
+GROUP BY 3
+UNION ALL
+SELECT x.k, x.p, '', x.n, 0 FROM (
+	SELECT count(a.contact_id) AS d0, count(b.contact_id) AS d1, count(c.contact_id) AS d2,
+	       count(a.contact_id + b.contact_id) AS r0, count(b.contact_id + c.contact_id) AS r1
+	FROM (SELECT DISTINCT contact_id FROM orders.report_contact_giving_periods_v1 r
+	      WHERE r.tenant_id = $1 AND r.kind = $6::"char" AND r.period = $3 AND ` + periodScope + `) a
+	FULL JOIN (SELECT DISTINCT contact_id FROM orders.report_contact_giving_periods_v1 r
+	      WHERE r.tenant_id = $1 AND r.kind = $6::"char" AND r.period = $4 AND ` + periodScope + `) b ON b.contact_id = a.contact_id
+	FULL JOIN (SELECT DISTINCT contact_id FROM orders.report_contact_giving_periods_v1 r
+	      WHERE r.tenant_id = $1 AND r.kind = $6::"char" AND r.period = $5 AND ` + periodScope + `) c
+	      ON c.contact_id = coalesce(b.contact_id, a.contact_id)
+) s CROSS JOIN LATERAL (VALUES ('donors', 0, s.d0), ('donors', 1, s.d1), ('donors', 2, s.d2), ('retained', 0, s.r0), ('retained', 1, s.r1)) x(k, p, n)
+UNION ALL
+SELECT 'new', per.p, '', count(*), 0
+FROM (VALUES (0, $7::timestamptz, $8::timestamptz), (1, $11::timestamptz, $12::timestamptz)) per(p, s, e)
+JOIN orders.report_contact_giving_v1 l ON l.tenant_id = $1 AND l.first_at >= per.s AND l.first_at < per.e
+WHERE ($9::bigint[] IS NULL OR l.contact_id = ANY($9::bigint[]))
+  AND (l.first_at, l.currency) = (SELECT o.first_at, o.currency FROM orders.report_contact_giving_v1 o
+                                  WHERE o.tenant_id = $1 AND o.contact_id = l.contact_id ORDER BY o.first_at, o.currency LIMIT 1)
+GROUP BY per.p`
+
+// periodScope keeps the portfolio's period rows r; a null array is the
+// tenant.
+const periodScope = `($9::bigint[] IS NULL OR r.contact_id = ANY($9::bigint[]))`
 
 // scanFigures reads figuresSQL's rows into raw.
 func scanFigures(rows pgx.Rows, raw *Raw) error {
@@ -203,7 +282,9 @@ func scanFigures(rows pgx.Rows, raw *Raw) error {
 // no JIT, whose compilation cost more than it saved (docs/dashboard.md,
 // Measured).
 func (s *Store) readTx(ctx context.Context) (pgx.Tx, error) {
-	tx, err := s.reads.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	// Repeatable read: the period rows' calendar and the rows are read
+	// in one snapshot.
+	tx, err := s.reads.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `SELECT set_config('work_mem', '64MB', true), set_config('jit', 'off', true)`)
 		return err
 	})
