@@ -132,6 +132,12 @@ func (f *givingFixture) summaries(ctx context.Context, q interface {
 		`SELECT 'rolling', from_at, time_zone, fiscal_year_start FROM orders.giving_rolling WHERE tenant_id = $1`,
 		`SELECT kind::text, period::text, contact_id, currency, gift_count, net_minor, largest_minor, first_at, last_at
 		 FROM orders.contact_giving_periods WHERE tenant_id = $1 ORDER BY 1, 2, 3, 4`,
+		// The tallies (00028) as a reader sums them, new rows and
+		// compacted ones alike.
+		`SELECT 'hour', hour, currency, fund_id::text, sum(gifts), sum(net_minor) FROM orders.giving_hour_tallies
+		 WHERE tenant_id = $1 GROUP BY 2, 3, 4 HAVING sum(gifts) <> 0 OR sum(net_minor) <> 0 ORDER BY 2, 3, 4`,
+		`SELECT 'donors', kind::text, period::text, sum(donors), sum(retained), sum(new) FROM orders.giving_donor_tallies
+		 WHERE tenant_id = $1 GROUP BY 2, 3 HAVING sum(donors) <> 0 OR sum(retained) <> 0 OR sum(new) <> 0 ORDER BY 2, 3`,
 	} {
 		rows, err := q.Query(ctx, sql, f.tenant)
 		if err != nil {
@@ -358,8 +364,38 @@ func TestGivingSummariesMatchARebuild(t *testing.T) {
 				}
 				ids = append(ids, id)
 			}
-			_, err := tx.Exec(ctx, `SELECT orders.add_imported_gifts($1, $2)`, f.tenant, ids)
+			// An older gift of a contact who gave later: its first
+			// period moves earlier.
+			id, err := f.insertFrom(ctx, tx, gift{10, "Completed", "USD", yearEnd.AddDate(-2, 0, 0), [2]int64{15, 0}}, &f.batch)
+			if err != nil {
+				return err
+			}
+			_, err = tx.Exec(ctx, `SELECT orders.add_imported_gifts($1, $2)`, f.tenant, append(ids, id))
 			return err
+		}},
+		{"the tallies compacted", func(ctx context.Context, tx pgx.Tx) error {
+			var n int64
+			if err := tx.QueryRow(ctx, `SELECT orders.compact_giving_tallies()`).Scan(&n); err != nil {
+				return err
+			}
+			if n == 0 {
+				return fmt.Errorf("no new tally rows to compact")
+			}
+			return nil
+		}},
+		{"an older gift recorded, then voided", func(ctx context.Context, tx pgx.Tx) error {
+			id, err := f.insert(ctx, tx, gift{12, "Completed", "USD", yearEnd.AddDate(-3, 0, 0), [2]int64{35, 0}})
+			kept["oldest"] = id
+			return err
+		}},
+		{"the older gift voided", func(ctx context.Context, tx pgx.Tx) error {
+			return f.set(ctx, tx, kept["oldest"], `status = 'Voided'`)
+		}},
+		{"a gift a year after another of its contact's, and one refunded after compaction", func(ctx context.Context, tx pgx.Tx) error {
+			if _, err := f.insert(ctx, tx, gift{10, "Completed", "USD", yearEnd.AddDate(1, 0, 0), [2]int64{90, 0}}); err != nil {
+				return err
+			}
+			return f.refund(ctx, tx, kept["year0"], 100, "Refunded")
 		}},
 		{"the calendar changed: another zone and an April fiscal year", func(ctx context.Context, tx pgx.Tx) error {
 			return f.calendar(ctx, tx, "Asia/Kolkata", 4)
@@ -526,6 +562,51 @@ func TestAdvanceGivingWindows(t *testing.T) {
 	}
 	if !from.Equal(target) || recent != 2 {
 		t.Errorf("window from %s with %d recent gifts, want from %s with 2 (the gifts at and after it)", from, recent, target)
+	}
+	f.checkAgainstRebuild(t)
+}
+
+// TestCompactGivingTallies: the housekeeping's fold leaves one row per
+// key and the sums as they were, and a second fold finds nothing new.
+func TestCompactGivingTallies(t *testing.T) {
+	t.Parallel()
+	f := newGivingFixture(t)
+	ctx := context.Background()
+	if err := f.calendar(ctx, f.pool, "Europe/Paris", 1); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	for i := range 6 {
+		if err := pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error {
+			_, err := f.insert(ctx, tx, gift{int64(1 + i%2), "Completed", "USD", now.Add(-time.Duration(i) * time.Minute), [2]int64{100, int64(10 * i)}})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, err := f.summaries(ctx, f.pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := store.New(f.pool)
+	folded, err := st.CompactGivingTallies(ctx)
+	if err != nil || folded < 6 {
+		t.Fatalf("folded %d rows (%v), want at least this tenant's 6 gifts' worth", folded, err)
+	}
+	after, err := f.summaries(ctx, f.pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after != before {
+		t.Errorf("the sums moved in the fold\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	var fresh, keys, rows int
+	if err := f.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE NOT compacted), count(DISTINCT (hour, currency, fund_id)), count(*)
+		FROM orders.giving_hour_tallies WHERE tenant_id = $1`, f.tenant).Scan(&fresh, &keys, &rows); err != nil {
+		t.Fatal(err)
+	}
+	if fresh != 0 || rows != keys {
+		t.Errorf("%d new rows and %d rows for %d keys after the fold, want none new and one per key", fresh, rows, keys)
 	}
 	f.checkAgainstRebuild(t)
 }

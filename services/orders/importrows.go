@@ -36,8 +36,8 @@ func init() { telemetry.Register(importRowsPruned) }
 
 // housekeeper deletes what the service keeps for a while only, after each
 // runner pass: idempotency records, and import rows past their retention;
-// and it moves the tenants' rolling giving windows and keeps their
-// calendar copies.
+// and it moves the tenants' rolling giving windows, folds their giving
+// tallies and keeps their calendar copies.
 type housekeeper struct {
 	s *Service
 	// pruned is when import rows were last pruned (the runner's goroutine
@@ -56,6 +56,11 @@ func (r *housekeeper) run(ctx context.Context) {
 		r.s.logger.ErrorContext(ctx, "move rolling giving windows", "error", err)
 	} else if n > 0 {
 		r.s.logger.InfoContext(ctx, "orders: moved rolling giving windows", "tenants", n)
+	}
+	// The giving tallies' new rows are folded every pass: a reader sums
+	// them, and a pass's worth is what it reads beyond the folded rows.
+	if _, err := r.s.store.CompactGivingTallies(ctx); err != nil && ctx.Err() == nil {
+		r.s.logger.ErrorContext(ctx, "compact giving tallies", "error", err)
 	}
 	// The calendar copies of the giving periods follow the tenants'
 	// settings: a pass reads those due (GivingCalendarCheckEvery).

@@ -156,9 +156,10 @@ func (s *Store) Figures(ctx context.Context, q Query) (Raw, error) {
 }
 
 // gifts reads the figures into raw's amounts, days and donor counts:
-// from orders' period rows when they were kept in q's calendar
-// (periodFiguresSQL), else from the gifts (figuresSQL). The calendar is
-// compared in the statement's own snapshot.
+// when orders kept its period rows in q's calendar (compared in the
+// statement's own snapshot), from its tallies for the whole tenant
+// (talliesSQL) or from the period rows for a portfolio
+// (periodFiguresSQL); else from the gifts (figuresSQL).
 func (s *Store) gifts(ctx context.Context, q Query, raw *Raw) error {
 	cs, ce := q.Current.Bounds(q.Location)
 	ps, pe := q.Previous.Bounds(q.Location)
@@ -176,6 +177,9 @@ func (s *Store) gifts(ctx context.Context, q Query, raw *Raw) error {
 	if kept {
 		sql, args = periodFiguresSQL, []any{q.Tenant, q.Currency, q.Current.From, q.Previous.From, q.Earlier.From,
 			periodKinds[q.Kind], cs, ce, q.Contacts, q.Location.String(), ps, pe}
+		if q.Contacts == nil && hourAligned(q) {
+			sql = talliesSQL
+		}
 	}
 	rows, err := tx.Query(ctx, sql, args...)
 	if err != nil {
@@ -247,6 +251,49 @@ WHERE ($9::bigint[] IS NULL OR l.contact_id = ANY($9::bigint[]))
                                   WHERE o.tenant_id = $1 AND o.contact_id = l.contact_id ORDER BY o.first_at, o.currency LIMIT 1)
 GROUP BY per.p`
 
+// talliesSQL answers periodFiguresSQL for the whole tenant from orders'
+// tallies (docs/dashboard.md, "Tallies"): totals and days from the hours
+// of the current and previous periods ($7-$8, $11-$12); donors, retained
+// and new donors from the periods' donor tallies.
+const talliesSQL = `SELECT 'amount', per.p, h.currency, sum(h.net_minor)::bigint, sum(h.gifts)::bigint
+FROM (VALUES (0, $7::timestamptz, $8::timestamptz), (1, $11::timestamptz, $12::timestamptz)) per(p, s, e)
+JOIN orders.report_giving_hours_v1 h ON h.tenant_id = $1 AND h.hour >= per.s AND h.hour < per.e AND h.fund_id = '` + allFunds + `'
+GROUP BY per.p, h.currency HAVING sum(h.gifts) <> 0 OR sum(h.net_minor) <> 0
+UNION ALL
+SELECT 'day', 0, to_char(h.hour AT TIME ZONE $10, 'YYYY-MM-DD'), sum(h.net_minor)::bigint, sum(h.gifts)::bigint
+FROM orders.report_giving_hours_v1 h
+WHERE h.tenant_id = $1 AND h.hour >= $7 AND h.hour < $8 AND h.currency = $2 AND h.fund_id = '` + allFunds + `'
+GROUP BY 3
+UNION ALL
+SELECT x.k, per.p, '', x.n, 0
+FROM (VALUES (0, $3::date), (1, $4::date), (2, $5::date)) per(p, d)
+CROSS JOIN LATERAL (SELECT coalesce(sum(t.donors), 0)::bigint AS donors, coalesce(sum(t.retained), 0)::bigint AS retained,
+                           coalesce(sum(t.new), 0)::bigint AS new
+                    FROM orders.report_giving_donors_v1 t WHERE t.tenant_id = $1 AND t.kind = $6::"char" AND t.period = per.d) t
+CROSS JOIN LATERAL (VALUES ('donors', t.donors), ('retained', t.retained), ('new', t.new)) x(k, n)
+WHERE (x.k = 'donors' OR per.p < 2) AND $9::bigint[] IS NULL`
+
+// hourAligned reports whether every day of q's current period, and the
+// previous period, starts on a whole UTC hour in q's zone: then the hour
+// tallies add up to its days exactly (true of every zone whose offsets
+// are whole hours; India's, Newfoundland's or Nepal's are not).
+func hourAligned(q Query) bool {
+	if q.Location == nil {
+		return false
+	}
+	whole := func(t time.Time) bool { return t.Minute() == 0 && t.Second() == 0 && t.Nanosecond() == 0 }
+	ps, pe := q.Previous.Bounds(q.Location)
+	if !whole(ps.UTC()) || !whole(pe.UTC()) {
+		return false
+	}
+	for _, d := range append(q.Current.Days(), q.Current.To.AddDate(0, 0, 1)) {
+		if !whole(time.Date(d.Year(), d.Month(), d.Day(), 0, 0, 0, 0, q.Location).UTC()) {
+			return false
+		}
+	}
+	return true
+}
+
 // periodScope keeps the portfolio's period rows r; a null array is the
 // tenant.
 const periodScope = `($9::bigint[] IS NULL OR r.contact_id = ANY($9::bigint[]))`
@@ -294,18 +341,36 @@ func (s *Store) readTx(ctx context.Context) (pgx.Tx, error) {
 	return tx, nil
 }
 
-// fundsSQL is the period's net giving per fund in the tenant's currency,
-// each fund named as on its latest gift of the period.
-const fundsSQL = `SELECT o.fund_id::text, (array_agg(o.fund_name ORDER BY o.created_at DESC))[1], sum(o.net_amount_minor)::bigint
+// fundsSQL is the period's net giving per fund in the tenant's currency
+// from its gifts' lines, each fund under its name as it stands; funds
+// whose lines were refunded in full are left out.
+const fundsSQL = `SELECT o.fund_id::text, coalesce(min(f.name), ''), sum(o.net_amount_minor)::bigint
 FROM orders.report_donations_v1 o
+LEFT JOIN orders.report_funds_v1 f ON f.tenant_id = o.tenant_id AND f.fund_id = o.fund_id
 WHERE o.tenant_id = $1 AND o.currency = $2 AND o.created_at >= $3 AND o.created_at < $4
   AND o.status IN ('Completed', 'PartiallyRefunded') AND ($5::bigint[] IS NULL OR o.contact_id = ANY($5::bigint[]))
-GROUP BY o.fund_id ORDER BY 3 DESC, 1`
+GROUP BY o.fund_id HAVING sum(o.net_amount_minor) <> 0 ORDER BY 3 DESC, 1`
+
+// fundTalliesSQL is fundsSQL from orders' hour tallies (the tenant's
+// alone: tallies have no contacts).
+const fundTalliesSQL = `SELECT h.fund_id::text, coalesce(min(f.name), ''), sum(h.net_minor)::bigint
+FROM orders.report_giving_hours_v1 h
+LEFT JOIN orders.report_funds_v1 f ON f.tenant_id = h.tenant_id AND f.fund_id = h.fund_id
+WHERE h.tenant_id = $1 AND h.currency = $2 AND h.hour >= $3 AND h.hour < $4 AND h.fund_id <> '` + allFunds + `'
+  AND $5::bigint[] IS NULL
+GROUP BY h.fund_id HAVING sum(h.net_minor) <> 0 ORDER BY 3 DESC, 1`
+
+// allFunds is the fund_id of an hour tally's all-funds row.
+const allFunds = "00000000-0000-0000-0000-000000000000"
 
 func (s *Store) funds(ctx context.Context, q Query, start, end time.Time) ([]Fund, error) {
+	sql := fundsSQL
+	if q.Contacts == nil && hourAligned(q) {
+		sql = fundTalliesSQL
+	}
 	var out []Fund
 	err := s.reads.Do(ctx, func(p *pgxpool.Pool) error {
-		rows, _ := p.Query(ctx, fundsSQL, q.Tenant, q.Currency, start, end, q.Contacts)
+		rows, _ := p.Query(ctx, sql, q.Tenant, q.Currency, start, end, q.Contacts)
 		var err error
 		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Fund, error) {
 			var f Fund
