@@ -51,6 +51,10 @@ type Compiler struct {
 	// recent are the window aliases read from the lifetime rows' recent
 	// figures (recentSource).
 	recent map[string]bool
+	// periods are the window aliases read from orders' period rows
+	// (periodSource), true once a condition reads more than their net
+	// and count (which their primary key covers).
+	periods map[string]bool
 	// stack holds the cohorts being expanded (cycle detection).
 	stack []string
 	// expansions bounds the work of references (a diamond of references
@@ -69,7 +73,7 @@ var nilFund = uuid.Nil
 // Compile compiles n (the definition of cohort self, "" for none).
 func (c *Compiler) Compile(ctx context.Context, self string, n *Node) (Query, error) {
 	c.args = []any{c.Tenant, c.Currency, c.Calendar.Location.String()}
-	c.ctes, c.joins, c.windows, c.recent = nil, nil, map[string]string{}, map[string]bool{}
+	c.ctes, c.joins, c.windows, c.recent, c.periods = nil, nil, map[string]string{}, map[string]bool{}, map[string]bool{}
 	c.stack, c.expansions, c.contact = nil, 0, false
 	if self != "" {
 		c.stack = append(c.stack, self)
@@ -85,7 +89,7 @@ func (c *Compiler) Compile(ctx context.Context, self string, n *Node) (Query, er
 	where = "($2::text IS NOT NULL AND $3::text IS NOT NULL) AND " + where
 	q := Query{Where: where, Args: c.args, Joins: strings.Join(c.joins, "\n"), Givers: c.giversMode, Holders: holders, Contact: c.contact}
 	if len(c.ctes) > 0 {
-		q.With = "WITH " + strings.Join(c.ctes, ",\n")
+		q.With = "WITH " + c.periodColumns(strings.Join(c.ctes, ",\n"))
 	}
 	return q, nil
 }
@@ -307,6 +311,9 @@ func (c *Compiler) giving(cond *Condition, path string) (string, error) {
 	if cond.Op == "isNull" {
 		return wrap(fmt.Sprintf("((%s.cnt IS NULL) = %s::boolean)", alias, c.arg(cond.Value))), nil
 	}
+	if _, ok := c.periods[alias]; ok && cond.Op != "isNull" && cond.Field != "totalGiven" && cond.Field != "giftCount" {
+		c.periods[alias] = true
+	}
 	var expr, typ string
 	switch cond.Field {
 	case "totalGiven":
@@ -427,6 +434,11 @@ func (c *Compiler) source(cond *Condition, path string) (string, error) {
 	if c.recentServes(cond, from, to) {
 		return c.recentSource(from, to), nil
 	}
+	if len(cond.FundIDs) == 0 {
+		if kind, start, ok := c.periodOf(from, to); ok {
+			return c.periodSource(kind, start, from, to), nil
+		}
+	}
 	key := fmt.Sprintf("%d|%d|%v", from.Unix(), to.Unix(), cond.FundIDs)
 	if a, ok := c.windows[key]; ok {
 		return a, nil
@@ -492,6 +504,73 @@ func (c *Compiler) recentSource(from, to time.Time) string {
 	c.joins = append(c.joins, fmt.Sprintf(`LEFT JOIN %[1]se ON %[1]se.contact_id = c.contact_id
 CROSS JOIN LATERAL (SELECT lg.recent_minor + coalesce(%[1]se.n, 0) AS net, nullif(lg.recent_count + coalesce(%[1]se.k, 0), 0) AS cnt) %[1]s`, alias))
 	return alias
+}
+
+// periodOf reports whether [from, to) is exactly one local period of the
+// tenant's calendar that orders keeps rows for (00027): a month ("m"), a
+// quarter of its fiscal year ("q") or a fiscal year ("y"), and its first
+// day.
+func (c *Compiler) periodOf(from, to time.Time) (string, string, bool) {
+	loc := c.Calendar.Location
+	f, t := from.In(loc), to.In(loc)
+	first := func(x time.Time) bool { return x.Day() == 1 && x.Hour() == 0 && x.Minute() == 0 && x.Second() == 0 }
+	if !first(f) || !first(t) {
+		return "", "", false
+	}
+	months := (t.Year()-f.Year())*12 + int(t.Month()) - int(f.Month())
+	into := (int(f.Month()) - int(c.Calendar.FiscalYearStartMonth) + 12) % 12
+	kind := ""
+	switch {
+	case months == 1:
+		kind = "m"
+	case months == 3 && into%3 == 0:
+		kind = "q"
+	case months == 12 && into == 0:
+		kind = "y"
+	default:
+		return "", "", false
+	}
+	return kind, f.Format(time.DateOnly), true
+}
+
+// periodSource is the window [from, to), one local period, as the
+// contacts' rows of that period when orders keeps them in the calendar
+// the compiler was given (its copy of the tenant's zone and fiscal year,
+// compared by the statement in its own snapshot: docs/cohorts.md,
+// "Local periods"), else as the month rows' aggregate: one row per
+// donor of the period instead of an aggregate of its months.
+func (c *Compiler) periodSource(kind, start string, from, to time.Time) string {
+	key := fmt.Sprintf("period|%s|%s", kind, start)
+	if a, ok := c.windows[key]; ok {
+		return a
+	}
+	alias := fmt.Sprintf("w%d", len(c.windows)+1)
+	c.windows[key] = alias
+	c.periods[alias] = false
+	kept := fmt.Sprintf(`EXISTS (SELECT 1 FROM orders.report_giving_rolling_v1 WHERE tenant_id = $1 AND time_zone = $3
+            AND fiscal_year_start = %s::int)`, c.arg(int(c.Calendar.FiscalYearStartMonth)))
+	c.ctes = append(c.ctes, fmt.Sprintf(`%s AS (SELECT {{columns %[1]s}}
+        FROM orders.report_contact_giving_periods_v1
+        WHERE tenant_id = $1 AND kind = %s::"char" AND period = %s::date AND currency = $2 AND %s
+    UNION ALL
+    SELECT * FROM (%s) m WHERE NOT %s)`, alias, c.arg(kind), c.arg(start), kept, c.window(from, to, nil), kept))
+	c.joins = append(c.joins, fmt.Sprintf("LEFT JOIN %s ON %s.contact_id = c.contact_id", alias, alias))
+	return alias
+}
+
+// periodColumns fills in each period alias's columns: all of them when
+// a condition reads its largest gift or dates, else its net and count
+// alone, which the period rows' primary key covers (an index-only scan
+// of the period instead of a read of its rows).
+func (c *Compiler) periodColumns(with string) string {
+	for alias, full := range c.periods {
+		cols := "contact_id, net_minor AS net, gift_count::bigint AS cnt, NULL::bigint AS largest, NULL::timestamptz AS first_at, NULL::timestamptz AS last_at"
+		if full {
+			cols = "contact_id, net_minor AS net, gift_count::bigint AS cnt, largest_minor AS largest, first_at, last_at"
+		}
+		with = strings.Replace(with, "{{columns "+alias+"}}", cols, 1)
+	}
+	return with
 }
 
 // bounds are a giving condition's window as instants [from, to).
