@@ -2,12 +2,15 @@
 # Cohorts at scale, for make bench (scripts/bench.sh passes the PostgreSQL
 # server URL as $1): on a tenant of 1,000,000 contacts and 3,000,000 gifts
 # (COHORTS_BENCH_CONTACTS), every built-in cohort's count, lybunt's first
-# page of members (with its count) and a 10-condition custom cohort's
-# count, each run COHORTS_BENCH_RUNS (20) times; p50 and p99 per scenario.
-# Target (issue 34): p99 < 300 ms. docs/performance.md records them.
+# page of members (with its count), a 10-condition custom cohort's count
+# and the tenant's dashboard for a month, a quarter and a fiscal year
+# (its members column: the period's donors), each run COHORTS_BENCH_RUNS
+# (20) times; p50 and p99 per scenario. Target (issue 34): p99 < 300 ms.
+# docs/performance.md records them.
 #
 # The tenant is loaded once (server-side INSERT … SELECT with the
-# triggers off, then orders.rebuild_contact_giving) into the database
+# triggers off, then orders.rebuild_contact_giving and its calendar copy,
+# New York and July, with its period rows) into the database
 # COHORTS_BENCH_DB (almoner_bench_cohorts) and kept; drop it to load again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
