@@ -200,6 +200,20 @@ var rebuildGiving = []string{
 	FROM orders.contact_giving_months m JOIN bench_tenants t ON t.id = m.tenant_id
 	WHERE m.fund_id = '00000000-0000-0000-0000-000000000000'::uuid
 	GROUP BY m.tenant_id, m.contact_id, m.currency`,
+	// The hour tallies (orders 00028, orders.rebuild_giving_hours): the
+	// dashboard reads a tenant's totals and funds from them.
+	`DELETE FROM orders.giving_hour_tallies WHERE tenant_id IN (SELECT id FROM bench_tenants)`,
+	`INSERT INTO orders.giving_hour_tallies (tenant_id, hour, currency, fund_id, gifts, net_minor, compacted)
+	SELECT x.tenant_id, x.hour, x.currency, x.fund_id, sum(x.gifts), sum(x.net), true
+	FROM (SELECT o.tenant_id, orders.tally_hour(o.created_at) AS hour, o.currency, '00000000-0000-0000-0000-000000000000'::uuid AS fund_id,
+			1 AS gifts, o.donation_subtotal_minor - o.donation_refunded_minor AS net
+		FROM orders.orders o JOIN bench_tenants t ON t.id = o.tenant_id WHERE orders.gift_counts(o)
+		UNION ALL
+		SELECT o.tenant_id, orders.tally_hour(o.created_at), o.currency, d.fund_id, 0, d.amount_minor - d.refunded_minor
+		FROM orders.orders o JOIN bench_tenants t ON t.id = o.tenant_id
+		JOIN orders.order_donations d ON d.tenant_id = o.tenant_id AND d.order_id = o.id
+		WHERE orders.gift_counts(o)) x
+	GROUP BY x.tenant_id, x.hour, x.currency, x.fund_id`,
 }
 
 // Load writes tenants into the database of pool (migrated, without

@@ -122,7 +122,9 @@ func TestLoad(t *testing.T) {
 	const summaries = `(SELECT 'm', tenant_id, fund_id, month, contact_id, currency, gift_count, net_minor, largest_minor, first_at, last_at
 		FROM orders.contact_giving_months
 		UNION ALL SELECT 'l', tenant_id, NULL, NULL, contact_id, currency, gift_count, net_minor, largest_minor, first_at, last_at
-		FROM orders.contact_giving)`
+		FROM orders.contact_giving
+		UNION ALL SELECT 'h', tenant_id, fund_id, NULL, NULL, currency, gifts, net_minor, NULL, hour, NULL
+		FROM orders.giving_hour_tallies)`
 	if _, err := pool.Exec(ctx, `CREATE TABLE loaded_giving AS `+summaries); err != nil {
 		t.Fatal(err)
 	}
