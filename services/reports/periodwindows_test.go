@@ -7,10 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
-	"github.com/almoner/almoner/pkg/db"
-	"github.com/almoner/almoner/pkg/testdb"
 	"github.com/almoner/almoner/services/reports/cohorts"
 )
 
@@ -24,33 +20,19 @@ import (
 func TestPeriodWindowsMatchMonths(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := db.Open(ctx, testdb.New(t, testMigrations()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	w := newWindowGifts(t, 60)
 	ny, err := time.LoadLocation("America/New_York")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cal := cohorts.NewCalendar(time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC), ny, time.July, "10")
-	tenant, batch := uuid.New(), uuid.New()
-	setCalendar := func(zone string, fy int) {
+	setCalendar := func(zone string) {
 		t.Helper()
-		if _, err := pool.Exec(ctx, `SELECT orders.set_giving_calendar($1, $2, $3::smallint)`, tenant, zone, fy); err != nil {
+		if _, err := w.pool.Exec(ctx, `SELECT orders.set_giving_calendar($1, $2, 7::smallint)`, w.tenant, zone); err != nil {
 			t.Fatal(err)
 		}
 	}
-	setCalendar("America/New_York", 7)
-	for _, q := range []string{
-		`INSERT INTO orders.batches (tenant_id, id, name) VALUES ($1, $2, 'b')`,
-		`INSERT INTO contacts.contacts (tenant_id, id, contact_type, first_name, last_name)
-			SELECT $1, g, 'Individual', 'Donor', 'N' || g FROM generate_series(1, 60) g WHERE $2::uuid IS NOT NULL`,
-	} {
-		if _, err := pool.Exec(ctx, q, tenant, batch); err != nil {
-			t.Fatalf("%v\n%s", err, q)
-		}
-	}
+	setCalendar("America/New_York")
 	// Local midnights that start a fiscal year, a quarter and a month, a
 	// second either side of each.
 	var instants []time.Time
@@ -59,29 +41,9 @@ func TestPeriodWindowsMatchMonths(t *testing.T) {
 		time.Date(2026, 7, 1, 0, 0, 0, 0, ny)} {
 		instants = append(instants, d.Add(-time.Second), d, d.Add(36*time.Hour))
 	}
-	n := 0
 	for c := 1; c <= 60; c++ {
 		for k := range 3 {
-			n++
-			status, refunded, cur := "Completed", int64(0), "USD"
-			amount := int64(300 + (c*k*37)%900)
-			switch {
-			case n%11 == 0:
-				status = "Voided"
-			case n%7 == 0:
-				status, refunded = "PartiallyRefunded", amount/2
-			case n%13 == 0:
-				status, refunded = "Refunded", amount
-			case n%17 == 0:
-				cur = "EUR"
-			}
-			if _, err := pool.Exec(ctx, `INSERT INTO orders.orders (tenant_id, id, order_number, contact_id, status, currency,
-				donation_subtotal_minor, donation_refunded_minor, refunded_minor, item_subtotal_minor, total_minor, deductible_minor,
-				has_donations, has_items, batch_id, created_at)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, 0, $7, $7, true, false, $9, $10)`,
-				tenant, uuid.New(), n, c, status, cur, amount, refunded, batch, instants[(c*3+k*5)%len(instants)]); err != nil {
-				t.Fatal(err)
-			}
+			w.gift(c, instants[(c*3+k*5)%len(instants)], int64(300+(c*k*37)%900))
 		}
 	}
 	quarter := `"window":{"from":"2025-10-01","to":"2025-12-31"}`
@@ -95,34 +57,17 @@ func TestPeriodWindowsMatchMonths(t *testing.T) {
 		"a quarter of the fiscal year":    `{"field":"totalGiven","op":"between","value":["3","9"],` + quarter + `}`,
 		"a month, last gift in its start": `{"field":"lastGiftDate","op":"<=","value":"2025-11-02",` + month + `}`,
 	}
-	st := cohorts.NewStore(pool)
 	for name, def := range defs {
-		node, err := cohorts.Parse([]byte(def))
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		q, err := (&cohorts.Compiler{Tenant: tenant, Currency: "USD", Calendar: cal}).Compile(ctx, "", node)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
+		q := w.compile(name, def, cal)
 		if !strings.Contains(q.With, "report_contact_giving_periods_v1") {
 			t.Fatalf("%s: the window is not read from the period rows:\n%s", name, q.With)
 		}
 		ids := map[string][]int64{}
 		for _, copyOf := range []string{"America/New_York", "UTC"} {
-			setCalendar(copyOf, 7)
-			if ids[copyOf], err = st.AllIDs(ctx, q); err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			count, err := st.Count(ctx, q)
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			if count != int64(len(ids[copyOf])) {
-				t.Errorf("%s (copy %s): count %d, %d ids", name, copyOf, count, len(ids[copyOf]))
-			}
+			setCalendar(copyOf)
+			ids[copyOf] = w.members(name+" (copy "+copyOf+")", q)
 		}
-		setCalendar("America/New_York", 7)
+		setCalendar("America/New_York")
 		if !slices.Equal(ids["America/New_York"], ids["UTC"]) {
 			t.Errorf("%s: from the period rows %v\nfrom the months %v", name, ids["America/New_York"], ids["UTC"])
 		}
