@@ -2911,7 +2911,7 @@ type FundFigure struct {
 	// FundId FundId is the fund.
 	FundId string `json:"fundId"`
 
-	// Name Name is the fund's name on its latest gift of the period.
+	// Name Name is the fund's name as it stands (a renamed fund shows its new name).
 	Name string `json:"name"`
 
 	// Raised Raised is the fund's net giving.

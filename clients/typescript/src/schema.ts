@@ -3878,7 +3878,7 @@ export interface components {
         FundFigure: {
             /** @description FundId is the fund. */
             fundId: string;
-            /** @description Name is the fund's name on its latest gift of the period. */
+            /** @description Name is the fund's name as it stands (a renamed fund shows its new name). */
             name: string;
             /**
              * Format: decimal

@@ -580,7 +580,8 @@ type FundFigure struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// FundId is the fund.
 	FundId string `protobuf:"bytes,1,opt,name=fund_id,json=fundId,proto3" json:"fund_id,omitempty"`
-	// Name is the fund's name on its latest gift of the period.
+	// Name is the fund's name as it stands (a renamed fund shows its new
+	// name).
 	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	// Raised is the fund's net giving.
 	Raised        *v1.Decimal `protobuf:"bytes,3,opt,name=raised,proto3" json:"raised,omitempty"`
