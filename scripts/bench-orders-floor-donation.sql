@@ -9,8 +9,11 @@
 -- random instead of UUIDv7 (time-ordered), which if anything makes the
 -- floor's index inserts dearer; the actor's colon is chr(58), or pgbench
 -- would take it for a variable. Run by bench-writes.sh as
---   pgbench -n -M prepared -f this -D tid=… -D fund=… -D contact=… -D batch=…
+--   pgbench -n -M prepared -f this -D tid=… -D fund=… -D contact_lo=… -D contact_hi=… -D batch=…
 \set n random(1, 140737488355327)
+-- Each transaction names a contact drawn from contact_lo..contact_hi: the
+-- contacts bench-writes.sh spreads orders over, or the hot donor alone.
+\set contact random(:contact_lo, :contact_hi)
 SELECT tenant_id, id, name, description, is_tax_deductible, processing_fee_bp, is_active, created_at, updated_at FROM orders.funds WHERE tenant_id = :tid AND id = ANY(ARRAY[:fund::uuid]);
 SELECT true, coalesce(s.is_active, c.is_active), c.merged_into IS NOT NULL FROM contacts.contacts c LEFT JOIN contacts.contacts s ON s.tenant_id = c.tenant_id AND s.id = c.merged_into WHERE c.tenant_id = :tid AND c.id = :contact;
 \startpipeline

@@ -20,8 +20,11 @@
 -- makes the floor's index inserts dearer; colons inside literals are
 -- chr(58), or pgbench would take them for variables. Run by
 -- bench-writes.sh as
---   pgbench -n -M prepared -f this -D tid=… -D item=… -D contact=… -D batch=…
+--   pgbench -n -M prepared -f this -D tid=… -D item=… -D contact_lo=… -D contact_hi=… -D batch=…
 \set n random(1, 140737488355327)
+-- Each transaction names a contact drawn from contact_lo..contact_hi: the
+-- contacts bench-writes.sh spreads orders over, or the hot donor alone.
+\set contact random(:contact_lo, :contact_hi)
 SELECT true, coalesce(s.is_active, c.is_active), c.merged_into IS NOT NULL FROM contacts.contacts c LEFT JOIN contacts.contacts s ON s.tenant_id = c.tenant_id AND s.id = c.merged_into WHERE c.tenant_id = :tid AND c.id = :contact;
 \startpipeline
 BEGIN;

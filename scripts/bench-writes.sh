@@ -3,11 +3,17 @@
 # against their own statements (issue 38). Each binary of BENCH_WRITES_BINS
 # (default: $BENCH_BIN/almoner) gets a fresh database, server and fake
 # Stripe in every round; rounds alternate the binaries (BENCH_ROUNDS,
-# default 2). In each, make bench's scenarios run one after the other,
+# default 2). Setup makes BENCH_WRITES_CONTACTS (1000) contacts with one
+# set-based INSERT (ids taken from the tenant's contact counter, so the
+# server never hands them out again), and each order below names one of
+# them drawn at random per request (loadgen's {{random:LO:HI}}, pgbench's
+# random(LO, HI)): every gift takes its contact's giving-summary lock at
+# commit, and orders of one contact would measure that lock's queue, not
+# the path. In each round make bench's scenarios run one after the other,
 # BENCH_CLIENTS (16) clients for BENCH_DURATION (10s) each after a
 # CHECKPOINT:
 #   create-contact     POST /contacts (a new contact with one email)
-#   create-order       POST /orders, a cash donation of one contact
+#   create-order       POST /orders, a cash donation of one of the contacts
 #   create-order-card  the same donation paid by card (pm_card_visa) through
 #                      the test suite's fake Stripe on loopback
 #                      (cmd/almoner/tools/fakestripe, as make bench starts it)
@@ -16,6 +22,10 @@
 #   create-order-item  POST /orders of one item line, paid in cash
 #   floor-item         its own statements in pgbench
 #                      (scripts/bench-orders-floor-item.sql)
+#   create-order-hot   the cash donation, every order for one contact (the
+#                      hot donor: one contact's orders commit one at a time
+#                      on its giving-summary lock)
+#   floor-donation-hot the donation floor, every transaction for that contact
 # The floors run with the same clients and duration on the same database,
 # with --log: their p50 and p99 come from pgbench's per-transaction
 # latencies. Two tables follow: the contact against the cash donation
@@ -36,6 +46,7 @@ CLIENTS=${BENCH_CLIENTS:-16}
 http=${BENCH_WRITES_HTTP:-127.0.0.1:18480}
 grpc=${BENCH_WRITES_GRPC:-127.0.0.1:19480}
 db=${BENCH_WRITES_DB:-almoner_bench_writes}
+ncontacts=${BENCH_WRITES_CONTACTS:-1000}
 [ -x "$bindir/loadgen" ] || (cd cmd/almoner && go build -o "$bindir/loadgen" ./tools/loadgen)
 [ -x "$bindir/fakestripe" ] || (cd cmd/almoner && go build -o "$bindir/fakestripe" ./tools/fakestripe)
 pid= fpid=
@@ -85,13 +96,31 @@ one() { # binary round
   item=$(post /inventory '{"sku":"BENCH-1","name":"Bench tote","price":25.00,"trackStock":false}' | id_of)
   contact=$(post /contacts '{"contactType":"Individual","firstName":"Bench","lastName":"Donor","emails":[{"emailAddress":"bench@example.org","emailType":"Personal","isPrimary":true}]}' | id_of)
   fund=$(post /funds '{"name":"General","isTaxDeductible":true}' | id_of)
-  local order='{"contactId":'"$contact"',"donations":[{"fundId":"'"$fund"'","amount":25.00}],"payments":[{"paymentMethod":"Cash","amount":25.00}]}'
-  local card='{"contactId":'"$contact"',"donations":[{"fundId":"'"$fund"'","amount":25.00}],"payments":[{"paymentMethod":"Card","amount":25.00,"paymentToken":"pm_card_visa"}]}'
-  local itemorder='{"contactId":'"$contact"',"items":[{"itemId":"'"$item"'","quantity":1}],"payments":[{"paymentMethod":"Cash","amount":25.00}]}'
+  # The donors orders are spread over: one statement, their ids reserved
+  # from the tenant's contact counter (pkg/counter) as the server reserves
+  # a block, so they are contiguous and never handed out again.
+  local lo hi
+  IFS='|' read -r lo hi < <(psql "$url" -Atqc "
+    WITH n AS (
+      INSERT INTO contacts.counters AS c (tenant_id, name, last_value) VALUES ('$tid', 'contact', $ncontacts)
+      ON CONFLICT (tenant_id, name) DO UPDATE SET last_value = c.last_value + excluded.last_value
+      RETURNING last_value),
+    ins AS (
+      INSERT INTO contacts.contacts (tenant_id, id, contact_type, first_name, last_name, name_key, search_text)
+      SELECT '$tid', n.last_value - $ncontacts + g, 'Individual', 'Spread', 'Giver ' || g, 'spread giver ' || g, 'spread giver ' || g
+      FROM n, generate_series(1, $ncontacts) g
+      RETURNING id)
+    SELECT min(id), max(id) FROM ins")
+  [ $((hi - lo + 1)) = "$ncontacts" ] || { echo "bench-writes: made contacts $lo..$hi, want $ncontacts" >&2; exit 1; }
+  local spread="{{random:$lo:$hi}}"
+  local order='{"contactId":'"$spread"',"donations":[{"fundId":"'"$fund"'","amount":25.00}],"payments":[{"paymentMethod":"Cash","amount":25.00}]}'
+  local card='{"contactId":'"$spread"',"donations":[{"fundId":"'"$fund"'","amount":25.00}],"payments":[{"paymentMethod":"Card","amount":25.00,"paymentToken":"pm_card_visa"}]}'
+  local itemorder='{"contactId":'"$spread"',"items":[{"itemId":"'"$item"'","quantity":1}],"payments":[{"paymentMethod":"Cash","amount":25.00}]}'
+  local hot='{"contactId":'"$contact"',"donations":[{"fundId":"'"$fund"'","amount":25.00}],"payments":[{"paymentMethod":"Cash","amount":25.00}]}'
   local contactbody='{"contactType":"Individual","firstName":"Load","lastName":"Donor{{n}}","emails":[{"emailAddress":"load{{n}}@example.org","emailType":"Personal","isPrimary":true}]}'
   # Warm every path and give the fresh tables statistics, as make bench does.
   local body
-  for body in "$order" "$card" "$itemorder"; do
+  for body in "$order" "$card" "$itemorder" "$hot"; do
     "$bindir/loadgen" -name warm -c "$CLIENTS" -d 2s -warmup 0s -method POST -status 201 -url "$base/orders" -H "X-Api-Key: $key" -body "$body" >/dev/null || true
   done
   "$bindir/loadgen" -name warm -c "$CLIENTS" -d 2s -warmup 0s -method POST -status 201 -url "$base/contacts" -H "X-Api-Key: $key" \
@@ -100,7 +129,7 @@ one() { # binary round
   local batch
   batch=$(psql "$url" -Atc "SELECT id FROM orders.batches WHERE tenant_id = '$tid' AND state = 'Open' ORDER BY created_at DESC LIMIT 1")
   local name
-  for name in create-contact create-order create-order-card floor-donation create-order-item floor-item; do
+  for name in create-contact create-order create-order-card floor-donation create-order-item floor-item create-order-hot floor-donation-hot; do
     psql "$url" -qc CHECKPOINT >/dev/null
     local spid=
     if [ "${BENCH_PGSTAT:-0}" = 1 ]; then
@@ -116,13 +145,18 @@ one() { # binary round
       -body "$card" >"$out/$name-$tag.json" ;;
     create-order-item) "$bindir/loadgen" -name "$name" -c "$CLIENTS" -d "$DURATION" -method POST -status 201 -url "$base/orders" -H "X-Api-Key: $key" \
       -body "$itemorder" >"$out/$name-$tag.json" ;;
+    create-order-hot) "$bindir/loadgen" -name "$name" -c "$CLIENTS" -d "$DURATION" -method POST -status 201 -url "$base/orders" -H "X-Api-Key: $key" \
+      -body "$hot" >"$out/$name-$tag.json" ;;
     floor-*)
       # An order's floor: its own statements replayed by pgbench on the same
       # database, same clients, each transaction's latency logged.
-      local logs=$out/$name-$tag.log.d
+      # Each transaction draws its contact from contact_lo..contact_hi: the
+      # spread contacts, or the hot one alone.
+      local logs=$out/$name-$tag.log.d script=${name%-hot} clo=$lo chi=$hi
+      [ "$name" = "$script" ] || clo=$contact chi=$contact
       rm -rf "$logs" && mkdir -p "$logs"
-      pgbench -n -M prepared -c "$CLIENTS" -j 2 -T "${DURATION%s}" -f "scripts/bench-orders-$name.sql" --log --log-prefix="$logs/tx" \
-        -D tid="$tid" -D fund="$fund" -D item="$item" -D contact="$contact" -D batch="$batch" "$url" >"$out/$name-$tag.txt" 2>&1 || true
+      pgbench -n -M prepared -c "$CLIENTS" -j 2 -T "${DURATION%s}" -f "scripts/bench-orders-$script.sql" --log --log-prefix="$logs/tx" \
+        -D tid="$tid" -D fund="$fund" -D item="$item" -D contact_lo="$clo" -D contact_hi="$chi" -D batch="$batch" "$url" >"$out/$name-$tag.txt" 2>&1 || true
       ;;
     esac
     [ -z "$spid" ] || wait "$spid"
@@ -177,10 +211,12 @@ print()
 print("| binary-round | order | req/s (p50 / p99 ms) | floor tps (p50 / p99 ms) | order ÷ floor | card ÷ cash |")
 print("|---|---|---|---|---|---|")
 for tag in tags:
-    cash, card, item = load("create-order", tag), load("create-order-card", tag), load("create-order-item", tag)
+    cash, card, item, hot = (load(n, tag) for n in ("create-order", "create-order-card", "create-order-item", "create-order-hot"))
     dt, d50, d99 = floor("floor-donation", tag)
     it, i50, i99 = floor("floor-item", tag)
+    ht, h50, h99 = floor("floor-donation-hot", tag)
     print(f"| {tag} | cash donation | {rate(cash)} | {dt:,.0f} ({d50:.1f} / {d99:.1f}) | {cash['rps'] / dt:.2f} | |")
     print(f"| {tag} | card donation | {rate(card)} | — | — | {card['rps'] / cash['rps']:.2f} |")
     print(f"| {tag} | cash item | {rate(item)} | {it:,.0f} ({i50:.1f} / {i99:.1f}) | {item['rps'] / it:.2f} | |")
+    print(f"| {tag} | cash donation, one contact | {rate(hot)} | {ht:,.0f} ({h50:.1f} / {h99:.1f}) | {hot['rps'] / ht:.2f} | |")
 PY

@@ -10,8 +10,9 @@
 # takes a CPU profile of the given seconds (8) and prints the load
 # generator's result, the CPU per order of the server and of the fake
 # (from /proc, the whole load) and the TCP connections the server opened
-# to the fake meanwhile. Profiles land in BENCH_ORDERS_PROFILE_OUT
-# (bin/bench/orders-profile) as <binary>-<kind>-cpu.pprof; read them with
+# to the fake meanwhile. BENCH_ORDERS_PROFILE_DB, _HTTP, _GRPC and _DEBUG
+# move it out of another run's way. Profiles land in
+# BENCH_ORDERS_PROFILE_OUT (bin/bench/orders-profile) as <binary>-<kind>-cpu.pprof; read them with
 #   go tool pprof -top <binary> <profile>
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,9 +32,9 @@ tools=$(cd "$out" && pwd)
 
 db=${BENCH_ORDERS_PROFILE_DB:-almoner_profile_orders}
 url=$(echo "$server" | sed -E "s#/postgres(\?|$)#/$db\1#")
-http=127.0.0.1:18391
-grpc=127.0.0.1:19391
-debug=127.0.0.1:18392
+http=${BENCH_ORDERS_PROFILE_HTTP:-127.0.0.1:18391}
+grpc=${BENCH_ORDERS_PROFILE_GRPC:-127.0.0.1:19391}
+debug=${BENCH_ORDERS_PROFILE_DEBUG:-127.0.0.1:18392}
 pid= fpid=
 stop() {
   [ -z "$pid" ] || kill -TERM "$pid" 2>/dev/null || true

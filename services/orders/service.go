@@ -240,14 +240,21 @@ var Module = service.Module{
 			}},
 		}
 		// Each tenant's processor is read from auth (which keeps the keys
-		// sealed) per payment; a sandbox tenant without Stripe keeps the
-		// documented test processor.
-		cfg.Processors = tenantproc.AuthSource{
+		// sealed) and kept under auth's validation epoch, which every
+		// processor change moves (tenantproc.Cached); a sandbox tenant
+		// without Stripe keeps the documented test processor.
+		cfg.Processors = tenantproc.NewCached(tenantproc.AuthSource{
 			Conn:    func() (grpc.ClientConnInterface, error) { return dial("auth") },
 			APIBase: d.Config.String("ALMONER_STRIPE_API_BASE", stripeproc.DefaultAPIBase),
 			Sandbox: d.Environment != "production",
 			HTTP:    stripeproc.NewHTTPClient(),
-		}
+		}, func() (authv1.KeyValidationServiceClient, error) {
+			conn, err := dial("auth")
+			if err != nil {
+				return nil, err
+			}
+			return authv1.NewKeyValidationServiceClient(conn), nil
+		})
 		cfg.Tenants = peers.GRPCTenants{Conn: func() (authv1.TenantAdminServiceClient, error) {
 			conn, err := dial("auth")
 			if err != nil {

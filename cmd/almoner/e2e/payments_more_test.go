@@ -270,6 +270,12 @@ func TestStripeSavedPaymentMethods(t *testing.T) {
 	if len(list) != 1 {
 		t.Errorf("%d methods after saving the same one again", len(list))
 	}
+	// A gift with the saved method, not asked to save it: charged with the
+	// customer too (the method's row read once, by the owner check).
+	o = c.Do(t, "POST", orders, st.tn.Key, st.cardOrder("Card", pm, 17)).Expect(t, http.StatusCreated).Map(t)
+	if reqs := chargesOf(fake, o["id"].(string)); len(reqs) != 1 || reqs[0].Customer == "" || reqs[0].PaymentMethod != pm || reqs[0].Form.Get("setup_future_usage") != "" {
+		t.Errorf("charge with the saved method, not saved again = %+v", reqs)
+	}
 
 	// Another tenant: its own path with this contact id is 404.
 	other := newStripeTenant(t, c)

@@ -386,6 +386,22 @@ func TestStripeProduction(t *testing.T) {
 	if reqs := chargesOf(fake, o["id"].(string)); len(reqs) != 1 || reqs[0].SecretKey != live {
 		t.Errorf("live charge = %+v", reqs)
 	}
+	// The orders service keeps the processor it read (tenantproc.Cached):
+	// a rotated key, then a cleared processor, still apply to the first
+	// order after the command answered.
+	rotated := "sk_live_" + traceid.New()[:24]
+	c.SetProcessor(t, f.tn.ID, rotated, "whsec_"+traceid.New())
+	o = c.Do(t, "POST", tPath(f.tn.ID, "/orders"), f.tn.Key, st.cardOrder("Card", "pm_card_visa", 21)).Expect(t, http.StatusCreated).Map(t)
+	if reqs := chargesOf(fake, o["id"].(string)); len(reqs) != 1 || reqs[0].SecretKey != rotated {
+		t.Errorf("charge after the key was rotated = %+v", reqs)
+	}
+	if _, err := c.Admin.ClearTenantProcessor(context.Background(), &authv1.ClearTenantProcessorRequest{TenantId: f.tn.ID}); err != nil {
+		t.Fatal(err)
+	}
+	r = c.Do(t, "POST", tPath(f.tn.ID, "/orders"), f.tn.Key, st.cardOrder("Card", "pm_card_visa", 22)).Expect(t, http.StatusBadRequest)
+	if e := errorsOf(t, r); len(e["Payments[0].PaymentMethod"]) != 1 || !strings.HasPrefix(e["Payments[0].PaymentMethod"][0], "Payment.ProcessorNotConfigured") {
+		t.Errorf("card payment after the processor was cleared: %v", e)
+	}
 }
 
 // refusedNotifications sums the tenant's refused notifications of reason

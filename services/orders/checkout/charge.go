@@ -52,7 +52,7 @@ func (s *Service) collect(ctx context.Context, p authctx.Principal, tp tenantpro
 				}
 			}
 			var err error
-			if pay, err = s.charge(ctx, tp, n, i, pd, kept, u); err != nil {
+			if pay, err = s.charge(ctx, tp, n, i, pd, kept, d.knownMethods, u); err != nil {
 				return err
 			}
 			if pay.Status != store.PaymentCaptured {
@@ -102,10 +102,8 @@ func (s *Service) keepMethods(ctx context.Context, tp tenantproc.Account, n *sto
 		return nil, err
 	}
 	for pm := range keep {
-		if m, ok, err := s.store.SavedMethod(ctx, n.TenantID, pm, tp.Name, n.ContactID); err != nil {
-			return nil, err
-		} else if ok {
-			kept[pm] = m
+		if m, ok := d.knownMethods[pm]; ok && m.SavedFor(tp.Name, n.ContactID) {
+			kept[pm] = m.PaymentMethod
 			continue
 		}
 		got, err := tp.AttachPaymentMethod(ctx, pm, customer, "attach/"+n.ID.String()+"/"+pm)
@@ -158,7 +156,7 @@ func (s *Service) customerFor(ctx context.Context, tp tenantproc.Account, tenant
 // order id and the payment's position, so a retried or replayed order is
 // the same charge at the processor.
 func (s *Service) charge(ctx context.Context, tp tenantproc.Account, n *store.NewOrder, i int, pd paymentDraft,
-	kept map[string]store.PaymentMethod, u *undo) (store.Payment, error) {
+	kept map[string]store.PaymentMethod, known map[string]store.KnownMethod, u *undo) (store.Payment, error) {
 	pay := pd.Payment
 	req := processor.ChargeRequest{
 		IdempotencyKey:  fmt.Sprintf("%s/%d", n.ID, i),
@@ -181,11 +179,11 @@ func (s *Service) charge(ctx context.Context, tp tenantproc.Account, n *store.Ne
 	}
 	// A method attached to the contact's customer is charged with it, and
 	// one kept for later is marked so the processor allows later charges.
+	// The saved method's row was read before anything was charged
+	// (checkMethodOwners), not again here.
 	if m, ok := kept[pd.token]; ok {
 		req.PaymentMethodID, req.CustomerID, req.SaveForFutureUse = m.ID, m.CustomerID, true
-	} else if m, ok, err := s.store.SavedMethod(ctx, n.TenantID, pd.token, tp.Name, n.ContactID); err != nil {
-		return store.Payment{}, err
-	} else if ok {
+	} else if m, ok := known[pd.token]; ok && m.SavedFor(tp.Name, n.ContactID) {
 		req.CustomerID = m.CustomerID
 	}
 	res, err := tp.Charge(ctx, req)

@@ -198,7 +198,7 @@ func (s *Service) prepare(ctx context.Context, p authctx.Principal, req *ordersv
 	if err != nil {
 		return store.Order{}, draft{}, tenantproc.Account{}, err
 	}
-	if err := s.checkMethodOwners(ctx, p.Tenant(), contactID, d); err != nil {
+	if d.knownMethods, err = s.checkMethodOwners(ctx, p.Tenant(), contactID, d); err != nil {
 		return store.Order{}, draft{}, tenantproc.Account{}, err
 	}
 	// A batch the order cannot go into is refused before any stock is

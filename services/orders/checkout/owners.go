@@ -17,8 +17,9 @@ import (
 // whether or not the tenant's processor is loaded for the order (a cash
 // order's schedule is charged by the runner later). A token never saved
 // here is left to the processor, which refuses a method attached to
-// another customer.
-func (s *Service) checkMethodOwners(ctx context.Context, tenantID uuid.UUID, contactID int64, d draft) error {
+// another customer. It returns the tokens' rows, read once: the charges
+// take their customer from them (charge, keepMethods).
+func (s *Service) checkMethodOwners(ctx context.Context, tenantID uuid.UUID, contactID int64, d draft) (map[string]store.KnownMethod, error) {
 	type use struct{ token, path string }
 	var uses []use
 	for i, pd := range d.payments {
@@ -35,19 +36,19 @@ func (s *Service) checkMethodOwners(ctx context.Context, tenantID uuid.UUID, con
 	for i, u := range uses {
 		tokens[i] = u.token
 	}
-	owners, err := s.store.MethodContacts(ctx, tenantID, tokens)
+	known, err := s.store.KnownMethods(ctx, tenantID, tokens)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var refused []apperr.Violation
 	for _, u := range uses {
-		if owner, ok := owners[u.token]; ok && owner != contactID {
+		if m, ok := known[u.token]; ok && m.ContactID != contactID {
 			refused = append(refused, apperr.Violation{Field: u.path,
 				Message: "Payment method '" + u.token + "' is saved for another contact; a saved method pays only for its own contact's gifts."})
 		}
 	}
 	if len(refused) == 0 {
-		return nil
+		return known, nil
 	}
-	return &apperr.Error{Kind: apperr.KindInvalid, Code: wire.CodeMethodNotOwned, Message: "One or more validation errors occurred.", Violations: refused}
+	return nil, &apperr.Error{Kind: apperr.KindInvalid, Code: wire.CodeMethodNotOwned, Message: "One or more validation errors occurred.", Violations: refused}
 }

@@ -48,6 +48,9 @@ type draft struct {
 	shipping  *store.Address
 	batchID   *uuid.UUID
 	notes     string
+	// knownMethods are the rows of the tokens the payments and schedules
+	// name, read once before anything is charged (checkMethodOwners).
+	knownMethods map[string]store.KnownMethod
 }
 
 type paymentDraft struct {

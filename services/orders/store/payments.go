@@ -89,6 +89,45 @@ func (s *Store) MethodContacts(ctx context.Context, tenantID uuid.UUID, ids []st
 	return out, nil
 }
 
+// KnownMethod is a method the tenant has saved, detached or not.
+type KnownMethod struct {
+	PaymentMethod
+	Detached bool
+}
+
+// SavedFor reports whether the method is saved (not detached) at the
+// processor provider for contactID: what SavedMethod answers.
+func (m KnownMethod) SavedFor(provider string, contactID int64) bool {
+	return !m.Detached && m.Provider == provider && m.ContactID == contactID
+}
+
+// KnownMethods reads, in one round trip, each of ids that the tenant has
+// ever saved (detached too: a detached method still names whose card it
+// was), by id. A token never saved in the tenant is absent. An order reads
+// its tokens once with it, for the owner check (MethodContacts) and the
+// customer its charges go with (SavedMethod).
+func (s *Store) KnownMethods(ctx context.Context, tenantID uuid.UUID, ids []string) (map[string]KnownMethod, error) {
+	out := map[string]KnownMethod{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+methodColumns+`, detached_at IS NOT NULL FROM orders.payment_methods
+		WHERE tenant_id = $1 AND id = ANY($2)`, tenantID, ids)
+	if err != nil {
+		return nil, fmt.Errorf("orders: read payment methods: %w", err)
+	}
+	var m KnownMethod
+	_, err = pgx.ForEachRow(rows, []any{&m.TenantID, &m.ID, &m.ContactID, &m.Provider, &m.Mode, &m.CustomerID, &m.Type, &m.Brand, &m.Last4,
+		&m.ExpMonth, &m.ExpYear, &m.IsDefault, &m.CreatedAt, &m.Detached}, func() error {
+		out[m.ID] = m
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("orders: read payment methods: %w", err)
+	}
+	return out, nil
+}
+
 // ListPaymentMethods returns a contact's saved methods, oldest first.
 func (s *Store) ListPaymentMethods(ctx context.Context, tenantID uuid.UUID, contactID int64) ([]PaymentMethod, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+methodColumns+` FROM orders.payment_methods

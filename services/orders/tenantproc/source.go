@@ -49,10 +49,10 @@ type Source interface {
 }
 
 // AuthSource reads each tenant's processor from the auth service (it
-// owns tenant administration and keeps the keys sealed) on every use, so
-// an operator's change applies to the very next payment. The lookup is
-// one internal call beside a processor round trip that takes hundreds of
-// milliseconds, so it is not cached.
+// owns tenant administration and keeps the keys sealed) on every use, and
+// builds its Stripe client. The service keeps what it reads under the
+// validation epoch (Cached), so that an operator's change still applies
+// to the first payment after the change was answered.
 type AuthSource struct {
 	// Conn dials the auth service.
 	Conn func() (grpc.ClientConnInterface, error)

@@ -8,12 +8,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -73,7 +77,8 @@ func parseFlags() options {
 	flag.StringVar(&o.name, "name", "load", "label of the result")
 	flag.StringVar(&o.method, "method", "GET", "HTTP method")
 	flag.StringVar(&o.url, "url", "", "target URL (required)")
-	flag.StringVar(&o.body, "body", "", "request body; {{n}} is replaced by a per-request counter")
+	flag.StringVar(&o.body, "body", "", "request body; {{n}} is replaced by a per-request counter, {{random:LO:HI}} by an integer "+
+		"drawn uniformly from LO..HI (both included) for each request, as pgbench's random(LO, HI)")
 	flag.IntVar(&o.cycle, "cycle", 0, "when > 0, {{n}} counts 1..cycle and starts again (to address that many existing resources)")
 	flag.IntVar(&o.conc, "c", 16, "concurrent clients")
 	flag.DurationVar(&o.dur, "d", 10*time.Second, "how long to run")
@@ -92,12 +97,17 @@ func parseFlags() options {
 // request's bytes.
 func requests(o options) (addr string, request func() []byte, err error) {
 	// Each client writes a request rendered once (again per request only
-	// when the body has {{n}}) on its own connection.
+	// when the body has a template) on its own connection.
 	addr, fixed, err := renderRequest(o.method, o.url, o.headers, o.body)
 	if err != nil {
 		return "", nil, err
 	}
-	if !strings.Contains(o.body, "{{n}}") {
+	randoms, err := parseRandoms(o.body)
+	if err != nil {
+		return "", nil, err
+	}
+	counted := strings.Contains(o.body, "{{n}}")
+	if !counted && len(randoms) == 0 {
 		return addr, func() []byte { return fixed }, nil
 	}
 	var counter struct {
@@ -114,9 +124,48 @@ func requests(o options) (addr string, request func() []byte, err error) {
 		return counter.n
 	}
 	return addr, func() []byte {
-		_, req, _ := renderRequest(o.method, o.url, o.headers, strings.ReplaceAll(o.body, "{{n}}", fmt.Sprint(next())))
+		body := o.body
+		if counted {
+			body = strings.ReplaceAll(body, "{{n}}", fmt.Sprint(next()))
+		}
+		for _, r := range randoms {
+			body = strings.Replace(body, r.token, strconv.FormatInt(r.draw(), 10), 1)
+		}
+		_, req, _ := renderRequest(o.method, o.url, o.headers, body)
 		return req
 	}, nil
+}
+
+// randomToken is {{random:LO:HI}} in a body.
+var randomToken = regexp.MustCompile(`\{\{random:(-?[0-9]+):(-?[0-9]+)\}\}`)
+
+// random is one {{random:LO:HI}} of a body: each request replaces it with
+// a number drawn from lo..hi, to spread requests over that many existing
+// resources (bench-writes.sh: orders over many contacts) the way pgbench's
+// random(lo, hi) spreads a floor's transactions.
+type random struct {
+	token  string
+	lo, hi int64
+}
+
+func (r random) draw() int64 { return r.lo + rand.Int64N(r.hi-r.lo+1) }
+
+// parseRandoms finds the body's {{random:LO:HI}}, in order; an empty range
+// is an error.
+func parseRandoms(body string) ([]random, error) {
+	var out []random
+	for _, m := range randomToken.FindAllStringSubmatch(body, -1) {
+		lo, err1 := strconv.ParseInt(m[1], 10, 64)
+		hi, err2 := strconv.ParseInt(m[2], 10, 64)
+		if err1 != nil || err2 != nil || hi < lo || hi-lo+1 <= 0 {
+			return nil, fmt.Errorf("%s: want {{random:LO:HI}} with LO <= HI", m[0])
+		}
+		out = append(out, random{token: m[0], lo: lo, hi: hi})
+	}
+	if strings.Contains(randomToken.ReplaceAllString(body, ""), "{{random:") {
+		return nil, errors.New("a {{random:...}} in the body is not {{random:LO:HI}} with integers")
+	}
+	return out, nil
 }
 
 // answers reports whether one request, sent before the load, gets the
@@ -131,7 +180,7 @@ func answers(o options, addr string, request func() []byte) bool {
 // explain sends the request again with net/http and prints its answer, to
 // show why the check failed.
 func explain(o options) {
-	req, _ := http.NewRequestWithContext(context.Background(), o.method, o.url, bytes.NewReader([]byte(strings.ReplaceAll(o.body, "{{n}}", "0"))))
+	req, _ := http.NewRequestWithContext(context.Background(), o.method, o.url, bytes.NewReader([]byte(strings.ReplaceAll(randomToken.ReplaceAllString(o.body, "$1"), "{{n}}", "0"))))
 	for _, h := range o.headers {
 		k, v, _ := strings.Cut(h, ":")
 		req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))

@@ -31,3 +31,37 @@ func TestRequestsCounter(t *testing.T) {
 		})
 	}
 }
+
+func TestRequestsRandom(t *testing.T) {
+	o := options{method: "POST", url: "http://127.0.0.1:1/x", body: `{"contactId":{{random:7:9}},"n":{{n}},"fund":{{random:-1:-1}}}`}
+	_, next, err := requests(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]int{}
+	for i := 1; i <= 300; i++ {
+		req := next()
+		var contact, n, fund int
+		body := req[bytes.LastIndexByte(req, '\n')+1:]
+		if _, err := fmt.Sscanf(string(body), `{"contactId":%d,"n":%d,"fund":%d}`, &contact, &n, &fund); err != nil {
+			t.Fatalf("request %d: body %q: %v", i, body, err)
+		}
+		if contact < 7 || contact > 9 || n != i || fund != -1 {
+			t.Fatalf("request %d: body %q, want contactId in 7..9, n %d and fund -1", i, body, i)
+		}
+		seen[contact]++
+	}
+	// 300 draws from three values: each is missing with probability
+	// (2/3)^300, never in practice.
+	if len(seen) != 3 {
+		t.Fatalf("contact ids drawn: %v, want each of 7, 8 and 9", seen)
+	}
+}
+
+func TestRequestsRandomRefused(t *testing.T) {
+	for _, body := range []string{`{{random:9:7}}`, `{{random:1:x}}`, `{{random:1}}`, `{{random:-9223372036854775808:9223372036854775807}}`} {
+		if _, _, err := requests(options{method: "POST", url: "http://127.0.0.1:1/x", body: body}); err == nil {
+			t.Errorf("body %q: no error", body)
+		}
+	}
+}
