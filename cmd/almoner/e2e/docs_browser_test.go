@@ -94,8 +94,10 @@ func TestDocsSiteInBrowser(t *testing.T) {
 	if err := os.MkdirAll(artifacts, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	shot := filepath.Join(artifacts, "docs-reference.png")
-	_ = os.Remove(shot)
+	// The browser writes into this test's own directory: make test runs
+	// the e2e package twice at once (one process and split), and a shared
+	// path was removed by one run while the other checked it.
+	shot := filepath.Join(t.TempDir(), "docs-reference.png")
 	cmd := exec.CommandContext(t.Context(), "node", "--test", "docs.test.mjs")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "ALMONER_DOCS_URL="+c.URL, "ALMONER_DOCS_PATHS="+strings.Join(paths, ","),
@@ -110,5 +112,37 @@ func TestDocsSiteInBrowser(t *testing.T) {
 	if st, err := os.Stat(shot); err != nil || st.Size() < 10000 {
 		t.Fatalf("no screenshot of /docs at %s: %v", shot, err)
 	}
-	t.Logf("screenshot of /docs: %s", shot)
+	kept := filepath.Join(artifacts, "docs-reference.png")
+	if err := keepArtifact(shot, kept); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot of /docs: %s", kept)
+}
+
+// keepArtifact copies src to dst by a rename from a file beside dst, so
+// that two runs keeping the same artifact at once each leave a whole
+// file: the last one wins.
+func keepArtifact(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), filepath.Base(dst)+".*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(b)
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if err != nil {
+		_ = tmp.Close()
+		_ = os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		_ = os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), dst)
 }
