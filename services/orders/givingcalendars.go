@@ -30,7 +30,7 @@ func (s *Service) syncGivingCalendars(ctx context.Context) (changed int, err err
 		return 0, nil
 	}
 	now := s.cfg.Now()
-	due, err := s.store.GivingCalendarsDue(ctx, now.Add(-GivingCalendarCheckEvery), givingCalendarsPerPass)
+	due, err := s.store.GivingCalendarsDue(ctx, now.Add(-GivingCalendarCheckEvery), now, givingCalendarsPerPass)
 	if err != nil {
 		return 0, err
 	}

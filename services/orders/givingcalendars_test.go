@@ -84,7 +84,13 @@ func TestSyncGivingCalendars(t *testing.T) {
 	if got := fiscalYears(); got != " " {
 		t.Fatalf("before any pass: %q, want no copy and no period rows", got)
 	}
+	// The import suspended the tenant's period rows for a while after
+	// its last batch: no pass builds them before that.
 	pass(0)
+	if got := fiscalYears(); got != " " {
+		t.Fatalf("a pass right after the import: %q, want no copy yet", got)
+	}
+	pass(3 * time.Minute)
 	if got, want := fiscalYears(), "America/Los_Angeles 2023-07-01"; got != want {
 		t.Fatalf("after the first pass: %q, want %q", got, want)
 	}

@@ -34,7 +34,9 @@
 ALTER TABLE orders.giving_rolling
     ADD COLUMN time_zone           text,
     ADD COLUMN fiscal_year_start   smallint CHECK (fiscal_year_start BETWEEN 1 AND 12),
-    ADD COLUMN calendar_checked_at timestamptz;
+    ADD COLUMN calendar_checked_at timestamptz,
+    -- A bulk import suspends the period rows until then (add_imported_gifts).
+    ADD COLUMN periods_resume_at   timestamptz;
 
 CREATE TABLE orders.contact_giving_periods (
     tenant_id     uuid        NOT NULL,
@@ -363,7 +365,8 @@ BEGIN
         UPDATE orders.giving_rolling SET calendar_checked_at = p_at WHERE tenant_id = p_tenant;
         RETURN false;
     END IF;
-    UPDATE orders.giving_rolling SET time_zone = p_zone, fiscal_year_start = p_fy, calendar_checked_at = p_at
+    UPDATE orders.giving_rolling SET time_zone = p_zone, fiscal_year_start = p_fy, calendar_checked_at = p_at,
+        periods_resume_at = NULL
     WHERE tenant_id = p_tenant
     RETURNING * INTO cal;
     PERFORM orders.rebuild_giving_periods(p_tenant, cal);
@@ -420,6 +423,16 @@ END;
 $$;
 -- +goose StatementEnd
 
+-- bulk_import_gifts is the batch size from which an import suspends the
+-- tenant's period rows instead of keeping them (add_imported_gifts), and
+-- bulk_import_quiet how long after its last batch they are rebuilt.
+-- +goose StatementBegin
+CREATE FUNCTION orders.bulk_import_gifts() RETURNS integer LANGUAGE sql IMMUTABLE AS $$ SELECT 1000 $$;
+-- +goose StatementEnd
+-- +goose StatementBegin
+CREATE FUNCTION orders.bulk_import_quiet() RETURNS interval LANGUAGE sql IMMUTABLE AS $$ SELECT interval '2 minutes' $$;
+-- +goose StatementEnd
+
 -- add_imported_gift_periods adds an import batch's gifts to their period
 -- rows, set-based, for the calendar cal; the caller holds the tenant's
 -- lock exclusive.
@@ -457,7 +470,17 @@ LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     cal orders.giving_rolling := orders.giving_tenant(p_tenant, true);
 BEGIN
-    IF cal.time_zone IS NULL THEN
+    IF cal.time_zone IS NULL OR cardinality(p_orders) >= orders.bulk_import_gifts() THEN
+        -- A bulk import (or any batch while one runs) suspends the
+        -- tenant's period rows: it drops the calendar copy, so that no
+        -- writer keeps them and every reader reads the gifts, and the
+        -- housekeeping rebuilds them in one pass once the tenant's
+        -- batches have stopped for a while. Three rows per gift kept
+        -- batch by batch took an import of 1,000,000 gifts from 0.98 to
+        -- 5.9 times its COPY floor.
+        UPDATE orders.giving_rolling SET time_zone = NULL, fiscal_year_start = NULL, calendar_checked_at = NULL,
+            periods_resume_at = now() + orders.bulk_import_quiet()
+        WHERE tenant_id = p_tenant;
         PERFORM orders.add_imported_gifts_rows(p_tenant, p_orders);
         RETURN;
     END IF;

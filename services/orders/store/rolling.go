@@ -45,11 +45,13 @@ type GivingCalendar struct {
 
 // GivingCalendarsDue are up to limit tenants with giving rows whose
 // calendar copy was last checked before checkedBefore (or never), the
-// never-checked first.
-func (s *Store) GivingCalendarsDue(ctx context.Context, checkedBefore time.Time, limit int) ([]GivingCalendar, error) {
+// never-checked first, leaving out those whose period rows a bulk import
+// suspended until after now.
+func (s *Store) GivingCalendarsDue(ctx context.Context, checkedBefore, now time.Time, limit int) ([]GivingCalendar, error) {
 	rows, _ := s.pool.Query(ctx, `SELECT tenant_id, coalesce(time_zone, ''), coalesce(fiscal_year_start, 0)
-		FROM orders.giving_rolling WHERE calendar_checked_at IS NULL OR calendar_checked_at < $1
-		ORDER BY calendar_checked_at NULLS FIRST, tenant_id LIMIT $2`, checkedBefore, limit)
+		FROM orders.giving_rolling WHERE (calendar_checked_at IS NULL OR calendar_checked_at < $1)
+		  AND (periods_resume_at IS NULL OR periods_resume_at <= $3)
+		ORDER BY calendar_checked_at NULLS FIRST, tenant_id LIMIT $2`, checkedBefore, limit, now)
 	due, err := pgx.CollectRows(rows, pgx.RowToStructByPos[GivingCalendar])
 	if err != nil {
 		return nil, fmt.Errorf("orders: giving calendars due: %w", err)
