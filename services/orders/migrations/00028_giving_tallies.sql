@@ -57,8 +57,10 @@ RETURNS void LANGUAGE sql VOLATILE AS $$
     FROM (SELECT c.tenant_id, c.at, c.currency, '00000000-0000-0000-0000-000000000000'::uuid AS fund_id, c.sign AS gifts, c.sign * c.net AS net
           FROM c
           UNION ALL
-          SELECT c.tenant_id, c.at, c.currency, d.fund_id, 0, c.sign * (d.amount_minor - d.refunded_minor)
-          FROM c JOIN orders.order_donations d ON d.tenant_id = c.tenant_id AND d.order_id = c.id) x
+          SELECT c.tenant_id, c.at, c.currency, d.fund_id, 0, c.sign * d.net
+          FROM c
+          CROSS JOIN LATERAL (SELECT fund_id, amount_minor - refunded_minor AS net FROM orders.order_donations
+                              WHERE tenant_id = c.tenant_id AND order_id = c.id OFFSET 0) d) x
     GROUP BY tenant_id, orders.tally_hour(at), currency, fund_id
     HAVING sum(gifts) <> 0 OR sum(net) <> 0
 $$;
@@ -110,29 +112,34 @@ CREATE TRIGGER orders_giving_hours_delete AFTER DELETE ON orders.orders
 CREATE FUNCTION orders.giving_hours_from_lines() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
+    -- Each line is joined to its order by a probe of its primary key
+    -- (LATERAL … OFFSET 0): a transition table has no statistics, and a
+    -- join left to the planner may hash every order of the database.
     IF TG_OP = 'INSERT' THEN
         INSERT INTO orders.giving_hour_tallies (tenant_id, hour, currency, fund_id, gifts, net_minor)
         SELECT o.tenant_id, orders.tally_hour(o.created_at), o.currency, n.fund_id, 0, sum(n.amount_minor - n.refunded_minor)
-        FROM new_lines n JOIN orders.orders o ON o.tenant_id = n.tenant_id AND o.id = n.order_id
-        WHERE orders.gift_counts(o)
+        FROM new_lines n
+        CROSS JOIN LATERAL (SELECT tenant_id, created_at, currency FROM orders.orders x
+                            WHERE x.tenant_id = n.tenant_id AND x.id = n.order_id AND orders.gift_counts(x) OFFSET 0) o
         GROUP BY 1, 2, 3, 4 HAVING sum(n.amount_minor - n.refunded_minor) <> 0;
     ELSIF TG_OP = 'UPDATE' THEN
         -- The lines as they were, taken off, and as they are, added (not
         -- paired: see giving_hours_from_orders).
         INSERT INTO orders.giving_hour_tallies (tenant_id, hour, currency, fund_id, gifts, net_minor)
-        SELECT o.tenant_id, orders.tally_hour(o.created_at), o.currency, x.fund_id, 0, sum(x.net)
+        SELECT o.tenant_id, orders.tally_hour(o.created_at), o.currency, l.fund_id, 0, sum(l.net)
         FROM (SELECT tenant_id, order_id, fund_id, refunded_minor - amount_minor AS net FROM old_lines
               UNION ALL
-              SELECT tenant_id, order_id, fund_id, amount_minor - refunded_minor FROM new_lines) x
-        JOIN orders.orders o ON o.tenant_id = x.tenant_id AND o.id = x.order_id
-        WHERE orders.gift_counts(o)
-        GROUP BY 1, 2, 3, 4 HAVING sum(x.net) <> 0;
+              SELECT tenant_id, order_id, fund_id, amount_minor - refunded_minor FROM new_lines) l
+        CROSS JOIN LATERAL (SELECT tenant_id, created_at, currency FROM orders.orders x
+                            WHERE x.tenant_id = l.tenant_id AND x.id = l.order_id AND orders.gift_counts(x) OFFSET 0) o
+        GROUP BY 1, 2, 3, 4 HAVING sum(l.net) <> 0;
     ELSE
         INSERT INTO orders.giving_hour_tallies (tenant_id, hour, currency, fund_id, gifts, net_minor)
-        SELECT o.tenant_id, orders.tally_hour(o.created_at), o.currency, p.fund_id, 0, -sum(p.amount_minor - p.refunded_minor)
-        FROM old_lines p JOIN orders.orders o ON o.tenant_id = p.tenant_id AND o.id = p.order_id
-        WHERE orders.gift_counts(o)
-        GROUP BY 1, 2, 3, 4 HAVING sum(p.amount_minor - p.refunded_minor) <> 0;
+        SELECT o.tenant_id, orders.tally_hour(o.created_at), o.currency, l.fund_id, 0, -sum(l.amount_minor - l.refunded_minor)
+        FROM old_lines l
+        CROSS JOIN LATERAL (SELECT tenant_id, created_at, currency FROM orders.orders x
+                            WHERE x.tenant_id = l.tenant_id AND x.id = l.order_id AND orders.gift_counts(x) OFFSET 0) o
+        GROUP BY 1, 2, 3, 4 HAVING sum(l.amount_minor - l.refunded_minor) <> 0;
     END IF;
     RETURN NULL;
 END;
