@@ -56,13 +56,16 @@ CREATE TABLE orders.contact_giving_periods (
 CREATE INDEX contact_giving_periods_contact ON orders.contact_giving_periods (tenant_id, contact_id, kind, period);
 
 CREATE TABLE orders.giving_donor_tallies (
+    -- A key of its own: the rows are differences, many per period.
+    id        bigint  GENERATED ALWAYS AS IDENTITY,
     tenant_id uuid    NOT NULL,
     kind      "char"  NOT NULL,
     period    date    NOT NULL,
     donors    bigint  NOT NULL,
     retained  bigint  NOT NULL,
     new       bigint  NOT NULL,
-    compacted boolean NOT NULL DEFAULT false
+    compacted boolean NOT NULL DEFAULT false,
+    PRIMARY KEY (tenant_id, id)
 );
 CREATE INDEX giving_donor_tallies_read ON orders.giving_donor_tallies (tenant_id, kind, period) INCLUDE (donors, retained, new);
 CREATE UNIQUE INDEX giving_donor_tallies_key ON orders.giving_donor_tallies (tenant_id, kind, period) WHERE compacted;

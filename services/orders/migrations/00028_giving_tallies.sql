@@ -21,13 +21,16 @@
 -- into one compacted row per key (orders.compact_giving_tallies); a
 -- reader sums both.
 CREATE TABLE orders.giving_hour_tallies (
+    -- A key of its own: the rows are differences, many per period.
+    id        bigint      GENERATED ALWAYS AS IDENTITY,
     tenant_id uuid        NOT NULL,
     hour      timestamptz NOT NULL,
     currency  text        NOT NULL,
     fund_id   uuid        NOT NULL,
     gifts     bigint      NOT NULL,
     net_minor bigint      NOT NULL,
-    compacted boolean     NOT NULL DEFAULT false
+    compacted boolean     NOT NULL DEFAULT false,
+    PRIMARY KEY (tenant_id, id)
 );
 CREATE INDEX giving_hour_tallies_read ON orders.giving_hour_tallies (tenant_id, hour) INCLUDE (currency, fund_id, gifts, net_minor);
 CREATE UNIQUE INDEX giving_hour_tallies_key ON orders.giving_hour_tallies (tenant_id, hour, currency, fund_id) WHERE compacted;
