@@ -711,3 +711,147 @@ func TestHourTalliesFollowDeletes(t *testing.T) {
 		t.Errorf("hour tallies after the deletes\nkept:\n%s\nrebuilt (want the all-funds and first fund rows of the first gift):\n%s", kept, want)
 	}
 }
+
+// TestGivingPeriodsBuiltInSteps changes the tenant's calendar as the
+// housekeeping does (orders 00029): a build two contacts a step, with
+// gifts, refunds, voids and moves between the steps for contacts built
+// and not yet built. Meanwhile no reader is sent to the rows (the copy is
+// dropped); at its end the rows and donor tallies equal a rebuild. An
+// import batch ends a running build, and a new start builds again.
+func TestGivingPeriodsBuiltInSteps(t *testing.T) {
+	t.Parallel()
+	f := newGivingFixture(t)
+	ctx := context.Background()
+	if err := f.calendar(ctx, f.pool, "America/Los_Angeles", 7); err != nil {
+		t.Fatal(err)
+	}
+	// Gifts near local month and fiscal year edges, which Los Angeles and
+	// Tokyo place differently.
+	base := time.Date(2025, 3, 31, 20, 0, 0, 0, time.UTC)
+	gifts := map[int64][]uuid.UUID{}
+	run := func(name string, fn func(tx pgx.Tx) error) {
+		t.Helper()
+		if err := pgx.BeginFunc(ctx, f.pool, fn); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	add := func(tx pgx.Tx, g gift) error {
+		id, err := f.insert(ctx, tx, g)
+		gifts[g.contact] = append(gifts[g.contact], id)
+		return err
+	}
+	run("the first gifts", func(tx pgx.Tx) error {
+		for c := int64(1); c <= 10; c++ {
+			for i := range 3 {
+				currency := "USD"
+				if (c+int64(i))%4 == 0 {
+					currency = "EUR"
+				}
+				at := base.AddDate(0, 3*i, 0).Add(time.Duration(c) * 2 * time.Hour)
+				if err := add(tx, gift{c, "Completed", currency, at, [2]int64{100*c + int64(i), 10}}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	start := func(zone string, fy int) bool {
+		t.Helper()
+		var started bool
+		if err := f.pool.QueryRow(ctx, `SELECT orders.start_giving_calendar($1, $2, $3::smallint)`, f.tenant, zone, fy).Scan(&started); err != nil {
+			t.Fatal(err)
+		}
+		return started
+	}
+	step := func() bool {
+		t.Helper()
+		var done bool
+		if err := f.pool.QueryRow(ctx, `SELECT orders.build_giving_periods($1, 2)`, f.tenant).Scan(&done); err != nil {
+			t.Fatal(err)
+		}
+		return done
+	}
+	copyOf := func() string {
+		t.Helper()
+		var zone, building string
+		if err := f.pool.QueryRow(ctx, `SELECT coalesce(time_zone, ''), coalesce(periods_zone, '')
+			FROM orders.giving_rolling WHERE tenant_id = $1`, f.tenant).Scan(&zone, &building); err != nil {
+			t.Fatal(err)
+		}
+		return zone + "|" + building
+	}
+	// Between steps: events for contact 1 (built first), 10 (built last),
+	// a move from an unbuilt contact to a built one and back, and a new
+	// contact beyond every built one.
+	events := []func(tx pgx.Tx) error{
+		func(tx pgx.Tx) error {
+			return add(tx, gift{1, "Completed", "USD", base.Add(5 * time.Hour), [2]int64{77, 0}})
+		},
+		func(tx pgx.Tx) error {
+			return add(tx, gift{10, "Completed", "USD", base.Add(5 * time.Hour), [2]int64{88, 0}})
+		},
+		func(tx pgx.Tx) error { return f.refund(ctx, tx, gifts[2][0], 50, "PartiallyRefunded") },
+		func(tx pgx.Tx) error { return f.set(ctx, tx, gifts[9][1], `contact_id = 3`) },
+		func(tx pgx.Tx) error { return f.set(ctx, tx, gifts[4][2], `status = 'Voided'`) },
+		func(tx pgx.Tx) error { return f.set(ctx, tx, gifts[3][0], `contact_id = 8`) },
+		func(tx pgx.Tx) error {
+			return add(tx, gift{11, "Completed", "USD", base.AddDate(1, 0, 0), [2]int64{99, 0}})
+		},
+		func(tx pgx.Tx) error {
+			return f.set(ctx, tx, gifts[1][1], `created_at = created_at + interval '9 hours'`)
+		},
+	}
+	build := func() {
+		t.Helper()
+		for n := 0; !step(); n++ {
+			if got := copyOf(); !strings.HasPrefix(got, "|") {
+				t.Fatalf("step %d: the copy is %q while a build runs, want none", n, got)
+			}
+			if n >= 40 {
+				t.Fatal("the build did not end in 40 steps")
+			}
+			run(fmt.Sprint("event ", n), events[n%len(events)])
+		}
+	}
+
+	if !start("Asia/Tokyo", 4) {
+		t.Fatal("a changed calendar started no build")
+	}
+	if start("Asia/Tokyo", 4) {
+		t.Error("a second start of the calendar being built started another")
+	}
+	if got := copyOf(); got != "|Asia/Tokyo" {
+		t.Errorf("after the start: %q, want the copy dropped and Asia/Tokyo being built", got)
+	}
+	build()
+	if got := copyOf(); got != "Asia/Tokyo|" {
+		t.Fatalf("after the build: %q, want the copy Asia/Tokyo", got)
+	}
+	t.Run("built in steps", f.checkAgainstRebuild)
+
+	if !start("Europe/Paris", 1) {
+		t.Fatal("a changed calendar started no build")
+	}
+	step()
+	run("an import batch", func(tx pgx.Tx) error {
+		id, err := f.insertFrom(ctx, tx, gift{2, "Completed", "USD", base, [2]int64{500, 0}}, &f.batch)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `SELECT orders.add_imported_gifts($1, $2)`, f.tenant, []uuid.UUID{id})
+		return err
+	})
+	var suspended bool
+	if err := f.pool.QueryRow(ctx, `SELECT time_zone IS NULL AND periods_zone IS NULL AND periods_resume_at > now()
+		FROM orders.giving_rolling WHERE tenant_id = $1`, f.tenant).Scan(&suspended); err != nil {
+		t.Fatal(err)
+	}
+	if !suspended {
+		t.Fatal("an import batch during a build left the build running")
+	}
+	if !start("Europe/Paris", 1) {
+		t.Fatal("the start after an import started no build")
+	}
+	build()
+	t.Run("built again after an import", f.checkAgainstRebuild)
+}

@@ -48,7 +48,7 @@ func (f *fakeCalendars) readsOf(tenant string) int {
 // TestSyncGivingCalendars is the housekeeping's copy of the tenants'
 // calendars: a tenant with gifts gets its copy and its period rows on the
 // first pass, is read again only GivingCalendarCheckEvery later, is
-// rebuilt when its settings changed, and keeps its copy while its
+// dropped and built again when its settings changed, and keeps its copy while its
 // settings cannot be read.
 func TestSyncGivingCalendars(t *testing.T) {
 	t.Parallel()
@@ -74,10 +74,17 @@ func TestSyncGivingCalendars(t *testing.T) {
 		}
 		return zone + " " + years
 	}
-	pass := func(after time.Duration) {
+	sync := func(after time.Duration) {
 		t.Helper()
 		now = now.Add(after)
 		if _, err := svc.syncGivingCalendars(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pass := func(after time.Duration) {
+		t.Helper()
+		sync(after)
+		if _, err := svc.buildGivingPeriods(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -112,8 +119,38 @@ func TestSyncGivingCalendars(t *testing.T) {
 	if cals.readsOf(tenant) != reads+1 {
 		t.Errorf("a failed read was tried again before the copy was due")
 	}
-	pass(GivingCalendarCheckEvery)
+	// The changed settings drop the copy at once (readers read the gifts)
+	// and leave the rows to the build.
+	sync(GivingCalendarCheckEvery)
+	if got, want := fiscalYears(), " 2023-07-01"; got != want {
+		t.Errorf("after the settings changed, before the build: %q, want %q", got, want)
+	}
+	pass(0)
 	if got, want := fiscalYears(), "Asia/Kolkata 2023-04-01"; got != want {
 		t.Errorf("after the settings changed: %q, want %q", got, want)
+	}
+}
+
+// TestStepContacts: a build's steps follow the time the last one took,
+// growing at most twofold and staying within their bounds.
+func TestStepContacts(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		n    int
+		took time.Duration
+		want int
+	}{
+		{200, 50 * time.Millisecond, 400},
+		{200, 10 * time.Millisecond, 400},
+		{200, 0, 400},
+		{400, 200 * time.Millisecond, 200},
+		{1000, 4 * time.Second, 25},
+		{100, 10 * time.Second, minStepContacts},
+		{4000, time.Millisecond, maxStepContacts},
+		{300, 120 * time.Millisecond, 250},
+	} {
+		if got := stepContacts(c.n, c.took); got != c.want {
+			t.Errorf("stepContacts(%d, %v) = %d, want %d", c.n, c.took, got, c.want)
+		}
 	}
 }

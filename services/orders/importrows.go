@@ -63,9 +63,13 @@ func (r *housekeeper) run(ctx context.Context) {
 		r.s.logger.ErrorContext(ctx, "compact giving tallies", "error", err)
 	}
 	// The calendar copies of the giving periods follow the tenants'
-	// settings: a pass reads those due (GivingCalendarCheckEvery).
+	// settings: a pass reads those due (GivingCalendarCheckEvery), and a
+	// changed one is built in steps, within a bounded part of the pass.
 	if _, err := r.s.syncGivingCalendars(ctx); err != nil && ctx.Err() == nil {
 		r.s.logger.ErrorContext(ctx, "sync giving calendars", "error", err)
+	}
+	if _, err := r.s.buildGivingPeriods(ctx); err != nil && ctx.Err() == nil {
+		r.s.logger.ErrorContext(ctx, "build giving periods", "error", err)
 	}
 	// Import rows are pruned every ImportRowsPruneEvery, not every pass:
 	// once the rows of pruned pages are replaced by newer ones, the BRIN

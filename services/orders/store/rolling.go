@@ -68,17 +68,39 @@ func (s *Store) CheckedGivingCalendar(ctx context.Context, tenant uuid.UUID, at 
 	return nil
 }
 
-// SetGivingCalendar sets the tenant's calendar copy, checked at at, and,
-// when it changed, rebuilds its period rows in the same transaction (the
-// tenant's gifts wait for it at their commit). It reports whether it
-// changed.
-func (s *Store) SetGivingCalendar(ctx context.Context, c GivingCalendar, at time.Time) (bool, error) {
-	var changed bool
-	if err := s.pool.QueryRow(ctx, `SELECT orders.set_giving_calendar($1, $2, $3::smallint, $4)`,
-		c.Tenant, c.Zone, c.FiscalYearStart, at).Scan(&changed); err != nil {
-		return false, fmt.Errorf("orders: set the giving calendar of %s: %w", c.Tenant, err)
+// StartGivingCalendar moves the tenant's calendar copy to c, checked at
+// at: when it changed, it drops the copy and starts a build of the period
+// rows (orders 00029), which BuildGivingPeriods carries out in steps. It
+// reports whether it started one (not when the copy is c or a build of c
+// runs).
+func (s *Store) StartGivingCalendar(ctx context.Context, c GivingCalendar, at time.Time) (bool, error) {
+	var started bool
+	if err := s.pool.QueryRow(ctx, `SELECT orders.start_giving_calendar($1, $2, $3::smallint, $4)`,
+		c.Tenant, c.Zone, c.FiscalYearStart, at).Scan(&started); err != nil {
+		return false, fmt.Errorf("orders: start the giving calendar of %s: %w", c.Tenant, err)
 	}
-	return changed, nil
+	return started, nil
+}
+
+// GivingPeriodBuilds are the tenants whose period rows are being built.
+func (s *Store) GivingPeriodBuilds(ctx context.Context) ([]uuid.UUID, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT tenant_id FROM orders.giving_rolling WHERE periods_zone IS NOT NULL ORDER BY tenant_id`)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("orders: giving period builds: %w", err)
+	}
+	return ids, nil
+}
+
+// BuildGivingPeriods runs one step of the tenant's build, the period rows
+// of its next contacts (up to contacts of them), in its own transaction,
+// and reports whether the build is done.
+func (s *Store) BuildGivingPeriods(ctx context.Context, tenant uuid.UUID, contacts int) (bool, error) {
+	var done bool
+	if err := s.pool.QueryRow(ctx, `SELECT orders.build_giving_periods($1, $2)`, tenant, contacts).Scan(&done); err != nil {
+		return false, fmt.Errorf("orders: build the giving periods of %s: %w", tenant, err)
+	}
+	return done, nil
 }
 
 // CompactGivingTallies folds the new rows of every tenant's giving
