@@ -29,7 +29,7 @@ const givingPeriodStep = 100 * time.Millisecond
 // The bounds of a step's contacts: a first step takes firstStepContacts.
 const (
 	firstStepContacts = 200
-	minStepContacts   = 20
+	minStepContacts   = 100
 	maxStepContacts   = 5000
 )
 

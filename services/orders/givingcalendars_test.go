@@ -144,8 +144,8 @@ func TestStepContacts(t *testing.T) {
 		{200, 10 * time.Millisecond, 400},
 		{200, 0, 400},
 		{400, 200 * time.Millisecond, 200},
-		{1000, 4 * time.Second, 25},
-		{100, 10 * time.Second, minStepContacts},
+		{1000, 400 * time.Millisecond, 250},
+		{300, 10 * time.Second, minStepContacts},
 		{4000, time.Millisecond, maxStepContacts},
 		{300, 120 * time.Millisecond, 250},
 	} {

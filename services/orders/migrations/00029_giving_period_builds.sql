@@ -70,25 +70,28 @@ BEGIN
     IF cal.time_zone IS NULL THEN
         RETURN;
     END IF;
+    -- The quarters and years are summed from the months as written (the
+    -- statement's RETURNING), not read back from the table.
+    WITH m AS (
+        INSERT INTO orders.contact_giving_periods
+            (tenant_id, kind, period, contact_id, currency, gift_count, net_minor, largest_minor, first_at, last_at)
+        SELECT p_tenant, 'm', o.m, o.contact_id, o.currency, count(*), sum(o.net), max(o.net), min(o.created_at), max(o.created_at)
+        FROM (SELECT contact_id, currency, created_at, date_trunc('month', created_at AT TIME ZONE cal.time_zone)::date AS m,
+                     donation_subtotal_minor - donation_refunded_minor AS net
+              FROM orders.orders
+              WHERE tenant_id = p_tenant AND contact_id > p_lo AND contact_id <= p_hi
+                AND has_donations AND status IN ('Completed', 'PartiallyRefunded')) o
+        WHERE o.net > 0
+        GROUP BY o.m, o.contact_id, o.currency
+        RETURNING period, contact_id, currency, gift_count, net_minor, largest_minor, first_at, last_at)
     INSERT INTO orders.contact_giving_periods
         (tenant_id, kind, period, contact_id, currency, gift_count, net_minor, largest_minor, first_at, last_at)
-    SELECT p_tenant, 'm', o.m, o.contact_id, o.currency, count(*), sum(o.net), max(o.net), min(o.created_at), max(o.created_at)
-    FROM (SELECT contact_id, currency, created_at, date_trunc('month', created_at AT TIME ZONE cal.time_zone)::date AS m,
-                 donation_subtotal_minor - donation_refunded_minor AS net
-          FROM orders.orders
-          WHERE tenant_id = p_tenant AND contact_id > p_lo AND contact_id <= p_hi
-            AND has_donations AND status IN ('Completed', 'PartiallyRefunded')) o
-    WHERE o.net > 0
-    GROUP BY o.m, o.contact_id, o.currency;
-    INSERT INTO orders.contact_giving_periods
-        (tenant_id, kind, period, contact_id, currency, gift_count, net_minor, largest_minor, first_at, last_at)
-    SELECT p_tenant, k.kind, k.period, c.contact_id, c.currency, sum(c.gift_count), sum(c.net_minor), max(c.largest_minor),
-           min(c.first_at), max(c.last_at)
-    FROM orders.contact_giving_periods c
-    CROSS JOIN LATERAL orders.fiscal_periods(c.period, cal.fiscal_year_start) f
+    SELECT p_tenant, k.kind, k.period, m.contact_id, m.currency, sum(m.gift_count), sum(m.net_minor), max(m.largest_minor),
+           min(m.first_at), max(m.last_at)
+    FROM m
+    CROSS JOIN LATERAL orders.fiscal_periods(m.period, cal.fiscal_year_start) f
     CROSS JOIN LATERAL (VALUES ('q'::"char", f.q), ('y'::"char", f.y)) k(kind, period)
-    WHERE c.tenant_id = p_tenant AND c.kind = 'm' AND c.contact_id > p_lo AND c.contact_id <= p_hi
-    GROUP BY k.kind, k.period, c.contact_id, c.currency;
+    GROUP BY k.kind, k.period, m.contact_id, m.currency;
 END;
 $$;
 -- +goose StatementEnd
