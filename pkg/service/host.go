@@ -20,6 +20,7 @@ import (
 	"github.com/almoner/almoner/pkg/config"
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/telemetry"
+	"github.com/almoner/almoner/pkg/transport"
 )
 
 // HostConfig configures a process that hosts one or more services on one
@@ -225,8 +226,8 @@ func (h *Host) dial(name string) (grpc.ClientConnInterface, error) {
 	if addr == "" {
 		return nil, fmt.Errorf("no address for service %s (set %s)", name, config.ServiceAddrVar(name))
 	}
-	opts := append(append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, telemetry.GRPCClientOptions()...),
-		h.cfg.InternalKey.DialOptions()...)
+	opts := append(append(append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, transport.DialOptions()...),
+		telemetry.GRPCClientOptions()...), h.cfg.InternalKey.DialOptions()...)
 	c, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		return nil, err
