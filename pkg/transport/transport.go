@@ -20,22 +20,20 @@ const (
 
 // DialOptions are the transport settings of every connection
 // between Almoner's processes (a host's clients, the gateway's upstreams):
-// static windows, and write buffers taken from a shared pool for each
-// write instead of 32 KiB kept per connection.
+// static windows. (Write buffers are shared by default in grpc-go 1.85;
+// the options that asked for them are deprecated.)
 func DialOptions() []grpc.DialOption {
 	return []grpc.DialOption{
 		grpc.WithStaticStreamWindowSize(streamWindow),
 		grpc.WithStaticConnWindowSize(connWindow),
-		grpc.WithSharedWriteBuffer(true),
 	}
 }
 
-// ServerOptions are DialOptions' server side, for every
-// gRPC server a host runs.
+// ServerOptions are DialOptions' server side, for every gRPC server a
+// host runs.
 func ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.StaticStreamWindowSize(streamWindow),
 		grpc.StaticConnWindowSize(connWindow),
-		grpc.SharedWriteBuffer(true),
 	}
 }
