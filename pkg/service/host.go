@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -49,11 +51,16 @@ type Host struct {
 	server   *grpc.Server
 	health   *health.Server
 	listener net.Listener
-	pool     *pgxpool.Pool
-	reads    *db.ReadPool
-	services []Service
-	names    []string
-	served   chan error
+	// local is the Unix socket the same server listens on for calls
+	// from this process (LocalAddr), in socketDir; nil when it could not
+	// be made, and this process's calls then go over listener.
+	local     net.Listener
+	socketDir string
+	pool      *pgxpool.Pool
+	reads     *db.ReadPool
+	services  []Service
+	names     []string
+	served    chan error
 
 	mu    sync.Mutex
 	conns map[string]*grpc.ClientConn
@@ -101,6 +108,7 @@ func StartHost(ctx context.Context, cfg HostConfig, modules ...Module) (*Host, e
 		return nil, fmt.Errorf("listen on %s: %w", cfg.GRPCAddr, err)
 	}
 	h.listener = lis
+	h.listenLocal(ctx)
 	deps := Deps{DB: pool, Reads: reads, Logger: cfg.Logger, Environment: cfg.Environment, Dial: h.dial, Config: cfg.Config}
 	for _, m := range modules {
 		svc, err := m.New(ctx, deps)
@@ -113,6 +121,10 @@ func StartHost(ctx context.Context, cfg HostConfig, modules ...Module) (*Host, e
 		h.names = append(h.names, m.Name)
 	}
 	go func() { h.served <- h.server.Serve(lis) }()
+	if h.local != nil {
+		// Serve returns when the server stops, which lis's Serve reports.
+		go func() { _ = h.server.Serve(h.local) }()
+	}
 	for i, svc := range h.services {
 		if err := svc.Start(ctx); err != nil {
 			h.abort()
@@ -204,6 +216,44 @@ func dedupe(sets []db.Migrations) []db.Migrations {
 // Addr is the address the gRPC server listens on.
 func (h *Host) Addr() string { return h.listener.Addr().String() }
 
+// listenLocal opens the Unix socket the server also listens on, for the
+// calls this process makes to the services it hosts (its own clients, and
+// the gateway in the same process): still gRPC through a socket, signed
+// and verified, but without the TCP/IP stack of loopback on every write
+// and read of the hops (docs/architecture.md, "Internal hops"). The socket
+// is in a directory of its own that only this user may enter. Without it
+// (no writable temporary directory, a path too long for a socket) the
+// calls go over TCP as any other process's do.
+func (h *Host) listenLocal(ctx context.Context) {
+	dir, err := os.MkdirTemp("", "almoner-grpc-")
+	if err == nil {
+		var lis net.Listener
+		if lis, err = (&net.ListenConfig{}).Listen(ctx, "unix", filepath.Join(dir, "grpc.sock")); err == nil {
+			h.local, h.socketDir = lis, dir
+			return
+		}
+		_ = os.RemoveAll(dir)
+	}
+	h.cfg.Logger.Warn("no local socket for this process's own gRPC calls; they go over TCP", "error", err.Error())
+}
+
+// LocalAddr is the address this process dials the services it hosts at:
+// the local Unix socket (unix:///…), else Addr.
+func (h *Host) LocalAddr() string {
+	if h.local != nil {
+		return "unix://" + h.local.Addr().String()
+	}
+	return h.Addr()
+}
+
+// removeSocket removes the local socket's directory once the server has
+// stopped listening.
+func (h *Host) removeSocket() {
+	if h.socketDir != "" {
+		_ = os.RemoveAll(h.socketDir)
+	}
+}
+
 // Pool is the host's database pool.
 func (h *Host) Pool() *pgxpool.Pool { return h.pool }
 
@@ -220,7 +270,7 @@ func (h *Host) dial(name string) (grpc.ClientConnInterface, error) {
 	addr := h.cfg.Upstreams[name]
 	for _, n := range h.names {
 		if n == name {
-			addr = h.Addr()
+			addr = h.LocalAddr()
 		}
 	}
 	if addr == "" {
@@ -238,6 +288,7 @@ func (h *Host) dial(name string) (grpc.ClientConnInterface, error) {
 
 func (h *Host) abort() {
 	h.server.Stop()
+	h.removeSocket()
 	h.reads.Close()
 	h.pool.Close()
 }
@@ -260,6 +311,7 @@ func (h *Host) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		h.server.Stop()
 	}
+	h.removeSocket()
 	h.mu.Lock()
 	for _, c := range h.conns {
 		_ = c.Close()
