@@ -2,12 +2,12 @@ package service
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -52,15 +52,14 @@ type Host struct {
 	health   *health.Server
 	listener net.Listener
 	// local is the Unix socket the same server listens on for calls
-	// from this process (LocalAddr), in socketDir; nil when it could not
-	// be made, and this process's calls then go over listener.
-	local     net.Listener
-	socketDir string
-	pool      *pgxpool.Pool
-	reads     *db.ReadPool
-	services  []Service
-	names     []string
-	served    chan error
+	// from this process (LocalAddr); nil when there is none, and this
+	// process's calls then go over listener.
+	local    net.Listener
+	pool     *pgxpool.Pool
+	reads    *db.ReadPool
+	services []Service
+	names    []string
+	served   chan error
 
 	mu    sync.Mutex
 	conns map[string]*grpc.ClientConn
@@ -220,38 +219,33 @@ func (h *Host) Addr() string { return h.listener.Addr().String() }
 // calls this process makes to the services it hosts (its own clients, and
 // the gateway in the same process): still gRPC through a socket, signed
 // and verified, but without the TCP/IP stack of loopback on every write
-// and read of the hops (docs/architecture.md, "Internal hops"). The socket
-// is in a directory of its own that only this user may enter. Without it
-// (no writable temporary directory, a path too long for a socket) the
-// calls go over TCP as any other process's do.
+// and read of the hops (docs/architecture.md, "Internal hops"). It is a
+// Linux abstract socket with a random name: nothing on the file system,
+// gone with the process however it ends (a crashed or killed process
+// leaves nothing behind). Like the TCP port, any local process may
+// connect to it, and like every call on the TCP port, a call without a
+// valid assertion is refused. Elsewhere, or when it cannot be opened,
+// this process's calls go over TCP as any other process's do.
 func (h *Host) listenLocal(ctx context.Context) {
-	dir, err := os.MkdirTemp("", "almoner-grpc-")
-	if err == nil {
-		var lis net.Listener
-		if lis, err = (&net.ListenConfig{}).Listen(ctx, "unix", filepath.Join(dir, "grpc.sock")); err == nil {
-			h.local, h.socketDir = lis, dir
-			return
-		}
-		_ = os.RemoveAll(dir)
+	if runtime.GOOS != "linux" {
+		return
 	}
-	h.cfg.Logger.Warn("no local socket for this process's own gRPC calls; they go over TCP", "error", err.Error())
+	name := "@almoner-grpc-" + rand.Text()
+	lis, err := (&net.ListenConfig{}).Listen(ctx, "unix", name)
+	if err != nil {
+		h.cfg.Logger.Warn("no local socket for this process's own gRPC calls; they go over TCP", "error", err.Error())
+		return
+	}
+	h.local = lis
 }
 
 // LocalAddr is the address this process dials the services it hosts at:
-// the local Unix socket (unix:///…), else Addr.
+// the local socket (unix-abstract:…), else Addr.
 func (h *Host) LocalAddr() string {
 	if h.local != nil {
-		return "unix://" + h.local.Addr().String()
+		return "unix-abstract:" + strings.TrimPrefix(h.local.Addr().String(), "@")
 	}
 	return h.Addr()
-}
-
-// removeSocket removes the local socket's directory once the server has
-// stopped listening.
-func (h *Host) removeSocket() {
-	if h.socketDir != "" {
-		_ = os.RemoveAll(h.socketDir)
-	}
 }
 
 // Pool is the host's database pool.
@@ -288,7 +282,6 @@ func (h *Host) dial(name string) (grpc.ClientConnInterface, error) {
 
 func (h *Host) abort() {
 	h.server.Stop()
-	h.removeSocket()
 	h.reads.Close()
 	h.pool.Close()
 }
@@ -311,7 +304,6 @@ func (h *Host) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		h.server.Stop()
 	}
-	h.removeSocket()
 	h.mu.Lock()
 	for _, c := range h.conns {
 		_ = c.Close()
