@@ -47,6 +47,7 @@ import (
 	"github.com/almoner/almoner/pkg/ratelimit"
 	"github.com/almoner/almoner/pkg/telemetry"
 	"github.com/almoner/almoner/pkg/traceid"
+	"github.com/almoner/almoner/pkg/transport"
 	"github.com/almoner/almoner/pkg/wirejson"
 )
 
@@ -269,8 +270,8 @@ func (g *Gateway) dial(name, addr string) error {
 	if _, ok := registry[name]; !ok {
 		return fmt.Errorf("gateway: unknown service %q", name)
 	}
-	opts := append(append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, telemetry.GRPCClientOptions()...),
-		g.cfg.InternalKey.DialOptions()...)
+	opts := append(append(append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, transport.DialOptions()...),
+		telemetry.GRPCClientOptions()...), g.cfg.InternalKey.DialOptions()...)
 	conn, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		return fmt.Errorf("gateway: dial %s at %s: %w", name, addr, err)

@@ -30,8 +30,11 @@
 # with --log: their p50 and p99 come from pgbench's per-transaction
 # latencies. Two tables follow: the contact against the cash donation
 # order, then each order kind against its floor and the card order
-# against the cash one. BENCH_PGSTAT=1 also samples pg_stat_activity's
-# wait events every 0.2 s during each scenario. Results in
+# against the cash one, with the CPU the load generator and pgbench spent
+# per request and per transaction (/usr/bin/time): on two shared cores a
+# client's CPU is taken from the server and PostgreSQL. BENCH_PGSTAT=1
+# also samples pg_stat_activity's wait events every 0.2 s during each
+# scenario. Results in
 # $BENCH_BIN/bench/writes/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,6 +63,10 @@ sample() { # name: wait events of the database's active backends
       WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()" 2>/dev/null || true
     sleep 0.2
   done | sort | uniq -c | sort -rn | head -8 >"$out/$name.waits"
+}
+
+timed() { # command...: run it, its CPU (user + system seconds) in $out/$name-$tag.cpu
+  /usr/bin/time -f '%U %S' -o "$out/$name-$tag.cpu" "$@"
 }
 
 one() { # binary round
@@ -137,15 +144,15 @@ one() { # binary round
       spid=$!
     fi
     case $name in
-    create-contact) "$bindir/loadgen" -name "$name" -c "$CLIENTS" -d "$DURATION" -method POST -status 201 -url "$base/contacts" -H "X-Api-Key: $key" \
+    create-contact) timed "$bindir/loadgen" -name "$name" -c "$CLIENTS" -d "$DURATION" -method POST -status 201 -url "$base/contacts" -H "X-Api-Key: $key" \
       -body "$contactbody" >"$out/$name-$tag.json" ;;
-    create-order) "$bindir/loadgen" -name "$name" -c "$CLIENTS" -d "$DURATION" -method POST -status 201 -url "$base/orders" -H "X-Api-Key: $key" \
+    create-order) timed "$bindir/loadgen" -name "$name" -c "$CLIENTS" -d "$DURATION" -method POST -status 201 -url "$base/orders" -H "X-Api-Key: $key" \
       -body "$order" >"$out/$name-$tag.json" ;;
-    create-order-card) "$bindir/loadgen" -name "$name" -c "$CLIENTS" -d "$DURATION" -method POST -status 201 -url "$base/orders" -H "X-Api-Key: $key" \
+    create-order-card) timed "$bindir/loadgen" -name "$name" -c "$CLIENTS" -d "$DURATION" -method POST -status 201 -url "$base/orders" -H "X-Api-Key: $key" \
       -body "$card" >"$out/$name-$tag.json" ;;
-    create-order-item) "$bindir/loadgen" -name "$name" -c "$CLIENTS" -d "$DURATION" -method POST -status 201 -url "$base/orders" -H "X-Api-Key: $key" \
+    create-order-item) timed "$bindir/loadgen" -name "$name" -c "$CLIENTS" -d "$DURATION" -method POST -status 201 -url "$base/orders" -H "X-Api-Key: $key" \
       -body "$itemorder" >"$out/$name-$tag.json" ;;
-    create-order-hot) "$bindir/loadgen" -name "$name" -c "$CLIENTS" -d "$DURATION" -method POST -status 201 -url "$base/orders" -H "X-Api-Key: $key" \
+    create-order-hot) timed "$bindir/loadgen" -name "$name" -c "$CLIENTS" -d "$DURATION" -method POST -status 201 -url "$base/orders" -H "X-Api-Key: $key" \
       -body "$hot" >"$out/$name-$tag.json" ;;
     floor-*)
       # An order's floor: its own statements replayed by pgbench on the same
@@ -155,7 +162,7 @@ one() { # binary round
       local logs=$out/$name-$tag.log.d script=${name%-hot} clo=$lo chi=$hi
       [ "$name" = "$script" ] || clo=$contact chi=$contact
       rm -rf "$logs" && mkdir -p "$logs"
-      pgbench -n -M prepared -c "$CLIENTS" -j 2 -T "${DURATION%s}" -f "scripts/bench-orders-$script.sql" --log --log-prefix="$logs/tx" \
+      timed pgbench -n -M prepared -c "$CLIENTS" -j 2 -T "${DURATION%s}" -f "scripts/bench-orders-$script.sql" --log --log-prefix="$logs/tx" \
         -D tid="$tid" -D fund="$fund" -D item="$item" -D contact_lo="$clo" -D contact_hi="$chi" -D batch="$batch" "$url" >"$out/$name-$tag.txt" 2>&1 || true
       ;;
     esac
@@ -197,6 +204,23 @@ def floor(name, tag):
         return lat[min(len(lat) - 1, int(q * len(lat)))] if lat else math.nan
     return tps, pct(0.50), pct(0.99)
 
+def client_cpu(name, tag, n):
+    """The load generator's or pgbench's CPU (µs) per request or transaction:
+    on two shared cores it is taken from the server and PostgreSQL."""
+    try:
+        u, st = map(float, open(os.path.join(out, f"{name}-{tag}.cpu")).read().split()[-2:])
+    except (OSError, ValueError):
+        return math.nan
+    return (u + st) / n * 1e6 if n else math.nan
+
+def sent(r):
+    """Requests loadgen sent, its warm-up (2 s) included, at the measured rate."""
+    return r["rps"] * (r["seconds"] + 2)
+
+def processed(name, tag):
+    m = re.search(r"^number of transactions actually processed: ([0-9]+)", open(os.path.join(out, f"{name}-{tag}.txt")).read(), re.M)
+    return int(m.group(1)) if m else 0
+
 def rate(r):
     s = f"{r['rps']:,.0f}/s ({r['p50Ms']:.1f} / {r['p99Ms']:.1f})"
     return s + (f", {r['errors']} errors" if r.get("errors") else "")
@@ -208,15 +232,17 @@ for tag in tags:
     tps = floor("floor-donation", tag)[0]
     print(f"| {tag} | {rate(c)} | {rate(o)} | {c['rps'] / o['rps']:.2f} | {tps:,.0f} | {o['rps'] / tps:.2f} |")
 print()
-print("| binary-round | order | req/s (p50 / p99 ms) | floor tps (p50 / p99 ms) | order ÷ floor | card ÷ cash |")
-print("|---|---|---|---|---|---|")
+print("| binary-round | order | req/s (p50 / p99 ms) | floor tps (p50 / p99 ms) | order ÷ floor | card ÷ cash | client CPU µs: loadgen / pgbench |")
+print("|---|---|---|---|---|---|---|")
 for tag in tags:
     cash, card, item, hot = (load(n, tag) for n in ("create-order", "create-order-card", "create-order-item", "create-order-hot"))
     dt, d50, d99 = floor("floor-donation", tag)
     it, i50, i99 = floor("floor-item", tag)
     ht, h50, h99 = floor("floor-donation-hot", tag)
-    print(f"| {tag} | cash donation | {rate(cash)} | {dt:,.0f} ({d50:.1f} / {d99:.1f}) | {cash['rps'] / dt:.2f} | |")
-    print(f"| {tag} | card donation | {rate(card)} | — | — | {card['rps'] / cash['rps']:.2f} |")
-    print(f"| {tag} | cash item | {rate(item)} | {it:,.0f} ({i50:.1f} / {i99:.1f}) | {item['rps'] / it:.2f} | |")
-    print(f"| {tag} | cash donation, one contact | {rate(hot)} | {ht:,.0f} ({h50:.1f} / {h99:.1f}) | {hot['rps'] / ht:.2f} | |")
+    def cpu(load, r, floor):
+        return f"{client_cpu(load, tag, sent(r)):.0f} / {client_cpu(floor, tag, processed(floor, tag)):.0f}"
+    print(f"| {tag} | cash donation | {rate(cash)} | {dt:,.0f} ({d50:.1f} / {d99:.1f}) | {cash['rps'] / dt:.2f} | | {cpu('create-order', cash, 'floor-donation')} |")
+    print(f"| {tag} | card donation | {rate(card)} | — | — | {card['rps'] / cash['rps']:.2f} | {client_cpu('create-order-card', tag, sent(card)):.0f} / — |")
+    print(f"| {tag} | cash item | {rate(item)} | {it:,.0f} ({i50:.1f} / {i99:.1f}) | {item['rps'] / it:.2f} | | {cpu('create-order-item', item, 'floor-item')} |")
+    print(f"| {tag} | cash donation, one contact | {rate(hot)} | {ht:,.0f} ({h50:.1f} / {h99:.1f}) | {hot['rps'] / ht:.2f} | | {cpu('create-order-hot', hot, 'floor-donation-hot')} |")
 PY

@@ -9,8 +9,8 @@
 # the given kind with BENCH_CLIENTS (16) clients. After a 2 s warm-up it
 # takes a CPU profile of the given seconds (8) and prints the load
 # generator's result, the CPU per order of the server and of the fake
-# (from /proc, the whole load) and the TCP connections the server opened
-# to the fake meanwhile. BENCH_ORDERS_PROFILE_DB, _HTTP, _GRPC and _DEBUG
+# (from /proc, the whole load) and of the load generator (/usr/bin/time),
+# and the TCP connections the server opened to the fake meanwhile. BENCH_ORDERS_PROFILE_DB, _HTTP, _GRPC and _DEBUG
 # move it out of another run's way. Profiles land in
 # BENCH_ORDERS_PROFILE_OUT (bin/bench/orders-profile) as <binary>-<kind>-cpu.pprof; read them with
 #   go tool pprof -top <binary> <profile>
@@ -92,16 +92,21 @@ s0=$(ticks "$pid") f0=$(ticks "$fpid")
 prof=$!
 (sleep $((secs / 2)); conns >"$out/$label.conns") &
 cpid=$!
-"$tools/loadgen" -name "$label" -c "$CLIENTS" -d "$((secs + 2))s" -warmup 0s "${load[@]}" >"$out/$label.json"
+# The load generator's own CPU (user + system seconds) is printed per
+# order too: on two shared cores it competes with the server and
+# PostgreSQL, as pgbench does with PostgreSQL in the floors.
+/usr/bin/time -f '%U %S' -o "$out/$label.loadgen-cpu" \
+  "$tools/loadgen" -name "$label" -c "$CLIENTS" -d "$((secs + 2))s" -warmup 0s "${load[@]}" >"$out/$label.json"
 s1=$(ticks "$pid") f1=$(ticks "$fpid")
 wait "$prof" "$cpid"
 stop
-python3 - "$out/$label.json" "$s0" "$s1" "$f0" "$f1" "$(getconf CLK_TCK)" "$(cat "$out/$label.conns")" <<'PY'
+python3 - "$out/$label.json" "$s0" "$s1" "$f0" "$f1" "$(getconf CLK_TCK)" "$(cat "$out/$label.conns")" "$(tail -1 "$out/$label.loadgen-cpu")" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 s0, s1, f0, f1, hz = map(float, sys.argv[2:7])
+lg = sum(map(float, sys.argv[8].split()))
 n = r["requests"]
 print(f"{r['name']}: {r['rps']:,.0f} orders/s (p50 {r['p50Ms']:.1f} / p99 {r['p99Ms']:.1f} ms), "
-      f"server {(s1 - s0) / hz / n * 1e6:.0f} µs of CPU per order, fake Stripe {(f1 - f0) / hz / n * 1e6:.0f} µs; "
-      f"sockets to the fake mid-load: {sys.argv[7]}")
+      f"server {(s1 - s0) / hz / n * 1e6:.0f} µs of CPU per order, load generator {lg / n * 1e6:.0f} µs, "
+      f"fake Stripe {(f1 - f0) / hz / n * 1e6:.0f} µs; sockets to the fake mid-load: {sys.argv[7]}")
 PY

@@ -63,10 +63,10 @@ type Key struct {
 	macs sync.Pool // of HMAC-SHA256 states keyed with the secret
 	now  func() time.Time
 
-	// signed holds this process's assertions for reuse (assert), by what
-	// they say after the expiry.
+	// signed holds this process's assertions for reuse (assert), by the
+	// principal and method they assert (signedKey).
 	signedMu sync.RWMutex
-	signed   map[string]signed
+	signed   map[signedKey]signed
 	// verified holds the assertions whose signature checked (Verify), by
 	// their bytes.
 	verifiedMu sync.RWMutex
@@ -79,7 +79,7 @@ func NewKey(secret []byte) (*Key, error) {
 		return nil, fmt.Errorf("%s: want at least %d random bytes, got %d", KeyVar, MinKeySize, len(secret))
 	}
 	s := append([]byte(nil), secret...)
-	k := &Key{now: time.Now, signed: map[string]signed{}, verified: map[string]verified{}}
+	k := &Key{now: time.Now, signed: map[signedKey]signed{}, verified: map[string]verified{}}
 	// hmac.New hashes the key and allocates two SHA-256 states: done once
 	// per pooled state instead of on every call.
 	k.macs.New = func() any { return hmac.New(sha256.New, s) }
@@ -303,19 +303,66 @@ const Reuse = time.Second
 // maxSigned bounds the assertions a Key keeps for reuse.
 const maxSigned = 1024
 
-// signed is an assertion kept for reuse, and when it was signed.
+// signedKey finds an assertion kept for reuse without building and
+// hashing its ≈ 600 bytes of fields: the method and the principal's
+// strings by value, its two lists by identity (where their elements are,
+// and how many). Identity only picks the entry; the entry's own copy of
+// the lists is compared with the call's before it is reused (signed.same).
+type signedKey struct {
+	method, tenantID, keyID, keyPrefix, currency, userID, sessionID, impersonator, impersonation string
+	scopes, features                                                                             listID
+}
+
+// listID is a list's identity: its first element's address and its length.
+type listID struct {
+	first *string
+	n     int
+}
+
+func keyOf(p Principal, method string) signedKey {
+	return signedKey{method: method, tenantID: p.TenantID, keyID: p.KeyID, keyPrefix: p.KeyPrefix, currency: p.Currency,
+		userID: p.UserID, sessionID: p.SessionID, impersonator: p.Impersonator, impersonation: p.Impersonation,
+		scopes: idOf(p.Scopes), features: idOf(p.Features)}
+}
+
+func idOf(l []string) listID {
+	if len(l) == 0 {
+		return listID{}
+	}
+	return listID{&l[0], len(l)}
+}
+
+// signed is an assertion kept for reuse, when it was signed, and copies
+// of the lists it asserts.
 type signed struct {
-	assertion string
-	at        time.Time
+	assertion        string
+	at               time.Time
+	scopes, features []string
+}
+
+// same reports whether s asserts p's lists: the key matched the rest. A
+// list changed in place since (an element replaced) no longer matches
+// its copy. The elements still share their bytes with the copy's, so the
+// comparison is of lengths and addresses, not of the scopes' text.
+func (s signed) same(p Principal) bool {
+	return slices.Equal(s.scopes, p.Scopes) && slices.Equal(s.features, p.Features)
 }
 
 // fieldBufs are appendFields' buffers: what Sign and assert build before
-// they sign or look up.
+// they sign.
 var fieldBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // assert returns an assertion of p for method: the one signed for them
 // less than Reuse ago, else a new one good for Lifetime.
 func (k *Key) assert(p Principal, method string) (string, error) {
+	key := keyOf(p, method)
+	now := k.now()
+	k.signedMu.RLock()
+	s, ok := k.signed[key]
+	k.signedMu.RUnlock()
+	if ok && fresh(s.at, now) && s.same(p) {
+		return s.assertion, nil
+	}
 	buf := fieldBufs.Get().(*[]byte)
 	defer fieldBufs.Put(buf)
 	fields, err := appendFields((*buf)[:0], p, method)
@@ -323,23 +370,16 @@ func (k *Key) assert(p Principal, method string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	now := k.now()
-	k.signedMu.RLock()
-	s, ok := k.signed[string(fields)]
-	k.signedMu.RUnlock()
-	if ok && fresh(s.at, now) {
-		return s.assertion, nil
-	}
 	a := k.signFields(fields, now.Add(Lifetime))
 	k.signedMu.Lock()
 	defer k.signedMu.Unlock()
 	if len(k.signed) >= maxSigned {
-		maps.DeleteFunc(k.signed, func(_ string, s signed) bool { return !fresh(s.at, now) })
+		maps.DeleteFunc(k.signed, func(_ signedKey, s signed) bool { return !fresh(s.at, now) })
 		if len(k.signed) >= maxSigned {
 			clear(k.signed)
 		}
 	}
-	k.signed[string(fields)] = signed{assertion: a, at: now}
+	k.signed[key] = signed{assertion: a, at: now, scopes: slices.Clone(p.Scopes), features: slices.Clone(p.Features)}
 	return a, nil
 }
 

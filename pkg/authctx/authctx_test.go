@@ -3,6 +3,7 @@ package authctx
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -169,6 +170,28 @@ func TestAssertionReuse(t *testing.T) {
 	}
 	if _, err := k.assert(Principal{TenantID: "t\nk"}, method); err == nil {
 		t.Error("a field that would shift the others was asserted")
+	}
+	// The same lists, changed in place within Reuse: what is sent says
+	// what they say now.
+	now = now.Add(time.Millisecond)
+	kept := must(k.assert(wider, method))
+	if again := must(k.assert(wider, method)); again != kept {
+		t.Error("the same principal signed afresh within Reuse")
+	}
+	wider.Scopes[1] = "orders:refund"
+	changed := must(k.assert(wider, method))
+	if changed == kept {
+		t.Fatal("reused the assertion of scopes changed in place")
+	}
+	if got, err := k.Verify(changed, method, now); err != nil || !slices.Equal(got.Scopes, []string{"contacts:view", "orders:refund"}) {
+		t.Errorf("scopes changed in place: asserted %v (%v)", got.Scopes, err)
+	}
+	// A copy of the lists, elsewhere in memory, finds nothing kept but
+	// asserts the same.
+	copied := wider
+	copied.Scopes = slices.Clone(wider.Scopes)
+	if got, err := k.Verify(must(k.assert(copied, method)), method, now); err != nil || !slices.Equal(got.Scopes, copied.Scopes) {
+		t.Errorf("copied scopes: asserted %v (%v)", got.Scopes, err)
 	}
 }
 

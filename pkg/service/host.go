@@ -2,10 +2,12 @@ package service
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"github.com/almoner/almoner/pkg/config"
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/telemetry"
+	"github.com/almoner/almoner/pkg/transport"
 )
 
 // HostConfig configures a process that hosts one or more services on one
@@ -48,6 +51,10 @@ type Host struct {
 	server   *grpc.Server
 	health   *health.Server
 	listener net.Listener
+	// local is the Unix socket the same server listens on for calls
+	// from this process (LocalAddr); nil when there is none, and this
+	// process's calls then go over listener.
+	local    net.Listener
 	pool     *pgxpool.Pool
 	reads    *db.ReadPool
 	services []Service
@@ -100,6 +107,7 @@ func StartHost(ctx context.Context, cfg HostConfig, modules ...Module) (*Host, e
 		return nil, fmt.Errorf("listen on %s: %w", cfg.GRPCAddr, err)
 	}
 	h.listener = lis
+	h.listenLocal(ctx)
 	deps := Deps{DB: pool, Reads: reads, Logger: cfg.Logger, Environment: cfg.Environment, Dial: h.dial, Config: cfg.Config}
 	for _, m := range modules {
 		svc, err := m.New(ctx, deps)
@@ -112,6 +120,10 @@ func StartHost(ctx context.Context, cfg HostConfig, modules ...Module) (*Host, e
 		h.names = append(h.names, m.Name)
 	}
 	go func() { h.served <- h.server.Serve(lis) }()
+	if h.local != nil {
+		// Serve returns when the server stops, which lis's Serve reports.
+		go func() { _ = h.server.Serve(h.local) }()
+	}
 	for i, svc := range h.services {
 		if err := svc.Start(ctx); err != nil {
 			h.abort()
@@ -203,6 +215,39 @@ func dedupe(sets []db.Migrations) []db.Migrations {
 // Addr is the address the gRPC server listens on.
 func (h *Host) Addr() string { return h.listener.Addr().String() }
 
+// listenLocal opens the Unix socket the server also listens on, for the
+// calls this process makes to the services it hosts (its own clients, and
+// the gateway in the same process): still gRPC through a socket, signed
+// and verified, but without the TCP/IP stack of loopback on every write
+// and read of the hops (docs/architecture.md, "Internal hops"). It is a
+// Linux abstract socket with a random name: nothing on the file system,
+// gone with the process however it ends (a crashed or killed process
+// leaves nothing behind). Like the TCP port, any local process may
+// connect to it, and like every call on the TCP port, a call without a
+// valid assertion is refused. Elsewhere, or when it cannot be opened,
+// this process's calls go over TCP as any other process's do.
+func (h *Host) listenLocal(ctx context.Context) {
+	if runtime.GOOS != "linux" {
+		return
+	}
+	name := "@almoner-grpc-" + rand.Text()
+	lis, err := (&net.ListenConfig{}).Listen(ctx, "unix", name)
+	if err != nil {
+		h.cfg.Logger.Warn("no local socket for this process's own gRPC calls; they go over TCP", "error", err.Error())
+		return
+	}
+	h.local = lis
+}
+
+// LocalAddr is the address this process dials the services it hosts at:
+// the local socket (unix-abstract:…), else Addr.
+func (h *Host) LocalAddr() string {
+	if h.local != nil {
+		return "unix-abstract:" + strings.TrimPrefix(h.local.Addr().String(), "@")
+	}
+	return h.Addr()
+}
+
 // Pool is the host's database pool.
 func (h *Host) Pool() *pgxpool.Pool { return h.pool }
 
@@ -219,14 +264,14 @@ func (h *Host) dial(name string) (grpc.ClientConnInterface, error) {
 	addr := h.cfg.Upstreams[name]
 	for _, n := range h.names {
 		if n == name {
-			addr = h.Addr()
+			addr = h.LocalAddr()
 		}
 	}
 	if addr == "" {
 		return nil, fmt.Errorf("no address for service %s (set %s)", name, config.ServiceAddrVar(name))
 	}
-	opts := append(append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, telemetry.GRPCClientOptions()...),
-		h.cfg.InternalKey.DialOptions()...)
+	opts := append(append(append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, transport.DialOptions()...),
+		telemetry.GRPCClientOptions()...), h.cfg.InternalKey.DialOptions()...)
 	c, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ import (
 	"github.com/almoner/almoner/pkg/config"
 	"github.com/almoner/almoner/pkg/db"
 	"github.com/almoner/almoner/pkg/telemetry"
+	"github.com/almoner/almoner/pkg/transport"
 )
 
 // Service is a constructed service.
@@ -87,7 +88,7 @@ func NewGRPCServer(logger *slog.Logger, key *authctx.Key, opts ...grpc.ServerOpt
 		// 4.6 % of the server's CPU under item-order load. Calls beyond
 		// the workers still get a goroutine of their own.
 		grpc.NumStreamWorkers(streamWorkers),
-	), opts...)
+	), append(transport.ServerOptions(), opts...)...)
 	srv := grpc.NewServer(opts...)
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(srv, hs)

@@ -389,7 +389,7 @@ func beginReserve(ctx context.Context, tx *db.PipelinedTx, tenantID, orderID uui
 	if err != nil {
 		return nil, nil, err
 	}
-	items, relock, err := collectReadItems(br)
+	items, relock, err := collectReadItems(br, tenantID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -426,12 +426,30 @@ func reserveBatch(tenantID, orderID uuid.UUID, lines []int32, ids []uuid.UUID) *
 		WHERE tenant_id = $1 AND order_id = $2 AND line_number = ANY($3)`, tenantID, orderID, lines)
 	// One statement reads every item: those that track stock locked, in
 	// id order, at their latest version; the others as of the statement.
-	b.Queue(`WITH locked AS (`+lockItemsSQL+` AND track_stock`+lockItemsOrder+`)
-		SELECT `+itemColumns+`, true FROM locked
+	// It reads only the columns a reservation uses (reserveItemColumns).
+	b.Queue(`WITH locked AS (SELECT `+reserveItemColumns+` FROM inventory.items
+			WHERE tenant_id = $1 AND id = ANY($2) AND track_stock`+lockItemsOrder+`)
+		SELECT `+reserveItemColumns+`, true FROM locked
 		UNION ALL
-		SELECT `+itemColumns+`, false FROM inventory.items
+		SELECT `+reserveItemColumns+`, false FROM inventory.items
 		WHERE tenant_id = $1 AND id = ANY($2) AND id NOT IN (SELECT id FROM locked)`, tenantID, ids)
 	return b
+}
+
+// reserveItemColumns are the columns of an item that reserving it reads:
+// what planReservations checks and copies into the reservation, and the
+// stock queueStockMoves audits. The item's other columns (its description,
+// category, location, times) are not read on the order path.
+const reserveItemColumns = `id, sku, name, price_minor, currency, fair_market_value_minor, track_stock, stock_on_hand, active`
+
+// scanReserveItem scans reserveItemColumns, then locked.
+func scanReserveItem(row pgx.Row, tenantID uuid.UUID, locked *bool) (Item, error) {
+	it := Item{TenantID: tenantID}
+	if err := row.Scan(&it.ID, &it.SKU, &it.Name, &it.PriceMinor, &it.Currency, &it.FairMarketValueMinor, &it.TrackStock,
+		&it.StockOnHand, &it.Active, locked); err != nil {
+		return Item{}, fmt.Errorf("read inventory item: %w", db.Interpret(err))
+	}
+	return it, nil
 }
 
 // collectReservations gathers reservation rows by line number.
@@ -452,7 +470,7 @@ func collectReservations(rows pgx.Rows, err error) (map[int32]Reservation, error
 
 // collectReadItems reads reserveBatch's items: by id, except those that
 // track stock but were not locked, which it returns to lock again.
-func collectReadItems(br pgx.BatchResults) (map[uuid.UUID]Item, []uuid.UUID, error) {
+func collectReadItems(br pgx.BatchResults, tenantID uuid.UUID) (map[uuid.UUID]Item, []uuid.UUID, error) {
 	rows, err := br.Query()
 	if err != nil {
 		return nil, nil, fmt.Errorf("read items: %w", err)
@@ -464,7 +482,7 @@ func collectReadItems(br pgx.BatchResults) (map[uuid.UUID]Item, []uuid.UUID, err
 	read, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (readItem, error) {
 		var ri readItem
 		var err error
-		ri.Item, err = scanItem(r, &ri.locked)
+		ri.Item, err = scanReserveItem(r, tenantID, &ri.locked)
 		return ri, err
 	})
 	if err != nil {

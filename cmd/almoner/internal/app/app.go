@@ -198,8 +198,10 @@ func (a *App) startHost(ctx context.Context, mods []service.Module, key *authctx
 	if err != nil {
 		return nil, err
 	}
+	// The gateway in this process reaches the services hosted here over
+	// the host's local socket.
 	for _, m := range mods {
-		upstreams[m.Name] = a.host.Addr()
+		upstreams[m.Name] = a.host.LocalAddr()
 	}
 	return upstreams, nil
 }
