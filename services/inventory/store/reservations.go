@@ -427,12 +427,10 @@ func reserveBatch(tenantID, orderID uuid.UUID, lines []int32, ids []uuid.UUID) *
 	// One statement reads every item: those that track stock locked, in
 	// id order, at their latest version; the others as of the statement.
 	// It reads only the columns a reservation uses (reserveItemColumns).
-	b.Queue(`WITH locked AS (SELECT `+reserveItemColumns+` FROM inventory.items
-			WHERE tenant_id = $1 AND id = ANY($2) AND track_stock`+lockItemsOrder+`)
+	b.Queue(`WITH locked AS (SELECT `+reserveItemColumns+lockItemsFrom+` AND track_stock`+lockItemsOrder+`)
 		SELECT `+reserveItemColumns+`, true FROM locked
 		UNION ALL
-		SELECT `+reserveItemColumns+`, false FROM inventory.items
-		WHERE tenant_id = $1 AND id = ANY($2) AND id NOT IN (SELECT id FROM locked)`, tenantID, ids)
+		SELECT `+reserveItemColumns+`, false`+lockItemsFrom+` AND id NOT IN (SELECT id FROM locked)`, tenantID, ids)
 	return b
 }
 
@@ -541,11 +539,13 @@ func readReservations(ctx context.Context, tx pgx.Tx, tenantID, orderID uuid.UUI
 }
 
 // lockItemsSQL and lockItemsOrder read and row-lock a tenant's items by
-// id ($1, $2), with any further condition between them. The locks are
-// taken in id order (the rows pass the lock in the ORDER BY's order),
-// which is what keeps concurrent multi-item calls deadlock-free.
+// id ($1, $2), with any further condition between them; lockItemsFrom is
+// lockItemsSQL after its columns, for a statement that reads fewer. The
+// locks are taken in id order (the rows pass the lock in the ORDER BY's
+// order), which is what keeps concurrent multi-item calls deadlock-free.
 const (
-	lockItemsSQL   = `SELECT ` + itemColumns + ` FROM inventory.items WHERE tenant_id = $1 AND id = ANY($2)`
+	lockItemsFrom  = ` FROM inventory.items WHERE tenant_id = $1 AND id = ANY($2)`
+	lockItemsSQL   = `SELECT ` + itemColumns + lockItemsFrom
 	lockItemsOrder = ` ORDER BY id FOR UPDATE`
 )
 
