@@ -40,14 +40,24 @@ test("the API reference shows every spec path and no console error", async () =>
     });
 
     // The bundle is 4 MB of JavaScript to parse: generous timeouts for a
-    // busy CI machine.
-    page.setDefaultTimeout(90000);
+    // busy CI machine (about 4 s here when quiet). The waits poll on a
+    // timer: the default polls on animation frames, which a renderer
+    // starved of CPU may not give for a long time.
+    page.setDefaultTimeout(150000);
+    const spec = [];
+    page.on("response", (r) => {
+      if (new URL(r.url()).pathname === "/openapi.json") spec.push(`${r.status()} after ${Date.now() - started} ms`);
+    });
+    const started = Date.now();
     await page.goto(base + "/docs", { waitUntil: "domcontentloaded" });
+    const loaded = Date.now() - started;
     // Scalar renders into #app once it has read /openapi.json, then every
     // operation of every open tag, with its method and path. Wait for all
     // the paths, then name those that never came.
-    await page.waitForFunction(() => document.body.innerText.includes("/api/tenants/"));
-    await page.waitForFunction((ps) => ps.every((p) => document.body.innerText.includes(p)), specPaths, { timeout: 30000 })
+    await page.waitForFunction(() => document.body.innerText.includes("/api/tenants/"), null, { polling: 250 })
+      .catch(async (e) => { throw new Error(e.message + "\n" + await diagnose(page, spec, errors, started)); });
+    console.log(`/docs: DOM after ${loaded} ms, first path after ${Date.now() - started} ms`);
+    await page.waitForFunction((ps) => ps.every((p) => document.body.innerText.includes(p)), specPaths, { timeout: 30000, polling: 250 })
       .catch(() => {});
     const text = await page.evaluate(() => document.body.innerText);
     const missing = specPaths.filter((p) => !text.includes(p));
@@ -66,3 +76,14 @@ test("the API reference shows every spec path and no console error", async () =>
     await browser.close();
   }
 });
+
+// diagnose says what the page had when the reference never rendered: the
+// spec's responses, the errors so far and the start of the page's text.
+async function diagnose(page, spec, errors, started) {
+  const state = await page.evaluate(() => ({
+    readyState: document.readyState,
+    text: document.body ? document.body.innerText.slice(0, 400) : "(no body)",
+    length: document.body ? document.body.innerText.length : 0,
+  })).catch((e) => ({ error: String(e) }));
+  return JSON.stringify({ elapsedMs: Date.now() - started, openapiJson: spec, errors, state }, null, 2);
+}

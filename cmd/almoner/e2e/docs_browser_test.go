@@ -63,6 +63,12 @@ var specPaths = map[string][]string{
 // kept (ALMONER_ARTIFACTS, else dist/artifacts). In CI a missing browser
 // or node is a failure, not a skip.
 func TestDocsSiteInBrowser(t *testing.T) {
+	if os.Getenv("ALMONER_E2E_SPLIT") != "" {
+		// /docs and /openapi.json are the gateway's own files, the same
+		// in both passes; a second Chromium beside the race pass once
+		// took the split pass's run past its wait (CI, 2026-12-03).
+		t.Skip("the reference is the gateway's own page; covered by the first pass")
+	}
 	dir, err := filepath.Abs("../../../tests/browser")
 	if err != nil {
 		t.Fatal(err)
@@ -108,6 +114,11 @@ func TestDocsSiteInBrowser(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "# pass 1") {
 		t.Fatalf("browser test ran nothing:\n%s", out)
+	}
+	for line := range strings.Lines(string(out)) {
+		if strings.Contains(line, "/docs: DOM after") {
+			t.Log(strings.TrimSpace(line))
+		}
 	}
 	if st, err := os.Stat(shot); err != nil || st.Size() < 10000 {
 		t.Fatalf("no screenshot of /docs at %s: %v", shot, err)
