@@ -307,6 +307,7 @@ func (d *Dispatcher) dispatch(ctx context.Context) {
 	if free <= 0 {
 		return
 	}
+	asked := time.Now()
 	claimed, err := d.s.store.Claim(ctx, free, d.s.cfg.Lease)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -315,6 +316,7 @@ func (d *Dispatcher) dispatch(ctx context.Context) {
 		return
 	}
 	for _, c := range claimed {
+		c.Asked = asked
 		// Neither blocks: at most `free` were claimed, and work holds as
 		// many deliveries as there are tokens.
 		d.sem <- struct{}{}
@@ -378,9 +380,24 @@ func (d *Dispatcher) attempt(ctx context.Context, c store.Claimed) store.Outcome
 	default:
 		metricFailures.Inc()
 		out.State = "pending"
-		out.NextAttemptAt = c.ClaimedAt.Add(retryDelay(d.s.cfg.RetryBase, c.Attempt))
+		out.NextAttemptAt = nextAttempt(c, r.started, retryDelay(d.s.cfg.RetryBase, c.Attempt))
 	}
 	return out
+}
+
+// nextAttempt is when a failed attempt's delivery is due again: wait
+// after the moment the attempt began, in the database's clock (every
+// dispatcher compares next_attempt_at with the database's now()). That
+// moment is the claim's database time plus how long after the claim was
+// asked the attempt began, by this process's monotonic clock: on a loaded
+// machine an attempt can begin a good part of a second after its claim,
+// and a retry timed from the claim came that much early.
+func nextAttempt(c store.Claimed, began time.Time, wait time.Duration) time.Time {
+	var late time.Duration
+	if !c.Asked.IsZero() {
+		late = max(began.Sub(c.Asked), 0)
+	}
+	return c.ClaimedAt.Add(late + wait)
 }
 
 // retryDelay is the wait after failed attempt n: base·2^(n-1).

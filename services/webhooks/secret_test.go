@@ -38,6 +38,30 @@ func TestRetryDelay(t *testing.T) {
 	}
 }
 
+func TestNextAttempt(t *testing.T) {
+	t.Parallel()
+	claimed := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC) // the database's clock
+	asked := time.Now()                                      // this process's
+	for _, tc := range []struct {
+		name  string
+		asked time.Time
+		began time.Time
+		want  time.Time
+	}{
+		{"began at once", asked, asked, claimed.Add(time.Minute)},
+		{"began late", asked, asked.Add(300 * time.Millisecond), claimed.Add(time.Minute + 300*time.Millisecond)},
+		{"clock read before the ask", asked, asked.Add(-time.Second), claimed.Add(time.Minute)},
+		{"ask unknown", time.Time{}, asked.Add(time.Second), claimed.Add(time.Minute)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := nextAttempt(store.Claimed{ClaimedAt: claimed, Asked: tc.asked}, tc.began, time.Minute)
+			if !got.Equal(tc.want) {
+				t.Errorf("next attempt %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
 // lockedBuffer collects log output from concurrent senders.
 type lockedBuffer struct {
 	mu sync.Mutex

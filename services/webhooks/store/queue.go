@@ -118,9 +118,14 @@ type Claimed struct {
 	Attempt   int
 	URL       string
 	SecretBox []byte
-	// ClaimedAt is the database's time of the claim; retries are timed
-	// from it.
+	// ClaimedAt is the database's time of the claim: retries are timed in
+	// the database's clock, from it plus however long the attempt waited
+	// to begin (Dispatcher.attempt).
 	ClaimedAt time.Time
+	// Asked is this process's time just before the claim was sent, so
+	// that how long after it an attempt began can be added to ClaimedAt.
+	// The store leaves it zero; the caller sets it.
+	Asked time.Time
 	// TraceParent is the originating request's W3C traceparent; "" when
 	// the event was written outside a trace.
 	TraceParent string
