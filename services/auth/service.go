@@ -76,6 +76,9 @@ type Config struct {
 	// are ended without waiting for a request (ALMONER_IMPERSONATION_SWEEP); zero takes
 	// impersonation.DefaultSweepInterval.
 	ImpersonationSweep time.Duration
+	// Retention says how long rows nobody can use any more are kept
+	// (retention.go); zero fields take DefaultRetention's.
+	Retention Retention
 }
 
 // Session defaults: 12 hours idle, 7 days in all.
@@ -182,8 +185,8 @@ func (s *Service) impersonationDeps() impersonation.Deps {
 	return impersonation.Deps{Store: s.store, Now: s.now, AwaitCaches: s.awaitCaches}
 }
 
-// Start runs the last-used flusher, the impersonation sweeper and the
-// mail sender until Stop.
+// Start runs the last-used flusher, the impersonation sweeper, the
+// housekeeping and the mail sender until Stop.
 func (s *Service) Start(ctx context.Context) error {
 	ctx, s.stop = context.WithCancel(context.WithoutCancel(ctx))
 	s.done = make(chan struct{})
@@ -195,6 +198,7 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	sweeper := impersonation.NewSweeper(s.impersonationDeps(), s.cfg.ImpersonationSweep, s.logger)
 	wg.Go(func() { sweeper.Run(ctx) })
+	wg.Go(func() { s.housekeep(ctx) })
 	wg.Go(func() {
 		t := time.NewTicker(s.cfg.UsageFlushInterval)
 		defer t.Stop()
@@ -305,6 +309,9 @@ func readStaffConfig(d service.Deps, cfg *Config) error {
 	if cfg.SessionLifetime, err = d.Config.Duration("ALMONER_SESSION_LIFETIME", DefaultSessionLifetime); err != nil {
 		return err
 	}
-	cfg.ImpersonationSweep, err = d.Config.Duration("ALMONER_IMPERSONATION_SWEEP", impersonation.DefaultSweepInterval)
+	if cfg.ImpersonationSweep, err = d.Config.Duration("ALMONER_IMPERSONATION_SWEEP", impersonation.DefaultSweepInterval); err != nil {
+		return err
+	}
+	cfg.Retention, err = readRetention(d.Config)
 	return err
 }
