@@ -38,6 +38,8 @@
 # $BENCH_BIN/bench/writes/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=lib/spread-contacts.sh
+source scripts/lib/spread-contacts.sh
 server=${1:?usage: bench-writes.sh SERVER_URL}
 ALMONER_INTERNAL_KEY=${ALMONER_INTERNAL_KEY:-$(head -c 32 /dev/urandom | od -An -vtx1 | tr -d ' \n')}
 export ALMONER_INTERNAL_KEY
@@ -103,22 +105,10 @@ one() { # binary round
   item=$(post /inventory '{"sku":"BENCH-1","name":"Bench tote","price":25.00,"trackStock":false}' | id_of)
   contact=$(post /contacts '{"contactType":"Individual","firstName":"Bench","lastName":"Donor","emails":[{"emailAddress":"bench@example.org","emailType":"Personal","isPrimary":true}]}' | id_of)
   fund=$(post /funds '{"name":"General","isTaxDeductible":true}' | id_of)
-  # The donors orders are spread over: one statement, their ids reserved
-  # from the tenant's contact counter (pkg/counter) as the server reserves
-  # a block, so they are contiguous and never handed out again.
+  # The donors orders are spread over (scripts/lib/spread-contacts.sh).
   local lo hi
-  IFS='|' read -r lo hi < <(psql "$url" -Atqc "
-    WITH n AS (
-      INSERT INTO contacts.counters AS c (tenant_id, name, last_value) VALUES ('$tid', 'contact', $ncontacts)
-      ON CONFLICT (tenant_id, name) DO UPDATE SET last_value = c.last_value + excluded.last_value
-      RETURNING last_value),
-    ins AS (
-      INSERT INTO contacts.contacts (tenant_id, id, contact_type, first_name, last_name, name_key, search_text)
-      SELECT '$tid', n.last_value - $ncontacts + g, 'Individual', 'Spread', 'Giver ' || g, 'spread giver ' || g, 'spread giver ' || g
-      FROM n, generate_series(1, $ncontacts) g
-      RETURNING id)
-    SELECT min(id), max(id) FROM ins")
-  [ $((hi - lo + 1)) = "$ncontacts" ] || { echo "bench-writes: made contacts $lo..$hi, want $ncontacts" >&2; exit 1; }
+  read -r lo hi < <(spread_contacts "$url" "$tid" "$ncontacts")
+  [ -n "$hi" ] || exit 1
   local spread="{{random:$lo:$hi}}"
   local order='{"contactId":'"$spread"',"donations":[{"fundId":"'"$fund"'","amount":25.00}],"payments":[{"paymentMethod":"Cash","amount":25.00}]}'
   local card='{"contactId":'"$spread"',"donations":[{"fundId":"'"$fund"'","amount":25.00}],"payments":[{"paymentMethod":"Card","amount":25.00,"paymentToken":"pm_card_visa"}]}'

@@ -16,6 +16,8 @@
 #   go tool pprof -top <binary> <profile>
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=lib/spread-contacts.sh
+source scripts/lib/spread-contacts.sh
 ALMONER_INTERNAL_KEY=${ALMONER_INTERNAL_KEY:-$(head -c 32 /dev/urandom | od -An -vtx1 | tr -d ' \n')}
 export ALMONER_INTERNAL_KEY
 usage='usage: scripts/profile-orders.sh <postgres server URL> <binary> <cash|card|item> [seconds]'
@@ -69,7 +71,11 @@ base=http://$http/api/tenants/$tid
 post() { curl -sf -X POST "$base$1" -H "X-Api-Key: $key" -H 'Content-Type: application/json' -d "$2"; }
 id_of() { sed -n 's/^{"id":"\{0,1\}\([^",]*\)"\{0,1\},.*/\1/p'; }
 item=$(post /inventory '{"sku":"BENCH-1","name":"Bench tote","price":25.00,"trackStock":false}' | id_of)
-contact=$(post /contacts '{"contactType":"Individual","firstName":"Bench","lastName":"Donor","emails":[{"emailAddress":"bench@example.org","emailType":"Personal","isPrimary":true}]}' | id_of)
+# Each order names one of 1,000 contacts (scripts/lib/spread-contacts.sh),
+# so the cash and card profiles do not wait on one contact's lock.
+read -r lo hi < <(spread_contacts "$url" "$tid" 1000)
+[ -n "$hi" ] || exit 1
+contact="{{random:$lo:$hi}}"
 fund=$(post /funds '{"name":"General","isTaxDeductible":true}' | id_of)
 case $kind in
 cash) body='{"contactId":'"$contact"',"donations":[{"fundId":"'"$fund"'","amount":25.00}],"payments":[{"paymentMethod":"Cash","amount":25.00}]}' ;;
