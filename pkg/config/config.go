@@ -55,6 +55,25 @@ func (s Source) Duration(key string, def time.Duration) (time.Duration, error) {
 	return d, nil
 }
 
+// Keep is what Retention returns for "off": keep the rows for good.
+const Keep time.Duration = -1
+
+// Retention returns the variable key read as how long rows are kept: a
+// duration of at least least, or "off" (Keep).
+func (s Source) Retention(key string, def, least time.Duration) (time.Duration, error) {
+	if s.String(key, "") == "off" {
+		return Keep, nil
+	}
+	d, err := s.Duration(key, def)
+	if err != nil {
+		return 0, err
+	}
+	if d < least {
+		return 0, fmt.Errorf("%s: %s is less than %s; set at least %s, or off to keep the rows for good", key, d, least, least)
+	}
+	return d, nil
+}
+
 // Int returns the variable key parsed as a positive integer.
 func (s Source) Int(key string, def int) (int, error) {
 	v := s.String(key, "")

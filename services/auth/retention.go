@@ -2,7 +2,6 @@ package auth
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,8 +14,8 @@ import (
 // Retention says how long the auth service keeps rows nobody can use any
 // more. Sessions, reset links, emailed codes and trusted browsers go a
 // day (ExpiredGrace) after they stopped working; sent email after Mail;
-// the security log after SecurityLog. A negative Mail or SecurityLog keeps
-// them for good.
+// the security log after SecurityLog. config.Keep (negative) in Mail or
+// SecurityLog keeps them for good.
 type Retention struct {
 	// Interval is how often the housekeeping runs.
 	Interval time.Duration
@@ -49,22 +48,12 @@ func DefaultRetention() Retention {
 // to keep the rows for good.
 func readRetention(src config.Source) (Retention, error) {
 	r := DefaultRetention()
-	for _, v := range []struct {
-		key  string
-		into *time.Duration
-	}{{"ALMONER_MAIL_RETENTION", &r.Mail}, {"ALMONER_SECURITY_LOG_RETENTION", &r.SecurityLog}} {
-		if src.String(v.key, "") == "off" {
-			*v.into = -1
-			continue
-		}
-		d, err := src.Duration(v.key, *v.into)
-		if err != nil {
-			return Retention{}, err
-		}
-		if d < 24*time.Hour {
-			return Retention{}, fmt.Errorf("%s: %s is less than a day; set at least 24h, or off to keep them for good", v.key, d)
-		}
-		*v.into = d
+	var err error
+	if r.Mail, err = src.Retention("ALMONER_MAIL_RETENTION", r.Mail, 24*time.Hour); err != nil {
+		return Retention{}, err
+	}
+	if r.SecurityLog, err = src.Retention("ALMONER_SECURITY_LOG_RETENTION", r.SecurityLog, 24*time.Hour); err != nil {
+		return Retention{}, err
 	}
 	return r, nil
 }

@@ -38,6 +38,7 @@ type Dispatcher struct {
 
 	lastCount   time.Time
 	lastDisable time.Time
+	lastPrune   time.Time
 }
 
 func newDispatcher(s *Service) *Dispatcher {
@@ -160,11 +161,35 @@ func (d *Dispatcher) dispatchAndCount(ctx context.Context) {
 		d.lastDisable = time.Now()
 		d.disableFailing(ctx)
 	}
+	if r := d.s.cfg.DeliveryRetention; r > 0 && time.Since(d.lastPrune) > pruneEvery {
+		d.lastPrune = time.Now()
+		d.prune(ctx, r)
+	}
 	if time.Since(d.lastCount) > 5*time.Second {
 		d.lastCount = time.Now()
 		if n, err := d.s.store.PendingCount(ctx); err == nil {
 			metricPending.Set(float64(n))
 		}
+	}
+}
+
+// pruneEvery is how often a dispatcher deletes the deliveries past their
+// retention: hourly, the first time at its first tick.
+const pruneEvery = time.Hour
+
+// prune deletes the finished deliveries queued more than retention ago
+// (by the service's clock), their attempts and old test attempts.
+func (d *Dispatcher) prune(ctx context.Context, retention time.Duration) {
+	p, err := d.s.store.PruneDeliveries(ctx, d.s.now().Add(-retention))
+	metricPruned.WithLabelValues("deliveries").Add(float64(p.Deliveries))
+	metricPruned.WithLabelValues("attempts").Add(float64(p.Attempts))
+	metricPruned.WithLabelValues("test_attempts").Add(float64(p.TestAttempts))
+	if err != nil && ctx.Err() == nil {
+		d.s.logger.ErrorContext(ctx, "webhooks: prune deliveries", "error", err.Error())
+	}
+	if p.Deliveries+p.TestAttempts > 0 {
+		d.s.logger.InfoContext(ctx, "webhooks: pruned deliveries past their retention", "deliveries", p.Deliveries,
+			"attempts", p.Attempts, "test_attempts", p.TestAttempts)
 	}
 }
 

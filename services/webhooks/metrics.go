@@ -30,8 +30,12 @@ var (
 		Help:    "Time from the audit event (its transaction's time) to the first delivery attempt.",
 		Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300},
 	})
+	metricPruned = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "almoner_webhook_pruned_total",
+		Help: "Rows the dispatcher deleted past ALMONER_WEBHOOK_DELIVERY_RETENTION, by kind: deliveries, attempts (theirs), test_attempts.",
+	}, []string{"kind"})
 )
 
 func init() {
-	telemetry.Register(metricPending, metricAttempts, metricFailures, metricAbandoned, metricLag)
+	telemetry.Register(metricPending, metricAttempts, metricFailures, metricAbandoned, metricLag, metricPruned)
 }

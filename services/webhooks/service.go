@@ -42,6 +42,11 @@ const (
 	DefaultMaxAttempts  = 5
 )
 
+// DefaultDeliveryRetention is the default Config.DeliveryRetention
+// (ALMONER_WEBHOOK_DELIVERY_RETENTION): a quarter of delivery records to
+// debug a receiver with, three times the event feed's own window.
+const DefaultDeliveryRetention = 90 * 24 * time.Hour
+
 // DefaultEndpointLimit is the default Config.EndpointLimit
 // (ALMONER_WEBHOOK_ENDPOINT_LIMIT).
 const DefaultEndpointLimit = 50
@@ -107,6 +112,11 @@ type Config struct {
 	// without a cursor starts at the first event within it, and a cursor
 	// issued before it is refused (410 Events.CursorExpired).
 	EventRetention time.Duration
+	// DeliveryRetention is how long a finished delivery and its attempts
+	// are kept (ALMONER_WEBHOOK_DELIVERY_RETENTION, default
+	// DefaultDeliveryRetention, at least a day); config.Keep keeps them
+	// for good, and zero takes the default.
+	DeliveryRetention time.Duration
 }
 
 // ConfigFrom reads the settings from src (ALMONER_WEBHOOK_*); the defaults
@@ -130,6 +140,9 @@ func ConfigFrom(src config.Source, environment string) (Config, error) {
 		return Config{}, errors.New("ALMONER_WEBHOOK_ALLOW_PRIVATE and ALMONER_WEBHOOK_CA_FILE are for development; not allowed in production")
 	}
 	if cfg.SecretKey, err = readSecretKey(src); err != nil {
+		return Config{}, err
+	}
+	if cfg.DeliveryRetention, err = src.Retention("ALMONER_WEBHOOK_DELIVERY_RETENTION", DefaultDeliveryRetention, 24*time.Hour); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil
@@ -292,6 +305,9 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) (*Service, error) 
 // withDefaults is cfg with each unset number at its default, or the
 // refusal of a lease that does not outlast an attempt.
 func (cfg Config) withDefaults() (Config, error) {
+	if cfg.DeliveryRetention == 0 { // negative is config.Keep
+		cfg.DeliveryRetention = DefaultDeliveryRetention
+	}
 	for _, d := range []struct {
 		v   *time.Duration
 		def time.Duration
