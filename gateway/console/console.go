@@ -15,6 +15,7 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -141,6 +142,10 @@ type page struct {
 	Flash   string
 	Error   string
 	Data    any
+	// Reload is where a reload of a page answered to a form post goes
+	// (render sets it; console.js puts it in the history entry), so that
+	// a reload reads the page again instead of posting the form again.
+	Reload string
 }
 
 // render writes a page with the layout. A failure to execute is logged and
@@ -149,6 +154,9 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 	t, ok := c.pages[name]
 	if !ok {
 		panic("console: no template " + name)
+	}
+	if r.Method == http.MethodPost && p.Reload == "" {
+		p.Reload = c.readable(r.URL.Path)
 	}
 	var b strings.Builder
 	if err := t.ExecuteTemplate(&b, "layout", p); err != nil {
@@ -159,6 +167,23 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	_, _ = w.Write([]byte(b.String()))
+}
+
+// readable is the nearest page a GET can read: path itself, else its
+// parents (a form's own path, /console/t/{tid}/keys, or the page it is
+// part of, /console/t/{tid}/security for …/security/totp); "" when none
+// is. A page that shows a secret is answered to its form's post, not
+// redirected (the secret is kept nowhere to show after a redirect): a
+// reload that posted the form again made a second key or endpoint.
+func (c *Console) readable(path string) string {
+	for p := path; strings.HasPrefix(p, Prefix); p = p[:strings.LastIndexByte(p, '/')] {
+		// Every console route names its method; a path only a POST
+		// answers comes back with the POST's pattern (and a 405).
+		if _, pattern := c.mux.Handler(&http.Request{Method: http.MethodGet, URL: &url.URL{Path: p}, Host: "console"}); strings.HasPrefix(pattern, "GET ") {
+			return p
+		}
+	}
+	return ""
 }
 
 // redirect answers a form post with 303 See Other to path, with a message

@@ -309,3 +309,32 @@ func TestOwns(t *testing.T) {
 		}
 	}
 }
+
+// A page answered to a form post names the page a reload reads instead
+// (console.js puts it in the history entry): the form's own path when a
+// GET reads it, else the nearest parent that does (the security page for
+// a new factor's secret or recovery codes). A page answered to a GET
+// names none.
+func TestPostedPagesReloadAsReads(t *testing.T) {
+	c, _ := newConsole(map[string]fakeAnswer{"POST /api/auth/sign-in": {status: 429, body: map[string]any{"message": "Too many requests"}}})
+	w := do(c, "POST", "/console/sign-in", url.Values{"email": {"a@b.c"}, "password": {"x"}})
+	if !strings.Contains(w.Body.String(), `<body data-reload="/console/sign-in">`) {
+		t.Errorf("posted sign-in page without its reload: %s", w.Body)
+	}
+	if g := do(c, "GET", "/console/sign-in", nil); strings.Contains(g.Body.String(), "data-reload") {
+		t.Errorf("a page read by GET names a reload: %s", g.Body)
+	}
+	for _, tc := range []struct{ path, want string }{
+		{"/console/t/" + tid + "/keys", "/console/t/" + tid + "/keys"},
+		{"/console/t/" + tid + "/webhooks", "/console/t/" + tid + "/webhooks"},
+		{"/console/security/totp", "/console/security"},
+		{"/console/security/recovery-codes", "/console/security"},
+		{"/console/t/" + tid + "/keys/k1/revoke", "/console/t/" + tid + "/keys/k1/revoke"},
+		{"/console/forgot-password", "/console"},
+		{"/elsewhere", ""},
+	} {
+		if got := c.readable(tc.path); got != tc.want {
+			t.Errorf("readable(%s) = %q, want %q", tc.path, got, tc.want)
+		}
+	}
+}

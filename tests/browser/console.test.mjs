@@ -186,6 +186,9 @@ test("the staff console, from an invitation to an impersonation", { timeout: 420
     const whSecret = (await page.locator("#new-secret").textContent()).trim();
     assert.match(whSecret, /\S{16,}/);
     await check(page, "webhook-created");
+    await page.reload(); // reads the page: no second endpoint, no secret again
+    assert.equal(await page.locator("#new-secret").count(), 0, "the secret shown again after a reload");
+    assert.equal(await page.getByRole("link", { name: "CRM sync" }).count(), 1, "a reload registered a second endpoint");
 
     // An API key with two scopes: shown once, copied, then used.
     await page.getByRole("link", { name: "API keys" }).click();
@@ -198,6 +201,14 @@ test("the staff console, from an invitation to an impersonation", { timeout: 420
     await page.getByRole("button", { name: "Copy the key" }).click();
     assert.equal(await page.evaluate(() => navigator.clipboard.readText()), key);
     await check(page, "key-created");
+    // A reload reads the keys page: it neither posts the form again (a
+    // second key) nor shows the secret again.
+    const keyRows = () => page.getByRole("cell", { name: "integration", exact: true }).count();
+    assert.equal(await keyRows(), 1);
+    await page.reload();
+    assert.equal(new URL(page.url()).pathname, new URL(tpath("/keys"), base).pathname, "the reload's URL");
+    assert.equal(await page.locator("#new-key").count(), 0, "the key shown again after a reload");
+    assert.equal(await keyRows(), 1, "a reload made a second key");
     const made = await fetch(`${base}/api/tenants/${tenantId()}/contacts`, {
       method: "POST", headers: { "X-Api-Key": key, "Content-Type": "application/json" },
       body: JSON.stringify({ contactType: "Individual", firstName: "Grace", lastName: "Hopper" }),

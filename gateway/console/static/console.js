@@ -1,6 +1,16 @@
-// The console's only script: copy buttons and the impersonation banner's
-// countdown. Every page works without it (forms post, links navigate).
+// The console's only script: copy buttons, the impersonation banner's
+// countdown, and a page answered to a form post reloading as a read.
+// Every page works without it (forms post, links navigate).
 "use strict";
+
+// A page that shows a secret (a new key, an endpoint's signing secret) is
+// the answer to its form's post; without this a reload would post the
+// form again and make a second one. The server names the page to read
+// instead (data-reload); the history entry becomes that URL, so a reload
+// reads it.
+if (document.body.dataset.reload) {
+  history.replaceState(null, "", document.body.dataset.reload);
+}
 document.addEventListener("click", async (ev) => {
   const btn = ev.target.closest("button[data-copy]");
   if (!btn) return;
