@@ -1,6 +1,7 @@
 package contacts
 
 import (
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -8,7 +9,18 @@ import (
 
 // TestMain fails the package's tests when a goroutine they started is
 // still running once they end: a loop, worker or server that a Stop or
-// Close should have ended but did not.
+// Close should have ended but did not. The benchmarks' database pool,
+// shared by every benchmark of the run, is closed first.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	code := m.Run()
+	if bench != nil {
+		bench.pool.Close()
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			os.Stderr.WriteString("goleak: " + err.Error() + "\n")
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
