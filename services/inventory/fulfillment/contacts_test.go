@@ -3,6 +3,7 @@ package fulfillment_test
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -63,6 +64,66 @@ func TestMoveContactShipments(t *testing.T) {
 		t.Errorf("another tenant's shipment names %d, want %d", got, dup)
 	}
 	moveContactRefusals(t, srv, e)
+}
+
+// TestShipmentAfterMergeIsTheSurvivors: checkout hands an order's shipment
+// over just after the order commits, with the contact it was recorded
+// for; one that arrives after the merge's move is created for the
+// survivor, also when the survivor is merged in turn (the earlier merge is
+// re-pointed), and only in the merge's tenant. Creations racing a move
+// leave no shipment on the duplicate.
+func TestShipmentAfterMergeIsTheSurvivors(t *testing.T) {
+	e := newEnv(t, 100)
+	other := e.inTenant(t, uuid.New())
+	const dup, surv, third, bystander = 51, 52, 53, 54
+	srv := fulfillment.New(e.ships).ContactMover()
+	ctx := authctx.NewIncomingContext(context.Background(), authctx.System(e.tenant.String(), "api-key:ak_test_merge", scopes.ContactsMerge))
+	move := func(from, to int64) {
+		t.Helper()
+		if _, err := srv.MoveContactShipments(ctx, &inventoryv1.MoveContactShipmentsRequest{TenantId: e.tenant.String(), DuplicateId: from, SurvivorId: to}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	move(dup, surv)
+	late := e.orderFor(t, 1, 1, dup)
+	if got := contactOf(t, e, late); got != surv {
+		t.Errorf("a shipment handed over after the merge names %d, want the survivor %d", got, surv)
+	}
+	move(surv, third)
+	if got := contactOf(t, e, late); got != third {
+		t.Errorf("after the survivor's own merge the shipment names %d, want %d", got, third)
+	}
+	if got := contactOf(t, e, e.orderFor(t, 2, 1, dup)); got != third {
+		t.Errorf("a late shipment for the first duplicate names %d, want %d (one hop)", got, third)
+	}
+	if got := contactOf(t, e, e.orderFor(t, 3, 1, bystander)); got != bystander {
+		t.Errorf("a bystander's shipment names %d", got)
+	}
+	if got := contactOf(t, other, other.orderFor(t, 1, 1, dup)); got != dup {
+		t.Errorf("another tenant's shipment names %d, want %d", got, dup)
+	}
+
+	// Creations for a fresh duplicate while it is merged.
+	const racer, winner = 61, 62
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 5 {
+				e.orderFor(t, int64(100+g*10+i), 1, racer)
+			}
+		})
+	}
+	wg.Go(func() { move(racer, winner) })
+	wg.Wait()
+	for c, want := range map[int64]int64{racer: 0, winner: 20} {
+		_, n, err := e.ships.List(context.Background(), e.tenant, shipstore.Filter{ContactID: &c}, 100, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != want {
+			t.Errorf("contact %d has %d shipments, want %d", c, n, want)
+		}
+	}
 }
 
 // moveContactRefusals: bad ids and a principal without contacts:merge are

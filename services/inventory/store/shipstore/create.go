@@ -56,6 +56,12 @@ func (s *Store) Create(ctx context.Context, n NewShipment) (bool, error) {
 		if err != nil {
 			return err
 		}
+		// A merge that folded the order's contact into another after the
+		// order was recorded: the shipment is the survivor's, as the
+		// merge's move would have made it.
+		if n.ContactID, err = survivorOf(ctx, tx, n.TenantID, n.ContactID); err != nil {
+			return err
+		}
 		return insert(ctx, tx, n, n.OrderID, status, lines)
 	})
 	if err != nil {
