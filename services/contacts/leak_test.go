@@ -1,6 +1,7 @@
 package contacts
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -18,7 +19,7 @@ func TestMain(m *testing.M) {
 	}
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
-			os.Stderr.WriteString("goleak: " + err.Error() + "\n")
+			fmt.Fprintln(os.Stderr, "goleak:", err)
 			code = 1
 		}
 	}
