@@ -2,9 +2,6 @@ package reports
 
 import (
 	"bytes"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +12,7 @@ import (
 
 	reportsv1 "github.com/almoner/almoner/pkg/api/almoner/reports/v1"
 	typev1 "github.com/almoner/almoner/pkg/api/almoner/type/v1"
+	"github.com/almoner/almoner/pkg/pdftext"
 	"github.com/almoner/almoner/services/reports/render"
 	"github.com/almoner/almoner/services/reports/store"
 )
@@ -55,25 +53,11 @@ func TestDocumentsPrintAnyName(t *testing.T) {
 	}
 }
 
-// pdfText is pdf's text as pdftotext (poppler-utils, which .ci/run
-// installs) reads it, in NFC and without white space: pdftotext places
-// the spaces of right-to-left lines as it sees fit.
+// pdfText is pdf's text as pdftotext reads it, in NFC and without white
+// space: pdftotext places the spaces of right-to-left lines as it sees fit.
 func pdfText(t *testing.T, pdf []byte) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "doc.pdf")
-	if err := os.WriteFile(path, pdf, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.CommandContext(t.Context(), "pdftotext", "-enc", "UTF-8", path, "-").Output()
-	if err != nil {
-		t.Fatalf("pdftotext (apt-get install poppler-utils): %v", err)
-	}
-	return noSpace(strings.Map(func(r rune) rune {
-		if (r >= 0x202A && r <= 0x202E) || (r >= 0x2066 && r <= 0x2069) || r == 0x200E || r == 0x200F {
-			return -1 // the directional marks pdftotext puts around right-to-left runs
-		}
-		return r
-	}, string(out)))
+	return noSpace(pdftext.WithoutMarks(pdftext.Text(t, pdf)))
 }
 
 // noSpace is s in NFC without its white space.

@@ -3,9 +3,6 @@ package e2e
 import (
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +12,7 @@ import (
 
 	"github.com/almoner/almoner/cmd/almoner/apptest"
 	"github.com/almoner/almoner/pkg/mail/mailtest"
+	"github.com/almoner/almoner/pkg/pdftext"
 )
 
 // letterDonor makes a contact (with an email at tag unless noEmail) and a
@@ -168,13 +166,5 @@ func letterCount(t *testing.T, c *apptest.Cluster, tn apptest.Tenant, id string)
 // pdfText is a PDF's text as pdftotext (poppler-utils) reads it.
 func pdfText(t *testing.T, pdf []byte) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "doc.pdf")
-	if err := os.WriteFile(path, pdf, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.CommandContext(t.Context(), "pdftotext", "-enc", "UTF-8", path, "-").Output()
-	if err != nil {
-		t.Fatalf("pdftotext (apt-get install poppler-utils): %v", err)
-	}
-	return string(out)
+	return pdftext.Text(t, pdf)
 }

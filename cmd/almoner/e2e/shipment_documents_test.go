@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"context"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -15,33 +12,14 @@ import (
 	"time"
 
 	"github.com/almoner/almoner/cmd/almoner/apptest"
+	"github.com/almoner/almoner/pkg/pdftext"
 )
 
-// pdfTextPages is a PDF's text as pdftotext reads it, spaces collapsed, and
-// its page count; the test is skipped without poppler-utils.
+// pdfTextPages is a PDF's text as pdftotext -layout reads it, spaces
+// collapsed, and its page count.
 func pdfTextPages(t *testing.T, body []byte) (string, int) {
 	t.Helper()
-	if _, err := exec.LookPath("pdftotext"); err != nil {
-		t.Skip("pdftotext missing (apt-get install poppler-utils): PDF text not checked")
-	}
-	path := filepath.Join(t.TempDir(), "slips.pdf")
-	if err := os.WriteFile(path, body, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.CommandContext(t.Context(), "pdftotext", "-layout", path, "-").Output()
-	if err != nil {
-		t.Fatalf("pdftotext: %v", err)
-	}
-	info, err := exec.CommandContext(t.Context(), "pdfinfo", path).Output()
-	if err != nil {
-		t.Fatalf("pdfinfo: %v", err)
-	}
-	m := regexp.MustCompile(`Pages:\s+(\d+)`).FindSubmatch(info)
-	if m == nil {
-		t.Fatalf("pdfinfo: no page count in %s", info)
-	}
-	pages, _ := strconv.Atoi(string(m[1]))
-	return strings.Join(strings.Fields(string(out)), " "), pages
+	return strings.Join(strings.Fields(pdftext.Text(t, body, "-layout")), " "), pdftext.Pages(t, body)
 }
 
 // TestShipmentDocuments reads a packing slip back with pdftotext, prints

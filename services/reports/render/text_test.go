@@ -3,9 +3,6 @@ package render
 import (
 	"bytes"
 	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +10,7 @@ import (
 
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/almoner/almoner/pkg/pdftext"
 	"github.com/almoner/almoner/services/reports/store"
 )
 
@@ -104,25 +102,10 @@ func TestExportPDFPrintsEveryPlane(t *testing.T) {
 }
 
 // pdfText is pdf's text as pdftotext reads it, in NFC and without the
-// directional marks it puts around right-to-left runs. pdftotext
-// (poppler-utils) is required: .ci/run installs it.
+// directional marks it puts around right-to-left runs.
 func pdfText(t *testing.T, pdf []byte) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "doc.pdf")
-	if err := os.WriteFile(path, pdf, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.CommandContext(t.Context(), "pdftotext", "-enc", "UTF-8", path, "-").Output()
-	if err != nil {
-		t.Fatalf("pdftotext (apt-get install poppler-utils): %v", err)
-	}
-	drop := func(r rune) rune {
-		if (r >= 0x202A && r <= 0x202E) || (r >= 0x2066 && r <= 0x2069) || r == 0x200E || r == 0x200F {
-			return -1
-		}
-		return r
-	}
-	return norm.NFC.String(strings.Map(drop, string(out)))
+	return norm.NFC.String(pdftext.WithoutMarks(pdftext.Text(t, pdf)))
 }
 
 // noSpace is s in NFC without its white space.
