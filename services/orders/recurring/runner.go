@@ -267,12 +267,13 @@ func installmentOrderID(schedule uuid.UUID, period time.Time, attempt int32) uui
 // so the schedule is past_due at once. An unreachable processor is an
 // error: the period is tried again on the next run, with the same key.
 func (s *Service) chargeInstallment(ctx context.Context, sc store.Schedule, period time.Time, attempt int32, orderID uuid.UUID, pay *store.Payment) (recurringstore.Outcome, error) {
-	if theirs, err := s.methodOfAnotherContact(ctx, sc); err != nil || theirs {
-		if theirs {
-			runnerCharges.WithLabelValues("declined").Inc()
-			return recurringstore.Outcome{PastDue: true, Reason: ReasonMethodOfAnotherContact}, nil
-		}
+	method, known, err := s.scheduleMethod(ctx, sc)
+	if err != nil {
 		return recurringstore.Outcome{}, err
+	}
+	if known && method.ContactID != sc.ContactID {
+		runnerCharges.WithLabelValues("declined").Inc()
+		return recurringstore.Outcome{PastDue: true, Reason: ReasonMethodOfAnotherContact}, nil
 	}
 	tp, ok, err := s.processors.ForTenant(ctx, sc.TenantID.String())
 	if err != nil {
@@ -282,11 +283,7 @@ func (s *Service) chargeInstallment(ctx context.Context, sc store.Schedule, peri
 		runnerCharges.WithLabelValues("declined").Inc()
 		return recurringstore.Outcome{Declined: true, Reason: "processor_not_configured"}, nil
 	}
-	req, err := s.installmentCharge(ctx, sc, tp, period, attempt, orderID, pay.ID)
-	if err != nil {
-		return recurringstore.Outcome{}, err
-	}
-	res, err := tp.Charge(ctx, req)
+	res, err := tp.Charge(ctx, installmentCharge(sc, method, tp, period, attempt, orderID, pay.ID))
 	if err != nil {
 		if r, ok := processor.AsRefused(err); ok {
 			// The method is gone or unusable: no retry can help.
@@ -300,10 +297,11 @@ func (s *Service) chargeInstallment(ctx context.Context, sc store.Schedule, peri
 }
 
 // installmentCharge is the off-session charge of one attempt at a period,
-// keyed by schedule, period and attempt, with the schedule's saved
-// method's customer.
-func (s *Service) installmentCharge(ctx context.Context, sc store.Schedule, tp tenantproc.Account, period time.Time, attempt int32,
-	orderID, paymentID uuid.UUID) (processor.ChargeRequest, error) {
+// keyed by schedule, period and attempt, with the customer of the
+// schedule's method when it is saved at tp's processor for the
+// schedule's contact.
+func installmentCharge(sc store.Schedule, method store.KnownMethod, tp tenantproc.Account, period time.Time, attempt int32,
+	orderID, paymentID uuid.UUID) processor.ChargeRequest {
 	req := processor.ChargeRequest{
 		IdempotencyKey:  fmt.Sprintf("%s/%s/%d", sc.ID, period.Format(time.DateOnly), attempt),
 		AmountMinor:     sc.AmountMinor,
@@ -317,14 +315,10 @@ func (s *Service) installmentCharge(ctx context.Context, sc store.Schedule, tp t
 	if sc.PaymentMethod == "Ach" {
 		req.PaymentMethodType = "us_bank_account"
 	}
-	m, ok, err := s.store.SavedMethod(ctx, sc.TenantID, sc.PaymentToken, tp.Name, sc.ContactID)
-	if err != nil {
-		return processor.ChargeRequest{}, err
+	if method.SavedFor(tp.Name, sc.ContactID) {
+		req.CustomerID = method.CustomerID
 	}
-	if ok {
-		req.CustomerID = m.CustomerID
-	}
-	return req, nil
+	return req
 }
 
 // chargeOutcome reads the processor's answer to an installment's charge
@@ -357,15 +351,17 @@ func (s *Service) chargeOutcome(ctx context.Context, tp tenantproc.Account, sc s
 // that (checkMethodOwners). It is never charged.
 const ReasonMethodOfAnotherContact = "payment_method_of_another_contact"
 
-// methodOfAnotherContact reports whether the schedule's method is saved
-// for a contact other than the schedule's.
-func (s *Service) methodOfAnotherContact(ctx context.Context, sc store.Schedule) (bool, error) {
-	owners, err := s.store.MethodContacts(ctx, sc.TenantID, []string{sc.PaymentToken})
+// scheduleMethod reads the schedule's method in one round trip, detached
+// or not (a detached method still names whose card it was); the zero
+// KnownMethod and false when the tenant never saved it. The charge checks
+// its owner and takes its customer from it.
+func (s *Service) scheduleMethod(ctx context.Context, sc store.Schedule) (store.KnownMethod, bool, error) {
+	known, err := s.store.KnownMethods(ctx, sc.TenantID, []string{sc.PaymentToken})
 	if err != nil {
-		return false, err
+		return store.KnownMethod{}, false, err
 	}
-	owner, ok := owners[sc.PaymentToken]
-	return ok && owner != sc.ContactID, nil
+	m, ok := known[sc.PaymentToken]
+	return m, ok, nil
 }
 
 // runnerCharges counts the runner's installments by result: charged (an

@@ -65,30 +65,6 @@ func queueSaveMethod(b *pgx.Batch, m PaymentMethod) {
 		m.TenantID, m.ID, m.ContactID, m.Provider, m.Mode, m.CustomerID, m.Type, m.Brand, m.Last4, m.ExpMonth, m.ExpYear)
 }
 
-// MethodContacts maps each of ids that the tenant has ever saved (detached
-// too: a detached method still names whose card it was) to the contact it
-// was saved for. A token never saved in the tenant is absent.
-func (s *Store) MethodContacts(ctx context.Context, tenantID uuid.UUID, ids []string) (map[string]int64, error) {
-	out := map[string]int64{}
-	if len(ids) == 0 {
-		return out, nil
-	}
-	rows, err := s.pool.Query(ctx, `SELECT id, contact_id FROM orders.payment_methods WHERE tenant_id = $1 AND id = ANY($2)`, tenantID, ids)
-	if err != nil {
-		return nil, fmt.Errorf("orders: read payment methods' contacts: %w", err)
-	}
-	var id string
-	var contact int64
-	_, err = pgx.ForEachRow(rows, []any{&id, &contact}, func() error {
-		out[id] = contact
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("orders: read payment methods' contacts: %w", err)
-	}
-	return out, nil
-}
-
 // KnownMethod is a method the tenant has saved, detached or not.
 type KnownMethod struct {
 	PaymentMethod
@@ -103,9 +79,10 @@ func (m KnownMethod) SavedFor(provider string, contactID int64) bool {
 
 // KnownMethods reads, in one round trip, each of ids that the tenant has
 // ever saved (detached too: a detached method still names whose card it
-// was), by id. A token never saved in the tenant is absent. An order reads
-// its tokens once with it, for the owner check (MethodContacts) and the
-// customer its charges go with (SavedMethod).
+// was), by id. A token never saved in the tenant is absent. An order, and
+// the recurring runner for an installment, read their tokens once with
+// it, for the owner check (a method saved for another contact is refused)
+// and the customer the charges go with (SavedFor).
 func (s *Store) KnownMethods(ctx context.Context, tenantID uuid.UUID, ids []string) (map[string]KnownMethod, error) {
 	out := map[string]KnownMethod{}
 	if len(ids) == 0 {
