@@ -184,12 +184,13 @@ func (d *Dispatcher) prune(ctx context.Context, retention time.Duration) {
 	metricPruned.WithLabelValues("deliveries").Add(float64(p.Deliveries))
 	metricPruned.WithLabelValues("attempts").Add(float64(p.Attempts))
 	metricPruned.WithLabelValues("test_attempts").Add(float64(p.TestAttempts))
+	metricPruned.WithLabelValues("orphans").Add(float64(p.Orphans))
 	if err != nil && ctx.Err() == nil {
 		d.s.logger.ErrorContext(ctx, "webhooks: prune deliveries", "error", err.Error())
 	}
-	if p.Deliveries+p.TestAttempts > 0 {
+	if p.Deliveries+p.TestAttempts+p.Orphans > 0 {
 		d.s.logger.InfoContext(ctx, "webhooks: pruned deliveries past their retention", "deliveries", p.Deliveries,
-			"attempts", p.Attempts, "test_attempts", p.TestAttempts)
+			"attempts", p.Attempts, "test_attempts", p.TestAttempts, "pending_of_deleted_endpoints", p.Orphans)
 	}
 }
 

@@ -113,3 +113,55 @@ func TestDeliveryRetentionSetting(t *testing.T) {
 		}
 	}
 }
+
+// TestDeletedEndpointsQueueGoes: deleting an endpoint drops its pending
+// deliveries in the same transaction and keeps the attempts made; the
+// dispatcher's pass drops those of endpoints deleted before that; a live
+// endpoint's pending deliveries stay.
+func TestDeletedEndpointsQueueGoes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := newHarness(t, Config{})
+	deleted, before, live := h.endpoint(t, "contact.created"), h.endpoint(t, "contact.created"), h.endpoint(t, "contact.created")
+	pending := func(ep uuid.UUID, n int) {
+		t.Helper()
+		if _, err := h.pool.Exec(ctx, `INSERT INTO webhooks.deliveries (tenant_id, id, endpoint_id, event_id, event, body, occurred_at)
+			SELECT $1, gen_random_uuid(), $2, gen_random_uuid(), 'contact.created', '{}', now() FROM generate_series(1, $3)`, h.tenant, ep, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pending(deleted, 3)
+	pending(before, 2)
+	pending(live, 1)
+	if err := h.s.store.InsertAttempt(ctx, store.Attempt{TenantID: h.tenant, ID: uuid.Must(uuid.NewV7()), EndpointID: deleted,
+		DeliveryID: uuid.Must(uuid.NewV7()), EventID: uuid.Must(uuid.NewV7()), Event: "contact.created", Attempt: 1,
+		AttemptedAt: time.Now(), Error: "HTTP 500"}); err != nil {
+		t.Fatal(err)
+	}
+	// An endpoint deleted before deletes dropped the queue.
+	if _, err := h.pool.Exec(ctx, `UPDATE webhooks.endpoints SET deleted_at = now() WHERE tenant_id = $1 AND id = $2`, h.tenant, before); err != nil {
+		t.Fatal(err)
+	}
+	queued := func(ep uuid.UUID) (n int) {
+		t.Helper()
+		if err := h.pool.QueryRow(ctx, `SELECT count(*) FROM webhooks.deliveries WHERE tenant_id = $1 AND endpoint_id = $2 AND state = 'pending'`,
+			h.tenant, ep).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if err := h.s.store.DeleteEndpoint(ctx, h.tenant, deleted, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if n := queued(deleted); n != 0 {
+		t.Errorf("the deleted endpoint keeps %d pending deliveries", n)
+	}
+	var attempts int
+	if err := h.pool.QueryRow(ctx, `SELECT count(*) FROM webhooks.attempts WHERE tenant_id = $1 AND endpoint_id = $2`, h.tenant, deleted).Scan(&attempts); err != nil || attempts != 1 {
+		t.Errorf("the deleted endpoint's attempts: %d (%v), want 1", attempts, err)
+	}
+	h.d.prune(ctx, DefaultDeliveryRetention)
+	if n, m := queued(before), queued(live); n != 0 || m != 1 {
+		t.Errorf("after the pass: %d pending of the endpoint deleted before, %d of the live one; want 0 and 1", n, m)
+	}
+}

@@ -269,7 +269,8 @@ func reactivation(ctx context.Context, tx pgx.Tx, before, e Endpoint, limit int)
 }
 
 // DeleteEndpoint revokes an endpoint: it disappears from the list and
-// receives nothing more; its delivery records stay.
+// receives nothing more; its pending deliveries go, its delivery records
+// (the attempts made) stay.
 func (s *Store) DeleteEndpoint(ctx context.Context, tenantID, id uuid.UUID, actor string) error {
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE webhooks.endpoints SET deleted_at = now(), updated_at = now()
@@ -279,6 +280,13 @@ func (s *Store) DeleteEndpoint(ctx context.Context, tenantID, id uuid.UUID, acto
 		}
 		if tag.RowsAffected() == 0 {
 			return db.ErrNotFound
+		}
+		// Its queue goes: nothing is sent to a deleted endpoint, and its
+		// pending rows only slowed every claim that skipped them. The
+		// attempts made stay, as the endpoint's delivery records.
+		if _, err := tx.Exec(ctx, `DELETE FROM webhooks.deliveries WHERE tenant_id = $1 AND endpoint_id = $2 AND state = 'pending'`,
+			tenantID, id); err != nil {
+			return fmt.Errorf("drop the endpoint's pending deliveries: %w", err)
 		}
 		if err := audit.Record(ctx, tx, audit.Entry{TenantID: tenantID.String(), EntityType: EntityType, EntityID: id.String(), Action: audit.Deleted, Actor: actor}); err != nil {
 			return fmt.Errorf("record audit: %w", err)
