@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/almoner/almoner/pkg/config"
+	"github.com/almoner/almoner/pkg/db"
 )
 
 // Setting is the environment variable of the retention.
@@ -56,11 +56,6 @@ func Retention(c config.Source) (time.Duration, error) {
 // one short (tens of milliseconds) however many rows are due.
 const PruneChunk = 10_000
 
-// Execer runs a statement: a pool, a connection or a transaction.
-type Execer interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}
-
 // Prune deletes the rows of table (a service's import rows, "schema.table",
 // with a created_at column) of every tenant older than keep, chunk rows a
 // statement (PruneChunk when chunk <= 0), until none is left or ctx ends.
@@ -68,28 +63,20 @@ type Execer interface {
 // also when it returns an error. The imports service refuses to resume an
 // import that started longer than keep ago, so no batch is sent again for
 // a row pruned here.
-func Prune(ctx context.Context, db Execer, table string, keep time.Duration, chunk int) (int64, error) {
+func Prune(ctx context.Context, q db.Execer, table string, keep time.Duration, chunk int) (int64, error) {
 	if chunk <= 0 {
 		chunk = PruneChunk
 	}
 	schema, name, _ := strings.Cut(table, ".")
 	t := pgx.Identifier{schema, name}.Sanitize()
-	var total int64
-	for ctx.Err() == nil {
-		// By ctid: the rows the BRIN scan found, deleted without a second
-		// lookup through the primary key. Replicas pruning at once both
-		// pick some of the same rows; the second waits for the first and
-		// passes over what it deleted.
-		tag, err := db.Exec(ctx, `DELETE FROM `+t+` WHERE ctid = ANY (ARRAY(
-			SELECT ctid FROM `+t+` WHERE created_at < now() - make_interval(secs => $1) LIMIT $2))`,
-			keep.Seconds(), chunk)
-		if err != nil {
-			return total, fmt.Errorf("prune %s: %w", table, err)
-		}
-		total += tag.RowsAffected()
-		if tag.RowsAffected() < int64(chunk) {
-			break
-		}
+	// By ctid: the rows the BRIN scan found, deleted without a second
+	// lookup through the primary key. Replicas pruning at once both pick
+	// some of the same rows; the second waits for the first and passes
+	// over what it deleted.
+	total, err := db.ExecBatches(ctx, q, `DELETE FROM `+t+` WHERE ctid = ANY (ARRAY(
+		SELECT ctid FROM `+t+` WHERE created_at < now() - make_interval(secs => $1) LIMIT $2))`, chunk, keep.Seconds())
+	if err != nil {
+		return total, fmt.Errorf("prune %s: %w", table, err)
 	}
 	return total, nil
 }
