@@ -58,6 +58,21 @@ func readRetention(src config.Source) (Retention, error) {
 	return r, nil
 }
 
+// withDefaults is r with each zero field at DefaultRetention's.
+func (r Retention) withDefaults() Retention {
+	def := DefaultRetention()
+	if r.Interval <= 0 {
+		r.Interval = def.Interval
+	}
+	if r.Mail == 0 {
+		r.Mail = def.Mail
+	}
+	if r.SecurityLog == 0 {
+		r.SecurityLog = def.SecurityLog
+	}
+	return r
+}
+
 // prunedRows counts the rows the housekeeping deleted, by table.
 var prunedRows = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "almoner_auth_pruned_rows_total",
@@ -68,8 +83,7 @@ func init() { telemetry.Register(prunedRows) }
 
 // housekeep prunes at start, then every Retention.Interval, until ctx ends.
 func (s *Service) housekeep(ctx context.Context) {
-	r := s.retention()
-	t := time.NewTicker(r.Interval)
+	t := time.NewTicker(s.cfg.Retention.Interval)
 	defer t.Stop()
 	for {
 		if err := s.prune(ctx); err != nil && ctx.Err() == nil {
@@ -83,25 +97,10 @@ func (s *Service) housekeep(ctx context.Context) {
 	}
 }
 
-// retention is the service's Retention with the defaults filled in.
-func (s *Service) retention() Retention {
-	r, def := s.cfg.Retention, DefaultRetention()
-	if r.Interval <= 0 {
-		r.Interval = def.Interval
-	}
-	if r.Mail == 0 {
-		r.Mail = def.Mail
-	}
-	if r.SecurityLog == 0 {
-		r.SecurityLog = def.SecurityLog
-	}
-	return r
-}
-
 // prune is one housekeeping pass: the credentials that stopped working a
 // day ago, the security log and the sent mail older than their retention.
 func (s *Service) prune(ctx context.Context) error {
-	r, now := s.retention(), s.now()
+	r, now := s.cfg.Retention, s.now()
 	var logBefore time.Time
 	if r.SecurityLog > 0 {
 		logBefore = now.Add(-r.SecurityLog)

@@ -137,6 +137,7 @@ func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) (*Service, error) 
 		cfg.KeyLimit = DefaultKeyLimit
 	}
 	cfg.Password = completeParams(cfg.Password)
+	cfg.Retention = cfg.Retention.withDefaults()
 	if cfg.SessionIdle <= 0 {
 		cfg.SessionIdle = DefaultSessionIdle
 	}
