@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -519,10 +520,34 @@ func collectItems(br pgx.BatchResults) (map[uuid.UUID]Item, error) {
 // the transaction. A hash collision between two orders only makes them
 // wait for each other.
 func lockOrder(ctx context.Context, tx pgx.Tx, tenantID, orderID uuid.UUID) error {
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, orderLockKey(tenantID, orderID)); err != nil {
+	if err := advisoryLock(ctx, tx, orderLockKey(tenantID, orderID), true); err != nil {
 		return fmt.Errorf("lock order: %w", err)
 	}
 	return nil
+}
+
+// LockContact takes contact's lock for the rest of tx: exclusive for a
+// merge's move of its shipments, shared for a shipment's creation, so a
+// creation never falls between the move's update and its commit (where
+// the update would not see it and it would not see the merge).
+func LockContact(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, contact int64, exclusive bool) error {
+	key := "inventory.contact:" + tenantID.String() + ":" + strconv.FormatInt(contact, 10)
+	if err := advisoryLock(ctx, tx, key, exclusive); err != nil {
+		return fmt.Errorf("lock contact %d: %w", contact, err)
+	}
+	return nil
+}
+
+// advisoryLock takes the transaction-scoped advisory lock named by key's
+// hash, exclusive or shared. A hash collision only makes two holders wait
+// for each other.
+func advisoryLock(ctx context.Context, tx pgx.Tx, key string, exclusive bool) error {
+	fn := "pg_advisory_xact_lock_shared"
+	if exclusive {
+		fn = "pg_advisory_xact_lock"
+	}
+	_, err := tx.Exec(ctx, `SELECT `+fn+`(hashtextextended($1, 0))`, key)
+	return err
 }
 
 // orderLockKey is the text whose hash is an order's advisory lock.

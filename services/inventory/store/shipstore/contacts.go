@@ -3,13 +3,13 @@ package shipstore
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/almoner/almoner/pkg/audit"
 	"github.com/almoner/almoner/pkg/db"
+	"github.com/almoner/almoner/services/inventory/store"
 )
 
 // MoveContact moves the tenant's shipments of contact dup to contact
@@ -20,7 +20,7 @@ import (
 func (s *Store) MoveContact(ctx context.Context, tenantID uuid.UUID, dup, surv int64, actor string) (int64, error) {
 	var moved int64
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := lockContact(ctx, tx, tenantID, dup, true); err != nil {
+		if err := store.LockContact(ctx, tx, tenantID, dup, true); err != nil {
 			return err
 		}
 		if err := recordMerge(ctx, tx, tenantID, dup, surv); err != nil {
@@ -64,22 +64,6 @@ func recordMerge(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, dup, surv i
 	return nil
 }
 
-// lockContact takes contact's lock for the rest of tx: exclusive for a
-// merge's move of its shipments, shared for a shipment's creation, so a
-// creation never falls between the move's update and its commit (where
-// the update would not see it and it would not see the merge).
-func lockContact(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, contact int64, exclusive bool) error {
-	fn := "pg_advisory_xact_lock_shared"
-	if exclusive {
-		fn = "pg_advisory_xact_lock"
-	}
-	key := "inventory.contact:" + tenantID.String() + ":" + strconv.FormatInt(contact, 10)
-	if _, err := tx.Exec(ctx, `SELECT `+fn+`(hashtextextended($1, 0))`, key); err != nil {
-		return fmt.Errorf("lock contact %d: %w", contact, err)
-	}
-	return nil
-}
-
 // survivorOf is the contact a shipment for contact is created for: the
 // survivor of the merge that folded it into another, else itself. It
 // holds each contact's lock (shared) before reading its merge, so a merge
@@ -87,7 +71,7 @@ func lockContact(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, contact int
 // re-pointing of contact then shows.
 func survivorOf(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, contact int64) (int64, error) {
 	for locked := contact; ; {
-		if err := lockContact(ctx, tx, tenantID, locked, false); err != nil {
+		if err := store.LockContact(ctx, tx, tenantID, locked, false); err != nil {
 			return 0, err
 		}
 		var surv int64
