@@ -32,7 +32,7 @@ var (
 	})
 	metricPruned = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "almoner_webhook_pruned_total",
-		Help: "Rows the dispatcher deleted past ALMONER_WEBHOOK_DELIVERY_RETENTION, by kind: deliveries, attempts (theirs), test_attempts.",
+		Help: "Rows the dispatcher deleted past ALMONER_WEBHOOK_DELIVERY_RETENTION, by kind: deliveries, attempts (theirs), test_attempts, orphans (pending deliveries of deleted endpoints).",
 	}, []string{"kind"})
 )
 

@@ -24,7 +24,8 @@ type Pruned struct {
 // same statement, the test sends' attempts made before it, and the
 // pending deliveries of deleted endpoints (never sent; their attempts
 // stay). Another pending delivery stays whatever its age (an endpoint
-// switched off keeps its backlog). It stops early, with what it deleted so far, when ctx ends.
+// switched off keeps its backlog). It stops early, with what it deleted
+// so far, when ctx ends.
 func (s *Store) PruneDeliveries(ctx context.Context, before time.Time) (Pruned, error) {
 	var p Pruned
 	for ctx.Err() == nil {
