@@ -1,4 +1,5 @@
-# Sourced by the benchmark scripts (bench.sh, bench-writes.sh).
+# Sourced by the benchmark scripts (bench.sh, bench-writes.sh,
+# profile-orders.sh).
 #
 # spread_contacts DATABASE_URL TENANT_ID N prints "LO HI": N contacts made
 # with one set-based INSERT, their ids LO..HI reserved from the tenant's
