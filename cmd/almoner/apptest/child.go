@@ -60,11 +60,19 @@ func RunChildIfRequested() {
 type Child struct {
 	Cmd  *exec.Cmd
 	Logs *SyncBuffer
-	done chan error
+	done chan struct{}
+	err  error
 }
 
-// Done reports the child's exit.
-func (c *Child) Done() <-chan error { return c.done }
+// Done is closed when the child has exited; any number of waiters may
+// read it (the test, and StartChild's cleanup). Err then says how.
+func (c *Child) Done() <-chan struct{} { return c.done }
+
+// Err is how the child exited (cmd.Wait's answer), once Done is closed.
+func (c *Child) Err() error {
+	<-c.done
+	return c.err
+}
 
 // StartChild re-executes the test binary as an Almoner process running
 // targets (e.g. "webhooks"), configured by env ("KEY=value" entries such as
@@ -80,12 +88,15 @@ func StartChild(t testing.TB, targets string, env ...string) *Child {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("apptest: start child: %v", err)
 	}
-	c := &Child{Cmd: cmd, Logs: logs, done: make(chan error, 1)}
-	go func() { c.done <- cmd.Wait() }()
+	c := &Child{Cmd: cmd, Logs: logs, done: make(chan struct{})}
+	go func() {
+		c.err = cmd.Wait()
+		close(c.done)
+	}()
 	registerLogs(logs)
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		<-c.done //nolint:errcheck // "signal: killed": we just killed it
+		<-c.done // "signal: killed": we just killed it
 		if t.Failed() {
 			t.Logf("child %s logs:\n%s", targets, logs.String())
 		}

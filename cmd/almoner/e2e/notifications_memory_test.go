@@ -77,8 +77,8 @@ func waitHealthy(t *testing.T, base string, child *apptest.Child) {
 	t.Helper()
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		select {
-		case err := <-child.Done():
-			t.Fatalf("child exited: %v", err)
+		case <-child.Done():
+			t.Fatalf("child exited: %v", child.Err())
 		default:
 		}
 		if resp, err := apptest.Get(t.Context(), nil, base+"/healthz"); err == nil {

@@ -167,8 +167,7 @@ func TestWebhookDispatchNoLossUnderCrashes(t *testing.T) {
 		stall = nil
 		mu.Unlock()
 		close(release)
-		// Not <-victim.Done(): the child's cleanup waits on that value.
-		time.Sleep(50 * time.Millisecond)
+		<-victim.Done()
 		victim = start()
 	}
 	wg.Wait()
