@@ -30,16 +30,18 @@ func (a *apiKeyServer) ListApiKeys(ctx context.Context, req *authv1.ListApiKeysR
 	if err != nil {
 		return nil, err
 	}
+	// Uses this replica has seen but not yet written are newer than the
+	// rows: show them, so a caller checking lastUsedAt during a rotation
+	// sees the use it just made, without a write per list. Read before
+	// the rows (PendingOf says why).
+	pending := a.s.usage.PendingOf(p.Tenant())
 	keys, err := a.s.store.ListKeys(ctx, p.Tenant())
 	if err != nil {
 		return nil, err
 	}
 	out := &authv1.ListApiKeysResponse{ApiKeys: make([]*authv1.ApiKey, 0, len(keys))}
 	for _, k := range keys {
-		// Uses this replica has seen but not yet written are newer than
-		// the row: show them, so a caller checking lastUsedAt during a
-		// rotation sees the use it just made, without a write per list.
-		if at, ok := a.s.usage.Pending(k.ID); ok && (k.LastUsedAt == nil || at.After(*k.LastUsedAt)) {
+		if at, ok := pending[k.ID]; ok && (k.LastUsedAt == nil || at.After(*k.LastUsedAt)) {
 			k.LastUsedAt = &at
 		}
 		out.ApiKeys = append(out.ApiKeys, toAPIKey(k))

@@ -43,16 +43,24 @@ func (u *usageTracker) Touch(tenantID, keyID uuid.UUID, t time.Time) {
 	u.mu.Unlock()
 }
 
-// Pending returns the unwritten last use of a key, if any: recorded, or
-// in a batch whose write has not yet committed.
-func (u *usageTracker) Pending(keyID uuid.UUID) (time.Time, bool) {
+// PendingOf returns the unwritten last uses of the tenant's keys, by key:
+// recorded, or in a batch whose write has not yet committed. A list reads
+// them before it reads the rows: a use read here that a flush writes
+// meanwhile is in the rows the list then reads, whereas one looked up
+// after the rows were read could have been written after that read and
+// be in neither, and lastUsedAt would step back.
+func (u *usageTracker) PendingOf(tenantID uuid.UUID) map[uuid.UUID]time.Time {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	v, ok := u.pending[keyID]
-	if f, fok := u.flushing[keyID]; fok && (!ok || v.At.Before(f.At)) {
-		return f.At, true
+	out := map[uuid.UUID]time.Time{}
+	for _, batch := range []map[uuid.UUID]store.KeyUse{u.flushing, u.pending} {
+		for id, v := range batch {
+			if v.TenantID == tenantID && v.At.After(out[id]) {
+				out[id] = v.At
+			}
+		}
 	}
-	return v.At, ok
+	return out
 }
 
 // Flush writes the pending uses. On failure they are kept for the next try

@@ -41,10 +41,13 @@ func TestUsageStaysVisibleWhileWritten(t *testing.T) {
 			done := make(chan error)
 			go func() { done <- u.Flush(context.Background()) }()
 			<-inWrite
-			got, ok := u.Pending(key)
+			got, ok := u.PendingOf(tenant)[key]
 			want := at.Truncate(time.Microsecond)
 			if !ok || !got.Equal(want) {
-				t.Errorf("during the write Pending = %v, %v; want %v, true", got, ok, want)
+				t.Errorf("during the write PendingOf = %v, %v; want %v, true", got, ok, want)
+			}
+			if other := u.PendingOf(uuid.New()); len(other) != 0 {
+				t.Errorf("another tenant's PendingOf = %v, want none", other)
 			}
 			close(release)
 			if err := <-done; !errors.Is(err, tt.writeErr) {
@@ -53,8 +56,8 @@ func TestUsageStaysVisibleWhileWritten(t *testing.T) {
 			if len(written) != 1 || !written[0].At.Equal(want) {
 				t.Errorf("written %v, want one use at %v", written, want)
 			}
-			if _, ok := u.Pending(key); ok != tt.pendingAfter {
-				t.Errorf("after the flush Pending ok = %v, want %v", ok, tt.pendingAfter)
+			if _, ok := u.PendingOf(tenant)[key]; ok != tt.pendingAfter {
+				t.Errorf("after the flush PendingOf has the key = %v, want %v", ok, tt.pendingAfter)
 			}
 		})
 	}
@@ -67,7 +70,32 @@ func TestUsageKeepsTheLatest(t *testing.T) {
 	later := time.Date(2026, 11, 25, 12, 0, 1, 0, time.UTC)
 	u.Touch(tenant, key, later)
 	u.Touch(tenant, key, later.Add(-time.Second))
-	if got, _ := u.Pending(key); !got.Equal(later) {
-		t.Errorf("Pending = %v, want %v", got, later)
+	if got := u.PendingOf(tenant)[key]; !got.Equal(later) {
+		t.Errorf("PendingOf = %v, want %v", got, later)
+	}
+}
+
+// TestUsageNewerDuringWrite: a use recorded while an older one of the
+// same key is being written is the one PendingOf answers.
+func TestUsageNewerDuringWrite(t *testing.T) {
+	tenant, key := uuid.New(), uuid.New()
+	at := time.Date(2026, 12, 4, 18, 0, 0, 0, time.UTC)
+	inWrite, release := make(chan struct{}), make(chan struct{})
+	u := newUsageTracker(func(context.Context, []store.KeyUse) error {
+		close(inWrite)
+		<-release
+		return nil
+	})
+	u.Touch(tenant, key, at)
+	done := make(chan error)
+	go func() { done <- u.Flush(context.Background()) }()
+	<-inWrite
+	u.Touch(tenant, key, at.Add(time.Second))
+	if got := u.PendingOf(tenant)[key]; !got.Equal(at.Add(time.Second)) {
+		t.Errorf("PendingOf during the write = %v, want %v", got, at.Add(time.Second))
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
